@@ -1,0 +1,156 @@
+// Kernel interface: what the runtime's executor calls. Kernels know tensors and parameters, never graphs.
+//
+// Conventions
+//  * Activations are NHWC; shapes are size_t; strides are in elements unless named *_bytes.
+//  * Weights are packed once at load by pack_* into a buffer the caller allocates with *_packed_size bytes
+//    (64-byte aligned). The packed layout is private to the kernel table that packed it.
+//  * `Activation` is the fused clamp (output_min_max); {-inf, +inf} means none.
+//  * Every entry may split its work with `Parallel`; results must not depend on the thread count.
+//  * The table is filled once from CPU features (dispatch.cc): the scalar table is the portable baseline
+//    and the reference the faster tables are tested against.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+#include "kernels/parallel.h"
+
+namespace webxnn {
+
+struct Activation {
+  float min = -std::numeric_limits<float>::infinity();
+  float max = std::numeric_limits<float>::infinity();
+};
+
+// Convolution geometry (XNNPACK's _XNNNodeConv). Filter as stored in the blob:
+//   conv:       [groups*goc, kh, kw, gic]   (OHWI)
+//   depthwise:  [1, kh, kw, channels*depth_multiplier]   (1HWO; groups = channels, gic = 1)
+//   deconv:     [groups*goc, kh, kw, gic]   (OHWI), stride = upsampling, padding crops the output
+struct ConvParams {
+  uint32_t pad_top = 0, pad_right = 0, pad_bottom = 0, pad_left = 0;
+  uint32_t kernel_h = 1, kernel_w = 1;
+  uint32_t stride_h = 1, stride_w = 1;
+  uint32_t dilation_h = 1, dilation_w = 1;
+  uint32_t groups = 1;
+  uint32_t group_input_channels = 1;   // gic
+  uint32_t group_output_channels = 1;  // goc
+  uint32_t adjustment_h = 0, adjustment_w = 0;  // deconv only
+  Activation act;
+};
+
+struct PoolParams {
+  uint32_t pad_top = 0, pad_right = 0, pad_bottom = 0, pad_left = 0;
+  uint32_t pool_h = 1, pool_w = 1;
+  uint32_t stride_h = 1, stride_w = 1;
+  uint32_t dilation_h = 1, dilation_w = 1;
+  Activation act;
+};
+
+enum class BinaryOp : uint8_t { kAdd, kSub, kMul, kDiv, kMin, kMax, kPow, kPrelu, kSquaredDiff };
+
+enum class UnaryOp : uint8_t {
+  kClamp, kAbs, kNeg, kFloor, kCeil, kSqrt, kRsqrt, kSquare, kSigmoid, kTanh, kExp, kLog, kSin, kCos,
+  kHardswish, kLeakyRelu, kElu, kGelu, kErf, kRelu, kSign, kRoundEven, kReciprocal, kSoftplus, kSoftsign,
+  kTan, kHardSigmoid, kCopy,
+};
+
+// Parameters of a unary op: alpha = leaky slope / elu alpha / hard_sigmoid alpha; beta = hard_sigmoid beta.
+struct UnaryParams {
+  float alpha = 0.f, beta = 0.f;
+  Activation act;  // clamp bounds for kClamp; applied after every other op too
+};
+
+// Broadcasting binary op over up to kMaxBinaryRank dims. The runtime collapses shapes first; strides are in
+// elements and 0 along broadcast dims. out is dense with dims `out_dims`.
+constexpr size_t kMaxBinaryRank = 6;
+struct BinaryShape {
+  size_t rank = 0;
+  size_t out_dims[kMaxBinaryRank] = {};
+  size_t a_strides[kMaxBinaryRank] = {};
+  size_t b_strides[kMaxBinaryRank] = {};
+};
+
+struct KernelTable {
+  const char* name;  // "scalar", "avx2"
+
+  // ---- GEMM: C[M,N] = act(A[M,K] * B[K,N] + bias) ----
+  // B is given as [K,N] row-major, or as [N,K] when b_is_nk (a Linear/FullyConnected filter [O,I]).
+  // bias may be null (zero).
+  size_t (*gemm_packed_size)(size_t K, size_t N);
+  void (*gemm_pack)(size_t K, size_t N, const float* B, bool b_is_nk, const float* bias, void* packed);
+  void (*gemm)(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, float* C,
+               size_t ldc, Activation act, Parallel& par);
+
+  // ---- Batch matmul with both operands dynamic: C[b] = A[b] x B[b], shapes already broadcast by the
+  // caller into per-batch pointers' strides. A [M,K] (lda), B [K,N] (ldb) or [N,K] when b_is_nk.
+  void (*batch_matmul)(size_t batch, size_t M, size_t N, size_t K, const float* A, size_t a_batch_stride,
+                       const float* B, size_t b_batch_stride, bool b_is_nk, float* C, Parallel& par);
+
+  // ---- Convolution, NHWC ----
+  size_t (*conv2d_packed_size)(const ConvParams& p);
+  void (*conv2d_pack)(const ConvParams& p, const float* filter_ohwi, const float* bias, void* packed);
+  void (*conv2d)(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
+                 const void* packed, float* out, Parallel& par);
+
+  size_t (*dwconv2d_packed_size)(const ConvParams& p);
+  void (*dwconv2d_pack)(const ConvParams& p, const float* filter_1hwo, const float* bias, void* packed);
+  void (*dwconv2d)(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
+                   const void* packed, float* out, Parallel& par);
+
+  size_t (*deconv2d_packed_size)(const ConvParams& p);
+  void (*deconv2d_pack)(const ConvParams& p, const float* filter_ohwi, const float* bias, void* packed);
+  void (*deconv2d)(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
+                   const void* packed, float* out, Parallel& par);
+
+  // ---- Pooling, NHWC. Average pooling excludes padding from the divisor. ----
+  void (*max_pool2d)(const PoolParams& p, size_t N, size_t H, size_t W, size_t C, const float* in, size_t OH,
+                     size_t OW, float* out, Parallel& par);
+  void (*avg_pool2d)(const PoolParams& p, size_t N, size_t H, size_t W, size_t C, const float* in, size_t OH,
+                     size_t OW, float* out, Parallel& par);
+  // mean over H and W of [N, H, W, C] -> [N, C]
+  void (*global_avg_pool)(size_t N, size_t HW, size_t C, const float* in, float* out, Activation act,
+                          Parallel& par);
+
+  // ---- Element-wise ----
+  void (*binary)(BinaryOp op, const BinaryShape& s, const float* a, const float* b, float* out,
+                 Activation act, Parallel& par);
+  void (*unary)(UnaryOp op, size_t n, const float* in, float* out, const UnaryParams& p, Parallel& par);
+
+  // softmax over the last dim of [rows, cols]
+  void (*softmax)(size_t rows, size_t cols, const float* in, float* out, Parallel& par);
+
+  // ---- Quantization (qint8: real = (q - zp) * scale; rounding to nearest even, saturating) ----
+  void (*quantize_qs8)(size_t n, const float* in, int8_t* out, float scale, int32_t zero_point);
+  void (*dequantize_qs8)(size_t n, const int8_t* in, float* out, float scale, int32_t zero_point);
+
+  // Fully connected, qint8 activations x per-channel symmetric qcint8 weights [N,K] (b_is_nk) or [K,N],
+  // int32 bias (scale in_scale*w_scale[n]), qint8 output. Requantization in fp32, round to nearest even.
+  size_t (*qs8_gemm_packed_size)(size_t K, size_t N);
+  void (*qs8_gemm_pack)(size_t K, size_t N, const int8_t* B, bool b_is_nk, const int32_t* bias,
+                        const float* w_scales, float in_scale, int32_t in_zero_point, float out_scale,
+                        int32_t out_zero_point, void* packed);
+  void (*qs8_gemm)(size_t M, size_t N, size_t K, const int8_t* A, size_t lda, const void* packed, int8_t* C,
+                   size_t ldc, int8_t out_min, int8_t out_max, Parallel& par);
+};
+
+// The scalar baseline (always available) and the table chosen for this CPU.
+const KernelTable& scalar_kernels();
+const KernelTable& best_kernels();
+
+// Layout helpers shared by the executor (byte copies, any element size).
+// transpose: out dim i = in dim perm[i]
+void transpose_bytes(size_t elem_size, size_t rank, const size_t* in_dims, const size_t* perm, const void* in,
+                     void* out, Parallel& par);
+// out = in[offsets : offsets + out_dims]
+void slice_bytes(size_t elem_size, size_t rank, const size_t* in_dims, const size_t* offsets,
+                 const size_t* out_dims, const void* in, void* out);
+// out = pad(in, pre, post) filled with the elem_size bytes at `fill`
+void pad_bytes(size_t elem_size, size_t rank, const size_t* in_dims, const size_t* pre, const size_t* post,
+               const void* fill, const void* in, void* out);
+// Concatenate along `axis`: outer = prod(dims before axis); each input contributes inner_bytes[i] per outer.
+void concat_bytes(size_t n_inputs, const void* const* inputs, const size_t* inner_bytes, size_t outer,
+                  void* out);
+
+}  // namespace webxnn

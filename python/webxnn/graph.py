@@ -1,0 +1,111 @@
+"""The WebNN graph AST: what the `.webnn` text and its JSON form say, nothing more.
+
+Small, stable dataclasses. Parsing lives in `dsl`, op semantics in `ops`, lowering in `lower`.
+Shapes may hold `DynDim` entries (input shapes only). Dtype names are WebNN's: "float32", "float16",
+"int4", "uint4", "int8", "uint8", "int32", "uint32", "int64", "uint64".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class DynDim:
+    """A dynamic input dimension `dyn("name", max)`: any size from 1 to `max_size`."""
+
+    name: str
+    max_size: int
+
+
+Dim = Union[int, DynDim]
+
+
+@dataclass
+class Operand:
+    """A typed value declaration (graph input or const)."""
+
+    name: str
+    dtype: str
+    shape: list[Dim]
+
+
+@dataclass
+class ConstInit:
+    """Where a const's data comes from: kind is "weights" (ref = manifest key), "scalar" (value) or
+    "bytes" (data: raw little-endian bytes)."""
+
+    kind: str
+    ref: str | None = None
+    value: float | int | None = None
+    data: bytes | None = None
+
+
+@dataclass
+class Const(Operand):
+    init: ConstInit = field(default_factory=lambda: ConstInit("weights"))
+
+
+@dataclass
+class Node:
+    """One op call. `inputs` are operand names in order; `options` maps option keys to JSON-like values
+    (operand-valued options hold the operand's name as a string); `outputs` lists the value names it defines
+    (a single-output node has outputs == [id])."""
+
+    id: str
+    op: str
+    inputs: list[str]
+    options: dict[str, Any] = field(default_factory=dict)
+    outputs: list[str] = field(default_factory=list)
+    # (line, col) in the source text, for error messages; None when built in code or from JSON.
+    loc: tuple[int, int] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.outputs:
+            self.outputs = [self.id]
+
+
+@dataclass
+class Graph:
+    """A parsed WebNN graph. `inputs` and `consts` keep declaration order; `outputs` maps output name to the
+    value it refers to (text always maps a name to itself; JSON may rename). `weights` maps a const's weights
+    ref to its array once resolved (memory-mapped where possible)."""
+
+    name: str = ""
+    version: int = 1
+    quantized: bool = False
+    inputs: dict[str, Operand] = field(default_factory=dict)
+    consts: dict[str, Const] = field(default_factory=dict)
+    nodes: list[Node] = field(default_factory=list)
+    outputs: dict[str, str] = field(default_factory=dict)
+    weights: dict[str, np.ndarray] = field(default_factory=dict)
+    source: str | None = None  # file path the graph was read from, for messages
+
+    def to_text(self) -> str:
+        from .dsl.printer import to_text
+
+        return to_text(self)
+
+    def to_json(self) -> str:
+        from .dsl.json_codec import to_json
+
+        return to_json(self)
+
+    def const_array(self, name: str) -> np.ndarray:
+        """The data of const `name` as an array of its declared dtype and shape."""
+        from .dsl.weights import const_array
+
+        return const_array(self, name)
+
+
+DTYPES: dict[str, np.dtype] = {
+    "float32": np.dtype("<f4"), "float16": np.dtype("<f2"),
+    "int8": np.dtype("i1"), "uint8": np.dtype("u1"),
+    "int32": np.dtype("<i4"), "uint32": np.dtype("<u4"),
+    "int64": np.dtype("<i8"), "uint64": np.dtype("<u8"),
+    # int4/uint4 are stored one value per byte in `.weights` (webnn-graph's convention)
+    "int4": np.dtype("i1"), "uint4": np.dtype("u1"),
+}
