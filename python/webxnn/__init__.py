@@ -1,2 +1,97 @@
-"""webxnn: WebNN graphs to compact XNNGraph (.xnn) blobs, and a fast CPU runtime for them."""
+"""webxnn: WebNN graphs to compact XNNGraph (.xnn) blobs, and a fast CPU runtime for them.
+
+    import webxnn
+    g = webxnn.load_graph("head.webnn")        # finds head.weights + head.manifest.json beside it
+    blob = webxnn.compile(g)                   # bytes of a .xnn
+    prog = webxnn.load(blob, threads=2)        # or a path
+    out = prog.run({"x": x})                   # {"probs": ndarray}
+"""
+
+from __future__ import annotations
+
+from .errors import (
+    FormatError,
+    InputError,
+    ParseError,
+    UnsupportedError,
+    ValidationError,
+    WebxnnError,
+    WeightsError,
+)
+from .graph import Const, ConstInit, DynDim, Graph, Node, Operand
+
 __version__ = "0.1.0"
+
+
+def parse(text: str, file: str | None = None) -> Graph:
+    """Parse `.webnn` text into a Graph (ParseError with file:line:col on bad text)."""
+    from .dsl import parse as _parse
+
+    return _parse(text, file=file)
+
+
+def parse_json(text: str, file: str | None = None) -> Graph:
+    """Parse the canonical GraphJson ("webnn-graph-json") into a Graph."""
+    from .dsl import parse_json as _parse_json
+
+    return _parse_json(text, file=file)
+
+
+def load_graph(path, weights=None, manifest=None) -> Graph:
+    """Read a `.webnn` or `.json` graph; weights come from `weights`/`manifest` or the sidecars beside it."""
+    from .dsl import load_graph as _load_graph
+
+    return _load_graph(path, weights=weights, manifest=manifest)
+
+
+def validate(graph: Graph) -> None:
+    """Check every node's op, operands and options; ValidationError names node, op and option."""
+    from .ops import validate as _validate
+
+    _validate(graph)
+
+
+def infer(graph: Graph) -> dict:
+    """Every value's dtype and shape, as {name: TensorType}."""
+    from .ops import infer as _infer
+
+    return _infer(graph)
+
+
+def compile(graph: Graph, weights: dict | None = None, profile: str = "webxnn") -> bytes:  # noqa: A001
+    """Lower and serialize `graph` into `.xnn` bytes. `profile="executorch"` emits only upstream XNNPACK
+    node types and fails naming every op it cannot express that way."""
+    from .compiler import compile as _compile
+
+    return _compile(graph, weights=weights, profile=profile)
+
+
+def load(blob_or_path, threads: int | None = None):
+    """Verify and load a `.xnn` blob (bytes) or file (memory-mapped) into a runnable `Program`."""
+    from .runtime import load as _load
+
+    return _load(blob_or_path, threads=threads)
+
+
+def cpu_info() -> dict:
+    """What this CPU offers and which kernel table the runtime chose."""
+    from .cpuinfo import cpu_info as _cpu_info
+
+    return _cpu_info()
+
+
+def __getattr__(name: str):
+    # Program is defined by the runtime module; import it lazily so `import webxnn` stays light.
+    if name == "Program":
+        from .runtime import Program
+
+        return Program
+    raise AttributeError(f"module 'webxnn' has no attribute {name!r}")
+
+
+__all__ = [
+    "WebxnnError", "ParseError", "ValidationError", "WeightsError", "FormatError", "UnsupportedError",
+    "InputError", "Graph", "Node", "Operand", "Const", "ConstInit", "DynDim",
+    "parse", "parse_json", "load_graph", "validate", "infer", "compile", "load", "cpu_info", "Program",
+    "__version__",
+]

@@ -1,0 +1,119 @@
+#include "kernels/thread_pool.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace webxnn {
+namespace {
+
+// The pool whose tasks this thread is running right now (nested run() calls execute inline).
+thread_local const ThreadPool* tl_active_pool = nullptr;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Roughly a few microseconds of polling before a worker (or the caller) falls back to blocking.
+constexpr int kSpinIterations = 2000;
+
+}  // namespace
+
+ThreadPool::ThreadPool(size_t threads) {
+  if (threads == 0) threads = std::max<size_t>(1, std::thread::hardware_concurrency());
+  workers_.reserve(threads - 1);
+  for (size_t i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lk(mutex_);
+    stop_ = true;
+  }
+  wake_cv_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+void ThreadPool::drain(const std::function<void(size_t)>& fn, size_t tasks) {
+  for (;;) {
+    const size_t t = next_.fetch_add(1, std::memory_order_relaxed);
+    if (t >= tasks) return;
+    if (failed_.load(std::memory_order_relaxed)) continue;  // skip the rest after an error
+    try {
+      fn(t);
+    } catch (...) {
+      std::lock_guard<std::mutex> lk(mutex_);
+      if (!error_) error_ = std::current_exception();
+      failed_.store(true, std::memory_order_relaxed);
+    }
+  }
+}
+
+void ThreadPool::worker_loop() {
+  tl_active_pool = this;
+  uint64_t seen = 0;
+  for (;;) {
+    // Spin first: in a graph the next op usually follows within microseconds.
+    for (int i = 0; i < kSpinIterations && generation_.load(std::memory_order_acquire) == seen; ++i) cpu_relax();
+    const std::function<void(size_t)>* fn = nullptr;
+    size_t tasks = 0;
+    {
+      std::unique_lock<std::mutex> lk(mutex_);
+      wake_cv_.wait(lk, [&] { return stop_ || generation_.load(std::memory_order_relaxed) != seen; });
+      if (stop_) return;
+      seen = generation_.load(std::memory_order_relaxed);
+      // Join only if work is left; the caller cannot finish the region while busy_ > 0.
+      if (next_.load(std::memory_order_relaxed) >= tasks_) continue;
+      busy_.fetch_add(1, std::memory_order_relaxed);
+      fn = fn_;
+      tasks = tasks_;
+    }
+    drain(*fn, tasks);
+    {
+      std::lock_guard<std::mutex> lk(mutex_);
+      if (busy_.fetch_sub(1, std::memory_order_acq_rel) == 1) done_cv_.notify_one();
+    }
+  }
+}
+
+void ThreadPool::run(size_t tasks, const std::function<void(size_t)>& fn) {
+  if (tasks == 0) return;
+  if (workers_.empty() || tasks == 1 || tl_active_pool == this) {
+    for (size_t t = 0; t < tasks; ++t) fn(t);
+    return;
+  }
+  std::lock_guard<std::mutex> run_lk(run_mutex_);
+  {
+    std::lock_guard<std::mutex> lk(mutex_);
+    fn_ = &fn;
+    tasks_ = tasks;
+    error_ = nullptr;
+    failed_.store(false, std::memory_order_relaxed);
+    next_.store(0, std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  wake_cv_.notify_all();
+
+  const ThreadPool* saved = tl_active_pool;
+  tl_active_pool = this;
+  drain(fn, tasks);
+  tl_active_pool = saved;
+
+  for (int i = 0; i < kSpinIterations && busy_.load(std::memory_order_acquire) != 0; ++i) cpu_relax();
+  std::exception_ptr error;
+  {
+    std::unique_lock<std::mutex> lk(mutex_);
+    done_cv_.wait(lk, [&] { return busy_.load(std::memory_order_relaxed) == 0; });
+    fn_ = nullptr;
+    tasks_ = 0;
+    error = error_;
+    error_ = nullptr;
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace webxnn

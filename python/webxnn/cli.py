@@ -1,0 +1,270 @@
+"""The `webxnn` command line: compile, run, inspect, validate, convert, weights, demo, info.
+
+Every subcommand reports bad input as one line `error: ...` on stderr and exit status 2; nothing here holds
+logic the Python API lacks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import sys
+import time
+from typing import Sequence
+
+import numpy as np
+
+from .errors import InputError, WebxnnError
+
+
+def _load_graph(args: argparse.Namespace):
+    from .dsl import load_graph
+
+    return load_graph(args.model, weights=args.weights, manifest=args.manifest)
+
+
+def _is_blob(path: str) -> bool:
+    with open(path, "rb") as f:
+        head = f.read(8)
+    return head[4:8] in (b"XH00", b"XN00", b"XN01")
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    from .compiler import compile as compile_graph
+
+    graph = _load_graph(args)
+    blob = compile_graph(graph, profile=args.profile)
+    out = args.output or str(pathlib.Path(args.model).with_suffix(".xnn"))
+    pathlib.Path(out).write_bytes(blob)
+    print(f"wrote {out} ({len(blob):,} bytes)")
+    return 0
+
+
+def _parse_inputs(specs: Sequence[str], prog) -> dict[str, np.ndarray]:
+    feeds: dict[str, np.ndarray] = {}
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if not sep:
+            raise InputError(f"--input {spec!r}: expected NAME=FILE.npy")
+        try:
+            feeds[name] = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise InputError(f"--input {name}: cannot read {path!r}: {e}") from None
+    return feeds
+
+
+def _random_inputs(prog, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for info in prog.inputs:
+        dtype = np.dtype(info.dtype)
+        if dtype.kind == "f":
+            feeds[info.name] = rng.standard_normal(info.shape).astype(dtype)
+        else:
+            feeds[info.name] = rng.integers(0, 4, size=info.shape).astype(dtype)
+    return feeds
+
+
+def _time_runs(prog, feeds: dict[str, np.ndarray], repeat: int) -> list[float]:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        prog.run(feeds)
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def _describe_array(a: np.ndarray) -> str:
+    flat = a.reshape(-1)
+    head = ", ".join(f"{v:.6g}" for v in flat[:6]) + (", ..." if flat.size > 6 else "")
+    return f"{a.dtype}{list(a.shape)} [{head}]"
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .runtime import load
+
+    t0 = time.perf_counter()
+    prog = load(args.model, threads=args.threads)
+    load_ms = (time.perf_counter() - t0) * 1e3
+    feeds = _random_inputs(prog) if args.random_inputs else _parse_inputs(args.input, prog)
+    outputs = prog.run(feeds)
+    times = _time_runs(prog, feeds, args.repeat) if args.repeat > 0 else []
+    print(f"{args.model}: loaded in {load_ms:.2f} ms, threads={prog.threads}")
+    for name, arr in outputs.items():
+        print(f"  {name}: {_describe_array(arr)}")
+    if times:
+        print(f"latency over {len(times)} runs: median {np.median(times) * 1e3:.3f} ms, "
+              f"min {np.min(times) * 1e3:.3f} ms")
+    if args.output_dir:
+        out_dir = pathlib.Path(args.output_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for name, arr in outputs.items():
+            np.save(out_dir / f"{_safe_filename(name)}.npy", arr)
+        print(f"wrote {len(outputs)} output(s) to {out_dir}/")
+    return 0
+
+
+def _safe_filename(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "output"
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    if _is_blob(args.model):
+        from .xnn.describe import describe, summary_dict
+        from .xnn.reader import read
+
+        data = pathlib.Path(args.model).read_bytes()
+        g = read(data)
+        if args.json:
+            print(json.dumps(summary_dict(g, blob_size=len(data)), indent=1))
+        else:
+            print(describe(g, blob_size=len(data)))
+        return 0
+    from .graphinfo import describe_graph
+
+    graph = _load_graph(args)
+    print(describe_graph(graph, as_json=args.json))
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from .ops import validate
+
+    graph = _load_graph(args)
+    validate(graph)
+    print(f"{args.model}: valid ({len(graph.inputs)} inputs, {len(graph.consts)} consts, "
+          f"{len(graph.nodes)} nodes, {len(graph.outputs)} outputs)")
+    return 0
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    graph = _load_graph(args)
+    if args.to == "json":
+        text = graph.to_json()
+    elif args.to == "webnn":
+        text = graph.to_text()
+    else:
+        from .dsl.emit_js import to_js
+
+        text = to_js(graph)
+    if args.output:
+        pathlib.Path(args.output).write_text(text)
+        print(f"wrote {args.output}")
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+def cmd_weights(args: argparse.Namespace) -> int:
+    from .dsl.weights import pack_weights, unpack_weights
+
+    if args.action == "pack":
+        arrays = {}
+        for spec in args.arrays:
+            name, sep, path = spec.partition("=")
+            if not sep:
+                path, name = spec, pathlib.Path(spec).stem
+            arrays[name] = np.load(path, allow_pickle=False)
+        pack_weights(arrays, args.weights, args.manifest)
+        print(f"wrote {args.weights} and {args.manifest} ({len(arrays)} tensors)")
+    else:
+        names = unpack_weights(args.weights, args.manifest, args.output_dir)
+        print(f"wrote {len(names)} .npy files to {args.output_dir}/")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    run_demo(threads=args.threads, repeat=args.repeat)
+    return 0
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    from . import __version__
+    from .cpuinfo import cpu_info
+
+    print(f"webxnn {__version__}")
+    for key, value in cpu_info().items():
+        print(f"  {key}: {value}")
+    return 0
+
+
+def _add_graph_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", help="a .webnn or .json graph")
+    p.add_argument("--weights", help=".weights file (default: found beside the graph)")
+    p.add_argument("--manifest", help="weights manifest (default: found beside the graph)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="webxnn", description="WebNN graphs to .xnn blobs, and a CPU runtime")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("compile", help="compile a .webnn/.json graph to a .xnn blob")
+    _add_graph_args(p)
+    p.add_argument("-o", "--output", help="output .xnn path (default: beside the model)")
+    p.add_argument("--profile", choices=["webxnn", "executorch"], default="webxnn",
+                   help="executorch: only node types ExecuTorch's XNNPACK runtime knows")
+    p.set_defaults(func=cmd_compile)
+
+    p = sub.add_parser("run", help="run a .xnn blob on inputs from .npy files")
+    p.add_argument("model", help="a .xnn blob")
+    p.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
+    p.add_argument("--random-inputs", action="store_true", help="feed seeded random inputs instead")
+    p.add_argument("--output-dir", help="write each output as NAME.npy here")
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--repeat", type=int, default=0, help="also time this many runs")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("inspect", help="describe a .xnn blob or a .webnn/.json graph")
+    _add_graph_args(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_inspect)
+
+    p = sub.add_parser("validate", help="check a graph's ops, operands, options, weights")
+    _add_graph_args(p)
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("convert", help="convert a graph to JSON, .webnn text or WebNN JavaScript")
+    _add_graph_args(p)
+    p.add_argument("--to", choices=["json", "webnn", "js"], required=True)
+    p.add_argument("-o", "--output")
+    p.set_defaults(func=cmd_convert)
+
+    p = sub.add_parser("weights", help="pack .npy arrays into .weights + manifest, or unpack")
+    p.add_argument("action", choices=["pack", "unpack"])
+    p.add_argument("--weights", required=True)
+    p.add_argument("--manifest", required=True)
+    p.add_argument("--output-dir", default=".", help="unpack: where the .npy files go")
+    p.add_argument("arrays", nargs="*", metavar="NAME=FILE.npy", help="pack: the arrays")
+    p.set_defaults(func=cmd_weights)
+
+    p = sub.add_parser("demo", help="compile and run the bundled example model")
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--repeat", type=int, default=200)
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("info", help="version, CPU features and the chosen kernels")
+    p.set_defaults(func=cmd_info)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except WebxnnError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as e:
+        print(f"error: {e.filename or e}: no such file", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

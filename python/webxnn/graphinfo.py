@@ -1,0 +1,79 @@
+"""`webxnn inspect m.webnn`: a graph's typed values, op counts, parameters, MACs and bytes."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import numpy as np
+
+from .graph import DTYPES, DynDim, Graph
+
+
+def _shape_str(shape) -> str:
+    return "[" + ", ".join(f"{d.name}<={d.max_size}" if isinstance(d, DynDim) else str(d) for d in shape) + "]"
+
+
+def _numel(shape) -> int:
+    return int(np.prod([d.max_size if isinstance(d, DynDim) else d for d in shape], dtype=np.int64))
+
+
+def _macs(op: str, in_types: list, out_types: list, options: dict) -> int:
+    """Multiply-accumulates of the ops that dominate compute; 0 for the rest."""
+    if not out_types:
+        return 0
+    out = _numel(out_types[0].shape)
+    if op == "conv2d" and len(in_types) >= 2:
+        filt = in_types[1].shape  # any layout: O*I/g*kh*kw / O = I/g*kh*kw per output element
+        o_axis = {"oihw": 0, "ohwi": 0, "hwio": 3, "ihwo": 3}[options.get("filterLayout", "oihw")]
+        per_out = _numel(filt) // max(1, filt[o_axis])
+        return out * per_out
+    if op == "convTranspose2d" and len(in_types) >= 2:
+        return _numel(in_types[0].shape) * _numel(in_types[1].shape) // max(1, in_types[0].shape[1])
+    if op in ("matmul", "gemm") and len(in_types) >= 2:
+        a = in_types[0].shape
+        k = a[-2] if op == "gemm" and options.get("aTranspose") else a[-1]
+        return out * k
+    return 0
+
+
+def summarize_graph(graph: Graph) -> dict:
+    from .ops import bind_all, infer
+
+    types = infer(graph)
+    bound = bind_all(graph)
+    op_counts = Counter(b.op for b in bound)
+    macs = 0
+    for b in bound:
+        names = [v for v in b.operands.values() if isinstance(v, str)]
+        macs += _macs(b.op, [types[n] for n in names], [t for _, t in b.outputs], b.options)
+    params = sum(_numel(c.shape) for c in graph.consts.values())
+    const_bytes = sum(_numel(c.shape) * DTYPES[c.dtype].itemsize for c in graph.consts.values())
+    return {
+        "name": graph.name,
+        "inputs": {n: {"dtype": o.dtype, "shape": _shape_str(o.shape)} for n, o in graph.inputs.items()},
+        "outputs": {n: {"ref": ref, "dtype": types[ref].dtype, "shape": _shape_str(types[ref].shape)}
+                    for n, ref in graph.outputs.items()},
+        "nodes": len(graph.nodes),
+        "op_counts": dict(sorted(op_counts.items())),
+        "parameters": params,
+        "constant_bytes": const_bytes,
+        "macs": macs,
+        "values": {n: {"dtype": t.dtype, "shape": _shape_str(t.shape)} for n, t in types.items()},
+    }
+
+
+def describe_graph(graph: Graph, as_json: bool = False) -> str:
+    s = summarize_graph(graph)
+    if as_json:
+        return json.dumps(s, indent=1)
+    lines = [f"graph {s['name']!r}: {s['nodes']} nodes, {s['parameters']:,} parameters "
+             f"({s['constant_bytes']:,} bytes), {s['macs']:,} MACs"]
+    lines.append("inputs:")
+    lines += [f"  {n}: {v['dtype']}{v['shape']}" for n, v in s["inputs"].items()]
+    lines.append("outputs:")
+    lines += [f"  {n} = {v['ref']}: {v['dtype']}{v['shape']}" for n, v in s["outputs"].items()]
+    lines.append("ops: " + ", ".join(f"{op} x{n}" for op, n in s["op_counts"].items()))
+    lines.append("values:")
+    lines += [f"  {n}: {v['dtype']}{v['shape']}" for n, v in s["values"].items()]
+    return "\n".join(lines)
