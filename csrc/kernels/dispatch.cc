@@ -1,1 +1,88 @@
-// stub
+// Kernel table selection from CPU features, done once.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "kernels/internal.h"
+#include "kernels/kernels.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+namespace webxnn {
+namespace {
+
+CpuFeatures detect() {
+  CpuFeatures f;
+  f.cores = std::max(1u, std::thread::hardware_concurrency());
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return f;
+  const unsigned max_leaf = eax;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return f;
+  const bool osxsave = (ecx >> 27) & 1, avx = (ecx >> 28) & 1;
+  const bool fma = (ecx >> 12) & 1, f16c = (ecx >> 29) & 1;
+  // The OS must save the YMM (and for AVX-512 the opmask/ZMM) state across context switches.
+  bool ymm_os = false, zmm_os = false;
+  if (osxsave) {
+    unsigned xlo = 0, xhi = 0;
+    __asm__ volatile("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
+    ymm_os = (xlo & 0x6) == 0x6;
+    zmm_os = (xlo & 0xE6) == 0xE6;
+  }
+  bool avx2 = false, avx512f = false;
+  if (max_leaf >= 7) {
+    __cpuid_count(7, 0, eax, ebx, ecx, edx);
+    avx2 = (ebx >> 5) & 1;
+    avx512f = (ebx >> 16) & 1;
+  }
+  const bool avx_ok = avx && ymm_os;
+  f.avx2 = avx_ok && avx2;
+  f.fma = avx_ok && fma;
+  f.f16c = avx_ok && f16c;
+  f.avx512f = avx_ok && zmm_os && avx512f;
+#endif
+  return f;
+}
+
+// The AVX2 table if this build has one and the CPU can run it (AVX2 + FMA + F16C, OS-enabled YMM).
+const KernelTable* avx2_if_supported() {
+#if defined(WEBXNN_HAVE_X86)
+  const CpuFeatures& f = cpu_features();
+  if (f.avx2 && f.fma && f.f16c) return internal::avx2_table();
+#endif
+  return nullptr;
+}
+
+const KernelTable& choose() {
+  const char* env = std::getenv("WEBXNN_ISA");
+  if (env && std::strcmp(env, "scalar") == 0) return internal::scalar_table();
+  if (const KernelTable* t = avx2_if_supported()) return *t;
+  return internal::scalar_table();
+}
+
+}  // namespace
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures features = detect();
+  return features;
+}
+
+const KernelTable& scalar_kernels() { return internal::scalar_table(); }
+
+const KernelTable& best_kernels() {
+  static const KernelTable& table = choose();
+  return table;
+}
+
+const KernelTable* kernels_by_name(const char* name) {
+  if (!name) return nullptr;
+  if (std::strcmp(name, "scalar") == 0) return &internal::scalar_table();
+  if (std::strcmp(name, "best") == 0) return &best_kernels();
+  if (std::strcmp(name, "avx2") == 0) return avx2_if_supported();
+  return nullptr;
+}
+
+}  // namespace webxnn

@@ -139,6 +139,25 @@ struct KernelTable {
 const KernelTable& scalar_kernels();
 const KernelTable& best_kernels();
 
+// (additive) What the CPU offers and what best_kernels() chose. Detected once (cpuid + xgetbv: AVX2 and FMA
+// count only when the OS saves YMM state). The environment variable WEBXNN_ISA=scalar forces the scalar
+// table; WEBXNN_ISA=avx2 asks for AVX2 (falls back to scalar when unsupported).
+struct CpuFeatures {
+  bool avx2 = false, fma = false, f16c = false, avx512f = false;
+  size_t cores = 1;  // std::thread::hardware_concurrency()
+};
+const CpuFeatures& cpu_features();
+// (additive) A table by name: "scalar", "avx2" or "best"; nullptr when unknown or unsupported on this CPU.
+const KernelTable* kernels_by_name(const char* name);
+
+// (additive) Numpy-style broadcasting of two shapes into a BinaryShape: dims are right-aligned, a dim of 1
+// broadcasts (stride 0), size-1 dims are dropped and adjacent dims with the same broadcast pattern are merged,
+// so any rank collapses to the few dims the kernels need. Returns false when the shapes are incompatible or
+// more than kMaxBinaryRank dims remain after collapsing. out_dims of the full broadcast shape (uncollapsed)
+// can be obtained by the caller separately; the element count is the product of s.out_dims.
+bool make_binary_shape(size_t a_rank, const size_t* a_dims, size_t b_rank, const size_t* b_dims,
+                       BinaryShape* s);
+
 // Layout helpers shared by the executor (byte copies, any element size).
 // transpose: out dim i = in dim perm[i]
 void transpose_bytes(size_t elem_size, size_t rank, const size_t* in_dims, const size_t* perm, const void* in,

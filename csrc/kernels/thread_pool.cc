@@ -1,5 +1,7 @@
 #include "kernels/thread_pool.h"
 
+#include <algorithm>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif

@@ -1,2 +1,172 @@
+// webxnn._runtime: the pybind11 module over webxnn::Program. Holds no logic: zero-copy numpy in, new
+// numpy arrays out, the GIL released while loading and running, webxnn::Error mapped to webxnn.errors.
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
-PYBIND11_MODULE(_runtime, m) { m.attr("stub") = true; }
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "python/bindings.h"
+#include "runtime/program.h"
+#include "runtime/status.h"
+
+namespace py = pybind11;
+
+namespace webxnn {
+namespace {
+
+py::object error_class(StatusCode code) {
+  py::module_ errors = py::module_::import("webxnn.errors");
+  switch (code) {
+    case StatusCode::kFormat: return errors.attr("FormatError");
+    case StatusCode::kInput: return errors.attr("InputError");
+    case StatusCode::kUnsupported: return errors.attr("UnsupportedError");
+    case StatusCode::kInvalidArgument: return errors.attr("InputError");
+    case StatusCode::kIO: return py::module_::import("builtins").attr("OSError");
+    default: return py::module_::import("builtins").attr("RuntimeError");
+  }
+}
+
+struct DtypeSpec {
+  char kind;
+  py::ssize_t size;
+};
+
+DtypeSpec spec_of(PublicDType t) {
+  switch (t) {
+    case PublicDType::kFloat32: return {'f', 4};
+    case PublicDType::kFloat16: return {'f', 2};
+    case PublicDType::kInt8: return {'i', 1};
+    case PublicDType::kUint8: return {'u', 1};
+    case PublicDType::kInt32: return {'i', 4};
+    case PublicDType::kUint32: return {'u', 4};
+    case PublicDType::kInt64: return {'i', 8};
+    case PublicDType::kUint64: return {'u', 8};
+  }
+  return {'?', 0};
+}
+
+py::list describe(const std::vector<TensorInfo>& infos) {
+  py::list r;
+  for (const auto& t : infos) {
+    py::list shape;
+    for (size_t d : t.shape) shape.append(d);
+    r.append(py::make_tuple(t.name, public_dtype_name(t.dtype), shape));
+  }
+  return r;
+}
+
+class PyProgram {
+ public:
+  explicit PyProgram(std::shared_ptr<Program> p) : p_(std::move(p)) {}
+
+  static PyProgram from_buffer(const py::buffer& buf, size_t threads) {
+    py::buffer_info info = buf.request();  // requires a contiguous buffer
+    const size_t size = static_cast<size_t>(info.size * info.itemsize);
+    const void* data = info.ptr;
+    LoadOptions opts;
+    opts.threads = threads;
+    std::shared_ptr<Program> p;
+    {
+      py::gil_scoped_release nogil;
+      p = Program::load_bytes(data, size, opts);
+    }
+    return PyProgram(std::move(p));
+  }
+
+  static PyProgram from_path(const std::string& path, size_t threads) {
+    LoadOptions opts;
+    opts.threads = threads;
+    std::shared_ptr<Program> p;
+    {
+      py::gil_scoped_release nogil;
+      p = Program::load_file(path, opts);
+    }
+    return PyProgram(std::move(p));
+  }
+
+  py::list run(const py::sequence& inputs) const {
+    const auto& infos = p_->inputs();
+    if (static_cast<size_t>(py::len(inputs)) != infos.size()) {
+      input_error("expected " + std::to_string(infos.size()) + " inputs, got " + std::to_string(py::len(inputs)));
+    }
+    std::vector<py::array> arrays;
+    std::vector<Shape> shapes;
+    std::vector<const void*> in_ptrs;
+    for (size_t k = 0; k < infos.size(); ++k) {
+      py::object obj = inputs[k];
+      const DtypeSpec want = spec_of(infos[k].dtype);
+      py::array arr = py::array::ensure(obj, py::array::c_style);
+      if (!arr) {
+        PyErr_Clear();
+        input_error("input '" + infos[k].name + "': expected an array of " + public_dtype_name(infos[k].dtype));
+      }
+      const py::dtype dt = arr.dtype();
+      if (dt.kind() != want.kind || dt.itemsize() != want.size || dt.byteorder() == '>') {
+        input_error("input '" + infos[k].name + "': expected dtype " + public_dtype_name(infos[k].dtype) + ", got " +
+                    py::str(py::object(dt)).cast<std::string>());
+      }
+      Shape s;
+      for (py::ssize_t d = 0; d < arr.ndim(); ++d) s.push_back(static_cast<size_t>(arr.shape(d)));
+      in_ptrs.push_back(arr.data());
+      shapes.push_back(std::move(s));
+      arrays.push_back(std::move(arr));
+    }
+    std::shared_ptr<const Plan> plan = p_->plan_for(shapes);
+    const std::vector<Shape> out_shapes = p_->output_shapes(*plan);
+    py::list result;
+    std::vector<void*> out_ptrs;
+    py::module_ np = py::module_::import("numpy");
+    for (size_t k = 0; k < out_shapes.size(); ++k) {
+      std::vector<py::ssize_t> shape(out_shapes[k].begin(), out_shapes[k].end());
+      py::array a(py::dtype(public_dtype_name(p_->outputs()[k].dtype)), shape);
+      out_ptrs.push_back(a.mutable_data());
+      result.append(a);
+    }
+    {
+      py::gil_scoped_release nogil;
+      p_->run(*plan, in_ptrs.data(), out_ptrs.data());
+    }
+    return result;
+  }
+
+  const Program& program() const { return *p_; }
+
+ private:
+  std::shared_ptr<Program> p_;
+};
+
+}  // namespace
+}  // namespace webxnn
+
+PYBIND11_MODULE(_runtime, m) {
+  using webxnn::PyProgram;
+  m.doc() = "webxnn runtime: load, verify, plan and run .xnn blobs";
+
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const webxnn::Error& e) {
+      py::object cls = webxnn::error_class(e.code());
+      PyErr_SetString(cls.ptr(), e.what());
+    }
+  });
+
+  py::class_<PyProgram>(m, "Program")
+      .def_static("from_buffer", &PyProgram::from_buffer, py::arg("data"), py::arg("threads") = 0,
+                  "Load from a bytes-like object (copied into an aligned buffer).")
+      .def_static("from_path", &PyProgram::from_path, py::arg("path"), py::arg("threads") = 0,
+                  "Load from a file (memory-mapped; constants are not copied).")
+      .def_property_readonly("inputs", [](const PyProgram& p) { return webxnn::describe(p.program().inputs()); })
+      .def_property_readonly("outputs", [](const PyProgram& p) { return webxnn::describe(p.program().outputs()); })
+      .def_property_readonly("peak_arena_bytes", [](const PyProgram& p) { return p.program().peak_arena_bytes(); })
+      .def_property_readonly("threads", [](const PyProgram& p) { return p.program().threads(); })
+      .def_property_readonly("kernels", [](const PyProgram& p) { return std::string(p.program().kernels_name()); })
+      .def("run", &PyProgram::run, py::arg("inputs"),
+           "Run with a list of arrays (in input order); returns a list of new arrays (in output order).");
+
+  // kernels_binding.cc creates the `kernels` submodule itself.
+  webxnn::bind_kernels(m);
+}

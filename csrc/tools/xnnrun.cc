@@ -1,1 +1,207 @@
-int main() { return 0; }
+// xnnrun: load a .xnn blob through the C API, run it, print inputs, outputs and latency.
+//
+//   xnnrun model.xnn [--threads N] [--input name=file.bin ...] [--repeat N] [--quiet]
+//
+// Input files hold raw little-endian tensor bytes of the declared shape. Inputs without a file are filled
+// with ones for float types and zeros otherwise, so any blob can be smoke-tested. Exit codes: 0 ok,
+// 1 + wx_status on a runtime error, 64 on bad usage.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "webxnn/runtime.h"
+
+namespace {
+
+const char* dtype_str(wx_dtype t) {
+  switch (t) {
+    case WX_FLOAT32: return "float32";
+    case WX_FLOAT16: return "float16";
+    case WX_INT8: return "int8";
+    case WX_UINT8: return "uint8";
+    case WX_INT32: return "int32";
+    case WX_UINT32: return "uint32";
+    case WX_INT64: return "int64";
+    case WX_UINT64: return "uint64";
+  }
+  return "?";
+}
+
+size_t dtype_size(wx_dtype t) {
+  switch (t) {
+    case WX_FLOAT16: return 2;
+    case WX_INT8: case WX_UINT8: return 1;
+    case WX_INT64: case WX_UINT64: return 8;
+    default: return 4;
+  }
+}
+
+std::string shape_str(uint32_t rank, const int64_t* dims) {
+  std::string s = "[";
+  for (uint32_t d = 0; d < rank; ++d) s += (d ? ", " : "") + std::to_string(dims[d]);
+  return s + "]";
+}
+
+size_t numel(uint32_t rank, const int64_t* dims) {
+  size_t n = 1;
+  for (uint32_t d = 0; d < rank; ++d) n *= static_cast<size_t>(dims[d]);
+  return n;
+}
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: xnnrun model.xnn [--threads N] [--input name=file.bin ...] [--repeat N] [--quiet]\n");
+  return 64;
+}
+
+void print_values(const wx_tensor& t) {
+  const size_t n = numel(t.rank, t.dims);
+  const size_t show = n < 8 ? n : 8;
+  std::printf("  values:");
+  for (size_t i = 0; i < show; ++i) {
+    switch (t.dtype) {
+      case WX_FLOAT32: std::printf(" %g", static_cast<const float*>(t.data)[i]); break;
+      case WX_INT8: std::printf(" %d", static_cast<const int8_t*>(t.data)[i]); break;
+      case WX_UINT8: std::printf(" %u", static_cast<const uint8_t*>(t.data)[i]); break;
+      case WX_INT32: std::printf(" %d", static_cast<const int32_t*>(t.data)[i]); break;
+      case WX_UINT32: std::printf(" %u", static_cast<const uint32_t*>(t.data)[i]); break;
+      case WX_INT64: std::printf(" %lld", static_cast<long long>(static_cast<const int64_t*>(t.data)[i])); break;
+      case WX_UINT64:
+        std::printf(" %llu", static_cast<unsigned long long>(static_cast<const uint64_t*>(t.data)[i]));
+        break;
+      default: std::printf(" ?"); break;
+    }
+  }
+  std::printf("%s\n", n > show ? " ..." : "");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return usage();
+  std::string model;
+  uint32_t threads = 0;
+  int repeat = 1;
+  bool quiet = false;
+  std::map<std::string, std::string> input_files;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--threads" && i + 1 < argc) {
+      threads = static_cast<uint32_t>(std::strtoul(argv[++i], nullptr, 10));
+    } else if (a == "--repeat" && i + 1 < argc) {
+      repeat = std::atoi(argv[++i]);
+      if (repeat < 1) repeat = 1;
+    } else if (a == "--input" && i + 1 < argc) {
+      const std::string spec = argv[++i];
+      const size_t eq = spec.find('=');
+      if (eq == std::string::npos) return usage();
+      input_files[spec.substr(0, eq)] = spec.substr(eq + 1);
+    } else if (a == "--quiet") {
+      quiet = true;
+    } else if (a == "-h" || a == "--help") {
+      usage();
+      return 0;
+    } else if (model.empty() && a.rfind("--", 0) != 0) {
+      model = a;
+    } else {
+      return usage();
+    }
+  }
+  if (model.empty()) return usage();
+
+  wx_options opts{threads};
+  wx_program* prog = nullptr;
+  const auto t0 = std::chrono::steady_clock::now();
+  wx_status st = wx_load_file(model.c_str(), &opts, &prog);
+  const auto t1 = std::chrono::steady_clock::now();
+  if (st != WX_OK) {
+    std::fprintf(stderr, "xnnrun: load failed (%d): %s\n", static_cast<int>(st), wx_last_error());
+    return 1 + static_cast<int>(st);
+  }
+  if (!quiet) {
+    std::printf("loaded %s in %.3f ms\n", model.c_str(), std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+
+  const size_t n_in = wx_num_inputs(prog), n_out = wx_num_outputs(prog);
+  std::vector<std::vector<unsigned char>> in_bufs(n_in), out_bufs(n_out);
+  std::vector<wx_tensor> ins(n_in), outs(n_out);
+  int rc = 0;
+  for (size_t k = 0; k < n_in && rc == 0; ++k) {
+    wx_tensor_info info;
+    wx_input_info(prog, k, &info);
+    const size_t bytes = numel(info.rank, info.dims) * dtype_size(info.dtype);
+    auto& buf = in_bufs[k];
+    auto it = input_files.find(info.name);
+    if (it != input_files.end()) {
+      std::ifstream f(it->second, std::ios::binary);
+      if (!f) {
+        std::fprintf(stderr, "xnnrun: cannot read %s\n", it->second.c_str());
+        rc = 1 + WX_ERROR_IO;
+        break;
+      }
+      buf.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+      if (buf.size() != bytes) {
+        std::fprintf(stderr, "xnnrun: %s has %zu bytes, input '%s' needs %zu\n", it->second.c_str(), buf.size(),
+                     info.name, bytes);
+        rc = 1 + WX_ERROR_INPUT;
+        break;
+      }
+      input_files.erase(it);
+    } else {
+      buf.assign(bytes + 1, 0);
+      if (info.dtype == WX_FLOAT32) {
+        const float one = 1.f;
+        for (size_t i = 0; i + 4 <= bytes; i += 4) std::memcpy(&buf[i], &one, 4);
+      }
+    }
+    ins[k].data = buf.data();
+    ins[k].capacity_bytes = bytes;
+    ins[k].dtype = info.dtype;
+    ins[k].rank = info.rank;
+    std::memcpy(ins[k].dims, info.dims, sizeof info.dims);
+    if (!quiet) std::printf("input  %s: %s %s\n", info.name, dtype_str(info.dtype), shape_str(info.rank, info.dims).c_str());
+  }
+  if (rc == 0 && !input_files.empty()) {
+    std::fprintf(stderr, "xnnrun: unknown input '%s'\n", input_files.begin()->first.c_str());
+    rc = 1 + WX_ERROR_INPUT;
+  }
+  for (size_t k = 0; k < n_out && rc == 0; ++k) {
+    wx_tensor_info info;
+    wx_output_info(prog, k, &info);
+    const size_t bytes = numel(info.rank, info.dims) * dtype_size(info.dtype);
+    out_bufs[k].assign(bytes + 1, 0);
+    outs[k].data = out_bufs[k].data();
+    outs[k].capacity_bytes = bytes;
+  }
+  double best = 1e300, total = 0;
+  for (int r = 0; r < repeat && rc == 0; ++r) {
+    const auto a = std::chrono::steady_clock::now();
+    st = wx_run(prog, ins.data(), n_in, outs.data(), n_out);
+    const auto b = std::chrono::steady_clock::now();
+    if (st != WX_OK) {
+      std::fprintf(stderr, "xnnrun: run failed (%d): %s\n", static_cast<int>(st), wx_last_error());
+      rc = 1 + static_cast<int>(st);
+      break;
+    }
+    const double ms = std::chrono::duration<double, std::milli>(b - a).count();
+    best = ms < best ? ms : best;
+    total += ms;
+  }
+  if (rc == 0 && !quiet) {
+    for (size_t k = 0; k < n_out; ++k) {
+      wx_tensor_info info;
+      wx_output_info(prog, k, &info);
+      std::printf("output %s: %s %s\n", info.name, dtype_str(outs[k].dtype), shape_str(outs[k].rank, outs[k].dims).c_str());
+      print_values(outs[k]);
+    }
+    std::printf("latency: best %.3f ms, mean %.3f ms over %d run(s)\n", best, total / repeat, repeat);
+  }
+  wx_free(prog);
+  return rc;
+}

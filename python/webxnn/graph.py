@@ -61,7 +61,10 @@ class Node:
     options: dict[str, Any] = field(default_factory=dict)
     outputs: list[str] = field(default_factory=list)
     # (line, col) in the source text, for error messages; None when built in code or from JSON.
-    loc: tuple[int, int] | None = None
+    loc: tuple[int, int] | None = field(default=None, compare=False)
+    # True when written `[a, ...] = op(...)` in text, i.e. JSON `outputs` is a list rather than null.
+    # Only affects serialization (0.3 keeps the distinction); `outputs` is always the full list.
+    multi_assign: bool = False
 
     def __post_init__(self) -> None:
         if not self.outputs:
@@ -71,8 +74,8 @@ class Node:
 @dataclass
 class Graph:
     """A parsed WebNN graph. `inputs` and `consts` keep declaration order; `outputs` maps output name to the
-    value it refers to (text always maps a name to itself; JSON may rename). `weights` maps a const's weights
-    ref to its array once resolved (memory-mapped where possible)."""
+    value it refers to (text always maps a name to itself; JSON may rename). `weights` maps a const's name
+    to its array once resolved (memory-mapped where possible); use `const_array(name)` to read any const."""
 
     name: str = ""
     version: int = 1
@@ -81,8 +84,10 @@ class Graph:
     consts: dict[str, Const] = field(default_factory=dict)
     nodes: list[Node] = field(default_factory=list)
     outputs: dict[str, str] = field(default_factory=dict)
-    weights: dict[str, np.ndarray] = field(default_factory=dict)
-    source: str | None = None  # file path the graph was read from, for messages
+    # Not part of equality: arrays do not compare to a bool, and where a graph was read from is not its
+    # content.
+    weights: dict[str, np.ndarray] = field(default_factory=dict, compare=False)
+    source: str | None = field(default=None, compare=False)  # file path the graph was read from, for messages
 
     def to_text(self) -> str:
         from .dsl.printer import to_text

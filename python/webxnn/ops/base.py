@@ -61,6 +61,24 @@ class OpSpec:
     infer: Callable[..., list[TensorType]] | None = None
     aliases: list[str] = field(default_factory=list)
     doc: str = ""
+    # --- additive (ops engineer) ---
+    # option key -> value kind ("int", "float", "number", "bool", "ints", "floats", "shape", "str", "dtype",
+    # "int|ints", "any", or a tuple of allowed strings for an enum); checked and coerced by `bind`.
+    option_types: dict[str, Any] = field(default_factory=dict)
+    # extra option keys accepted for converter forms (e.g. slice `ends`); `normalize` must consume them.
+    accepts: frozenset[str] = frozenset()
+    # normalize(ctx, operand_types, options) -> options: rewrite converter forms into the spec form before
+    # option types are checked (cast `to="Int64"`, ONNX slice, `triangular(k=)`...).
+    normalize: Callable[..., dict[str, Any]] | None = None
+
+    def bind(self, node: Node, types: dict[str, TensorType], graph: Any = None) -> BoundNode:
+        """Resolve `node` (whose op is this spec or an alias) against the known value types."""
+        from ..errors import ValidationError
+        from .registry import bind, get
+
+        if get(node.op) is not self:
+            raise ValidationError(f"node {node.id!r} has op {node.op!r}, not {self.name!r}")
+        return bind(node, types, graph)
 
 
 REQUIRED = object()

@@ -131,7 +131,12 @@ class Node:
     debug_handle: int = 0
 
     def input_ids(self) -> list[int]:
-        """Ids this node reads, in field order, without absent optional inputs."""
+        """Ids this node reads, in field order, without absent optional inputs. A ConcatenateN reads only
+        input1..N (ExecuTorch payloads leave the unused `input5_id` at its default 0)."""
+        if self.kind.startswith("XNNConcatenate"):
+            n = int(self.kind[len("XNNConcatenate"):])
+            ids = [self.fields.get(f"input{k}_id", INVALID_ID) for k in range(1, n + 1)]
+            return [i for i in ids if i != INVALID_ID]
         return [v for k, v in self.fields.items()
                 if k.endswith("_id") and not k.startswith("output") and v != INVALID_ID]
 
@@ -160,6 +165,17 @@ class Metadata:
 
 
 @dataclass
+class Header:
+    """The XH00 header of a blob, as read (`XnnGraph.header`; None for a bare flatbuffer)."""
+
+    flatbuffer_offset: int
+    flatbuffer_size: int
+    constant_data_offset: int
+    constant_data_size: int
+    header_length: int = 30
+
+
+@dataclass
 class XnnGraph:
     """A whole payload. `constants[0]` is the reserved "no data" entry; value `constant_buffer_idx` indexes
     this list. Writing takes bytes-like or numpy arrays; reading gives memoryviews into the blob."""
@@ -176,6 +192,7 @@ class XnnGraph:
     identifier: str = "XN00"
     constant_refs: list[ConstantRef] = field(default_factory=list)
     has_header: bool = True
+    header: Header | None = None
 
     def add_constant(self, data: Any) -> int:
         """Append constant data; return its constant_buffer_idx."""

@@ -1,0 +1,31 @@
+// The AVX2+FMA KernelTable entries (declarations only: no inline code may be shared with generic TUs).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/kernels.h"
+
+namespace webxnn {
+namespace avx2 {
+
+size_t gemm_packed_size(size_t K, size_t N);
+void gemm_pack(size_t K, size_t N, const float* B, bool b_is_nk, const float* bias, void* packed);
+void gemm(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, float* C, size_t ldc,
+          Activation act, Parallel& par);
+
+size_t conv2d_packed_size(const ConvParams& p);
+void conv2d_pack(const ConvParams& p, const float* filter_ohwi, const float* bias, void* packed);
+void conv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
+            const void* packed, float* out, Parallel& par);
+
+// Same packed layout as the scalar dwconv (so pack/packed_size are the scalar ones).
+void dwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
+              const void* packed, float* out, Parallel& par);
+
+void binary(BinaryOp op, const BinaryShape& s, const float* a, const float* b, float* out, Activation act,
+            Parallel& par);
+void unary(UnaryOp op, size_t n, const float* in, float* out, const UnaryParams& p, Parallel& par);
+
+}  // namespace avx2
+}  // namespace webxnn

@@ -1,0 +1,311 @@
+// AVX2+FMA GEMM and dense convolution (compiled with -mavx2 -mfma -mf16c).
+//
+// One microkernel serves both: an MR x 16 (MR <= 6) tile of C computed over `ks` taps of `kc` inputs each, A
+// rows given as pointers (GEMM: one tap, row pointers into A; conv: per tap, pointers to input pixels or to a
+// zero row for padding — the indirection of the Indirect Convolution Algorithm, built per tile, no im2col).
+// Accumulators (2*MR ymm) start from the bias stored at the head of each packed 16-column panel.
+//
+// Packed layouts (private to this table):
+//   gemm:  per 16-column panel  [16 bias][K x 16 weights]                 (N zero-padded to 16)
+//   conv:  per group, per panel [16 bias][taps x gic x 16 weights]         (goc zero-padded to 16)
+//
+// ODR hygiene: this TU instantiates no std:: templates and defines everything in an anonymous namespace
+// except the table entries; parallelism and scratch memory go through internal.h's generic helpers.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/avx2/avx2.h"
+#include "kernels/internal.h"
+#include "kernels/scalar/scalar.h"
+
+namespace webxnn {
+namespace avx2 {
+namespace {
+
+constexpr size_t kNR = 16;
+constexpr size_t kMR = 6;
+
+inline size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
+inline size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
+inline size_t div_up(size_t a, size_t b) { return (a + b - 1) / b; }
+
+// acc clamped with NaN passing through (max_ps/min_ps return the second operand when either is NaN).
+inline __m256 clamp8(__m256 v, __m256 vmin, __m256 vmax) {
+  return _mm256_min_ps(vmax, _mm256_max_ps(vmin, v));
+}
+
+inline void store16(float* c, size_t nc, __m256 lo, __m256 hi) {
+  if (nc == kNR) {
+    _mm256_storeu_ps(c, lo);
+    _mm256_storeu_ps(c + 8, hi);
+    return;
+  }
+  alignas(32) float tmp[kNR];
+  _mm256_store_ps(tmp, lo);
+  _mm256_store_ps(tmp + 8, hi);
+  for (size_t j = 0; j < nc; ++j) c[j] = tmp[j];
+}
+
+template <int MR>
+void ukernel(size_t ks, size_t kc, const float* const* a, const float* w, float* c, size_t ldc, size_t nc,
+             __m256 vmin, __m256 vmax) {
+  __m256 acc0[MR], acc1[MR];
+  {
+    const __m256 b0 = _mm256_loadu_ps(w), b1 = _mm256_loadu_ps(w + 8);
+#pragma GCC unroll 6
+    for (int m = 0; m < MR; ++m) {
+      acc0[m] = b0;
+      acc1[m] = b1;
+    }
+  }
+  w += kNR;
+  for (size_t t = 0; t < ks; ++t, a += MR) {
+    const float* ap[MR];
+#pragma GCC unroll 6
+    for (int m = 0; m < MR; ++m) ap[m] = a[m];
+    for (size_t k = 0; k < kc; ++k) {
+      const __m256 b0 = _mm256_loadu_ps(w), b1 = _mm256_loadu_ps(w + 8);
+      w += kNR;
+#pragma GCC unroll 6
+      for (int m = 0; m < MR; ++m) {
+        const __m256 va = _mm256_broadcast_ss(ap[m] + k);
+        acc0[m] = _mm256_fmadd_ps(va, b0, acc0[m]);
+        acc1[m] = _mm256_fmadd_ps(va, b1, acc1[m]);
+      }
+    }
+  }
+#pragma GCC unroll 6
+  for (int m = 0; m < MR; ++m)
+    store16(c + m * ldc, nc, clamp8(acc0[m], vmin, vmax), clamp8(acc1[m], vmin, vmax));
+}
+
+void run_ukernel(size_t mr, size_t ks, size_t kc, const float* const* a, const float* w, float* c, size_t ldc,
+                 size_t nc, __m256 vmin, __m256 vmax) {
+  switch (mr) {
+    case 6: return ukernel<6>(ks, kc, a, w, c, ldc, nc, vmin, vmax);
+    case 5: return ukernel<5>(ks, kc, a, w, c, ldc, nc, vmin, vmax);
+    case 4: return ukernel<4>(ks, kc, a, w, c, ldc, nc, vmin, vmax);
+    case 3: return ukernel<3>(ks, kc, a, w, c, ldc, nc, vmin, vmax);
+    case 2: return ukernel<2>(ks, kc, a, w, c, ldc, nc, vmin, vmax);
+    default: return ukernel<1>(ks, kc, a, w, c, ldc, nc, vmin, vmax);
+  }
+}
+
+// Packs `count` output columns (each given by a column reader) of a [rows x count] weight block into 16-wide
+// panels: [16 bias][rows x 16]. get(r, j) returns weight row r of column j.
+template <typename Get>
+void pack_panels(size_t rows, size_t count, const float* bias, Get get, float* out) {
+  const size_t panels = div_up(count, kNR);
+  for (size_t p = 0; p < panels; ++p) {
+    float* o = out + p * (kNR + rows * kNR);
+    const size_t n0 = p * kNR, nc = min_sz(kNR, count - n0);
+    for (size_t j = 0; j < kNR; ++j) o[j] = (j < nc && bias) ? bias[n0 + j] : 0.f;
+    for (size_t r = 0; r < rows; ++r)
+      for (size_t j = 0; j < kNR; ++j) o[kNR + r * kNR + j] = j < nc ? get(r, n0 + j) : 0.f;
+  }
+}
+
+// Panels per task group: keep one group's packed weights within ~256 KB (L2) and, when M is small, leave
+// enough groups for every thread.
+size_t panels_per_group(size_t panel_floats, size_t panels, size_t m_tiles, size_t threads) {
+  size_t g = max_sz(1, (256 * 1024) / (panel_floats * sizeof(float)));
+  if (threads > 1 && m_tiles < threads * 4) g = min_sz(g, max_sz(1, panels / (threads * 4)));
+  return min_sz(g, panels);
+}
+
+size_t pick_tasks(size_t units, double unit_cost, size_t threads) {
+  if (units <= 1 || threads <= 1) return 1;
+  const double total = unit_cost * static_cast<double>(units);
+  size_t tasks = static_cast<size_t>(total / 32768.0);
+  tasks = min_sz(tasks, threads * 8);
+  tasks = min_sz(tasks, units);
+  return max_sz(tasks, 1);
+}
+
+// ------------------------------------------------------------------------------------------------ GEMM
+struct GemmCtx {
+  size_t M, N, K, lda, ldc, m_tiles, panels, group, n_groups, units, tasks;
+  const float* A;
+  const float* packed;
+  float* C;
+  float vmin, vmax;
+};
+
+void gemm_task(const void* vctx, size_t task) {
+  const GemmCtx& x = *static_cast<const GemmCtx*>(vctx);
+  const size_t u0 = x.units * task / x.tasks, u1 = x.units * (task + 1) / x.tasks;
+  const size_t panel_floats = kNR + x.K * kNR;
+  const __m256 vmin = _mm256_set1_ps(x.vmin), vmax = _mm256_set1_ps(x.vmax);
+  for (size_t u = u0; u < u1; ++u) {
+    const size_t grp = u / x.m_tiles, mt = u % x.m_tiles;
+    const size_t m0 = mt * kMR, mr = min_sz(kMR, x.M - m0);
+    const float* rows[kMR];
+    for (size_t m = 0; m < mr; ++m) rows[m] = x.A + (m0 + m) * x.lda;
+    const size_t p0 = grp * x.group, p1 = min_sz(x.panels, p0 + x.group);
+    for (size_t p = p0; p < p1; ++p) {
+      const size_t n0 = p * kNR;
+      run_ukernel(mr, 1, x.K, rows, x.packed + p * panel_floats, x.C + m0 * x.ldc + n0, x.ldc,
+                  min_sz(kNR, x.N - n0), vmin, vmax);
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------ conv
+struct ConvCtx {
+  const ConvParams* p;
+  size_t N, H, W, OH, OW, IC, OC, gic, goc, taps;
+  size_t ptiles, panels, group, n_pgroups, units, tasks;
+  const float* in;
+  const float* packed;
+  const float* zero;
+  float* out;
+  float vmin, vmax;
+};
+
+void conv_task(const void* vctx, size_t task) {
+  const ConvCtx& x = *static_cast<const ConvCtx*>(vctx);
+  const ConvParams& p = *x.p;
+  const size_t u0 = x.units * task / x.tasks, u1 = x.units * (task + 1) / x.tasks;
+  const size_t panel_floats = kNR + x.taps * x.gic * kNR;
+  const size_t group_floats = x.panels * panel_floats;
+  const __m256 vmin = _mm256_set1_ps(x.vmin), vmax = _mm256_set1_ps(x.vmax);
+  const float** ind = static_cast<const float**>(internal::aligned_alloc64(x.taps * kMR * sizeof(float*)));
+  const size_t P = x.OH * x.OW;
+  for (size_t u = u0; u < u1; ++u) {
+    // unit = ((n * groups + g) * n_pgroups + pg) * ptiles + pt: pixel tiles innermost so a task's
+    // consecutive units reuse the same weight panels.
+    size_t r = u;
+    const size_t pt = r % x.ptiles;
+    r /= x.ptiles;
+    const size_t pg = r % x.n_pgroups;
+    r /= x.n_pgroups;
+    const size_t g = r % p.groups, n = r / p.groups;
+    const size_t px0 = pt * kMR, mr = min_sz(kMR, P - px0);
+    const float* in_n = x.in + n * x.H * x.W * x.IC + g * x.gic;
+    for (size_t m = 0; m < mr; ++m) {
+      const size_t oy = (px0 + m) / x.OW, ox = (px0 + m) % x.OW;
+      for (size_t ky = 0; ky < p.kernel_h; ++ky) {
+        const size_t iy_p = oy * p.stride_h + ky * p.dilation_h;  // in padded coordinates
+        const bool y_ok = iy_p >= p.pad_top && iy_p - p.pad_top < x.H;
+        for (size_t kx = 0; kx < p.kernel_w; ++kx) {
+          const size_t ix_p = ox * p.stride_w + kx * p.dilation_w;
+          const bool ok = y_ok && ix_p >= p.pad_left && ix_p - p.pad_left < x.W;
+          ind[(ky * p.kernel_w + kx) * kMR + m] =
+              ok ? in_n + ((iy_p - p.pad_top) * x.W + (ix_p - p.pad_left)) * x.IC : x.zero;
+        }
+      }
+    }
+    // The microkernel reads MR pointers per tap; its template MR equals mr, so stride the buffer by mr.
+    if (mr != kMR) {
+      for (size_t t = 0; t < x.taps; ++t)
+        for (size_t m = 0; m < mr; ++m) ind[t * mr + m] = ind[t * kMR + m];
+    }
+    const float* wg = x.packed + g * group_floats;
+    const size_t q0 = pg * x.group, q1 = min_sz(x.panels, q0 + x.group);
+    float* c = x.out + (n * P + px0) * x.OC + g * x.goc;
+    for (size_t q = q0; q < q1; ++q)
+      run_ukernel(mr, x.taps, x.gic, ind, wg + q * panel_floats, c + q * kNR, x.OC, min_sz(kNR, x.goc - q * kNR),
+                  vmin, vmax);
+  }
+  internal::aligned_free(ind);
+}
+
+// Narrow grouped convolutions would waste most of each 16-wide panel: those stay on the scalar kernel.
+bool conv_uses_scalar(const ConvParams& p) { return p.groups > 1 && p.group_output_channels < 8; }
+
+}  // namespace
+
+size_t gemm_packed_size(size_t K, size_t N) { return div_up(N, kNR) * (kNR + K * kNR) * sizeof(float); }
+
+void gemm_pack(size_t K, size_t N, const float* B, bool b_is_nk, const float* bias, void* packed) {
+  float* out = static_cast<float*>(packed);
+  if (b_is_nk) {
+    pack_panels(K, N, bias, [&](size_t k, size_t n) { return B[n * K + k]; }, out);
+  } else {
+    pack_panels(K, N, bias, [&](size_t k, size_t n) { return B[k * N + n]; }, out);
+  }
+}
+
+void gemm(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, float* C, size_t ldc,
+          Activation act, Parallel& par) {
+  if (M == 0 || N == 0) return;
+  GemmCtx x;
+  x.M = M;
+  x.N = N;
+  x.K = K;
+  x.lda = lda;
+  x.ldc = ldc;
+  x.A = A;
+  x.packed = static_cast<const float*>(packed);
+  x.C = C;
+  x.vmin = act.min;
+  x.vmax = act.max;
+  x.m_tiles = div_up(M, kMR);
+  x.panels = div_up(N, kNR);
+  const size_t threads = internal::parallel_threads(par);
+  x.group = panels_per_group(kNR + K * kNR, x.panels, x.m_tiles, threads);
+  x.n_groups = div_up(x.panels, x.group);
+  x.units = x.n_groups * x.m_tiles;
+  x.tasks = pick_tasks(x.units, static_cast<double>(kMR) * kNR * x.group * (K + 1), threads);
+  internal::parallel_run(par, x.tasks, gemm_task, &x);
+}
+
+size_t conv2d_packed_size(const ConvParams& p) {
+  if (conv_uses_scalar(p)) return scalar::conv2d_packed_size(p);
+  const size_t taps = size_t{p.kernel_h} * p.kernel_w;
+  return size_t{p.groups} * div_up(p.group_output_channels, kNR) * (kNR + taps * p.group_input_channels * kNR) *
+         sizeof(float);
+}
+
+void conv2d_pack(const ConvParams& p, const float* filter, const float* bias, void* packed) {
+  if (conv_uses_scalar(p)) return scalar::conv2d_pack(p, filter, bias, packed);
+  const size_t gic = p.group_input_channels, goc = p.group_output_channels;
+  const size_t taps = size_t{p.kernel_h} * p.kernel_w, rows = taps * gic;
+  const size_t group_floats = div_up(goc, kNR) * (kNR + rows * kNR);
+  float* out = static_cast<float*>(packed);
+  for (size_t g = 0; g < p.groups; ++g) {
+    // Row r = tap * gic + ci of output channel co: filter OHWI [g*goc + co][tap][ci].
+    const float* fg = filter + g * goc * rows;
+    pack_panels(rows, goc, bias ? bias + g * goc : nullptr, [&](size_t r, size_t co) { return fg[co * rows + r]; },
+                out + g * group_floats);
+  }
+}
+
+void conv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
+            const void* packed, float* out, Parallel& par) {
+  if (conv_uses_scalar(p)) return scalar::conv2d(p, N, H, W, in, OH, OW, packed, out, par);
+  if (N == 0 || OH == 0 || OW == 0 || p.groups == 0 || p.group_output_channels == 0) return;
+  ConvCtx x;
+  x.p = &p;
+  x.N = N;
+  x.H = H;
+  x.W = W;
+  x.OH = OH;
+  x.OW = OW;
+  x.gic = p.group_input_channels;
+  x.goc = p.group_output_channels;
+  x.IC = size_t{p.groups} * x.gic;
+  x.OC = size_t{p.groups} * x.goc;
+  x.taps = size_t{p.kernel_h} * p.kernel_w;
+  x.in = in;
+  x.packed = static_cast<const float*>(packed);
+  x.out = out;
+  x.vmin = p.act.min;
+  x.vmax = p.act.max;
+  x.ptiles = div_up(OH * OW, kMR);
+  x.panels = div_up(x.goc, kNR);
+  const size_t threads = internal::parallel_threads(par);
+  x.group = panels_per_group(kNR + x.taps * x.gic * kNR, x.panels, x.ptiles * N * p.groups, threads);
+  x.n_pgroups = div_up(x.panels, x.group);
+  x.units = N * p.groups * x.n_pgroups * x.ptiles;
+  x.tasks = pick_tasks(x.units, static_cast<double>(kMR) * kNR * x.group * (x.taps * x.gic + 1), threads);
+  float* zero = static_cast<float*>(internal::aligned_alloc64(max_sz(x.gic, 1) * sizeof(float)));
+  std::memset(zero, 0, max_sz(x.gic, 1) * sizeof(float));
+  x.zero = zero;
+  internal::parallel_run(par, x.tasks, conv_task, &x);
+  internal::aligned_free(zero);
+}
+
+}  // namespace avx2
+}  // namespace webxnn

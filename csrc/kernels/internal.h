@@ -1,0 +1,33 @@
+// Private to csrc/kernels: how the per-ISA translation units hand their tables to dispatch.cc.
+// Only declarations live here (no inline code), so that nothing compiled with -mavx2 can leak into generic
+// callers through the linker's choice of a duplicated inline function (ODR).
+#pragma once
+
+#include <cstddef>
+
+#include "kernels/kernels.h"
+
+namespace webxnn {
+namespace internal {
+
+// scalar/table.cc — always present.
+const KernelTable& scalar_table();
+
+// avx2/table.cc — nullptr when the build has no AVX2 translation units (non-x86 builds).
+const KernelTable* avx2_table();
+
+// A plain-function-pointer front end to Parallel::run, defined in a generic translation unit. ISA-specific
+// code calls this instead of constructing std::function itself (keeps std:: templates out of AVX2 TUs).
+using TaskFn = void (*)(const void* ctx, size_t task);
+void parallel_run(Parallel& par, size_t tasks, TaskFn fn, const void* ctx);
+// par.threads() through a generic TU (a direct virtual call lets the compiler speculatively devirtualize
+// and emit inline Parallel methods, compiled with AVX2 flags, as weak symbols).
+size_t parallel_threads(const Parallel& par);
+
+// 64-byte aligned scratch memory owned by a generic translation unit (for AVX2 code that must not
+// instantiate std::vector). Free with aligned_free.
+void* aligned_alloc64(size_t bytes);
+void aligned_free(void* p);
+
+}  // namespace internal
+}  // namespace webxnn

@@ -1,0 +1,62 @@
+// Helpers shared by the scalar kernel translation units (never included from ISA-specific TUs).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+
+#include "kernels/kernels.h"
+
+namespace webxnn {
+namespace scalar {
+
+// The fused output clamp. Infinite bounds are skipped (so NaN passes through untouched and no work is done).
+struct Clamp {
+  float lo, hi;
+  bool use_lo, use_hi;
+  explicit Clamp(const Activation& a)
+      : lo(a.min), hi(a.max), use_lo(a.min != -std::numeric_limits<float>::infinity()),
+        use_hi(a.max != std::numeric_limits<float>::infinity()) {}
+  bool active() const { return use_lo || use_hi; }
+  float operator()(float x) const {
+    if (use_lo && x < lo) x = lo;
+    if (use_hi && x > hi) x = hi;
+    return x;
+  }
+  void apply(float* p, size_t n) const {
+    if (!active()) return;
+    for (size_t i = 0; i < n; ++i) p[i] = (*this)(p[i]);
+  }
+};
+
+// Round to nearest, ties to even, independent of the FP environment's rounding mode assumptions of libm:
+// adding 2^23 to a magnitude below 2^23 leaves no fraction bits, so the FPU's default rounding does the work.
+inline float round_even(float x) {
+  const float ax = std::fabs(x);
+  if (!(ax < 8388608.f)) return x;  // already integral, or inf/NaN
+  const float r = (ax + 8388608.f) - 8388608.f;
+  return std::copysign(r, x);
+}
+
+// How many tasks to split `units` independent pieces of work into, each unit costing about `unit_cost`
+// (multiply-adds or bytes). Small problems stay one task (run inline); larger ones get a few tasks per
+// thread so dynamic scheduling can even out the load.
+inline size_t pick_tasks(const Parallel& par, size_t units, double unit_cost) {
+  constexpr double kMinTaskCost = 32768.0;
+  if (units <= 1 || par.threads() <= 1) return 1;
+  const double total = unit_cost * static_cast<double>(units);
+  size_t tasks = static_cast<size_t>(total / kMinTaskCost);
+  tasks = std::min(tasks, par.threads() * 8);
+  tasks = std::min(tasks, units);
+  return std::max<size_t>(tasks, 1);
+}
+
+// [begin, end) of chunk `task` when `units` are split into `tasks` contiguous chunks.
+inline void chunk_range(size_t units, size_t tasks, size_t task, size_t* begin, size_t* end) {
+  *begin = units * task / tasks;
+  *end = units * (task + 1) / tasks;
+}
+
+}  // namespace scalar
+}  // namespace webxnn

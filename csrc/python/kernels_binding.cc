@@ -1,0 +1,601 @@
+// webxnn._runtime.kernels — numpy-level access to the kernel tables, for kernel tests and benchmarks.
+// Every entry takes isa="scalar"|"avx2"|"best" and threads=N (a cached ThreadPool per thread count).
+// Bad arguments raise webxnn.errors.InputError naming the function and the problem.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <optional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "kernels/internal.h"
+#include "kernels/kernels.h"
+#include "kernels/thread_pool.h"
+#include "python/bindings.h"
+
+namespace py = pybind11;
+
+namespace webxnn {
+namespace {
+
+using FArr = py::array_t<float, py::array::c_style | py::array::forcecast>;
+using I8Arr = py::array_t<int8_t, py::array::c_style | py::array::forcecast>;
+using I32Arr = py::array_t<int32_t, py::array::c_style | py::array::forcecast>;
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+[[noreturn]] void bad(const std::string& where, const std::string& what) {
+  py::object cls = py::module_::import("webxnn.errors").attr("InputError");
+  PyErr_SetObject(cls.ptr(), py::str("kernels." + where + ": " + what).ptr());
+  throw py::error_already_set();
+}
+
+const KernelTable& table_for(const char* where, const std::string& isa) {
+  const KernelTable* t = kernels_by_name(isa.c_str());
+  if (!t) bad(where, "unknown or unsupported isa '" + isa + "' (scalar, avx2, best)");
+  return *t;
+}
+
+Parallel& pool_for(const char* where, size_t threads) {
+  static SerialParallel serial;
+  static std::mutex mu;
+  static std::map<size_t, std::unique_ptr<ThreadPool>> pools;
+  if (threads == 0 || threads > 256) bad(where, "threads must be in [1, 256]");
+  if (threads == 1) return serial;
+  std::lock_guard<std::mutex> lk(mu);
+  auto& p = pools[threads];
+  if (!p) p = std::make_unique<ThreadPool>(threads);
+  return *p;
+}
+
+// 64-byte aligned scratch (packed weights).
+struct Aligned {
+  void* p = nullptr;
+  explicit Aligned(size_t bytes) : p(internal::aligned_alloc64(bytes)) {}
+  ~Aligned() { internal::aligned_free(p); }
+  Aligned(const Aligned&) = delete;
+  Aligned& operator=(const Aligned&) = delete;
+};
+
+std::vector<size_t> shape_of(const py::array& a) {
+  std::vector<size_t> s(static_cast<size_t>(a.ndim()));
+  for (size_t i = 0; i < s.size(); ++i) s[i] = static_cast<size_t>(a.shape(static_cast<py::ssize_t>(i)));
+  return s;
+}
+
+std::string shape_str(const std::vector<size_t>& s) {
+  std::string r = "(";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + (s.size() == 1 ? ",)" : ")");
+}
+
+void need_ndim(const char* where, const char* name, const py::array& a, py::ssize_t nd) {
+  if (a.ndim() != nd)
+    bad(where, std::string(name) + " must be " + std::to_string(nd) + "-D, got shape " + shape_str(shape_of(a)));
+}
+
+template <typename T>
+py::array_t<T> make_out(const std::vector<size_t>& shape) {
+  std::vector<py::ssize_t> s(shape.begin(), shape.end());
+  return py::array_t<T>(s);
+}
+
+Activation act_of(float mn, float mx) {
+  Activation a;
+  a.min = mn;
+  a.max = mx;
+  return a;
+}
+
+// ---------------------------------------------------------------------------------------- gemm / matmul
+py::array gemm(const FArr& A, const FArr& B, const std::optional<FArr>& bias, bool b_is_nk, float mn, float mx,
+               const std::string& isa, size_t threads) {
+  const char* w = "gemm";
+  need_ndim(w, "A", A, 2);
+  need_ndim(w, "B", B, 2);
+  const size_t M = A.shape(0), K = A.shape(1);
+  const size_t bk = b_is_nk ? B.shape(1) : B.shape(0), N = b_is_nk ? B.shape(0) : B.shape(1);
+  if (bk != K) bad(w, "A is [M,K] with K=" + std::to_string(K) + " but B gives K=" + std::to_string(bk));
+  if (bias && (bias->ndim() != 1 || static_cast<size_t>(bias->shape(0)) != N))
+    bad(w, "bias must have shape (" + std::to_string(N) + ",)");
+  const KernelTable& t = table_for(w, isa);
+  Parallel& par = pool_for(w, threads);
+  auto C = make_out<float>({M, N});
+  Aligned packed(t.gemm_packed_size(K, N));
+  {
+    py::gil_scoped_release nogil;
+    t.gemm_pack(K, N, B.data(), b_is_nk, bias ? bias->data() : nullptr, packed.p);
+    t.gemm(M, N, K, A.data(), K, packed.p, C.mutable_data(), N, act_of(mn, mx), par);
+  }
+  return std::move(C);
+}
+
+py::array batch_matmul(const FArr& A, const FArr& B, bool b_is_nk, const std::string& isa, size_t threads) {
+  const char* w = "batch_matmul";
+  if ((A.ndim() != 2 && A.ndim() != 3) || (B.ndim() != 2 && B.ndim() != 3))
+    bad(w, "A and B must be 2-D or 3-D");
+  const size_t ab = A.ndim() == 3 ? A.shape(0) : 1, bb = B.ndim() == 3 ? B.shape(0) : 1;
+  const py::ssize_t ao = A.ndim() - 2, bo = B.ndim() - 2;
+  const size_t M = A.shape(ao), K = A.shape(ao + 1);
+  const size_t bk = b_is_nk ? B.shape(bo + 1) : B.shape(bo), N = b_is_nk ? B.shape(bo) : B.shape(bo + 1);
+  if (bk != K) bad(w, "inner dimensions differ: " + std::to_string(K) + " vs " + std::to_string(bk));
+  if (ab != bb && ab != 1 && bb != 1) bad(w, "batch dimensions do not broadcast");
+  const size_t batch = std::max(ab, bb);
+  const KernelTable& t = table_for(w, isa);
+  Parallel& par = pool_for(w, threads);
+  std::vector<size_t> out_shape = {M, N};
+  if (A.ndim() == 3 || B.ndim() == 3) out_shape.insert(out_shape.begin(), batch);
+  auto C = make_out<float>(out_shape);
+  {
+    py::gil_scoped_release nogil;
+    t.batch_matmul(batch, M, N, K, A.data(), ab == 1 ? 0 : M * K, B.data(), bb == 1 ? 0 : K * N, b_is_nk,
+                   C.mutable_data(), par);
+  }
+  return std::move(C);
+}
+
+// ---------------------------------------------------------------------------------------- convolution
+using Pair = std::pair<uint32_t, uint32_t>;
+using Pads = std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>;
+
+void set_geometry(const char* w, ConvParams& p, const Pads& pads, const Pair& strides, const Pair& dil) {
+  std::tie(p.pad_top, p.pad_right, p.pad_bottom, p.pad_left) = pads;
+  p.stride_h = strides.first;
+  p.stride_w = strides.second;
+  p.dilation_h = dil.first;
+  p.dilation_w = dil.second;
+  if (!p.stride_h || !p.stride_w || !p.dilation_h || !p.dilation_w) bad(w, "strides and dilations must be >= 1");
+}
+
+size_t conv_out(const char* w, size_t in, size_t pa, size_t pb, size_t k, size_t s, size_t d) {
+  const size_t eff = d * (k - 1) + 1;
+  if (in + pa + pb < eff) bad(w, "window larger than the padded input");
+  return (in + pa + pb - eff) / s + 1;
+}
+
+py::array conv2d(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
+                 const Pair& strides, const Pair& dil, uint32_t groups, float mn, float mx, const std::string& isa,
+                 size_t threads) {
+  const char* w = "conv2d";
+  need_ndim(w, "x", x, 4);
+  need_ndim(w, "filter", f, 4);
+  ConvParams p;
+  set_geometry(w, p, pads, strides, dil);
+  const size_t N = x.shape(0), H = x.shape(1), W = x.shape(2), IC = x.shape(3), OC = f.shape(0);
+  if (groups == 0 || OC % groups) bad(w, "output channels must be a multiple of groups");
+  if (IC != groups * static_cast<size_t>(f.shape(3))) bad(w, "x channels != groups * filter input channels");
+  if (f.shape(1) == 0 || f.shape(2) == 0) bad(w, "empty kernel");
+  if (bias && (bias->ndim() != 1 || static_cast<size_t>(bias->shape(0)) != OC)) bad(w, "bias must be [OC]");
+  p.kernel_h = f.shape(1);
+  p.kernel_w = f.shape(2);
+  p.groups = groups;
+  p.group_input_channels = f.shape(3);
+  p.group_output_channels = OC / groups;
+  p.act = act_of(mn, mx);
+  const size_t OH = conv_out(w, H, p.pad_top, p.pad_bottom, p.kernel_h, p.stride_h, p.dilation_h);
+  const size_t OW = conv_out(w, W, p.pad_left, p.pad_right, p.kernel_w, p.stride_w, p.dilation_w);
+  const KernelTable& t = table_for(w, isa);
+  Parallel& par = pool_for(w, threads);
+  auto out = make_out<float>({N, OH, OW, OC});
+  Aligned packed(t.conv2d_packed_size(p));
+  {
+    py::gil_scoped_release nogil;
+    t.conv2d_pack(p, f.data(), bias ? bias->data() : nullptr, packed.p);
+    t.conv2d(p, N, H, W, x.data(), OH, OW, packed.p, out.mutable_data(), par);
+  }
+  return std::move(out);
+}
+
+py::array dwconv2d(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
+                   const Pair& strides, const Pair& dil, float mn, float mx, const std::string& isa, size_t threads) {
+  const char* w = "dwconv2d";
+  need_ndim(w, "x", x, 4);
+  need_ndim(w, "filter", f, 4);
+  ConvParams p;
+  set_geometry(w, p, pads, strides, dil);
+  const size_t N = x.shape(0), H = x.shape(1), W = x.shape(2), C = x.shape(3), OC = f.shape(3);
+  if (f.shape(0) != 1) bad(w, "filter must be [1, kh, kw, C*depth_multiplier]");
+  if (C == 0 || OC == 0 || OC % C) bad(w, "filter channels must be a multiple of the input channels");
+  if (f.shape(1) == 0 || f.shape(2) == 0) bad(w, "empty kernel");
+  if (bias && (bias->ndim() != 1 || static_cast<size_t>(bias->shape(0)) != OC)) bad(w, "bias must be [OC]");
+  p.kernel_h = f.shape(1);
+  p.kernel_w = f.shape(2);
+  p.groups = C;
+  p.group_input_channels = 1;
+  p.group_output_channels = OC / C;
+  p.act = act_of(mn, mx);
+  const size_t OH = conv_out(w, H, p.pad_top, p.pad_bottom, p.kernel_h, p.stride_h, p.dilation_h);
+  const size_t OW = conv_out(w, W, p.pad_left, p.pad_right, p.kernel_w, p.stride_w, p.dilation_w);
+  const KernelTable& t = table_for(w, isa);
+  Parallel& par = pool_for(w, threads);
+  auto out = make_out<float>({N, OH, OW, OC});
+  Aligned packed(t.dwconv2d_packed_size(p));
+  {
+    py::gil_scoped_release nogil;
+    t.dwconv2d_pack(p, f.data(), bias ? bias->data() : nullptr, packed.p);
+    t.dwconv2d(p, N, H, W, x.data(), OH, OW, packed.p, out.mutable_data(), par);
+  }
+  return std::move(out);
+}
+
+py::array deconv2d(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
+                   const Pair& strides, const Pair& dil, uint32_t groups, const Pair& adj, float mn, float mx,
+                   const std::string& isa, size_t threads) {
+  const char* w = "deconv2d";
+  need_ndim(w, "x", x, 4);
+  need_ndim(w, "filter", f, 4);
+  ConvParams p;
+  set_geometry(w, p, pads, strides, dil);
+  const size_t N = x.shape(0), H = x.shape(1), W = x.shape(2), IC = x.shape(3), OC = f.shape(0);
+  if (groups == 0 || OC % groups) bad(w, "output channels must be a multiple of groups");
+  if (IC != groups * static_cast<size_t>(f.shape(3))) bad(w, "x channels != groups * filter input channels");
+  if (f.shape(1) == 0 || f.shape(2) == 0 || H == 0 || W == 0) bad(w, "empty kernel or input");
+  if (bias && (bias->ndim() != 1 || static_cast<size_t>(bias->shape(0)) != OC)) bad(w, "bias must be [OC]");
+  p.kernel_h = f.shape(1);
+  p.kernel_w = f.shape(2);
+  p.groups = groups;
+  p.group_input_channels = f.shape(3);
+  p.group_output_channels = OC / groups;
+  p.adjustment_h = adj.first;
+  p.adjustment_w = adj.second;
+  p.act = act_of(mn, mx);
+  const size_t full_h = (H - 1) * p.stride_h + p.dilation_h * (p.kernel_h - 1) + 1 + p.adjustment_h;
+  const size_t full_w = (W - 1) * p.stride_w + p.dilation_w * (p.kernel_w - 1) + 1 + p.adjustment_w;
+  if (full_h <= size_t{p.pad_top} + p.pad_bottom || full_w <= size_t{p.pad_left} + p.pad_right)
+    bad(w, "padding crops the whole output");
+  const size_t OH = full_h - p.pad_top - p.pad_bottom, OW = full_w - p.pad_left - p.pad_right;
+  const KernelTable& t = table_for(w, isa);
+  Parallel& par = pool_for(w, threads);
+  auto out = make_out<float>({N, OH, OW, OC});
+  Aligned packed(t.deconv2d_packed_size(p));
+  {
+    py::gil_scoped_release nogil;
+    t.deconv2d_pack(p, f.data(), bias ? bias->data() : nullptr, packed.p);
+    t.deconv2d(p, N, H, W, x.data(), OH, OW, packed.p, out.mutable_data(), par);
+  }
+  return std::move(out);
+}
+
+// ---------------------------------------------------------------------------------------- pooling
+py::array pool2d(bool is_max, const FArr& x, const Pair& pool, const Pads& pads, const Pair& strides,
+                 const Pair& dil, float mn, float mx, const std::string& isa, size_t threads) {
+  const char* w = is_max ? "max_pool2d" : "avg_pool2d";
+  need_ndim(w, "x", x, 4);
+  PoolParams p;
+  std::tie(p.pad_top, p.pad_right, p.pad_bottom, p.pad_left) = pads;
+  p.pool_h = pool.first;
+  p.pool_w = pool.second;
+  p.stride_h = strides.first;
+  p.stride_w = strides.second;
+  p.dilation_h = dil.first;
+  p.dilation_w = dil.second;
+  p.act = act_of(mn, mx);
+  if (!p.pool_h || !p.pool_w || !p.stride_h || !p.stride_w || !p.dilation_h || !p.dilation_w)
+    bad(w, "window, strides and dilations must be >= 1");
+  const size_t N = x.shape(0), H = x.shape(1), W = x.shape(2), C = x.shape(3);
+  const size_t OH = conv_out(w, H, p.pad_top, p.pad_bottom, p.pool_h, p.stride_h, p.dilation_h);
+  const size_t OW = conv_out(w, W, p.pad_left, p.pad_right, p.pool_w, p.stride_w, p.dilation_w);
+  const KernelTable& t = table_for(w, isa);
+  Parallel& par = pool_for(w, threads);
+  auto out = make_out<float>({N, OH, OW, C});
+  {
+    py::gil_scoped_release nogil;
+    (is_max ? t.max_pool2d : t.avg_pool2d)(p, N, H, W, C, x.data(), OH, OW, out.mutable_data(), par);
+  }
+  return std::move(out);
+}
+
+py::array global_avg_pool(const FArr& x, float mn, float mx, const std::string& isa, size_t threads) {
+  const char* w = "global_avg_pool";
+  need_ndim(w, "x", x, 4);
+  const size_t N = x.shape(0), HW = x.shape(1) * x.shape(2), C = x.shape(3);
+  if (HW == 0) bad(w, "empty spatial extent");
+  const KernelTable& t = table_for(w, isa);
+  Parallel& par = pool_for(w, threads);
+  auto out = make_out<float>({N, 1, 1, C});
+  {
+    py::gil_scoped_release nogil;
+    t.global_avg_pool(N, HW, C, x.data(), out.mutable_data(), act_of(mn, mx), par);
+  }
+  return std::move(out);
+}
+
+// ---------------------------------------------------------------------------------------- element-wise
+const std::map<std::string, BinaryOp>& binary_names() {
+  static const std::map<std::string, BinaryOp> m = {
+      {"add", BinaryOp::kAdd},     {"sub", BinaryOp::kSub},   {"mul", BinaryOp::kMul},
+      {"div", BinaryOp::kDiv},     {"min", BinaryOp::kMin},   {"max", BinaryOp::kMax},
+      {"pow", BinaryOp::kPow},     {"prelu", BinaryOp::kPrelu}, {"squared_diff", BinaryOp::kSquaredDiff},
+  };
+  return m;
+}
+
+const std::map<std::string, UnaryOp>& unary_names() {
+  static const std::map<std::string, UnaryOp> m = {
+      {"clamp", UnaryOp::kClamp},         {"abs", UnaryOp::kAbs},
+      {"neg", UnaryOp::kNeg},             {"floor", UnaryOp::kFloor},
+      {"ceil", UnaryOp::kCeil},           {"sqrt", UnaryOp::kSqrt},
+      {"rsqrt", UnaryOp::kRsqrt},         {"square", UnaryOp::kSquare},
+      {"sigmoid", UnaryOp::kSigmoid},     {"tanh", UnaryOp::kTanh},
+      {"exp", UnaryOp::kExp},             {"log", UnaryOp::kLog},
+      {"sin", UnaryOp::kSin},             {"cos", UnaryOp::kCos},
+      {"hardswish", UnaryOp::kHardswish}, {"leaky_relu", UnaryOp::kLeakyRelu},
+      {"elu", UnaryOp::kElu},             {"gelu", UnaryOp::kGelu},
+      {"erf", UnaryOp::kErf},             {"relu", UnaryOp::kRelu},
+      {"sign", UnaryOp::kSign},           {"round_even", UnaryOp::kRoundEven},
+      {"reciprocal", UnaryOp::kReciprocal}, {"softplus", UnaryOp::kSoftplus},
+      {"softsign", UnaryOp::kSoftsign},   {"tan", UnaryOp::kTan},
+      {"hard_sigmoid", UnaryOp::kHardSigmoid}, {"copy", UnaryOp::kCopy},
+  };
+  return m;
+}
+
+py::array binary(const std::string& op, const FArr& a, const FArr& b, float mn, float mx, const std::string& isa,
+                 size_t threads) {
+  const char* w = "binary";
+  auto it = binary_names().find(op);
+  if (it == binary_names().end()) bad(w, "unknown op '" + op + "'");
+  const auto sa = shape_of(a), sb = shape_of(b);
+  BinaryShape s;
+  if (!make_binary_shape(sa.size(), sa.data(), sb.size(), sb.data(), &s))
+    bad(w, "shapes " + shape_str(sa) + " and " + shape_str(sb) + " do not broadcast (or need > 6 dims)");
+  const size_t r = std::max(sa.size(), sb.size());
+  std::vector<size_t> out_shape(r);
+  for (size_t i = 0; i < r; ++i) {
+    const size_t da = i + sa.size() >= r ? sa[i + sa.size() - r] : 1;
+    const size_t db = i + sb.size() >= r ? sb[i + sb.size() - r] : 1;
+    out_shape[i] = da == 1 ? db : da;
+  }
+  const KernelTable& t = table_for(w, isa);
+  Parallel& par = pool_for(w, threads);
+  auto out = make_out<float>(out_shape);
+  {
+    py::gil_scoped_release nogil;
+    t.binary(it->second, s, a.data(), b.data(), out.mutable_data(), act_of(mn, mx), par);
+  }
+  return std::move(out);
+}
+
+py::array unary(const std::string& op, const FArr& x, float alpha, float beta, float mn, float mx,
+                const std::string& isa, size_t threads) {
+  const char* w = "unary";
+  auto it = unary_names().find(op);
+  if (it == unary_names().end()) bad(w, "unknown op '" + op + "'");
+  const KernelTable& t = table_for(w, isa);
+  Parallel& par = pool_for(w, threads);
+  auto out = make_out<float>(shape_of(x));
+  UnaryParams p;
+  p.alpha = alpha;
+  p.beta = beta;
+  p.act = act_of(mn, mx);
+  {
+    py::gil_scoped_release nogil;
+    t.unary(it->second, static_cast<size_t>(x.size()), x.data(), out.mutable_data(), p, par);
+  }
+  return std::move(out);
+}
+
+py::array softmax(const FArr& x, const std::string& isa, size_t threads) {
+  const char* w = "softmax";
+  if (x.ndim() < 1) bad(w, "x must have at least one dimension");
+  const size_t cols = x.shape(x.ndim() - 1);
+  const size_t rows = cols ? static_cast<size_t>(x.size()) / cols : 0;
+  const KernelTable& t = table_for(w, isa);
+  Parallel& par = pool_for(w, threads);
+  auto out = make_out<float>(shape_of(x));
+  {
+    py::gil_scoped_release nogil;
+    t.softmax(rows, cols, x.data(), out.mutable_data(), par);
+  }
+  return std::move(out);
+}
+
+py::array quantize(const FArr& x, float scale, int32_t zp, const std::string& isa) {
+  const KernelTable& t = table_for("quantize", isa);
+  auto out = make_out<int8_t>(shape_of(x));
+  t.quantize_qs8(static_cast<size_t>(x.size()), x.data(), out.mutable_data(), scale, zp);
+  return std::move(out);
+}
+
+py::array dequantize(const I8Arr& q, float scale, int32_t zp, const std::string& isa) {
+  const KernelTable& t = table_for("dequantize", isa);
+  auto out = make_out<float>(shape_of(q));
+  t.dequantize_qs8(static_cast<size_t>(q.size()), q.data(), out.mutable_data(), scale, zp);
+  return std::move(out);
+}
+
+py::array qs8_gemm(const I8Arr& A, const I8Arr& B, const std::optional<I32Arr>& bias, const FArr& w_scales,
+                   float in_scale, int32_t in_zp, float out_scale, int32_t out_zp, bool b_is_nk, int out_min,
+                   int out_max, const std::string& isa, size_t threads) {
+  const char* w = "qs8_gemm";
+  need_ndim(w, "A", A, 2);
+  need_ndim(w, "B", B, 2);
+  const size_t M = A.shape(0), K = A.shape(1);
+  const size_t bk = b_is_nk ? B.shape(1) : B.shape(0), N = b_is_nk ? B.shape(0) : B.shape(1);
+  if (bk != K) bad(w, "inner dimensions differ");
+  if (bias && (bias->ndim() != 1 || static_cast<size_t>(bias->shape(0)) != N)) bad(w, "bias must be [N]");
+  if (w_scales.ndim() != 1 || static_cast<size_t>(w_scales.shape(0)) != N) bad(w, "w_scales must be [N]");
+  if (out_min < -128 || out_max > 127 || out_min > out_max) bad(w, "bad output range");
+  const KernelTable& t = table_for(w, isa);
+  Parallel& par = pool_for(w, threads);
+  auto C = make_out<int8_t>({M, N});
+  Aligned packed(t.qs8_gemm_packed_size(K, N));
+  {
+    py::gil_scoped_release nogil;
+    t.qs8_gemm_pack(K, N, B.data(), b_is_nk, bias ? bias->data() : nullptr, w_scales.data(), in_scale, in_zp,
+                    out_scale, out_zp, packed.p);
+    t.qs8_gemm(M, N, K, A.data(), K, packed.p, C.mutable_data(), N, static_cast<int8_t>(out_min),
+               static_cast<int8_t>(out_max), par);
+  }
+  return std::move(C);
+}
+
+// ---------------------------------------------------------------------------------------- layout
+py::array contiguous(const py::array& x) {
+  return py::array::ensure(x, py::array::c_style);
+}
+
+py::array transpose(const py::array& x_in, const std::vector<size_t>& perm, size_t threads) {
+  const char* w = "transpose";
+  py::array x = contiguous(x_in);
+  const auto dims = shape_of(x);
+  if (perm.size() != dims.size() || dims.size() > 8) bad(w, "perm must list every dim (rank <= 8)");
+  std::vector<bool> seen(dims.size(), false);
+  for (size_t p : perm) {
+    if (p >= dims.size() || seen[p]) bad(w, "perm is not a permutation");
+    seen[p] = true;
+  }
+  std::vector<py::ssize_t> out_shape(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) out_shape[i] = static_cast<py::ssize_t>(dims[perm[i]]);
+  py::array out(x.dtype(), out_shape);
+  Parallel& par = pool_for(w, threads);
+  {
+    py::gil_scoped_release nogil;
+    transpose_bytes(x.itemsize(), dims.size(), dims.data(), perm.data(), x.data(), out.mutable_data(), par);
+  }
+  return out;
+}
+
+py::array slice(const py::array& x_in, const std::vector<size_t>& offsets, const std::vector<size_t>& sizes) {
+  const char* w = "slice";
+  py::array x = contiguous(x_in);
+  const auto dims = shape_of(x);
+  if (offsets.size() != dims.size() || sizes.size() != dims.size() || dims.size() > 8)
+    bad(w, "offsets/sizes must match the rank (<= 8)");
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (offsets[i] > dims[i] || sizes[i] > dims[i] - offsets[i]) bad(w, "slice out of bounds");
+  py::array out(x.dtype(), std::vector<py::ssize_t>(sizes.begin(), sizes.end()));
+  slice_bytes(x.itemsize(), dims.size(), dims.data(), offsets.data(), sizes.data(), x.data(), out.mutable_data());
+  return out;
+}
+
+py::array pad(const py::array& x_in, const std::vector<size_t>& pre, const std::vector<size_t>& post,
+              const py::object& value) {
+  const char* w = "pad";
+  py::array x = contiguous(x_in);
+  const auto dims = shape_of(x);
+  if (pre.size() != dims.size() || post.size() != dims.size() || dims.size() > 8)
+    bad(w, "pre/post must match the rank (<= 8)");
+  py::array fill = py::module_::import("numpy").attr("asarray")(value, x.dtype());
+  std::vector<py::ssize_t> out_shape(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) out_shape[i] = static_cast<py::ssize_t>(pre[i] + dims[i] + post[i]);
+  py::array out(x.dtype(), out_shape);
+  pad_bytes(x.itemsize(), dims.size(), dims.data(), pre.data(), post.data(), fill.data(), x.data(),
+            out.mutable_data());
+  return out;
+}
+
+py::array concat(const std::vector<py::array>& xs_in, size_t axis) {
+  const char* w = "concat";
+  if (xs_in.empty()) bad(w, "no inputs");
+  std::vector<py::array> xs;
+  for (const auto& x : xs_in) xs.push_back(contiguous(x));
+  const auto d0 = shape_of(xs[0]);
+  if (axis >= d0.size()) bad(w, "axis out of range");
+  std::vector<size_t> out_dims = d0;
+  out_dims[axis] = 0;
+  for (const auto& x : xs) {
+    const auto d = shape_of(x);
+    if (d.size() != d0.size() || !x.dtype().is(xs[0].dtype())) bad(w, "inputs differ in rank or dtype");
+    for (size_t i = 0; i < d.size(); ++i)
+      if (i != axis && d[i] != d0[i]) bad(w, "inputs differ outside the axis");
+    out_dims[axis] += d[axis];
+  }
+  size_t outer = 1;
+  for (size_t i = 0; i < axis; ++i) outer *= d0[i];
+  std::vector<const void*> ptrs;
+  std::vector<size_t> inner;
+  for (const auto& x : xs) {
+    const auto d = shape_of(x);
+    size_t in = x.itemsize();
+    for (size_t i = axis; i < d.size(); ++i) in *= d[i];
+    ptrs.push_back(x.data());
+    inner.push_back(in);
+  }
+  py::array out(xs[0].dtype(), std::vector<py::ssize_t>(out_dims.begin(), out_dims.end()));
+  concat_bytes(xs.size(), ptrs.data(), inner.data(), outer, out.mutable_data());
+  return out;
+}
+
+py::dict cpu_info() {
+  const CpuFeatures& f = cpu_features();
+  py::dict d;
+  d["isa"] = best_kernels().name;
+  d["avx2"] = f.avx2;
+  d["fma"] = f.fma;
+  d["f16c"] = f.f16c;
+  d["avx512f"] = f.avx512f;
+  d["cores"] = f.cores;
+  return d;
+}
+
+}  // namespace
+
+void bind_kernels(py::module_& parent) {
+  py::module_ m = parent.def_submodule("kernels", "Direct access to the kernel tables (tests, benchmarks)");
+  const auto isa = py::arg("isa") = "scalar";
+  const auto thr = py::arg("threads") = size_t{1};
+  const auto mn = py::arg("min") = -kInf;
+  const auto mx = py::arg("max") = kInf;
+  const Pads no_pads{0, 0, 0, 0};
+  const Pair ones{1, 1};
+  m.def("gemm", &gemm, py::arg("A"), py::arg("B"), py::arg("bias") = py::none(), py::arg("b_is_nk") = false, mn,
+        mx, isa, thr, "C[M,N] = clamp(A[M,K] @ B + bias); B is [K,N], or [N,K] when b_is_nk");
+  m.def("batch_matmul", &batch_matmul, py::arg("A"), py::arg("B"), py::arg("b_is_nk") = false, isa, thr);
+  m.def("conv2d", &conv2d, py::arg("x"), py::arg("filter"), py::arg("bias") = py::none(),
+        py::arg("pads") = no_pads, py::arg("strides") = ones, py::arg("dilations") = ones,
+        py::arg("groups") = uint32_t{1}, mn, mx, isa, thr, "NHWC conv; filter OHWI; pads (top, right, bottom, left)");
+  m.def("dwconv2d", &dwconv2d, py::arg("x"), py::arg("filter"), py::arg("bias") = py::none(),
+        py::arg("pads") = no_pads, py::arg("strides") = ones, py::arg("dilations") = ones, mn, mx, isa, thr,
+        "NHWC depthwise conv; filter [1, kh, kw, C*depth_multiplier]");
+  m.def("deconv2d", &deconv2d, py::arg("x"), py::arg("filter"), py::arg("bias") = py::none(),
+        py::arg("pads") = no_pads, py::arg("strides") = ones, py::arg("dilations") = ones,
+        py::arg("groups") = uint32_t{1}, py::arg("adjustment") = Pair{0, 0}, mn, mx, isa, thr,
+        "NHWC transposed conv; filter OHWI [groups*goc, kh, kw, gic]");
+  m.def(
+      "max_pool2d",
+      [](const FArr& x, const Pair& pool, const Pads& pads, const Pair& s, const Pair& d, float a, float b,
+         const std::string& i, size_t t) { return pool2d(true, x, pool, pads, s, d, a, b, i, t); },
+      py::arg("x"), py::arg("pool"), py::arg("pads") = no_pads, py::arg("strides") = ones,
+      py::arg("dilations") = ones, mn, mx, isa, thr);
+  m.def(
+      "avg_pool2d",
+      [](const FArr& x, const Pair& pool, const Pads& pads, const Pair& s, const Pair& d, float a, float b,
+         const std::string& i, size_t t) { return pool2d(false, x, pool, pads, s, d, a, b, i, t); },
+      py::arg("x"), py::arg("pool"), py::arg("pads") = no_pads, py::arg("strides") = ones,
+      py::arg("dilations") = ones, mn, mx, isa, thr);
+  m.def("global_avg_pool", &global_avg_pool, py::arg("x"), mn, mx, isa, thr, "[N,H,W,C] -> [N,1,1,C]");
+  m.def("binary", &binary, py::arg("op"), py::arg("a"), py::arg("b"), mn, mx, isa, thr,
+        "numpy-broadcasting binary op: add sub mul div min max pow prelu squared_diff");
+  m.def("unary", &unary, py::arg("op"), py::arg("x"), py::arg("alpha") = 0.f, py::arg("beta") = 0.f, mn, mx, isa,
+        thr);
+  m.def("softmax", &softmax, py::arg("x"), isa, thr, "softmax over the last dim");
+  m.def("quantize", &quantize, py::arg("x"), py::arg("scale"), py::arg("zero_point"), isa);
+  m.def("dequantize", &dequantize, py::arg("q"), py::arg("scale"), py::arg("zero_point"), isa);
+  m.def("qs8_gemm", &qs8_gemm, py::arg("A"), py::arg("B"), py::arg("bias"), py::arg("w_scales"),
+        py::arg("in_scale"), py::arg("in_zero_point"), py::arg("out_scale"), py::arg("out_zero_point"),
+        py::arg("b_is_nk") = false, py::arg("out_min") = -128, py::arg("out_max") = 127, isa, thr);
+  m.def("transpose", &transpose, py::arg("x"), py::arg("perm"), thr, "out dim i = in dim perm[i] (any dtype)");
+  m.def("slice", &slice, py::arg("x"), py::arg("offsets"), py::arg("sizes"));
+  m.def("pad", &pad, py::arg("x"), py::arg("pre"), py::arg("post"), py::arg("value") = 0);
+  m.def("concat", &concat, py::arg("xs"), py::arg("axis"));
+  m.def("cpu_info", &cpu_info, "dict(isa, avx2, fma, f16c, avx512f, cores)");
+  m.def("binary_ops", [] {
+    std::vector<std::string> v;
+    for (const auto& kv : binary_names()) v.push_back(kv.first);
+    return v;
+  });
+  m.def("unary_ops", [] {
+    std::vector<std::string> v;
+    for (const auto& kv : unary_names()) v.push_back(kv.first);
+    return v;
+  });
+}
+
+}  // namespace webxnn

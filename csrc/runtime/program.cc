@@ -1,0 +1,818 @@
+#include "runtime/program.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <thread>
+
+#include "runtime/loader.h"
+#include "runtime/shapes.h"
+#include "runtime/status.h"
+
+namespace webxnn {
+namespace {
+
+constexpr size_t kTensorSlack = 16;      // readable bytes after every arena tensor
+constexpr size_t kPlanCacheSize = 8;     // plans for non-declared input shapes
+constexpr size_t kGreedyMaxTensors = 8192;
+
+std::string str(uint64_t v) { return std::to_string(v); }
+
+bool public_dtype_of(DType t, PublicDType& out) {
+  switch (t) {
+    case DType::kFp32: out = PublicDType::kFloat32; return true;
+    case DType::kFp16: out = PublicDType::kFloat16; return true;
+    case DType::kQint8: case DType::kWxInt8: out = PublicDType::kInt8; return true;
+    case DType::kQuint8: case DType::kWxUint8: out = PublicDType::kUint8; return true;
+    case DType::kInt32: case DType::kQint32: out = PublicDType::kInt32; return true;
+    case DType::kWxUint32: out = PublicDType::kUint32; return true;
+    case DType::kWxInt64: out = PublicDType::kInt64; return true;
+    case DType::kWxUint64: out = PublicDType::kUint64; return true;
+    default: return false;
+  }
+}
+
+size_t value_bytes(const Value& v, const Shape& s) { return numel(s) * std::max<size_t>(1, element_size(v.dtype)); }
+
+int8_t quantize_bound(float real, const QuantParams& q, bool is_min) {
+  if (std::isinf(real)) return (real < 0) ? -128 : 127;
+  double x = std::nearbyint(double(real) / q.scale) + q.zero_point;
+  x = std::min(127.0, std::max(-128.0, x));
+  (void)is_min;
+  return static_cast<int8_t>(x);
+}
+
+// Collapses a broadcast binary op to <= 8 dims of alternating broadcast patterns (dims of size 1 dropped,
+// neighbours with the same pattern merged). Strides are in elements, 0 along broadcast dims.
+struct Collapsed {
+  size_t rank = 0;
+  size_t out[kMaxRank] = {}, as[kMaxRank] = {}, bs[kMaxRank] = {};
+};
+
+Collapsed collapse_binary(const Shape& a, const Shape& b, const Shape& o) {
+  const size_t r = o.size();
+  size_t od[kMaxRank], ab[kMaxRank], bb[kMaxRank];  // ab/bb: 1 when broadcast along this dim
+  size_t n = 0;
+  for (size_t k = 0; k < r; ++k) {
+    if (o[k] == 1) continue;
+    const size_t da = k < r - a.size() ? 1 : a[k - (r - a.size())];
+    const size_t db = k < r - b.size() ? 1 : b[k - (r - b.size())];
+    const size_t fa = da == 1 ? 1 : 0, fb = db == 1 ? 1 : 0;
+    if (n > 0 && ab[n - 1] == fa && bb[n - 1] == fb) {
+      od[n - 1] *= o[k];
+    } else {
+      od[n] = o[k];
+      ab[n] = fa;
+      bb[n] = fb;
+      ++n;
+    }
+  }
+  Collapsed c;
+  if (n == 0) {
+    c.rank = 1;
+    c.out[0] = 1;
+    return c;
+  }
+  c.rank = n;
+  size_t sa = 1, sb = 1;
+  for (size_t k = n; k-- > 0;) {
+    c.out[k] = od[k];
+    c.as[k] = ab[k] ? 0 : sa;
+    c.bs[k] = bb[k] ? 0 : sb;
+    if (!ab[k]) sa *= od[k];
+    if (!bb[k]) sb *= od[k];
+  }
+  return c;
+}
+
+UnaryOp unary_op_of(NodeType t) {
+  switch (t) {
+    case NodeType::kSigmoid: return UnaryOp::kSigmoid;
+    case NodeType::kClamp: return UnaryOp::kClamp;
+    case NodeType::kFloor: return UnaryOp::kFloor;
+    case NodeType::kSquareRoot: return UnaryOp::kSqrt;
+    case NodeType::kCeiling: return UnaryOp::kCeil;
+    case NodeType::kHardswish: return UnaryOp::kHardswish;
+    case NodeType::kNegate: return UnaryOp::kNeg;
+    case NodeType::kSquare: return UnaryOp::kSquare;
+    case NodeType::kAbs: return UnaryOp::kAbs;
+    case NodeType::kReciprocalSquareRoot: return UnaryOp::kRsqrt;
+    case NodeType::kLog: return UnaryOp::kLog;
+    case NodeType::kGelu: return UnaryOp::kGelu;
+    case NodeType::kTanh: return UnaryOp::kTanh;
+    case NodeType::kExp: return UnaryOp::kExp;
+    case NodeType::kSin: return UnaryOp::kSin;
+    case NodeType::kCos: return UnaryOp::kCos;
+    case NodeType::kLeakyReLU: return UnaryOp::kLeakyRelu;
+    case NodeType::kELU: return UnaryOp::kElu;
+    default: return UnaryOp::kCopy;
+  }
+}
+
+bool is_unary_fp32(NodeType t) {
+  switch (t) {
+    case NodeType::kSigmoid: case NodeType::kClamp: case NodeType::kFloor: case NodeType::kSquareRoot:
+    case NodeType::kCeiling: case NodeType::kHardswish: case NodeType::kNegate: case NodeType::kSquare:
+    case NodeType::kAbs: case NodeType::kReciprocalSquareRoot: case NodeType::kLog: case NodeType::kGelu:
+    case NodeType::kTanh: case NodeType::kExp: case NodeType::kSin: case NodeType::kCos:
+    case NodeType::kLeakyReLU: case NodeType::kELU:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_binary(NodeType t, BinaryOp& op) {
+  switch (t) {
+    case NodeType::kAdd: op = BinaryOp::kAdd; return true;
+    case NodeType::kSubtract: op = BinaryOp::kSub; return true;
+    case NodeType::kMultiply: op = BinaryOp::kMul; return true;
+    case NodeType::kDiv: op = BinaryOp::kDiv; return true;
+    case NodeType::kMinimum: op = BinaryOp::kMin; return true;
+    case NodeType::kMaximum: op = BinaryOp::kMax; return true;
+    case NodeType::kPReLU: op = BinaryOp::kPrelu; return true;
+    default: return false;
+  }
+}
+
+bool same_quant(const Value& a, const Value& b) {
+  if (a.dtype != b.dtype) return false;
+  if (a.quant.kind != QuantParams::Kind::kPerTensor) return true;
+  return a.quant.scale == b.quant.scale && a.quant.zero_point == b.quant.zero_point;
+}
+
+}  // namespace
+
+const char* public_dtype_name(PublicDType t) {
+  switch (t) {
+    case PublicDType::kFloat32: return "float32";
+    case PublicDType::kFloat16: return "float16";
+    case PublicDType::kInt8: return "int8";
+    case PublicDType::kUint8: return "uint8";
+    case PublicDType::kInt32: return "int32";
+    case PublicDType::kUint32: return "uint32";
+    case PublicDType::kInt64: return "int64";
+    case PublicDType::kUint64: return "uint64";
+  }
+  return "?";
+}
+
+size_t public_dtype_size(PublicDType t) {
+  switch (t) {
+    case PublicDType::kFloat32: case PublicDType::kInt32: case PublicDType::kUint32: return 4;
+    case PublicDType::kFloat16: return 2;
+    case PublicDType::kInt8: case PublicDType::kUint8: return 1;
+    case PublicDType::kInt64: case PublicDType::kUint64: return 8;
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Loading
+
+std::shared_ptr<Program> Program::load_bytes(const void* data, size_t size, const LoadOptions& opts) {
+  if (!data && size) fail(StatusCode::kInvalidArgument, "load_bytes: data is null");
+  std::shared_ptr<Program> p(new Program());
+  p->init(BlobStorage::copy_of(data, size), opts);
+  return p;
+}
+
+std::shared_ptr<Program> Program::load_file(const std::string& path, const LoadOptions& opts) {
+  std::shared_ptr<Program> p(new Program());
+  p->init(BlobStorage::map_file(path), opts);
+  return p;
+}
+
+Program::~Program() = default;
+
+void Program::init(std::shared_ptr<BlobStorage> blob, const LoadOptions& opts) {
+  blob_ = std::move(blob);
+  model_ = decode_blob(blob_->data(), blob_->size());
+  const size_t nv = model_.values.size();
+  const size_t nn = model_.nodes.size();
+
+  // Parameters and shapes: every node's declared output dims must be what the node produces.
+  std::vector<Shape> shapes(nv);
+  for (size_t v = 0; v < nv; ++v) shapes[v] = model_.values[v].dims;
+  for (size_t i = 0; i < nn; ++i) {
+    infer_node_shapes(model_, i, shapes);
+    for (uint32_t out : model_.nodes[i].outputs) {
+      if (shapes[out] != model_.values[out].dims) {
+        format_error(model_.node_label(i) + ": output " + model_.value_label(out) + " is declared " +
+                     shape_str(model_.values[out].dims) + " but the node produces " + shape_str(shapes[out]));
+      }
+    }
+  }
+  for (size_t i = 0; i < nn; ++i) check_supported(i);
+
+  // Graph inputs and outputs.
+  for (int pass = 0; pass < 2; ++pass) {
+    const auto& ids = pass == 0 ? model_.inputs : model_.outputs;
+    const auto& names = pass == 0 ? model_.input_names : model_.output_names;
+    auto& infos = pass == 0 ? inputs_ : outputs_;
+    for (size_t k = 0; k < ids.size(); ++k) {
+      const Value& v = model_.values[ids[k]];
+      TensorInfo info;
+      info.name = names[k];
+      info.shape = v.dims;
+      if (!public_dtype_of(v.dtype, info.dtype)) {
+        unsupported(std::string(pass == 0 ? "graph input '" : "graph output '") + names[k] + "' (" +
+                    model_.value_label(ids[k]) + ") has datatype " + dtype_name(v.dtype) +
+                    ", which cannot be passed in or out");
+      }
+      infos.push_back(std::move(info));
+    }
+  }
+
+  producer_.assign(nv, -1);
+  last_use_.assign(nv, -1);
+  for (size_t i = 0; i < nn; ++i) {
+    for (uint32_t in : model_.nodes[i].inputs) {
+      if (in != kNoValue) last_use_[in] = static_cast<int64_t>(i);
+    }
+    for (uint32_t out : model_.nodes[i].outputs) producer_[out] = static_cast<int64_t>(i);
+  }
+
+  kernels_ = &best_kernels();
+  pack_weights();
+  base_plan_ = make_plan(std::move(shapes));
+  pool_ = std::make_unique<ThreadPool>(opts.threads);
+}
+
+void Program::check_supported(size_t i) const {
+  const Node& nd = model_.nodes[i];
+  auto dt = [&](uint32_t v) { return model_.values[v].dtype; };
+  auto describe = [&]() {
+    std::string s = "(";
+    for (size_t k = 0; k < nd.inputs.size(); ++k) {
+      if (nd.inputs[k] == kNoValue) continue;
+      if (s.size() > 1) s += ", ";
+      s += dtype_name(dt(nd.inputs[k]));
+    }
+    s += ") -> ";
+    for (size_t k = 0; k < nd.outputs.size(); ++k) s += std::string(k ? ", " : "") + dtype_name(dt(nd.outputs[k]));
+    return s;
+  };
+  auto all_fp32 = [&]() {
+    for (uint32_t v : nd.inputs) {
+      if (v != kNoValue && dt(v) != DType::kFp32) return false;
+    }
+    for (uint32_t v : nd.outputs) {
+      if (dt(v) != DType::kFp32) return false;
+    }
+    return true;
+  };
+  auto need_fp32 = [&]() {
+    if (!all_fp32()) unsupported(model_.node_label(i) + ": datatypes " + describe() + " are not supported (fp32 only)");
+  };
+  auto need_const = [&](size_t k, const char* what) {
+    if (k < nd.inputs.size() && nd.inputs[k] != kNoValue && !model_.values[nd.inputs[k]].is_constant) {
+      unsupported(model_.node_label(i) + ": a non-constant " + what + " (" + model_.value_label(nd.inputs[k]) +
+                  ") is not supported yet");
+    }
+  };
+  auto need_bytes = [&]() {  // layout ops: any element type, same in and out
+    const Value& out = model_.values[nd.outputs[0]];
+    if (element_size(out.dtype) == 0) {
+      unsupported(model_.node_label(i) + ": datatype " + dtype_name(out.dtype) + " is not supported here");
+    }
+    for (uint32_t v : nd.inputs) {
+      if (!same_quant(model_.values[v], out)) {
+        unsupported(model_.node_label(i) + ": datatypes or quantization differ between input and output " +
+                    describe());
+      }
+    }
+  };
+  BinaryOp bop;
+  using T = NodeType;
+  switch (nd.type) {
+    case T::kSoftmax: case T::kGlobalAvgPooling2d: case T::kAvgPooling2d: case T::kMaxPooling2d:
+    case T::kBatchMatrixMultiply:
+      need_fp32();
+      return;
+    case T::kConv2d: case T::kDepthwiseConv2d: case T::kConvTranspose2d:
+      need_fp32();
+      need_const(1, "filter");
+      need_const(2, "bias");
+      return;
+    case T::kFullyConnected: {
+      need_const(1, "filter");
+      need_const(2, "bias");
+      if (all_fp32()) return;
+      const Value& x = model_.values[nd.inputs[0]];
+      const Value& w = model_.values[nd.inputs[1]];
+      const Value& y = model_.values[nd.outputs[0]];
+      const bool has_bias = nd.inputs[2] != kNoValue;
+      const bool w_ok = (w.dtype == DType::kQcint8) ||
+                        (w.dtype == DType::kQint8 && w.quant.zero_point == 0);
+      const bool b_ok = !has_bias || dt(nd.inputs[2]) == DType::kQcint32 || dt(nd.inputs[2]) == DType::kQint32;
+      if (x.dtype == DType::kQint8 && y.dtype == DType::kQint8 && w_ok && b_ok) {
+        const size_t o_dim = (nd.flags & kFlagTransposeWeights) ? 1 : 0;
+        if (w.quant.kind == QuantParams::Kind::kPerChannel && size_t(w.quant.channel_dim) != o_dim) {
+          unsupported(model_.node_label(i) + ": per-channel filter scales must be along the output dim " +
+                      str(o_dim) + ", not " + std::to_string(w.quant.channel_dim));
+        }
+        return;
+      }
+      unsupported(model_.node_label(i) + ": datatypes " + describe() +
+                  " are not supported (fp32, or qint8 x qcint8 [+ qcint32 bias] -> qint8)");
+    }
+    case T::kConvert: {
+      const DType a = dt(nd.inputs[0]), b = dt(nd.outputs[0]);
+      if ((a == DType::kFp32 && b == DType::kQint8) || (a == DType::kQint8 && b == DType::kFp32)) return;
+      unsupported(model_.node_label(i) + ": conversion " + describe() + " is not supported (fp32 <-> qint8 only)");
+    }
+    case T::kStaticTranspose: case T::kStaticReshape: case T::kStaticSlice: case T::kCopy:
+    case T::kConcatenate2: case T::kConcatenate3: case T::kConcatenate4: case T::kConcatenate5:
+      need_bytes();
+      return;
+    case T::kStaticConstantPad: {
+      need_bytes();
+      const DType t = dt(nd.outputs[0]);
+      const bool computed = t == DType::kFp32 || t == DType::kQint8 || t == DType::kQuint8 ||
+                            t == DType::kWxInt8 || t == DType::kWxUint8 || t == DType::kInt32;
+      if (!computed && nd.alpha != 0.f) {
+        unsupported(model_.node_label(i) + ": a non-zero padding value for " + dtype_name(t) + " is not supported");
+      }
+      return;
+    }
+    default:
+      break;
+  }
+  if (is_binary(nd.type, bop) || is_unary_fp32(nd.type)) {
+    need_fp32();
+    return;
+  }
+  unsupported(model_.node_label(i) + ": this node type is not supported by the runtime yet");
+}
+
+void Program::pack_weights() {
+  packed_.resize(model_.nodes.size());
+  for (size_t i = 0; i < model_.nodes.size(); ++i) {
+    const Node& nd = model_.nodes[i];
+    auto cdata = [&](size_t k) -> const void* {
+      return (k < nd.inputs.size() && nd.inputs[k] != kNoValue) ? model_.values[nd.inputs[k]].data : nullptr;
+    };
+    switch (nd.type) {
+      case NodeType::kFullyConnected: {
+        const Value& w = model_.values[nd.inputs[1]];
+        const bool io = nd.flags & kFlagTransposeWeights;
+        const size_t K = io ? w.dims[0] : w.dims[1];
+        const size_t N = io ? w.dims[1] : w.dims[0];
+        if (w.dtype == DType::kFp32) {
+          packed_[i] = AlignedBuffer(kernels_->gemm_packed_size(K, N));
+          kernels_->gemm_pack(K, N, static_cast<const float*>(cdata(1)), !io, static_cast<const float*>(cdata(2)),
+                              packed_[i].data());
+        } else {
+          const Value& x = model_.values[nd.inputs[0]];
+          const Value& y = model_.values[nd.outputs[0]];
+          std::vector<float> scales(N, w.quant.scale);
+          if (w.quant.kind == QuantParams::Kind::kPerChannel) scales = w.quant.scales;
+          packed_[i] = AlignedBuffer(kernels_->qs8_gemm_packed_size(K, N));
+          kernels_->qs8_gemm_pack(K, N, static_cast<const int8_t*>(cdata(1)), !io,
+                                  static_cast<const int32_t*>(cdata(2)), scales.data(), x.quant.scale,
+                                  x.quant.zero_point, y.quant.scale, y.quant.zero_point, packed_[i].data());
+        }
+        break;
+      }
+      case NodeType::kConv2d:
+        packed_[i] = AlignedBuffer(kernels_->conv2d_packed_size(nd.conv));
+        kernels_->conv2d_pack(nd.conv, static_cast<const float*>(cdata(1)), static_cast<const float*>(cdata(2)),
+                              packed_[i].data());
+        break;
+      case NodeType::kDepthwiseConv2d:
+        packed_[i] = AlignedBuffer(kernels_->dwconv2d_packed_size(nd.conv));
+        kernels_->dwconv2d_pack(nd.conv, static_cast<const float*>(cdata(1)), static_cast<const float*>(cdata(2)),
+                                packed_[i].data());
+        break;
+      case NodeType::kConvTranspose2d:
+        packed_[i] = AlignedBuffer(kernels_->deconv2d_packed_size(nd.conv));
+        kernels_->deconv2d_pack(nd.conv, static_cast<const float*>(cdata(1)), static_cast<const float*>(cdata(2)),
+                                packed_[i].data());
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Planning
+
+std::shared_ptr<Plan> Program::make_plan(std::vector<Shape> shapes) const {
+  auto plan = std::make_shared<Plan>();
+  const size_t nv = model_.values.size();
+  plan->offsets.assign(nv, Plan::kNotInArena);
+
+  struct Tensor {
+    uint32_t value;
+    size_t size, start, end, offset;
+  };
+  std::vector<Tensor> ts;
+  for (size_t v = 0; v < nv; ++v) {
+    const Value& val = model_.values[v];
+    if (val.is_constant || val.flags || producer_[v] < 0) continue;
+    const size_t bytes = value_bytes(val, shapes[v]);
+    const size_t start = static_cast<size_t>(producer_[v]);
+    const size_t end = std::max<size_t>(start, last_use_[v] < 0 ? start : static_cast<size_t>(last_use_[v]));
+    ts.push_back({static_cast<uint32_t>(v), align_up(bytes + kTensorSlack, kArenaAlignment), start, end, 0});
+  }
+  size_t arena = 0;
+  if (ts.size() <= kGreedyMaxTensors) {
+    // Greedy by size: biggest first, each at the lowest offset that does not overlap a placed tensor whose
+    // lifetime intersects its own.
+    std::vector<size_t> order(ts.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ts[a].size > ts[b].size; });
+    std::vector<size_t> placed;  // indices into ts, sorted by offset
+    for (size_t k : order) {
+      Tensor& t = ts[k];
+      size_t off = 0;
+      for (size_t p : placed) {
+        const Tensor& o = ts[p];
+        if (o.end < t.start || t.end < o.start) continue;
+        if (off + t.size <= o.offset) break;
+        off = std::max(off, o.offset + o.size);
+      }
+      t.offset = off;
+      placed.insert(std::upper_bound(placed.begin(), placed.end(), k,
+                                     [&](size_t a, size_t b) { return ts[a].offset < ts[b].offset; }),
+                    k);
+      arena = std::max(arena, off + t.size);
+    }
+  } else {
+    // Very large graphs: first fit in execution order over a free list (linear-ish, no quadratic blow-up).
+    std::vector<std::pair<size_t, size_t>> free_list;  // (offset, size), sorted by offset
+    std::vector<std::vector<size_t>> ends_at(model_.nodes.size());
+    std::vector<std::vector<size_t>> starts_at(model_.nodes.size());
+    for (size_t k = 0; k < ts.size(); ++k) {
+      starts_at[ts[k].start].push_back(k);
+      ends_at[ts[k].end].push_back(k);
+    }
+    for (size_t n = 0; n < model_.nodes.size(); ++n) {
+      for (size_t k : starts_at[n]) {
+        Tensor& t = ts[k];
+        bool done = false;
+        for (size_t f = 0; f < free_list.size(); ++f) {
+          if (free_list[f].second >= t.size) {
+            t.offset = free_list[f].first;
+            free_list[f].first += t.size;
+            free_list[f].second -= t.size;
+            if (free_list[f].second == 0) free_list.erase(free_list.begin() + static_cast<std::ptrdiff_t>(f));
+            done = true;
+            break;
+          }
+        }
+        if (!done) {
+          t.offset = arena;
+          arena += t.size;
+        }
+      }
+      for (size_t k : ends_at[n]) {
+        const Tensor& t = ts[k];
+        auto it = std::lower_bound(free_list.begin(), free_list.end(), std::make_pair(t.offset, size_t(0)));
+        it = free_list.insert(it, {t.offset, t.size});
+        // coalesce with neighbours
+        if (it + 1 != free_list.end() && it->first + it->second == (it + 1)->first) {
+          it->second += (it + 1)->second;
+          free_list.erase(it + 1);
+        }
+        if (it != free_list.begin() && (it - 1)->first + (it - 1)->second == it->first) {
+          (it - 1)->second += it->second;
+          free_list.erase(it);
+        }
+      }
+    }
+  }
+  for (const Tensor& t : ts) plan->offsets[t.value] = t.offset;
+  plan->arena_bytes = arena;
+  plan->shapes = std::move(shapes);
+  return plan;
+}
+
+std::shared_ptr<const Plan> Program::plan_for(const std::vector<Shape>& input_shapes) const {
+  if (input_shapes.size() != model_.inputs.size()) {
+    input_error("expected " + str(model_.inputs.size()) + " inputs, got " + str(input_shapes.size()));
+  }
+  bool declared = true;
+  for (size_t k = 0; k < input_shapes.size(); ++k) {
+    if (input_shapes[k] != inputs_[k].shape) declared = false;
+  }
+  if (declared) return base_plan_;
+  {
+    std::lock_guard<std::mutex> lk(cache_mutex_);
+    auto it = cache_.find(input_shapes);
+    if (it != cache_.end()) return it->second;
+  }
+  std::vector<Shape> shapes(model_.values.size());
+  for (size_t v = 0; v < shapes.size(); ++v) shapes[v] = model_.values[v].dims;
+  std::string changed;
+  for (size_t k = 0; k < input_shapes.size(); ++k) {
+    const Shape& s = input_shapes[k];
+    const Value& v = model_.values[model_.inputs[k]];
+    const std::string desc = "input '" + inputs_[k].name + "': expected shape " + shape_str(inputs_[k].shape) +
+                             ", got " + shape_str(s);
+    if (s.size() > kMaxRank) input_error(desc + " (rank above " + str(kMaxRank) + ")");
+    uint64_t n = std::max<size_t>(1, element_size(v.dtype));
+    for (size_t d : s) {
+      if (d != 0 && n > kMaxTensorBytes / d) input_error(desc + " (too large)");
+      n *= d;
+    }
+    if (s != inputs_[k].shape) changed += (changed.empty() ? "" : "; ") + desc;
+    shapes[model_.inputs[k]] = s;
+  }
+  for (size_t i = 0; i < model_.nodes.size(); ++i) {
+    try {
+      infer_node_shapes(model_, i, shapes);
+    } catch (const Error& e) {
+      input_error(changed + ", which the graph cannot take: " + e.what());
+    }
+  }
+  std::shared_ptr<const Plan> plan = make_plan(std::move(shapes));
+  std::lock_guard<std::mutex> lk(cache_mutex_);
+  auto ins = cache_.emplace(input_shapes, plan);
+  if (!ins.second) return ins.first->second;
+  cache_order_.push_back(input_shapes);
+  if (cache_order_.size() > kPlanCacheSize) {
+    cache_.erase(cache_order_.front());
+    cache_order_.erase(cache_order_.begin());
+  }
+  return plan;
+}
+
+std::vector<Shape> Program::output_shapes(const Plan& plan) const {
+  std::vector<Shape> r;
+  for (uint32_t v : model_.outputs) r.push_back(plan.shapes[v]);
+  return r;
+}
+
+size_t Program::output_bytes(const Plan& plan, size_t k) const {
+  return numel(plan.shapes[model_.outputs[k]]) * public_dtype_size(outputs_[k].dtype);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Execution
+
+void Program::run(const Plan& plan, const void* const* inputs, void* const* outputs) const {
+  const size_t nv = model_.values.size();
+  AlignedBuffer arena(plan.arena_bytes);
+  std::vector<void*> ptrs(nv, nullptr);
+  for (size_t v = 0; v < nv; ++v) {
+    const Value& val = model_.values[v];
+    if (val.is_constant) ptrs[v] = const_cast<uint8_t*>(val.data);  // kernels only read constants
+    else if (plan.offsets[v] != Plan::kNotInArena) ptrs[v] = arena.data() + plan.offsets[v];
+  }
+  for (size_t k = 0; k < model_.outputs.size(); ++k) ptrs[model_.outputs[k]] = outputs[k];
+  for (size_t k = 0; k < model_.inputs.size(); ++k) ptrs[model_.inputs[k]] = const_cast<void*>(inputs[k]);
+  for (size_t i = 0; i < model_.nodes.size(); ++i) {
+    const Node& nd = model_.nodes[i];
+    bool empty = false;
+    for (uint32_t out : nd.outputs) empty = empty || numel(plan.shapes[out]) == 0;
+    if (empty) continue;
+    exec_node(i, plan, ptrs.data(), *pool_);
+  }
+  // An input that is also an output (flags 3) is copied through.
+  for (size_t k = 0; k < model_.outputs.size(); ++k) {
+    const uint32_t v = model_.outputs[k];
+    if (model_.values[v].flags & kFlagExternalInput) {
+      const size_t bytes = output_bytes(plan, k);
+      if (bytes && outputs[k] != ptrs[v]) std::memcpy(outputs[k], ptrs[v], bytes);
+    }
+  }
+}
+
+void Program::exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel& par) const {
+  const Node& nd = model_.nodes[i];
+  const KernelTable& K = *kernels_;
+  auto in_ptr = [&](size_t k) -> const void* {
+    return (k < nd.inputs.size() && nd.inputs[k] != kNoValue) ? ptrs[nd.inputs[k]] : nullptr;
+  };
+  auto inf = [&](size_t k) { return static_cast<const float*>(in_ptr(k)); };
+  auto in_shape = [&](size_t k) -> const Shape& { return plan.shapes[nd.inputs[k]]; };
+  const Shape& out_shape = plan.shapes[nd.outputs[0]];
+  void* out = ptrs[nd.outputs[0]];
+  float* outf = static_cast<float*>(out);
+  const Value& out_val = model_.values[nd.outputs[0]];
+  const size_t esize = std::max<size_t>(1, element_size(out_val.dtype));
+
+  BinaryOp bop;
+  if (is_binary(nd.type, bop)) {
+    const Collapsed c = collapse_binary(in_shape(0), in_shape(1), out_shape);
+    Activation act;
+    if (nd.type == NodeType::kAdd || nd.type == NodeType::kSubtract || nd.type == NodeType::kMultiply ||
+        nd.type == NodeType::kDiv) {
+      act = nd.act;
+    }
+    const float* a = inf(0);
+    const float* b = inf(1);
+    // The kernel takes up to kMaxBinaryRank dims; loop over any leading ones beyond that.
+    const size_t lead = c.rank > kMaxBinaryRank ? c.rank - kMaxBinaryRank : 0;
+    BinaryShape s;
+    s.rank = c.rank - lead;
+    size_t inner = 1;
+    for (size_t d = 0; d < s.rank; ++d) {
+      s.out_dims[d] = c.out[lead + d];
+      s.a_strides[d] = c.as[lead + d];
+      s.b_strides[d] = c.bs[lead + d];
+      inner *= s.out_dims[d];
+    }
+    size_t outer = 1;
+    for (size_t d = 0; d < lead; ++d) outer *= c.out[d];
+    for (size_t o = 0; o < outer; ++o) {
+      size_t rem = o, ao = 0, bo = 0;
+      for (size_t d = lead; d-- > 0;) {
+        const size_t idx = rem % c.out[d];
+        rem /= c.out[d];
+        ao += idx * c.as[d];
+        bo += idx * c.bs[d];
+      }
+      K.binary(bop, s, a + ao, b + bo, outf + o * inner, act, par);
+    }
+    return;
+  }
+  if (is_unary_fp32(nd.type)) {
+    UnaryParams p;
+    p.alpha = nd.alpha;
+    if (nd.type == NodeType::kClamp) p.act = nd.act;
+    K.unary(unary_op_of(nd.type), numel(out_shape), inf(0), outf, p, par);
+    return;
+  }
+
+  switch (nd.type) {
+    case NodeType::kFullyConnected: {
+      const Shape& x = in_shape(0);
+      const size_t Kd = x.back();
+      const size_t N = out_shape.back();
+      const size_t M = numel(x) / Kd;
+      if (out_val.dtype == DType::kFp32) {
+        K.gemm(M, N, Kd, inf(0), Kd, packed_[i].data(), outf, N, nd.act, par);
+      } else {
+        const int8_t lo = quantize_bound(nd.act.min, out_val.quant, true);
+        const int8_t hi = quantize_bound(nd.act.max, out_val.quant, false);
+        K.qs8_gemm(M, N, Kd, static_cast<const int8_t*>(in_ptr(0)), Kd, packed_[i].data(),
+                   static_cast<int8_t*>(out), N, lo, hi, par);
+      }
+      return;
+    }
+    case NodeType::kBatchMatrixMultiply: {
+      const Shape& a = in_shape(0);
+      const Shape& b = in_shape(1);
+      const bool nk = nd.flags & kFlagTransposeWeights;
+      const size_t M = a[a.size() - 2], Kd = a.back();
+      const size_t N = out_shape.back();
+      const size_t r = out_shape.size() - 2;  // batch rank
+      Shape ob(out_shape.begin(), out_shape.begin() + static_cast<std::ptrdiff_t>(r));
+      Shape ab(r, 1), bb(r, 1);
+      for (size_t d = 0; d < a.size() - 2; ++d) ab[r - (a.size() - 2) + d] = a[d];
+      for (size_t d = 0; d < b.size() - 2; ++d) bb[r - (b.size() - 2) + d] = b[d];
+      const size_t nb = numel(ob), na = numel(ab), nbb = numel(bb);
+      const size_t a_mat = M * Kd, b_mat = Kd * N, c_mat = M * N;
+      if ((ab == ob || na == 1) && (bb == ob || nbb == 1)) {
+        K.batch_matmul(nb, M, N, Kd, inf(0), na == 1 && nb != 1 ? 0 : a_mat, inf(1), nbb == 1 && nb != 1 ? 0 : b_mat,
+                       nk, outf, par);
+        return;
+      }
+      for (size_t o = 0; o < nb; ++o) {
+        size_t rem = o, ai = 0, bi = 0, as = 1, bs = 1;
+        for (size_t d = r; d-- > 0;) {
+          const size_t idx = rem % ob[d];
+          rem /= ob[d];
+          ai += (ab[d] == 1 ? 0 : idx) * as;
+          bi += (bb[d] == 1 ? 0 : idx) * bs;
+          as *= ab[d];
+          bs *= bb[d];
+        }
+        K.batch_matmul(1, M, N, Kd, inf(0) + ai * a_mat, 0, inf(1) + bi * b_mat, 0, nk, outf + o * c_mat, par);
+      }
+      return;
+    }
+    case NodeType::kConv2d: case NodeType::kDepthwiseConv2d: case NodeType::kConvTranspose2d: {
+      const Shape& x = in_shape(0);
+      auto fn = nd.type == NodeType::kConv2d ? K.conv2d
+                : nd.type == NodeType::kDepthwiseConv2d ? K.dwconv2d : K.deconv2d;
+      fn(nd.conv, x[0], x[1], x[2], inf(0), out_shape[1], out_shape[2], packed_[i].data(), outf, par);
+      return;
+    }
+    case NodeType::kMaxPooling2d: case NodeType::kAvgPooling2d: {
+      const Shape& x = in_shape(0);
+      auto fn = nd.type == NodeType::kMaxPooling2d ? K.max_pool2d : K.avg_pool2d;
+      fn(nd.pool, x[0], x[1], x[2], x[3], inf(0), out_shape[1], out_shape[2], outf, par);
+      return;
+    }
+    case NodeType::kGlobalAvgPooling2d: {
+      const Shape& x = in_shape(0);
+      const size_t r = x.size();
+      const size_t C = x[r - 1], HW = x[r - 3] * x[r - 2];
+      size_t N = 1;
+      for (size_t d = 0; d + 3 < r; ++d) N *= x[d];
+      K.global_avg_pool(N, HW, C, inf(0), outf, nd.act, par);
+      return;
+    }
+    case NodeType::kSoftmax: {
+      const size_t cols = out_shape.back();
+      K.softmax(numel(out_shape) / cols, cols, inf(0), outf, par);
+      return;
+    }
+    case NodeType::kConvert: {
+      const size_t n = numel(out_shape);
+      if (out_val.dtype == DType::kQint8) {
+        K.quantize_qs8(n, inf(0), static_cast<int8_t*>(out), out_val.quant.scale, out_val.quant.zero_point);
+      } else {
+        const Value& x = model_.values[nd.inputs[0]];
+        K.dequantize_qs8(n, static_cast<const int8_t*>(in_ptr(0)), outf, x.quant.scale, x.quant.zero_point);
+      }
+      return;
+    }
+    case NodeType::kCopy: case NodeType::kStaticReshape:
+      std::memcpy(out, in_ptr(0), numel(out_shape) * esize);
+      return;
+    case NodeType::kStaticTranspose: {
+      const Shape& x = in_shape(0);
+      if (x.empty()) {
+        std::memcpy(out, in_ptr(0), esize);
+        return;
+      }
+      size_t perm[kMaxRank];
+      for (size_t d = 0; d < x.size(); ++d) perm[d] = nd.ints_a[d];
+      transpose_bytes(esize, x.size(), x.data(), perm, in_ptr(0), out, par);
+      return;
+    }
+    case NodeType::kStaticSlice: {
+      const Shape& x = in_shape(0);
+      if (x.empty()) {
+        std::memcpy(out, in_ptr(0), esize);
+        return;
+      }
+      size_t off[kMaxRank];
+      for (size_t d = 0; d < x.size(); ++d) off[d] = nd.ints_a[d];
+      slice_bytes(esize, x.size(), x.data(), off, out_shape.data(), in_ptr(0), out);
+      return;
+    }
+    case NodeType::kStaticConstantPad: {
+      const Shape& x = in_shape(0);
+      if (x.empty()) {
+        std::memcpy(out, in_ptr(0), esize);
+        return;
+      }
+      size_t pre[kMaxRank], post[kMaxRank];
+      for (size_t d = 0; d < x.size(); ++d) {
+        pre[d] = nd.ints_a[d];
+        post[d] = nd.ints_b[d];
+      }
+      uint8_t fill[8] = {};
+      const float v = nd.alpha;
+      switch (out_val.dtype) {
+        case DType::kFp32: std::memcpy(fill, &v, 4); break;
+        case DType::kQint8: case DType::kQuint8: {
+          const double lo = out_val.dtype == DType::kQint8 ? -128 : 0, hi = out_val.dtype == DType::kQint8 ? 127 : 255;
+          double q = std::nearbyint(double(v) / out_val.quant.scale) + out_val.quant.zero_point;
+          q = std::isnan(q) ? 0 : std::min(hi, std::max(lo, q));
+          if (out_val.dtype == DType::kQint8) fill[0] = static_cast<uint8_t>(static_cast<int8_t>(q));
+          else fill[0] = static_cast<uint8_t>(q);
+          break;
+        }
+        case DType::kWxInt8: {
+          const double q = std::isnan(v) ? 0 : std::min(127.0, std::max(-128.0, std::trunc(double(v))));
+          fill[0] = static_cast<uint8_t>(static_cast<int8_t>(q));
+          break;
+        }
+        case DType::kWxUint8: {
+          const double q = std::isnan(v) ? 0 : std::min(255.0, std::max(0.0, std::trunc(double(v))));
+          fill[0] = static_cast<uint8_t>(q);
+          break;
+        }
+        case DType::kInt32: {
+          const double q = std::isnan(v) ? 0 : std::min(2147483647.0, std::max(-2147483648.0, std::trunc(double(v))));
+          const int32_t iv = static_cast<int32_t>(q);
+          std::memcpy(fill, &iv, 4);
+          break;
+        }
+        default: break;  // zero (checked at load)
+      }
+      pad_bytes(esize, x.size(), x.data(), pre, post, fill, in_ptr(0), out);
+      return;
+    }
+    case NodeType::kConcatenate2: case NodeType::kConcatenate3: case NodeType::kConcatenate4:
+    case NodeType::kConcatenate5: {
+      const size_t n = nd.inputs.size();
+      const void* ins[5];
+      size_t inner[5];
+      size_t outer = 1;
+      for (size_t d = 0; d < nd.axis; ++d) outer *= out_shape[d];
+      for (size_t k = 0; k < n; ++k) {
+        const Shape& s = in_shape(k);
+        size_t b = esize;
+        for (size_t d = nd.axis; d < s.size(); ++d) b *= s[d];
+        ins[k] = in_ptr(k);
+        inner[k] = b;
+      }
+      concat_bytes(n, ins, inner, outer, out);
+      return;
+    }
+    default:
+      fail(StatusCode::kInternal, model_.node_label(i) + ": no executor for this node type");
+  }
+}
+
+}  // namespace webxnn

@@ -1,0 +1,99 @@
+// A loaded, verified and planned program. Immutable after load: run() may be called from several threads
+// at once (each call allocates its own arena).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "kernels/kernels.h"
+#include "kernels/thread_pool.h"
+#include "runtime/memory.h"
+#include "runtime/model.h"
+
+namespace webxnn {
+
+// Element types of graph inputs and outputs, numbered like wx_dtype (include/webxnn/runtime.h).
+enum class PublicDType : int {
+  kFloat32 = 1,
+  kFloat16 = 2,
+  kInt8 = 3,
+  kUint8 = 4,
+  kInt32 = 5,
+  kUint32 = 6,
+  kInt64 = 7,
+  kUint64 = 8,
+};
+const char* public_dtype_name(PublicDType t);  // WebNN names: "float32", "int8", ...
+size_t public_dtype_size(PublicDType t);
+
+struct TensorInfo {
+  std::string name;
+  PublicDType dtype;
+  Shape shape;  // as declared in the blob
+};
+
+struct LoadOptions {
+  size_t threads = 0;  // 0 = std::thread::hardware_concurrency()
+};
+
+// Shapes and memory for one tuple of input shapes.
+struct Plan {
+  std::vector<Shape> shapes;     // per value
+  std::vector<size_t> offsets;   // per value: arena offset, or kNotInArena
+  size_t arena_bytes = 0;
+  static constexpr size_t kNotInArena = ~size_t(0);
+};
+
+class Program {
+ public:
+  static std::shared_ptr<Program> load_bytes(const void* data, size_t size, const LoadOptions& opts);
+  static std::shared_ptr<Program> load_file(const std::string& path, const LoadOptions& opts);
+  ~Program();
+
+  const std::vector<TensorInfo>& inputs() const { return inputs_; }
+  const std::vector<TensorInfo>& outputs() const { return outputs_; }
+  size_t peak_arena_bytes() const { return base_plan_->arena_bytes; }
+  size_t threads() const { return pool_->threads(); }
+  const char* kernels_name() const { return kernels_->name; }
+  const Model& model() const { return model_; }
+
+  // The plan for these input shapes (the load-time plan when they equal the declared shapes). Throws
+  // Error(kInput) naming the input when the graph cannot take them.
+  std::shared_ptr<const Plan> plan_for(const std::vector<Shape>& input_shapes) const;
+  std::vector<Shape> output_shapes(const Plan& plan) const;
+  // Bytes of output k under `plan`.
+  size_t output_bytes(const Plan& plan, size_t k) const;
+
+  // Runs with dense row-major inputs of plan's shapes; outputs[i] must hold numel(plan output i) elements.
+  void run(const Plan& plan, const void* const* inputs, void* const* outputs) const;
+
+ private:
+  Program() = default;
+  void init(std::shared_ptr<BlobStorage> blob, const LoadOptions& opts);
+  void check_supported(size_t node) const;
+  void pack_weights();
+  std::shared_ptr<Plan> make_plan(std::vector<Shape> shapes) const;
+  void exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel& par) const;
+
+  std::shared_ptr<BlobStorage> blob_;
+  Model model_;
+  const KernelTable* kernels_ = nullptr;
+  std::vector<TensorInfo> inputs_, outputs_;
+  std::vector<AlignedBuffer> packed_;  // per node (empty when the node packs nothing)
+  std::vector<int64_t> producer_;      // per value: producing node, or -1
+  std::vector<int64_t> last_use_;      // per value: last node reading it, or -1
+  std::shared_ptr<const Plan> base_plan_;
+  std::unique_ptr<ThreadPool> pool_;
+
+  // Plans for other input shapes, a small cache (oldest evicted first).
+  mutable std::mutex cache_mutex_;
+  mutable std::map<std::vector<Shape>, std::shared_ptr<const Plan>> cache_;
+  mutable std::vector<std::vector<Shape>> cache_order_;
+};
+
+}  // namespace webxnn

@@ -1,0 +1,68 @@
+"""maxPool2d / averagePool2d → XNNMaxPooling2d / XNNAvgPooling2d / XNNGlobalAvgPooling2d (NHWC input).
+
+The output size (floor or ceil rounding, or outputSizes) is taken from the inferred output type; any rows or
+columns that ceil rounding adds become extra bottom/right padding. Both WebNN (webnn-baseline and WPT cases)
+and XNN leave padding out of the average's divisor, so padded average pools lower directly.
+"""
+
+from __future__ import annotations
+
+from ...graph import DynDim
+from ...ops.shapes import auto_pad, need_int
+from ..ir import LNode
+from ..registry import LayoutRule, RuleCtx, layout_rule, lowers, operand
+from .conv import _pair
+
+layout_rule(LayoutRule("sensitive", option="layout", nchw="nchw", data_role="input"),
+            "maxPool2d", "averagePool2d")
+
+FLAG_KEEP_DIMS = 0x40
+
+
+def _lower_pool(ctx: RuleCtx, node: LNode, kind: str) -> None:
+    x = operand(node, "input", 0)
+    _, h, w, _ = ctx.shape(x)
+    _, oh, ow, _ = ctx.shape(node.outputs[0])
+    win = node.attrs.get("windowDimensions")
+    global_window = win is None
+    if win is None:
+        kh, kw = need_int(h, "pool input height"), need_int(w, "pool input width")
+    else:
+        kh, kw = _pair(win, 1)
+    strides, dils = _pair(node.attrs.get("strides"), 1), _pair(node.attrs.get("dilations"), 1)
+    mode = node.attrs.get("autoPad") or "explicit"
+    if mode == "explicit":
+        p = node.attrs.get("padding") or [0, 0, 0, 0]
+        t, b, left, r = (int(v) for v in p)
+    else:
+        ih, iw = need_int(h, "pool input height"), need_int(w, "pool input width")
+        t, b = auto_pad(ih, kh, strides[0], dils[0], mode == "same-upper")
+        left, r = auto_pad(iw, kw, strides[1], dils[1], mode == "same-upper")
+    if isinstance(h, DynDim) or isinstance(w, DynDim):
+        ctx.unsupported("pooling over a dynamic spatial dimension")
+    whole = global_window or (kh, kw) == (h, w)
+    if kind == "XNNAvgPooling2d" and whole and (t, b, left, r) == (0, 0, 0, 0) and dils == (1, 1):
+        ctx.emit("XNNGlobalAvgPooling2d", {"input_id": x}, node.outputs[0], flags=FLAG_KEEP_DIMS)
+        return
+    # ceil rounding / outputSizes: pad the bottom/right so that XNN's floor rounding gives the same size
+    b += max(0, (int(oh) - 1) * strides[0] + dils[0] * (kh - 1) + 1 - (h + t + b))
+    r += max(0, (int(ow) - 1) * strides[1] + dils[1] * (kw - 1) + 1 - (w + left + r))
+    if kind == "XNNAvgPooling2d" and dils != (1, 1):
+        ctx.unsupported(f"averagePool2d with dilations {list(dils)}")
+    if (kh, kw) == (1, 1) and strides == (1, 1) and (t, b, left, r) == (0, 0, 0, 0):
+        ctx.emit("XNNCopy", {"input_id": x}, node.outputs[0])  # XNN rejects 1x1 pooling windows
+        return
+    ctx.emit(kind, {"input_id": x}, node.outputs[0], padding_top=t, padding_right=r, padding_bottom=b,
+             padding_left=left, pooling_height=kh, pooling_width=kw, stride_height=strides[0],
+             stride_width=strides[1], dilation_height=dils[0] if kind == "XNNMaxPooling2d" else 0,
+             dilation_width=dils[1] if kind == "XNNMaxPooling2d" else 0, flags=0)
+
+
+@lowers("maxPool2d")
+def lower_max_pool(ctx: RuleCtx, node: LNode) -> None:
+    _lower_pool(ctx, node, "XNNMaxPooling2d")
+
+
+@lowers("averagePool2d")
+def lower_avg_pool(ctx: RuleCtx, node: LNode) -> None:
+    _lower_pool(ctx, node, "XNNAvgPooling2d")

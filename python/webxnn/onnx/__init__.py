@@ -1,0 +1,108 @@
+"""ONNX → WebNN import (optional extra: `pip install webxnn[onnx]`).
+
+    g = from_onnx("model.onnx", override_dims={"batch_size": 1})   # a Graph with weights attached
+    import_onnx("model.onnx", "model.webnn")   # writes model.webnn + model.weights + model.manifest.json
+
+The `onnx` package is imported lazily here, never by the core package. Constants are folded (shape
+chains vanish), symbolic dims are fixed by `override_dims`, names are sanitized to `.webnn` identifiers,
+and every node that cannot be converted is reported at once in one UnsupportedError.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Union
+
+from ..errors import InputError, ParseError, UnsupportedError
+from ..graph import Graph
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _onnx() -> Any:
+    try:
+        import onnx
+    except ImportError:
+        raise UnsupportedError("importing ONNX models needs the 'onnx' package: pip install "
+                               "'webxnn[onnx]'") from None
+    return onnx
+
+
+def _load_model(model: Any) -> tuple[Any, Path | None]:
+    onnx = _onnx()
+    if isinstance(model, onnx.ModelProto):
+        return model, None
+    path = Path(os.fspath(model))
+    if not path.is_file():
+        raise InputError(f"ONNX model {path} not found")
+    try:
+        # external data stays on disk: tensors.to_array memory-maps it
+        proto = onnx.load(str(path), load_external_data=False)
+    except Exception as e:  # protobuf decode errors
+        raise ParseError(f"{path}: not a readable ONNX model ({e})") from None
+    return proto, path.resolve().parent
+
+
+def from_onnx(model: PathLike | Any, override_dims: dict[str, int] | None = None,
+              dyn_max: int | None = None) -> Graph:
+    """An ONNX model (path or onnx.ModelProto) as a WebNN Graph with its weights in `Graph.weights`.
+
+    `override_dims` fixes symbolic input dims ({"batch_size": 1}). A symbolic dim that is never fixed
+    is an error unless `dyn_max` is given, in which case it stays a `dyn(name, dyn_max)` input dim (as
+    long as no static reshape needs it)."""
+    from . import ops_nn, ops_quant, ops_shape, ops_simple  # noqa: F401  (they register the translators)
+    from .convert import Converter
+
+    proto, base = _load_model(model)
+    for k, v in (override_dims or {}).items():
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise InputError(f"override_dims[{k!r}] = {v!r}: must be a positive integer")
+    g = Converter(proto, override_dims, base, dyn_max=dyn_max).run()
+    if not isinstance(model, type(proto)):
+        g.source = os.fspath(model)
+    return g
+
+
+def load_onnx_graph(path: PathLike, override_dims: dict[str, int] | None = None) -> Graph:
+    """`webxnn.load_graph` for `.onnx` files: the imported Graph, weights attached."""
+    return from_onnx(path, override_dims=override_dims)
+
+
+def write_graph(g: Graph, output: PathLike) -> list[Path]:
+    """Write `g` as `.webnn` (or `.json`) plus `<stem>.weights` and `<stem>.manifest.json` beside it."""
+    from ..dsl import pack_weights, to_json, to_text
+
+    out = Path(os.fspath(output))
+    stem = out.name[: -len(out.suffix)] if out.suffix else out.name
+    text = to_json(g) if out.suffix.lower() == ".json" else to_text(g)
+    written = [out]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    weights = {c.init.ref or c.name: g.weights[c.name] for c in g.consts.values() if c.init.kind == "weights"}
+    if weights:
+        wpath = out.with_name(stem + ".weights")
+        mpath = out.with_name(stem + ".manifest.json")
+        pack_weights(weights, wpath, mpath, dtypes={k: g.consts[k].dtype for k in weights if k in g.consts})
+        written += [wpath, mpath]
+    return written
+
+
+def import_onnx(path: PathLike, output: PathLike | None = None,
+                override_dims: dict[str, int] | None = None) -> list[Path]:
+    """Convert an ONNX file; writes `<output>` (default: the model's name with `.webnn`) and its weight
+    sidecars. Returns the written paths."""
+    g = from_onnx(path, override_dims=override_dims)
+    if output is None:
+        output = Path(os.fspath(path)).with_suffix(".webnn")
+    return write_graph(g, output)
+
+
+def supported_ops() -> list[str]:
+    """ONNX op types the importer translates."""
+    from .registry import supported_ops as _s
+
+    return _s()
+
+
+__all__ = ["from_onnx", "import_onnx", "load_onnx_graph", "write_graph", "supported_ops"]

@@ -1,0 +1,363 @@
+"""The ONNX → WebNN converter: walks the ONNX graph once, folding constants and translating the rest.
+
+Every ONNX value is either a known constant (numpy array: initializers, Constant nodes, folded results,
+Shape of a static value) or a graph value (a WebNN identifier with a dtype and shape). Constants become
+graph consts only when a translated op consumes them, so shape chains and unused initializers vanish.
+Each emitted WebNN node is bound through the op registry, which both checks what we write and gives the
+output shapes that later translations need.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import UnsupportedError, ValidationError, WebxnnError
+from ..graph import Const, ConstInit, Dim, DynDim, Graph, Node, Operand
+from ..ops.base import TensorType
+from .fold import NO_FOLD, fold_node
+from .names import Namer
+from .registry import TRANSLATORS
+from .tensors import as_webnn_array, to_array, webnn_dtype, webnn_dtype_of_array
+
+# Placeholder bound for a symbolic dim nobody resolved; never written out (see `_finish`).
+_UNRESOLVED_MAX = 1 << 30
+
+
+@dataclass
+class Val:
+    """A graph value: WebNN identifier, dtype and shape."""
+
+    name: str
+    dtype: str
+    shape: tuple[Dim, ...]
+
+
+def attrs_of(node: Any) -> dict[str, Any]:
+    from onnx import helper
+
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
+def where(node: Any) -> str:
+    return f"{node.op_type} node {node.name or node.output[0]!r}"
+
+
+class Converter:
+    def __init__(self, model: Any, override_dims: dict[str, int] | None, base: Path | None,
+                 dyn_max: int | None = None) -> None:
+        self.model = model
+        self.base = base
+        self.opset = 1
+        for imp in model.opset_import:
+            if imp.domain in ("", "ai.onnx"):
+                self.opset = int(imp.version)
+        self.override = dict(override_dims or {})
+        self.dyn_max = dyn_max
+        self.used_overrides: set[str] = set()
+        self.namer = Namer()
+        self.consts: dict[str, np.ndarray] = {}
+        self.vals: dict[str, Val] = {}
+        self.materialized: dict[str, str] = {}
+        self.types: dict[str, TensorType] = {}
+        self.poisoned: set[str] = set()
+        self.problems: list[tuple[str, str, str]] = []  # (op_type, node name, reason)
+        self.unresolved: dict[str, list[str]] = defaultdict(list)  # dim name -> inputs using it
+        self.graph = Graph(name=model.graph.name or "model", version=1)
+        self.node: Any = None  # the ONNX node being translated, for messages
+
+    # ------------------------------------------------------------------ values
+    def is_const(self, name: str) -> bool:
+        return name in self.consts
+
+    def const(self, name: str) -> np.ndarray:
+        return self.consts[name]
+
+    def has(self, node: Any, i: int) -> bool:
+        return len(node.input) > i and node.input[i] != ""
+
+    def const_input(self, node: Any, i: int, what: str) -> np.ndarray:
+        name = node.input[i]
+        if name not in self.consts:
+            raise UnsupportedError(f"input {i} ({what}, {name!r}) must be a constant or computable from "
+                                   "static shapes, but it is computed at run time")
+        return self.consts[name]
+
+    def opt_const(self, node: Any, i: int, what: str) -> np.ndarray | None:
+        return self.const_input(node, i, what) if self.has(node, i) else None
+
+    def shape(self, name: str) -> tuple[Dim, ...]:
+        if name in self.consts:
+            return tuple(int(d) for d in self.consts[name].shape)
+        return self.vals[name].shape
+
+    def static_shape(self, name: str, why: str) -> tuple[int, ...]:
+        """The shape of `name` as ints; an UnsupportedError naming the unresolved dim otherwise."""
+        shp = self.shape(name)
+        for d in shp:
+            if isinstance(d, DynDim):
+                raise UnsupportedError(
+                    f"{why} needs the static shape of {name!r}, but its dim {d.name!r} is symbolic: pass "
+                    f"override_dims={{{d.name!r}: N}} (CLI: --override-dim {d.name}=N)")
+        return tuple(int(d) for d in shp)
+
+    def rank(self, name: str) -> int:
+        return len(self.shape(name))
+
+    def dtype(self, name: str) -> str:
+        if name in self.consts:
+            dt = webnn_dtype_of_array(as_webnn_array(self.consts[name]))
+            assert dt is not None
+            return dt
+        return self.vals[name].dtype
+
+    def x(self, node: Any, i: int) -> str:
+        """The WebNN operand for input `i` of `node` (materializing a constant as a graph const)."""
+        return self.operand(node.input[i])
+
+    def operand(self, onnx_name: str) -> str:
+        if onnx_name in self.vals:
+            return self.vals[onnx_name].name
+        if onnx_name in self.materialized:
+            return self.materialized[onnx_name]
+        if onnx_name in self.consts:
+            ident = self.new_const(self.namer.of(onnx_name), self.consts[onnx_name], exact=True)
+            self.materialized[onnx_name] = ident
+            return ident
+        raise ValidationError(f"{where(self.node)}: value {onnx_name!r} is not defined before use")
+
+    def new_const(self, hint: str, arr: np.ndarray, exact: bool = False) -> str:
+        """Add `arr` as a weights const; returns its identifier (`hint` itself when `exact`)."""
+        arr = as_webnn_array(np.asarray(arr))
+        ident = hint if exact else self.namer.fresh(hint)
+        dt = webnn_dtype_of_array(arr)
+        assert dt is not None
+        self.graph.consts[ident] = Const(ident, dt, [int(d) for d in arr.shape], ConstInit("weights", ref=ident))
+        self.graph.weights[ident] = arr
+        self.types[ident] = TensorType(dt, tuple(int(d) for d in arr.shape))
+        return ident
+
+    # ------------------------------------------------------------------ emitting
+    def emit(self, op: str, inputs: list[str], options: dict[str, Any] | None = None,
+             out: str | list[str] | None = None, hint: str | None = None) -> str:
+        """Append a WebNN node. `out` is the ONNX output name(s) it defines; without it the node defines a
+        fresh helper value named after `hint`. Returns the (first) WebNN output identifier."""
+        outs_onnx = [out] if isinstance(out, str) else list(out or [])
+        if outs_onnx:
+            idents = [self.namer.of(o) for o in outs_onnx]
+        else:
+            base = hint or (f"{self.namer.of(self.node.output[0])}/{op}" if self.node is not None else op)
+            idents = [self.namer.fresh(base)]
+        n = Node(id=idents[0], op=op, inputs=list(inputs), options=dict(options or {}), outputs=idents,
+                 multi_assign=len(idents) > 1)
+        from ..ops.registry import bind
+
+        try:
+            bound = bind(n, self.types, self.graph)
+        except WebxnnError as e:
+            raise ValidationError(f"{where(self.node)}: the WebNN {op} node it became is invalid: {e}") from None
+        self.graph.nodes.append(n)
+        for k, (ident, tt) in enumerate(bound.outputs):
+            self.types[ident] = tt
+            if k < len(outs_onnx):
+                self.vals[outs_onnx[k]] = Val(ident, tt.dtype, tuple(tt.shape))
+        return idents[0]
+
+    def alias(self, onnx_out: str, onnx_in: str) -> None:
+        """`onnx_out` is the same value as `onnx_in` (Identity, Dropout, no-op reshapes)."""
+        if onnx_in in self.consts:
+            self.consts[onnx_out] = self.consts[onnx_in]
+        else:
+            self.vals[onnx_out] = self.vals[onnx_in]
+
+    def set_const(self, onnx_out: str, arr: np.ndarray) -> None:
+        self.consts[onnx_out] = np.asarray(arr)
+
+    # ------------------------------------------------------------------ the walk
+    def _dims(self, vi: Any) -> list[Dim]:
+        dims: list[Dim] = []
+        t = vi.type.tensor_type
+        for k, d in enumerate(t.shape.dim):
+            if d.HasField("dim_value") and d.dim_value > 0:
+                dims.append(int(d.dim_value))
+                continue
+            name = d.dim_param if d.HasField("dim_param") and d.dim_param else f"{vi.name}_dim{k}"
+            if name in self.override:
+                self.used_overrides.add(name)
+                dims.append(int(self.override[name]))
+            elif d.HasField("dim_value") and d.dim_value == 0:
+                raise UnsupportedError(f"model input {vi.name!r} has a zero-sized dim {k}")
+            else:
+                self.unresolved[name].append(vi.name)
+                dims.append(DynDim(name, self.dyn_max or _UNRESOLVED_MAX))
+        return dims
+
+    def _inputs(self) -> None:
+        g = self.model.graph
+        for t in g.initializer:
+            self.consts[t.name] = to_array(t, self.base)
+        for t in getattr(g, "sparse_initializer", []):
+            from onnx import numpy_helper
+
+            self.consts[t.values.name] = numpy_helper.to_array(t)  # rare; dense copy
+        for o in g.output:  # outputs get their own names first, so they stay readable
+            self.namer.of(o.name)
+        for vi in g.input:
+            if vi.name in self.consts:
+                continue  # an old-style model listing initializers as inputs: they are constants
+            if not vi.type.HasField("tensor_type"):
+                raise UnsupportedError(f"model input {vi.name!r} is not a tensor")
+            dt = webnn_dtype(vi.type.tensor_type.elem_type, f"model input {vi.name!r}")
+            if not vi.type.tensor_type.HasField("shape"):
+                raise UnsupportedError(f"model input {vi.name!r} has no shape")
+            shape = self._dims(vi)
+            ident = self.namer.of(vi.name)
+            self.graph.inputs[ident] = Operand(ident, dt, shape)
+            self.types[ident] = TensorType(dt, tuple(shape))
+            self.vals[vi.name] = Val(ident, dt, tuple(shape))
+
+    def _node(self, node: Any) -> None:
+        self.node = node
+        op = node.op_type
+        if node.domain not in ("", "ai.onnx"):
+            self._problem(node, f"custom domain {node.domain!r}")
+            return
+        ins = [i for i in node.input if i]
+        if any(i in self.poisoned for i in ins):
+            self.poisoned.update(node.output)
+            if op not in TRANSLATORS:
+                self._problem(node, "")
+            return
+        if op == "Constant":
+            self.set_const(node.output[0], _constant_value(node))
+            return
+        if ins and all(i in self.consts for i in ins) and op not in NO_FOLD:
+            args = [self.consts[i] if i else None for i in node.input]
+            try:
+                outs = fold_node(node, args, attrs_of(node), self.opset)
+            except UnsupportedError:
+                outs = None
+            except Exception as e:  # numpy refuses the data: a broken model
+                raise ValidationError(f"{where(node)}: constant folding failed: {e}") from None
+            if outs is not None:
+                for name, arr in zip(node.output, outs):
+                    if name:
+                        self.set_const(name, arr)
+                return
+        fn = TRANSLATORS.get(op)
+        if fn is None:
+            self._problem(node, "")
+            return
+        try:
+            fn(self, node)
+        except UnsupportedError as e:
+            self._problem(node, str(e))
+
+    def _problem(self, node: Any, reason: str) -> None:
+        self.problems.append((node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}",
+                              node.name or node.output[0], reason))
+        self.poisoned.update(o for o in node.output if o)
+
+    def run(self) -> Graph:
+        self._inputs()
+        for node in self.model.graph.node:
+            self._node(node)
+        self.node = None
+        self._report_problems()
+        self._outputs()
+        self._prune()
+        self._finish()
+        return self.graph
+
+    def _report_problems(self) -> None:
+        if not self.problems:
+            return
+        by_op: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        for op, name, reason in self.problems:
+            by_op[op].append((name, reason))
+        lines = []
+        for op, items in sorted(by_op.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+            names = ", ".join(repr(n) for n, _ in items[:8]) + (", ..." if len(items) > 8 else "")
+            reasons = sorted({r for _, r in items if r})
+            head = f"  {op} ×{len(items)}: {names}"
+            if op not in TRANSLATORS and not reasons:
+                head += " (op not supported)"
+            lines.append(head)
+            lines.extend(f"      {r}" for r in reasons[:5])
+        total = len(self.problems)
+        raise UnsupportedError(f"cannot import ONNX model: {total} node(s) in {len(by_op)} op type(s) cannot "
+                               "be converted to WebNN:\n" + "\n".join(lines))
+
+    def _outputs(self) -> None:
+        for o in self.model.graph.output:
+            ident = self.namer.of(o.name)
+            if o.name in self.consts:
+                if o.name not in self.materialized:
+                    self.materialized[o.name] = self.new_const(ident, self.consts[o.name], exact=True)
+                ref = self.materialized[o.name]
+            elif o.name in self.vals:
+                ref = self.vals[o.name].name
+            else:
+                raise ValidationError(f"model output {o.name!r} is never computed")
+            if ref != ident:  # an elided Identity etc.: the text format cannot rename, so copy
+                self.node = None
+                self.emit("identity", [ref], out=o.name)
+                ref = ident
+            self.graph.outputs[ident] = ref
+
+    def _prune(self) -> None:
+        """Drop nodes and consts no output depends on (dead branches left by folding)."""
+        live = set(self.graph.outputs.values())
+        keep: list[Node] = []
+        for n in reversed(self.graph.nodes):
+            if any(o in live for o in n.outputs):
+                keep.append(n)
+                live.update(n.inputs)
+                live.update(v for v in n.options.values() if isinstance(v, str))
+        self.graph.nodes = keep[::-1]
+        for name in [c for c in self.graph.consts if c not in live]:
+            del self.graph.consts[name]
+            self.graph.weights.pop(name, None)
+
+    def _finish(self) -> None:
+        unknown = sorted(set(self.override) - self.used_overrides)
+        if unknown:
+            known = sorted(self._all_dim_params())
+            raise ValidationError(f"override_dims names {', '.join(repr(u) for u in unknown)}, which no model "
+                                  f"input uses; symbolic dims are: {', '.join(known) or '(none)'}")
+        if self.unresolved:
+            if self.dyn_max is None:
+                items = "; ".join(f"{d!r} (input {', '.join(repr(i) for i in ins)})"
+                                  for d, ins in self.unresolved.items())
+                raise UnsupportedError(f"unresolved symbolic dims: {items}. Pass override_dims "
+                                       "(CLI: --override-dim NAME=N) to fix them")
+            self.graph.version = 2
+
+    def _all_dim_params(self) -> set[str]:
+        out = set()
+        for vi in self.model.graph.input:
+            for d in vi.type.tensor_type.shape.dim:
+                if d.HasField("dim_param") and d.dim_param:
+                    out.add(d.dim_param)
+        return out
+
+
+def _constant_value(node: Any) -> np.ndarray:
+    from onnx import numpy_helper
+
+    for a in node.attribute:
+        if a.name == "value":
+            return to_array(a.t) if a.t.data_location != 1 else numpy_helper.to_array(a.t)
+        if a.name == "value_float":
+            return np.array(a.f, np.float32)
+        if a.name == "value_floats":
+            return np.array(list(a.floats), np.float32)
+        if a.name == "value_int":
+            return np.array(a.i, np.int64)
+        if a.name == "value_ints":
+            return np.array(list(a.ints), np.int64)
+    raise UnsupportedError(f"{where(node)}: Constant without a supported value attribute")

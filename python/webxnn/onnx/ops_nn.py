@@ -1,0 +1,385 @@
+"""Neural-net ONNX ops: Conv/ConvTranspose (1-D and 2-D), pools, normalizations, Gemm/MatMul, Softmax,
+Resize."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..errors import UnsupportedError
+from .convert import Converter, attrs_of
+from .ops_shape import norm_axis, reshape_to, reshape_value
+from .registry import onnx_op
+
+
+def _s(v: Any) -> str:
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def _same_pads(in_hw: list[int], k: list[int], s: list[int], d: list[int], upper: bool) -> list[int]:
+    """ONNX SAME_UPPER/SAME_LOWER as explicit [begin..., end...] pads."""
+    begin, end = [], []
+    for i, kk, ss, dd in zip(in_hw, k, s, d):
+        out = -(-i // ss)
+        total = max(0, (out - 1) * ss + (kk - 1) * dd + 1 - i)
+        small, big = total // 2, total - total // 2
+        begin.append(small if upper else big)
+        end.append(big if upper else small)
+    return begin + end
+
+
+def _webnn_padding(pads: list[int]) -> list[int]:
+    # ONNX [h_begin, w_begin, h_end, w_end] -> WebNN [top, bottom, left, right]
+    return [pads[0], pads[2], pads[1], pads[3]]
+
+
+def _to_2d_filter(ctx: Converter, name: str) -> str:
+    """A rank-3 filter [a, b, k] as [a, b, 1, k] (1-D conv via conv2d)."""
+    shp = ctx.static_shape(name, "Conv1D filter")
+    target = [shp[0], shp[1], 1, shp[2]]
+    if ctx.is_const(name):
+        return ctx.new_const(f"{ctx.namer.of(name)}/2d", ctx.const(name).reshape(target))
+    return reshape_value(ctx, ctx.operand(name), target)
+
+
+@onnx_op("Conv", "ConvTranspose")
+def conv(ctx: Converter, node: Any) -> None:
+    a = attrs_of(node)
+    xshape = ctx.static_shape(node.input[0], node.op_type)
+    wshape = ctx.static_shape(node.input[1], node.op_type)
+    rank = len(xshape)
+    if rank not in (3, 4):
+        raise UnsupportedError(f"{rank - 2}-D {node.op_type} (WebNN has 2-D convolutions; 1-D is reshaped)")
+    kernel = [int(v) for v in a.get("kernel_shape", wshape[2:])]
+    is_t = node.op_type == "ConvTranspose"
+    x = ctx.x(node, 0)
+    w = ctx.x(node, 1)
+    if rank == 3:  # [N, C, L] -> [N, C, 1, L]
+        x = reshape_value(ctx, x, [xshape[0], xshape[1], 1, xshape[2]])
+        w = _to_2d_filter(ctx, node.input[1])
+        kernel = [1, *kernel]
+        a = dict(a)
+        for key in ("strides", "dilations", "output_padding", "output_shape"):
+            if key in a:
+                a[key] = [1, *a[key]]
+        if "pads" in a:
+            a["pads"] = [0, a["pads"][0], 0, a["pads"][1]]
+    in_sp = [1, xshape[2]] if rank == 3 else list(xshape[2:])
+    strides = [int(v) for v in a.get("strides", [1, 1])]
+    dil = [int(v) for v in a.get("dilations", [1, 1])]
+    group = int(a.get("group", 1))
+    auto = _s(a.get("auto_pad", "NOTSET"))
+    opts: dict[str, Any] = {}
+    if not is_t:
+        if auto in ("SAME_UPPER", "SAME_LOWER"):
+            pads = _same_pads(in_sp, kernel, strides, dil, auto == "SAME_UPPER")
+        elif auto == "VALID":
+            pads = [0, 0, 0, 0]
+        else:
+            pads = [int(v) for v in a.get("pads", [0, 0, 0, 0])]
+    else:
+        out_pad = [int(v) for v in a.get("output_padding", [0, 0])]
+        out_shape = a.get("output_shape")
+        if out_shape is not None or auto in ("SAME_UPPER", "SAME_LOWER"):
+            want = ([int(v) for v in out_shape][-2:] if out_shape is not None
+                    else [i * s for i, s in zip(in_sp, strides)])
+            pads = [0, 0, 0, 0]
+            for i in range(2):
+                total = strides[i] * (in_sp[i] - 1) + out_pad[i] + (kernel[i] - 1) * dil[i] + 1 - want[i]
+                if total < 0:
+                    raise UnsupportedError(f"ConvTranspose output_shape {want} needs negative padding")
+                small, big = total // 2, total - total // 2
+                upper = auto != "SAME_LOWER"
+                pads[i], pads[i + 2] = (small, big) if upper else (big, small)
+        elif auto == "VALID":
+            pads = [0, 0, 0, 0]
+        else:
+            pads = [int(v) for v in a.get("pads", [0, 0, 0, 0])]
+        if any(out_pad):
+            opts["outputPadding"] = out_pad
+    if any(pads):
+        opts["padding"] = _webnn_padding(pads)
+    if strides != [1, 1]:
+        opts["strides"] = strides
+    if dil != [1, 1]:
+        opts["dilations"] = dil
+    if group != 1:
+        opts["groups"] = group
+    ins = [x, w]
+    if ctx.has(node, 2):
+        ins.append(ctx.x(node, 2))
+    op = "convTranspose2d" if is_t else "conv2d"
+    if rank == 4:
+        ctx.emit(op, ins, opts, out=node.output[0])
+        return
+    y = ctx.emit(op, ins, opts)
+    shp = list(ctx.types[y].shape)
+    reshape_value(ctx, y, [shp[0], shp[1], shp[3]], out=node.output[0])
+
+
+@onnx_op("MaxPool", "AveragePool", "LpPool")
+def pool(ctx: Converter, node: Any) -> None:
+    a = attrs_of(node)
+    if node.op_type == "LpPool" and int(a.get("p", 2)) != 2:
+        raise UnsupportedError("LpPool with p != 2")
+    if node.op_type == "MaxPool" and len(node.output) > 1 and node.output[1]:
+        raise UnsupportedError("MaxPool Indices output")
+    if node.op_type == "MaxPool" and int(a.get("storage_order", 0)):
+        raise UnsupportedError("MaxPool storage_order=1")
+    xshape = ctx.static_shape(node.input[0], node.op_type)
+    rank = len(xshape)
+    if rank not in (3, 4):
+        raise UnsupportedError(f"{rank - 2}-D {node.op_type}")
+    kernel = [int(v) for v in a["kernel_shape"]]
+    x = ctx.x(node, 0)
+    in_sp = list(xshape[2:])
+    if rank == 3:
+        x = reshape_value(ctx, x, [xshape[0], xshape[1], 1, xshape[2]])
+        kernel, in_sp = [1, *kernel], [1, *in_sp]
+        a = dict(a)
+        for key in ("strides", "dilations"):
+            if key in a:
+                a[key] = [1, *a[key]]
+        if "pads" in a:
+            a["pads"] = [0, a["pads"][0], 0, a["pads"][1]]
+        if "kernel_shape" in a:
+            a["kernel_shape"] = kernel
+    pads, strides, dil = _pads_from(a, in_sp, kernel)
+    op = {"MaxPool": "maxPool2d", "AveragePool": "averagePool2d", "LpPool": "l2Pool2d"}[node.op_type]
+    if node.op_type == "AveragePool" and int(a.get("count_include_pad", 0)) and any(pads):
+        # WebNN averages over the valid window only: pad with zeros explicitly to count the padding
+        x = ctx.emit("pad", [x], {"beginningPadding": [0, 0, pads[0], pads[1]],
+                                  "endingPadding": [0, 0, pads[2], pads[3]]})
+        pads = [0, 0, 0, 0]
+    opts: dict[str, Any] = {"windowDimensions": kernel}
+    if any(pads):
+        opts["padding"] = _webnn_padding(pads)
+    if strides != [1, 1]:
+        opts["strides"] = strides
+    if dil != [1, 1]:
+        opts["dilations"] = dil
+    if int(a.get("ceil_mode", 0)):
+        opts["roundingType"] = "ceil"
+    if rank == 4:
+        ctx.emit(op, [x], opts, out=node.output[0])
+        return
+    y = ctx.emit(op, [x], opts)
+    shp = list(ctx.types[y].shape)
+    reshape_value(ctx, y, [shp[0], shp[1], shp[3]], out=node.output[0])
+
+
+def _pads_from(a: dict[str, Any], in_sp: list[int], kernel: list[int]) -> tuple[list[int], list[int], list[int]]:
+    strides = [int(v) for v in a.get("strides", [1, 1])]
+    dil = [int(v) for v in a.get("dilations", [1, 1])]
+    auto = _s(a.get("auto_pad", "NOTSET"))
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        return _same_pads(in_sp, kernel, strides, dil, auto == "SAME_UPPER"), strides, dil
+    if auto == "VALID":
+        return [0, 0, 0, 0], strides, dil
+    if auto != "NOTSET":
+        raise UnsupportedError(f"auto_pad {auto!r}")
+    return [int(v) for v in a.get("pads", [0, 0, 0, 0])], strides, dil
+
+
+@onnx_op("GlobalAveragePool", "GlobalMaxPool")
+def global_pool(ctx: Converter, node: Any) -> None:
+    shape = ctx.static_shape(node.input[0], node.op_type)
+    if len(shape) == 4:
+        op = "averagePool2d" if node.op_type == "GlobalAveragePool" else "maxPool2d"
+        ctx.emit(op, [ctx.x(node, 0)], {"windowDimensions": list(shape[2:])}, out=node.output[0])
+        return
+    op = "reduceMean" if node.op_type == "GlobalAveragePool" else "reduceMax"
+    ctx.emit(op, [ctx.x(node, 0)], {"axes": list(range(2, len(shape))), "keepDimensions": True},
+             out=node.output[0])
+
+
+@onnx_op("BatchNormalization")
+def batch_norm(ctx: Converter, node: Any) -> None:
+    a = attrs_of(node)
+    if int(a.get("training_mode", 0)) or any(o for o in node.output[1:]):
+        raise UnsupportedError("BatchNormalization in training mode")
+    ctx.emit("batchNormalization", [ctx.x(node, 0), ctx.x(node, 3), ctx.x(node, 4)],
+             {"scale": ctx.x(node, 1), "bias": ctx.x(node, 2), "epsilon": float(a.get("epsilon", 1e-5))},
+             out=node.output[0])
+
+
+@onnx_op("InstanceNormalization")
+def instance_norm(ctx: Converter, node: Any) -> None:
+    if ctx.rank(node.input[0]) != 4:
+        raise UnsupportedError("InstanceNormalization of a non-4-D tensor")
+    ctx.emit("instanceNormalization", [ctx.x(node, 0)],
+             {"scale": ctx.x(node, 1), "bias": ctx.x(node, 2),
+              "epsilon": float(attrs_of(node).get("epsilon", 1e-5))}, out=node.output[0])
+
+
+def _param_for(ctx: Converter, name: str, target: list[Any], what: str) -> str:
+    """A scale/bias operand shaped exactly `target` (WebNN requires it; ONNX only broadcasts)."""
+    if list(ctx.shape(name)) == list(target):
+        return ctx.operand(name)
+    if not ctx.is_const(name):
+        raise UnsupportedError(f"{what} of shape {list(ctx.shape(name))} computed at run time; WebNN needs "
+                               f"shape {list(target)}")
+    arr = np.broadcast_to(ctx.const(name), target)
+    return ctx.new_const(f"{ctx.namer.of(name)}/{what}", np.ascontiguousarray(arr))
+
+
+@onnx_op("LayerNormalization")
+def layer_norm(ctx: Converter, node: Any) -> None:
+    a = attrs_of(node)
+    if any(o for o in node.output[1:]):
+        raise UnsupportedError("LayerNormalization Mean/InvStdDev outputs")
+    shape = list(ctx.shape(node.input[0]))
+    rank = len(shape)
+    axis = norm_axis(int(a.get("axis", -1)), rank)
+    axes = list(range(axis, rank))
+    norm_shape = shape[axis:]
+    ins = [ctx.x(node, 0), _param_for(ctx, node.input[1], norm_shape, "scale")]
+    if ctx.has(node, 2):
+        ins.append(_param_for(ctx, node.input[2], norm_shape, "bias"))
+    ctx.emit("layerNormalization", ins, {"axes": axes, "epsilon": float(a.get("epsilon", 1e-5))},
+             out=node.output[0])
+
+
+@onnx_op("Gemm")
+def gemm(ctx: Converter, node: Any) -> None:
+    a = attrs_of(node)
+    opts: dict[str, Any] = {}
+    alpha, beta = float(a.get("alpha", 1.0)), float(a.get("beta", 1.0))
+    if alpha != 1.0:
+        opts["alpha"] = alpha
+    if int(a.get("transA", 0)):
+        opts["aTranspose"] = True
+    if int(a.get("transB", 0)):
+        opts["bTranspose"] = True
+    ins = [ctx.x(node, 0), ctx.x(node, 1)]
+    if ctx.has(node, 2):
+        if beta != 1.0:
+            opts["beta"] = beta
+        ins.append(ctx.x(node, 2))
+    ctx.emit("gemm", ins, opts, out=node.output[0])
+
+
+@onnx_op("MatMul")
+def matmul(ctx: Converter, node: Any) -> None:
+    sa, sb = list(ctx.shape(node.input[0])), list(ctx.shape(node.input[1]))
+    a, b = ctx.x(node, 0), ctx.x(node, 1)
+    if len(sa) >= 2 and len(sb) >= 2:
+        ctx.emit("matmul", [a, b], out=node.output[0])
+        return
+    # numpy 1-D rules: a vector operand gains a dim that is removed again from the result
+    if len(sa) == 1:
+        a = reshape_value(ctx, a, [1, sa[0]])
+    if len(sb) == 1:
+        b = reshape_value(ctx, b, [sb[0], 1])
+    y = ctx.emit("matmul", [a, b])
+    shp = list(ctx.types[y].shape)
+    if len(sb) == 1:
+        shp = shp[:-1]
+    if len(sa) == 1:
+        shp = shp[:-2] + shp[-1:] if len(sb) != 1 else shp[:-1]
+    ctx.emit("reshape", [y], {"newShape": shp}, out=node.output[0])
+
+
+@onnx_op("Softmax", "LogSoftmax")
+def softmax(ctx: Converter, node: Any) -> None:
+    shape = list(ctx.shape(node.input[0]))
+    rank = len(shape)
+    default = -1 if ctx.opset >= 13 else 1
+    axis = norm_axis(int(attrs_of(node).get("axis", default)), rank)
+    log = node.op_type == "LogSoftmax"
+    x = ctx.x(node, 0)
+    if ctx.opset >= 13 or axis == rank - 1:
+        y = ctx.emit("softmax", [x], {"axis": axis}, out=None if log else node.output[0])
+    else:  # before opset 13: softmax over the flattened trailing dims [axis:]
+        st = ctx.static_shape(node.input[0], node.op_type)
+        flat = reshape_value(ctx, x, [math.prod(st[:axis]), math.prod(st[axis:])])
+        y = ctx.emit("softmax", [flat], {"axis": 1})
+        y = reshape_value(ctx, y, list(st), out=None if log else node.output[0])
+    if log:
+        ctx.emit("log", [y], out=node.output[0])
+
+
+@onnx_op("Resize", "Upsample")
+def resize(ctx: Converter, node: Any) -> None:
+    a = attrs_of(node)
+    shape = ctx.static_shape(node.input[0], node.op_type)
+    if len(shape) != 4:
+        raise UnsupportedError(f"resize of a rank-{len(shape)} tensor (WebNN resample2d is 4-D)")
+    mode = _s(a.get("mode", "nearest"))
+    if node.op_type == "Upsample" or ctx.opset < 11:
+        scales = ctx.const_input(node, 1, "scales") if ctx.has(node, 1) else np.array(a["scales"])
+        sizes = None
+        coord = "asymmetric"
+        nearest = "floor"
+    else:
+        scales = ctx.opt_const(node, 2, "scales")
+        sizes = ctx.opt_const(node, 3, "sizes")
+        coord = _s(a.get("coordinate_transformation_mode", "half_pixel"))
+        nearest = _s(a.get("nearest_mode", "round_prefer_floor"))
+        if int(a.get("antialias", 0)):
+            raise UnsupportedError("Resize antialias=1")
+        if a.get("axes") is not None:
+            raise UnsupportedError("Resize with axes")
+    if scales is not None and scales.size == 0:
+        scales = None
+    if sizes is not None and sizes.size == 0:
+        sizes = None
+    if sizes is not None:
+        out = [int(v) for v in sizes.reshape(-1)]
+        scl = [o / i for o, i in zip(out, shape)]
+    elif scales is not None:
+        scl = [float(v) for v in scales.reshape(-1)]
+        out = [int(math.floor(i * s)) for i, s in zip(shape, scl)]
+    else:
+        raise UnsupportedError("Resize without scales or sizes")
+    if out[:2] != list(shape[:2]):
+        raise UnsupportedError("Resize of the batch or channel dims")
+    if mode == "linear":
+        ok = coord == "half_pixel" or (coord == "pytorch_half_pixel" and min(out[2:]) > 1)
+        if not ok:
+            raise UnsupportedError(f"linear Resize with coordinate_transformation_mode {coord!r} (WebNN "
+                                   "resample2d linear is half_pixel)")
+        wmode = "linear"
+    elif mode == "nearest":
+        for i in (2, 3):
+            if not np.array_equal(_onnx_nearest(shape[i], out[i], scl[i], coord, nearest),
+                                  (np.arange(out[i]) * shape[i]) // out[i]):
+                raise UnsupportedError(f"nearest Resize with {coord!r}/{nearest!r} at scale {scl[i]} "
+                                       "does not pick the pixels WebNN nearest-neighbor picks")
+        wmode = "nearest-neighbor"
+    else:
+        raise UnsupportedError(f"Resize mode {mode!r}")
+    opts: dict[str, Any] = {"mode": wmode}
+    if sizes is not None:
+        opts["sizes"] = out[2:]
+    else:
+        opts["scales"] = scl[2:]
+    ctx.emit("resample2d", [ctx.x(node, 0)], opts, out=node.output[0])
+
+
+def _onnx_nearest(n_in: int, n_out: int, scale: float, coord: str, nearest: str) -> np.ndarray:
+    """Which input index ONNX nearest Resize reads for each output index of one axis."""
+    o = np.arange(n_out, dtype=np.float64)
+    if coord == "asymmetric":
+        x = o / scale
+    elif coord in ("half_pixel", "pytorch_half_pixel"):
+        x = (o + 0.5) / scale - 0.5
+        if coord == "pytorch_half_pixel" and n_out == 1:
+            x = np.zeros_like(o)
+    elif coord == "tf_half_pixel_for_nn":
+        x = (o + 0.5) / scale
+    elif coord == "align_corners":
+        x = o * (n_in - 1) / (n_out - 1) if n_out > 1 else np.zeros_like(o)
+    else:
+        return np.full(n_out, -1)
+    if nearest == "floor":
+        r = np.floor(x)
+    elif nearest == "ceil":
+        r = np.ceil(x)
+    elif nearest == "round_prefer_ceil":
+        r = np.floor(x + 0.5)
+    else:  # round_prefer_floor
+        r = np.ceil(x - 0.5)
+    return np.clip(r, 0, n_in - 1).astype(np.int64)

@@ -1,0 +1,71 @@
+"""QDQ: ONNX QuantizeLinear/DequantizeLinear → WebNN quantizeLinear/dequantizeLinear.
+
+WebNN needs an explicit zero point and a scale that broadcasts (or tiles block-wise) against the input,
+so ONNX's optional zero point is made explicit and per-axis 1-D parameters are reshaped to [..., C, 1...].
+DequantizeLinear of constant weights is deliberately not folded (see fold.NO_FOLD): lowering sees the
+int8 weights and their scales.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import UnsupportedError
+from .convert import Converter, attrs_of
+from .ops_shape import norm_axis
+from .registry import onnx_op
+from .tensors import NP_OF_ONNX
+
+
+def _param(ctx: Converter, node: Any, i: int, rank: int, axis: int, what: str) -> str:
+    name = node.input[i]
+    shape = list(ctx.shape(name))
+    if len(shape) != 1 or rank <= 1:
+        return ctx.operand(name)
+    # ONNX per-axis: a 1-D parameter along `axis`
+    target = [1] * rank
+    target[axis] = shape[0]
+    if ctx.is_const(name):
+        return ctx.new_const(f"{ctx.namer.of(name)}/{what}", ctx.const(name).reshape(target))
+    return ctx.emit("reshape", [ctx.operand(name)], {"newShape": target})
+
+
+def _zero_point(ctx: Converter, node: Any, dtype: np.dtype, rank: int, axis: int) -> str:
+    if ctx.has(node, 2):
+        return _param(ctx, node, 2, rank, axis, "zero_point")
+    scale_shape = list(ctx.shape(node.input[1]))
+    if len(scale_shape) == 1 and rank > 1:
+        target = [1] * rank
+        target[axis] = scale_shape[0]
+        scale_shape = target
+    return ctx.new_const(f"{ctx.namer.of(node.output[0])}/zero_point", np.zeros(scale_shape, dtype))
+
+
+@onnx_op("QuantizeLinear", "DequantizeLinear")
+def qdq(ctx: Converter, node: Any) -> None:
+    a = attrs_of(node)
+    rank = ctx.rank(node.input[0])
+    axis = norm_axis(int(a.get("axis", 1)), max(rank, 1)) if rank else 0
+    if int(a.get("block_size", 0)) and len(ctx.shape(node.input[1])) != rank:
+        raise UnsupportedError("blocked quantization with a scale of another rank")
+    q = node.op_type == "QuantizeLinear"
+    if q:
+        out_t = int(a.get("output_dtype", 0))
+        if ctx.has(node, 2):
+            zdt = np.dtype(ctx.dtype(node.input[2]).replace("uint8", "u1").replace("int8", "i1")) \
+                if ctx.dtype(node.input[2]) in ("uint8", "int8") else None
+        else:
+            zdt = NP_OF_ONNX.get(out_t, np.dtype("u1")) if out_t else np.dtype("u1")
+        if zdt is None and not ctx.has(node, 2):
+            raise UnsupportedError("QuantizeLinear to a type WebNN lacks")
+        if not int(a.get("saturate", 1)):
+            raise UnsupportedError("QuantizeLinear saturate=0")
+    else:
+        zdt = np.dtype({"uint8": "u1", "int8": "i1", "int32": "<i4"}.get(ctx.dtype(node.input[0]), "u1"))
+        if ctx.dtype(node.input[0]) not in ("uint8", "int8", "int32"):
+            raise UnsupportedError(f"DequantizeLinear of {ctx.dtype(node.input[0])}")
+    scale = _param(ctx, node, 1, rank, axis, "scale")
+    zp = _zero_point(ctx, node, zdt or np.dtype("u1"), rank, axis)
+    ctx.emit("quantizeLinear" if q else "dequantizeLinear", [ctx.x(node, 0), scale, zp], out=node.output[0])

@@ -1,0 +1,447 @@
+"""Shape and data-movement ONNX ops: Reshape family, Transpose, Concat, Split, Slice, Gather, Pad, Expand,
+Tile, reductions, and the shape-chain ops (Shape, Size, ConstantOfShape, Range) that fold away."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..errors import UnsupportedError
+from ..graph import Dim, DynDim
+from .convert import Converter, attrs_of
+from .registry import onnx_op
+
+
+def norm_axis(axis: int, rank: int, what: str = "axis") -> int:
+    if not -rank <= axis < max(rank, 1):
+        raise UnsupportedError(f"{what} {axis} is out of range for rank {rank}")
+    return axis % rank if rank else 0
+
+
+def axes_input(ctx: Converter, node: Any, idx: int, rank: int) -> list[int] | None:
+    """Axes given as attribute (older opsets) or as constant input `idx` (newer ones), normalized."""
+    if ctx.has(node, idx):
+        raw = [int(v) for v in ctx.const_input(node, idx, "axes").reshape(-1)]
+    else:
+        got = attrs_of(node).get("axes")
+        if got is None:
+            return None
+        raw = [int(v) for v in got]
+    return [norm_axis(a, rank, "axes entry") for a in raw]
+
+
+def reshape_to(ctx: Converter, src: str, target: list[Dim], out: str | None, hint: str | None = None) -> str:
+    """Emit `reshape(src)` to `target` (ints and at most one DynDim, written as -1). A reshape to the same
+    shape defines `out` as an alias when `out` is an ONNX name."""
+    if list(ctx.shape(src)) == list(target) and out is not None:
+        ctx.alias(out, src)
+        return ctx.operand(src)
+    dyn = [d for d in target if isinstance(d, DynDim)]
+    if len(dyn) > 1:
+        raise UnsupportedError(f"reshape to a shape with several symbolic dims ({', '.join(d.name for d in dyn)}); "
+                               "pass override_dims for them")
+    new = [-1 if isinstance(d, DynDim) else int(d) for d in target]
+    return ctx.emit("reshape", [ctx.operand(src)], {"newShape": new}, out=out, hint=hint)
+
+
+def reshape_value(ctx: Converter, wname: str, target: list[int], out: str | None = None,
+                  hint: str | None = None) -> str:
+    """Reshape a WebNN value (helper values that have no ONNX name)."""
+    if list(ctx.types[wname].shape) == list(target) and out is None:
+        return wname
+    return ctx.emit("reshape", [wname], {"newShape": [int(d) for d in target]}, out=out, hint=hint)
+
+
+@onnx_op("Reshape")
+def reshape(ctx: Converter, node: Any) -> None:
+    shape_in = list(ctx.shape(node.input[0]))
+    spec = [int(v) for v in ctx.const_input(node, 1, "shape").reshape(-1)]
+    allowzero = int(attrs_of(node).get("allowzero", 0))
+    target: list[Dim] = []
+    for i, s in enumerate(spec):
+        if s == 0 and not allowzero:
+            if i >= len(shape_in):
+                raise UnsupportedError(f"shape entry {i} is 0 (copy) but the input has rank {len(shape_in)}")
+            target.append(shape_in[i])
+        else:
+            target.append(s)
+    if -1 in target:
+        k = target.index(-1)
+        known = [d for j, d in enumerate(target) if j != k]
+        dyn_in = [d for d in shape_in if isinstance(d, DynDim)]
+        dyn_known = [d for d in known if isinstance(d, DynDim)]
+        if dyn_in != dyn_known:
+            missing = [d.name for d in dyn_in if d not in dyn_known]
+            raise UnsupportedError(f"static reshape of {node.input[0]!r} needs symbolic dim "
+                                   f"{', '.join(map(repr, missing))}: pass override_dims for it")
+        total = math.prod(int(d) for d in shape_in if isinstance(d, int))
+        part = math.prod(int(d) for d in known if isinstance(d, int))
+        if part == 0 or total % part:
+            raise UnsupportedError(f"cannot reshape {shape_in} to {spec}")
+        target[k] = total // part
+    elif any(isinstance(d, DynDim) for d in shape_in) and not any(isinstance(d, DynDim) for d in target):
+        name = next(d.name for d in shape_in if isinstance(d, DynDim))
+        raise UnsupportedError(f"static reshape of {node.input[0]!r} to {spec} needs symbolic dim {name!r}: "
+                               "pass override_dims for it")
+    reshape_to(ctx, node.input[0], target, node.output[0])
+
+
+@onnx_op("Flatten")
+def flatten(ctx: Converter, node: Any) -> None:
+    shape = ctx.static_shape(node.input[0], "Flatten")
+    axis = norm_axis(int(attrs_of(node).get("axis", 1)), len(shape) + 1)
+    reshape_to(ctx, node.input[0], [math.prod(shape[:axis]), math.prod(shape[axis:])], node.output[0])
+
+
+@onnx_op("Squeeze")
+def squeeze(ctx: Converter, node: Any) -> None:
+    shape = list(ctx.shape(node.input[0]))
+    axes = axes_input(ctx, node, 1, len(shape))
+    if axes is None:
+        axes = [i for i, d in enumerate(shape) if d == 1]
+    reshape_to(ctx, node.input[0], [d for i, d in enumerate(shape) if i not in axes], node.output[0])
+
+
+@onnx_op("Unsqueeze")
+def unsqueeze(ctx: Converter, node: Any) -> None:
+    shape = list(ctx.shape(node.input[0]))
+    if ctx.has(node, 1):
+        raw = [int(v) for v in ctx.const_input(node, 1, "axes").reshape(-1)]
+    else:
+        raw = [int(v) for v in attrs_of(node).get("axes", [])]
+    rank = len(shape) + len(raw)
+    for a in sorted(norm_axis(a, rank, "axes entry") for a in raw):
+        shape.insert(a, 1)
+    reshape_to(ctx, node.input[0], shape, node.output[0])
+
+
+@onnx_op("Transpose")
+def transpose(ctx: Converter, node: Any) -> None:
+    rank = ctx.rank(node.input[0])
+    perm = attrs_of(node).get("perm")
+    perm = list(range(rank))[::-1] if perm is None else [int(p) for p in perm]
+    if perm == list(range(rank)):
+        ctx.alias(node.output[0], node.input[0])
+        return
+    ctx.emit("transpose", [ctx.x(node, 0)], {"permutation": perm}, out=node.output[0])
+
+
+@onnx_op("Concat")
+def concat(ctx: Converter, node: Any) -> None:
+    ins = [n for n in node.input if n]
+    rank = ctx.rank(ins[0])
+    axis = norm_axis(int(attrs_of(node)["axis"]), rank)
+    ins = [n for n in ins if ctx.shape(n)[axis] != 0]  # ONNX allows empty pieces; WebNN does not
+    if len(ins) == 1:
+        ctx.alias(node.output[0], ins[0])
+        return
+    ctx.emit("concat", [ctx.operand(n) for n in ins], {"axis": axis}, out=node.output[0])
+
+
+@onnx_op("Split")
+def split(ctx: Converter, node: Any) -> None:
+    shape = ctx.shape(node.input[0])
+    a = attrs_of(node)
+    axis = norm_axis(int(a.get("axis", 0)), len(shape))
+    n_out = len(node.output)
+    if ctx.has(node, 1):
+        splits = [int(v) for v in ctx.const_input(node, 1, "split").reshape(-1)]
+    elif a.get("split") is not None:
+        splits = [int(v) for v in a["split"]]
+    else:
+        dim = shape[axis]
+        if isinstance(dim, DynDim):
+            raise UnsupportedError(f"split of symbolic dim {dim.name!r}: pass override_dims for it")
+        n = int(a.get("num_outputs", n_out))
+        chunk = -(-dim // n)
+        splits = [min(chunk, dim - k * chunk) for k in range(n)]
+    if len(splits) != n_out:
+        raise UnsupportedError(f"{len(splits)} split sizes for {n_out} outputs")
+    if n_out == 1:
+        ctx.alias(node.output[0], node.input[0])
+        return
+    outs = [o if o else f"{node.output[0]}__unused{k}" for k, o in enumerate(node.output)]
+    ctx.emit("split", [ctx.x(node, 0)], {"splits": splits, "axis": axis}, out=outs)
+
+
+@onnx_op("Slice")
+def slice_(ctx: Converter, node: Any) -> None:
+    shape = ctx.shape(node.input[0])
+    rank = len(shape)
+    a = attrs_of(node)
+    if ctx.has(node, 1):
+        starts = [int(v) for v in ctx.const_input(node, 1, "starts").reshape(-1)]
+        ends = [int(v) for v in ctx.const_input(node, 2, "ends").reshape(-1)]
+        axes = ([int(v) for v in ctx.const_input(node, 3, "axes").reshape(-1)] if ctx.has(node, 3)
+                else list(range(len(starts))))
+        steps = ([int(v) for v in ctx.const_input(node, 4, "steps").reshape(-1)] if ctx.has(node, 4)
+                 else [1] * len(starts))
+    else:  # opset < 10
+        starts, ends = list(a["starts"]), list(a["ends"])
+        axes = list(a.get("axes", range(len(starts))))
+        steps = [1] * len(starts)
+    begin = [0] * rank
+    sizes: list[Dim] = list(shape)
+    strides = [1] * rank
+    reverse: list[int] = []
+    for ax, s, e, st in zip(axes, starts, ends, steps):
+        ax = norm_axis(ax, rank)
+        dim = shape[ax]
+        if isinstance(dim, DynDim):
+            if s == 0 and st == 1 and e >= 2**31 - 1:
+                continue  # the whole symbolic dim: untouched
+            raise UnsupportedError(f"slice of symbolic dim {dim.name!r}: pass override_dims for it")
+        if st == 0:
+            raise UnsupportedError("slice step 0")
+        lo, hi, step = slice(s, e, st).indices(dim)
+        count = len(range(lo, hi, step))
+        if count == 0:
+            raise UnsupportedError(f"slice of axis {ax} is empty (WebNN has no zero-sized tensors)")
+        if step < 0:
+            reverse.append(ax)
+            lo, step = dim - 1 - lo, -step
+        begin[ax], strides[ax] = lo, step
+        sizes[ax] = (count - 1) * step + 1  # the spec's sizes is the input extent the window covers
+    src = ctx.x(node, 0)
+    if reverse:
+        src = ctx.emit("reverse", [src], {"axes": sorted(reverse)})
+    if begin == [0] * rank and list(sizes) == list(shape) and strides == [1] * rank:
+        if reverse:
+            ctx.emit("identity", [src], out=node.output[0])
+        else:
+            ctx.alias(node.output[0], node.input[0])
+        return
+    opts: dict[str, Any] = {"starts": begin, "sizes": [-1 if isinstance(d, DynDim) else d for d in sizes]}
+    if any(isinstance(d, DynDim) for d in sizes):
+        raise UnsupportedError("slice of a tensor with symbolic dims: pass override_dims")
+    if strides != [1] * rank:
+        opts["strides"] = strides
+    ctx.emit("slice", [src], opts, out=node.output[0])
+
+
+def _broadcast(a: list[Dim], b: list[int]) -> list[Dim]:
+    n = max(len(a), len(b))
+    a = [1] * (n - len(a)) + list(a)
+    b = [1] * (n - len(b)) + list(b)
+    out: list[Dim] = []
+    for x, y in zip(a, b):
+        if x == 1:
+            out.append(y)
+        elif y == 1 or x == y:
+            out.append(x)
+        else:
+            raise UnsupportedError(f"shapes {a} and {b} do not broadcast")
+    return out
+
+
+@onnx_op("Expand")
+def expand(ctx: Converter, node: Any) -> None:
+    target = [int(v) for v in ctx.const_input(node, 1, "shape").reshape(-1)]
+    out_shape = _broadcast(list(ctx.shape(node.input[0])), target)
+    if out_shape == list(ctx.shape(node.input[0])):
+        ctx.alias(node.output[0], node.input[0])
+        return
+    if any(isinstance(d, DynDim) for d in out_shape):
+        raise UnsupportedError("expand of a tensor with symbolic dims: pass override_dims")
+    ctx.emit("expand", [ctx.x(node, 0)], {"newShape": out_shape}, out=node.output[0])
+
+
+@onnx_op("Tile")
+def tile(ctx: Converter, node: Any) -> None:
+    reps = [int(v) for v in ctx.const_input(node, 1, "repeats").reshape(-1)]
+    ctx.emit("tile", [ctx.x(node, 0)], {"repetitions": reps}, out=node.output[0])
+
+
+@onnx_op("Gather")
+def gather(ctx: Converter, node: Any) -> None:
+    shape = ctx.shape(node.input[0])
+    axis = norm_axis(int(attrs_of(node).get("axis", 0)), len(shape))
+    if ctx.is_const(node.input[1]):
+        idx = np.asarray(ctx.const(node.input[1])).astype(np.int64)
+        dim = shape[axis]
+        if isinstance(dim, int):
+            if ((idx < -dim) | (idx >= dim)).any():
+                raise UnsupportedError(f"gather index out of range for axis {axis} of size {dim}")
+            idx = np.where(idx < 0, idx + dim, idx)  # WebNN indices are non-negative
+        elif (idx < 0).any():
+            raise UnsupportedError(f"negative gather indices on symbolic dim {dim.name!r}")
+        ind = ctx.new_const(f"{ctx.namer.of(node.input[1])}", idx.astype(np.int32) if idx.size and
+                            idx.max(initial=0) < 2**31 else idx)
+    else:
+        ind = ctx.x(node, 1)
+    ctx.emit("gather", [ctx.x(node, 0), ind], {"axis": axis}, out=node.output[0])
+
+
+@onnx_op("GatherElements")
+def gather_elements(ctx: Converter, node: Any) -> None:
+    axis = norm_axis(int(attrs_of(node).get("axis", 0)), ctx.rank(node.input[0]))
+    ctx.emit("gatherElements", [ctx.x(node, 0), ctx.x(node, 1)], {"axis": axis}, out=node.output[0])
+
+
+@onnx_op("GatherND")
+def gather_nd(ctx: Converter, node: Any) -> None:
+    if int(attrs_of(node).get("batch_dims", 0)):
+        raise UnsupportedError("GatherND with batch_dims")
+    ctx.emit("gatherND", [ctx.x(node, 0), ctx.x(node, 1)], out=node.output[0])
+
+
+@onnx_op("ScatterND")
+def scatter_nd(ctx: Converter, node: Any) -> None:
+    if attrs_of(node).get("reduction", b"none") not in (b"none", "none"):
+        raise UnsupportedError("ScatterND with a reduction")
+    ctx.emit("scatterND", [ctx.x(node, 0), ctx.x(node, 1), ctx.x(node, 2)], out=node.output[0])
+
+
+@onnx_op("ScatterElements")
+def scatter_elements(ctx: Converter, node: Any) -> None:
+    a = attrs_of(node)
+    if a.get("reduction", b"none") not in (b"none", "none"):
+        raise UnsupportedError("ScatterElements with a reduction")
+    axis = norm_axis(int(a.get("axis", 0)), ctx.rank(node.input[0]))
+    ctx.emit("scatterElements", [ctx.x(node, 0), ctx.x(node, 1), ctx.x(node, 2)], {"axis": axis},
+             out=node.output[0])
+
+
+@onnx_op("Pad")
+def pad(ctx: Converter, node: Any) -> None:
+    a = attrs_of(node)
+    rank = ctx.rank(node.input[0])
+    mode = a.get("mode", b"constant")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    wmode = {"constant": "constant", "reflect": "reflection", "edge": "edge"}.get(mode)
+    if wmode is None:
+        raise UnsupportedError(f"Pad mode {mode!r}")
+    if ctx.has(node, 1):
+        pads = [int(v) for v in ctx.const_input(node, 1, "pads").reshape(-1)]
+        value = ctx.opt_const(node, 2, "constant_value")
+        value = 0.0 if value is None or value.size == 0 else value.reshape(-1)[0].item()
+        axes = axes_input(ctx, node, 3, rank)
+    else:
+        pads = [int(v) for v in a["pads"]]
+        value = float(a.get("value", 0.0))
+        axes = None
+    axes = list(range(rank)) if axes is None else axes
+    n = len(axes)
+    begin, end = [0] * rank, [0] * rank
+    for k, ax in enumerate(axes):
+        begin[ax], end[ax] = pads[k], pads[k + n]
+    if any(p < 0 for p in begin + end):
+        raise UnsupportedError("negative pads (cropping)")
+    if not any(begin + end):
+        ctx.alias(node.output[0], node.input[0])
+        return
+    opts: dict[str, Any] = {"beginningPadding": begin, "endingPadding": end}
+    if wmode != "constant":
+        opts["mode"] = wmode
+    elif value:
+        opts["value"] = float(value) if not isinstance(value, bool) else float(value)
+    ctx.emit("pad", [ctx.x(node, 0)], opts, out=node.output[0])
+
+
+# -- shape chains: these fold to constants whenever the shapes they read are static ---------------------
+
+@onnx_op("Shape")
+def shape_(ctx: Converter, node: Any) -> None:
+    shape = list(ctx.shape(node.input[0]))
+    a = attrs_of(node)
+    rank = len(shape)
+    start = int(a.get("start", 0))
+    end = a.get("end")
+    start = max(0, min(rank, start + rank if start < 0 else start))
+    end = rank if end is None else int(end)
+    end = max(0, min(rank, end + rank if end < 0 else end))
+    part = shape[start:end]
+    dyn = [d.name for d in part if isinstance(d, DynDim)]
+    if dyn:
+        raise UnsupportedError(f"the shape of {node.input[0]!r} has symbolic dim {dyn[0]!r}; pass "
+                               f"override_dims={{{dyn[0]!r}: N}} to fold it")
+    ctx.set_const(node.output[0], np.array(part, dtype=np.int64))
+
+
+@onnx_op("Size")
+def size_(ctx: Converter, node: Any) -> None:
+    shape = ctx.static_shape(node.input[0], "Size")
+    ctx.set_const(node.output[0], np.array(math.prod(shape), dtype=np.int64))
+
+
+@onnx_op("ConstantOfShape", "Range")
+def needs_constant(ctx: Converter, node: Any) -> None:
+    raise UnsupportedError(f"{node.op_type} with inputs computed at run time (only constant shape "
+                           "inputs can be folded)")
+
+
+# -- reductions ---------------------------------------------------------------------------------------
+
+_REDUCE = {"ReduceMean": "reduceMean", "ReduceSum": "reduceSum", "ReduceMax": "reduceMax",
+           "ReduceMin": "reduceMin", "ReduceProd": "reduceProduct", "ReduceL1": "reduceL1",
+           "ReduceL2": "reduceL2", "ReduceLogSum": "reduceLogSum", "ReduceLogSumExp": "reduceLogSumExp",
+           "ReduceSumSquare": "reduceSumSquare"}
+
+
+@onnx_op(*_REDUCE)
+def reduce(ctx: Converter, node: Any) -> None:
+    a = attrs_of(node)
+    rank = ctx.rank(node.input[0])
+    axes = axes_input(ctx, node, 1, rank)
+    if axes is not None and not axes:
+        axes = None
+    if axes is None and int(a.get("noop_with_empty_axes", 0)):
+        ctx.alias(node.output[0], node.input[0])
+        return
+    axes = sorted(set(range(rank) if axes is None else axes))
+    keep = bool(int(a.get("keepdims", 1)))
+    ctx.emit(_REDUCE[node.op_type], [ctx.x(node, 0)], {"axes": axes, "keepDimensions": keep},
+             out=node.output[0])
+
+
+@onnx_op("ArgMax", "ArgMin")
+def arg_reduce(ctx: Converter, node: Any) -> None:
+    a = attrs_of(node)
+    if int(a.get("select_last_index", 0)):
+        raise UnsupportedError("select_last_index=1")
+    axis = norm_axis(int(a.get("axis", 0)), ctx.rank(node.input[0]))
+    ctx.emit("argMax" if node.op_type == "ArgMax" else "argMin", [ctx.x(node, 0)],
+             {"axis": axis, "keepDimensions": bool(int(a.get("keepdims", 1))), "outputDataType": "int64"},
+             out=node.output[0])
+
+
+@onnx_op("Trilu")
+def trilu(ctx: Converter, node: Any) -> None:
+    k = ctx.opt_const(node, 1, "k")
+    ctx.emit("triangular", [ctx.x(node, 0)],
+             {"upper": bool(int(attrs_of(node).get("upper", 1))), "diagonal": 0 if k is None else int(k)},
+             out=node.output[0])
+
+
+@onnx_op("CumSum")
+def cumsum(ctx: Converter, node: Any) -> None:
+    a = attrs_of(node)
+    axis = norm_axis(int(ctx.const_input(node, 1, "axis").reshape(-1)[0]), ctx.rank(node.input[0]))
+    ctx.emit("cumulativeSum", [ctx.x(node, 0)],
+             {"axis": axis, "exclusive": bool(a.get("exclusive", 0)), "reversed": bool(a.get("reverse", 0))},
+             out=node.output[0])
+
+
+@onnx_op("DepthToSpace", "SpaceToDepth")
+def depth_space(ctx: Converter, node: Any) -> None:
+    a = attrs_of(node)
+    n, c, h, w = ctx.static_shape(node.input[0], node.op_type)
+    b = int(a["blocksize"])
+    x = ctx.x(node, 0)
+    if node.op_type == "DepthToSpace":
+        mode = a.get("mode", b"DCR")
+        mode = mode.decode() if isinstance(mode, bytes) else mode
+        if mode == "DCR":
+            t = reshape_value(ctx, x, [n, b, b, c // (b * b), h, w])
+            perm = [0, 3, 4, 1, 5, 2]
+        else:
+            t = reshape_value(ctx, x, [n, c // (b * b), b, b, h, w])
+            perm = [0, 1, 4, 2, 5, 3]
+        t = ctx.emit("transpose", [t], {"permutation": perm})
+        reshape_value(ctx, t, [n, c // (b * b), h * b, w * b], out=node.output[0])
+    else:
+        t = reshape_value(ctx, x, [n, c, h // b, b, w // b, b])
+        t = ctx.emit("transpose", [t], {"permutation": [0, 3, 5, 1, 2, 4]})
+        reshape_value(ctx, t, [n, c * b * b, h // b, w // b], out=node.output[0])

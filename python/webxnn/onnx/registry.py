@@ -1,0 +1,36 @@
+"""The ONNX op → WebNN translation table: one small function per ONNX op type, registered by decorator.
+
+A translator is `fn(ctx: Converter, node: onnx.NodeProto) -> None`; it reads inputs through the converter
+(constant or graph value), emits WebNN nodes with `ctx.emit`, and binds the node's outputs. It raises
+UnsupportedError for an attribute combination it cannot express; the converter collects those per node so
+every problem in a model is reported at once.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from .convert import Converter
+
+Translator = Callable[["Converter", Any], None]
+
+TRANSLATORS: dict[str, Translator] = {}
+
+
+def onnx_op(*op_types: str) -> Callable[[Translator], Translator]:
+    """Register `fn` as the translator of each ONNX op type (default domain)."""
+    def deco(fn: Translator) -> Translator:
+        for t in op_types:
+            if t in TRANSLATORS:
+                raise RuntimeError(f"ONNX op {t!r} registered twice")
+            TRANSLATORS[t] = fn
+        return fn
+    return deco
+
+
+def supported_ops() -> list[str]:
+    """The ONNX op types the importer translates (constant-only ops are folded beyond these)."""
+    from . import ops_nn, ops_quant, ops_shape, ops_simple  # noqa: F401  (they register the ops)
+
+    return sorted(TRANSLATORS)

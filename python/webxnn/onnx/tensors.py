@@ -1,0 +1,99 @@
+"""ONNX tensors ↔ numpy, and ONNX element types ↔ WebNN dtypes.
+
+Initializers can be large: raw data is viewed with `np.frombuffer` (no second copy) and external data is
+memory-mapped from the file next to the model rather than read into the protobuf.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import UnsupportedError, WeightsError
+
+# ONNX TensorProto.DataType numbers (stable across onnx versions)
+FLOAT, UINT8, INT8, UINT16, INT16, INT32, INT64, STRING, BOOL = 1, 2, 3, 4, 5, 6, 7, 8, 9
+FLOAT16, DOUBLE, UINT32, UINT64, BFLOAT16 = 10, 11, 12, 13, 16
+
+NP_OF_ONNX: dict[int, np.dtype] = {
+    FLOAT: np.dtype("<f4"), UINT8: np.dtype("u1"), INT8: np.dtype("i1"), UINT16: np.dtype("<u2"),
+    INT16: np.dtype("<i2"), INT32: np.dtype("<i4"), INT64: np.dtype("<i8"), BOOL: np.dtype("bool"),
+    FLOAT16: np.dtype("<f2"), DOUBLE: np.dtype("<f8"), UINT32: np.dtype("<u4"), UINT64: np.dtype("<u8"),
+}
+
+# ONNX element type → WebNN dtype of a graph value. bool is uint8 in WebNN (0/1).
+WEBNN_OF_ONNX: dict[int, str] = {
+    FLOAT: "float32", FLOAT16: "float16", INT8: "int8", UINT8: "uint8", INT32: "int32", UINT32: "uint32",
+    INT64: "int64", UINT64: "uint64", BOOL: "uint8",
+}
+
+ONNX_TYPE_NAMES = {1: "float", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
+                   8: "string", 9: "bool", 10: "float16", 11: "double", 12: "uint32", 13: "uint64",
+                   16: "bfloat16"}
+
+
+def webnn_dtype(elem_type: int, where: str) -> str:
+    dt = WEBNN_OF_ONNX.get(elem_type)
+    if dt is None:
+        name = ONNX_TYPE_NAMES.get(elem_type, str(elem_type))
+        raise UnsupportedError(f"{where}: element type {name} has no WebNN equivalent")
+    return dt
+
+
+def webnn_dtype_of_array(a: np.ndarray) -> str | None:
+    return {"f4": "float32", "f2": "float16", "i1": "int8", "u1": "uint8", "i4": "int32", "u4": "uint32",
+            "i8": "int64", "u8": "uint64", "b1": "uint8"}.get(f"{a.dtype.kind}{a.dtype.itemsize}")
+
+
+def as_webnn_array(a: np.ndarray) -> np.ndarray:
+    """`a` in a dtype WebNN has: bool → uint8, float64 → float32, int16/uint16 → int32 (constants only)."""
+    if a.dtype == np.bool_:
+        return a.astype(np.uint8)
+    if a.dtype == np.float64:
+        return a.astype(np.float32)
+    if a.dtype in (np.int16, np.uint16):
+        return a.astype(np.int32)
+    if webnn_dtype_of_array(a) is None:
+        raise UnsupportedError(f"constant of dtype {a.dtype} has no WebNN equivalent")
+    return a
+
+
+def _external(t: Any, base: Path | None, dt: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+    info = {e.key: e.value for e in t.external_data}
+    loc = info.get("location")
+    if not loc or base is None:
+        raise WeightsError(f"initializer {t.name!r}: external data without a location or model path")
+    path = (base / loc).resolve()
+    if not path.is_file():
+        raise WeightsError(f"initializer {t.name!r}: external data file {path} not found")
+    offset = int(info.get("offset", 0))
+    count = int(np.prod(shape, dtype=np.int64))
+    length = int(info.get("length", count * dt.itemsize))
+    if length != count * dt.itemsize or offset + length > os.path.getsize(path):
+        raise WeightsError(f"initializer {t.name!r}: external data {loc} offset {offset} length {length} "
+                           f"does not hold {dt}{list(shape)}")
+    if count == 0:
+        return np.zeros(shape, dt)
+    return np.memmap(path, dtype=dt, mode="r", offset=offset, shape=shape)
+
+
+def to_array(t: Any, base: Path | None = None) -> np.ndarray:
+    """A TensorProto as an ndarray (read-only views where possible)."""
+    from onnx import numpy_helper
+
+    shape = tuple(int(d) for d in t.dims)
+    dt = NP_OF_ONNX.get(t.data_type)
+    if t.data_location == 1:  # TensorProto.EXTERNAL
+        if dt is None:
+            raise UnsupportedError(f"initializer {t.name!r}: external data of type "
+                                   f"{ONNX_TYPE_NAMES.get(t.data_type, t.data_type)}")
+        return _external(t, base, dt, shape)
+    if dt is not None and t.raw_data and dt != np.bool_:
+        return np.frombuffer(t.raw_data, dtype=dt).reshape(shape)
+    try:
+        return numpy_helper.to_array(t)
+    except Exception as e:  # an odd or corrupt tensor: say which one
+        raise WeightsError(f"initializer {t.name!r}: cannot decode ({e})") from None

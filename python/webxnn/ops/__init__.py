@@ -1,0 +1,16 @@
+"""WebNN op semantics: the registry (`REGISTRY`, `get`, `bind`), whole-graph `validate`/`infer`/`bind_all`,
+and shared shape helpers (`auto_pad`, output-size formulas) for `lower`."""
+
+from __future__ import annotations
+
+from . import defs_elementwise, defs_misc, defs_nn, defs_shape  # noqa: F401  (they register the ops)
+from .base import ANNOTATION_KEYS, REQUIRED, BoundNode, OpSpec, TensorType
+from .graphcheck import bind_all, infer, validate
+from .registry import REGISTRY, bind, get
+from .shapes import auto_pad, auto_pad_transpose, conv_out_size, conv_transpose_out_size, pool_out_size
+
+__all__ = [
+    "REGISTRY", "get", "bind", "validate", "infer", "bind_all", "OpSpec", "BoundNode", "TensorType",
+    "REQUIRED", "ANNOTATION_KEYS", "auto_pad", "auto_pad_transpose", "conv_out_size",
+    "conv_transpose_out_size", "pool_out_size",
+]

@@ -1,0 +1,130 @@
+"""Run `.xnn` blobs: `load(blob_or_path)` verifies, plans and returns a `Program`; `Program.run` executes it.
+
+A thin layer over the C++ module `webxnn._runtime`: this file only maps names to positions and checks what the
+caller passed, so that mistakes come back as `InputError` naming the input. The C++ side verifies the blob
+(any bad blob is a `FormatError` or `UnsupportedError`), re-plans for input shapes that differ from the
+declared ones when the graph allows it, and releases the GIL while running, so one Program can serve several
+Python threads at once.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Union
+
+import numpy as np
+
+from . import _runtime
+from .errors import InputError
+
+BlobOrPath = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]"]
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """A graph input or output: its name, WebNN dtype name ("float32", "int8", ...) and declared shape."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+
+
+def _infos(raw: list[tuple[str, str, list[int]]]) -> list[TensorInfo]:
+    return [TensorInfo(name, dtype, tuple(shape)) for name, dtype, shape in raw]
+
+
+class Program:
+    """A verified, planned `.xnn` program. Immutable; `run` may be called from several threads at once."""
+
+    def __init__(self, impl: _runtime.Program) -> None:
+        self._impl = impl
+        self.inputs: list[TensorInfo] = _infos(impl.inputs)
+        self.outputs: list[TensorInfo] = _infos(impl.outputs)
+
+    @property
+    def peak_arena_bytes(self) -> int:
+        """Bytes of the per-run arena for the declared input shapes."""
+        return int(self._impl.peak_arena_bytes)
+
+    @property
+    def threads(self) -> int:
+        return int(self._impl.threads)
+
+    @property
+    def kernels(self) -> str:
+        """Name of the kernel table chosen for this CPU ("scalar", "avx2", ...)."""
+        return str(self._impl.kernels)
+
+    def run(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+        """Run once. `inputs` maps input names to arrays, or lists arrays in input order. Returns the outputs
+        by name, in output order. Arrays of the right dtype that are C-contiguous are used without a copy."""
+        arrays = self._ordered(inputs)
+        checked = []
+        for info, arr in zip(self.inputs, arrays):
+            a = np.asarray(arr)
+            if a.dtype != np.dtype(info.dtype):
+                raise InputError(f"input '{info.name}': expected dtype {info.dtype}, got {a.dtype}")
+            if a.ndim != len(info.shape):
+                raise InputError(
+                    f"input '{info.name}': expected shape {list(info.shape)}, "
+                    f"got {list(a.shape)} (rank {a.ndim} instead of {len(info.shape)})"
+                )
+            checked.append(np.ascontiguousarray(a))
+        outs = self._impl.run(checked)
+        return {info.name: out for info, out in zip(self.outputs, outs)}
+
+    def _ordered(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> list[np.ndarray]:
+        expected = [i.name for i in self.inputs]
+        if isinstance(inputs, Mapping):
+            unknown = [k for k in inputs if k not in expected]
+            missing = [k for k in expected if k not in inputs]
+            if unknown or missing:
+                parts = []
+                if unknown:
+                    parts.append(f"unknown input(s) {unknown}")
+                if missing:
+                    parts.append(f"missing input(s) {missing}")
+                raise InputError(f"{' and '.join(parts)}; expected {expected}")
+            return [inputs[k] for k in expected]
+        if isinstance(inputs, np.ndarray) or not isinstance(inputs, Sequence):
+            raise InputError(
+                f"inputs must be a dict of name -> array or a list of arrays; expected {expected}"
+            )
+        if len(inputs) != len(expected):
+            raise InputError(f"expected {len(expected)} input(s) {expected}, got {len(inputs)}")
+        return list(inputs)
+
+    def __repr__(self) -> str:
+        def fmt(infos: list[TensorInfo]) -> str:
+            return ", ".join(f"{i.name}: {i.dtype}{list(i.shape)}" for i in infos)
+
+        return (
+            f"webxnn.Program(inputs=[{fmt(self.inputs)}], outputs=[{fmt(self.outputs)}], "
+            f"threads={self.threads}, peak_arena_bytes={self.peak_arena_bytes})"
+        )
+
+
+def load(blob_or_path: BlobOrPath, threads: int | None = None) -> Program:
+    """Verify and plan a `.xnn` blob given as bytes or a file path (memory-mapped). `threads`: threads per
+    run (None or 0 = one per core). Raises FormatError / UnsupportedError for bad blobs, OSError for files
+    that cannot be read."""
+    n = 0 if threads is None else int(threads)
+    if n < 0:
+        raise ValueError(f"threads must be >= 0, got {threads}")
+    if isinstance(blob_or_path, (str, os.PathLike)):
+        path = os.fspath(blob_or_path)
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"no such file: '{path}'")
+        return Program(_runtime.Program.from_path(path, n))
+    if isinstance(blob_or_path, memoryview) and not blob_or_path.contiguous:
+        blob_or_path = blob_or_path.tobytes()
+    if not isinstance(blob_or_path, (bytes, bytearray, memoryview)):
+        raise TypeError(
+            f"load() takes bytes, bytearray, memoryview or a path, not {type(blob_or_path).__name__}"
+        )
+    return Program(_runtime.Program.from_buffer(blob_or_path, n))
+
+
+__all__ = ["Program", "TensorInfo", "load"]

@@ -1,0 +1,158 @@
+"""The C API (webxnn/runtime.h) driven through cffi in ABI mode, the way an embedder would use it: load,
+describe, run, and the error path with wx_last_error."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+
+import numpy as np
+import pytest
+
+import webxnn
+from test_runtime_util import GraphBuilder, simple_fc_blob
+from webxnn import runtime
+
+cffi = pytest.importorskip("cffi")
+
+
+def _find_lib() -> tuple[pathlib.Path, pathlib.Path] | None:
+    for root in webxnn.__path__:
+        lib = pathlib.Path(root) / "_lib" / "libwebxnn.so"
+        header = pathlib.Path(root) / "_lib" / "include" / "webxnn" / "runtime.h"
+        if lib.exists() and header.exists():
+            return lib, header
+    return None
+
+
+def _cdef(header: str) -> str:
+    """The header as cffi can read it: keep integer #defines, drop other preprocessor lines, WX_API and the
+    extern "C" wrapper."""
+    text = re.sub(r"/\*.*?\*/", "", header, flags=re.S)
+    lines = []
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith("#"):
+            if re.match(r"#define\s+\w+\s+\d+\s*$", s):
+                lines.append(s)
+            continue
+        if s in ('extern "C" {', "}") and not lines or s == 'extern "C" {':
+            continue
+        lines.append(line)
+    out = "\n".join(lines).replace("WX_API ", "")
+    # the closing brace of extern "C" is the last lone "}" in the file
+    idx = out.rstrip().rfind("}")
+    if out.rstrip().endswith("}") and out[idx - 1] == "\n":
+        out = out[:idx]
+    return out
+
+
+@pytest.fixture(scope="module")
+def capi():  # noqa: ANN201
+    found = _find_lib()
+    if found is None:
+        pytest.skip("libwebxnn.so not found in the installed package")
+    lib_path, header = found
+    ffi = cffi.FFI()
+    ffi.cdef(_cdef(header.read_text()))
+    lib = ffi.dlopen(str(lib_path))
+    return ffi, lib
+
+
+def _load(ffi, lib, blob: bytes, threads: int = 1):  # noqa: ANN001, ANN202
+    opts = ffi.new("wx_options*", {"threads": threads})
+    out = ffi.new("wx_program**")
+    st = lib.wx_load_bytes(blob, len(blob), opts, out)
+    return st, out[0]
+
+
+def test_version_and_describe(capi) -> None:  # noqa: ANN001
+    ffi, lib = capi
+    assert ffi.string(lib.wx_version()).decode() == webxnn.__version__
+    st, prog = _load(ffi, lib, simple_fc_blob())
+    assert st == lib.WX_OK, ffi.string(lib.wx_last_error())
+    try:
+        assert lib.wx_num_inputs(prog) == 1 and lib.wx_num_outputs(prog) == 1
+        info = ffi.new("wx_tensor_info*")
+        assert lib.wx_input_info(prog, 0, info) == lib.WX_OK
+        assert ffi.string(info.name) == b"x" and info.dtype == lib.WX_FLOAT32
+        assert [info.dims[d] for d in range(info.rank)] == [2, 3]
+        assert lib.wx_output_info(prog, 0, info) == lib.WX_OK
+        assert ffi.string(info.name) == b"y" and [info.dims[d] for d in range(info.rank)] == [2, 4]
+        assert lib.wx_input_info(prog, 5, info) == lib.WX_ERROR_INVALID_ARGUMENT
+        assert b"out of range" in ffi.string(lib.wx_last_error())
+    finally:
+        lib.wx_free(prog)
+
+
+def _run(ffi, lib, prog, x: np.ndarray, out_shape: tuple[int, ...], capacity: int | None = None):  # noqa: ANN001, ANN202
+    ins = ffi.new("wx_tensor[1]")
+    ins[0].data = ffi.cast("void*", x.ctypes.data)
+    ins[0].capacity_bytes = x.nbytes
+    ins[0].dtype = lib.WX_FLOAT32
+    ins[0].rank = x.ndim
+    for d, n in enumerate(x.shape):
+        ins[0].dims[d] = n
+    y = np.zeros(out_shape, np.float32)
+    outs = ffi.new("wx_tensor[1]")
+    outs[0].data = ffi.cast("void*", y.ctypes.data)
+    outs[0].capacity_bytes = y.nbytes if capacity is None else capacity
+    st = lib.wx_run(prog, ins, 1, outs, 1)
+    return st, y, outs
+
+
+def test_run_matches_python(capi) -> None:  # noqa: ANN001
+    ffi, lib = capi
+    blob = simple_fc_blob()
+    st, prog = _load(ffi, lib, blob, threads=2)
+    assert st == lib.WX_OK
+    try:
+        x = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
+        st, y, outs = _run(ffi, lib, prog, x, (2, 4))
+        assert st == lib.WX_OK, ffi.string(lib.wx_last_error())
+        assert outs[0].rank == 2 and (outs[0].dims[0], outs[0].dims[1]) == (2, 4)
+        want = runtime.load(blob).run({"x": x})["y"]
+        np.testing.assert_array_equal(y, want)
+        assert ffi.string(lib.wx_last_error()) == b""
+        # too small an output buffer is an input error that names the output
+        st, _, _ = _run(ffi, lib, prog, x, (2, 4), capacity=8)
+        assert st == lib.WX_ERROR_INPUT
+        assert b"output 'y': needs 32 bytes, buffer has 8" in ffi.string(lib.wx_last_error())
+        # a wrong shape names the input
+        st, _, _ = _run(ffi, lib, prog, np.zeros((2, 5), np.float32), (2, 4))
+        assert st == lib.WX_ERROR_INPUT
+        assert b"input 'x': expected shape [2, 3], got [2, 5]" in ffi.string(lib.wx_last_error())
+    finally:
+        lib.wx_free(prog)
+
+
+def test_load_errors(capi, tmp_path) -> None:  # noqa: ANN001
+    ffi, lib = capi
+    st, prog = _load(ffi, lib, b"\0\0\0\0XH00junk")
+    assert st == lib.WX_ERROR_FORMAT and prog == ffi.NULL
+    assert b"header: truncated" in ffi.string(lib.wx_last_error())
+    out = ffi.new("wx_program**")
+    assert lib.wx_load_file(str(tmp_path / "nope.xnn").encode(), ffi.NULL, out) == lib.WX_ERROR_IO
+    assert b"cannot open" in ffi.string(lib.wx_last_error())
+    assert lib.wx_load_bytes(ffi.NULL, 0, ffi.NULL, ffi.NULL) == lib.WX_ERROR_INVALID_ARGUMENT
+    b = GraphBuilder()
+    x = b.input("x", [2])
+    y = b.output(b.value([2]), "y")
+    b.node("WXUnary", op="erf", alpha=0.0, beta=0.0, input_id=x, output_id=y, flags=0)
+    st, prog = _load(ffi, lib, b.build())
+    assert st == lib.WX_ERROR_UNSUPPORTED and b"node 0 (WXUnary)" in ffi.string(lib.wx_last_error())
+
+
+def test_load_file_maps(capi, tmp_path) -> None:  # noqa: ANN001
+    ffi, lib = capi
+    path = tmp_path / "m.xnn"
+    path.write_bytes(simple_fc_blob())
+    out = ffi.new("wx_program**")
+    assert lib.wx_load_file(str(path).encode(), ffi.NULL, out) == lib.WX_OK
+    try:
+        x = np.ones((2, 3), np.float32)
+        st, y, _ = _run(ffi, lib, out[0], x, (2, 4))
+        assert st == lib.WX_OK
+        np.testing.assert_array_equal(y, runtime.load(path).run([x])["y"])
+    finally:
+        lib.wx_free(out[0])

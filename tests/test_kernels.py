@@ -1,0 +1,616 @@
+"""Kernel tables checked against numpy written straightforwardly here (webxnn._runtime.kernels).
+
+Every kernel: scalar table vs an independent numpy reference; threads=1 vs threads=2 byte-identical;
+the "best" table (AVX2 when available) vs scalar within tolerance.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+runtime = pytest.importorskip("webxnn._runtime")
+K = runtime.kernels
+
+from webxnn.errors import InputError  # noqa: E402
+
+SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+DIMS = st.sampled_from([1, 2, 3, 7, 17])
+RNG = np.random.default_rng(1234)
+
+
+def rand(*shape: int, lo: float = -1.0, hi: float = 1.0, seed: int | None = None) -> np.ndarray:
+    rng = np.random.default_rng(seed) if seed is not None else RNG
+    return rng.uniform(lo, hi, size=shape).astype(np.float32)
+
+
+def close(got: np.ndarray, want: np.ndarray, depth: int = 1) -> None:
+    """Float32 sums of `depth` products against a float64 reference."""
+    assert got.shape == want.shape, (got.shape, want.shape)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=2e-6 * max(depth, 1) + 1e-6)
+
+
+def same_bytes(a: np.ndarray, b: np.ndarray) -> None:
+    assert a.shape == b.shape and a.dtype == b.dtype
+    assert a.tobytes() == b.tobytes()
+
+
+def clamp(y: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    return np.minimum(np.maximum(y, lo), hi)
+
+
+# --------------------------------------------------------------------------------------------- references
+def window(xp, y0, x0, oh, ow, sh, sw):
+    """The [N, oh, ow, C] input pixels one filter tap sees (tap offset y0, x0 in the padded input)."""
+    return xp[:, y0 : y0 + sh * (oh - 1) + 1 : sh, x0 : x0 + sw * (ow - 1) + 1 : sw, :]
+
+
+def ref_conv(x, w, b, pads, strides, dil, groups):
+    """x NHWC, w OHWI [groups*goc, kh, kw, gic]; sliding windows, one matmul per tap and group."""
+    x = x.astype(np.float64)
+    w = w.astype(np.float64)
+    pt, pr, pb, pl = pads
+    sh, sw = strides
+    dh, dw = dil
+    n, h, wd, _ = x.shape
+    oc, kh, kw, gic = w.shape
+    goc = oc // groups
+    xp = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)))
+    oh = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
+    ow = (wd + pl + pr - dw * (kw - 1) - 1) // sw + 1
+    out = np.zeros((n, oh, ow, oc))
+    for ky in range(kh):
+        for kx in range(kw):
+            win = window(xp, ky * dh, kx * dw, oh, ow, sh, sw)
+            for g in range(groups):
+                out[..., g * goc : (g + 1) * goc] += (
+                    win[..., g * gic : (g + 1) * gic] @ w[g * goc : (g + 1) * goc, ky, kx, :].T
+                )
+    if b is not None:
+        out += b
+    return out
+
+
+def ref_dwconv(x, w, b, pads, strides, dil):
+    """w [1, kh, kw, C*dm]; output channel c reads input channel c // dm."""
+    x = x.astype(np.float64)
+    w = w.astype(np.float64)
+    pt, pr, pb, pl = pads
+    sh, sw = strides
+    dh, dw = dil
+    n, h, wd, c = x.shape
+    _, kh, kw, oc = w.shape
+    dm = oc // c
+    xp = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)))
+    oh = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
+    ow = (wd + pl + pr - dw * (kw - 1) - 1) // sw + 1
+    out = np.zeros((n, oh, ow, oc))
+    for ky in range(kh):
+        for kx in range(kw):
+            win = window(xp, ky * dh, kx * dw, oh, ow, sh, sw)
+            out += np.repeat(win, dm, axis=-1) * w[0, ky, kx, :]
+    if b is not None:
+        out += b
+    return out
+
+
+def ref_deconv(x, w, b, pads, strides, dil, groups, adj):
+    """Transposed conv as a scatter: input pixel (iy, ix) adds x * w[tap] at (iy*s + k*d) of the full output,
+    which is then cropped by the padding."""
+    x = x.astype(np.float64)
+    w = w.astype(np.float64)
+    pt, pr, pb, pl = pads
+    sh, sw = strides
+    dh, dw = dil
+    n, h, wd, _ = x.shape
+    oc, kh, kw, gic = w.shape
+    goc = oc // groups
+    fh = (h - 1) * sh + dh * (kh - 1) + 1 + adj[0]
+    fw = (wd - 1) * sw + dw * (kw - 1) + 1 + adj[1]
+    full = np.zeros((n, fh, fw, oc))
+    for ky in range(kh):
+        for kx in range(kw):
+            for g in range(groups):
+                contrib = x[..., g * gic : (g + 1) * gic] @ w[g * goc : (g + 1) * goc, ky, kx, :].T
+                full[:, ky * dh : ky * dh + sh * (h - 1) + 1 : sh, kx * dw : kx * dw + sw * (wd - 1) + 1 : sw,
+                     g * goc : (g + 1) * goc] += contrib
+    out = full[:, pt : fh - pb, pl : fw - pr, :]
+    if b is not None:
+        out = out + b
+    return out
+
+
+def ref_pool(x, pool, pads, strides, dil, kind):
+    x = x.astype(np.float64)
+    pt, pr, pb, pl = pads
+    sh, sw = strides
+    dh, dw = dil
+    n, h, wd, c = x.shape
+    kh, kw = pool
+    xp = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)), constant_values=np.nan)
+    oh = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
+    ow = (wd + pl + pr - dw * (kw - 1) - 1) // sw + 1
+    taps = [window(xp, ky * dh, kx * dw, oh, ow, sh, sw) for ky in range(kh) for kx in range(kw)]
+    stack = np.stack(taps)
+    valid = ~np.isnan(stack)
+    if kind == "max":
+        return np.where(valid, stack, -np.inf).max(axis=0)
+    count = valid.sum(axis=0)
+    return np.where(valid, stack, 0.0).sum(axis=0) / np.maximum(count, 1)
+
+
+# ------------------------------------------------------------------------------------------------- gemm
+@SETTINGS
+@given(m=DIMS, n=st.sampled_from([1, 3, 7, 16, 17, 33]), k=st.sampled_from([1, 2, 7, 17, 64]),
+       nk=st.booleans(), has_bias=st.booleans(), act=st.booleans())
+def test_gemm(m, n, k, nk, has_bias, act):
+    a = rand(m, k)
+    b = rand(n, k) if nk else rand(k, n)
+    bias = rand(n) if has_bias else None
+    lo, hi = (-0.5, 0.5) if act else (-np.inf, np.inf)
+    want = a.astype(np.float64) @ (b.T if nk else b).astype(np.float64)
+    if has_bias:
+        want = want + bias
+    got = K.gemm(a, b, bias, b_is_nk=nk, min=lo, max=hi)
+    close(got, clamp(want, lo, hi), k)
+    close(K.gemm(a, b, bias, b_is_nk=nk, min=lo, max=hi, isa="best"), clamp(want, lo, hi), k)
+
+
+def test_gemm_threads_identical_and_best():
+    a, b, bias = rand(67, 129), rand(129, 300), rand(300)
+    one = K.gemm(a, b, bias, threads=1)
+    two = K.gemm(a, b, bias, threads=2)
+    same_bytes(one, two)
+    close(one, a.astype(np.float64) @ b + bias, 129)
+    best1 = K.gemm(a, b, bias, isa="best", threads=1)
+    same_bytes(best1, K.gemm(a, b, bias, isa="best", threads=2))
+    close(best1, one, 129)
+
+
+@SETTINGS
+@given(batch_a=st.sampled_from([1, 3]), batch_b=st.sampled_from([1, 3]), m=DIMS, n=DIMS, k=DIMS,
+       nk=st.booleans())
+def test_batch_matmul(batch_a, batch_b, m, n, k, nk):
+    a = rand(batch_a, m, k)
+    b = rand(batch_b, n, k) if nk else rand(batch_b, k, n)
+    bt = np.swapaxes(b, 1, 2) if nk else b
+    want = np.matmul(a.astype(np.float64), bt.astype(np.float64))
+    close(K.batch_matmul(a, b, b_is_nk=nk), want, k)
+    close(K.batch_matmul(a, b, b_is_nk=nk, isa="best"), want, k)
+
+
+def test_batch_matmul_threads():
+    a, b = rand(4, 33, 70), rand(4, 70, 41)
+    for nk in (False, True):
+        bb = np.ascontiguousarray(np.swapaxes(b, 1, 2)) if nk else b
+        same_bytes(K.batch_matmul(a, bb, b_is_nk=nk, threads=1), K.batch_matmul(a, bb, b_is_nk=nk, threads=2))
+    a2, b2 = rand(40, 5, 6), rand(40, 6, 7)  # many small products: split over batches
+    same_bytes(K.batch_matmul(a2, b2, threads=1), K.batch_matmul(a2, b2, threads=2))
+    close(K.batch_matmul(a2, b2, threads=2), np.matmul(a2.astype(np.float64), b2), 6)
+
+
+# ------------------------------------------------------------------------------------------------- conv
+CONV = dict(
+    n=st.sampled_from([1, 2]), h=st.integers(1, 9), w=st.integers(1, 9), kh=st.integers(1, 4),
+    kw=st.integers(1, 4), sh=st.integers(1, 3), sw=st.integers(1, 3), dh=st.integers(1, 2),
+    dw=st.integers(1, 2), pads=st.tuples(*[st.integers(0, 2)] * 4), act=st.booleans(),
+)
+
+
+@SETTINGS
+@given(groups=st.integers(1, 3), gic=st.sampled_from([1, 2, 3, 7]), goc=st.sampled_from([1, 2, 5, 17]),
+       has_bias=st.booleans(), **CONV)
+def test_conv2d(n, h, w, kh, kw, sh, sw, dh, dw, pads, act, groups, gic, goc, has_bias):
+    assume(h + pads[0] + pads[2] >= dh * (kh - 1) + 1 and w + pads[1] + pads[3] >= dw * (kw - 1) + 1)
+    x = rand(n, h, w, groups * gic)
+    f = rand(groups * goc, kh, kw, gic)
+    bias = rand(groups * goc) if has_bias else None
+    lo, hi = (0.0, 1.0) if act else (-np.inf, np.inf)
+    want = clamp(ref_conv(x, f, bias, pads, (sh, sw), (dh, dw), groups), lo, hi)
+    got = K.conv2d(x, f, bias, pads=pads, strides=(sh, sw), dilations=(dh, dw), groups=groups, min=lo, max=hi)
+    close(got, want, kh * kw * gic)
+    got_best = K.conv2d(x, f, bias, pads=pads, strides=(sh, sw), dilations=(dh, dw), groups=groups, min=lo,
+                        max=hi, isa="best")
+    close(got_best, want, kh * kw * gic)
+
+
+@SETTINGS
+@given(c=st.sampled_from([1, 3, 8, 17]), dm=st.sampled_from([1, 2, 3]), has_bias=st.booleans(), **CONV)
+def test_dwconv2d(n, h, w, kh, kw, sh, sw, dh, dw, pads, act, c, dm, has_bias):
+    assume(h + pads[0] + pads[2] >= dh * (kh - 1) + 1 and w + pads[1] + pads[3] >= dw * (kw - 1) + 1)
+    x = rand(n, h, w, c)
+    f = rand(1, kh, kw, c * dm)
+    bias = rand(c * dm) if has_bias else None
+    lo, hi = (-0.25, 0.75) if act else (-np.inf, np.inf)
+    want = clamp(ref_dwconv(x, f, bias, pads, (sh, sw), (dh, dw)), lo, hi)
+    kw_ = dict(pads=pads, strides=(sh, sw), dilations=(dh, dw), min=lo, max=hi)
+    close(K.dwconv2d(x, f, bias, **kw_), want, kh * kw)
+    close(K.dwconv2d(x, f, bias, isa="best", **kw_), want, kh * kw)
+
+
+@SETTINGS
+@given(groups=st.integers(1, 2), gic=st.sampled_from([1, 3, 7]), goc=st.sampled_from([1, 2, 17]),
+       adj=st.tuples(st.integers(0, 2), st.integers(0, 2)), has_bias=st.booleans(), **CONV)
+def test_deconv2d(n, h, w, kh, kw, sh, sw, dh, dw, pads, act, groups, gic, goc, adj, has_bias):
+    fh = (h - 1) * sh + dh * (kh - 1) + 1 + adj[0]
+    fw = (w - 1) * sw + dw * (kw - 1) + 1 + adj[1]
+    assume(fh > pads[0] + pads[2] and fw > pads[1] + pads[3])
+    x = rand(n, h, w, groups * gic)
+    f = rand(groups * goc, kh, kw, gic)
+    bias = rand(groups * goc) if has_bias else None
+    lo, hi = (-0.5, 0.5) if act else (-np.inf, np.inf)
+    want = clamp(ref_deconv(x, f, bias, pads, (sh, sw), (dh, dw), groups, adj), lo, hi)
+    kw_ = dict(pads=pads, strides=(sh, sw), dilations=(dh, dw), groups=groups, adjustment=adj, min=lo, max=hi)
+    close(K.deconv2d(x, f, bias, **kw_), want, kh * kw * gic)
+    close(K.deconv2d(x, f, bias, isa="best", **kw_), want, kh * kw * gic)
+
+
+def test_conv_family_threads_identical():
+    x = rand(1, 20, 23, 16)
+    f = rand(24, 3, 3, 8)
+    b = rand(24)
+    kw_ = dict(pads=(1, 1, 1, 1), strides=(2, 1), groups=2)
+    for isa in ("scalar", "best"):
+        same_bytes(K.conv2d(x, f, b, isa=isa, **kw_), K.conv2d(x, f, b, threads=2, isa=isa, **kw_))
+        fd = rand(1, 5, 5, 32)
+        same_bytes(K.dwconv2d(x, fd, None, pads=(2, 2, 2, 2), isa=isa),
+                   K.dwconv2d(x, fd, None, pads=(2, 2, 2, 2), threads=2, isa=isa))
+        kd = dict(strides=(2, 2), pads=(1, 0, 1, 0), groups=2, adjustment=(1, 1))
+        same_bytes(K.deconv2d(x, f, b, isa=isa, **kd), K.deconv2d(x, f, b, threads=2, isa=isa, **kd))
+    # few output rows: the kernels split rows into column chunks too
+    x1 = rand(1, 1, 300, 32)
+    f1 = rand(32, 1, 3, 32)
+    p = (0, 1, 0, 1)
+    same_bytes(K.conv2d(x1, f1, None, pads=p), K.conv2d(x1, f1, None, pads=p, threads=2))
+    close(K.conv2d(x1, f1, None, pads=p, threads=2), ref_conv(x1, f1, None, p, (1, 1), (1, 1), 1), 96)
+
+
+# ------------------------------------------------------------------------------------------------- pooling
+@SETTINGS
+@given(n=st.sampled_from([1, 2]), h=st.integers(1, 9), w=st.integers(1, 9), c=st.sampled_from([1, 3, 17]),
+       ph=st.integers(1, 3), pw=st.integers(1, 3), sh=st.integers(1, 3), sw=st.integers(1, 3),
+       dh=st.integers(1, 2), dw=st.integers(1, 2), pads=st.tuples(*[st.integers(0, 2)] * 4),
+       act=st.booleans())
+def test_pools(n, h, w, c, ph, pw, sh, sw, dh, dw, pads, act):
+    assume(h + pads[0] + pads[2] >= dh * (ph - 1) + 1 and w + pads[1] + pads[3] >= dw * (pw - 1) + 1)
+    # every window must see at least one real pixel (always true in real models: pad < window)
+    assume(all(p < k for p, k in zip(pads, (ph, pw, ph, pw))))
+    x = rand(n, h, w, c)
+    lo, hi = (-0.3, 0.3) if act else (-np.inf, np.inf)
+    geo = dict(pads=pads, strides=(sh, sw), dilations=(dh, dw), min=lo, max=hi)
+    for kind, fn in (("max", K.max_pool2d), ("avg", K.avg_pool2d)):
+        want = clamp(ref_pool(x, (ph, pw), pads, (sh, sw), (dh, dw), kind), lo, hi)
+        close(fn(x, (ph, pw), **geo), want, ph * pw)
+        close(fn(x, (ph, pw), isa="best", **geo), want, ph * pw)
+
+
+def test_pools_threads_and_global():
+    x = rand(2, 31, 29, 24)
+    for fn in (K.max_pool2d, K.avg_pool2d):
+        same_bytes(fn(x, (3, 3), pads=(1, 1, 1, 1), strides=(2, 2)),
+                   fn(x, (3, 3), pads=(1, 1, 1, 1), strides=(2, 2), threads=2))
+    for shape in [(1, 1, 1, 1), (2, 7, 7, 17), (3, 13, 11, 300)]:
+        x = rand(*shape)
+        want = x.astype(np.float64).mean(axis=(1, 2), keepdims=True)
+        got = K.global_avg_pool(x)
+        close(got, want, shape[1] * shape[2])
+        same_bytes(got, K.global_avg_pool(x, threads=2))
+        close(K.global_avg_pool(x, isa="best"), want, shape[1] * shape[2])
+        close(K.global_avg_pool(x, min=0.0, max=0.1), clamp(want, 0.0, 0.1), shape[1] * shape[2])
+
+
+# --------------------------------------------------------------------------------------------- element-wise
+BIN_REF = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "min": np.minimum,
+    "max": np.maximum, "pow": np.power, "prelu": lambda a, b: np.where(a > 0, a, a * b),
+    "squared_diff": lambda a, b: (a - b) ** 2,
+}
+
+
+@st.composite
+def broadcast_pair(draw):
+    rank = draw(st.integers(0, 6))
+    out = [draw(DIMS) for _ in range(rank)]
+    def operand():
+        r = draw(st.integers(0, rank))
+        return [1 if draw(st.booleans()) else d for d in out[rank - r :]]
+    return out, operand(), operand()
+
+
+@SETTINGS
+@given(shapes=broadcast_pair(), op=st.sampled_from(sorted(BIN_REF)), act=st.booleans())
+def test_binary_broadcast(shapes, op, act):
+    _, sa, sb = shapes
+    a = rand(*sa, lo=0.1, hi=2.0) if op == "pow" else rand(*sa)
+    b = rand(*sb, lo=0.5, hi=2.0) if op in ("div", "pow") else rand(*sb)
+    lo, hi = (-0.5, 0.5) if act else (-np.inf, np.inf)
+    want = clamp(BIN_REF[op](a.astype(np.float64), b.astype(np.float64)), lo, hi)
+    got = K.binary(op, a, b, min=lo, max=hi)
+    assert got.shape == np.broadcast_shapes(a.shape, b.shape)
+    close(got, np.asarray(want), 2)
+    close(K.binary(op, a, b, min=lo, max=hi, isa="best"), np.asarray(want), 2)
+
+
+def test_binary_threads_and_errors():
+    a, b = rand(64, 3, 1000), rand(3, 1)
+    same_bytes(K.binary("mul", a, b), K.binary("mul", a, b, threads=2))
+    big, row = rand(300000), rand(1)
+    same_bytes(K.binary("add", big, row), K.binary("add", big, row, threads=2))
+    with pytest.raises(InputError, match="broadcast"):
+        K.binary("add", rand(3, 4), rand(5))
+    with pytest.raises(InputError, match="unknown op"):
+        K.binary("nope", rand(3), rand(3))
+    # 7 non-collapsible dims cannot be expressed in a 6-D BinaryShape
+    with pytest.raises(InputError):
+        K.binary("add", rand(2, 1, 2, 1, 2, 1, 2), rand(1, 2, 1, 2, 1, 2, 1))
+
+
+def _erf(x):
+    return np.vectorize(math.erf)(x)
+
+
+UN_REF = {
+    "abs": np.abs, "neg": np.negative, "floor": np.floor, "ceil": np.ceil, "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1 / np.sqrt(x), "square": np.square, "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+    "tanh": np.tanh, "exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos, "tan": np.tan,
+    "hardswish": lambda x: x * np.minimum(np.maximum(x + 3, 0), 6) / 6,
+    "leaky_relu": lambda x: np.where(x < 0, 0.1 * x, x),
+    "elu": lambda x: np.where(x < 0, 1.5 * (np.exp(x) - 1), x),
+    "gelu": lambda x: 0.5 * x * (1 + _erf(x / math.sqrt(2))), "erf": _erf, "relu": lambda x: np.maximum(x, 0),
+    "sign": np.sign, "round_even": np.rint, "reciprocal": lambda x: 1 / x,
+    "softplus": lambda x: np.logaddexp(0, x), "softsign": lambda x: x / (1 + np.abs(x)),
+    "hard_sigmoid": lambda x: np.clip(0.2 * x + 0.5, 0, 1), "copy": lambda x: x, "clamp": lambda x: x,
+}
+UN_ALPHA = {"leaky_relu": 0.1, "elu": 1.5, "hard_sigmoid": 0.2}
+POSITIVE = {"sqrt", "rsqrt", "log", "reciprocal"}
+
+
+def test_unary_ops_listed():
+    assert sorted(K.unary_ops()) == sorted(UN_REF)
+    assert sorted(K.binary_ops()) == sorted(BIN_REF)
+
+
+@pytest.mark.parametrize("op", sorted(UN_REF))
+def test_unary(op):
+    if op in POSITIVE:
+        x = rand(1031, lo=0.05, hi=20.0)
+    elif op == "tan":
+        x = rand(1031, lo=-1.4, hi=1.4)
+    elif op == "round_even":
+        x = np.concatenate([rand(1000, lo=-10, hi=10), np.arange(-4.5, 5, 1.0, dtype=np.float32),
+                            np.array([0.5, -0.5, 2.5, 1e9, -0.0], np.float32)])
+    else:
+        x = np.concatenate([rand(1000, lo=-8, hi=8), np.array([-100, -30, 0, 30, 100], np.float32)])
+    alpha, beta = UN_ALPHA.get(op, 0.0), (0.5 if op == "hard_sigmoid" else 0.0)
+    with np.errstate(over="ignore"):
+        want = UN_REF[op](x.astype(np.float64)).astype(np.float32)  # overflows to inf like float32 does
+    for isa in ("scalar", "best"):
+        got = K.unary(op, x, alpha=alpha, beta=beta, isa=isa)
+        np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6, err_msg=f"{op} {isa}")
+        lo, hi = -0.5, 0.25
+        got = K.unary(op, x, alpha=alpha, beta=beta, min=lo, max=hi, isa=isa)
+        np.testing.assert_allclose(got, clamp(want, lo, hi), rtol=2e-6, atol=2e-6, err_msg=f"{op} {isa} act")
+    big = rand(100003, lo=0.1, hi=3)
+    same_bytes(K.unary(op, big, alpha=alpha, beta=beta), K.unary(op, big, alpha=alpha, beta=beta, threads=2))
+
+
+def test_unary_edge_values():
+    x = np.array([np.inf, -np.inf, np.nan, -0.0, 1e-30, 88.0, -88.0, 200.0, -200.0], np.float32)
+    with np.errstate(all="ignore"):
+        sig = K.unary("sigmoid", x)
+        np.testing.assert_allclose(sig[[0, 1, 5, 6, 7, 8]], [1, 0, 1, 0, 1, 0], atol=1e-30)
+        sp = K.unary("softplus", x)
+        assert sp[7] == 200.0 and sp[8] < 1e-30 and np.isnan(sp[2])
+        sg = K.unary("sign", x)
+        assert np.isnan(sg[2]) and np.signbit(sg[3]) and sg[0] == 1 and sg[1] == -1
+
+
+@SETTINGS
+@given(rows=DIMS, cols=st.sampled_from([1, 2, 7, 17, 100]), scale=st.sampled_from([1.0, 30.0]))
+def test_softmax(rows, cols, scale):
+    x = rand(rows, cols) * np.float32(scale)
+    x64 = x.astype(np.float64)
+    e = np.exp(x64 - x64.max(axis=-1, keepdims=True))
+    want = e / e.sum(axis=-1, keepdims=True)
+    close(K.softmax(x), want, 4)
+    close(K.softmax(x, isa="best"), want, 4)
+    x3 = rand(2, rows, cols)
+    close(K.softmax(x3), np.asarray(K.softmax(x3.reshape(-1, cols))).reshape(x3.shape), 1)
+
+
+def test_softmax_threads_and_large_values():
+    x = rand(500, 333) * 100
+    same_bytes(K.softmax(x), K.softmax(x, threads=2))
+    assert np.all(np.isfinite(K.softmax(np.array([[1e30, 0.0, -1e30]], np.float32))))
+
+
+# ------------------------------------------------------------------------------------------------- int8
+@SETTINGS
+@given(scale=st.sampled_from([0.01, 0.1, 1.0, 3.0]), zp=st.integers(-128, 127))
+def test_quantize_dequantize(scale, zp):
+    x = np.concatenate([rand(1000, lo=-300, hi=300), np.array([0.5, 1.5, 2.5, -0.5, -2.5], np.float32)
+                        * np.float32(scale)])
+    want = np.clip(np.rint(x / np.float32(scale)) + zp, -128, 127).astype(np.int8)
+    for isa in ("scalar", "best"):
+        q = K.quantize(x, scale, zp, isa=isa)
+        assert q.dtype == np.int8
+        np.testing.assert_array_equal(q, want)
+        dq = K.dequantize(q, scale, zp, isa=isa)
+        np.testing.assert_array_equal(dq, (q.astype(np.float32) - np.float32(zp)) * np.float32(scale))
+
+
+def ref_qs8_gemm(a, w_kn, bias, w_scales, in_scale, in_zp, out_scale, out_zp, lo, hi):
+    acc = (a.astype(np.int64) - in_zp) @ w_kn.astype(np.int64)
+    if bias is not None:
+        acc = acc + bias
+    acc = acc.astype(np.int32)
+    scale = (np.float32(in_scale) * w_scales.astype(np.float32)) / np.float32(out_scale)
+    v = np.rint(acc.astype(np.float32) * scale) + np.float32(out_zp)
+    return np.clip(v, lo, hi).astype(np.int8)
+
+
+@SETTINGS
+@given(m=DIMS, n=DIMS, k=st.sampled_from([1, 7, 17, 64]), nk=st.booleans(), has_bias=st.booleans(),
+       in_zp=st.integers(-128, 127), out_zp=st.integers(-128, 127), act=st.booleans())
+def test_qs8_gemm(m, n, k, nk, has_bias, in_zp, out_zp, act):
+    rng = np.random.default_rng(m * 1000 + n * 10 + k)
+    a = rng.integers(-128, 128, size=(m, k), dtype=np.int8)
+    w = rng.integers(-127, 128, size=(n, k) if nk else (k, n), dtype=np.int8)
+    bias = rng.integers(-5000, 5000, size=n, dtype=np.int32) if has_bias else None
+    w_scales = rng.uniform(0.001, 0.02, size=n).astype(np.float32)
+    in_scale, out_scale = 0.05, 0.5
+    lo, hi = (-100, 50) if act else (-128, 127)
+    want = ref_qs8_gemm(a, w.T if nk else w, bias, w_scales, in_scale, in_zp, out_scale, out_zp, lo, hi)
+    got = K.qs8_gemm(a, w, bias, w_scales, in_scale, in_zp, out_scale, out_zp, b_is_nk=nk, out_min=lo,
+                     out_max=hi)
+    np.testing.assert_array_equal(got, want)
+    best = K.qs8_gemm(a, w, bias, w_scales, in_scale, in_zp, out_scale, out_zp, b_is_nk=nk, out_min=lo,
+                      out_max=hi, isa="best")
+    assert np.abs(best.astype(np.int32) - want).max(initial=0) <= 1
+
+
+def test_qs8_gemm_threads():
+    rng = np.random.default_rng(7)
+    a = rng.integers(-128, 128, size=(70, 200), dtype=np.int8)
+    w = rng.integers(-127, 128, size=(200, 90), dtype=np.int8)
+    s = rng.uniform(0.001, 0.01, size=90).astype(np.float32)
+    args = (a, w, None, s, 0.1, 3, 0.7, -2)
+    same_bytes(K.qs8_gemm(*args), K.qs8_gemm(*args, threads=2))
+
+
+# ------------------------------------------------------------------------------------------------- layout
+@SETTINGS
+@given(shape=st.lists(st.sampled_from([1, 2, 3, 5, 17]), min_size=0, max_size=6), data=st.data(),
+       dtype=st.sampled_from([np.int8, np.float16, np.float32, np.int64]))
+def test_transpose(shape, data, dtype):
+    perm = data.draw(st.permutations(list(range(len(shape)))))
+    x = (np.arange(int(np.prod(shape)), dtype=np.int64) % 2039).reshape(shape).astype(dtype)
+    got = K.transpose(x, perm)
+    np.testing.assert_array_equal(got, np.transpose(x, perm))
+    assert got.dtype == dtype
+
+
+def test_transpose_large_threads_and_odd_elem():
+    x = rand(3, 130, 257)
+    for perm in ([0, 2, 1], [2, 1, 0], [1, 0, 2], [1, 2, 0]):
+        want = np.transpose(x, perm)
+        np.testing.assert_array_equal(K.transpose(x, perm), want)
+        np.testing.assert_array_equal(K.transpose(x, perm, threads=2), want)
+    rgb = np.arange(4 * 5 * 3, dtype=np.uint8).view("V3").reshape(4, 5)  # 3-byte elements
+    got = K.transpose(rgb, [1, 0]).view(np.uint8)
+    np.testing.assert_array_equal(got, np.transpose(rgb).copy().view(np.uint8))
+    x8 = np.arange(2 * 3 * 4 * 5 * 2 * 3 * 2 * 2).reshape(2, 3, 4, 5, 2, 3, 2, 2)
+    perm8 = [7, 5, 3, 1, 0, 2, 4, 6]
+    np.testing.assert_array_equal(K.transpose(x8, perm8), np.transpose(x8, perm8))
+
+
+@SETTINGS
+@given(shape=st.lists(st.sampled_from([1, 2, 3, 7]), min_size=1, max_size=5), data=st.data())
+def test_slice_pad_concat(shape, data):
+    x = rand(*shape)
+    offs = [data.draw(st.integers(0, d - 1)) for d in shape]
+    sizes = [data.draw(st.integers(1, d - o)) for d, o in zip(shape, offs)]
+    want = x[tuple(slice(o, o + s) for o, s in zip(offs, sizes))]
+    np.testing.assert_array_equal(K.slice(x, offs, sizes), want)
+    pre = [data.draw(st.integers(0, 2)) for _ in shape]
+    post = [data.draw(st.integers(0, 2)) for _ in shape]
+    np.testing.assert_array_equal(K.pad(x, pre, post, 1.5),
+                                  np.pad(x, list(zip(pre, post)), constant_values=np.float32(1.5)))
+    axis = data.draw(st.integers(0, len(shape) - 1))
+    other = list(shape)
+    other[axis] = data.draw(st.integers(0, 3))
+    y = rand(*other)
+    np.testing.assert_array_equal(K.concat([x, y, x], axis), np.concatenate([x, y, x], axis))
+
+
+def test_layout_int_types_and_errors():
+    x = np.arange(24, dtype=np.int16).reshape(2, 3, 4)
+    np.testing.assert_array_equal(K.pad(x, [0, 1, 0], [1, 0, 2], -7), np.pad(x, [(0, 1), (1, 0), (0, 2)],
+                                                                           constant_values=-7))
+    np.testing.assert_array_equal(K.slice(x, [1, 0, 1], [1, 3, 2]), x[1:2, :, 1:3])
+    with pytest.raises(InputError):
+        K.slice(x, [0, 0, 3], [1, 1, 2])
+    with pytest.raises(InputError):
+        K.transpose(x, [0, 0, 1])
+
+
+# ------------------------------------------------------------------------------------------------- misc
+def test_cpu_info_and_isa_errors():
+    info = K.cpu_info()
+    assert set(info) == {"isa", "avx2", "fma", "f16c", "avx512f", "cores"}
+    assert info["isa"] in ("scalar", "avx2") and info["cores"] >= 1
+    from webxnn.cpuinfo import cpu_info
+
+    assert cpu_info() == info
+    with pytest.raises(InputError, match="isa"):
+        K.gemm(rand(2, 2), rand(2, 2), isa="sse9")
+    with pytest.raises(InputError, match="threads"):
+        K.gemm(rand(2, 2), rand(2, 2), threads=0)
+    with pytest.raises(InputError):
+        K.gemm(rand(2, 3), rand(2, 2))
+    with pytest.raises(InputError):
+        K.conv2d(rand(1, 2, 2, 3), rand(4, 3, 3, 3))  # window larger than input
+    with pytest.raises(InputError):
+        K.conv2d(rand(1, 4, 4, 3), rand(4, 1, 1, 2))  # channel mismatch
+
+
+def test_pool_shared_by_python_threads():
+    """run() from several threads at once is serialized inside the pool and stays correct."""
+    a, b = rand(64, 96), rand(96, 80)
+    want = K.gemm(a, b)
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            for _ in range(20):
+                same_bytes(K.gemm(a, b, threads=2), want)
+                same_bytes(K.unary("tanh", a, threads=2), K.unary("tanh", a))
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    ts = [threading.Thread(target=worker) for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors, errors
+
+
+def test_isa_selection_env_and_avx2_table():
+    import os
+    import subprocess
+    import sys
+
+    code = "from webxnn._runtime import kernels as K; print(K.cpu_info()['isa'])"
+    env = dict(os.environ, WEBXNN_ISA="scalar")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "scalar"
+    info = K.cpu_info()
+    if not (info["avx2"] and info["fma"] and info["f16c"]):
+        with pytest.raises(InputError):
+            K.gemm(rand(2, 2), rand(2, 2), isa="avx2")
+        return
+    assert info["isa"] == "avx2"
+    a, b = rand(5, 9), rand(9, 4)
+    close(K.gemm(a, b, isa="avx2"), a.astype(np.float64) @ b, 9)
+
+
+def test_large_k_spans_several_panel_groups():
+    """K large enough that one task group holds fewer panels than N needs (AVX2 L2 blocking)."""
+    a, b, bias = rand(13, 2000), rand(2000, 70), rand(70)
+    want = a.astype(np.float64) @ b + bias
+    for isa in ("scalar", "best"):
+        one = K.gemm(a, b, bias, isa=isa)
+        close(one, want, 2000)
+        same_bytes(one, K.gemm(a, b, bias, isa=isa, threads=2))
+    x, f = rand(1, 6, 5, 160), rand(40, 3, 3, 160)
+    want = ref_conv(x, f, None, (1, 1, 1, 1), (1, 1), (1, 1), 1)
+    for isa in ("scalar", "best"):
+        one = K.conv2d(x, f, None, pads=(1, 1, 1, 1), isa=isa)
+        close(one, want, 9 * 160)
+        same_bytes(one, K.conv2d(x, f, None, pads=(1, 1, 1, 1), isa=isa, threads=2))

@@ -1,0 +1,646 @@
+"""ONNX import (`webxnn.onnx`): models built with onnx.helper, imported to WebNN graphs.
+
+Numeric tests compile the imported graph with webxnn and run it in the runtime, comparing with
+onnxruntime (or onnx's reference evaluator when onnxruntime is absent). When lowering does not support an
+op yet, `compile` raises UnsupportedError and the test skips saying so, so coverage lights up as lowering
+grows. Structure tests (ops emitted, shapes, folding, names, errors) need no runtime.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto as TP  # noqa: E402
+from onnx import helper, numpy_helper  # noqa: E402
+
+import webxnn  # noqa: E402
+from webxnn.errors import UnsupportedError, ValidationError  # noqa: E402
+from webxnn.onnx import from_onnx, import_onnx  # noqa: E402
+
+NEWEST = onnx.defs.onnx_opset_version()
+RNG = np.random.default_rng(1234)
+NP_TO_TP = {np.float32: TP.FLOAT, np.int64: TP.INT64, np.int32: TP.INT32, np.uint8: TP.UINT8,
+            np.int8: TP.INT8, np.bool_: TP.BOOL, np.float16: TP.FLOAT16}
+
+
+# --------------------------------------------------------------------------------------------- building
+
+def model(nodes: list[Any], inputs: dict[str, tuple[Any, list[Any]]], outputs: dict[str, Any],
+          inits: dict[str, np.ndarray] | None = None, opset: int = 17, name: str = "m") -> Any:
+    """A ModelProto: inputs {name: (np dtype, shape)}, outputs {name: np dtype}, inits {name: array}."""
+    g = helper.make_graph(
+        nodes, name,
+        [helper.make_tensor_value_info(k, NP_TO_TP[dt], shape) for k, (dt, shape) in inputs.items()],
+        [helper.make_tensor_value_info(k, NP_TO_TP[dt], None) for k, dt in outputs.items()],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in (inits or {}).items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = min(m.ir_version, 10)  # what current onnxruntime accepts
+    return m
+
+
+def n(op: str, ins: list[str], outs: list[str] | str, **attrs: Any) -> Any:
+    return helper.make_node(op, ins, [outs] if isinstance(outs, str) else outs, name=f"{op}_{_next()}", **attrs)
+
+
+_COUNTER = [0]
+
+
+def _next() -> int:
+    _COUNTER[0] += 1
+    return _COUNTER[0]
+
+
+def f32(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def i64(*vals: int) -> np.ndarray:
+    return np.array(vals, dtype=np.int64)
+
+
+def feeds_for(m: Any, override: dict[str, int] | None = None, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    out = {}
+    inits = {t.name for t in m.graph.initializer}
+    for vi in m.graph.input:
+        if vi.name in inits:
+            continue
+        tt = vi.type.tensor_type
+        shape = [d.dim_value if d.dim_value else (override or {})[d.dim_param] for d in tt.shape.dim]
+        if tt.elem_type == TP.FLOAT:
+            out[vi.name] = rng.standard_normal(shape).astype(np.float32)
+        elif tt.elem_type == TP.INT64:
+            out[vi.name] = rng.integers(0, 2, shape).astype(np.int64)
+        elif tt.elem_type == TP.BOOL:
+            out[vi.name] = rng.integers(0, 2, shape).astype(np.bool_)
+        else:
+            raise AssertionError(tt.elem_type)
+    return out
+
+
+# --------------------------------------------------------------------------------------------- running
+
+def oracle(m: Any, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """What ONNX says: onnxruntime when installed, else onnx's reference evaluator."""
+    names = [o.name for o in m.graph.output]
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        from onnx.reference import ReferenceEvaluator
+
+        return dict(zip(names, ReferenceEvaluator(m).run(None, feeds)))
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    return dict(zip(names, sess.run(None, feeds)))
+
+
+def run_webxnn(g: webxnn.Graph, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    try:
+        blob = webxnn.compile(g)
+    except UnsupportedError as e:
+        pytest.skip(f"lowering does not support this yet: {e}")
+    try:
+        prog = webxnn.load(blob)
+    except ImportError as e:  # the C++ runtime is not built in this environment
+        pytest.skip(f"runtime unavailable: {e}")
+    ins = {}
+    for name, op in g.inputs.items():
+        ins[name] = feeds[name].astype(webxnn.graph.DTYPES[op.dtype])
+    return prog.run(ins)
+
+
+def check(m: Any, override: dict[str, int] | None = None, atol: float = 1e-4, rtol: float = 1e-4,
+          seed: int = 0) -> webxnn.Graph:
+    g = from_onnx(m, override_dims=override)
+    webxnn.validate(g)
+    text = g.to_text()  # must print and re-parse to the same graph
+    assert webxnn.parse(text) == g
+    feeds = feeds_for(m, override, seed)
+    want = oracle(m, feeds)
+    got = run_webxnn(g, {k: v for k, v in feeds.items()})
+    for name, ref in want.items():
+        out = got[name]
+        ref = ref.astype(np.uint8) if ref.dtype == np.bool_ else ref
+        assert out.shape == ref.shape, (name, out.shape, ref.shape)
+        np.testing.assert_allclose(out.astype(np.float64), ref.astype(np.float64), atol=atol, rtol=rtol,
+                                   err_msg=f"output {name}")
+    return g
+
+
+def ops_of(g: webxnn.Graph) -> Counter:
+    return Counter(nd.op for nd in g.nodes)
+
+
+# --------------------------------------------------------------------------------------------- per-op cases
+# (id, nodes, inputs, outputs, inits, opset); x is f32[2, 4, 6, 6] unless said otherwise
+
+X = {"x": (np.float32, [2, 4, 6, 6])}
+V = {"v": (np.float32, [3, 5])}
+
+
+def _case(cid: str, nodes: list[Any], inits: dict | None = None, inputs: dict | None = None,
+          outputs: dict | None = None, opset: int = 17) -> Any:
+    return pytest.param(nodes, inputs or X, outputs or {"y": np.float32}, inits or {}, opset, id=cid)
+
+
+CASES = [
+    _case("Conv", [n("Conv", ["x", "w", "b"], "y", pads=[1, 0, 1, 2], strides=[2, 1])],
+          {"w": f32(3, 4, 3, 2), "b": f32(3)}),
+    _case("Conv-same-lower", [n("Conv", ["x", "w"], "y", auto_pad="SAME_LOWER", strides=[2, 2])],
+          {"w": f32(5, 4, 2, 2)}),
+    _case("Conv-dilated", [n("Conv", ["x", "w"], "y", pads=[2, 2, 2, 2], dilations=[2, 2])],
+          {"w": f32(5, 4, 3, 3)}),
+    _case("Conv-depthwise", [n("Conv", ["x", "w", "b"], "y", group=4, pads=[1, 1, 1, 1])],
+          {"w": f32(4, 1, 3, 3), "b": f32(4)}),
+    _case("Conv1d", [n("Conv", ["v3", "w"], "y", pads=[1, 1], strides=[2])], {"w": f32(6, 4, 3)},
+          {"v3": (np.float32, [2, 4, 9])}),
+    _case("ConvTranspose", [n("ConvTranspose", ["x", "w", "b"], "y", strides=[2, 2], pads=[1, 1, 1, 1],
+                              output_padding=[1, 1])], {"w": f32(4, 3, 3, 3), "b": f32(3)}),
+    _case("ConvTranspose-output_shape", [n("ConvTranspose", ["x", "w"], "y", strides=[2, 2],
+                                           output_shape=[12, 12])], {"w": f32(4, 2, 3, 3)}),
+    _case("BatchNormalization", [n("BatchNormalization", ["x", "s", "b", "m", "v"], "y", epsilon=1e-3)],
+          {"s": f32(4), "b": f32(4), "m": f32(4), "v": np.abs(f32(4)) + 0.5}),
+    _case("InstanceNormalization", [n("InstanceNormalization", ["x", "s", "b"], "y")],
+          {"s": f32(4), "b": f32(4)}),
+    _case("Relu", [n("Relu", ["x"], "y")]),
+    _case("Clip-11", [n("Clip", ["x", "lo", "hi"], "y")], {"lo": np.float32(-0.5), "hi": np.float32(0.7)}),
+    _case("Clip-6", [n("Clip", ["x"], "y", min=-0.5, max=0.7)], opset=6),
+    _case("Clip-relu6", [n("Clip", ["x", "lo", "hi"], "y")], {"lo": np.float32(0), "hi": np.float32(6)}),
+    _case("LeakyRelu", [n("LeakyRelu", ["x"], "y", alpha=0.2)]),
+    _case("HardSigmoid", [n("HardSigmoid", ["x"], "y", alpha=0.3, beta=0.4)]),
+    _case("HardSwish", [n("HardSwish", ["x"], "y")]),
+    _case("Sigmoid", [n("Sigmoid", ["x"], "y")]),
+    _case("Tanh", [n("Tanh", ["x"], "y")]),
+    _case("Elu", [n("Elu", ["x"], "y", alpha=0.5)]),
+    _case("PRelu", [n("PRelu", ["x", "s"], "y")], {"s": f32(4, 1, 1)}),
+    _case("Add-broadcast", [n("Add", ["x", "c"], "y")], {"c": f32(4, 1, 6)}),
+    _case("Sub", [n("Sub", ["c", "x"], "y")], {"c": f32(6)}),
+    _case("Mul", [n("Mul", ["x", "x"], "y")]),
+    _case("Div", [n("Div", ["x", "c"], "y")], {"c": np.abs(f32(1, 4, 1, 1)) + 1}),
+    _case("Pow", [n("Abs", ["x"], "a"), n("Pow", ["a", "c"], "y")], {"c": np.float32(1.5)}),
+    _case("Pow-int-exponent", [n("Pow", ["x", "c"], "y")], {"c": np.int64(2)}),
+    _case("Sqrt", [n("Abs", ["x"], "a"), n("Sqrt", ["a"], "y")]),
+    _case("Erf", [n("Erf", ["x"], "y")]),
+    _case("Gelu-20", [n("Gelu", ["x"], "y")], opset=20),
+    _case("Max-variadic", [n("Max", ["x", "c", "d"], "y")], {"c": f32(6), "d": f32(1, 6)}),
+    _case("MaxPool", [n("MaxPool", ["x"], "y", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])]),
+    _case("MaxPool-ceil", [n("MaxPool", ["x"], "y", kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1,
+                             pads=[0, 0, 1, 1])]),
+    _case("AveragePool", [n("AveragePool", ["x"], "y", kernel_shape=[3, 3], pads=[1, 1, 1, 1])]),
+    _case("AveragePool-include-pad", [n("AveragePool", ["x"], "y", kernel_shape=[3, 3], strides=[2, 2],
+                                        pads=[1, 1, 1, 1], count_include_pad=1)]),
+    _case("GlobalAveragePool", [n("GlobalAveragePool", ["x"], "y")]),
+    _case("GlobalMaxPool", [n("GlobalMaxPool", ["x"], "y")]),
+    _case("Flatten", [n("Flatten", ["x"], "y", axis=2)]),
+    _case("Reshape", [n("Reshape", ["x", "s"], "y")], {"s": i64(0, -1, 3)}),
+    _case("Gemm", [n("Gemm", ["v", "w", "c"], "y", transB=1, alpha=0.5, beta=2.0)],
+          {"w": f32(7, 5), "c": f32(7)}, V),
+    _case("Gemm-transA", [n("Gemm", ["v", "w"], "y", transA=1)], {"w": f32(3, 2)}, V),
+    _case("MatMul-batched", [n("MatMul", ["x", "w"], "y")], {"w": f32(6, 3)}),
+    _case("MatMul-vector", [n("MatMul", ["v", "w"], "y")], {"w": f32(5)}, V),
+    _case("Concat", [n("Concat", ["x", "c"], "y", axis=-3)], {"c": f32(2, 2, 6, 6)}),
+    _case("Resize-nearest", [n("Resize", ["x", "", "sc"], "y", mode="nearest")],
+          {"sc": np.array([1, 1, 2, 2], np.float32)}),
+    _case("Resize-nearest-asym", [n("Resize", ["x", "", "", "sz"], "y", mode="nearest",
+                                    coordinate_transformation_mode="asymmetric", nearest_mode="floor")],
+          {"sz": i64(2, 4, 18, 12)}),
+    _case("Resize-linear", [n("Resize", ["x", "", "sc"], "y", mode="linear")],
+          {"sc": np.array([1, 1, 2, 2], np.float32)}),
+    _case("Pad-constant", [n("Pad", ["x", "p", "v"], "y")],
+          {"p": i64(0, 0, 1, 2, 0, 0, 3, 0), "v": np.float32(0.5)}),
+    _case("Pad-reflect", [n("Pad", ["x", "p"], "y", mode="reflect")], {"p": i64(0, 0, 1, 2, 0, 0, 2, 1)}),
+    _case("Pad-edge-axes-18", [n("Pad", ["x", "p", "", "ax"], "y", mode="edge")],
+          {"p": i64(1, 2, 2, 1), "ax": i64(-2, -1)}, opset=18),
+    _case("Softmax-13", [n("Softmax", ["x"], "y", axis=1)], opset=13),
+    _case("Softmax-11-coerce", [n("Softmax", ["x"], "y", axis=2)], opset=11),
+    _case("LogSoftmax", [n("LogSoftmax", ["x"], "y", axis=-1)]),
+    _case("Transpose", [n("Transpose", ["x"], "y", perm=[0, 2, 3, 1])]),
+    _case("Split-13", [n("Split", ["x", "s"], ["y", "z"], axis=3)], {"s": i64(2, 4)},
+          outputs={"y": np.float32, "z": np.float32}, opset=13),
+    _case("Split-11", [n("Split", ["x"], ["y", "z"], axis=1, split=[1, 3])],
+          outputs={"y": np.float32, "z": np.float32}, opset=11),
+    _case("Split-18-num_outputs", [n("Split", ["x"], ["y", "z"], axis=2, num_outputs=2)],
+          outputs={"y": np.float32, "z": np.float32}, opset=18),
+    _case("Slice", [n("Slice", ["x", "st", "en", "ax", "sp"], "y")],
+          {"st": i64(1, -5), "en": i64(3, 100), "ax": i64(1, 3), "sp": i64(1, 2)}),
+    _case("Slice-negative-step", [n("Slice", ["x", "st", "en", "ax", "sp"], "y")],
+          {"st": i64(-1), "en": i64(-100), "ax": i64(2), "sp": i64(-2)}),
+    _case("Squeeze-13", [n("ReduceMean", ["x"], "r", axes=[1], keepdims=1), n("Squeeze", ["r", "a"], "y")],
+          {"a": i64(1)}, opset=13),
+    _case("Squeeze-11", [n("ReduceMean", ["x"], "r", axes=[1], keepdims=1), n("Squeeze", ["r"], "y", axes=[1])],
+          opset=11),
+    _case("Unsqueeze-13", [n("Unsqueeze", ["x", "a"], "y")], {"a": i64(-1, 0)}, opset=13),
+    _case("Unsqueeze-11", [n("Unsqueeze", ["x"], "y", axes=[0, 5])], opset=11),
+    _case("ReduceMean-18", [n("ReduceMean", ["x", "a"], "y", keepdims=0)], {"a": i64(-1, 2)}, opset=18),
+    _case("ReduceSum-13", [n("ReduceSum", ["x", "a"], "y")], {"a": i64(1)}, opset=13),
+    _case("ReduceMax-all", [n("ReduceMax", ["x"], "y", keepdims=0)]),
+    _case("Expand", [n("Expand", ["c", "s"], "y"), ], {"c": f32(4, 1, 1), "s": i64(2, 1, 6, 6)}),
+    _case("Tile", [n("Tile", ["x", "r"], "y")], {"r": i64(1, 2, 1, 2)}),
+    _case("Where-Equal", [n("Equal", ["x", "x"], "e"), n("Greater", ["x", "z"], "g"), n("Where", ["g", "x", "z"], "y")],
+          {"z": np.float32(0)}),
+    _case("Gather-const-idx", [n("Gather", ["x", "i"], "y", axis=1)], {"i": i64(3, -1, 0)}),
+    _case("Gather-scalar-idx", [n("Gather", ["x", "i"], "y", axis=-1)], {"i": np.int64(-2)}),
+    _case("Cast-roundtrip", [n("Cast", ["x"], "c", to=TP.INT32), n("Cast", ["c"], "y", to=TP.FLOAT)]),
+    _case("DepthToSpace", [n("DepthToSpace", ["x"], "y", blocksize=2)]),
+    _case("Identity-output", [n("Identity", ["x"], "y")]),
+    _case("Dropout", [n("Dropout", ["x"], "d"), n("Relu", ["d"], "y")]),
+    _case("Mean", [n("Mean", ["x", "x", "x"], "y")]),
+]
+
+
+@pytest.mark.parametrize("nodes, inputs, outputs, inits, opset", CASES)
+def test_op_matches_onnx(nodes: list[Any], inputs: dict, outputs: dict, inits: dict, opset: int) -> None:
+    check(model(nodes, inputs, outputs, inits, opset=opset))
+
+
+# --------------------------------------------------------------------------------------------- a small CNN
+
+def cnn_model(opset: int = 13) -> Any:
+    """Every CNN op in one model: conv/bn/activations, an SE block, pools, upsampling, concat, head."""
+    c = 8
+    ax = {"axes": [2, 3]} if opset < 13 else {}
+    inits = {
+        "w1": f32(c, 3, 3, 3) * 0.3, "b1": f32(c),
+        "bn_s": np.abs(f32(c)) + 0.5, "bn_b": f32(c), "bn_m": f32(c) * 0.1, "bn_v": np.abs(f32(c)) + 0.5,
+        "wdw": f32(c, 1, 3, 3) * 0.3, "w_pw": f32(c, c, 1, 1) * 0.3,
+        "se_w": f32(c, c, 1, 1) * 0.3, "se_b": f32(c),
+        "wt": f32(c, 4, 2, 2) * 0.3, "lo": np.float32(0), "hi": np.float32(6),
+        "sc": np.array([1, 1, 2, 2], np.float32), "pads": i64(0, 0, 1, 1, 0, 0, 1, 1),
+        "gw": f32(10, 2 * c) * 0.3, "gb": f32(10), "two": np.float32(2), "half": np.float32(0.5),
+        "axes23": i64(2, 3), "split": i64(c // 2, c // 2),
+    }
+    nodes = [
+        n("Conv", ["x", "w1", "b1"], "c1", pads=[1, 1, 1, 1]),
+        n("BatchNormalization", ["c1", "bn_s", "bn_b", "bn_m", "bn_v"], "bn"),
+        n("Relu", ["bn"], "r1"),
+        n("Conv", ["r1", "wdw"], "dw", group=c, strides=[2, 2], auto_pad="SAME_UPPER"),
+        n("Clip", ["dw", "lo", "hi"] if opset >= 11 else ["dw"], "c6", **({} if opset >= 11 else {"min": 0.0, "max": 6.0})),
+        n("Conv", ["c6", "w_pw"], "pw"),
+        n("LeakyRelu", ["pw"], "lr", alpha=0.1),
+        n("HardSwish", ["lr"], "hs"),
+        # squeeze-excite
+        n("GlobalAveragePool", ["hs"], "gap"),
+        n("Conv", ["gap", "se_w", "se_b"], "se"),
+        n("HardSigmoid", ["se"], "hsig"),
+        n("Mul", ["hs", "hsig"], "scaled"),
+        n("Sigmoid", ["scaled"], "sg"),
+        n("Add", ["scaled", "sg"], "a1"),
+        n("MaxPool", ["a1"], "mp", kernel_shape=[2, 2], strides=[2, 2]),
+        n("AveragePool", ["mp"], "ap", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        n("ConvTranspose", ["ap", "wt"], "up1", strides=[2, 2]),
+        n("Resize", ["mp", "", "sc"], "up2", mode="nearest"),
+        n("Concat", ["up1", "up2"], "cat", axis=1),
+        n("Pad", ["cat", "pads"], "pd"),
+        n("Sub", ["pd", "half"], "s1"),
+        n("Div", ["s1", "two"], "d1"),
+        n("Pow", ["d1", "two"], "p1"),
+        n("Transpose", ["p1"], "tr", perm=[0, 1, 3, 2]),
+        n("Split", ["tr", "split"] if opset >= 13 else ["tr"], ["sp1", "sp2"], axis=1,
+          **({} if opset >= 13 else {"split": [c // 2, c // 2]})),
+        n("Concat", ["sp2", "sp1"], "cat2", axis=1),
+        n("ReduceMean", ["cat2", "axes23"] if opset >= 18 else ["cat2"], "rm", keepdims=1,
+          **({} if opset >= 18 else {"axes": [2, 3]})),
+        n("Flatten", ["rm"], "fl", axis=1),
+        n("Unsqueeze", ["fl", "axes23"] if opset >= 13 else ["fl"], "us", **ax),
+        n("Squeeze", ["us", "axes23"] if opset >= 13 else ["us"], "sq", **ax),
+        n("Concat", ["sq", "sq"], "cat3", axis=1),
+        n("Gemm", ["cat3", "gw", "gb"], "logits", transB=1),
+        n("Softmax", ["logits"], "probs", axis=1),
+    ]
+    return model(nodes, {"x": (np.float32, ["batch", 3, 16, 16])}, {"probs": np.float32}, inits,
+                 opset=opset, name="tiny_cnn")
+
+
+@pytest.mark.parametrize("opset", [11, 13, 18, min(NEWEST, 21)])
+def test_cnn_matches_onnx(opset: int) -> None:
+    check(cnn_model(opset), {"batch": 2})
+
+
+def test_cnn_structure() -> None:
+    g = from_onnx(cnn_model(13), override_dims={"batch": 1})
+    ops = ops_of(g)
+    assert ops["conv2d"] == 4 and ops["convTranspose2d"] == 1 and ops["batchNormalization"] == 1
+    assert ops["maxPool2d"] == 1 and ops["averagePool2d"] == 2 and ops["resample2d"] == 1
+    assert ops["gemm"] == 1 and ops["softmax"] == 1 and ops["clamp"] == 1 and ops["split"] == 1
+    assert g.inputs["x"].shape == [1, 3, 16, 16]
+    types = webxnn.infer(g)
+    assert tuple(types["probs"].shape) == (1, 10)
+    assert set(g.weights) == {c for c in g.consts}  # every const carries its array
+
+
+# --------------------------------------------------------------------------------------------- a transformer block
+
+def transformer_model(opset: int = 17, fused_ln: bool = True, d: int = 16, heads: int = 2,
+                      vocab: int = 50) -> Any:
+    """Embedding + one attention block with an attention mask, shape chains computed from Shape ops the
+    way exported BERTs do, layer norm fused (LayerNormalization) or decomposed, an erf-GELU FFN."""
+    dh = d // heads
+    inits = {
+        "emb": f32(vocab, d), "pos": f32(64, d), "ln_s": np.abs(f32(d)) + 0.5, "ln_b": f32(d),
+        "wq": f32(d, d) * 0.3, "bq": f32(d), "wk": f32(d, d) * 0.3, "bk": f32(d), "wv": f32(d, d) * 0.3,
+        "bv": f32(d), "wo": f32(d, d) * 0.3, "bo": f32(d), "w1": f32(d, 4 * d) * 0.3, "b1": f32(4 * d),
+        "w2": f32(4 * d, d) * 0.3, "b2": f32(d),
+        "i0": np.int64(0), "i1": np.int64(1), "a0": i64(0), "a1": i64(1), "a12": i64(1, 2),
+        "heads": i64(heads), "dh": i64(dh), "dd": i64(d), "one": np.float32(1), "neg": np.float32(-1e4),
+        "sqrt_dh": np.float32(math.sqrt(dh)), "sqrt2": np.float32(math.sqrt(2)), "half": np.float32(0.5),
+        "two": np.float32(2), "eps": np.float32(1e-5), "am1": i64(-1), "zero_f": np.float32(0),
+    }
+    nodes = [
+        # positions: Range(0, seq) from Shape(ids)[1]
+        n("Shape", ["ids"], "ids_shape"),
+        n("Gather", ["ids_shape", "i0"], "batch", axis=0),
+        n("Gather", ["ids_shape", "i1"], "seq", axis=0),
+        n("Range", ["i0", "seq", "i1"], "positions"),
+        n("Unsqueeze", ["positions", "a0"], "pos_ids"),
+        n("Gather", ["emb", "ids"], "tok_e", axis=0),
+        n("Gather", ["pos", "pos_ids"], "pos_e", axis=0),
+        n("Add", ["tok_e", "pos_e"], "h0"),
+    ]
+    if fused_ln:
+        nodes.append(n("LayerNormalization", ["h0", "ln_s", "ln_b"], "h", axis=-1, epsilon=1e-5))
+    else:
+        nodes += [
+            n("ReduceMean", ["h0", "am1"] if opset >= 18 else ["h0"], "mu", **({} if opset >= 18 else {"axes": [-1]})),
+            n("Sub", ["h0", "mu"], "xc"),
+            n("Pow", ["xc", "two"], "sq"),
+            n("ReduceMean", ["sq", "am1"] if opset >= 18 else ["sq"], "var", **({} if opset >= 18 else {"axes": [-1]})),
+            n("Add", ["var", "eps"], "ve"),
+            n("Sqrt", ["ve"], "sd"),
+            n("Div", ["xc", "sd"], "xn"),
+            n("Mul", ["xn", "ln_s"], "xs"),
+            n("Add", ["xs", "ln_b"], "h"),
+        ]
+    # [B, S, heads, dh] from Shape-derived pieces
+    nodes += [
+        n("Unsqueeze", ["batch", "a0"], "b1d"), n("Unsqueeze", ["seq", "a0"], "s1d"),
+        n("Concat", ["b1d", "s1d", "heads", "dh"], "split_shape", axis=0),
+        n("Concat", ["b1d", "s1d", "dd"], "merge_shape", axis=0),
+    ]
+    for p in "qkv":
+        nodes += [
+            n("MatMul", ["h", f"w{p}"], f"{p}0"), n("Add", [f"{p}0", f"b{p}"], f"{p}1"),
+            n("Reshape", [f"{p}1", "split_shape"], f"{p}2"),
+            n("Transpose", [f"{p}2"], f"{p}3", perm=[0, 2, 3, 1] if p == "k" else [0, 2, 1, 3]),
+        ]
+    nodes += [
+        n("MatMul", ["q3", "k3"], "scores0"),
+        n("Div", ["scores0", "sqrt_dh"], "scores1"),
+        # mask: (1 - float(mask)) * -1e4, broadcast as [B, 1, 1, S]; also a Where on Equal(mask, 0)
+        n("Unsqueeze", ["mask", "a12"], "m4"),
+        n("Cast", ["m4"], "mf", to=TP.FLOAT),
+        n("Sub", ["one", "mf"], "inv"),
+        n("Mul", ["inv", "neg"], "bias"),
+        n("Add", ["scores1", "bias"], "scores2"),
+        n("Equal", ["m4", "i0"], "is_pad"),
+        n("Shape", ["scores2"], "sc_shape"),
+        n("ConstantOfShape", ["sc_shape"], "neg_fill", value=numpy_helper.from_array(np.array([-1e4], np.float32))),
+        n("Expand", ["is_pad", "sc_shape"], "is_pad_full"),
+        n("Where", ["is_pad_full", "neg_fill", "scores2"], "scores3"),
+        n("Softmax", ["scores3"], "probs", axis=-1),
+        n("MatMul", ["probs", "v3"], "ctx0"),
+        n("Transpose", ["ctx0"], "ctx1", perm=[0, 2, 1, 3]),
+        n("Reshape", ["ctx1", "merge_shape"], "ctx2"),
+        n("MatMul", ["ctx2", "wo"], "o0"), n("Add", ["o0", "bo"], "o1"),
+        n("Add", ["o1", "h"], "res1"),
+        # erf-GELU FFN
+        n("MatMul", ["res1", "w1"], "f0"), n("Add", ["f0", "b1"], "f1"),
+        n("Div", ["f1", "sqrt2"], "g0"), n("Erf", ["g0"], "g1"), n("Add", ["g1", "one"], "g2"),
+        n("Mul", ["f1", "g2"], "g3"), n("Mul", ["g3", "half"], "g4"),
+        n("MatMul", ["g4", "w2"], "f2"), n("Add", ["f2", "b2"], "f3"),
+        n("Add", ["f3", "res1"], "out"),
+    ]
+    return model(nodes, {"ids": (np.int64, ["batch_size", "sequence_length"]),
+                         "mask": (np.int64, ["batch_size", "sequence_length"])},
+                 {"out": np.float32}, inits, opset=opset, name="tiny_bert")
+
+
+TF_DIMS = {"batch_size": 2, "sequence_length": 7}
+
+
+@pytest.mark.parametrize("fused_ln, opset", [(True, 17), (False, 13), (False, 18), (True, min(NEWEST, 21))])
+def test_transformer_matches_onnx(fused_ln: bool, opset: int) -> None:
+    m = transformer_model(opset=opset, fused_ln=fused_ln)
+    # token ids must be valid indices
+    g = from_onnx(m, override_dims=TF_DIMS)
+    feeds = feeds_for(m, TF_DIMS)
+    feeds["ids"] = np.random.default_rng(3).integers(0, 50, (2, 7)).astype(np.int64)
+    feeds["mask"] = np.array([[1] * 7, [1] * 4 + [0] * 3], np.int64)
+    want = oracle(m, feeds)["out"]
+    got = run_webxnn(g, feeds)["out"]
+    np.testing.assert_allclose(got, want, atol=2e-4, rtol=2e-4)
+
+
+def test_transformer_structure_folds_shape_chains() -> None:
+    m = transformer_model()
+    g = from_onnx(m, override_dims=TF_DIMS)
+    ops = ops_of(g)
+    assert not {"shape", "range", "constantOfShape", "constant"} & set(ops)
+    assert ops["layerNormalization"] == 1 and ops["softmax"] == 1 and ops["erf"] == 1
+    assert ops["reshape"] == 4  # q/k/v split into heads and the merge; static newShapes
+    for nd in g.nodes:
+        if nd.op == "reshape":
+            assert all(isinstance(v, int) and v > 0 for v in nd.options["newShape"])
+        if nd.op == "softmax":
+            assert nd.options["axis"] == 3  # negative axes normalized
+    onnx_nodes = len(m.graph.node)
+    assert len(g.nodes) < onnx_nodes
+    assert g.inputs["ids"].shape == [2, 7] and g.inputs["ids"].dtype == "int64"
+    assert tuple(webxnn.infer(g)["out"].shape) == (2, 7, 16)
+
+
+def test_unresolved_dim_blocking_reshape_names_dim_and_node() -> None:
+    m = transformer_model()
+    with pytest.raises(UnsupportedError) as e:
+        from_onnx(m, override_dims={"batch_size": 1})
+    msg = str(e.value)
+    assert "sequence_length" in msg and "Shape" in msg
+    assert "override" in msg
+
+
+def test_unresolved_dim_without_static_need() -> None:
+    m = model([n("Relu", ["x"], "y")], {"x": (np.float32, ["N", 4])}, {"y": np.float32})
+    with pytest.raises(UnsupportedError, match="'N'"):
+        from_onnx(m)
+    g = from_onnx(m, dyn_max=8)
+    assert g.inputs["x"].shape[0] == webxnn.DynDim("N", 8) and g.version == 2
+    assert "dyn(" in g.to_text()
+    g = from_onnx(m, override_dims={"N": 3})
+    assert g.inputs["x"].shape == [3, 4]
+
+
+def test_unknown_override_dim_is_an_error() -> None:
+    m = model([n("Relu", ["x"], "y")], {"x": (np.float32, ["N", 4])}, {"y": np.float32})
+    with pytest.raises(ValidationError, match="'batch'.*N"):
+        from_onnx(m, override_dims={"N": 1, "batch": 2})
+
+
+# --------------------------------------------------------------------------------------------- errors, names
+
+def test_unsupported_ops_listed_at_once() -> None:
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu0"),
+        helper.make_node("Einsum", ["r", "r"], ["e1"], name="einsum_a", equation="ij,ij->ij"),
+        helper.make_node("Einsum", ["e1", "r"], ["e2"], name="einsum_b", equation="ij,ij->ij"),
+        helper.make_node("NonMaxSuppression", ["e2", "e2"], ["nm"], name="nms"),
+        helper.make_node("Resize", ["x4", "", "sc"], ["rz"], name="cubic", mode="cubic"),
+        helper.make_node("MyOp", ["x"], ["c"], name="custom", domain="com.example"),
+    ]
+    m = model(nodes, {"x": (np.float32, [3, 3]), "x4": (np.float32, [1, 1, 2, 2])},
+              {"nm": np.float32, "rz": np.float32, "c": np.float32},
+              {"sc": np.array([1, 1, 2, 2], np.float32)})
+    with pytest.raises(UnsupportedError) as e:
+        from_onnx(m)
+    msg = str(e.value)
+    assert "Einsum ×2" in msg and "'einsum_a'" in msg and "'einsum_b'" in msg
+    assert "NonMaxSuppression ×1" in msg and "'nms'" in msg
+    assert "Resize ×1" in msg and "cubic" in msg
+    assert "com.example.MyOp" in msg
+
+
+def test_runtime_computed_shape_is_reported() -> None:
+    nodes = [n("Cast", ["x"], "xi", to=TP.INT64), n("Reshape", ["x", "xi"], "y")]
+    m = model(nodes, {"x": (np.float32, [4])}, {"y": np.float32})
+    with pytest.raises(UnsupportedError, match="Reshape.*computed at run time"):
+        from_onnx(m)
+
+
+def test_names_sanitized_unique_and_readable() -> None:
+    nodes = [
+        n("Relu", ["input:0"], "/encoder/layer.0/Relu_output_0"),
+        n("Add", ["/encoder/layer.0/Relu_output_0", "onnx::Add_7"], "onnx::Add_7_out"),
+        n("Mul", ["onnx::Add_7_out", "1weight"], "true_output"),
+        n("Sub", ["true_output", "onnx::Add:7"], "out put"),
+    ]
+    m = model(nodes, {"input:0": (np.float32, [2, 3])}, {"out put": np.float32},
+              {"onnx::Add_7": f32(3), "1weight": f32(3), "onnx::Add:7": f32(3)})
+    g = from_onnx(m)
+    names = set(g.inputs) | set(g.consts) | {o for nd in g.nodes for o in nd.outputs}
+    assert "input_0" in g.inputs and "/encoder/layer.0/Relu_output_0" in names
+    assert "onnx__Add_7" in g.consts and "_1weight" in g.consts and "_true_output" in names
+    assert "onnx__Add_7_2" in g.consts  # 'onnx::Add:7' collides after sanitizing
+    assert list(g.outputs) == ["out_put"]
+    assert webxnn.parse(g.to_text()) == g
+
+
+def test_identity_output_keeps_its_name() -> None:
+    m = model([n("Identity", ["x"], "y"), n("Dropout", ["x"], "z")], {"x": (np.float32, [2])},
+              {"y": np.float32, "z": np.float32})
+    g = from_onnx(m)
+    assert g.outputs == {"y": "y", "z": "z"}
+    assert ops_of(g) == Counter({"identity": 2})
+
+
+def test_constant_output_and_folding() -> None:
+    nodes = [n("Constant", [], "k", value=numpy_helper.from_array(f32(2, 2), "k")),
+             n("Transpose", ["k"], "kt"), n("Add", ["kt", "k"], "y")]
+    m = model(nodes, {}, {"y": np.float32})
+    g = from_onnx(m)
+    assert not g.nodes and list(g.consts) == ["y"]
+    k = numpy_helper.to_array(nodes[0].attribute[0].t)
+    np.testing.assert_array_equal(g.weights["y"], k.T + k)
+
+
+def test_qdq_structure() -> None:
+    nodes = [
+        n("QuantizeLinear", ["x", "xs", "xz"], "xq"),
+        n("DequantizeLinear", ["xq", "xs", "xz"], "xd"),
+        n("DequantizeLinear", ["wq", "ws"], "wd", axis=0),
+        n("Conv", ["xd", "wd", "b"], "y"),
+    ]
+    inits = {"xs": np.float32(0.05), "xz": np.uint8(128),
+             "wq": RNG.integers(-50, 50, (3, 4, 3, 3)).astype(np.int8), "ws": np.abs(f32(3)) * 0.02,
+             "b": f32(3)}
+    m = model(nodes, X, {"y": np.float32}, inits, opset=13)
+    g = from_onnx(m)
+    ops = ops_of(g)
+    assert ops["quantizeLinear"] == 1 and ops["dequantizeLinear"] == 2 and ops["conv2d"] == 1
+    wdq = next(nd for nd in g.nodes if nd.op == "dequantizeLinear" and g.consts.get(nd.inputs[0]))
+    assert g.consts[wdq.inputs[0]].dtype == "int8"
+    assert g.consts[wdq.inputs[1]].shape == [3, 1, 1, 1]  # per-axis scale reshaped to broadcast
+    assert g.consts[wdq.inputs[2]].dtype == "int8"  # the implicit zero point made explicit
+    check(m, atol=0.06)
+
+
+# --------------------------------------------------------------------------------------------- files
+
+def test_import_onnx_writes_webnn_files(tmp_path: Any) -> None:
+    m = cnn_model(13)
+    path = tmp_path / "cnn.onnx"
+    onnx.save(m, str(path))
+    written = import_onnx(path, override_dims={"batch": 1})
+    assert [p.name for p in written] == ["cnn.webnn", "cnn.weights", "cnn.manifest.json"]
+    g = webxnn.load_graph(written[0])
+    g2 = from_onnx(path, override_dims={"batch": 1})
+    assert g == g2
+    for name in g2.consts:
+        np.testing.assert_array_equal(g.const_array(name), g2.weights[name])
+    jw = import_onnx(path, tmp_path / "out" / "cnn.json", override_dims={"batch": 1})
+    assert jw[0].suffix == ".json" and webxnn.load_graph(jw[0]) == g2
+
+
+def test_external_data_is_read(tmp_path: Any) -> None:
+    m = model([n("MatMul", ["v", "w"], "y")], V, {"y": np.float32}, {"w": f32(5, 300)})
+    path = tmp_path / "ext.onnx"
+    onnx.save(m, str(path), save_as_external_data=True, all_tensors_to_one_file=True, location="ext.data",
+              size_threshold=0)
+    g = from_onnx(path)
+    np.testing.assert_array_equal(g.weights["w"], numpy_helper.to_array(m.graph.initializer[0]))
+
+
+def test_cli_registration(tmp_path: Any) -> None:
+    import argparse
+
+    from webxnn.onnx.cli import add_cli, parse_override_dims
+
+    p = argparse.ArgumentParser()
+    add_cli(p.add_subparsers())
+    path = tmp_path / "m.onnx"
+    onnx.save(cnn_model(13), str(path))
+    args = p.parse_args(["import-onnx", str(path), "-o", str(tmp_path / "x.webnn"),
+                         "--override-dim", "batch=1"])
+    assert args.func(args) == 0 and (tmp_path / "x.weights").is_file()
+    with pytest.raises(webxnn.InputError):
+        parse_override_dims(["batch"])
+
+
+def test_core_package_does_not_import_onnx() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, webxnn, webxnn.dsl, webxnn.ops, webxnn.compiler; "
+            "assert 'onnx' not in sys.modules, 'onnx imported by the core'")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.slow
+def test_large_model_import_time(tmp_path: Any) -> None:
+    """~100 MB of weights: import time and blob size (printed; run with -s to see them)."""
+    import time
+
+    d = 2048
+    layers = 6  # 6 x 2048 x 2048 x 4 bytes = 100.7 MB
+    inits = {f"w{i}": RNG.standard_normal((d, d), dtype=np.float32) * 0.02 for i in range(layers)}
+    nodes, prev = [], "x"
+    for i in range(layers):
+        nodes += [n("MatMul", [prev, f"w{i}"], f"m{i}"), n("Relu", [f"m{i}"], f"r{i}")]
+        prev = f"r{i}"
+    nodes.append(n("Identity", [prev], "y"))
+    m = model(nodes, {"x": (np.float32, ["batch", d])}, {"y": np.float32}, inits)
+    path = tmp_path / "big.onnx"
+    onnx.save(m, str(path))
+    t0 = time.perf_counter()
+    g = from_onnx(path, override_dims={"batch": 1})
+    t1 = time.perf_counter()
+    written = import_onnx(path, tmp_path / "big.webnn", override_dims={"batch": 1})
+    t2 = time.perf_counter()
+    blob = webxnn.compile(g)
+    t3 = time.perf_counter()
+    print(f"\nONNX {path.stat().st_size / 1e6:.1f} MB: from_onnx {t1 - t0:.2f} s, import_onnx (with files) "
+          f"{t2 - t1:.2f} s, compile {t3 - t2:.2f} s, blob {len(blob) / 1e6:.1f} MB, "
+          f".weights {written[1].stat().st_size / 1e6:.1f} MB")
+    assert t1 - t0 < 10

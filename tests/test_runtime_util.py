@@ -1,0 +1,279 @@
+"""Helpers shared by the runtime tests: a tiny graph builder over the XNN IR and numpy references.
+
+(No tests in here; the module name only follows the runtime's test-file ownership pattern.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from webxnn.xnn.ir import (
+    INVALID_ID,
+    Datatype,
+    Metadata,
+    Node,
+    PerChannelQuant,
+    PerTensorQuant,
+    Value,
+    XnnGraph,
+)
+
+FP32 = Datatype.FP32
+
+
+class GraphBuilder:
+    """Builds an XnnGraph value by value. Inputs get external ids first, outputs after them (FORMAT.md)."""
+
+    def __init__(self) -> None:
+        self.g = XnnGraph()
+        self._inputs: list[tuple[int, str]] = []
+        self._outputs: list[tuple[int, str]] = []
+        self._next = 0
+
+    def _add(self, dims: list[int], dt: Datatype, quant: Any = None, cidx: int = 0) -> int:
+        vid = self._next
+        self._next += 1
+        self.g.values.append(Value(vid, dt, [int(d) for d in dims], constant_buffer_idx=cidx, quant=quant))
+        return vid
+
+    def input(self, name: str, dims: list[int], dt: Datatype = FP32, quant: Any = None) -> int:
+        vid = self._add(dims, dt, quant)
+        self._inputs.append((vid, name))
+        return vid
+
+    def const(self, arr: np.ndarray, dt: Datatype = FP32, quant: Any = None) -> int:
+        arr = np.ascontiguousarray(arr)
+        cidx = self.g.add_constant(arr.tobytes())
+        return self._add(list(arr.shape), dt, quant, cidx)
+
+    def value(self, dims: list[int], dt: Datatype = FP32, quant: Any = None) -> int:
+        return self._add(dims, dt, quant)
+
+    def node(self, kind: str, output_min_max: tuple[float, float] | None = None, **fields: Any) -> None:
+        self.g.nodes.append(Node(kind, dict(fields), output_min_max=output_min_max))
+
+    def output(self, vid: int, name: str) -> int:
+        self._outputs.append((vid, name))
+        return vid
+
+    def graph(self) -> XnnGraph:
+        g = self.g
+        ext = 0
+        for vid, _ in self._inputs:
+            v = g.value(vid)
+            v.flags, v.external_id = 1, ext
+            ext += 1
+        for vid, _ in self._outputs:
+            v = g.value(vid)
+            v.flags, v.external_id = 2, ext
+            ext += 1
+        g.num_externs = ext
+        g.input_ids = [vid for vid, _ in self._inputs]
+        g.output_ids = [vid for vid, _ in self._outputs]
+        g.metadata = Metadata(
+            producer="test",
+            input_names=[n for _, n in self._inputs],
+            output_names=[n for _, n in self._outputs],
+        )
+        return g
+
+    def build(self) -> bytes:
+        from webxnn.xnn.writer import serialize
+
+        return serialize(self.graph())
+
+
+def unary_graph(kind: str, dims: list[int], **fields: Any) -> bytes:
+    b = GraphBuilder()
+    x = b.input("x", dims)
+    y = b.output(b.value(dims), "y")
+    b.node(kind, input_id=x, output_id=y, flags=0, **fields)
+    return b.build()
+
+
+def simple_fc_blob() -> bytes:
+    """x[2,3] -> FullyConnected(W[4,3], bias) -> relu -> y[2,4]; a small valid blob with constants."""
+    rng = np.random.default_rng(0)
+    b = GraphBuilder()
+    x = b.input("x", [2, 3])
+    w = b.const(rng.standard_normal((4, 3)).astype(np.float32))
+    bias = b.const(rng.standard_normal(4).astype(np.float32))
+    h = b.value([2, 4])
+    b.node(
+        "XNNFullyConnected",
+        output_min_max=(0.0, float("inf")),
+        input1_id=x,
+        filter_id=w,
+        bias_id=bias,
+        output_id=h,
+        flags=0,
+    )
+    y = b.output(b.value([2, 4]), "y")
+    b.node("XNNSigmoid", input_id=h, output_id=y, flags=0)
+    return b.build()
+
+
+def conv_chain_blob() -> bytes:
+    """NHWC conv -> add(const) -> maxpool -> reshape -> fc: exercises constants, packing and the planner."""
+    rng = np.random.default_rng(1)
+    b = GraphBuilder()
+    x = b.input("x", [1, 5, 5, 2])
+    w = b.const(rng.standard_normal((3, 3, 3, 2)).astype(np.float32))
+    c = b.value([1, 5, 5, 3])
+    b.node(
+        "XNNConv2d",
+        padding_top=1,
+        padding_right=1,
+        padding_bottom=1,
+        padding_left=1,
+        kernel_height=3,
+        kernel_width=3,
+        subsampling_height=1,
+        subsampling_width=1,
+        dilation_height=1,
+        dilation_width=1,
+        group_input_channels=2,
+        group_output_channels=3,
+        groups=1,
+        adjustment_height=0,
+        adjustment_width=0,
+        input1_id=x,
+        filter_id=w,
+        bias_id=INVALID_ID,
+        output_id=c,
+        flags=0,
+    )
+    k = b.const(rng.standard_normal(3).astype(np.float32))
+    a = b.value([1, 5, 5, 3])
+    b.node("XNNAdd", input1_id=c, input2_id=k, output_id=a, flags=0)
+    p = b.value([1, 2, 2, 3])
+    b.node(
+        "XNNMaxPooling2d",
+        padding_top=0,
+        padding_right=0,
+        padding_bottom=0,
+        padding_left=0,
+        pooling_height=2,
+        pooling_width=2,
+        stride_height=2,
+        stride_width=2,
+        dilation_height=1,
+        dilation_width=1,
+        input_id=a,
+        output_id=p,
+        flags=0,
+    )
+    r = b.value([1, 12])
+    b.node("XNNStaticReshape", new_shape=[1, 0], input_id=p, output_id=r, flags=0)
+    fw = b.const(rng.standard_normal((4, 12)).astype(np.float32))
+    y = b.output(b.value([1, 4]), "y")
+    b.node("XNNFullyConnected", input1_id=r, filter_id=fw, bias_id=INVALID_ID, output_id=y, flags=0)
+    return b.build()
+
+
+# ---- numpy references, written straightforwardly ----
+
+
+def conv2d_ref(
+    x: np.ndarray,
+    w: np.ndarray,
+    bias: np.ndarray | None,
+    pads: tuple[int, int, int, int],
+    stride: tuple[int, int],
+    dil: tuple[int, int],
+    groups: int,
+) -> np.ndarray:
+    """NHWC input, OHWI filter [groups*goc, kh, kw, gic]; pads = (top, right, bottom, left)."""
+    pt, pr, pb, pl = pads
+    n, h, wd, _ = x.shape
+    o, kh, kw, gic = w.shape
+    goc = o // groups
+    xp = np.pad(x.astype(np.float64), ((0, 0), (pt, pb), (pl, pr), (0, 0)))
+    oh = (h + pt + pb - (dil[0] * (kh - 1) + 1)) // stride[0] + 1
+    ow = (wd + pl + pr - (dil[1] * (kw - 1) + 1)) // stride[1] + 1
+    out = np.zeros((n, oh, ow, o))
+    for g in range(groups):
+        wg = w[g * goc : (g + 1) * goc].astype(np.float64)
+        for oy in range(oh):
+            for ox in range(ow):
+                y0, x0 = oy * stride[0], ox * stride[1]
+                patch = xp[
+                    :,
+                    y0 : y0 + dil[0] * (kh - 1) + 1 : dil[0],
+                    x0 : x0 + dil[1] * (kw - 1) + 1 : dil[1],
+                    g * gic : (g + 1) * gic,
+                ]
+                out[:, oy, ox, g * goc : (g + 1) * goc] = np.einsum("nhwc,ohwc->no", patch, wg)
+    if bias is not None:
+        out += bias
+    return out
+
+
+def deconv2d_ref(
+    x: np.ndarray,
+    w: np.ndarray,
+    bias: np.ndarray | None,
+    pads: tuple[int, int, int, int],
+    stride: tuple[int, int],
+    dil: tuple[int, int],
+    adj: tuple[int, int],
+    groups: int,
+) -> np.ndarray:
+    pt, pr, pb, pl = pads
+    n, h, wd, _ = x.shape
+    o, kh, kw, gic = w.shape
+    goc = o // groups
+    fh = stride[0] * (h - 1) + adj[0] + dil[0] * (kh - 1) + 1
+    fw = stride[1] * (wd - 1) + adj[1] + dil[1] * (kw - 1) + 1
+    full = np.zeros((n, fh, fw, o))
+    for g in range(groups):
+        wg = w[g * goc : (g + 1) * goc].astype(np.float64)
+        xg = x[..., g * gic : (g + 1) * gic].astype(np.float64)
+        for iy in range(h):
+            for ix in range(wd):
+                for ky in range(kh):
+                    for kx in range(kw):
+                        oy, ox = iy * stride[0] + ky * dil[0], ix * stride[1] + kx * dil[1]
+                        full[:, oy, ox, g * goc : (g + 1) * goc] += xg[:, iy, ix, :] @ wg[:, ky, kx, :].T
+    out = full[:, pt : fh - pb, pl : fw - pr, :]
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def pool_ref(
+    x: np.ndarray,
+    kind: str,
+    pads: tuple[int, int, int, int],
+    size: tuple[int, int],
+    stride: tuple[int, int],
+    dil: tuple[int, int] = (1, 1),
+) -> np.ndarray:
+    pt, pr, pb, pl = pads
+    n, h, wd, c = x.shape
+    fill = -np.inf if kind == "max" else np.nan
+    xp = np.pad(x.astype(np.float64), ((0, 0), (pt, pb), (pl, pr), (0, 0)), constant_values=fill)
+    oh = (h + pt + pb - (dil[0] * (size[0] - 1) + 1)) // stride[0] + 1
+    ow = (wd + pl + pr - (dil[1] * (size[1] - 1) + 1)) // stride[1] + 1
+    out = np.zeros((n, oh, ow, c))
+    for oy in range(oh):
+        for ox in range(ow):
+            y0, x0 = oy * stride[0], ox * stride[1]
+            win = xp[
+                :,
+                y0 : y0 + dil[0] * (size[0] - 1) + 1 : dil[0],
+                x0 : x0 + dil[1] * (size[1] - 1) + 1 : dil[1],
+                :,
+            ]
+            out[:, oy, ox, :] = win.max(axis=(1, 2)) if kind == "max" else np.nanmean(win, axis=(1, 2))
+    return out
+
+
+def per_tensor(scale: float, zp: int) -> PerTensorQuant:
+    return PerTensorQuant(scale=scale, zero_point=zp)
+
+
+def per_channel(scales: list[float], dim: int = 0) -> PerChannelQuant:
+    return PerChannelQuant(scale=list(scales), channel_dim=dim)
