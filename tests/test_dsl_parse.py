@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import pathlib
 import re
-import time
 
 import pytest
 
@@ -319,29 +318,10 @@ def _big_graph(n: int) -> str:
     return "\n".join(lines)
 
 
-@pytest.mark.slow
-def test_parse_speed_20k_nodes() -> None:
+def test_parse_20k_nodes() -> None:
+    """A 1 MB, 20k-node file parses completely (its speed is measured by `python -m bench parse`)."""
     text = _big_graph(20000)
     assert len(text) > 1_000_000
-    t0 = time.perf_counter()
     g = parse(text)
-    dt = time.perf_counter() - t0
     assert len(g.nodes) == 20000
-    assert dt < 3.0, f"20k-node parse took {dt:.2f}s"  # ~0.5 s on the dev box; generous for slow CI
-
-
-@pytest.mark.slow
-def test_parse_is_linear() -> None:
-    """Doubling the input roughly doubles the time (no quadratic corner)."""
-    small, big = _big_graph(2000), _big_graph(8000)
-    parse(small)
-
-    def best(text: str) -> float:
-        times = []
-        for _ in range(3):
-            t0 = time.perf_counter()
-            parse(text)
-            times.append(time.perf_counter() - t0)
-        return min(times)
-
-    assert best(big) < 8 * best(small)
+    assert g.nodes[-1].options["label"] == "layer19999"

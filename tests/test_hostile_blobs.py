@@ -23,7 +23,7 @@ from webxnn.xnn._schema import XNNTensorValue as TV
 from webxnn.xnn._schema import XNode, XValue
 from webxnn.xnn._schema import _XNNNode1x1 as N11
 
-from test_runtime_util import GraphBuilder, conv_chain_blob, simple_fc_blob
+from test_runtime_util import GraphBuilder, conv_chain_blob, mixed_chain_blob, simple_fc_blob
 from webxnn import runtime
 from webxnn.errors import FormatError, UnsupportedError
 
@@ -385,7 +385,7 @@ def test_parameter_sanity() -> None:
 
 
 def _valid_blobs() -> list[bytes]:
-    blobs = [simple_fc_blob(), conv_chain_blob(), abs_graph()]
+    blobs = [simple_fc_blob(), conv_chain_blob(), mixed_chain_blob(), abs_graph()]
     et = REPO.parent / "shared" / "conformance" / "executorch" / "conv_relu_nchw_v05.xnn"
     if et.exists():
         blobs.append(et.read_bytes())

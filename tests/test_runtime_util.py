@@ -277,3 +277,97 @@ def per_tensor(scale: float, zp: int) -> PerTensorQuant:
 
 def per_channel(scales: list[float], dim: int = 0) -> PerChannelQuant:
     return PerChannelQuant(scale=list(scales), channel_dim=dim)
+
+
+def _conv_fields(k: tuple[int, int], pad: int, groups: int, gic: int, goc: int) -> dict[str, int]:
+    return dict(
+        padding_top=pad,
+        padding_right=pad,
+        padding_bottom=pad,
+        padding_left=pad,
+        kernel_height=k[0],
+        kernel_width=k[1],
+        subsampling_height=1,
+        subsampling_width=1,
+        dilation_height=1,
+        dilation_width=1,
+        group_input_channels=gic,
+        group_output_channels=goc,
+        groups=groups,
+        adjustment_height=0,
+        adjustment_width=0,
+    )
+
+
+def mixed_chain_blob() -> bytes:
+    """deconv -> avgpool -> depthwise -> transpose -> slice -> pad -> concat -> bmm -> global pool -> softmax:
+    one graph touching most node kinds (a seed for the mutation tests)."""
+    rng = np.random.default_rng(2)
+    b = GraphBuilder()
+    x = b.input("x", [1, 6, 5, 4])
+    y = b.value([1, 6, 4, 4])
+    b.node(
+        "XNNConvTranspose2d",
+        input1_id=x,
+        filter_id=b.const(rng.standard_normal((4, 3, 2, 2)).astype(np.float32)),
+        bias_id=INVALID_ID,
+        output_id=y,
+        flags=0,
+        **_conv_fields((3, 2), 1, 2, 2, 2),
+    )
+    p = b.value([1, 3, 2, 4])
+    b.node(
+        "XNNAvgPooling2d",
+        padding_top=1,
+        padding_right=1,
+        padding_bottom=1,
+        padding_left=1,
+        pooling_height=3,
+        pooling_width=3,
+        stride_height=2,
+        stride_width=2,
+        dilation_height=0,
+        dilation_width=0,
+        input_id=y,
+        output_id=p,
+        flags=0,
+    )
+    d = b.value([1, 3, 2, 4])
+    b.node(
+        "XNNDepthwiseConv2d",
+        input1_id=p,
+        filter_id=b.const(rng.standard_normal((1, 3, 3, 4)).astype(np.float32)),
+        bias_id=b.const(np.ones(4, np.float32)),
+        output_id=d,
+        flags=0,
+        **_conv_fields((3, 3), 1, 4, 1, 1),
+    )
+    t = b.value([1, 4, 3, 2])
+    b.node("XNNStaticTranspose", perm=[0, 3, 1, 2], input_id=d, output_id=t, flags=0)
+    s = b.value([1, 2, 3, 1])
+    b.node("XNNStaticSlice", offsets=[0, 1, 0, 1], sizes=[0, 2, 0, 0], input_id=t, output_id=s, flags=0)
+    pd = b.value([1, 3, 4, 3])
+    b.node(
+        "XNNStaticConstantPad",
+        pre_paddings=[0, 1, 0, 1],
+        post_paddings=[0, 0, 1, 1],
+        padding_value=1.5,
+        input_id=s,
+        output_id=pd,
+        flags=0,
+    )
+    c = b.value([1, 3, 4, 6])
+    b.node("XNNConcatenate2", axis=3, input1_id=pd, input2_id=pd, output_id=c, flags=0)
+    m = b.value([1, 3, 4, 4])
+    b.node(
+        "XNNBatchMatrixMultiply",
+        input1_id=c,
+        input2_id=b.const(rng.standard_normal((6, 4)).astype(np.float32)),
+        output_id=m,
+        flags=0,
+    )
+    g = b.value([1, 4])
+    b.node("XNNGlobalAvgPooling2d", input_id=m, output_id=g, flags=0)
+    sm = b.output(b.value([1, 4]), "y")
+    b.node("XNNSoftmax", input_id=g, output_id=sm, flags=0)
+    return b.build()

@@ -60,7 +60,9 @@ py::list describe(const std::vector<TensorInfo>& infos) {
 
 class PyProgram {
  public:
-  explicit PyProgram(std::shared_ptr<Program> p) : p_(std::move(p)) {}
+  explicit PyProgram(std::shared_ptr<Program> p) : p_(std::move(p)) {
+    for (const auto& o : p_->outputs()) out_dtypes_.push_back(py::dtype(public_dtype_name(o.dtype)));
+  }
 
   static PyProgram from_buffer(const py::buffer& buf, size_t threads) {
     py::buffer_info info = buf.request();  // requires a contiguous buffer
@@ -118,10 +120,9 @@ class PyProgram {
     const std::vector<Shape> out_shapes = p_->output_shapes(*plan);
     py::list result;
     std::vector<void*> out_ptrs;
-    py::module_ np = py::module_::import("numpy");
     for (size_t k = 0; k < out_shapes.size(); ++k) {
       std::vector<py::ssize_t> shape(out_shapes[k].begin(), out_shapes[k].end());
-      py::array a(py::dtype(public_dtype_name(p_->outputs()[k].dtype)), shape);
+      py::array a(out_dtypes_[k], shape);
       out_ptrs.push_back(a.mutable_data());
       result.append(a);
     }
@@ -136,6 +137,7 @@ class PyProgram {
 
  private:
   std::shared_ptr<Program> p_;
+  std::vector<py::dtype> out_dtypes_;
 };
 
 }  // namespace

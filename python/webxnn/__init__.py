@@ -73,6 +73,13 @@ def load(blob_or_path, threads: int | None = None):
     return _load(blob_or_path, threads=threads)
 
 
+def from_onnx(model, override_dims: dict | None = None) -> Graph:
+    """Import an ONNX model (path or ModelProto) as a Graph with its weights attached (needs webxnn[onnx])."""
+    from .onnx import from_onnx as _from_onnx
+
+    return _from_onnx(model, override_dims=override_dims)
+
+
 def cpu_info() -> dict:
     """What this CPU offers and which kernel table the runtime chose."""
     from .cpuinfo import cpu_info as _cpu_info
@@ -92,6 +99,6 @@ def __getattr__(name: str):
 __all__ = [
     "WebxnnError", "ParseError", "ValidationError", "WeightsError", "FormatError", "UnsupportedError",
     "InputError", "Graph", "Node", "Operand", "Const", "ConstInit", "DynDim",
-    "parse", "parse_json", "load_graph", "validate", "infer", "compile", "load", "cpu_info", "Program",
+    "parse", "parse_json", "load_graph", "from_onnx", "validate", "infer", "compile", "load", "cpu_info", "Program",
     "__version__",
 ]

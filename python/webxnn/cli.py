@@ -20,6 +20,11 @@ from .errors import InputError, WebxnnError
 
 
 def _load_graph(args: argparse.Namespace):
+    if str(args.model).lower().endswith(".onnx"):
+        from .onnx import load_onnx_graph
+        from .onnx.cli import parse_override_dims
+
+        return load_onnx_graph(args.model, parse_override_dims(getattr(args, "override_dim", None)))
     from .dsl import load_graph
 
     return load_graph(args.model, weights=args.weights, manifest=args.manifest)
@@ -193,9 +198,11 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def _add_graph_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", help="a .webnn or .json graph")
+    p.add_argument("model", help="a .webnn or .json graph, or an .onnx model (needs webxnn[onnx])")
     p.add_argument("--weights", help=".weights file (default: found beside the graph)")
     p.add_argument("--manifest", help="weights manifest (default: found beside the graph)")
+    p.add_argument("--override-dim", action="append", metavar="NAME=N",
+                   help=".onnx only: fix a symbolic input dim, e.g. batch_size=1 (repeatable)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -234,12 +241,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_convert)
 
     p = sub.add_parser("weights", help="pack .npy arrays into .weights + manifest, or unpack")
-    p.add_argument("action", choices=["pack", "unpack"])
-    p.add_argument("--weights", required=True)
-    p.add_argument("--manifest", required=True)
-    p.add_argument("--output-dir", default=".", help="unpack: where the .npy files go")
-    p.add_argument("arrays", nargs="*", metavar="NAME=FILE.npy", help="pack: the arrays")
-    p.set_defaults(func=cmd_weights)
+    actions = p.add_subparsers(dest="action", required=True)
+    pack = actions.add_parser("pack", help="write NAME=FILE.npy arrays as a WGWT .weights + manifest")
+    pack.add_argument("arrays", nargs="+", metavar="NAME=FILE.npy")
+    unpack = actions.add_parser("unpack", help="write each tensor of a .weights file as NAME.npy")
+    unpack.add_argument("--output-dir", default=".")
+    for q in (pack, unpack):
+        q.add_argument("--weights", required=True)
+        q.add_argument("--manifest", required=True)
+        q.set_defaults(func=cmd_weights)
 
     p = sub.add_parser("demo", help="compile and run the bundled example model")
     p.add_argument("--threads", type=int, default=None)
@@ -248,6 +258,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("info", help="version, CPU features and the chosen kernels")
     p.set_defaults(func=cmd_info)
+
+    from .conformance.cli import add_cli as add_conformance_cli
+    from .onnx.cli import add_cli as add_onnx_cli  # no onnx import until the command runs
+
+    add_onnx_cli(sub)
+    add_conformance_cli(sub)
     return parser
 
 

@@ -10,10 +10,10 @@ Command line: `python -m webxnn.conformance DIR... [--op OP] [--json OUT]`.
 
 from __future__ import annotations
 
-from .compare import Comparison, compare, int_distance, to_half_bits, ulp_distance_f16, ulp_distance_f32
+from .compare import Comparison, int_distance, to_half_bits, ulp_distance_f16, ulp_distance_f32
 from .runner import CaseResult, OpSummary, format_table, run_case, run_dir, run_file, summarize
 
 __all__ = [
     "CaseResult", "OpSummary", "run_case", "run_file", "run_dir", "summarize", "format_table", "Comparison",
-    "compare", "ulp_distance_f32", "ulp_distance_f16", "to_half_bits", "int_distance",
+    "ulp_distance_f32", "ulp_distance_f16", "to_half_bits", "int_distance",
 ]

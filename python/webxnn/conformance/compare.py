@@ -30,7 +30,7 @@ FLOAT_TYPES = ("float32", "float16")
 def f32_ordered(x: np.ndarray) -> np.ndarray:
     """float32 values → their bit patterns as sign-magnitude integers (int64): +0 and -0 both map to 0, and
     consecutive floats map to consecutive integers across the whole line."""
-    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.int64)
+    bits = np.asarray(x, dtype=np.float32, order="C").view(np.uint32).astype(np.int64)
     mag = bits & 0x7FFFFFFF
     return np.where(bits >> 31 != 0, -mag, mag)
 
@@ -52,7 +52,7 @@ def to_half_bits(values: np.ndarray) -> np.ndarray:
     fp16 become ±inf and NaN stays NaN (the JS helper garbles both; neither occurs in the data)."""
     with np.errstate(over="ignore", invalid="ignore"):
         f = np.asarray(values).astype(np.float32)
-    x = np.ascontiguousarray(f).view(np.uint32).astype(np.int64)
+    x = np.asarray(f, order="C").view(np.uint32).astype(np.int64)
     sign = (x >> 16) & 0x8000
     m = (x >> 12) & 0x7FF  # the 10 kept mantissa bits and one more for rounding
     e = (x >> 23) & 0xFF
@@ -72,7 +72,7 @@ def to_half_bits(values: np.ndarray) -> np.ndarray:
 def ulp_distance_f16(actual: np.ndarray, expected: np.ndarray) -> np.ndarray:
     """Per-element distance between float16 `actual` (its raw bits) and `expected` numbers converted by
     `to_half_bits`, on the uint16 patterns; +0 vs -0 is 0."""
-    a = np.ascontiguousarray(actual, dtype=np.float16).view(np.uint16).astype(np.int64)
+    a = np.asarray(actual, dtype=np.float16, order="C").view(np.uint16).astype(np.int64)
     e = to_half_bits(expected).astype(np.int64)
     d = np.abs(a - e)
     zeros = ((a == 0) | (a == 0x8000)) & ((e == 0) | (e == 0x8000))

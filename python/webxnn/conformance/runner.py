@@ -117,6 +117,7 @@ def run_case(case: dict[str, Any], op: str = "", *, compile_fn: CompileFn | None
         stage = "text"
         text = g.to_text()
         parsed = parse(text)
+        _check_round_trip(g, parsed)
         attach_weights(parsed, g.weights)
         missing = [c for c, d in parsed.consts.items()
                    if c not in parsed.weights and d.init.kind == "weights"]
@@ -142,6 +143,27 @@ def run_case(case: dict[str, Any], op: str = "", *, compile_fn: CompileFn | None
         res.status, res.stage, res.detail = "error", stage, _crash(e)
     res.seconds = time.perf_counter() - t0
     return res
+
+
+def _signature(g: Graph) -> tuple[Any, ...]:
+    # what the text must preserve; node ids of multi-output nodes and `multi_assign` are spelling only
+    return (g.inputs, g.consts, g.outputs, [(n.op, n.inputs, n.options, n.outputs) for n in g.nodes])
+
+
+def _check_round_trip(built: Graph, parsed: Graph) -> None:
+    """The printed-and-parsed graph must say what the built one says (else the DSL printer or parser is wrong
+    and every later verdict would be about a different graph)."""
+    a, b = _signature(built), _signature(parsed)
+    if a == b:
+        return
+    what = ("inputs", "consts", "outputs", "nodes")
+    diff = [w for w, x, y in zip(what, a, b) if x != y]
+    if "nodes" in diff:
+        for k, (x, y) in enumerate(zip(a[3], b[3])):
+            if x != y:
+                diff.append(f"node {k}: built {x!r}, parsed {y!r}")
+                break
+    raise WebxnnError(f"the .webnn text round trip changed the graph ({'; '.join(diff)})")
 
 
 def _judge(res: CaseResult, case: dict[str, Any], outs: Mapping[str, np.ndarray]) -> None:

@@ -19,6 +19,7 @@ from ..xnn.ir import (
     INVALID_ID,
     NUMPY_DTYPE,
     Datatype,
+    DynDimRef,
     Metadata,
     Node,
     Value,
@@ -80,7 +81,7 @@ def emit(lg: LGraph) -> XnnGraph:
             data = v.const
             want = NUMPY_DTYPE[dt]
             if data.dtype != want or not data.flags.c_contiguous:
-                data = np.ascontiguousarray(data, dtype=want)
+                data = np.asarray(data, dtype=want, order="C")
             val.constant_buffer_idx = g.add_constant(data)
         if name in lg.inputs:
             val.external_id = lg.inputs.index(name)
@@ -111,6 +112,9 @@ def emit(lg: LGraph) -> XnnGraph:
     g.num_externs = n_in + len(lg.outputs)
     g.input_ids = [ids[n] for n in lg.inputs]
     g.output_ids = [ids[v] for _, v in lg.outputs]
+    dyn_dims = [DynDimRef(input=k, axis=axis, name=d.name, max_size=d.max_size)
+                for k, name in enumerate(lg.inputs)
+                for axis, d in enumerate(lg.values[name].shape) if isinstance(d, DynDim)]
     g.metadata = Metadata(producer=f"webxnn {__version__}", input_names=list(lg.inputs),
-                          output_names=[o for o, _ in lg.outputs], node_sources=sources)
+                          output_names=[o for o, _ in lg.outputs], node_sources=sources, dyn_dims=dyn_dims)
     return g

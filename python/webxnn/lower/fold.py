@@ -31,6 +31,6 @@ def fold(lg: LGraph) -> LGraph:
             if arr.size != int(np.prod(v.shape, dtype=np.int64)):
                 raise UnsupportedError(f"node {node.src}: constant folding gave shape {list(arr.shape)}, "
                                        f"expected {list(v.shape)}")
-            v.const = np.ascontiguousarray(arr.astype(DTYPES[v.dtype], copy=False).reshape(v.shape))
+            v.const = np.asarray(arr.astype(DTYPES[v.dtype], copy=False).reshape(v.shape), order="C")
     lg.nodes = kept
     return lg

@@ -111,7 +111,7 @@ class RuleCtx:
         return self.graph.add_value(hint, dtype, shape, layout=layout)
 
     def new_const(self, hint: str, data: np.ndarray, dtype: str) -> str:
-        return self.graph.add_const(hint, np.ascontiguousarray(data), dtype)
+        return self.graph.add_const(hint, np.asarray(data, order="C"), dtype)
 
     # nodes
     def emit(self, kind: str, operands: dict[str, Any], outputs: list[str] | str,

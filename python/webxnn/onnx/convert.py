@@ -63,6 +63,7 @@ class Converter:
         self.consts: dict[str, np.ndarray] = {}
         self.vals: dict[str, Val] = {}
         self.materialized: dict[str, str] = {}
+        self.derived: dict[tuple[str, str], str] = {}  # (onnx const, how) -> const made from it
         self.types: dict[str, TensorType] = {}
         self.poisoned: set[str] = set()
         self.problems: list[tuple[str, str, str]] = []  # (op_type, node name, reason)
@@ -136,10 +137,19 @@ class Converter:
         ident = hint if exact else self.namer.fresh(hint)
         dt = webnn_dtype_of_array(arr)
         assert dt is not None
-        self.graph.consts[ident] = Const(ident, dt, [int(d) for d in arr.shape], ConstInit("weights", ref=ident))
+        shape = [int(d) for d in arr.shape]
+        self.graph.consts[ident] = Const(ident, dt, shape, ConstInit("weights", ref=ident))
         self.graph.weights[ident] = arr
         self.types[ident] = TensorType(dt, tuple(int(d) for d in arr.shape))
         return ident
+
+    def derived_const(self, onnx_name: str, how: str, make: Any) -> str:
+        """A const computed from ONNX constant `onnx_name` by `make(array)`, made once per (name, how)."""
+        key = (onnx_name, how)
+        if key not in self.derived:
+            arr = make(self.consts[onnx_name])
+            self.derived[key] = self.new_const(f"{self.namer.of(onnx_name)}/{how}", arr)
+        return self.derived[key]
 
     # ------------------------------------------------------------------ emitting
     def emit(self, op: str, inputs: list[str], options: dict[str, Any] | None = None,
@@ -159,7 +169,8 @@ class Converter:
         try:
             bound = bind(n, self.types, self.graph)
         except WebxnnError as e:
-            raise ValidationError(f"{where(self.node)}: the WebNN {op} node it became is invalid: {e}") from None
+            raise ValidationError(f"{where(self.node)}: the WebNN {op} node it became is invalid: "
+                                  f"{e}") from None
         self.graph.nodes.append(n)
         for k, (ident, tt) in enumerate(bound.outputs):
             self.types[ident] = tt
@@ -258,8 +269,8 @@ class Converter:
             self._problem(node, str(e))
 
     def _problem(self, node: Any, reason: str) -> None:
-        self.problems.append((node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}",
-                              node.name or node.output[0], reason))
+        op = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+        self.problems.append((op, node.name or node.output[0], reason))
         self.poisoned.update(o for o in node.output if o)
 
     def run(self) -> Graph:
@@ -327,7 +338,8 @@ class Converter:
         unknown = sorted(set(self.override) - self.used_overrides)
         if unknown:
             known = sorted(self._all_dim_params())
-            raise ValidationError(f"override_dims names {', '.join(repr(u) for u in unknown)}, which no model "
+            names = ", ".join(repr(u) for u in unknown)
+            raise ValidationError(f"override_dims names {names}, which no model "
                                   f"input uses; symbolic dims are: {', '.join(known) or '(none)'}")
         if self.unresolved:
             if self.dyn_max is None:

@@ -58,6 +58,18 @@ def _div(node, args, attrs, opset):
     return [(a / b).astype(a.dtype, copy=False)]
 
 
+@_fast("Shape")
+def _shape(node, args, attrs, opset):
+    dims = list(np.asarray(args[0]).shape)
+    start, end = int(attrs.get("start", 0)), attrs.get("end")
+    return [np.array(dims[start:None if end is None else int(end)], dtype=np.int64)]
+
+
+@_fast("Size")
+def _size(node, args, attrs, opset):
+    return [np.array(np.asarray(args[0]).size, dtype=np.int64)]
+
+
 @_fast("Identity")
 def _identity(node, args, attrs, opset):
     return [args[0]]
@@ -120,8 +132,10 @@ def _range(node, args, attrs, opset):
 
 @_fast("ConstantOfShape")
 def _constant_of_shape(node, args, attrs, opset):
+    from onnx import numpy_helper
+
     value = attrs.get("value")
-    fill = np.zeros((1,), np.float32) if value is None else np.asarray(value).reshape(-1)
+    fill = np.zeros((1,), np.float32) if value is None else numpy_helper.to_array(value).reshape(-1)
     shape = [int(s) for s in np.asarray(args[0]).reshape(-1)]
     return [np.full(shape, fill[0], dtype=fill.dtype)]
 
@@ -168,7 +182,8 @@ def _reference(node: Any, args: list[Any], opset: int) -> list[np.ndarray]:
     n2.attribute.extend(node.attribute)
     g = helper.make_graph([n2], "fold", ins, [helper.make_tensor_value_info(o, 0, None) for o in outs])
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
-    return [np.asarray(r) for r in ReferenceEvaluator(model).run(None, {k: np.asarray(v) for k, v in feeds.items()})]
+    outs = ReferenceEvaluator(model).run(None, {k: np.asarray(v) for k, v in feeds.items()})
+    return [np.asarray(r) for r in outs]
 
 
 def fold_node(node: Any, args: list[Any], attrs: dict[str, Any], opset: int) -> list[np.ndarray]:

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from .convert import Converter, attrs_of
-from .ops_shape import norm_axis, reshape_to, reshape_value
+from .ops_shape import norm_axis, reshape_value
 from .registry import onnx_op
 
 
@@ -91,7 +91,7 @@ def conv(ctx: Converter, node: Any) -> None:
                 if total < 0:
                     raise UnsupportedError(f"ConvTranspose output_shape {want} needs negative padding")
                 small, big = total // 2, total - total // 2
-                upper = auto != "SAME_LOWER"
+                upper = auto == "SAME_UPPER"  # NOTSET with output_shape: start gets the larger half
                 pads[i], pads[i + 2] = (small, big) if upper else (big, small)
         elif auto == "VALID":
             pads = [0, 0, 0, 0]
@@ -170,7 +170,8 @@ def pool(ctx: Converter, node: Any) -> None:
     reshape_value(ctx, y, [shp[0], shp[1], shp[3]], out=node.output[0])
 
 
-def _pads_from(a: dict[str, Any], in_sp: list[int], kernel: list[int]) -> tuple[list[int], list[int], list[int]]:
+def _pads_from(a: dict[str, Any], in_sp: list[int],
+               kernel: list[int]) -> tuple[list[int], list[int], list[int]]:
     strides = [int(v) for v in a.get("strides", [1, 1])]
     dil = [int(v) for v in a.get("dilations", [1, 1])]
     auto = _s(a.get("auto_pad", "NOTSET"))
@@ -222,7 +223,7 @@ def _param_for(ctx: Converter, name: str, target: list[Any], what: str) -> str:
         raise UnsupportedError(f"{what} of shape {list(ctx.shape(name))} computed at run time; WebNN needs "
                                f"shape {list(target)}")
     arr = np.broadcast_to(ctx.const(name), target)
-    return ctx.new_const(f"{ctx.namer.of(name)}/{what}", np.ascontiguousarray(arr))
+    return ctx.new_const(f"{ctx.namer.of(name)}/{what}", np.asarray(arr, order="C"))
 
 
 @onnx_op("LayerNormalization")

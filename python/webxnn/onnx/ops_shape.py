@@ -40,7 +40,8 @@ def reshape_to(ctx: Converter, src: str, target: list[Dim], out: str | None, hin
         return ctx.operand(src)
     dyn = [d for d in target if isinstance(d, DynDim)]
     if len(dyn) > 1:
-        raise UnsupportedError(f"reshape to a shape with several symbolic dims ({', '.join(d.name for d in dyn)}); "
+        names = ", ".join(d.name for d in dyn)
+        raise UnsupportedError(f"reshape to a shape with several symbolic dims ({names}); "
                                "pass override_dims for them")
     new = [-1 if isinstance(d, DynDim) else int(d) for d in target]
     return ctx.emit("reshape", [ctx.operand(src)], {"newShape": new}, out=out, hint=hint)
@@ -264,11 +265,15 @@ def gather(ctx: Converter, node: Any) -> None:
         if isinstance(dim, int):
             if ((idx < -dim) | (idx >= dim)).any():
                 raise UnsupportedError(f"gather index out of range for axis {axis} of size {dim}")
-            idx = np.where(idx < 0, idx + dim, idx)  # WebNN indices are non-negative
         elif (idx < 0).any():
             raise UnsupportedError(f"negative gather indices on symbolic dim {dim.name!r}")
-        ind = ctx.new_const(f"{ctx.namer.of(node.input[1])}", idx.astype(np.int32) if idx.size and
-                            idx.max(initial=0) < 2**31 else idx)
+
+        def fix(a: np.ndarray, dim: Any = dim) -> np.ndarray:
+            a = np.asarray(a).astype(np.int64)
+            a = np.where(a < 0, a + dim, a) if isinstance(dim, int) else a  # WebNN indices are >= 0
+            return a.astype(np.int32) if a.size == 0 or a.max() < 2**31 else a
+
+        ind = ctx.derived_const(node.input[1], f"axis{dim}", fix)
     else:
         ind = ctx.x(node, 1)
     ctx.emit("gather", [ctx.x(node, 0), ind], {"axis": axis}, out=node.output[0])

@@ -155,13 +155,25 @@ class ConstantRef:
 
 
 @dataclass
+class DynDimRef:
+    """Input `input` (extern order) may take any size from 1 to `max_size` along `axis` (its dims hold the
+    max); every other input dim is fixed."""
+
+    input: int
+    axis: int
+    name: str
+    max_size: int
+
+
+@dataclass
 class Metadata:
-    """webxnn's appended table: names in extern order, producer, per-node provenance."""
+    """webxnn's appended table: names in extern order, producer, per-node provenance, dynamic input dims."""
 
     producer: str = ""
     input_names: list[str] = field(default_factory=list)
     output_names: list[str] = field(default_factory=list)
     node_sources: list[str] = field(default_factory=list)
+    dyn_dims: list[DynDimRef] = field(default_factory=list)
 
 
 @dataclass

@@ -22,6 +22,7 @@ from .ir import (
     ConstantRef,
     Datatype,
     Header,
+    DynDimRef,
     Metadata,
     Node,
     PerChannelGroupQuant,
@@ -307,9 +308,16 @@ def read(blob: bytes | bytearray | memoryview, named_data: dict[str, bytes] | No
         g.metadata = Metadata(producer=meta.string(_F(M, "producer")) or "",
                               input_names=meta.strings(_F(M, "input_names")),
                               output_names=meta.strings(_F(M, "output_names")),
-                              node_sources=meta.strings(_F(M, "node_sources")))
+                              node_sources=meta.strings(_F(M, "node_sources")),
+                              dyn_dims=[_read_dyn_dim(t) for t in meta.tables(_F(M, "dyn_dims"))])
     _check_refs(g)
     return g
+
+
+def _read_dyn_dim(t: _Table) -> DynDimRef:
+    D = "WXDynDim"  # noqa: N806
+    return DynDimRef(input=t.scalar(_F(D, "input")), axis=t.scalar(_F(D, "axis")),
+                     name=t.string(_F(D, "name")) or "", max_size=t.scalar(_F(D, "max_size")))
 
 
 def _read_constants(mv: memoryview, buf: _Buf, root: _Table, header: Header | None,

@@ -201,6 +201,13 @@ def validate(g: XnnGraph) -> None:
                                  f"names for {len(g.input_ids)} inputs / {len(g.output_ids)} outputs")
         if m.node_sources and len(m.node_sources) != len(g.nodes):
             raise InvalidIRError(f"metadata has {len(m.node_sources)} node sources for {len(g.nodes)} nodes")
+        inputs = sorted((v for v in g.values if v.flags == 1), key=lambda v: v.external_id)
+        for d in m.dyn_dims:
+            if d.input >= len(inputs) or d.axis >= len(inputs[d.input].dims):
+                raise InvalidIRError(f"metadata dyn dim {d.name!r}: input {d.input} axis {d.axis} does not exist")
+            if inputs[d.input].dims[d.axis] != d.max_size or d.max_size < 1:
+                raise InvalidIRError(f"metadata dyn dim {d.name!r}: max_size {d.max_size} but input {d.input} "
+                                     f"has dims {list(inputs[d.input].dims)}")
 
 
 def _check_externs(g: XnnGraph) -> None:
@@ -318,7 +325,7 @@ def _as_bytes(data: Any, where: str) -> memoryview:
             raise InvalidIRError(f"{where}: cannot store a numpy array of dtype {data.dtype}")
         if data.dtype.byteorder == ">" or (data.dtype.byteorder == "=" and not _little_endian()):
             data = data.astype(data.dtype.newbyteorder("<"))
-        data = np.ascontiguousarray(data)
+        data = np.asarray(data, order="C")
         return memoryview(data.reshape(-1).view(np.uint8))
     try:
         mv = memoryview(data)
@@ -435,9 +442,16 @@ def _build_flatbuffer(g: XnnGraph, entries: list[tuple[int, int]]) -> bytes:
         "constant_data": _offset_vector(b, consts)}
     if g.metadata is not None:
         m = g.metadata
-        root["webxnn"] = _write_table(b, L.table("WXMetadata"), {
+        meta: dict[str, Any] = {
             "producer": m.producer, "input_names": list(m.input_names), "output_names": list(m.output_names),
-            "node_sources": list(m.node_sources)}, "metadata")
+            "node_sources": list(m.node_sources)}
+        if m.dyn_dims:
+            dyn_spec = L.table("WXDynDim")
+            meta["dyn_dims"] = _offset_vector(b, [
+                _write_table(b, dyn_spec, {"input": d.input, "axis": d.axis, "name": d.name,
+                                           "max_size": d.max_size}, f"metadata dyn_dims[{k}]")
+                for k, d in enumerate(m.dyn_dims)])
+        root["webxnn"] = _write_table(b, L.table("WXMetadata"), meta, "metadata")
     graph = _write_table(b, L.table("XNNGraph"), root, "graph")
     b.Finish(graph, file_identifier=FILE_IDENTIFIER)
     return bytes(b.Output())

@@ -105,7 +105,7 @@ def lower_conv_transpose2d(ctx: RuleCtx, node: LNode) -> None:
             ctx.unsupported("grouped convTranspose2d with a non-constant filter")
         data = data.reshape(groups, gic, goc, kh, kw).transpose(0, 2, 3, 4, 1)
         data = data.reshape(groups * goc, kh, kw, gic)
-        w = ctx.new_const(f"{w}.ohwi", np.ascontiguousarray(data), ctx.val(w).dtype)
+        w = ctx.new_const(f"{w}.ohwi", np.asarray(data, order="C"), ctx.val(w).dtype)
     strides, dils = _pair(node.attrs.get("strides"), 1), _pair(node.attrs.get("dilations"), 1)
     out_pad = _pair(node.attrs.get("outputPadding"), 0)
     in_hw = (need_int(h, "convTranspose2d input height"), need_int(wd, "convTranspose2d input width"))

@@ -25,7 +25,7 @@ class _Builder:
         arr = np.asarray(value, dtype=DTYPES[self.dtype])
         if shape is not None:
             arr = arr.reshape(shape)
-        return self.graph.add_const(f"{self.node.outputs[0]}.k", np.ascontiguousarray(arr), self.dtype)
+        return self.graph.add_const(f"{self.node.outputs[0]}.k", np.asarray(arr, order="C"), self.dtype)
 
     def op(self, kind: str, operands: dict[str, Any], *, out: bool = False, shape: tuple | None = None,
            **attrs: Any) -> str:

@@ -1,0 +1,23 @@
+"""`python -m bench <suite> [options]`: run one benchmark suite and print its table."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+SUITES = {
+    "parse": "bench.parse",
+    "load": "bench.load",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("suite", choices=sorted(SUITES))
+    args, rest = parser.parse_known_args(argv)
+    module = __import__(SUITES[args.suite], fromlist=["main"])
+    return module.main(rest)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,62 @@
+"""Load speed: verify + plan time of a `.xnn` blob with ~N MB of weights, from bytes and from a file."""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import statistics
+import tempfile
+import time
+
+import numpy as np
+
+import webxnn
+
+
+def mlp_graph(megabytes: float) -> tuple[webxnn.Graph, dict[str, np.ndarray]]:
+    """A stack of 512x512 fully connected layers holding about `megabytes` of fp32 weights."""
+    width = 512
+    layers = max(1, int(megabytes * 2**20 // (width * width * 4)))
+    consts = "\n".join(f"    w{i}: f32[{width}, {width}]; b{i}: f32[{width}];" for i in range(layers))
+    nodes, prev = [], "x"
+    for i in range(layers):
+        nodes.append(f"    m{i} = matmul({prev}, w{i}); a{i} = add(m{i}, b{i}); r{i} = relu(a{i});")
+        prev = f"r{i}"
+    text = (f'webnn_graph "mlp" v1 {{\n  inputs {{ x: f32[1, {width}]; }}\n  consts {{\n{consts}\n  }}\n'
+            f"  nodes {{\n{chr(10).join(nodes)}\n  }}\n  outputs {{ {prev}; }}\n}}\n")
+    rng = np.random.default_rng(0)
+    weights = {}
+    for i in range(layers):
+        weights[f"w{i}"] = (rng.standard_normal((width, width)) * 0.05).astype(np.float32)
+        weights[f"b{i}"] = np.zeros(width, np.float32)
+    return webxnn.parse(text), weights
+
+
+def _median_ms(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench load")
+    parser.add_argument("--megabytes", type=float, nargs="+", default=[10.0])
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args(argv)
+    print("| weights MB | blob bytes | compile ms | load from bytes ms | load from file (mmap) ms |")
+    print("|---:|---:|---:|---:|---:|")
+    for mb in args.megabytes:
+        graph, weights = mlp_graph(mb)
+        t0 = time.perf_counter()
+        blob = webxnn.compile(graph, weights=weights)
+        compile_ms = (time.perf_counter() - t0) * 1e3
+        with tempfile.TemporaryDirectory() as tmp:
+            path = pathlib.Path(tmp) / "mlp.xnn"
+            path.write_bytes(blob)
+            from_bytes = _median_ms(lambda: webxnn.load(blob, threads=1), args.repeat)
+            from_file = _median_ms(lambda: webxnn.load(str(path), threads=1), args.repeat)
+        print(f"| {mb:g} | {len(blob):,} | {compile_ms:.0f} | {from_bytes:.2f} | {from_file:.2f} |")
+    return 0
