@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             path = pathlib.Path(tmp) / "mlp.xnn"
             path.write_bytes(blob)
-            from_bytes = _median_ms(lambda: webxnn.load(blob, threads=1), args.repeat)
-            from_file = _median_ms(lambda: webxnn.load(str(path), threads=1), args.repeat)
+            from_bytes = _median_ms(lambda b=blob: webxnn.load(b, threads=1), args.repeat)
+            from_file = _median_ms(lambda p=str(path): webxnn.load(p, threads=1), args.repeat)
         print(f"| {mb:g} | {len(blob):,} | {compile_ms:.0f} | {from_bytes:.2f} | {from_file:.2f} |")
     return 0

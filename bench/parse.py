@@ -15,7 +15,8 @@ def chain_graph(n: int) -> str:
              '  consts { W: f32[128, 128] @weights("W"); b: f32[128] @scalar(0.5); }', "  nodes {"]
     prev = "x"
     for i in range(n):
-        op = (f"matmul({prev}, W);  # step {i}", f'add({prev}, b, label="layer{i}", metadata={{k: [1, 2.5]}});',
+        op = (f"matmul({prev}, W);  # step {i}",
+              f'add({prev}, b, label="layer{i}", metadata={{k: [1, 2.5]}});',
               f"softmax({prev}, axis=1);")[i % 3]
         lines.append(f"    n{i} = {op}")
         prev = f"n{i}"

@@ -55,7 +55,8 @@ def test_weights_pack_unpack_roundtrip(tmp_path: pathlib.Path) -> None:
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     np.save(tmp_path / "a.npy", a)
     w, m = tmp_path / "w.weights", tmp_path / "w.manifest.json"
-    assert main(["weights", "pack", "--weights", str(w), "--manifest", str(m), f"a={tmp_path / 'a.npy'}"]) == 0
+    a_spec = f"a={tmp_path / 'a.npy'}"
+    assert main(["weights", "pack", "--weights", str(w), "--manifest", str(m), a_spec]) == 0
     assert main(["weights", "unpack", "--weights", str(w), "--manifest", str(m), "--output-dir",
                  str(tmp_path / "u")]) == 0
     np.testing.assert_array_equal(np.load(tmp_path / "u" / "a.npy"), a)

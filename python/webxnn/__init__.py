@@ -99,6 +99,7 @@ def __getattr__(name: str):
 __all__ = [
     "WebxnnError", "ParseError", "ValidationError", "WeightsError", "FormatError", "UnsupportedError",
     "InputError", "Graph", "Node", "Operand", "Const", "ConstInit", "DynDim",
-    "parse", "parse_json", "load_graph", "from_onnx", "validate", "infer", "compile", "load", "cpu_info", "Program",
+    "parse", "parse_json", "load_graph", "from_onnx", "validate", "infer", "compile", "load", "cpu_info",
+    "Program",
     "__version__",
 ]

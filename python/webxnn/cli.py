@@ -12,7 +12,7 @@ import os
 import pathlib
 import sys
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -206,7 +206,8 @@ def _add_graph_args(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="webxnn", description="WebNN graphs to .xnn blobs, and a CPU runtime")
+    parser = argparse.ArgumentParser(prog="webxnn",
+                                     description="WebNN graphs to .xnn blobs, and a CPU runtime")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("compile", help="compile a .webnn/.json graph to a .xnn blob")

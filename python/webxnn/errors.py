@@ -24,7 +24,8 @@ class ParseError(WebxnnError):
 
 
 class ValidationError(WebxnnError):
-    """A graph that parses but is not valid WebNN: unknown op or option, wrong dtype or shape, bad reference."""
+    """A graph that parses but is not valid WebNN: unknown op or option, wrong dtype or shape, bad
+    reference."""
 
 
 class WeightsError(WebxnnError):

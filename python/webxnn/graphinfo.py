@@ -11,7 +11,8 @@ from .graph import DTYPES, DynDim, Graph
 
 
 def _shape_str(shape) -> str:
-    return "[" + ", ".join(f"{d.name}<={d.max_size}" if isinstance(d, DynDim) else str(d) for d in shape) + "]"
+    dims = (f"{d.name}<={d.max_size}" if isinstance(d, DynDim) else str(d) for d in shape)
+    return "[" + ", ".join(dims) + "]"
 
 
 def _numel(shape) -> int:

@@ -21,8 +21,8 @@ from . import _layout as L
 from .ir import (
     ConstantRef,
     Datatype,
-    Header,
     DynDimRef,
+    Header,
     Metadata,
     Node,
     PerChannelGroupQuant,

@@ -204,10 +204,11 @@ def validate(g: XnnGraph) -> None:
         inputs = sorted((v for v in g.values if v.flags == 1), key=lambda v: v.external_id)
         for d in m.dyn_dims:
             if d.input >= len(inputs) or d.axis >= len(inputs[d.input].dims):
-                raise InvalidIRError(f"metadata dyn dim {d.name!r}: input {d.input} axis {d.axis} does not exist")
+                raise InvalidIRError(f"metadata dyn dim {d.name!r}: input {d.input} axis {d.axis} "
+                                     "does not exist")
             if inputs[d.input].dims[d.axis] != d.max_size or d.max_size < 1:
-                raise InvalidIRError(f"metadata dyn dim {d.name!r}: max_size {d.max_size} but input {d.input} "
-                                     f"has dims {list(inputs[d.input].dims)}")
+                raise InvalidIRError(f"metadata dyn dim {d.name!r}: max_size {d.max_size} but input "
+                                     f"{d.input} has dims {list(inputs[d.input].dims)}")
 
 
 def _check_externs(g: XnnGraph) -> None:
