@@ -29,5 +29,9 @@ size_t parallel_threads(const Parallel& par);
 void* aligned_alloc64(size_t bytes);
 void aligned_free(void* p);
 
+// avx2/peak.cc (x86 builds only): `iters` steps of 12 independent 8-wide FMAs (192 flops per step). Only call
+// after checking cpu_features().fma; the benchmark's FMA-peak yardstick.
+float fma_peak_loop(size_t iters);
+
 }  // namespace internal
 }  // namespace webxnn

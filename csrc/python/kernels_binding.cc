@@ -5,6 +5,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -86,6 +88,24 @@ py::array_t<T> make_out(const std::vector<size_t>& shape) {
   return py::array_t<T>(s);
 }
 
+// Benchmark support: when `times` is non-null the kernel call (packing excluded) runs once to warm up, then
+// `repeat` more times, each wall time in seconds appended to *times.
+struct Timing {
+  size_t repeat = 0;
+  std::vector<double>* times = nullptr;
+};
+
+template <typename Fn>
+void run_timed(const Timing& tm, Fn&& fn) {
+  fn();
+  if (!tm.times) return;
+  for (size_t i = 0; i < tm.repeat; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    tm.times->push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+}
+
 Activation act_of(float mn, float mx) {
   Activation a;
   a.min = mn;
@@ -94,8 +114,8 @@ Activation act_of(float mn, float mx) {
 }
 
 // ---------------------------------------------------------------------------------------- gemm / matmul
-py::array gemm(const FArr& A, const FArr& B, const std::optional<FArr>& bias, bool b_is_nk, float mn, float mx,
-               const std::string& isa, size_t threads) {
+py::array gemm_t(const FArr& A, const FArr& B, const std::optional<FArr>& bias, bool b_is_nk, float mn, float mx,
+               const std::string& isa, size_t threads, const Timing& tm) {
   const char* w = "gemm";
   need_ndim(w, "A", A, 2);
   need_ndim(w, "B", B, 2);
@@ -111,9 +131,14 @@ py::array gemm(const FArr& A, const FArr& B, const std::optional<FArr>& bias, bo
   {
     py::gil_scoped_release nogil;
     t.gemm_pack(K, N, B.data(), b_is_nk, bias ? bias->data() : nullptr, packed.p);
-    t.gemm(M, N, K, A.data(), K, packed.p, C.mutable_data(), N, act_of(mn, mx), par);
+    run_timed(tm, [&] { t.gemm(M, N, K, A.data(), K, packed.p, C.mutable_data(), N, act_of(mn, mx), par); });
   }
   return std::move(C);
+}
+
+py::array gemm(const FArr& A, const FArr& B, const std::optional<FArr>& bias, bool b_is_nk, float mn, float mx,
+               const std::string& isa, size_t threads) {
+  return gemm_t(A, B, bias, b_is_nk, mn, mx, isa, threads, Timing{});
 }
 
 py::array batch_matmul(const FArr& A, const FArr& B, bool b_is_nk, const std::string& isa, size_t threads) {
@@ -159,9 +184,9 @@ size_t conv_out(const char* w, size_t in, size_t pa, size_t pb, size_t k, size_t
   return (in + pa + pb - eff) / s + 1;
 }
 
-py::array conv2d(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
+py::array conv2d_t(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
                  const Pair& strides, const Pair& dil, uint32_t groups, float mn, float mx, const std::string& isa,
-                 size_t threads) {
+                 size_t threads, const Timing& tm) {
   const char* w = "conv2d";
   need_ndim(w, "x", x, 4);
   need_ndim(w, "filter", f, 4);
@@ -187,13 +212,14 @@ py::array conv2d(const FArr& x, const FArr& f, const std::optional<FArr>& bias, 
   {
     py::gil_scoped_release nogil;
     t.conv2d_pack(p, f.data(), bias ? bias->data() : nullptr, packed.p);
-    t.conv2d(p, N, H, W, x.data(), OH, OW, packed.p, out.mutable_data(), par);
+    run_timed(tm, [&] { t.conv2d(p, N, H, W, x.data(), OH, OW, packed.p, out.mutable_data(), par); });
   }
   return std::move(out);
 }
 
-py::array dwconv2d(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
-                   const Pair& strides, const Pair& dil, float mn, float mx, const std::string& isa, size_t threads) {
+py::array dwconv2d_t(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
+                   const Pair& strides, const Pair& dil, float mn, float mx, const std::string& isa, size_t threads,
+                   const Timing& tm) {
   const char* w = "dwconv2d";
   need_ndim(w, "x", x, 4);
   need_ndim(w, "filter", f, 4);
@@ -219,9 +245,20 @@ py::array dwconv2d(const FArr& x, const FArr& f, const std::optional<FArr>& bias
   {
     py::gil_scoped_release nogil;
     t.dwconv2d_pack(p, f.data(), bias ? bias->data() : nullptr, packed.p);
-    t.dwconv2d(p, N, H, W, x.data(), OH, OW, packed.p, out.mutable_data(), par);
+    run_timed(tm, [&] { t.dwconv2d(p, N, H, W, x.data(), OH, OW, packed.p, out.mutable_data(), par); });
   }
   return std::move(out);
+}
+
+py::array conv2d(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
+                 const Pair& strides, const Pair& dil, uint32_t groups, float mn, float mx, const std::string& isa,
+                 size_t threads) {
+  return conv2d_t(x, f, bias, pads, strides, dil, groups, mn, mx, isa, threads, Timing{});
+}
+
+py::array dwconv2d(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
+                   const Pair& strides, const Pair& dil, float mn, float mx, const std::string& isa, size_t threads) {
+  return dwconv2d_t(x, f, bias, pads, strides, dil, mn, mx, isa, threads, Timing{});
 }
 
 py::array deconv2d(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
@@ -263,8 +300,8 @@ py::array deconv2d(const FArr& x, const FArr& f, const std::optional<FArr>& bias
 }
 
 // ---------------------------------------------------------------------------------------- pooling
-py::array pool2d(bool is_max, const FArr& x, const Pair& pool, const Pads& pads, const Pair& strides,
-                 const Pair& dil, float mn, float mx, const std::string& isa, size_t threads) {
+py::array pool2d_t(bool is_max, const FArr& x, const Pair& pool, const Pads& pads, const Pair& strides,
+                 const Pair& dil, float mn, float mx, const std::string& isa, size_t threads, const Timing& tm) {
   const char* w = is_max ? "max_pool2d" : "avg_pool2d";
   need_ndim(w, "x", x, 4);
   PoolParams p;
@@ -286,9 +323,14 @@ py::array pool2d(bool is_max, const FArr& x, const Pair& pool, const Pads& pads,
   auto out = make_out<float>({N, OH, OW, C});
   {
     py::gil_scoped_release nogil;
-    (is_max ? t.max_pool2d : t.avg_pool2d)(p, N, H, W, C, x.data(), OH, OW, out.mutable_data(), par);
+    run_timed(tm, [&] { (is_max ? t.max_pool2d : t.avg_pool2d)(p, N, H, W, C, x.data(), OH, OW, out.mutable_data(), par); });
   }
   return std::move(out);
+}
+
+py::array pool2d(bool is_max, const FArr& x, const Pair& pool, const Pads& pads, const Pair& strides,
+                 const Pair& dil, float mn, float mx, const std::string& isa, size_t threads) {
+  return pool2d_t(is_max, x, pool, pads, strides, dil, mn, mx, isa, threads, Timing{});
 }
 
 py::array global_avg_pool(const FArr& x, float mn, float mx, const std::string& isa, size_t threads) {
@@ -523,6 +565,31 @@ py::array concat(const std::vector<py::array>& xs_in, size_t axis) {
   return out;
 }
 
+// FMA peak of `threads` cores: each thread runs fma_peak_loop(iters); GFLOP/s of the median of `repeat` runs.
+double peak_fma(size_t threads, size_t iters, size_t repeat) {
+  const char* w = "peak_fma";
+  const CpuFeatures& f = cpu_features();
+  if (!(f.fma && f.avx2)) bad(w, "this CPU (or build) has no AVX2+FMA");
+#if !defined(WEBXNN_HAVE_X86)
+  bad(w, "built without the x86 kernels");
+#else
+  Parallel& par = pool_for(w, threads);
+  std::vector<double> times;
+  volatile float sink = 0.f;
+  {
+    py::gil_scoped_release nogil;
+    for (size_t r = 0; r < repeat + 1; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      par.run(threads, [&](size_t) { sink = sink + internal::fma_peak_loop(iters); });
+      if (r) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
+  std::sort(times.begin(), times.end());
+  const double t = times[times.size() / 2];
+  return 192.0 * static_cast<double>(iters) * static_cast<double>(threads) / t * 1e-9;
+#endif
+}
+
 py::dict cpu_info() {
   const CpuFeatures& f = cpu_features();
   py::dict d;
@@ -585,6 +652,47 @@ void bind_kernels(py::module_& parent) {
   m.def("slice", &slice, py::arg("x"), py::arg("offsets"), py::arg("sizes"));
   m.def("pad", &pad, py::arg("x"), py::arg("pre"), py::arg("post"), py::arg("value") = 0);
   m.def("concat", &concat, py::arg("xs"), py::arg("axis"));
+  // ---- benchmark entries: same arguments as the kernels above plus `repeat`; return per-call seconds
+  // (weights packed once, outside the timing; one warm-up call first).
+  const auto rep = py::arg("repeat") = size_t{10};
+  m.def(
+      "time_gemm",
+      [](const FArr& A, const FArr& B, const std::optional<FArr>& bias, bool nk, const std::string& i, size_t t,
+         size_t r) {
+        std::vector<double> times;
+        gemm_t(A, B, bias, nk, -kInf, kInf, i, t, Timing{r, &times});
+        return times;
+      },
+      py::arg("A"), py::arg("B"), py::arg("bias") = py::none(), py::arg("b_is_nk") = false, isa, thr, rep);
+  m.def(
+      "time_conv2d",
+      [](const FArr& x, const FArr& f, const Pads& pads, const Pair& s, uint32_t g, const std::string& i, size_t t,
+         size_t r) {
+        std::vector<double> times;
+        conv2d_t(x, f, std::nullopt, pads, s, Pair{1, 1}, g, -kInf, kInf, i, t, Timing{r, &times});
+        return times;
+      },
+      py::arg("x"), py::arg("filter"), py::arg("pads") = no_pads, py::arg("strides") = ones,
+      py::arg("groups") = uint32_t{1}, isa, thr, rep);
+  m.def(
+      "time_dwconv2d",
+      [](const FArr& x, const FArr& f, const Pads& pads, const Pair& s, const std::string& i, size_t t, size_t r) {
+        std::vector<double> times;
+        dwconv2d_t(x, f, std::nullopt, pads, s, Pair{1, 1}, -kInf, kInf, i, t, Timing{r, &times});
+        return times;
+      },
+      py::arg("x"), py::arg("filter"), py::arg("pads") = no_pads, py::arg("strides") = ones, isa, thr, rep);
+  m.def(
+      "time_max_pool2d",
+      [](const FArr& x, const Pair& pool, const Pads& pads, const Pair& s, const std::string& i, size_t t,
+         size_t r) {
+        std::vector<double> times;
+        pool2d_t(true, x, pool, pads, s, Pair{1, 1}, -kInf, kInf, i, t, Timing{r, &times});
+        return times;
+      },
+      py::arg("x"), py::arg("pool"), py::arg("pads") = no_pads, py::arg("strides") = ones, isa, thr, rep);
+  m.def("peak_fma", &peak_fma, thr, py::arg("iters") = size_t{2000000}, py::arg("repeat") = size_t{5},
+        "GFLOP/s of 12 independent 8-wide FMA chains per thread (the machine's attainable fp32 peak)");
   m.def("cpu_info", &cpu_info, "dict(isa, avx2, fma, f16c, avx512f, cores)");
   m.def("binary_ops", [] {
     std::vector<std::string> v;
