@@ -8,6 +8,8 @@ import sys
 SUITES = {
     "parse": "bench.parse",
     "load": "bench.load",
+    "kernels": "bench.kernels",
+    "models": "bench.models",
 }
 
 

@@ -45,7 +45,10 @@ wx_status fill_info(const webxnn::TensorInfo& t, wx_tensor_info* out) {
   out->name = t.name.c_str();
   out->dtype = static_cast<wx_dtype>(static_cast<int>(t.dtype));
   out->rank = static_cast<uint32_t>(t.shape.size());
-  for (size_t d = 0; d < t.shape.size() && d < WX_MAX_RANK; ++d) out->dims[d] = static_cast<int64_t>(t.shape[d]);
+  for (size_t d = 0; d < t.shape.size() && d < WX_MAX_RANK; ++d) {
+    out->dims[d] = static_cast<int64_t>(t.shape[d]);
+    out->dynamic[d] = d < t.is_dynamic.size() && t.is_dynamic[d] ? 1 : 0;
+  }
   return WX_OK;
 }
 

@@ -133,6 +133,12 @@ struct KernelTable {
                         int32_t out_zero_point, void* packed);
   void (*qs8_gemm)(size_t M, size_t N, size_t K, const int8_t* A, size_t lda, const void* packed, int8_t* C,
                    size_t ldc, int8_t out_min, int8_t out_max, Parallel& par);
+
+  // (additive) Layer normalization over the last dim of [rows, cols] in one fused row kernel:
+  // out = (x - mean) / sqrt(var + epsilon) * scale + bias, population variance; scale and bias are [cols]
+  // vectors or null (1 and 0). WXNormalize whose axes are just the last one (scale/bias absent or [cols]).
+  void (*normalize)(size_t rows, size_t cols, const float* in, const float* scale, const float* bias,
+                    float epsilon, float* out, Parallel& par);
 };
 
 // The scalar baseline (always available) and the table chosen for this CPU.

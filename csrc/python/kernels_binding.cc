@@ -404,8 +404,8 @@ py::array binary(const std::string& op, const FArr& a, const FArr& b, float mn, 
   return std::move(out);
 }
 
-py::array unary(const std::string& op, const FArr& x, float alpha, float beta, float mn, float mx,
-                const std::string& isa, size_t threads) {
+py::array unary_t(const std::string& op, const FArr& x, float alpha, float beta, float mn, float mx,
+                  const std::string& isa, size_t threads, const Timing& tm) {
   const char* w = "unary";
   auto it = unary_names().find(op);
   if (it == unary_names().end()) bad(w, "unknown op '" + op + "'");
@@ -418,12 +418,17 @@ py::array unary(const std::string& op, const FArr& x, float alpha, float beta, f
   p.act = act_of(mn, mx);
   {
     py::gil_scoped_release nogil;
-    t.unary(it->second, static_cast<size_t>(x.size()), x.data(), out.mutable_data(), p, par);
+    run_timed(tm, [&] { t.unary(it->second, static_cast<size_t>(x.size()), x.data(), out.mutable_data(), p, par); });
   }
   return std::move(out);
 }
 
-py::array softmax(const FArr& x, const std::string& isa, size_t threads) {
+py::array unary(const std::string& op, const FArr& x, float alpha, float beta, float mn, float mx,
+                const std::string& isa, size_t threads) {
+  return unary_t(op, x, alpha, beta, mn, mx, isa, threads, Timing{});
+}
+
+py::array softmax_t(const FArr& x, const std::string& isa, size_t threads, const Timing& tm) {
   const char* w = "softmax";
   if (x.ndim() < 1) bad(w, "x must have at least one dimension");
   const size_t cols = x.shape(x.ndim() - 1);
@@ -433,7 +438,33 @@ py::array softmax(const FArr& x, const std::string& isa, size_t threads) {
   auto out = make_out<float>(shape_of(x));
   {
     py::gil_scoped_release nogil;
-    t.softmax(rows, cols, x.data(), out.mutable_data(), par);
+    run_timed(tm, [&] { t.softmax(rows, cols, x.data(), out.mutable_data(), par); });
+  }
+  return std::move(out);
+}
+
+py::array softmax(const FArr& x, const std::string& isa, size_t threads) {
+  return softmax_t(x, isa, threads, Timing{});
+}
+
+py::array normalize_t(const FArr& x, const std::optional<FArr>& scale, const std::optional<FArr>& bias,
+                      float epsilon, const std::string& isa, size_t threads, const Timing& tm) {
+  const char* w = "normalize";
+  if (x.ndim() < 1) bad(w, "x must have at least one dimension");
+  const size_t cols = x.shape(x.ndim() - 1);
+  const size_t rows = cols ? static_cast<size_t>(x.size()) / cols : 0;
+  for (const auto* v : {&scale, &bias})
+    if (*v && ((*v)->ndim() != 1 || static_cast<size_t>((*v)->shape(0)) != cols))
+      bad(w, "scale and bias must have shape (" + std::to_string(cols) + ",)");
+  const KernelTable& t = table_for(w, isa);
+  Parallel& par = pool_for(w, threads);
+  auto out = make_out<float>(shape_of(x));
+  {
+    py::gil_scoped_release nogil;
+    run_timed(tm, [&] {
+      t.normalize(rows, cols, x.data(), scale ? scale->data() : nullptr, bias ? bias->data() : nullptr, epsilon,
+                  out.mutable_data(), par);
+    });
   }
   return std::move(out);
 }
@@ -643,6 +674,12 @@ void bind_kernels(py::module_& parent) {
   m.def("unary", &unary, py::arg("op"), py::arg("x"), py::arg("alpha") = 0.f, py::arg("beta") = 0.f, mn, mx, isa,
         thr);
   m.def("softmax", &softmax, py::arg("x"), isa, thr, "softmax over the last dim");
+  m.def(
+      "normalize",
+      [](const FArr& x, const std::optional<FArr>& g, const std::optional<FArr>& b, float eps, const std::string& i,
+         size_t t) { return normalize_t(x, g, b, eps, i, t, Timing{}); },
+      py::arg("x"), py::arg("scale") = py::none(), py::arg("bias") = py::none(), py::arg("epsilon") = 1e-5f, isa,
+      thr, "layer norm over the last dim: (x - mean) / sqrt(var + epsilon) * scale + bias");
   m.def("quantize", &quantize, py::arg("x"), py::arg("scale"), py::arg("zero_point"), isa);
   m.def("dequantize", &dequantize, py::arg("q"), py::arg("scale"), py::arg("zero_point"), isa);
   m.def("qs8_gemm", &qs8_gemm, py::arg("A"), py::arg("B"), py::arg("bias"), py::arg("w_scales"),
@@ -691,6 +728,31 @@ void bind_kernels(py::module_& parent) {
         return times;
       },
       py::arg("x"), py::arg("pool"), py::arg("pads") = no_pads, py::arg("strides") = ones, isa, thr, rep);
+  m.def(
+      "time_unary",
+      [](const std::string& op, const FArr& x, const std::string& i, size_t t, size_t r) {
+        std::vector<double> times;
+        unary_t(op, x, 0.f, 0.f, -kInf, kInf, i, t, Timing{r, &times});
+        return times;
+      },
+      py::arg("op"), py::arg("x"), isa, thr, rep);
+  m.def(
+      "time_softmax",
+      [](const FArr& x, const std::string& i, size_t t, size_t r) {
+        std::vector<double> times;
+        softmax_t(x, i, t, Timing{r, &times});
+        return times;
+      },
+      py::arg("x"), isa, thr, rep);
+  m.def(
+      "time_normalize",
+      [](const FArr& x, const std::optional<FArr>& g, const std::optional<FArr>& b, const std::string& i, size_t t,
+         size_t r) {
+        std::vector<double> times;
+        normalize_t(x, g, b, 1e-5f, i, t, Timing{r, &times});
+        return times;
+      },
+      py::arg("x"), py::arg("scale") = py::none(), py::arg("bias") = py::none(), isa, thr, rep);
   m.def("peak_fma", &peak_fma, thr, py::arg("iters") = size_t{2000000}, py::arg("repeat") = size_t{5},
         "GFLOP/s of 12 independent 8-wide FMA chains per thread (the machine's attainable fp32 peak)");
   m.def("cpu_info", &cpu_info, "dict(isa, avx2, fma, f16c, avx512f, cores)");

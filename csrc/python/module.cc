@@ -53,7 +53,13 @@ py::list describe(const std::vector<TensorInfo>& infos) {
   for (const auto& t : infos) {
     py::list shape;
     for (size_t d : t.shape) shape.append(d);
-    r.append(py::make_tuple(t.name, public_dtype_name(t.dtype), shape));
+    py::list dyn;
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      const bool is_dyn = d < t.is_dynamic.size() && t.is_dynamic[d];
+      if (!is_dyn) dyn.append(py::none());
+      else dyn.append(t.dynamic[d].empty() ? std::string("?") : t.dynamic[d]);
+    }
+    r.append(py::make_tuple(t.name, public_dtype_name(t.dtype), shape, dyn));
   }
   return r;
 }

@@ -440,6 +440,35 @@ class Decoder {
         format_error("webxnn metadata: " + str(out_names.size()) + " output names but the graph has " +
                      str(model_.outputs.size()) + " external outputs");
       }
+      model_.has_wx_metadata = true;
+      if (const auto* dd = md->dyn_dims()) {
+        for (flatbuffers::uoffset_t k = 0; k < dd->size(); ++k) {
+          const fb::WXDynDim* d = dd->Get(k);
+          const std::string where = "webxnn metadata: dyn_dims[" + str(k) + "]";
+          DynDim dy;
+          dy.input = d->input();
+          dy.axis = d->axis();
+          dy.max_size = d->max_size();
+          if (d->name()) dy.name = d->name()->str();
+          if (dy.input >= model_.inputs.size()) {
+            format_error(where + ": input " + str(dy.input) + " is out of range (the graph has " +
+                         str(model_.inputs.size()) + " inputs)");
+          }
+          const Value& v = model_.values[model_.inputs[dy.input]];
+          if (dy.axis >= v.dims.size()) {
+            format_error(where + ": axis " + str(dy.axis) + " is out of range for input " + str(dy.input) +
+                         " of rank " + str(v.dims.size()));
+          }
+          if (dy.max_size == 0 || v.dims[dy.axis] != dy.max_size) {
+            format_error(where + ": max_size " + str(dy.max_size) + " must be > 0 and equal the declared dim " +
+                         str(v.dims[dy.axis]));
+          }
+          for (const DynDim& o : model_.dyn_dims) {
+            if (o.input == dy.input && o.axis == dy.axis) format_error(where + ": duplicate (input, axis)");
+          }
+          model_.dyn_dims.push_back(std::move(dy));
+        }
+      }
     }
     if (in_names.empty()) {
       for (size_t i = 0; i < model_.inputs.size(); ++i) in_names.push_back("input" + str(i));
@@ -686,8 +715,11 @@ class Decoder {
       case T::kWXUnary: {
         const auto* t = static_cast<const fb::WXUnary*>(obj);
         nd.wx_op = static_cast<uint16_t>(t->op());
-        nd.alpha = t->alpha();
-        nd.beta = t->beta();
+        if (nd.wx_op > 16) format_error("node " + str(i) + " (" + tname + "): unknown unary op " + str(nd.wx_op));
+        nd.alpha = static_cast<float>(t->alpha());
+        nd.beta = static_cast<float>(t->beta());
+        nd.dalpha = t->alpha();
+        nd.dbeta = t->beta();
         nd.inputs = {R("input_id", t->input_id())};
         nd.outputs = {R("output_id", t->output_id())};
         nd.flags = t->flags();
@@ -696,6 +728,7 @@ class Decoder {
       case T::kWXBinary: {
         const auto* t = static_cast<const fb::WXBinary*>(obj);
         nd.wx_op = static_cast<uint16_t>(t->op());
+        if (nd.wx_op > 15) format_error("node " + str(i) + " (" + tname + "): unknown binary op " + str(nd.wx_op));
         nd.inputs = {R("input1_id", t->input1_id()), R("input2_id", t->input2_id())};
         nd.outputs = {R("output_id", t->output_id())};
         nd.flags = t->flags();
@@ -704,9 +737,176 @@ class Decoder {
       case T::kWXReduce: {
         const auto* t = static_cast<const fb::WXReduce*>(obj);
         nd.wx_op = static_cast<uint16_t>(t->op());
+        if (nd.wx_op > 11) format_error("node " + str(i) + " (" + tname + "): unknown reduce op " + str(nd.wx_op));
         nd.ints_a = uvec(t->axes());
         nd.keep_dims = t->keep_dims();
         nd.inputs = {R("input_id", t->input_id())};
+        nd.outputs = {R("output_id", t->output_id())};
+        nd.flags = t->flags();
+        break;
+      }
+      case T::kWXGather: {
+        const auto* t = static_cast<const fb::WXGather*>(obj);
+        nd.axis = t->axis();
+        nd.inputs = {R("input_id", t->input_id()), R("indices_id", t->indices_id())};
+        nd.outputs = {R("output_id", t->output_id())};
+        nd.flags = t->flags();
+        break;
+      }
+      case T::kWXGatherElements: {
+        const auto* t = static_cast<const fb::WXGatherElements*>(obj);
+        nd.axis = t->axis();
+        nd.inputs = {R("input_id", t->input_id()), R("indices_id", t->indices_id())};
+        nd.outputs = {R("output_id", t->output_id())};
+        nd.flags = t->flags();
+        break;
+      }
+      case T::kWXGatherND: {
+        const auto* t = static_cast<const fb::WXGatherND*>(obj);
+        nd.inputs = {R("input_id", t->input_id()), R("indices_id", t->indices_id())};
+        nd.outputs = {R("output_id", t->output_id())};
+        nd.flags = t->flags();
+        break;
+      }
+      case T::kWXScatterElements: {
+        const auto* t = static_cast<const fb::WXScatterElements*>(obj);
+        nd.axis = t->axis();
+        nd.inputs = {R("input_id", t->input_id()), R("indices_id", t->indices_id()),
+                     R("updates_id", t->updates_id())};
+        nd.outputs = {R("output_id", t->output_id())};
+        nd.flags = t->flags();
+        break;
+      }
+      case T::kWXScatterND: {
+        const auto* t = static_cast<const fb::WXScatterND*>(obj);
+        nd.inputs = {R("input_id", t->input_id()), R("indices_id", t->indices_id()),
+                     R("updates_id", t->updates_id())};
+        nd.outputs = {R("output_id", t->output_id())};
+        nd.flags = t->flags();
+        break;
+      }
+      case T::kWXWhere: {
+        const auto* t = static_cast<const fb::WXWhere*>(obj);
+        nd.inputs = {R("condition_id", t->condition_id()), R("true_id", t->true_id()),
+                     R("false_id", t->false_id())};
+        nd.outputs = {R("output_id", t->output_id())};
+        nd.flags = t->flags();
+        break;
+      }
+      case T::kWXExpand: {
+        const auto* t = static_cast<const fb::WXExpand*>(obj);
+        nd.inputs = {R("input_id", t->input_id())};
+        nd.outputs = {R("output_id", t->output_id())};
+        nd.flags = t->flags();
+        break;
+      }
+      case T::kWXTile: {
+        const auto* t = static_cast<const fb::WXTile*>(obj);
+        nd.ints_a = uvec(t->repetitions());
+        nd.inputs = {R("input_id", t->input_id())};
+        nd.outputs = {R("output_id", t->output_id())};
+        nd.flags = t->flags();
+        break;
+      }
+      case T::kWXReverse: {
+        const auto* t = static_cast<const fb::WXReverse*>(obj);
+        nd.ints_a = uvec(t->axes());
+        nd.inputs = {R("input_id", t->input_id())};
+        nd.outputs = {R("output_id", t->output_id())};
+        nd.flags = t->flags();
+        break;
+      }
+      case T::kWXCumulativeSum: {
+        const auto* t = static_cast<const fb::WXCumulativeSum*>(obj);
+        nd.axis = t->axis();
+        nd.flag_a = t->exclusive();
+        nd.flag_b = t->reversed();
+        nd.inputs = {R("input_id", t->input_id())};
+        nd.outputs = {R("output_id", t->output_id())};
+        nd.flags = t->flags();
+        break;
+      }
+      case T::kWXTriangular: {
+        const auto* t = static_cast<const fb::WXTriangular*>(obj);
+        nd.flag_a = t->upper();
+        nd.diagonal = t->diagonal();
+        nd.inputs = {R("input_id", t->input_id())};
+        nd.outputs = {R("output_id", t->output_id())};
+        nd.flags = t->flags();
+        break;
+      }
+      case T::kWXPad: {
+        const auto* t = static_cast<const fb::WXPad*>(obj);
+        nd.wx_op = static_cast<uint16_t>(t->mode());
+        if (nd.wx_op > 3) format_error("node " + str(i) + " (" + tname + "): unknown pad mode " + str(nd.wx_op));
+        nd.ints_a = uvec(t->pre_paddings());
+        nd.ints_b = uvec(t->post_paddings());
+        nd.dalpha = t->value();
+        nd.inputs = {R("input_id", t->input_id())};
+        nd.outputs = {R("output_id", t->output_id())};
+        nd.flags = t->flags();
+        break;
+      }
+      case T::kWXSlice: {
+        const auto* t = static_cast<const fb::WXSlice*>(obj);
+        nd.ints_a = uvec(t->starts());
+        nd.ints_b = uvec(t->strides());
+        nd.inputs = {R("input_id", t->input_id())};
+        nd.outputs = {R("output_id", t->output_id())};
+        nd.flags = t->flags();
+        break;
+      }
+      case T::kWXNormalize: {
+        const auto* t = static_cast<const fb::WXNormalize*>(obj);
+        nd.ints_a = uvec(t->axes());
+        nd.alpha = t->epsilon();
+        if (!std::isfinite(nd.alpha) || nd.alpha < 0.f) {
+          format_error("node " + str(i) + " (" + tname + "): epsilon " + std::to_string(nd.alpha) +
+                       " is not a finite non-negative number");
+        }
+        nd.inputs = {R("input_id", t->input_id()), R("scale_id", t->scale_id(), true),
+                     R("bias_id", t->bias_id(), true)};
+        nd.outputs = {R("output_id", t->output_id())};
+        nd.flags = t->flags();
+        break;
+      }
+      case T::kWXResample2d: {
+        const auto* t = static_cast<const fb::WXResample2d*>(obj);
+        nd.wx_op = static_cast<uint16_t>(t->mode());
+        if (nd.wx_op > 1) format_error("node " + str(i) + " (" + tname + "): unknown resample mode " + str(nd.wx_op));
+        nd.ints_a = uvec(t->axes());
+        if (t->scales()) nd.floats.assign(t->scales()->begin(), t->scales()->end());
+        nd.inputs = {R("input_id", t->input_id())};
+        nd.outputs = {R("output_id", t->output_id())};
+        nd.flags = t->flags();
+        break;
+      }
+      case T::kWXPool2d: {
+        const auto* t = static_cast<const fb::WXPool2d*>(obj);
+        nd.wx_op = static_cast<uint16_t>(t->op());
+        if (nd.wx_op > 2) format_error("node " + str(i) + " (" + tname + "): unknown pool op " + str(nd.wx_op));
+        PoolParams& p = nd.pool;
+        p.pad_top = t->padding_top();
+        p.pad_right = t->padding_right();
+        p.pad_bottom = t->padding_bottom();
+        p.pad_left = t->padding_left();
+        p.pool_h = t->pooling_height();
+        p.pool_w = t->pooling_width();
+        p.stride_h = t->stride_height();
+        p.stride_w = t->stride_width();
+        p.dilation_h = std::max<uint32_t>(1, t->dilation_height());
+        p.dilation_w = std::max<uint32_t>(1, t->dilation_width());
+        nd.inputs = {R("input_id", t->input_id())};
+        nd.outputs = {R("output_id", t->output_id())};
+        nd.flags = t->flags();
+        break;
+      }
+      case T::kWXQuantize: {
+        const auto* t = static_cast<const fb::WXQuantize*>(obj);
+        nd.wx_op = static_cast<uint16_t>(t->op());
+        if (nd.wx_op > 1) format_error("node " + str(i) + " (" + tname + "): unknown quantize op " + str(nd.wx_op));
+        nd.inputs = {R("input_id", t->input_id()), R("scale_id", t->scale_id()),
+                     R("zero_point_id", t->zero_point_id(), true)};
         nd.outputs = {R("output_id", t->output_id())};
         nd.flags = t->flags();
         break;

@@ -78,6 +78,23 @@ const char* node_type_name(uint8_t raw) {
     case 128: return "WXUnary";
     case 129: return "WXBinary";
     case 130: return "WXReduce";
+    case 131: return "WXGather";
+    case 132: return "WXGatherElements";
+    case 133: return "WXGatherND";
+    case 134: return "WXScatterElements";
+    case 135: return "WXScatterND";
+    case 136: return "WXWhere";
+    case 137: return "WXExpand";
+    case 138: return "WXTile";
+    case 139: return "WXReverse";
+    case 140: return "WXCumulativeSum";
+    case 141: return "WXTriangular";
+    case 142: return "WXPad";
+    case 143: return "WXSlice";
+    case 144: return "WXNormalize";
+    case 145: return "WXResample2d";
+    case 146: return "WXPool2d";
+    case 147: return "WXQuantize";
     default: return nullptr;
   }
 }

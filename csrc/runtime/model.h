@@ -107,6 +107,23 @@ enum class NodeType : uint8_t {
   kWXUnary = 128,
   kWXBinary = 129,
   kWXReduce = 130,
+  kWXGather = 131,
+  kWXGatherElements = 132,
+  kWXGatherND = 133,
+  kWXScatterElements = 134,
+  kWXScatterND = 135,
+  kWXWhere = 136,
+  kWXExpand = 137,
+  kWXTile = 138,
+  kWXReverse = 139,
+  kWXCumulativeSum = 140,
+  kWXTriangular = 141,
+  kWXPad = 142,
+  kWXSlice = 143,
+  kWXNormalize = 144,
+  kWXResample2d = 145,
+  kWXPool2d = 146,
+  kWXQuantize = 147,
 };
 
 // "XNNConv2d", ...; nullptr for a value that is not in the schema.
@@ -151,8 +168,21 @@ struct Node {
   uint32_t axis = 0;             // concat
   float alpha = 0.f, beta = 0.f;  // LeakyReLU slope, ELU alpha, WX params; pad: alpha = padding value
   uint32_t new_height = 0, new_width = 0;
-  uint16_t wx_op = 0;
+  uint16_t wx_op = 0;             // WX*Op enums; pad/resample mode; pool op; quantize op
   bool keep_dims = false;
+  bool flag_a = false, flag_b = false;  // cumulative sum exclusive/reversed; triangular upper
+  int32_t diagonal = 0;                 // triangular
+  double dalpha = 0.0, dbeta = 0.0;     // WXUnary alpha/beta, WXPad value (full precision)
+  std::vector<float> floats;            // resample scales
+  bool folded = false;                  // evaluated at load (all inputs constant); skipped by run()
+};
+
+// A dynamic input dimension from the webxnn metadata.
+struct DynDim {
+  uint32_t input = 0;  // input index in extern order
+  uint32_t axis = 0;
+  std::string name;
+  uint32_t max_size = 0;
 };
 
 // A decoded, structurally verified graph (shapes and parameters are checked by the planner).
@@ -167,6 +197,8 @@ struct Model {
   std::string identifier;  // "XN00" / "XN01"
   std::string producer;
   bool has_header = true;
+  bool has_wx_metadata = false;  // webxnn metadata present: declared input dims are exact except dyn_dims
+  std::vector<DynDim> dyn_dims;
   // Storage that constant pointers may point into (aligned copies), kept alive with the model.
   std::vector<std::shared_ptr<void>> keepalive;
 

@@ -6,6 +6,7 @@
 #include <limits>
 #include <thread>
 
+#include "kernels/wx/wx.h"
 #include "runtime/loader.h"
 #include "runtime/shapes.h"
 #include "runtime/status.h"
@@ -32,6 +33,30 @@ bool public_dtype_of(DType t, PublicDType& out) {
     default: return false;
   }
 }
+
+// The WX kernels' element type of a datatype; false for quantized and other types they do not take.
+bool wx_et(DType t, wx::ET& out) {
+  switch (t) {
+    case DType::kFp32: out = wx::ET::kF32; return true;
+    case DType::kFp16: out = wx::ET::kF16; return true;
+    case DType::kInt32: out = wx::ET::kI32; return true;
+    case DType::kWxInt8: out = wx::ET::kI8; return true;
+    case DType::kWxUint8: out = wx::ET::kU8; return true;
+    case DType::kWxUint32: out = wx::ET::kU32; return true;
+    case DType::kWxInt64: out = wx::ET::kI64; return true;
+    case DType::kWxUint64: out = wx::ET::kU64; return true;
+    default: return false;
+  }
+}
+
+bool is_wx_node(NodeType t) { return static_cast<uint8_t>(t) >= 128; }
+
+bool packs_weights(NodeType t) {
+  return t == NodeType::kFullyConnected || t == NodeType::kConv2d || t == NodeType::kDepthwiseConv2d ||
+         t == NodeType::kConvTranspose2d;
+}
+
+constexpr size_t kMaxFoldBytes = size_t(64) << 20;  // larger constant results are computed per run instead
 
 size_t value_bytes(const Value& v, const Shape& s) { return numel(s) * std::max<size_t>(1, element_size(v.dtype)); }
 
@@ -205,6 +230,8 @@ void Program::init(std::shared_ptr<BlobStorage> blob, const LoadOptions& opts) {
     }
   }
   for (size_t i = 0; i < nn; ++i) check_supported(i);
+  kernels_ = &best_kernels();
+  fold_constants(shapes);
 
   // Graph inputs and outputs.
   for (int pass = 0; pass < 2; ++pass) {
@@ -221,6 +248,15 @@ void Program::init(std::shared_ptr<BlobStorage> blob, const LoadOptions& opts) {
                     model_.value_label(ids[k]) + ") has datatype " + dtype_name(v.dtype) +
                     ", which cannot be passed in or out");
       }
+      info.dynamic.assign(v.dims.size(), std::string());
+      info.is_dynamic.assign(v.dims.size(), !model_.has_wx_metadata && pass == 0);  // ExecuTorch: upper bounds
+      if (pass == 0) {
+        for (const DynDim& d : model_.dyn_dims) {
+          if (d.input != k) continue;
+          info.dynamic[d.axis] = d.name.empty() ? "dyn" + str(d.axis) : d.name;
+          info.is_dynamic[d.axis] = true;
+        }
+      }
       infos.push_back(std::move(info));
     }
   }
@@ -228,13 +264,13 @@ void Program::init(std::shared_ptr<BlobStorage> blob, const LoadOptions& opts) {
   producer_.assign(nv, -1);
   last_use_.assign(nv, -1);
   for (size_t i = 0; i < nn; ++i) {
+    if (model_.nodes[i].folded) continue;
     for (uint32_t in : model_.nodes[i].inputs) {
       if (in != kNoValue) last_use_[in] = static_cast<int64_t>(i);
     }
     for (uint32_t out : model_.nodes[i].outputs) producer_[out] = static_cast<int64_t>(i);
   }
 
-  kernels_ = &best_kernels();
   pack_weights();
   base_plan_ = make_plan(std::move(shapes));
   pool_ = std::make_unique<ThreadPool>(opts.threads);
@@ -292,14 +328,12 @@ void Program::check_supported(size_t i) const {
       need_fp32();
       return;
     case T::kConv2d: case T::kDepthwiseConv2d: case T::kConvTranspose2d:
-      need_fp32();
-      need_const(1, "filter");
-      need_const(2, "bias");
+      need_fp32();  // a non-constant filter or bias is packed per run
       return;
     case T::kFullyConnected: {
+      if (all_fp32()) return;
       need_const(1, "filter");
       need_const(2, "bias");
-      if (all_fp32()) return;
       const Value& x = model_.values[nd.inputs[0]];
       const Value& w = model_.values[nd.inputs[1]];
       const Value& y = model_.values[nd.outputs[0]];
@@ -321,7 +355,15 @@ void Program::check_supported(size_t i) const {
     case T::kConvert: {
       const DType a = dt(nd.inputs[0]), b = dt(nd.outputs[0]);
       if ((a == DType::kFp32 && b == DType::kQint8) || (a == DType::kQint8 && b == DType::kFp32)) return;
-      unsupported(model_.node_label(i) + ": conversion " + describe() + " is not supported (fp32 <-> qint8 only)");
+      wx::ET ea, eb;
+      if (wx_et(a, ea) && wx_et(b, eb)) return;
+      unsupported(model_.node_label(i) + ": conversion " + describe() +
+                  " is not supported (fp32 <-> qint8, or between fp32, fp16 and the integer types)");
+    }
+    case T::kStaticResizeBilinear2D: {
+      const DType a = dt(nd.inputs[0]), b = dt(nd.outputs[0]);
+      if (a == b && (a == DType::kFp32 || a == DType::kFp16)) return;
+      unsupported(model_.node_label(i) + ": datatypes " + describe() + " are not supported (fp32 or fp16)");
     }
     case T::kStaticTranspose: case T::kStaticReshape: case T::kStaticSlice: case T::kCopy:
     case T::kConcatenate2: case T::kConcatenate3: case T::kConcatenate4: case T::kConcatenate5:
@@ -330,8 +372,8 @@ void Program::check_supported(size_t i) const {
     case T::kStaticConstantPad: {
       need_bytes();
       const DType t = dt(nd.outputs[0]);
-      const bool computed = t == DType::kFp32 || t == DType::kQint8 || t == DType::kQuint8 ||
-                            t == DType::kWxInt8 || t == DType::kWxUint8 || t == DType::kInt32;
+      wx::ET et;
+      const bool computed = t == DType::kQint8 || t == DType::kQuint8 || wx_et(t, et);
       if (!computed && nd.alpha != 0.f) {
         unsupported(model_.node_label(i) + ": a non-zero padding value for " + dtype_name(t) + " is not supported");
       }
@@ -344,13 +386,184 @@ void Program::check_supported(size_t i) const {
     need_fp32();
     return;
   }
+  if (is_wx_node(nd.type)) {
+    check_wx_types(i);
+    return;
+  }
   unsupported(model_.node_label(i) + ": this node type is not supported by the runtime yet");
+}
+
+void Program::check_wx_types(size_t i) const {
+  const Node& nd = model_.nodes[i];
+  std::vector<wx::ET> in(nd.inputs.size(), wx::ET::kF32);
+  std::vector<bool> has(nd.inputs.size(), false);
+  wx::ET out = wx::ET::kF32;
+  std::string sig = "(";
+  for (size_t k = 0; k < nd.inputs.size(); ++k) {
+    if (nd.inputs[k] == kNoValue) continue;
+    sig += std::string(sig.size() > 1 ? ", " : "") + dtype_name(model_.values[nd.inputs[k]].dtype);
+  }
+  sig += std::string(") -> ") + dtype_name(model_.values[nd.outputs[0]].dtype);
+  auto bad = [&](const std::string& why) {
+    unsupported(model_.node_label(i) + ": datatypes " + sig + " are not supported: " + why);
+  };
+  for (size_t k = 0; k < nd.inputs.size(); ++k) {
+    if (nd.inputs[k] == kNoValue) continue;
+    if (!wx_et(model_.values[nd.inputs[k]].dtype, in[k])) bad("webxnn nodes take fp32, fp16 and plain integers");
+    has[k] = true;
+  }
+  if (!wx_et(model_.values[nd.outputs[0]].dtype, out)) bad("webxnn nodes take fp32, fp16 and plain integers");
+  const bool in_float = wx::et_is_float(in[0]);
+  auto is_int = [](wx::ET t) { return !wx::et_is_float(t); };
+  using T = NodeType;
+  switch (nd.type) {
+    case T::kWXUnary:
+      if (nd.wx_op == 12 || nd.wx_op == 11) return;  // cast, identity: any to any
+      if (nd.wx_op == 8) {
+        if (in[0] != wx::ET::kU8 || out != wx::ET::kU8) bad("logical_not takes and gives uint8");
+        return;
+      }
+      if (nd.wx_op == 9 || nd.wx_op == 10) {
+        if (!in_float || out != wx::ET::kU8) bad("is_nan / is_infinite take a float and give uint8");
+        return;
+      }
+      if (out != in[0]) bad("input and output must have the same datatype");
+      return;
+    case T::kWXBinary:
+      if (in[0] != in[1]) bad("both inputs must have the same datatype");
+      if (nd.wx_op >= 1 && nd.wx_op <= 9) {
+        if (out != wx::ET::kU8) bad("comparisons and logical ops give uint8");
+        if (nd.wx_op >= 7 && in[0] != wx::ET::kU8) bad("logical ops take uint8");
+        return;
+      }
+      if (out != in[0]) bad("input and output must have the same datatype");
+      return;
+    case T::kWXReduce:
+      if (nd.wx_op == 10 || nd.wx_op == 11) {
+        if (!is_int(out)) bad("arg_max / arg_min give an integer datatype");
+        return;
+      }
+      if (out != in[0]) bad("input and output must have the same datatype");
+      return;
+    case T::kWXGather: case T::kWXGatherElements: case T::kWXGatherND:
+      if (out != in[0]) bad("input and output must have the same datatype");
+      if (!is_int(in[1])) bad("indices must be an integer datatype");
+      return;
+    case T::kWXScatterElements: case T::kWXScatterND:
+      if (out != in[0] || in[2] != in[0]) bad("input, updates and output must have the same datatype");
+      if (!is_int(in[1])) bad("indices must be an integer datatype");
+      return;
+    case T::kWXWhere:
+      if (in[0] != wx::ET::kU8) bad("the condition must be uint8");
+      if (in[1] != out || in[2] != out) bad("both branches and the output must have the same datatype");
+      return;
+    case T::kWXNormalize:
+      if ((has[1] && in[1] != in[0]) || (has[2] && in[2] != in[0])) bad("scale and bias must match the input");
+      [[fallthrough]];
+    case T::kWXResample2d: case T::kWXPool2d:
+      if (!in_float) bad("a float datatype is needed");
+      if (out != in[0]) bad("input and output must have the same datatype");
+      return;
+    case T::kWXQuantize:
+      if (!wx::et_is_float(in[1])) bad("the scale must be a float datatype");
+      if (nd.wx_op == 0) {
+        if (!in_float || !is_int(out)) bad("quantize takes a float and gives an integer");
+        if (has[2] && in[2] != out) bad("the zero point must have the output's datatype");
+      } else {
+        if (!is_int(in[0]) || !wx::et_is_float(out)) bad("dequantize takes an integer and gives a float");
+        if (has[2] && in[2] != in[0]) bad("the zero point must have the input's datatype");
+      }
+      return;
+    default:  // expand, tile, reverse, cumulative sum, triangular, pad, slice
+      if (out != in[0]) bad("input and output must have the same datatype");
+      return;
+  }
+}
+
+void Program::fold_constants(const std::vector<Shape>& shapes) {
+  const size_t nv = model_.values.size();
+  std::vector<void*> ptrs(nv, nullptr);
+  for (size_t v = 0; v < nv; ++v) {
+    if (model_.values[v].is_constant) ptrs[v] = const_cast<uint8_t*>(model_.values[v].data);
+  }
+  Plan plan;
+  plan.shapes = shapes;
+  SerialParallel serial;
+  for (size_t i = 0; i < model_.nodes.size(); ++i) {
+    Node& nd = model_.nodes[i];
+    if (nd.inputs.empty() || packs_weights(nd.type)) continue;
+    bool foldable = true;
+    for (uint32_t in : nd.inputs) foldable = foldable && (in == kNoValue || model_.values[in].is_constant);
+    size_t total = 0;
+    for (uint32_t out : nd.outputs) {
+      const Value& v = model_.values[out];
+      foldable = foldable && v.flags == 0 && element_size(v.dtype) != 0;
+      if (foldable) total += value_bytes(v, shapes[out]);
+    }
+    if (!foldable || total > kMaxFoldBytes) continue;
+    std::vector<std::shared_ptr<AlignedBuffer>> bufs;
+    bool empty = false;
+    for (uint32_t out : nd.outputs) {
+      const size_t bytes = value_bytes(model_.values[out], shapes[out]);
+      empty = empty || bytes == 0;
+      bufs.push_back(std::make_shared<AlignedBuffer>(bytes + kTensorSlack, true));
+      ptrs[out] = bufs.back()->data();
+    }
+    if (!empty) exec_node(i, plan, ptrs.data(), serial);
+    for (size_t k = 0; k < nd.outputs.size(); ++k) {
+      Value& v = model_.values[nd.outputs[k]];
+      v.is_constant = true;
+      v.data = bufs[k]->data();
+      v.data_size = value_bytes(v, shapes[nd.outputs[k]]);
+      model_.keepalive.push_back(bufs[k]);
+    }
+    nd.folded = true;
+  }
+}
+
+bool Program::needs_run_packing(size_t i) const {
+  const Node& nd = model_.nodes[i];
+  if (!packs_weights(nd.type)) return false;
+  for (size_t k = 1; k < nd.inputs.size(); ++k) {
+    if (nd.inputs[k] != kNoValue && !model_.values[nd.inputs[k]].is_constant) return true;
+  }
+  return false;
+}
+
+void Program::pack_node(size_t i, const Shape& filter_dims, const void* filter, const void* bias,
+                        AlignedBuffer& buf) const {
+  const Node& nd = model_.nodes[i];
+  switch (nd.type) {
+    case NodeType::kFullyConnected: {
+      const bool io = nd.flags & kFlagTransposeWeights;
+      const size_t K = io ? filter_dims[0] : filter_dims[1];
+      const size_t N = io ? filter_dims[1] : filter_dims[0];
+      buf = AlignedBuffer(kernels_->gemm_packed_size(K, N));
+      kernels_->gemm_pack(K, N, static_cast<const float*>(filter), !io, static_cast<const float*>(bias), buf.data());
+      return;
+    }
+    case NodeType::kConv2d:
+      buf = AlignedBuffer(kernels_->conv2d_packed_size(nd.conv));
+      kernels_->conv2d_pack(nd.conv, static_cast<const float*>(filter), static_cast<const float*>(bias), buf.data());
+      return;
+    case NodeType::kDepthwiseConv2d:
+      buf = AlignedBuffer(kernels_->dwconv2d_packed_size(nd.conv));
+      kernels_->dwconv2d_pack(nd.conv, static_cast<const float*>(filter), static_cast<const float*>(bias), buf.data());
+      return;
+    case NodeType::kConvTranspose2d:
+      buf = AlignedBuffer(kernels_->deconv2d_packed_size(nd.conv));
+      kernels_->deconv2d_pack(nd.conv, static_cast<const float*>(filter), static_cast<const float*>(bias), buf.data());
+      return;
+    default:
+      return;
+  }
 }
 
 void Program::pack_weights() {
   packed_.resize(model_.nodes.size());
   for (size_t i = 0; i < model_.nodes.size(); ++i) {
     const Node& nd = model_.nodes[i];
+    if (nd.folded || needs_run_packing(i)) continue;  // dynamic weights are packed per run
     auto cdata = [&](size_t k) -> const void* {
       return (k < nd.inputs.size() && nd.inputs[k] != kNoValue) ? model_.values[nd.inputs[k]].data : nullptr;
     };
@@ -505,6 +718,7 @@ std::shared_ptr<const Plan> Program::plan_for(const std::vector<Shape>& input_sh
     auto it = cache_.find(input_shapes);
     if (it != cache_.end()) return it->second;
   }
+  check_input_shapes(input_shapes);
   std::vector<Shape> shapes(model_.values.size());
   for (size_t v = 0; v < shapes.size(); ++v) shapes[v] = model_.values[v].dims;
   std::string changed;
@@ -541,6 +755,29 @@ std::shared_ptr<const Plan> Program::plan_for(const std::vector<Shape>& input_sh
   return plan;
 }
 
+// With webxnn metadata, only the dims named in dyn_dims may differ from the declared ones (1..max); without
+// it (ExecuTorch payloads) every declared dim is an upper bound.
+void Program::check_input_shapes(const std::vector<Shape>& input_shapes) const {
+  for (size_t k = 0; k < input_shapes.size(); ++k) {
+    const Shape& s = input_shapes[k];
+    const TensorInfo& info = inputs_[k];
+    const Shape& want = info.shape;
+    const std::string desc = "input '" + info.name + "': expected shape " + shape_str(want) + ", got " + shape_str(s);
+    if (s.size() != want.size()) input_error(desc + " (rank " + str(want.size()) + " expected, got " + str(s.size()) + ")");
+    for (size_t d = 0; d < s.size(); ++d) {
+      if (s[d] == want[d]) continue;
+      if (!info.is_dynamic[d]) {
+        input_error(desc + ": axis " + str(d) + " is fixed at " + str(want[d]) + " but got " + str(s[d]));
+      }
+      if (s[d] > want[d] || (model_.has_wx_metadata && s[d] < 1)) {
+        const std::string nm = info.dynamic[d].empty() ? "" : " ('" + info.dynamic[d] + "')";
+        input_error(desc + ": axis " + str(d) + nm + " may be " + (model_.has_wx_metadata ? "1" : "0") + ".." +
+                    str(want[d]) + " but got " + str(s[d]));
+      }
+    }
+  }
+}
+
 std::vector<Shape> Program::output_shapes(const Plan& plan) const {
   std::vector<Shape> r;
   for (uint32_t v : model_.outputs) r.push_back(plan.shapes[v]);
@@ -568,6 +805,7 @@ void Program::run(const Plan& plan, const void* const* inputs, void* const* outp
   for (size_t i = 0; i < model_.nodes.size(); ++i) {
     const Node& nd = model_.nodes[i];
     bool empty = false;
+    if (nd.folded) continue;
     for (uint32_t out : nd.outputs) empty = empty || numel(plan.shapes[out]) == 0;
     if (empty) continue;
     exec_node(i, plan, ptrs.data(), *pool_);
@@ -595,6 +833,18 @@ void Program::exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel&
   float* outf = static_cast<float*>(out);
   const Value& out_val = model_.values[nd.outputs[0]];
   const size_t esize = std::max<size_t>(1, element_size(out_val.dtype));
+
+  // Weights: packed at load, or (non-constant filter or bias) packed now into a per-run buffer.
+  const void* packed = i < packed_.size() ? packed_[i].data() : nullptr;
+  AlignedBuffer run_packed;
+  if (packs_weights(nd.type) && needs_run_packing(i)) {
+    pack_node(i, in_shape(1), in_ptr(1), in_ptr(2), run_packed);
+    packed = run_packed.data();
+  }
+  if (is_wx_node(nd.type)) {
+    exec_wx(i, plan, ptrs, par);
+    return;
+  }
 
   BinaryOp bop;
   if (is_binary(nd.type, bop)) {
@@ -646,7 +896,7 @@ void Program::exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel&
       const size_t N = out_shape.back();
       const size_t M = numel(x) / Kd;
       if (out_val.dtype == DType::kFp32) {
-        K.gemm(M, N, Kd, inf(0), Kd, packed_[i].data(), outf, N, nd.act, par);
+        K.gemm(M, N, Kd, inf(0), Kd, packed, outf, N, nd.act, par);
       } else {
         const int8_t lo = quantize_bound(nd.act.min, out_val.quant, true);
         const int8_t hi = quantize_bound(nd.act.max, out_val.quant, false);
@@ -691,7 +941,7 @@ void Program::exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel&
       const Shape& x = in_shape(0);
       auto fn = nd.type == NodeType::kConv2d ? K.conv2d
                 : nd.type == NodeType::kDepthwiseConv2d ? K.dwconv2d : K.deconv2d;
-      fn(nd.conv, x[0], x[1], x[2], inf(0), out_shape[1], out_shape[2], packed_[i].data(), outf, par);
+      fn(nd.conv, x[0], x[1], x[2], inf(0), out_shape[1], out_shape[2], packed, outf, par);
       return;
     }
     case NodeType::kMaxPooling2d: case NodeType::kAvgPooling2d: {
@@ -716,7 +966,11 @@ void Program::exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel&
     }
     case NodeType::kConvert: {
       const size_t n = numel(out_shape);
-      if (out_val.dtype == DType::kQint8) {
+      const Value& xin = model_.values[nd.inputs[0]];
+      wx::ET ea, eb;
+      if (wx_et(xin.dtype, ea) && wx_et(out_val.dtype, eb)) {
+        wx::convert(ea, eb, n, in_ptr(0), out, par);
+      } else if (out_val.dtype == DType::kQint8) {
         K.quantize_qs8(n, inf(0), static_cast<int8_t*>(out), out_val.quant.scale, out_val.quant.zero_point);
       } else {
         const Value& x = model_.values[nd.inputs[0]];
@@ -788,9 +1042,19 @@ void Program::exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel&
           std::memcpy(fill, &iv, 4);
           break;
         }
-        default: break;  // zero (checked at load)
+        default: {
+          wx::ET et;
+          if (wx_et(out_val.dtype, et)) wx::fill_value(et, v, fill);
+          break;
+        }
       }
       pad_bytes(esize, x.size(), x.data(), pre, post, fill, in_ptr(0), out);
+      return;
+    }
+    case NodeType::kStaticResizeBilinear2D: {
+      wx::ET et;
+      wx_et(out_val.dtype, et);
+      wx::resize_bilinear_nhwc(et, nd.flags, in_shape(0), out_shape, in_ptr(0), out, par);
       return;
     }
     case NodeType::kConcatenate2: case NodeType::kConcatenate3: case NodeType::kConcatenate4:
@@ -808,6 +1072,114 @@ void Program::exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel&
         inner[k] = b;
       }
       concat_bytes(n, ins, inner, outer, out);
+      return;
+    }
+    default:
+      fail(StatusCode::kInternal, model_.node_label(i) + ": no executor for this node type");
+  }
+}
+
+void Program::exec_wx(size_t i, const Plan& plan, void* const* ptrs, Parallel& par) const {
+  const Node& nd = model_.nodes[i];
+  auto in_ptr = [&](size_t k) -> const void* {
+    return (k < nd.inputs.size() && nd.inputs[k] != kNoValue) ? ptrs[nd.inputs[k]] : nullptr;
+  };
+  auto in_shape = [&](size_t k) -> const Shape& { return plan.shapes[nd.inputs[k]]; };
+  auto et = [&](uint32_t v) {
+    wx::ET t = wx::ET::kF32;
+    wx_et(model_.values[v].dtype, t);
+    return t;
+  };
+  const Shape& os = plan.shapes[nd.outputs[0]];
+  void* out = ptrs[nd.outputs[0]];
+  const wx::ET ot = et(nd.outputs[0]);
+  const size_t esize = wx::et_size(ot);
+  const wx::ET it0 = et(nd.inputs[0]);
+  auto mask = [&](size_t rank) {
+    std::vector<bool> m(rank, false);
+    for (uint32_t a : nd.ints_a) m[a] = true;
+    return m;
+  };
+  using T = NodeType;
+  switch (nd.type) {
+    case T::kWXUnary:
+      wx::unary(nd.wx_op, nd.dalpha, nd.dbeta, it0, ot, numel(os), in_ptr(0), out, par);
+      return;
+    case T::kWXBinary:
+      wx::binary(nd.wx_op, it0, ot, in_shape(0), in_shape(1), os, in_ptr(0), in_ptr(1), out, par);
+      return;
+    case T::kWXReduce:
+      wx::reduce(nd.wx_op, it0, ot, in_shape(0), mask(in_shape(0).size()), in_ptr(0), out, par);
+      return;
+    case T::kWXGather:
+      wx::gather(esize, in_shape(0), nd.axis, et(nd.inputs[1]), in_shape(1), in_ptr(0), in_ptr(1), out, par);
+      return;
+    case T::kWXGatherElements:
+      wx::gather_elements(esize, in_shape(0), nd.axis, et(nd.inputs[1]), in_shape(1), in_ptr(0), in_ptr(1), out,
+                          par);
+      return;
+    case T::kWXGatherND:
+      wx::gather_nd(esize, in_shape(0), et(nd.inputs[1]), in_shape(1), in_ptr(0), in_ptr(1), out, par);
+      return;
+    case T::kWXScatterElements:
+      wx::scatter_elements(esize, in_shape(0), nd.axis, et(nd.inputs[1]), in_shape(1), in_ptr(0), in_ptr(1),
+                           in_ptr(2), out);
+      return;
+    case T::kWXScatterND:
+      wx::scatter_nd(esize, in_shape(0), et(nd.inputs[1]), in_shape(1), in_ptr(0), in_ptr(1), in_ptr(2), out);
+      return;
+    case T::kWXWhere:
+      wx::where(esize, in_shape(0), in_shape(1), in_shape(2), os, static_cast<const uint8_t*>(in_ptr(0)),
+                in_ptr(1), in_ptr(2), out, par);
+      return;
+    case T::kWXExpand:
+      wx::expand(esize, in_shape(0), os, in_ptr(0), out, par);
+      return;
+    case T::kWXTile:
+      wx::tile(esize, in_shape(0), os, in_ptr(0), out, par);
+      return;
+    case T::kWXReverse:
+      wx::reverse(esize, in_shape(0), mask(in_shape(0).size()), in_ptr(0), out, par);
+      return;
+    case T::kWXCumulativeSum:
+      wx::cumulative_sum(ot, in_shape(0), nd.axis, nd.flag_a, nd.flag_b, in_ptr(0), out, par);
+      return;
+    case T::kWXTriangular:
+      wx::triangular(esize, in_shape(0), nd.flag_a, nd.diagonal, in_ptr(0), out, par);
+      return;
+    case T::kWXPad: {
+      uint8_t fill[8] = {};
+      wx::fill_value(ot, nd.dalpha, fill);
+      wx::pad(esize, in_shape(0), nd.ints_a, os, nd.wx_op, fill, in_ptr(0), out, par);
+      return;
+    }
+    case T::kWXSlice:
+      wx::strided_slice(esize, in_shape(0), nd.ints_a, nd.ints_b, os, in_ptr(0), out, par);
+      return;
+    case T::kWXNormalize: {
+      static const Shape kNone;
+      wx::normalize(ot, in_shape(0), mask(in_shape(0).size()), nd.alpha, in_ptr(1),
+                    in_ptr(1) ? in_shape(1) : kNone, in_ptr(2), in_ptr(2) ? in_shape(2) : kNone, in_ptr(0), out,
+                    par);
+      return;
+    }
+    case T::kWXResample2d: {
+      const size_t axes[2] = {nd.ints_a[0], nd.ints_a[1]};
+      const float scales[2] = {nd.floats[0], nd.floats[1]};
+      wx::resample2d(ot, nd.wx_op, in_shape(0), os, axes, scales, in_ptr(0), out, par);
+      return;
+    }
+    case T::kWXPool2d: {
+      const Shape& x = in_shape(0);
+      wx::pool2d(nd.wx_op, ot, nd.pool, x[0], x[1], x[2], x[3], in_ptr(0), os[1], os[2], out, par);
+      return;
+    }
+    case T::kWXQuantize: {
+      static const Shape kNone;
+      const bool has_zp = in_ptr(2) != nullptr;
+      wx::quantize(nd.wx_op, it0, ot, in_shape(0), et(nd.inputs[1]), in_shape(1), in_ptr(1),
+                   has_zp ? et(nd.inputs[2]) : wx::ET::kI32, has_zp ? in_shape(2) : kNone, in_ptr(2), in_ptr(0), out,
+                   par);
       return;
     }
     default:

@@ -34,7 +34,9 @@ size_t public_dtype_size(PublicDType t);
 struct TensorInfo {
   std::string name;
   PublicDType dtype;
-  Shape shape;  // as declared in the blob
+  Shape shape;  // as declared in the blob (a dynamic dim holds its maximum)
+  std::vector<std::string> dynamic;  // inputs: per dim, the dynamic dim's name, or "" when fixed
+  std::vector<bool> is_dynamic;      // inputs: per dim, whether it may vary (1..shape[d])
 };
 
 struct LoadOptions {
@@ -76,9 +78,16 @@ class Program {
   Program() = default;
   void init(std::shared_ptr<BlobStorage> blob, const LoadOptions& opts);
   void check_supported(size_t node) const;
+  void check_wx_types(size_t node) const;
+  void fold_constants(const std::vector<Shape>& shapes);
+  bool needs_run_packing(size_t node) const;
+  void pack_node(size_t node, const Shape& filter_dims, const void* filter, const void* bias,
+                 AlignedBuffer& buf) const;
+  void check_input_shapes(const std::vector<Shape>& input_shapes) const;
   void pack_weights();
   std::shared_ptr<Plan> make_plan(std::vector<Shape> shapes) const;
   void exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel& par) const;
+  void exec_wx(size_t i, const Plan& plan, void* const* ptrs, Parallel& par) const;
 
   std::shared_ptr<BlobStorage> blob_;
   Model model_;

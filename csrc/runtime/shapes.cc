@@ -1,6 +1,7 @@
 #include "runtime/shapes.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "runtime/status.h"
@@ -117,6 +118,55 @@ class Inferer {
         break;
       }
       case T::kWXReduce: reduce(); break;
+      case T::kWXGather: gather(); break;
+      case T::kWXGatherElements: case T::kWXScatterElements: elements(); break;
+      case T::kWXGatherND: case T::kWXScatterND: nd(); break;
+      case T::kWXWhere: {
+        Shape a, o;
+        if (!broadcast_shapes(in(1), in(2), a) || !broadcast_shapes(in(0), a, o)) {
+          fail_node("condition " + in_label(0) + ", " + in_label(1) + " and " + in_label(2) + " do not broadcast");
+        }
+        set_out(0, o);
+        break;
+      }
+      case T::kWXExpand: expand(); break;
+      case T::kWXTile: tile(); break;
+      case T::kWXReverse: case T::kWXNormalize: {
+        axes_mask(in(0).size());
+        if (nd_.type == T::kWXNormalize) {
+          for (size_t k = 1; k <= 2; ++k) {
+            Shape o;
+            if (has_in(k) && (!broadcast_shapes(in(k), in(0), o) || o != in(0))) {
+              fail_node((k == 1 ? "scale " : "bias ") + in_label(k) + " does not broadcast to " + in_label(0));
+            }
+          }
+        }
+        set_out(0, in(0));
+        break;
+      }
+      case T::kWXCumulativeSum:
+        if (nd_.axis >= in(0).size()) fail_node("axis " + str(nd_.axis) + " is out of range for " + in_label(0));
+        set_out(0, in(0));
+        break;
+      case T::kWXTriangular:
+        need_rank(0, 2, kMaxRank);
+        set_out(0, in(0));
+        break;
+      case T::kWXPad: wx_pad(); break;
+      case T::kWXSlice: wx_slice(); break;
+      case T::kWXResample2d: resample(); break;
+      case T::kWXPool2d: wx_pool(); break;
+      case T::kWXQuantize: {
+        for (size_t k = 1; k <= 2; ++k) {
+          if (has_in(k) && !wx_blockwise(in(k), in(0))) {
+            fail_node((k == 1 ? "scale " : "zero point ") + in_label(k) +
+                      " neither broadcasts nor repeats block-wise to " + in_label(0));
+          }
+        }
+        if (has_in(2) && in(2) != in(1)) fail_node("zero point " + in_label(2) + " must have the dims of scale " + in_label(1));
+        set_out(0, in(0));
+        break;
+      }
       default:
         unsupported(m_.node_label(i_) + ": this node type is not supported by this runtime");
     }
@@ -338,12 +388,229 @@ class Inferer {
     set_out(0, o);
   }
 
+  const Shape& declared_out() const { return m_.values[nd_.outputs[0]].dims; }
+  const Shape& declared_in(size_t k) const { return m_.values[nd_.inputs[k]].dims; }
+
+  // The declared output dims, except where a dim equals the declared input's and the input's actual dim
+  // differs (a dynamic dim passing through): then the actual one. Ranks right-aligned.
+  Shape follow_input(const Shape& declared) const {
+    Shape o = declared;
+    const Shape& di = declared_in(0);
+    const Shape& x = in(0);
+    if (di.size() != x.size() || di.size() > o.size()) return o;
+    const size_t off = o.size() - di.size();
+    for (size_t d = 0; d < di.size(); ++d) {
+      if (x[d] != di[d] && o[off + d] == di[d]) o[off + d] = x[d];
+    }
+    return o;
+  }
+
+  std::vector<bool> axes_mask(size_t rank) const {
+    std::vector<bool> m(rank, false);
+    for (uint32_t a : nd_.ints_a) {
+      if (a >= rank || m[a]) fail_node("axes must be distinct dims of " + in_label(0));
+      m[a] = true;
+    }
+    return m;
+  }
+
+  static bool wx_blockwise(const Shape& s, const Shape& x) {
+    if (s.size() > x.size()) return false;
+    const size_t off = x.size() - s.size();
+    for (size_t k = 0; k < s.size(); ++k) {
+      const size_t xd = x[off + k], sd = s[k];
+      if (sd == 1 || sd == xd) continue;
+      if (sd == 0 || xd % sd != 0) return false;
+    }
+    return true;
+  }
+
+  bool is_int_value(size_t k) const {
+    switch (m_.values[nd_.inputs[k]].dtype) {
+      case DType::kInt32: case DType::kWxInt8: case DType::kWxUint8: case DType::kWxUint32: case DType::kWxInt64:
+      case DType::kWxUint64:
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  void gather() {
+    const Shape& x = in(0);
+    const Shape& idx = in(1);
+    if (nd_.axis >= x.size()) fail_node("axis " + str(nd_.axis) + " is out of range for " + in_label(0));
+    Shape o(x.begin(), x.begin() + nd_.axis);
+    o.insert(o.end(), idx.begin(), idx.end());
+    o.insert(o.end(), x.begin() + nd_.axis + 1, x.end());
+    set_out(0, o);
+  }
+
+  // gatherElements / scatterElements: indices (and updates) of the input's rank, no larger off the axis.
+  void elements() {
+    const Shape& x = in(0);
+    const Shape& idx = in(1);
+    if (nd_.axis >= x.size()) fail_node("axis " + str(nd_.axis) + " is out of range for " + in_label(0));
+    if (idx.size() != x.size()) fail_node("indices " + in_label(1) + " must have the rank of " + in_label(0));
+    for (size_t d = 0; d < x.size(); ++d) {
+      if (d != nd_.axis && idx[d] > x[d]) {
+        fail_node("indices " + in_label(1) + " are larger than " + in_label(0) + " in dim " + str(d));
+      }
+    }
+    if (nd_.type == NodeType::kWXScatterElements) {
+      if (in(2) != idx) fail_node("updates " + in_label(2) + " must have the dims of indices " + in_label(1));
+      set_out(0, x);
+    } else {
+      set_out(0, idx);
+    }
+  }
+
+  void nd() {
+    const Shape& x = in(0);
+    const Shape& idx = in(1);
+    if (idx.empty()) fail_node("indices " + in_label(1) + " must have rank >= 1");
+    const size_t k = idx.back();
+    if (k < 1 || k > x.size()) {
+      fail_node("the last dim of indices " + in_label(1) + " must be 1.." + str(x.size()) + " (the rank of " +
+                in_label(0) + ")");
+    }
+    Shape slices(idx.begin(), idx.end() - 1);
+    slices.insert(slices.end(), x.begin() + static_cast<std::ptrdiff_t>(k), x.end());
+    if (nd_.type == NodeType::kWXScatterND) {
+      if (in(2) != slices) fail_node("updates " + in_label(2) + " should be " + shape_str(slices));
+      set_out(0, x);
+    } else {
+      set_out(0, slices);
+    }
+  }
+
+  void expand() {
+    const Shape o = follow_input(declared_out());
+    Shape b;
+    if (!broadcast_shapes(in(0), o, b) || b != o) {
+      fail_node(in_label(0) + " does not broadcast to the output dims " + shape_str(o));
+    }
+    set_out(0, o);
+  }
+
+  void tile() {
+    const Shape& x = in(0);
+    if (nd_.ints_a.size() != x.size()) {
+      fail_node("repetitions has " + str(nd_.ints_a.size()) + " entries but " + in_label(0) + " has rank " + str(x.size()));
+    }
+    Shape o(x.size());
+    for (size_t d = 0; d < x.size(); ++d) {
+      const uint64_t r = nd_.ints_a[d];
+      if (r == 0) fail_node("repetitions must be >= 1");
+      if (x[d] != 0 && r > kMaxTensorBytes / x[d]) fail_node("tiled dim " + str(d) + " is too large");
+      o[d] = static_cast<size_t>(x[d] * r);
+    }
+    set_out(0, o);
+  }
+
+  void wx_pad() {
+    const Shape& x = in(0);
+    if (nd_.ints_a.size() != x.size() || nd_.ints_b.size() != x.size()) {
+      fail_node("pre_paddings (" + str(nd_.ints_a.size()) + ") and post_paddings (" + str(nd_.ints_b.size()) +
+                ") need one entry per dim of " + in_label(0));
+    }
+    Shape o(x.size());
+    for (size_t d = 0; d < x.size(); ++d) {
+      const uint64_t a = nd_.ints_a[d], b = nd_.ints_b[d];
+      if (nd_.wx_op == 1 && x[d] == 0 && (a || b)) fail_node("edge padding of an empty dim " + str(d));
+      if (nd_.wx_op == 2 && (a >= x[d] || b >= x[d]) && (a || b)) {
+        fail_node("reflection padding of dim " + str(d) + " must be smaller than its size " + str(x[d]));
+      }
+      if (nd_.wx_op == 3 && (a > x[d] || b > x[d])) {
+        fail_node("symmetric padding of dim " + str(d) + " must not exceed its size " + str(x[d]));
+      }
+      const uint64_t v = uint64_t(x[d]) + a + b;
+      if (v > kMaxTensorBytes) fail_node("padded dim " + str(d) + " is too large");
+      o[d] = static_cast<size_t>(v);
+    }
+    set_out(0, o);
+  }
+
+  void wx_slice() {
+    const Shape& x = in(0);
+    const auto& st = nd_.ints_a;
+    const auto& sd = nd_.ints_b;
+    if (st.size() != x.size() || sd.size() != x.size()) {
+      fail_node("starts (" + str(st.size()) + ") and strides (" + str(sd.size()) + ") need one entry per dim of " +
+                in_label(0));
+    }
+    Shape o = declared_out();
+    if (o.size() != x.size()) fail_node("the output rank differs from " + in_label(0));
+    const Shape& di = declared_in(0);
+    for (size_t d = 0; d < x.size(); ++d) {
+      if (sd[d] == 0) fail_node("stride of dim " + str(d) + " must be >= 1");
+      if (x[d] != di[d] && st[d] == 0 && sd[d] == 1 && o[d] == di[d]) o[d] = x[d];  // dynamic dim, whole
+      if (o[d] != 0 && uint64_t(st[d]) + uint64_t(o[d] - 1) * sd[d] >= x[d]) {
+        fail_node("slice of dim " + str(d) + " (start " + str(st[d]) + ", stride " + str(sd[d]) + ", " + str(o[d]) +
+                  " elements) is out of range for " + in_label(0));
+      }
+    }
+    set_out(0, o);
+  }
+
+  void resample() {
+    const Shape& x = in(0);
+    if (nd_.ints_a.size() != 2 || nd_.floats.size() != 2) fail_node("needs two axes and two scales");
+    const uint32_t a0 = nd_.ints_a[0], a1 = nd_.ints_a[1];
+    if (a0 >= x.size() || a1 >= x.size() || a0 == a1) fail_node("axes must be two distinct dims of " + in_label(0));
+    for (float s : nd_.floats) {
+      if (!std::isfinite(s) || s <= 0.f) fail_node("scales must be finite and > 0");
+    }
+    const Shape& dec = declared_out();
+    if (dec.size() != x.size()) fail_node("the output rank differs from " + in_label(0));
+    Shape o = x;
+    o[a0] = dec[a0];
+    o[a1] = dec[a1];
+    for (uint32_t a : {a0, a1}) {
+      if (o[a] != 0 && x[a] == 0) fail_node(in_label(0) + " is empty along axis " + str(a));
+    }
+    set_out(0, o);
+  }
+
+  void wx_pool() {
+    const PoolParams& p = nd_.pool;
+    if (p.pool_h == 0 || p.pool_w == 0) fail_node("pooling size " + str(p.pool_h) + "x" + str(p.pool_w) + " must be > 0");
+    if (p.stride_h == 0 || p.stride_w == 0) fail_node("stride " + str(p.stride_h) + "x" + str(p.stride_w) + " must be > 0");
+    need_rank(0, 4, 4);
+    need_nonempty(0);
+    const Shape& x = in(0);
+    const Shape& di = declared_in(0);
+    const Shape& dec = declared_out();
+    if (dec.size() != 4) fail_node("the output must have rank 4");
+    // Output sizes: floor (default) or ceil rounding, whichever the declared output used.
+    auto sizes = [&](uint64_t in_sz, uint64_t pa, uint64_t pb, uint64_t k, uint64_t dil, uint64_t s, uint64_t& fl,
+                     uint64_t& ce) {
+      const uint64_t eff = dil * (k - 1) + 1, padded = in_sz + pa + pb;
+      if (padded < eff) return false;
+      fl = (padded - eff) / s + 1;
+      ce = (padded - eff + s - 1) / s + 1;
+      return true;
+    };
+    uint64_t fh, ch, fw, cw, dfh, dch, dfw, dcw;
+    if (!sizes(x[1], p.pad_top, p.pad_bottom, p.pool_h, p.dilation_h, p.stride_h, fh, ch) ||
+        !sizes(x[2], p.pad_left, p.pad_right, p.pool_w, p.dilation_w, p.stride_w, fw, cw) ||
+        !sizes(di[1], p.pad_top, p.pad_bottom, p.pool_h, p.dilation_h, p.stride_h, dfh, dch) ||
+        !sizes(di[2], p.pad_left, p.pad_right, p.pool_w, p.dilation_w, p.stride_w, dfw, dcw)) {
+      fail_node(in_label(0) + " is smaller than the " + str(p.pool_h) + "x" + str(p.pool_w) + " window plus padding");
+    }
+    const bool ceil_h = dec[1] == dch && dec[1] != dfh;
+    const bool ceil_w = dec[2] == dcw && dec[2] != dfw;
+    set_out(0, {x[0], static_cast<size_t>(ceil_h ? ch : fh), static_cast<size_t>(ceil_w ? cw : fw), x[3]});
+  }
+
   void reduce() {
     const Shape& x = in(0);
     std::vector<bool> red(x.size(), false);
     for (uint32_t a : nd_.ints_a) {
       if (a >= x.size() || red[a]) fail_node("axes must be distinct dims of " + in_label(0));
       red[a] = true;
+    }
+    if ((nd_.wx_op == 10 || nd_.wx_op == 11) && nd_.ints_a.size() != 1) {
+      fail_node("arg_max / arg_min take exactly one axis, got " + str(nd_.ints_a.size()));
     }
     Shape o;
     for (size_t d = 0; d < x.size(); ++d) {

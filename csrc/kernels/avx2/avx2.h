@@ -27,5 +27,11 @@ void binary(BinaryOp op, const BinaryShape& s, const float* a, const float* b, f
             Parallel& par);
 void unary(UnaryOp op, size_t n, const float* in, float* out, const UnaryParams& p, Parallel& par);
 
+// math.cc: exp, sigmoid, tanh, erf, gelu (returns false for other ops), softmax, layer norm.
+bool unary_transcendental(UnaryOp op, size_t n, const float* in, float* out, const UnaryParams& p, Parallel& par);
+void softmax(size_t rows, size_t cols, const float* in, float* out, Parallel& par);
+void normalize(size_t rows, size_t cols, const float* in, const float* scale, const float* bias, float epsilon,
+               float* out, Parallel& par);
+
 }  // namespace avx2
 }  // namespace webxnn

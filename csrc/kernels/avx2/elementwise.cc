@@ -1,5 +1,6 @@
 // AVX2 element-wise kernels: the arithmetic binary ops and the cheap unary ops, 8 floats per step with a
-// masked tail. Transcendental ops (and pow) go to the scalar table for now.
+// masked tail. exp/sigmoid/tanh/erf/gelu are in math.cc; the other transcendental ops (and pow) use the
+// scalar table.
 #include <immintrin.h>
 
 #include "kernels/avx2/avx2.h"
@@ -223,7 +224,9 @@ void unary(UnaryOp op, size_t n, const float* in, float* out, const UnaryParams&
     WEBXNN_UN(kSoftsign)
     WEBXNN_UN(kHardSigmoid)
 #undef WEBXNN_UN
-    default: return scalar::unary(op, n, in, out, p, par);
+    default:
+      if (unary_transcendental(op, n, in, out, p, par)) return;
+      return scalar::unary(op, n, in, out, p, par);
   }
   if (n == 0) return;
   UnCtx x;

@@ -1,4 +1,4 @@
-// AVX2+FMA GEMM and dense convolution (compiled with -mavx2 -mfma -mf16c).
+// AVX2+FMA dense convolution (IGEMM; the plain GEMM is in gemm.cc) (compiled with -mavx2 -mfma -mf16c).
 //
 // One microkernel serves both: an MR x 16 (MR <= 6) tile of C computed over `ks` taps of `kc` inputs each, A
 // rows given as pointers (GEMM: one tap, row pointers into A; conv: per tap, pointers to input pixels or to a
@@ -123,34 +123,6 @@ size_t pick_tasks(size_t units, double unit_cost, size_t threads) {
   return max_sz(tasks, 1);
 }
 
-// ------------------------------------------------------------------------------------------------ GEMM
-struct GemmCtx {
-  size_t M, N, K, lda, ldc, m_tiles, panels, group, n_groups, units, tasks;
-  const float* A;
-  const float* packed;
-  float* C;
-  float vmin, vmax;
-};
-
-void gemm_task(const void* vctx, size_t task) {
-  const GemmCtx& x = *static_cast<const GemmCtx*>(vctx);
-  const size_t u0 = x.units * task / x.tasks, u1 = x.units * (task + 1) / x.tasks;
-  const size_t panel_floats = kNR + x.K * kNR;
-  const __m256 vmin = _mm256_set1_ps(x.vmin), vmax = _mm256_set1_ps(x.vmax);
-  for (size_t u = u0; u < u1; ++u) {
-    const size_t grp = u / x.m_tiles, mt = u % x.m_tiles;
-    const size_t m0 = mt * kMR, mr = min_sz(kMR, x.M - m0);
-    const float* rows[kMR];
-    for (size_t m = 0; m < mr; ++m) rows[m] = x.A + (m0 + m) * x.lda;
-    const size_t p0 = grp * x.group, p1 = min_sz(x.panels, p0 + x.group);
-    for (size_t p = p0; p < p1; ++p) {
-      const size_t n0 = p * kNR;
-      run_ukernel(mr, 1, x.K, rows, x.packed + p * panel_floats, x.C + m0 * x.ldc + n0, x.ldc,
-                  min_sz(kNR, x.N - n0), vmin, vmax);
-    }
-  }
-}
-
 // ------------------------------------------------------------------------------------------------ conv
 struct ConvCtx {
   const ConvParams* p;
@@ -215,41 +187,6 @@ void conv_task(const void* vctx, size_t task) {
 bool conv_uses_scalar(const ConvParams& p) { return p.groups > 1 && p.group_output_channels < 8; }
 
 }  // namespace
-
-size_t gemm_packed_size(size_t K, size_t N) { return div_up(N, kNR) * (kNR + K * kNR) * sizeof(float); }
-
-void gemm_pack(size_t K, size_t N, const float* B, bool b_is_nk, const float* bias, void* packed) {
-  float* out = static_cast<float*>(packed);
-  if (b_is_nk) {
-    pack_panels(K, N, bias, [&](size_t k, size_t n) { return B[n * K + k]; }, out);
-  } else {
-    pack_panels(K, N, bias, [&](size_t k, size_t n) { return B[k * N + n]; }, out);
-  }
-}
-
-void gemm(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, float* C, size_t ldc,
-          Activation act, Parallel& par) {
-  if (M == 0 || N == 0) return;
-  GemmCtx x;
-  x.M = M;
-  x.N = N;
-  x.K = K;
-  x.lda = lda;
-  x.ldc = ldc;
-  x.A = A;
-  x.packed = static_cast<const float*>(packed);
-  x.C = C;
-  x.vmin = act.min;
-  x.vmax = act.max;
-  x.m_tiles = div_up(M, kMR);
-  x.panels = div_up(N, kNR);
-  const size_t threads = internal::parallel_threads(par);
-  x.group = panels_per_group(kNR + K * kNR, x.panels, x.m_tiles, threads);
-  x.n_groups = div_up(x.panels, x.group);
-  x.units = x.n_groups * x.m_tiles;
-  x.tasks = pick_tasks(x.units, static_cast<double>(kMR) * kNR * x.group * (K + 1), threads);
-  internal::parallel_run(par, x.tasks, gemm_task, &x);
-}
 
 size_t conv2d_packed_size(const ConvParams& p) {
   if (conv_uses_scalar(p)) return scalar::conv2d_packed_size(p);

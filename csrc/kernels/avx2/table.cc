@@ -21,6 +21,8 @@ const KernelTable* avx2_table() {
     t.dwconv2d = avx2::dwconv2d;
     t.binary = avx2::binary;
     t.unary = avx2::unary;
+    t.softmax = avx2::softmax;
+    t.normalize = avx2::normalize;
     return t;
   }();
   return &table;

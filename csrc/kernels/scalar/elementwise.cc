@@ -232,6 +232,31 @@ void softmax(size_t rows, size_t cols, const float* in, float* out, Parallel& pa
   });
 }
 
+void normalize(size_t rows, size_t cols, const float* in, const float* scale, const float* bias, float epsilon,
+               float* out, Parallel& par) {
+  if (rows == 0 || cols == 0) return;
+  const size_t tasks = pick_tasks(par, rows, static_cast<double>(cols) * 4);
+  par.run(tasks, [&](size_t task) {
+    size_t r0, r1;
+    chunk_range(rows, tasks, task, &r0, &r1);
+    for (size_t r = r0; r < r1; ++r) {
+      const float* x = in + r * cols;
+      float* y = out + r * cols;
+      // Two-pass mean / variance (no E[x^2] - E[x]^2 cancellation).
+      float sum = 0.f;
+      for (size_t i = 0; i < cols; ++i) sum += x[i];
+      const float mean = sum / static_cast<float>(cols);
+      float sq = 0.f;
+      for (size_t i = 0; i < cols; ++i) sq += (x[i] - mean) * (x[i] - mean);
+      const float rstd = 1.f / std::sqrt(sq / static_cast<float>(cols) + epsilon);
+      for (size_t i = 0; i < cols; ++i) {
+        const float v = (x[i] - mean) * rstd;
+        y[i] = v * (scale ? scale[i] : 1.f) + (bias ? bias[i] : 0.f);
+      }
+    }
+  });
+}
+
 void quantize_qs8(size_t n, const float* in, int8_t* out, float scale, int32_t zero_point) {
   const float zp = static_cast<float>(zero_point);
   for (size_t i = 0; i < n; ++i) {

@@ -39,6 +39,8 @@ void binary(BinaryOp op, const BinaryShape& s, const float* a, const float* b, f
             Parallel& par);
 void unary(UnaryOp op, size_t n, const float* in, float* out, const UnaryParams& p, Parallel& par);
 void softmax(size_t rows, size_t cols, const float* in, float* out, Parallel& par);
+void normalize(size_t rows, size_t cols, const float* in, const float* scale, const float* bias, float epsilon,
+               float* out, Parallel& par);
 
 void quantize_qs8(size_t n, const float* in, int8_t* out, float scale, int32_t zero_point);
 void dequantize_qs8(size_t n, const int8_t* in, float* out, float scale, int32_t zero_point);

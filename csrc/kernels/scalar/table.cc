@@ -29,6 +29,7 @@ const KernelTable& scalar_table() {
     t.binary = scalar::binary;
     t.unary = scalar::unary;
     t.softmax = scalar::softmax;
+    t.normalize = scalar::normalize;
     t.quantize_qs8 = scalar::quantize_qs8;
     t.dequantize_qs8 = scalar::dequantize_qs8;
     t.qs8_gemm_packed_size = scalar::qs8_gemm_packed_size;

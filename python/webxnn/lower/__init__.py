@@ -1,6 +1,6 @@
 """Lowering: a validated WebNN graph → XNN IR, as a pipeline of small passes over `ir.LGraph`.
 
-    normalize → fold → decompose → fold → layout → select → fuse → simplify → emit
+    normalize → widen → fold → decompose → fold → layout → select → fuse → simplify → narrow → emit
 
 Per-op knowledge lives in `rules/` (one module per op family, registered with `@lowers`, `@folds`,
 `@decomposes` and `layout_rule`); the passes themselves are op-agnostic.
@@ -26,6 +26,7 @@ from .normalize import normalize
 from .registry import LOWER_RULES, lowers
 from .select import select
 from .simplify import simplify
+from .widen import narrow, widen
 
 # the passes between normalize and emit, in order; each takes and returns the LGraph
 PASSES: list[tuple[str, Callable[[LGraph], LGraph]]] = [
@@ -36,12 +37,13 @@ PASSES: list[tuple[str, Callable[[LGraph], LGraph]]] = [
     ("select", select),
     ("fuse", fuse),
     ("simplify", simplify),
+    ("narrow", narrow),
 ]
 
 
 def lower_to_lgraph(graph: Graph, bound: list[BoundNode],
                     weights: dict[str, np.ndarray] | None = None) -> LGraph:
-    lg = normalize(graph, bound, weights)
+    lg = widen(normalize(graph, bound, weights))
     for _, p in PASSES:
         lg = p(lg)
         lg.remove_dead()
@@ -54,4 +56,5 @@ def lower(graph: Graph, bound: list[BoundNode], weights: dict[str, np.ndarray] |
 
 
 __all__ = ["lower", "lower_to_lgraph", "normalize", "fold", "decompose", "layout", "select", "fuse",
-           "simplify", "emit", "LGraph", "LNode", "LValue", "PASSES", "LOWER_RULES", "lowers"]
+           "simplify", "emit", "widen", "narrow", "LGraph", "LNode", "LValue", "PASSES", "LOWER_RULES",
+           "lowers"]

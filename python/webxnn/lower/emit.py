@@ -26,6 +26,7 @@ from ..xnn.ir import (
     XnnGraph,
 )
 from .ir import LGraph, LNode
+from .widen import store_half
 
 DATATYPES: dict[str, Datatype] = {
     "float32": Datatype.FP32, "float16": Datatype.FP16, "int32": Datatype.INT32,
@@ -64,6 +65,7 @@ def _separate_outputs(lg: LGraph) -> None:
 
 
 def emit(lg: LGraph) -> XnnGraph:
+    store_half(lg)
     _separate_outputs(lg)
     g = XnnGraph(version="0")
     ids: dict[str, int] = {}

@@ -12,13 +12,17 @@ from ..graph import DTYPES, DynDim
 from .ir import LGraph, is_xnn_kind
 from .registry import FOLD_RULES
 
+MOVES_DATA = frozenset({"reshape", "transpose", "slice", "concat", "split", "expand", "tile", "reverse",
+                        "gather", "pad"})
+
 
 def fold(lg: LGraph) -> LGraph:
     kept = []
     for node in lg.nodes:
         fn = FOLD_RULES.get(node.kind)
         ins = node.inputs
-        if (fn is None or is_xnn_kind(node.kind) or not ins or not all(lg.is_const(i) for i in ins)
+        if (fn is None or is_xnn_kind(node.kind) or (not ins and node.kind != "constant")
+                or not all(lg.is_const(i) for i in ins)
                 or any(isinstance(d, DynDim) for o in node.outputs for d in lg.values[o].shape)):
             kept.append(node)
             continue
@@ -32,5 +36,7 @@ def fold(lg: LGraph) -> LGraph:
                 raise UnsupportedError(f"node {node.src}: constant folding gave shape {list(arr.shape)}, "
                                        f"expected {list(v.shape)}")
             v.const = np.asarray(arr.astype(DTYPES[v.dtype], copy=False).reshape(v.shape), order="C")
+            # moved fp16 data is still fp16 data: keep storing it at half size
+            v.half = node.kind in MOVES_DATA and all(lg.values[i].half for i in ins)
     lg.nodes = kept
     return lg

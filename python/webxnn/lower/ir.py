@@ -35,6 +35,9 @@ class LValue:
     shape: tuple[Dim, ...]
     const: np.ndarray | None = None  # constant data (physical layout), None for computed values
     layout: str | None = None  # None = stored as its logical shape; "nhwc" = logical NCHW stored NHWC
+    # a float32 constant that came from float16 data (exactly representable): `emit` stores it as FP16
+    # followed by an XNNConvert, so an fp16 graph's weights take half the bytes
+    half: bool = False
 
     @property
     def rank(self) -> int:
@@ -104,8 +107,11 @@ class LGraph:
         self.values[name] = LValue(name, dtype, tuple(shape), const, layout)
         return name
 
-    def add_const(self, hint: str, data: np.ndarray, dtype: str, layout: str | None = None) -> str:
-        return self.add_value(hint, dtype, data.shape, const=data, layout=layout)
+    def add_const(self, hint: str, data: np.ndarray, dtype: str, layout: str | None = None,
+                  half: bool = False) -> str:
+        name = self.add_value(hint, dtype, data.shape, const=data, layout=layout)
+        self.values[name].half = half
+        return name
 
     def is_const(self, name: str | None) -> bool:
         return name is not None and self.values[name].const is not None

@@ -44,7 +44,7 @@ class _Converter:
             if layout == NHWC and data.ndim < 4:  # broadcastable constant: align to rank 4 first
                 data = data.reshape((1,) * (4 - data.ndim) + data.shape)
             data = np.asarray(np.transpose(data, perm), order="C")
-            new = self.lg.add_const(f"{name}.{layout or 'nchw'}", data, v.dtype, layout=layout)
+            new = self.lg.add_const(f"{name}.{layout or 'nchw'}", data, v.dtype, layout=layout, half=v.half)
         else:
             shape = tuple(v.shape[p] for p in perm)
             new = self.lg.add_value(f"{name}.{layout or 'nchw'}", v.dtype, shape, layout=layout)
@@ -98,14 +98,16 @@ def layout(lg: LGraph) -> LGraph:
                 require(node, ins, None)
             _tag_outputs(lg, node, None)
         else:  # elementwise / permute
-            computed = [i for i in ins if not lg.is_const(i)]
+            follow = [node.operands[rule.data_role]] if rule.data_only else ins
+            computed = [i for i in follow if not lg.is_const(i)]
             go = (any(lg.values[i].layout == NHWC for i in computed)
                   and all(lg.values[i].rank == 4 for i in computed)
                   and all(lg.values[o].rank == 4 for o in node.outputs)
-                  and all(lg.values[i].rank <= 4 for i in ins)
+                  and all(lg.values[i].rank <= 4 for i in follow)
                   and (rule.ok is None or rule.ok(node, lg)))
             if go:
-                require(node, ins, NHWC)
+                require(node, follow, NHWC)
+                require(node, [i for i in ins if i not in follow], None)
                 if rule.permute is not None:
                     rule.permute(node, lg)
                 _tag_outputs(lg, node, NHWC)

@@ -76,6 +76,9 @@ class LayoutRule:
     data_role: str = "input"
     permute: Callable[[LNode, LGraph], None] | None = None
     ok: Callable[[LNode, LGraph], bool] | None = None
+    # "permute" only: just the `data_role` operand follows the data into NHWC; the other operands (e.g.
+    # instanceNormalization's per-channel scale) keep their shape and the rule's `permute` adapts the node
+    data_only: bool = False
 
 
 LAYOUT_RULES: dict[str, LayoutRule] = {}
@@ -110,8 +113,8 @@ class RuleCtx:
                   layout: str | None = None) -> str:
         return self.graph.add_value(hint, dtype, shape, layout=layout)
 
-    def new_const(self, hint: str, data: np.ndarray, dtype: str) -> str:
-        return self.graph.add_const(hint, np.asarray(data, order="C"), dtype)
+    def new_const(self, hint: str, data: np.ndarray, dtype: str, half: bool = False) -> str:
+        return self.graph.add_const(hint, np.asarray(data, order="C"), dtype, half=half)
 
     # nodes
     def emit(self, kind: str, operands: dict[str, Any], outputs: list[str] | str,
@@ -128,7 +131,7 @@ class RuleCtx:
         if list(perm) == list(range(len(perm))):
             return name
         if v.const is not None:
-            return self.new_const(f"{name}.{hint}", np.transpose(v.const, perm), v.dtype)
+            return self.new_const(f"{name}.{hint}", np.transpose(v.const, perm), v.dtype, v.half)
         out = self.new_value(f"{name}.{hint}", v.dtype, shape)
         self.emit("XNNStaticTranspose", {"input_id": name}, out, num_dims=len(perm), perm=list(perm))
         return out
@@ -138,7 +141,7 @@ class RuleCtx:
         if tuple(v.shape) == tuple(shape):
             return name
         if v.const is not None:
-            return self.new_const(f"{name}.{hint}", v.const.reshape(shape), v.dtype)
+            return self.new_const(f"{name}.{hint}", v.const.reshape(shape), v.dtype, v.half)
         out = self.new_value(f"{name}.{hint}", v.dtype, tuple(shape))
         self.emit("XNNStaticReshape", {"input_id": name}, out, num_dims=len(shape),
                   new_shape=[int(d) for d in shape])
@@ -146,6 +149,15 @@ class RuleCtx:
 
     def unsupported(self, msg: str) -> NoReturn:
         raise UnsupportedError(f"node {self.src.rsplit(':', 1)[0]!r} ({self.src.rsplit(':', 1)[-1]}): {msg}")
+
+
+def enum_value(enum: str, name: str) -> int:
+    """A schema enum member's value. Fields whose enum the writer cannot infer from the field name (it knows
+    `<Table>.op` → `<Table>Op` only; WXPool2d.op is a WXPoolOp, WXPad.mode a WXPadMode, ...) are given as
+    integers."""
+    from ..xnn import _layout as L
+
+    return L.enum_values(enum)[name]
 
 
 def operand(node: LNode, role: str, index: int | None = None) -> Any:

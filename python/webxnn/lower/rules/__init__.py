@@ -2,4 +2,17 @@
 
 from __future__ import annotations
 
-from . import conv, elementwise, matmul, normalization, pool, shape  # noqa: F401  (registration side effects)
+from . import (  # noqa: F401  (registration side effects)
+    conv,
+    elementwise,
+    gather,
+    logic,
+    matmul,
+    normalization,
+    pool,
+    quantize,
+    recurrent,
+    reduce,
+    resample,
+    shape,
+)

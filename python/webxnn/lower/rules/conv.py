@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ...ops.shapes import auto_pad, auto_pad_transpose, need_int
 from ..ir import LNode
 from ..registry import LayoutRule, RuleCtx, layout_rule, lowers, operand
@@ -100,12 +98,11 @@ def lower_conv_transpose2d(ctx: RuleCtx, node: LNode) -> None:
     if groups == 1:
         w = ctx.transpose(w, (1, 2, 3, 0), "ohwi")
     else:
-        data = ctx.const(w)
-        if data is None:
-            ctx.unsupported("grouped convTranspose2d with a non-constant filter")
-        data = data.reshape(groups, gic, goc, kh, kw).transpose(0, 2, 3, 4, 1)
-        data = data.reshape(groups * goc, kh, kw, gic)
-        w = ctx.new_const(f"{w}.ohwi", np.asarray(data, order="C"), ctx.val(w).dtype)
+        # [g, gic, goc, kh, kw] → [g, goc, kh, kw, gic]: numpy when constant, else reshape/transpose nodes
+        # (a filter that is a graph input is packed by the runtime on every run)
+        w = ctx.reshape(w, (groups, gic, goc, kh, kw), "grouped")
+        w = ctx.transpose(w, (0, 2, 3, 4, 1), "gohwi")
+        w = ctx.reshape(w, (groups * goc, kh, kw, gic), "ohwi")
     strides, dils = _pair(node.attrs.get("strides"), 1), _pair(node.attrs.get("dilations"), 1)
     out_pad = _pair(node.attrs.get("outputPadding"), 0)
     in_hw = (need_int(h, "convTranspose2d input height"), need_int(wd, "convTranspose2d input width"))

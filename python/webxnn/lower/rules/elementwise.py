@@ -33,7 +33,8 @@ UNARY_NP = {
     "cos": np.cos, "erf": _erf, "identity": lambda x: x, "relu": lambda x: np.maximum(x, 0),
     "gelu": lambda x: 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0))),
     "hardSwish": lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0,
-    "reciprocal": lambda x: 1.0 / x,
+    "reciprocal": lambda x: 1.0 / x, "sign": np.sign, "roundEven": np.rint, "tan": np.tan,
+    "softplus": lambda x: np.logaddexp(0.0, x), "softsign": lambda x: x / (1.0 + np.abs(x)),
 }
 
 
@@ -49,7 +50,8 @@ def clamp_bounds(attrs: dict[str, Any]) -> tuple[float, float]:
 # ---------------------------------------------------------------------------------------------- layout
 
 layout_rule(LayoutRule("elementwise"), *BINARY, "pow", *UNARY, "relu", "clamp", "leakyRelu", "elu",
-            "prelu", "erf", "reciprocal")
+            "prelu", "erf", "reciprocal", "sign", "roundEven", "softplus", "softsign", "tan",
+            "hardSigmoid", "linear")
 
 
 def _softmax_permute(node: LNode, graph: LGraph) -> None:
@@ -64,25 +66,58 @@ layout_rule(LayoutRule("permute", permute=_softmax_permute), "softmax")
 
 # ---------------------------------------------------------------------------------------------- lowering
 
-@lowers(*BINARY)
+# XNN's arithmetic nodes take float32 (float16 graphs were widened); every other datatype (the integers)
+# goes to the webxnn tables
+WX_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "max": "max", "min": "min",
+             "pow": "pow"}
+WX_UNARY = {"abs": "abs", "neg": "neg", "relu": "relu", "clamp": "clamp", "erf": "erf", "sign": "sign",
+            "roundEven": "round_even", "softplus": "softplus", "tan": "tan", "reciprocal": "reciprocal"}
+
+
+def is_float(ctx: RuleCtx, name: str) -> bool:
+    return ctx.val(name).dtype == "float32"
+
+
+@lowers(*WX_BINARY)
 def lower_binary(ctx: RuleCtx, node: LNode) -> None:
     a, b = operand(node, "a", 0), operand(node, "b", 1)
-    ctx.emit(BINARY[node.kind], {"input1_id": a, "input2_id": b}, node.outputs[0])
+    if node.kind in BINARY and is_float(ctx, a):
+        ctx.emit(BINARY[node.kind], {"input1_id": a, "input2_id": b}, node.outputs[0])
+        return
+    ctx.emit("WXBinary", {"input1_id": a, "input2_id": b}, node.outputs[0], op=WX_BINARY[node.kind])
 
 
 @lowers(*UNARY)
 def lower_unary(ctx: RuleCtx, node: LNode) -> None:
-    ctx.emit(UNARY[node.kind], {"input_id": _input(node)}, node.outputs[0])
+    x = _input(node)
+    if node.kind in WX_UNARY and not is_float(ctx, x):
+        ctx.emit("WXUnary", {"input_id": x}, node.outputs[0], op=WX_UNARY[node.kind])
+        return
+    ctx.emit(UNARY[node.kind], {"input_id": x}, node.outputs[0])
+
+
+@lowers("erf", "sign", "roundEven", "softplus", "tan")
+def lower_wx_unary(ctx: RuleCtx, node: LNode) -> None:
+    ctx.emit("WXUnary", {"input_id": _input(node)}, node.outputs[0], op=WX_UNARY[node.kind])
 
 
 @lowers("relu")
 def lower_relu(ctx: RuleCtx, node: LNode) -> None:
-    ctx.emit("XNNClamp", {"input_id": _input(node)}, node.outputs[0], output_min_max=(0.0, INF))
+    x = _input(node)
+    if not is_float(ctx, x):
+        ctx.emit("WXUnary", {"input_id": x}, node.outputs[0], op="relu")
+        return
+    ctx.emit("XNNClamp", {"input_id": x}, node.outputs[0], output_min_max=(0.0, INF))
 
 
 @lowers("clamp")
 def lower_clamp(ctx: RuleCtx, node: LNode) -> None:
-    ctx.emit("XNNClamp", {"input_id": _input(node)}, node.outputs[0], output_min_max=clamp_bounds(node.attrs))
+    x = _input(node)
+    lo, hi = clamp_bounds(node.attrs)
+    if not is_float(ctx, x):
+        ctx.emit("WXUnary", {"input_id": x}, node.outputs[0], op="clamp", alpha=lo, beta=hi)
+        return
+    ctx.emit("XNNClamp", {"input_id": x}, node.outputs[0], output_min_max=(lo, hi))
 
 
 @lowers("leakyRelu")
@@ -128,8 +163,12 @@ def lower_softmax(ctx: RuleCtx, node: LNode) -> None:
 
 @folds(*BINARY_NP)
 def fold_binary(node: LNode, args: dict[str, Any]) -> list[np.ndarray]:
-    a, b = operand(node, "a", 0), operand(node, "b", 1)
-    return [BINARY_NP[node.kind](args[a], args[b])]
+    a, b = args[operand(node, "a", 0)], args[operand(node, "b", 1)]
+    if np.issubdtype(a.dtype, np.integer) and node.kind in ("div", "pow"):
+        from ..reference import _int_div, _int_pow  # the runtime's integer rules, shared with the tests
+
+        return [(_int_div if node.kind == "div" else _int_pow)(a, b)]
+    return [BINARY_NP[node.kind](a, b)]
 
 
 @folds(*UNARY_NP)

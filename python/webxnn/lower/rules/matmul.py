@@ -16,6 +16,8 @@ from ..registry import RuleCtx, decomposes, folds, lowers, operand
 def lower_matmul(ctx: RuleCtx, node: LNode) -> None:
     a, b = operand(node, "a", 0), operand(node, "b", 1)
     out = node.outputs[0]
+    if ctx.val(a).dtype != "float32":
+        ctx.unsupported(f"matmul on {ctx.val(a).dtype} (only floating-point matmul is lowered)")
     # 1-D operands: WebNN prepends (a) / appends (b) a 1 and drops it from the result
     if ctx.val(a).rank == 1 or ctx.val(b).rank == 1:
         if ctx.val(a).rank == 1:
@@ -38,7 +40,7 @@ def _matmul(ctx: RuleCtx, a: str, b: str, out: str) -> None:
     # so flags stay 0 as in ExecuTorch's `linear`), the input's leading dims become XNN's batch
     if vb.const is not None and vb.rank >= 2 and va.rank >= vb.rank and all(d == 1 for d in vb.shape[:-2]):
         k, n = vb.shape[-2], vb.shape[-1]
-        w = ctx.new_const(f"{b}.fc", np.asarray(vb.const.reshape(k, n).T, order="C"), vb.dtype)
+        w = ctx.new_const(f"{b}.fc", np.asarray(vb.const.reshape(k, n).T, order="C"), vb.dtype, vb.half)
         ctx.emit("XNNFullyConnected", {"input1_id": a, "filter_id": w, "bias_id": None}, out, flags=0)
         return
     # batch matmul: give both operands the same rank (XNN broadcasts batch dims, not ranks)
@@ -79,7 +81,7 @@ def decompose_gemm(graph: LGraph, node: LNode) -> list[LNode]:
     def transposed(x: str) -> str:
         v = graph.values[x]
         if v.const is not None:  # constant now, so the alpha scaling below can land on it
-            return graph.add_const(f"{x}.t", np.asarray(v.const.T, order="C"), v.dtype)
+            return graph.add_const(f"{x}.t", np.asarray(v.const.T, order="C"), v.dtype, half=v.half)
         return new("transpose", {"input": x}, (v.shape[1], v.shape[0]), "t", permutation=[1, 0])
 
     if at.get("aTranspose"):

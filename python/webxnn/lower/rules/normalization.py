@@ -11,7 +11,7 @@ import numpy as np
 
 from ...graph import DTYPES
 from ..ir import LGraph, LNode
-from ..registry import decomposes, operand
+from ..registry import LayoutRule, RuleCtx, decomposes, layout_rule, lowers, operand
 
 
 class _Builder:
@@ -105,3 +105,58 @@ def decompose_batch_norm(graph: LGraph, node: LNode) -> list[LNode]:
     if roles["bias"] is not None:
         b.op("add", {"a": y, "b": bcast("bias")}, out=True)
     return b.nodes
+
+
+@decomposes("softsign")
+def decompose_softsign(graph: LGraph, node: LNode) -> list[LNode]:
+    """x / (1 + |x|): three XNN nodes, so the blob stays ExecuTorch-compatible."""
+    b = _Builder(graph, node)
+    x = operand(node, "input", 0)
+    d = b.op("add", {"a": b.op("abs", {"input": x}), "b": b.const(1.0)})
+    b.op("div", {"a": x, "b": d}, out=True)
+    return b.nodes
+
+
+# ---------------------------------------------------------------------------------------------- WXNormalize
+
+def _instance_norm_permute(node: LNode, graph: LGraph) -> None:
+    node.attrs["layout"] = "nhwc"  # the data is now NHWC; scale and bias stay per-channel vectors
+
+
+layout_rule(LayoutRule("permute", permute=_instance_norm_permute, data_only=True,
+                       ok=lambda node, graph: (node.attrs.get("layout") or "nchw") == "nchw"),
+            "instanceNormalization")
+
+
+def _broadcastable(ctx: RuleCtx, name: str | None, rank: int, axes: list[int]) -> str | None:
+    """scale/bias given over `axes` (in that order) → a tensor that broadcasts against the input."""
+    if name is None:
+        return None
+    order = sorted(range(len(axes)), key=lambda k: axes[k])
+    name = ctx.transpose(name, order, "sorted")
+    dims = dict(zip(sorted(axes), ctx.shape(name)))
+    first = min(axes) if axes else rank
+    return ctx.reshape(name, [dims.get(i, 1) for i in range(first, rank)], "bcast")
+
+
+@lowers("layerNormalization")
+def lower_layer_norm(ctx: RuleCtx, node: LNode) -> None:
+    x = operand(node, "input", 0)
+    rank = ctx.val(x).rank
+    axes = node.attrs.get("axes")
+    axes = list(range(1, rank)) if axes is None else [int(a) for a in axes]
+    scale = _broadcastable(ctx, operand(node, "scale", 1), rank, axes)
+    bias = _broadcastable(ctx, operand(node, "bias", 2), rank, axes)
+    ctx.emit("WXNormalize", {"input_id": x, "scale_id": scale, "bias_id": bias}, node.outputs[0],
+             axes=sorted(axes), epsilon=float(node.attrs.get("epsilon", 1e-5)))
+
+
+@lowers("instanceNormalization")
+def lower_instance_norm(ctx: RuleCtx, node: LNode) -> None:
+    x = operand(node, "input", 0)
+    nhwc = (node.attrs.get("layout") or "nchw") == "nhwc"
+    axes, channel = ([1, 2], 3) if nhwc else ([2, 3], 1)
+    scale = _broadcastable(ctx, operand(node, "scale", 1), 4, [channel])
+    bias = _broadcastable(ctx, operand(node, "bias", 2), 4, [channel])
+    ctx.emit("WXNormalize", {"input_id": x, "scale_id": scale, "bias_id": bias}, node.outputs[0],
+             axes=axes, epsilon=float(node.attrs.get("epsilon", 1e-5)))

@@ -10,11 +10,11 @@ from __future__ import annotations
 from ...graph import DynDim
 from ...ops.shapes import auto_pad, need_int
 from ..ir import LNode
-from ..registry import LayoutRule, RuleCtx, layout_rule, lowers, operand
+from ..registry import LayoutRule, RuleCtx, enum_value, layout_rule, lowers, operand
 from .conv import _pair
 
 layout_rule(LayoutRule("sensitive", option="layout", nchw="nchw", data_role="input"),
-            "maxPool2d", "averagePool2d")
+            "maxPool2d", "averagePool2d", "l2Pool2d")
 
 FLAG_KEEP_DIMS = 0x40
 
@@ -41,14 +41,22 @@ def _lower_pool(ctx: RuleCtx, node: LNode, kind: str) -> None:
     if isinstance(h, DynDim) or isinstance(w, DynDim):
         ctx.unsupported("pooling over a dynamic spatial dimension")
     whole = global_window or (kh, kw) == (h, w)
-    if kind == "XNNAvgPooling2d" and whole and (t, b, left, r) == (0, 0, 0, 0) and dils == (1, 1):
+    if (kind == "XNNAvgPooling2d" and whole and ctx.val(x).dtype == "float32"
+            and (t, b, left, r) == (0, 0, 0, 0) and dils == (1, 1)):
         ctx.emit("XNNGlobalAvgPooling2d", {"input_id": x}, node.outputs[0], flags=FLAG_KEEP_DIMS)
         return
     # ceil rounding / outputSizes: pad the bottom/right so that XNN's floor rounding gives the same size
     b += max(0, (int(oh) - 1) * strides[0] + dils[0] * (kh - 1) + 1 - (h + t + b))
     r += max(0, (int(ow) - 1) * strides[1] + dils[1] * (kw - 1) + 1 - (w + left + r))
-    if kind == "XNNAvgPooling2d" and dils != (1, 1):
-        ctx.unsupported(f"averagePool2d with dilations {list(dils)}")
+    if kind == "WXPool2d" or (kind == "XNNAvgPooling2d" and dils != (1, 1)) or ctx.val(x).dtype != "float32":
+        # l2 pooling, dilated average pooling and integer max pooling: XNNPACK has no node for them
+        op = {"XNNMaxPooling2d": "max", "XNNAvgPooling2d": "average"}.get(kind, "l2")
+        ctx.emit("WXPool2d", {"input_id": x}, node.outputs[0], op=enum_value("WXPoolOp", op),
+                 padding_top=t, padding_right=r, padding_bottom=b, padding_left=left, pooling_height=kh,
+                 pooling_width=kw,
+                 stride_height=strides[0], stride_width=strides[1], dilation_height=dils[0],
+                 dilation_width=dils[1], flags=0)
+        return
     if (kh, kw) == (1, 1) and strides == (1, 1) and (t, b, left, r) == (0, 0, 0, 0):
         ctx.emit("XNNCopy", {"input_id": x}, node.outputs[0])  # XNN rejects 1x1 pooling windows
         return
@@ -66,3 +74,8 @@ def lower_max_pool(ctx: RuleCtx, node: LNode) -> None:
 @lowers("averagePool2d")
 def lower_avg_pool(ctx: RuleCtx, node: LNode) -> None:
     _lower_pool(ctx, node, "XNNAvgPooling2d")
+
+
+@lowers("l2Pool2d")
+def lower_l2_pool(ctx: RuleCtx, node: LNode) -> None:
+    _lower_pool(ctx, node, "WXPool2d")

@@ -6,9 +6,10 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import UnsupportedError
 from ...graph import DynDim
 from ..ir import NCHW_TO_NHWC, NHWC_TO_NCHW, LGraph, LNode
-from ..registry import LayoutRule, RuleCtx, folds, layout_rule, lowers, operand
+from ..registry import LayoutRule, RuleCtx, enum_value, folds, layout_rule, lowers, operand
 
 
 def _input(node: LNode) -> str:
@@ -109,7 +110,9 @@ def lower_slice(ctx: RuleCtx, node: LNode) -> None:
     rank = ctx.val(x).rank
     strides = node.attrs.get("strides") or [1] * rank
     if any(s != 1 for s in strides):
-        ctx.unsupported(f"slice with strides {list(strides)} (only stride 1 is lowered so far)")
+        ctx.emit("WXSlice", {"input_id": x}, node.outputs[0], starts=[int(s) for s in node.attrs["starts"]],
+                 strides=[int(s) for s in strides])
+        return
     out = ctx.val(node.outputs[0])
     ctx.emit("XNNStaticSlice", {"input_id": x}, node.outputs[0], num_dims=rank,
              offsets=[int(s) for s in node.attrs["starts"]],
@@ -120,9 +123,15 @@ def lower_slice(ctx: RuleCtx, node: LNode) -> None:
 @lowers("pad")
 def lower_pad(ctx: RuleCtx, node: LNode) -> None:
     mode = node.attrs.get("mode") or "constant"
-    if mode != "constant":
-        ctx.unsupported(f"pad mode {mode!r} (only \"constant\" is lowered so far)")
     value = node.attrs.get("value")
+    x = _input(node)
+    if mode != "constant" or ctx.val(x).dtype != "float32":
+        # edge / reflection / symmetric, and integer data (whose fill value a float field cannot hold)
+        ctx.emit("WXPad", {"input_id": x}, node.outputs[0], mode=enum_value("WXPadMode", mode),
+                 pre_paddings=[int(p) for p in node.attrs["beginningPadding"]],
+                 post_paddings=[int(p) for p in node.attrs["endingPadding"]],
+                 value=0.0 if value is None else float(value))
+        return
     ctx.emit("XNNStaticConstantPad", {"input_id": _input(node)}, node.outputs[0],
              pre_paddings=[int(p) for p in node.attrs["beginningPadding"]],
              post_paddings=[int(p) for p in node.attrs["endingPadding"]],
@@ -166,3 +175,99 @@ def fold_pad(node: LNode, args: dict[str, Any]) -> list[np.ndarray]:
         return [np.pad(x, widths, constant_values=0 if value is None else value)]
     np_mode = {"edge": "edge", "reflection": "reflect", "symmetric": "symmetric"}[mode]
     return [np.pad(x, widths, mode=np_mode)]
+
+
+# ---------------------------------------------------------------------------------------------- webxnn tables
+
+def _split_permute(node: LNode, graph: LGraph) -> None:
+    node.attrs["axis"] = NHWC_TO_NCHW[int(node.attrs.get("axis", 0))]
+
+
+layout_rule(LayoutRule("permute", permute=_split_permute), "split")
+
+
+@lowers("split")
+def lower_split(ctx: RuleCtx, node: LNode) -> None:
+    """One XNNStaticSlice per output."""
+    x = _input(node)
+    shape = ctx.shape(x)
+    axis = int(node.attrs.get("axis", 0))
+    start = 0
+    for out in node.outputs:
+        size = int(ctx.shape(out)[axis])
+        offsets = [start if i == axis else 0 for i in range(len(shape))]
+        sizes = [size if i == axis else (0 if isinstance(d, DynDim) else int(d)) for i, d in enumerate(shape)]
+        ctx.emit("XNNStaticSlice", {"input_id": x}, out, num_dims=len(shape), offsets=offsets, sizes=sizes)
+        start += size
+
+
+@folds("split")
+def fold_split(node: LNode, args: dict[str, Any]) -> list[np.ndarray]:
+    x = args[_input(node)]
+    axis = int(node.attrs.get("axis", 0))
+    cuts = np.cumsum(node.attrs["splits"])[:-1]
+    return list(np.split(x, cuts, axis=axis))
+
+
+@lowers("expand")
+def lower_expand(ctx: RuleCtx, node: LNode) -> None:
+    x = _input(node)
+    if tuple(ctx.shape(x)) == tuple(ctx.shape(node.outputs[0])):
+        ctx.emit("XNNCopy", {"input_id": x}, node.outputs[0])
+        return
+    ctx.emit("WXExpand", {"input_id": x}, node.outputs[0])
+
+
+@folds("expand")
+def fold_expand(node: LNode, args: dict[str, Any]) -> list[np.ndarray]:
+    x = args[_input(node)]
+    return [np.broadcast_to(x, np.broadcast_shapes(x.shape, tuple(node.attrs["newShape"]))).copy()]
+
+
+@lowers("tile")
+def lower_tile(ctx: RuleCtx, node: LNode) -> None:
+    ctx.emit("WXTile", {"input_id": _input(node)}, node.outputs[0],
+             repetitions=[int(r) for r in node.attrs["repetitions"]])
+
+
+@lowers("reverse")
+def lower_reverse(ctx: RuleCtx, node: LNode) -> None:
+    x = _input(node)
+    axes = node.attrs.get("axes")
+    axes = list(range(ctx.val(x).rank)) if axes is None else sorted(int(a) for a in axes)
+    if not axes:
+        ctx.emit("XNNCopy", {"input_id": x}, node.outputs[0])
+        return
+    ctx.emit("WXReverse", {"input_id": x}, node.outputs[0], axes=axes)
+
+
+@lowers("cumulativeSum")
+def lower_cumulative_sum(ctx: RuleCtx, node: LNode) -> None:
+    ctx.emit("WXCumulativeSum", {"input_id": _input(node)}, node.outputs[0], axis=int(node.attrs["axis"]),
+             exclusive=bool(node.attrs.get("exclusive")), reversed=bool(node.attrs.get("reversed")))
+
+
+@lowers("triangular")
+def lower_triangular(ctx: RuleCtx, node: LNode) -> None:
+    upper = node.attrs.get("upper")
+    ctx.emit("WXTriangular", {"input_id": _input(node)}, node.outputs[0],
+             upper=True if upper is None else bool(upper), diagonal=int(node.attrs.get("diagonal") or 0))
+
+
+@folds("constant")
+def fold_constant(node: LNode, args: dict[str, Any]) -> list[np.ndarray]:
+    """The nodes-block `constant` (ONNX Constant): base64 little-endian `data`, or a fill `value`."""
+    import base64
+
+    from ...graph import DTYPES
+
+    dtype = np.dtype(DTYPES[node.attrs["dataType"]]).newbyteorder("<")
+    shape = tuple(int(d) for d in node.attrs["shape"])
+    if node.attrs.get("data") is not None:
+        raw = base64.b64decode(node.attrs["data"])
+        count = int(np.prod(shape, dtype=np.int64))
+        if len(raw) != count * dtype.itemsize:
+            raise UnsupportedError(f"node {node.src}: constant data has {len(raw)} bytes, "
+                                   f"expected {count * dtype.itemsize}")
+        return [np.frombuffer(raw, dtype=dtype).reshape(shape)]
+    return [np.full(shape, node.attrs.get("value") or 0, dtype=dtype)]

@@ -1,0 +1,92 @@
+"""Shared benchmark helpers: medians, a stderr progress bar, optional onnxruntime / numpy thread control."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def median_ms(times_s: Iterable[float]) -> float:
+    """Median of per-call wall times given in seconds, as milliseconds."""
+    return statistics.median(list(times_s)) * 1e3
+
+
+def time_calls(fn: Callable[[], Any], repeat: int, warmup: int = 1, min_seconds: float = 0.0) -> list[float]:
+    """Per-call wall times (seconds) of `fn`: `warmup` untimed calls, then at least `repeat` timed ones, more
+    while their total is below `min_seconds` (so very short calls get enough samples for a stable median)."""
+    for _ in range(warmup):
+        fn()
+    times: list[float] = []
+    total = 0.0
+    while len(times) < repeat or (total < min_seconds and len(times) < 100 * repeat):
+        t0 = time.perf_counter()
+        fn()
+        dt = time.perf_counter() - t0
+        times.append(dt)
+        total += dt
+    return times
+
+
+def progress(items: list[T], label: str, enabled: bool = True) -> Iterator[T]:
+    """Yields `items`, drawing a one-line bar on stderr (only when stderr is a terminal or forced)."""
+    n = len(items)
+    start = time.perf_counter()
+    for i, item in enumerate(items):
+        if enabled:
+            done = int(30 * i / max(n, 1))
+            elapsed = time.perf_counter() - start
+            sys.stderr.write(f"\r{label} [{'#' * done}{'.' * (30 - done)}] {i}/{n} {elapsed:5.1f}s ")
+            sys.stderr.flush()
+        yield item
+    if enabled:
+        sys.stderr.write(f"\r{label} [{'#' * 30}] {n}/{n} {time.perf_counter() - start:5.1f}s\n")
+        sys.stderr.flush()
+
+
+def onnxruntime_or_none() -> Any:
+    """The onnxruntime module, or None when it is not installed (every ORT column is then skipped)."""
+    try:
+        import onnxruntime  # noqa: PLC0415
+
+        return onnxruntime
+    except ImportError:
+        return None
+
+
+def ort_session(model_bytes: bytes, threads: int) -> Any:
+    """An onnxruntime CPU session with `threads` intra-op threads and full graph optimisation."""
+    ort = onnxruntime_or_none()
+    assert ort is not None
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.log_severity_level = 3
+    return ort.InferenceSession(model_bytes, so, providers=["CPUExecutionProvider"])
+
+
+class numpy_threads:  # noqa: N801 - used as a context manager like threadpoolctl's
+    """Limits numpy's BLAS to `n` threads when threadpoolctl is installed (otherwise a no-op)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self._ctl: Any = None
+
+    def __enter__(self) -> numpy_threads:
+        try:
+            from threadpoolctl import threadpool_limits  # noqa: PLC0415
+
+            self._ctl = threadpool_limits(limits=self.n)
+        except ImportError:
+            self._ctl = None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._ctl is not None:
+            self._ctl.restore_original_limits()

@@ -1,0 +1,253 @@
+"""Kernel speed: GEMM, convolutions and pooling of the KernelTable against the FMA peak, numpy and ORT.
+
+`python -m bench kernels [--threads 1 2] [--repeat 20] [--json PATH] [--png PATH] [--isa best]`
+
+Every row times the kernel alone (weights packed once, outside the timing; activations preallocated), the
+median of `repeat` calls. The peak is measured in the same run by 12 independent FMA chains per thread.
+numpy (its BLAS, GEMM rows only) and onnxruntime (a one-node ONNX model, NCHW, IO-bound buffers) run the same
+shapes with the same thread count; both are optional and their columns read "-" when absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from bench.common import median_ms, numpy_threads, onnxruntime_or_none, ort_session, progress, time_calls
+
+
+@dataclass
+class Case:
+    name: str
+    kind: str  # gemm | conv | dwconv | maxpool
+    flops: float  # 2 * MACs (maxpool: comparisons, reported but no % of peak)
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def _gemm(m: int, n: int, k: int) -> Case:
+    return Case(f"gemm {m}x{n}x{k}", "gemm", 2.0 * m * n * k, {"M": m, "N": n, "K": k})
+
+
+def _conv(name: str, h: int, w: int, c: int, oc: int, k: int, s: int, pad: int) -> Case:
+    oh, ow = (h + 2 * pad - k) // s + 1, (w + 2 * pad - k) // s + 1
+    return Case(name, "conv", 2.0 * oh * ow * oc * c * k * k,
+                {"H": h, "W": w, "C": c, "OC": oc, "k": k, "s": s, "pad": pad})
+
+
+CASES: list[Case] = [
+    _gemm(384, 384, 384),
+    _gemm(1024, 1024, 1024),
+    _gemm(128, 3072, 768),
+    _gemm(64, 768, 768),
+    _gemm(1, 1000, 2048),
+    _gemm(1, 4096, 4096),
+    _conv("conv 3x3 56x56x64->64", 56, 56, 64, 64, 3, 1, 1),
+    _conv("conv 1x1 56x56x64->256", 56, 56, 64, 256, 1, 1, 0),
+    Case("dwconv 3x3 112x112x32", "dwconv", 2.0 * 112 * 112 * 32 * 9, {"H": 112, "W": 112, "C": 32, "k": 3}),
+    _conv("stem 3x3 s2 224x224x3->32", 224, 224, 3, 32, 3, 2, 1),
+    Case("maxpool 3x3 s2 112x112x64", "maxpool", 56.0 * 56 * 64 * 9,
+         {"H": 112, "W": 112, "C": 64, "k": 3, "s": 2, "pad": 1}),
+]
+
+
+# ------------------------------------------------------------------------------------------ inputs
+def _inputs(case: Case, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    p = case.params
+    f32 = np.float32
+    if case.kind == "gemm":
+        return {"A": rng.standard_normal((p["M"], p["K"]), f32), "B": rng.standard_normal((p["K"], p["N"]), f32)}
+    if case.kind == "conv":
+        return {"x": rng.standard_normal((1, p["H"], p["W"], p["C"]), f32),
+                "w": rng.standard_normal((p["OC"], p["k"], p["k"], p["C"]), f32) * f32(0.1)}
+    if case.kind == "dwconv":
+        return {"x": rng.standard_normal((1, p["H"], p["W"], p["C"]), f32),
+                "w": rng.standard_normal((1, p["k"], p["k"], p["C"]), f32)}
+    return {"x": rng.standard_normal((1, p["H"], p["W"], p["C"]), f32)}
+
+
+def _webxnn_times(case: Case, data: dict[str, np.ndarray], threads: int, repeat: int, isa: str) -> list[float]:
+    from webxnn._runtime import kernels as K  # noqa: PLC0415
+
+    p = case.params
+    if case.kind == "gemm":
+        return K.time_gemm(data["A"], data["B"], isa=isa, threads=threads, repeat=repeat)
+    if case.kind == "conv":
+        pad = p["pad"]
+        return K.time_conv2d(data["x"], data["w"], pads=(pad, pad, pad, pad), strides=(p["s"], p["s"]), isa=isa,
+                             threads=threads, repeat=repeat)
+    if case.kind == "dwconv":
+        return K.time_dwconv2d(data["x"], data["w"], pads=(1, 1, 1, 1), isa=isa, threads=threads, repeat=repeat)
+    pad = p["pad"]
+    return K.time_max_pool2d(data["x"], (p["k"], p["k"]), pads=(pad, pad, pad, pad), strides=(p["s"], p["s"]),
+                             isa=isa, threads=threads, repeat=repeat)
+
+
+# ------------------------------------------------------------------------------------------ onnxruntime
+def _onnx_model(case: Case, data: dict[str, np.ndarray]) -> tuple[bytes, dict[str, np.ndarray]]:
+    """A one-node ONNX model computing `case` (NCHW for convs: ORT's native layout) and its feeds."""
+    from onnx import TensorProto, helper, numpy_helper  # noqa: PLC0415
+
+    p = case.params
+    f = TensorProto.FLOAT
+    if case.kind == "gemm":
+        node = helper.make_node("MatMul", ["A", "B"], ["Y"])
+        inits = [numpy_helper.from_array(data["B"], "B")]
+        feeds = {"A": data["A"]}
+        inputs = [helper.make_tensor_value_info("A", f, list(data["A"].shape))]
+    else:
+        x = np.ascontiguousarray(data["x"].transpose(0, 3, 1, 2))
+        feeds = {"X": x}
+        inputs = [helper.make_tensor_value_info("X", f, list(x.shape))]
+        if case.kind == "maxpool":
+            pad = p["pad"]
+            node = helper.make_node("MaxPool", ["X"], ["Y"], kernel_shape=[p["k"], p["k"]],
+                                    strides=[p["s"], p["s"]], pads=[pad] * 4)
+            inits = []
+        else:
+            if case.kind == "conv":
+                w = np.ascontiguousarray(data["w"].transpose(0, 3, 1, 2))
+                group, stride, pad = 1, p["s"], p["pad"]
+            else:
+                w = np.ascontiguousarray(data["w"].transpose(3, 0, 1, 2))  # [C, 1, kh, kw]
+                group, stride, pad = p["C"], 1, 1
+            node = helper.make_node("Conv", ["X", "W"], ["Y"], kernel_shape=list(w.shape[2:]), group=group,
+                                    strides=[stride, stride], pads=[pad] * 4)
+            inits = [numpy_helper.from_array(w, "W")]
+    graph = helper.make_graph([node], "k", inputs, [helper.make_tensor_value_info("Y", f, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model.SerializeToString(), feeds
+
+
+def _ort_times(case: Case, data: dict[str, np.ndarray], threads: int, repeat: int) -> list[float]:
+    model, feeds = _onnx_model(case, data)
+    sess = ort_session(model, threads)
+    binding = sess.io_binding()
+    for k, v in feeds.items():
+        binding.bind_cpu_input(k, v)
+    binding.bind_output("Y")
+    return time_calls(lambda: sess.run_with_iobinding(binding), repeat, warmup=2, min_seconds=0.2)
+
+
+def _numpy_times(case: Case, data: dict[str, np.ndarray], threads: int, repeat: int) -> list[float] | None:
+    if case.kind != "gemm":
+        return None
+    out = np.empty((case.params["M"], case.params["N"]), np.float32)
+    with numpy_threads(threads):
+        return time_calls(lambda: np.matmul(data["A"], data["B"], out=out), repeat, warmup=2, min_seconds=0.2)
+
+
+# ------------------------------------------------------------------------------------------ driver
+def run(cases: list[Case], threads_list: list[int], repeat: int, isa: str, with_ort: bool, with_numpy: bool,
+        show_progress: bool) -> dict[str, Any]:
+    from webxnn._runtime import kernels as K  # noqa: PLC0415
+
+    info = dict(K.cpu_info())
+    peaks = {}
+    for t in threads_list:
+        peaks[t] = float(np.median([K.peak_fma(threads=t) for _ in range(3)]))
+    rng = np.random.default_rng(0)
+    rows: list[dict[str, Any]] = []
+    work = [(c, t) for c in cases for t in threads_list]
+    datas = {c.name: _inputs(c, rng) for c in cases}
+    for case, t in progress(work, "kernels", show_progress):
+        data = datas[case.name]
+        row: dict[str, Any] = {"case": case.name, "kind": case.kind, "threads": t}
+        ms = median_ms(_webxnn_times(case, data, t, repeat, isa))
+        row["webxnn_ms"] = ms
+        row["gflops"] = case.flops / (ms * 1e-3) * 1e-9
+        row["pct_peak"] = 100.0 * row["gflops"] / peaks[t] if case.kind != "maxpool" else None
+        if with_numpy:
+            nt = _numpy_times(case, data, t, repeat)
+            row["numpy_ms"] = median_ms(nt) if nt else None
+        if with_ort:
+            row["ort_ms"] = median_ms(_ort_times(case, data, t, repeat))
+        rows.append(row)
+    return {"cpu": info, "isa": isa, "peak_gflops": {str(t): p for t, p in peaks.items()}, "rows": rows}
+
+
+def _fmt(v: float | None, spec: str) -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def markdown(result: dict[str, Any]) -> str:
+    peaks = ", ".join(f"{t} thread{'s' if t != '1' else ''}: {p:.1f}" for t, p in result["peak_gflops"].items())
+    lines = [f"FMA peak (GFLOP/s) — {peaks}; isa={result['isa']}", "",
+             "| kernel | thr | webxnn ms | GFLOP/s | % peak | numpy ms | ORT ms | webxnn/ORT |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in result["rows"]:
+        ort = r.get("ort_ms")
+        ratio = r["webxnn_ms"] / ort if ort else None
+        gf = "-" if r["kind"] == "maxpool" else f"{r['gflops']:.1f}"
+        lines.append(f"| {r['case']} | {r['threads']} | {r['webxnn_ms']:.3f} | {gf} | {_fmt(r['pct_peak'], '.1f')} "
+                     f"| {_fmt(r.get('numpy_ms'), '.3f')} | {_fmt(ort, '.3f')} | {_fmt(ratio, '.2f')} |")
+    return "\n".join(lines)
+
+
+def plot(result: dict[str, Any], path: pathlib.Path) -> bool:
+    """A bar chart of GFLOP/s per kernel and thread count (webxnn vs ORT); False when matplotlib is absent."""
+    try:
+        import matplotlib  # noqa: PLC0415
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt  # noqa: PLC0415
+    except ImportError:
+        return False
+    rows = [r for r in result["rows"] if r["kind"] != "maxpool"]
+    names = list(dict.fromkeys(r["case"] for r in rows))
+    threads = sorted({r["threads"] for r in rows})
+    flops = {c.name: c.flops for c in CASES}
+    fig, ax = plt.subplots(figsize=(12, 5))
+    width = 0.8 / (2 * len(threads))
+    for i, t in enumerate(threads):
+        for j, (key, label) in enumerate((("webxnn_ms", "webxnn"), ("ort_ms", "ORT"))):
+            vals = []
+            for n in names:
+                r = next(r for r in rows if r["case"] == n and r["threads"] == t)
+                ms = r.get(key)
+                vals.append(flops[n] / (ms * 1e-3) * 1e-9 if ms else 0.0)
+            xs = [k + (2 * i + j) * width for k in range(len(names))]
+            ax.bar(xs, vals, width, label=f"{label} {t}T")
+    for t, pk in result["peak_gflops"].items():
+        ax.axhline(pk, linestyle="--", linewidth=0.8, color="gray")
+        ax.text(len(names) - 0.5, pk, f"FMA peak {t}T", fontsize=8, va="bottom", ha="right")
+    ax.set_xticks([k + 0.4 - width / 2 for k in range(len(names))])
+    ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("GFLOP/s")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench kernels", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--isa", default="best", help="kernel table: best, avx2 or scalar")
+    parser.add_argument("--only", nargs="*", default=None, help="substrings of case names to keep")
+    parser.add_argument("--no-ort", action="store_true")
+    parser.add_argument("--no-numpy", action="store_true")
+    parser.add_argument("--json", type=pathlib.Path, default=pathlib.Path("bench/out/kernels.json"))
+    parser.add_argument("--png", type=pathlib.Path, default=pathlib.Path("bench/out/kernels.png"))
+    parser.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args(argv)
+    cases = [c for c in CASES if not args.only or any(s in c.name for s in args.only)]
+    with_ort = not args.no_ort and onnxruntime_or_none() is not None
+    if not args.no_ort and not with_ort:
+        print("onnxruntime not installed: ORT columns skipped")
+    result = run(cases, args.threads, args.repeat, args.isa, with_ort, not args.no_numpy, not args.no_progress)
+    print(markdown(result))
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(result, indent=2))
+    print(f"\nJSON: {args.json}")
+    if plot(result, args.png):
+        print(f"plot: {args.png}")
+    return 0

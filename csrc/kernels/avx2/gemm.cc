@@ -1,0 +1,332 @@
+// AVX2+FMA GEMM: C[M,N] = act(A[M,K] * B + bias) on B packed once at load (compiled with -mavx2 -mfma).
+//
+// Packed B (shared with nothing else): per 16-column panel [16 bias][K x 16 weights], N zero-padded to 16.
+// A K-block of a panel is a contiguous sub-range, so K blocking needs no repacking.
+//
+// Blocking (GotoBLAS/BLIS order): for each K block of kKC, each task packs its MC x kc block of A into
+// MR-interleaved micro-panels ([kc][MR], one contiguous stream for the broadcasts, no 4 KB set aliasing
+// between A rows) kept in L2; then for every 16-column panel the kc x 16 B micro-panel (16 KB) stays in L1
+// while the MR x 16 microkernel sweeps the A micro-panels. The first K block starts the accumulators from
+// the bias, later ones from C; the activation is applied after the last. Every output is still bias + the
+// products summed in k order, so results do not depend on the blocking or on the thread count.
+// M = 1 goes to a GEMV that streams 4 panels at once (8 independent accumulator chains, bandwidth-bound).
+//
+// ODR hygiene: no std:: templates here; scratch and parallelism go through internal.h.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/avx2/avx2.h"
+#include "kernels/internal.h"
+
+namespace webxnn {
+namespace avx2 {
+namespace {
+
+constexpr size_t kNR = 16;
+constexpr size_t kMR = 6;
+constexpr size_t kMC = 144;     // rows of A per packed block (144 x 256 x 4 B = 144 KB, in L2)
+constexpr size_t kKCMax = 512;  // K block bound: the kc x 16 B micro-panel (<= 20 KB) stays in L1
+
+inline size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
+inline size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
+inline size_t div_up(size_t a, size_t b) { return (a + b - 1) / b; }
+
+inline __m256i lane_mask(size_t n) {  // first min(n, 8) lanes set
+  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n > 8 ? 8 : n)), idx);
+}
+
+struct Tail {  // masks for a partial 16-column panel
+  __m256i lo, hi;
+};
+
+// One MR x 16 tile over kc: acc = (init ? bias : C) + sum_k a[k][m] * b[k][:]; then act when `last`.
+template <int MR, bool kFull>
+inline void ukernel(size_t kc, const float* a, const float* b, float* c, size_t ldc, const float* bias,
+                    bool last, __m256 vmin, __m256 vmax, const Tail& tail) {
+  __m256 acc0[MR], acc1[MR];
+  if (bias) {
+    const __m256 b0 = _mm256_load_ps(bias), b1 = _mm256_load_ps(bias + 8);
+#pragma GCC unroll 6
+    for (int m = 0; m < MR; ++m) {
+      acc0[m] = b0;
+      acc1[m] = b1;
+    }
+  } else {
+#pragma GCC unroll 6
+    for (int m = 0; m < MR; ++m) {
+      if (kFull) {
+        acc0[m] = _mm256_loadu_ps(c + m * ldc);
+        acc1[m] = _mm256_loadu_ps(c + m * ldc + 8);
+      } else {
+        acc0[m] = _mm256_maskload_ps(c + m * ldc, tail.lo);
+        acc1[m] = _mm256_maskload_ps(c + m * ldc + 8, tail.hi);
+      }
+    }
+  }
+  for (size_t k = 0; k < kc; ++k) {
+    const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
+    b += kNR;
+#pragma GCC unroll 6
+    for (int m = 0; m < MR; ++m) {
+      const __m256 va = _mm256_broadcast_ss(a + m);
+      acc0[m] = _mm256_fmadd_ps(va, b0, acc0[m]);
+      acc1[m] = _mm256_fmadd_ps(va, b1, acc1[m]);
+    }
+    a += MR;
+  }
+  if (last) {
+#pragma GCC unroll 6
+    for (int m = 0; m < MR; ++m) {
+      acc0[m] = _mm256_min_ps(vmax, _mm256_max_ps(vmin, acc0[m]));
+      acc1[m] = _mm256_min_ps(vmax, _mm256_max_ps(vmin, acc1[m]));
+    }
+  }
+#pragma GCC unroll 6
+  for (int m = 0; m < MR; ++m) {
+    if (kFull) {
+      _mm256_storeu_ps(c + m * ldc, acc0[m]);
+      _mm256_storeu_ps(c + m * ldc + 8, acc1[m]);
+    } else {
+      _mm256_maskstore_ps(c + m * ldc, tail.lo, acc0[m]);
+      _mm256_maskstore_ps(c + m * ldc + 8, tail.hi, acc1[m]);
+    }
+  }
+}
+
+template <bool kFull>
+void run_ukernel(size_t mr, size_t kc, const float* a, const float* b, float* c, size_t ldc, const float* bias,
+                 bool last, __m256 vmin, __m256 vmax, const Tail& tail) {
+  switch (mr) {
+    case 6: return ukernel<6, kFull>(kc, a, b, c, ldc, bias, last, vmin, vmax, tail);
+    case 5: return ukernel<5, kFull>(kc, a, b, c, ldc, bias, last, vmin, vmax, tail);
+    case 4: return ukernel<4, kFull>(kc, a, b, c, ldc, bias, last, vmin, vmax, tail);
+    case 3: return ukernel<3, kFull>(kc, a, b, c, ldc, bias, last, vmin, vmax, tail);
+    case 2: return ukernel<2, kFull>(kc, a, b, c, ldc, bias, last, vmin, vmax, tail);
+    default: return ukernel<1, kFull>(kc, a, b, c, ldc, bias, last, vmin, vmax, tail);
+  }
+}
+
+// Packs rows [m0, m0+mc) x cols [k0, k0+kc) of A into MR-interleaved micro-panels: tile t holds rows
+// m0 + t*MR .. as [kc][mr_t] (the last tile has mr_t = the remaining rows).
+void pack_a(const float* A, size_t lda, size_t mc, size_t kc, float* out) {
+  for (size_t t0 = 0; t0 < mc; t0 += kMR) {
+    const size_t mr = min_sz(kMR, mc - t0);
+    const float* rows = A + t0 * lda;
+    if (mr == kMR) {
+      const float *r0 = rows, *r1 = rows + lda, *r2 = rows + 2 * lda, *r3 = rows + 3 * lda, *r4 = rows + 4 * lda,
+                  *r5 = rows + 5 * lda;
+      for (size_t k = 0; k < kc; ++k, out += kMR) {
+        out[0] = r0[k];
+        out[1] = r1[k];
+        out[2] = r2[k];
+        out[3] = r3[k];
+        out[4] = r4[k];
+        out[5] = r5[k];
+      }
+    } else {
+      for (size_t k = 0; k < kc; ++k, out += mr)
+        for (size_t m = 0; m < mr; ++m) out[m] = rows[m * lda + k];
+    }
+  }
+}
+
+struct GemmCtx {
+  size_t M, N, K, lda, ldc, panels, kc_blocks, kc;
+  size_t m_chunk, m_chunks, n_group, n_groups, units, tasks;
+  const float* A;
+  const float* packed;
+  float* C;
+  float vmin, vmax;
+};
+
+void gemm_task(const void* vctx, size_t task) {
+  const GemmCtx& x = *static_cast<const GemmCtx*>(vctx);
+  const size_t u0 = x.units * task / x.tasks, u1 = x.units * (task + 1) / x.tasks;
+  const size_t panel_floats = kNR + x.K * kNR;
+  const __m256 vmin = _mm256_set1_ps(x.vmin), vmax = _mm256_set1_ps(x.vmax);
+  float* abuf = static_cast<float*>(internal::aligned_alloc64(x.m_chunk * x.kc * sizeof(float)));
+  for (size_t u = u0; u < u1; ++u) {
+    // Units: n groups outer, m chunks inner (consecutive units of a task share the B group).
+    const size_t ng = u / x.m_chunks, mch = u % x.m_chunks;
+    const size_t m0 = mch * x.m_chunk, mc = min_sz(x.m_chunk, x.M - m0);
+    const size_t p0 = ng * x.n_group, p1 = min_sz(x.panels, p0 + x.n_group);
+    for (size_t kb = 0; kb < x.kc_blocks; ++kb) {
+      const size_t k0 = kb * x.kc, kc = min_sz(x.kc, x.K - k0);
+      const bool last = kb + 1 == x.kc_blocks;
+      pack_a(x.A + m0 * x.lda + k0, x.lda, mc, kc, abuf);
+      for (size_t p = p0; p < p1; ++p) {
+        const float* panel = x.packed + p * panel_floats;
+        const float* bias = kb == 0 ? panel : nullptr;
+        const float* b = panel + kNR + k0 * kNR;
+        const size_t n0 = p * kNR, nc = min_sz(kNR, x.N - n0);
+        Tail tail;
+        tail.lo = lane_mask(nc);
+        tail.hi = lane_mask(nc > 8 ? nc - 8 : 0);
+        for (size_t t0 = 0; t0 < mc; t0 += kMR) {
+          const size_t mr = min_sz(kMR, mc - t0);
+          float* c = x.C + (m0 + t0) * x.ldc + n0;
+          const float* a = abuf + t0 * kc;
+          // The next tile's C rows (read at its start on K blocks after the first): fetch them while this
+          // tile computes; C rows of a tall GEMM do not stay in L2 between K blocks.
+          if (t0 + kMR < mc) {
+            const char* cn = reinterpret_cast<const char*>(c + kMR * x.ldc);
+            for (size_t m = 0; m < kMR; ++m) {
+              _mm_prefetch(cn + m * x.ldc * sizeof(float), _MM_HINT_T0);
+              _mm_prefetch(cn + m * x.ldc * sizeof(float) + 60, _MM_HINT_T0);
+            }
+          }
+          if (nc == kNR) {
+            run_ukernel<true>(mr, kc, a, b, c, x.ldc, bias, last, vmin, vmax, tail);
+          } else {
+            run_ukernel<false>(mr, kc, a, b, c, x.ldc, bias, last, vmin, vmax, tail);
+          }
+        }
+      }
+    }
+  }
+  internal::aligned_free(abuf);
+}
+
+// ---- M = 1: y = act(bias + a * B), 4 panels (64 columns, 8 accumulator chains) per step.
+struct GemvCtx {
+  size_t N, K, panels, group, tasks;
+  const float* a;
+  const float* packed;
+  float* y;
+  float vmin, vmax;
+};
+
+void gemv_task(const void* vctx, size_t task) {
+  const GemvCtx& x = *static_cast<const GemvCtx*>(vctx);
+  const size_t groups = div_up(x.panels, x.group);
+  const size_t g0 = groups * task / x.tasks, g1 = groups * (task + 1) / x.tasks;
+  const size_t panel_floats = kNR + x.K * kNR;
+  const __m256 vmin = _mm256_set1_ps(x.vmin), vmax = _mm256_set1_ps(x.vmax);
+  for (size_t p = g0 * x.group; p < min_sz(x.panels, g1 * x.group);) {
+    const size_t np = min_sz(4, x.panels - p);
+    const float* w[4];
+    __m256 acc[8];
+    for (size_t j = 0; j < 4; ++j) {
+      w[j] = x.packed + (p + (j < np ? j : 0)) * panel_floats;
+      acc[2 * j] = _mm256_load_ps(w[j]);
+      acc[2 * j + 1] = _mm256_load_ps(w[j] + 8);
+      w[j] += kNR;
+    }
+    if (np == 4) {
+      for (size_t k = 0; k < x.K; ++k) {
+        const __m256 va = _mm256_broadcast_ss(x.a + k);
+#pragma GCC unroll 4
+        for (size_t j = 0; j < 4; ++j) {
+          acc[2 * j] = _mm256_fmadd_ps(va, _mm256_load_ps(w[j] + k * kNR), acc[2 * j]);
+          acc[2 * j + 1] = _mm256_fmadd_ps(va, _mm256_load_ps(w[j] + k * kNR + 8), acc[2 * j + 1]);
+        }
+      }
+    } else {
+      for (size_t k = 0; k < x.K; ++k) {
+        const __m256 va = _mm256_broadcast_ss(x.a + k);
+        for (size_t j = 0; j < np; ++j) {
+          acc[2 * j] = _mm256_fmadd_ps(va, _mm256_load_ps(w[j] + k * kNR), acc[2 * j]);
+          acc[2 * j + 1] = _mm256_fmadd_ps(va, _mm256_load_ps(w[j] + k * kNR + 8), acc[2 * j + 1]);
+        }
+      }
+    }
+    for (size_t j = 0; j < np; ++j) {
+      const size_t n0 = (p + j) * kNR, nc = min_sz(kNR, x.N - n0);
+      const __m256 lo = _mm256_min_ps(vmax, _mm256_max_ps(vmin, acc[2 * j]));
+      const __m256 hi = _mm256_min_ps(vmax, _mm256_max_ps(vmin, acc[2 * j + 1]));
+      if (nc == kNR) {
+        _mm256_storeu_ps(x.y + n0, lo);
+        _mm256_storeu_ps(x.y + n0 + 8, hi);
+      } else {
+        _mm256_maskstore_ps(x.y + n0, lane_mask(nc), lo);
+        _mm256_maskstore_ps(x.y + n0 + 8, lane_mask(nc > 8 ? nc - 8 : 0), hi);
+      }
+    }
+    p += np;
+  }
+}
+
+template <typename Get>
+void pack_panels(size_t K, size_t N, const float* bias, Get get, float* out) {
+  const size_t panels = div_up(N, kNR);
+  for (size_t p = 0; p < panels; ++p) {
+    float* o = out + p * (kNR + K * kNR);
+    const size_t n0 = p * kNR, nc = min_sz(kNR, N - n0);
+    for (size_t j = 0; j < kNR; ++j) o[j] = (j < nc && bias) ? bias[n0 + j] : 0.f;
+    for (size_t k = 0; k < K; ++k)
+      for (size_t j = 0; j < kNR; ++j) o[kNR + k * kNR + j] = j < nc ? get(k, n0 + j) : 0.f;
+  }
+}
+
+}  // namespace
+
+size_t gemm_packed_size(size_t K, size_t N) { return div_up(N, kNR) * (kNR + K * kNR) * sizeof(float); }
+
+void gemm_pack(size_t K, size_t N, const float* B, bool b_is_nk, const float* bias, void* packed) {
+  float* out = static_cast<float*>(packed);
+  if (b_is_nk) {
+    pack_panels(K, N, bias, [&](size_t k, size_t n) { return B[n * K + k]; }, out);
+  } else {
+    pack_panels(K, N, bias, [&](size_t k, size_t n) { return B[k * N + n]; }, out);
+  }
+}
+
+void gemm(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, float* C, size_t ldc,
+          Activation act, Parallel& par) {
+  if (M == 0 || N == 0) return;
+  const size_t threads = internal::parallel_threads(par);
+  const size_t panels = div_up(N, kNR);
+  const double flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K + 1);
+  // Below ~100 kflop a fork/join costs more than it saves.
+  const size_t want_tasks = threads > 1 && flops > 2e5 ? threads * 4 : 1;
+  if (M == 1) {
+    GemvCtx v;
+    v.N = N;
+    v.K = K;
+    v.panels = panels;
+    v.group = 4;
+    const size_t groups = div_up(panels, v.group);
+    v.tasks = min_sz(want_tasks, groups);
+    v.a = A;
+    v.packed = static_cast<const float*>(packed);
+    v.y = C;
+    v.vmin = act.min;
+    v.vmax = act.max;
+    internal::parallel_run(par, v.tasks, gemv_task, &v);
+    return;
+  }
+  GemmCtx x;
+  x.M = M;
+  x.N = N;
+  x.K = K;
+  x.lda = lda;
+  x.ldc = ldc;
+  x.A = A;
+  x.packed = static_cast<const float*>(packed);
+  x.C = C;
+  x.vmin = act.min;
+  x.vmax = act.max;
+  x.panels = panels;
+  x.kc_blocks = max_sz(1, div_up(K, kKCMax));
+  x.kc = max_sz(1, div_up(K, x.kc_blocks));
+  // M chunks of whole MR tiles; N groups of panels. Split until there are enough units for the threads.
+  x.m_chunk = min_sz(kMC, div_up(M, kMR) * kMR);
+  x.m_chunks = div_up(M, x.m_chunk);
+  x.n_group = panels;
+  if (want_tasks > 1) {
+    while (x.m_chunks * div_up(panels, x.n_group) < want_tasks && x.n_group > 1) x.n_group = div_up(x.n_group, 2);
+    while (x.m_chunks * div_up(panels, x.n_group) < want_tasks && x.m_chunk > kMR) {
+      x.m_chunk = max_sz(kMR, div_up(x.m_chunk / 2, kMR) * kMR);
+      x.m_chunks = div_up(M, x.m_chunk);
+    }
+  }
+  x.n_groups = div_up(panels, x.n_group);
+  x.units = x.n_groups * x.m_chunks;
+  x.tasks = min_sz(x.units, want_tasks > 1 ? threads * 4 : 1);
+  internal::parallel_run(par, x.tasks, gemm_task, &x);
+}
+
+}  // namespace avx2
+}  // namespace webxnn

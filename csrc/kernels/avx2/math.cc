@@ -1,0 +1,339 @@
+// AVX2+FMA transcendental element-wise ops, softmax and layer normalization (compiled with -mavx2 -mfma).
+//
+// exp: n = round(x * log2 e), r = x - n ln2 (two-constant Cody-Waite), e^r by a degree-6 polynomial on
+//   |r| <= ln2/2 (truncation < 2^-24 relative), scaled by 2^n as two factors 2^(n>>1) * 2^(n - (n>>1)) so the
+//   whole range [-104, 89] needs no special case: results overflow to inf / underflow (gradually) to 0.
+// sigmoid: e = exp(-|x|), 1/(1+e) or e/(1+e) — never exponentiates a large positive number.
+// tanh: odd Taylor polynomial below |x| = 0.4 (no cancellation near 0), else (1 - e)/(1 + e), e = exp(-2|x|).
+// erf: odd Taylor polynomial below |x| = 0.5, else 1 - t P(t) exp(-x^2), t = 1/(1 + p|x|) (Abramowitz &
+//   Stegun 7.1.26 form, absolute error < 1.5e-7). gelu = x/2 (1 + erf(x/sqrt 2)).
+// All within the tolerances of the kernel tests (2e-6) and WPT's ULP budgets (sigmoid 34, tanh 16, exp 32).
+// NaN inputs give NaN.
+#include <immintrin.h>
+
+#include "kernels/avx2/avx2.h"
+#include "kernels/internal.h"
+#include "kernels/scalar/scalar.h"
+
+namespace webxnn {
+namespace avx2 {
+namespace {
+
+inline size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
+
+inline __m256i tail_mask(size_t n) {
+  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), idx);
+}
+
+inline __m256 vabs(__m256 x) { return _mm256_andnot_ps(_mm256_set1_ps(-0.f), x); }
+inline __m256 nan_mask(__m256 x) { return _mm256_cmp_ps(x, x, _CMP_UNORD_Q); }
+
+inline __m256 pow2i(__m256i n) {  // 2^n for n in [-126, 127]
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23));
+}
+
+// e^x without NaN handling (callers that can see NaN blend it back).
+inline __m256 exp_core(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-104.f)), _mm256_set1_ps(89.f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187045e-06f), r);
+  __m256 p = _mm256_set1_ps(1.f / 720.f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 120.f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 24.f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 6.f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f));
+  const __m256i ni = _mm256_cvtps_epi32(n);
+  const __m256i n1 = _mm256_srai_epi32(ni, 1);
+  return _mm256_mul_ps(_mm256_mul_ps(p, pow2i(n1)), pow2i(_mm256_sub_epi32(ni, n1)));
+}
+
+inline __m256 exp_ps(__m256 x) { return _mm256_blendv_ps(exp_core(x), x, nan_mask(x)); }
+
+inline __m256 sigmoid_ps(__m256 x) {
+  const __m256 e = exp_core(_mm256_xor_ps(vabs(x), _mm256_set1_ps(-0.f)));  // exp(-|x|)
+  const __m256 one = _mm256_set1_ps(1.f);
+  const __m256 d = _mm256_add_ps(one, e);
+  const __m256 num = _mm256_blendv_ps(one, e, _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ));
+  return _mm256_blendv_ps(_mm256_div_ps(num, d), x, nan_mask(x));
+}
+
+inline __m256 tanh_ps(__m256 x) {
+  const __m256 ax = vabs(x), sign = _mm256_and_ps(x, _mm256_set1_ps(-0.f));
+  // small: x + x^3 P(x^2)
+  const __m256 x2 = _mm256_mul_ps(x, x);
+  __m256 p = _mm256_set1_ps(21844.f / 6081075.f);
+  p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-1382.f / 155925.f));
+  p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(62.f / 2835.f));
+  p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-17.f / 315.f));
+  p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(2.f / 15.f));
+  p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-1.f / 3.f));
+  const __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(p, x2), x, x);
+  // large: (1 - e) / (1 + e), e = exp(-2|x|)
+  const __m256 one = _mm256_set1_ps(1.f);
+  const __m256 e = exp_core(_mm256_mul_ps(ax, _mm256_set1_ps(-2.f)));
+  const __m256 large = _mm256_or_ps(_mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e)), sign);
+  const __m256 r = _mm256_blendv_ps(large, small, _mm256_cmp_ps(ax, _mm256_set1_ps(0.4f), _CMP_LT_OQ));
+  return _mm256_blendv_ps(r, x, nan_mask(x));
+}
+
+inline __m256 erf_ps(__m256 x) {
+  const __m256 ax = vabs(x), sign = _mm256_and_ps(x, _mm256_set1_ps(-0.f));
+  // small: 2/sqrt(pi) * (x - x^3/3 + x^5/10 - x^7/42 + x^9/216 - x^11/1320 + x^13/9360)
+  const __m256 x2 = _mm256_mul_ps(x, x);
+  __m256 p = _mm256_set1_ps(1.f / 9360.f);
+  p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-1.f / 1320.f));
+  p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(1.f / 216.f));
+  p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-1.f / 42.f));
+  p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(1.f / 10.f));
+  p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-1.f / 3.f));
+  const __m256 small =
+      _mm256_mul_ps(_mm256_fmadd_ps(_mm256_mul_ps(p, x2), x, x), _mm256_set1_ps(1.12837916709551257f));
+  // large: 1 - t (a1 + t (a2 + t (a3 + t (a4 + t a5)))) exp(-x^2)
+  const __m256 one = _mm256_set1_ps(1.f);
+  const __m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(_mm256_set1_ps(0.3275911f), ax, one));
+  __m256 q = _mm256_set1_ps(1.061405429f);
+  q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(-1.453152027f));
+  q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(1.421413741f));
+  q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(-0.284496736f));
+  q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(0.254829592f));
+  const __m256 e = exp_core(_mm256_xor_ps(x2, _mm256_set1_ps(-0.f)));
+  const __m256 large = _mm256_or_ps(_mm256_fnmadd_ps(_mm256_mul_ps(q, t), e, one), sign);
+  const __m256 r = _mm256_blendv_ps(large, small, _mm256_cmp_ps(ax, _mm256_set1_ps(0.5f), _CMP_LT_OQ));
+  return _mm256_blendv_ps(r, x, nan_mask(x));
+}
+
+inline __m256 gelu_ps(__m256 x) {
+  const __m256 e = erf_ps(_mm256_mul_ps(x, _mm256_set1_ps(0.70710678118654752f)));
+  return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x), _mm256_add_ps(_mm256_set1_ps(1.f), e));
+}
+
+template <UnaryOp kOp>
+inline __m256 tv(__m256 x) {
+  switch (kOp) {
+    case UnaryOp::kExp: return exp_ps(x);
+    case UnaryOp::kSigmoid: return sigmoid_ps(x);
+    case UnaryOp::kTanh: return tanh_ps(x);
+    case UnaryOp::kErf: return erf_ps(x);
+    case UnaryOp::kGelu: return gelu_ps(x);
+    default: return x;
+  }
+}
+
+struct UnCtx {
+  const float* in;
+  float* out;
+  size_t n, tasks;
+  float vmin, vmax;
+};
+
+template <UnaryOp kOp>
+void un_task(const void* vctx, size_t task) {
+  const UnCtx& x = *static_cast<const UnCtx*>(vctx);
+  const size_t blocks = (x.n + 7) / 8;
+  const size_t b0 = blocks * task / x.tasks, b1 = blocks * (task + 1) / x.tasks;
+  const size_t i0 = b0 * 8, i1 = min_sz(x.n, b1 * 8);
+  const __m256 vmin = _mm256_set1_ps(x.vmin), vmax = _mm256_set1_ps(x.vmax);
+  size_t i = i0;
+  for (; i + 8 <= i1; i += 8)
+    _mm256_storeu_ps(x.out + i, _mm256_min_ps(vmax, _mm256_max_ps(vmin, tv<kOp>(_mm256_loadu_ps(x.in + i)))));
+  if (i < i1) {
+    const __m256i m = tail_mask(i1 - i);
+    const __m256 v = tv<kOp>(_mm256_maskload_ps(x.in + i, m));
+    _mm256_maskstore_ps(x.out + i, m, _mm256_min_ps(vmax, _mm256_max_ps(vmin, v)));
+  }
+}
+
+// Horizontal sum/max of 8 lanes in a fixed order (the same for any thread split).
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+inline float hmax(__m256 v) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+struct RowCtx {
+  size_t rows, cols, tasks;
+  const float* in;
+  const float* scale;
+  const float* bias;
+  float* out;
+  float eps;
+};
+
+void softmax_task(const void* vctx, size_t task) {
+  const RowCtx& x = *static_cast<const RowCtx*>(vctx);
+  const size_t r0 = x.rows * task / x.tasks, r1 = x.rows * (task + 1) / x.tasks;
+  const size_t n = x.cols, nv = n & ~size_t{7};
+  const __m256i m = tail_mask(n - nv);
+  const __m256 ninf = _mm256_set1_ps(-__builtin_inff());
+  for (size_t r = r0; r < r1; ++r) {
+    const float* in = x.in + r * n;
+    float* out = x.out + r * n;
+    // pass 1: max
+    __m256 vmx0 = ninf, vmx1 = ninf;
+    size_t i = 0;
+    for (; i + 16 <= nv; i += 16) {
+      vmx0 = _mm256_max_ps(vmx0, _mm256_loadu_ps(in + i));
+      vmx1 = _mm256_max_ps(vmx1, _mm256_loadu_ps(in + i + 8));
+    }
+    for (; i < nv; i += 8) vmx0 = _mm256_max_ps(vmx0, _mm256_loadu_ps(in + i));
+    if (nv < n) vmx1 = _mm256_max_ps(vmx1, _mm256_blendv_ps(ninf, _mm256_maskload_ps(in + nv, m),
+                                                            _mm256_castsi256_ps(m)));
+    const float mx = hmax(_mm256_max_ps(vmx0, vmx1));
+    const __m256 vmx = _mm256_set1_ps(mx);
+    // pass 2: e = exp(x - max), stored, summed
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    for (i = 0; i + 16 <= nv; i += 16) {
+      const __m256 e0 = exp_core(_mm256_sub_ps(_mm256_loadu_ps(in + i), vmx));
+      const __m256 e1 = exp_core(_mm256_sub_ps(_mm256_loadu_ps(in + i + 8), vmx));
+      _mm256_storeu_ps(out + i, e0);
+      _mm256_storeu_ps(out + i + 8, e1);
+      s0 = _mm256_add_ps(s0, e0);
+      s1 = _mm256_add_ps(s1, e1);
+    }
+    for (; i < nv; i += 8) {
+      const __m256 e0 = exp_core(_mm256_sub_ps(_mm256_loadu_ps(in + i), vmx));
+      _mm256_storeu_ps(out + i, e0);
+      s0 = _mm256_add_ps(s0, e0);
+    }
+    if (nv < n) {
+      const __m256 e1 = _mm256_and_ps(exp_core(_mm256_sub_ps(_mm256_maskload_ps(in + nv, m), vmx)),
+                                      _mm256_castsi256_ps(m));
+      _mm256_maskstore_ps(out + nv, m, e1);
+      s1 = _mm256_add_ps(s1, e1);
+    }
+    // pass 3 (over the output, in L1): scale by 1 / sum
+    const __m256 inv = _mm256_set1_ps(1.f / hsum(_mm256_add_ps(s0, s1)));
+    for (i = 0; i < nv; i += 8) _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(out + i), inv));
+    if (nv < n) _mm256_maskstore_ps(out + nv, m, _mm256_mul_ps(_mm256_maskload_ps(out + nv, m), inv));
+  }
+}
+
+// Layer norm over the last axis, one row at a time: pass 1 sums x (for the mean), pass 2 sums (x - mean)^2
+// (two-pass variance: no cancellation), pass 3 writes (x - mean) * rstd * scale + bias. The row stays in L1.
+void normalize_task(const void* vctx, size_t task) {
+  const RowCtx& x = *static_cast<const RowCtx*>(vctx);
+  const size_t r0 = x.rows * task / x.tasks, r1 = x.rows * (task + 1) / x.tasks;
+  const size_t n = x.cols, nv = n & ~size_t{7};
+  const __m256i m = tail_mask(n - nv);
+  const __m256 mf = _mm256_castsi256_ps(m);
+  for (size_t r = r0; r < r1; ++r) {
+    const float* in = x.in + r * n;
+    float* out = x.out + r * n;
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    size_t i = 0;
+    for (; i + 16 <= nv; i += 16) {
+      s0 = _mm256_add_ps(s0, _mm256_loadu_ps(in + i));
+      s1 = _mm256_add_ps(s1, _mm256_loadu_ps(in + i + 8));
+    }
+    for (; i < nv; i += 8) s0 = _mm256_add_ps(s0, _mm256_loadu_ps(in + i));
+    if (nv < n) s1 = _mm256_add_ps(s1, _mm256_maskload_ps(in + nv, m));
+    const float mean = hsum(_mm256_add_ps(s0, s1)) / static_cast<float>(n);
+    const __m256 vmean = _mm256_set1_ps(mean);
+    s0 = _mm256_setzero_ps();
+    s1 = _mm256_setzero_ps();
+    for (i = 0; i + 16 <= nv; i += 16) {
+      const __m256 d0 = _mm256_sub_ps(_mm256_loadu_ps(in + i), vmean);
+      const __m256 d1 = _mm256_sub_ps(_mm256_loadu_ps(in + i + 8), vmean);
+      s0 = _mm256_fmadd_ps(d0, d0, s0);
+      s1 = _mm256_fmadd_ps(d1, d1, s1);
+    }
+    for (; i < nv; i += 8) {
+      const __m256 d0 = _mm256_sub_ps(_mm256_loadu_ps(in + i), vmean);
+      s0 = _mm256_fmadd_ps(d0, d0, s0);
+    }
+    if (nv < n) {
+      const __m256 d1 = _mm256_and_ps(_mm256_sub_ps(_mm256_maskload_ps(in + nv, m), vmean), mf);
+      s1 = _mm256_fmadd_ps(d1, d1, s1);
+    }
+    const float var = hsum(_mm256_add_ps(s0, s1)) / static_cast<float>(n);
+    const __m256 rstd = _mm256_div_ps(_mm256_set1_ps(1.f), _mm256_sqrt_ps(_mm256_set1_ps(var + x.eps)));
+    const __m256 one = _mm256_set1_ps(1.f), zero = _mm256_setzero_ps();
+    for (i = 0; i < nv; i += 8) {
+      const __m256 g = x.scale ? _mm256_loadu_ps(x.scale + i) : one;
+      const __m256 b = x.bias ? _mm256_loadu_ps(x.bias + i) : zero;
+      const __m256 y = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(in + i), vmean), rstd);
+      _mm256_storeu_ps(out + i, _mm256_fmadd_ps(y, g, b));
+    }
+    if (nv < n) {
+      const __m256 g = x.scale ? _mm256_maskload_ps(x.scale + nv, m) : one;
+      const __m256 b = x.bias ? _mm256_maskload_ps(x.bias + nv, m) : zero;
+      const __m256 y = _mm256_mul_ps(_mm256_sub_ps(_mm256_maskload_ps(in + nv, m), vmean), rstd);
+      _mm256_maskstore_ps(out + nv, m, _mm256_fmadd_ps(y, g, b));
+    }
+  }
+}
+
+size_t row_tasks(size_t rows, size_t cols, double per_elem, size_t threads) {
+  if (threads <= 1 || rows <= 1) return 1;
+  size_t tasks = static_cast<size_t>(static_cast<double>(rows) * static_cast<double>(cols) * per_elem / 32768.0);
+  tasks = min_sz(min_sz(tasks, threads * 4), rows);
+  return tasks ? tasks : 1;
+}
+
+}  // namespace
+
+bool unary_transcendental(UnaryOp op, size_t n, const float* in, float* out, const UnaryParams& p, Parallel& par) {
+  internal::TaskFn fn = nullptr;
+  switch (op) {
+    case UnaryOp::kExp: fn = un_task<UnaryOp::kExp>; break;
+    case UnaryOp::kSigmoid: fn = un_task<UnaryOp::kSigmoid>; break;
+    case UnaryOp::kTanh: fn = un_task<UnaryOp::kTanh>; break;
+    case UnaryOp::kErf: fn = un_task<UnaryOp::kErf>; break;
+    case UnaryOp::kGelu: fn = un_task<UnaryOp::kGelu>; break;
+    default: return false;
+  }
+  if (n == 0) return true;
+  UnCtx x;
+  x.in = in;
+  x.out = out;
+  x.n = n;
+  x.vmin = p.act.min;
+  x.vmax = p.act.max;
+  const size_t threads = internal::parallel_threads(par);
+  size_t tasks = 1;
+  if (threads > 1 && n >= 16384) tasks = min_sz(threads * 4, n / 4096);
+  x.tasks = tasks;
+  internal::parallel_run(par, x.tasks, fn, &x);
+  return true;
+}
+
+void softmax(size_t rows, size_t cols, const float* in, float* out, Parallel& par) {
+  if (rows == 0 || cols == 0) return;
+  RowCtx x{};
+  x.rows = rows;
+  x.cols = cols;
+  x.in = in;
+  x.out = out;
+  x.tasks = row_tasks(rows, cols, 8.0, internal::parallel_threads(par));
+  internal::parallel_run(par, x.tasks, softmax_task, &x);
+}
+
+void normalize(size_t rows, size_t cols, const float* in, const float* scale, const float* bias, float epsilon,
+               float* out, Parallel& par) {
+  if (rows == 0 || cols == 0) return;
+  RowCtx x{};
+  x.rows = rows;
+  x.cols = cols;
+  x.in = in;
+  x.scale = scale;
+  x.bias = bias;
+  x.out = out;
+  x.eps = epsilon;
+  x.tasks = row_tasks(rows, cols, 4.0, internal::parallel_threads(par));
+  internal::parallel_run(par, x.tasks, normalize_task, &x);
+}
+
+}  // namespace avx2
+}  // namespace webxnn

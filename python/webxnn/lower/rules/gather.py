@@ -1,0 +1,61 @@
+"""gather, gatherElements, gatherND, scatterElements, scatterND → the WXGather* / WXScatter* tables.
+
+Indices stay in their WebNN type (int32, uint32, int64); the runtime applies WebNN's rule for
+implementations: negative counts from the end, out of range is clamped."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..ir import LNode
+from ..registry import RuleCtx, folds, lowers, operand
+
+
+def _xi(node: LNode) -> tuple[str, str]:
+    return operand(node, "input", 0), operand(node, "indices", 1)
+
+
+@lowers("gather")
+def lower_gather(ctx: RuleCtx, node: LNode) -> None:
+    x, i = _xi(node)
+    ctx.emit("WXGather", {"input_id": x, "indices_id": i}, node.outputs[0],
+             axis=int(node.attrs.get("axis", 0)))
+
+
+@lowers("gatherElements")
+def lower_gather_elements(ctx: RuleCtx, node: LNode) -> None:
+    x, i = _xi(node)
+    ctx.emit("WXGatherElements", {"input_id": x, "indices_id": i}, node.outputs[0],
+             axis=int(node.attrs.get("axis", 0)))
+
+
+@lowers("gatherND")
+def lower_gather_nd(ctx: RuleCtx, node: LNode) -> None:
+    x, i = _xi(node)
+    ctx.emit("WXGatherND", {"input_id": x, "indices_id": i}, node.outputs[0])
+
+
+@lowers("scatterElements")
+def lower_scatter_elements(ctx: RuleCtx, node: LNode) -> None:
+    x, i = _xi(node)
+    u = operand(node, "updates", 2)
+    ctx.emit("WXScatterElements", {"input_id": x, "indices_id": i, "updates_id": u}, node.outputs[0],
+             axis=int(node.attrs.get("axis", 0)))
+
+
+@lowers("scatterND")
+def lower_scatter_nd(ctx: RuleCtx, node: LNode) -> None:
+    x, i = _xi(node)
+    u = operand(node, "updates", 2)
+    ctx.emit("WXScatterND", {"input_id": x, "indices_id": i, "updates_id": u}, node.outputs[0])
+
+
+@folds("gather")
+def fold_gather(node: LNode, args: dict[str, Any]) -> list[np.ndarray]:
+    from ..reference import _indices
+
+    x, i = (args[n] for n in _xi(node))
+    axis = int(node.attrs.get("axis", 0))
+    return [np.take(x, _indices(i, x.shape[axis]), axis=axis)]

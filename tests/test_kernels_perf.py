@@ -1,0 +1,202 @@
+"""The performance kernels added for issue 5, checked against numpy and the scalar table.
+
+Blocked GEMM (K blocks, M chunks, N tails, GEMV), transcendental unary ops, softmax and the fused layer norm
+(`normalize`), plus the benchmark entry points (peak probe, timed kernels). No timing is asserted.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+runtime = pytest.importorskip("webxnn._runtime")
+K = runtime.kernels
+
+from webxnn.errors import InputError  # noqa: E402
+
+SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+RNG = np.random.default_rng(99)
+HAVE_AVX2 = K.cpu_info()["isa"] == "avx2"
+
+
+def rand(*shape: int, lo: float = -1.0, hi: float = 1.0) -> np.ndarray:
+    return RNG.uniform(lo, hi, size=shape).astype(np.float32)
+
+
+def same_bytes(a: np.ndarray, b: np.ndarray) -> None:
+    assert a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def gemm_ref(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None, lo: float, hi: float) -> np.ndarray:
+    y = a.astype(np.float64) @ b.astype(np.float64)
+    if bias is not None:
+        y = y + bias
+    return np.minimum(np.maximum(y, lo), hi)
+
+
+# ------------------------------------------------------------------------------------------------ GEMM
+@SETTINGS
+@given(m=st.sampled_from([1, 2, 5, 6, 7, 13, 145, 150]), n=st.sampled_from([1, 7, 16, 17, 33, 65]),
+       k=st.sampled_from([1, 3, 255, 321, 700]), act=st.booleans(), bias=st.booleans())
+def test_gemm_blocking_tails(m, n, k, act, bias):
+    """M across MR tiles and MC chunks, N across panel tails, K across KC blocks: vs numpy and scalar."""
+    a, b = rand(m, k), rand(k, n)
+    bv = rand(n) if bias else None
+    lo, hi = (-2.0, 2.0) if act else (-np.inf, np.inf)
+    want = gemm_ref(a, b, bv, lo, hi)
+    tol = dict(rtol=1e-5, atol=3e-6 * k + 1e-6)
+    scalar = K.gemm(a, b, bv, min=lo, max=hi)
+    np.testing.assert_allclose(scalar, want, **tol)
+    best = K.gemm(a, b, bv, min=lo, max=hi, isa="best")
+    np.testing.assert_allclose(best, want, **tol)
+    np.testing.assert_allclose(best, scalar, **tol)
+    same_bytes(best, K.gemm(a, b, bv, min=lo, max=hi, isa="best", threads=2))
+
+
+@pytest.mark.parametrize("m,n,k", [(1, 1000, 300), (1, 70, 9), (1, 4096, 33), (3, 500, 700), (300, 40, 20)])
+def test_gemm_shapes_threads(m, n, k):
+    a, b, bias = rand(m, k), rand(n, k), rand(n)
+    want = gemm_ref(a, b.T, bias, -np.inf, np.inf)
+    one = K.gemm(a, b, bias, b_is_nk=True, isa="best")
+    np.testing.assert_allclose(one, want, rtol=1e-5, atol=3e-6 * k)
+    same_bytes(one, K.gemm(a, b, bias, b_is_nk=True, isa="best", threads=2))
+
+
+def test_gemm_nan_inf_propagate():
+    a, b = rand(7, 40), rand(40, 20)
+    a[2, 5] = np.nan
+    a[4, 0] = np.inf
+    got = K.gemm(a, b, isa="best")
+    ref = K.gemm(a, b)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    assert np.all(np.isnan(got[2]))
+
+
+# ------------------------------------------------------------------------------------------------ unary
+def _erf(x: np.ndarray) -> np.ndarray:
+    return np.vectorize(math.erf)(x)
+
+
+TRANS = {
+    "exp": np.exp,
+    "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+    "tanh": np.tanh,
+    "erf": _erf,
+    "gelu": lambda x: 0.5 * x * (1 + _erf(x / math.sqrt(2))),
+}
+
+
+def _ulp_err(got: np.ndarray, want64: np.ndarray) -> np.ndarray:
+    want = want64.astype(np.float32)
+    ulp = np.spacing(np.abs(want)).astype(np.float64)
+    return np.abs(got.astype(np.float64) - want64) / np.maximum(ulp, np.finfo(np.float32).tiny)
+
+
+@pytest.mark.parametrize("op", sorted(TRANS))
+def test_transcendental_accuracy(op):
+    """Dense sweep over the interesting range; a few ULP where the result is not tiny."""
+    x = np.concatenate([np.linspace(-12, 12, 20011, dtype=np.float32), np.geomspace(1e-7, 1, 500).astype(np.float32),
+                        -np.geomspace(1e-7, 1, 500).astype(np.float32), np.array([0.0, -0.0], np.float32)])
+    if op == "exp":
+        x = np.concatenate([x, np.linspace(-87, 88.7, 3001, dtype=np.float32)])
+    with np.errstate(over="ignore"):
+        want = TRANS[op](x.astype(np.float64))
+    got = K.unary(op, x, isa="best")
+    big = np.abs(want) > 1e-3
+    budget = {"exp": 8, "sigmoid": 8, "tanh": 8, "erf": 16, "gelu": 64}[op]
+    assert np.max(_ulp_err(got[big], want[big])) <= budget, op
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-7 if op != "gelu" else 5e-7)
+
+
+@pytest.mark.parametrize("op", sorted(TRANS))
+def test_transcendental_edges(op):
+    x = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-30, -1e-30, 88.5, 89.0, -87.5, -104.0, -200.0, 200.0],
+                 np.float32)
+    with np.errstate(all="ignore"):
+        want = K.unary(op, x)  # scalar (libm) reference
+        got = K.unary(op, x, isa="best")
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    np.testing.assert_allclose(got[ok], want[ok], rtol=2e-6, atol=1e-30)
+
+
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 100, 20000])
+def test_transcendental_tails_threads_clamp(n):
+    x = rand(n, lo=-5, hi=5)
+    for op in TRANS:
+        a = K.unary(op, x, isa="best", min=-0.5, max=0.75)
+        np.testing.assert_allclose(a, np.clip(K.unary(op, x), -0.5, 0.75), rtol=2e-6, atol=5e-7)
+        same_bytes(a, K.unary(op, x, isa="best", min=-0.5, max=0.75, threads=2))
+
+
+# ------------------------------------------------------------------------------------------------ softmax
+@SETTINGS
+@given(rows=st.sampled_from([1, 3, 17]), cols=st.sampled_from([1, 7, 8, 15, 16, 17, 128, 1000]),
+       scale=st.sampled_from([1.0, 50.0]))
+def test_softmax_best(rows, cols, scale):
+    x = rand(rows, cols) * np.float32(scale)
+    x64 = x.astype(np.float64)
+    e = np.exp(x64 - x64.max(-1, keepdims=True))
+    want = e / e.sum(-1, keepdims=True)
+    got = K.softmax(x, isa="best")
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+    same_bytes(got, K.softmax(x, isa="best", threads=2))
+
+
+def test_softmax_inf_rows():
+    x = np.array([[1e30, 0.0, -1e30], [-np.inf, 0.0, 1.0]], np.float32)
+    got = K.softmax(x, isa="best")
+    np.testing.assert_allclose(got, K.softmax(x), rtol=1e-6, atol=1e-30)
+
+
+# ------------------------------------------------------------------------------------------------ normalize
+def norm_ref(x, g, b, eps):
+    x64 = x.astype(np.float64)
+    mu = x64.mean(-1, keepdims=True)
+    var = ((x64 - mu) ** 2).mean(-1, keepdims=True)
+    y = (x64 - mu) / np.sqrt(var + eps)
+    if g is not None:
+        y = y * g
+    if b is not None:
+        y = y + b
+    return y
+
+
+@SETTINGS
+@given(rows=st.sampled_from([1, 2, 17, 128]), cols=st.sampled_from([1, 2, 7, 8, 17, 384, 1000]),
+       has_g=st.booleans(), has_b=st.booleans(), offset=st.sampled_from([0.0, 100.0]))
+def test_normalize(rows, cols, has_g, has_b, offset):
+    x = rand(rows, cols) + np.float32(offset)
+    g = rand(cols) if has_g else None
+    b = rand(cols) if has_b else None
+    want = norm_ref(x, g, b, 1e-5)
+    for isa in ("scalar", "best"):
+        got = K.normalize(x, g, b, epsilon=1e-5, isa=isa)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-5, err_msg=isa)
+        same_bytes(got, K.normalize(x, g, b, epsilon=1e-5, isa=isa, threads=2))
+
+
+def test_normalize_errors_and_3d():
+    x = rand(2, 3, 16)
+    np.testing.assert_allclose(K.normalize(x, isa="best"), norm_ref(x, None, None, 1e-5), rtol=1e-4, atol=2e-5)
+    with pytest.raises(InputError, match="scale"):
+        K.normalize(x, rand(5))
+
+
+# ------------------------------------------------------------------------------------------------ bench hooks
+def test_bench_entry_points():
+    a, b = rand(8, 16), rand(16, 24)
+    times = K.time_gemm(a, b, isa="best", repeat=3)
+    assert len(times) == 3 and all(t >= 0 for t in times)
+    assert len(K.time_conv2d(rand(1, 5, 5, 3), rand(4, 3, 3, 3), pads=(1, 1, 1, 1), repeat=2)) == 2
+    assert len(K.time_dwconv2d(rand(1, 5, 5, 3), rand(1, 3, 3, 3), pads=(1, 1, 1, 1), repeat=2)) == 2
+    assert len(K.time_max_pool2d(rand(1, 5, 5, 3), (3, 3), strides=(2, 2), repeat=2)) == 2
+    assert len(K.time_unary("gelu", rand(100), repeat=2)) == 2
+    assert len(K.time_softmax(rand(4, 100), repeat=2)) == 2
+    assert len(K.time_normalize(rand(4, 100), repeat=2)) == 2
+    if HAVE_AVX2:
+        assert K.peak_fma(threads=1, iters=10000, repeat=1) > 0
