@@ -138,8 +138,8 @@ def test_load_errors(capi, tmp_path) -> None:  # noqa: ANN001
     b = GraphBuilder()
     x = b.input("x", [2])
     y = b.output(b.value([2]), "y")
-    b.node("WXUnary", op="erf", alpha=0.0, beta=0.0, input_id=x, output_id=y, flags=0)
-    st, prog = _load(ffi, lib, b.build())
+    b.node("WXUnary", op="is_nan", alpha=0.0, beta=0.0, input_id=x, output_id=y, flags=0)
+    st, prog = _load(ffi, lib, b.build())  # is_nan must give uint8
     assert st == lib.WX_ERROR_UNSUPPORTED and b"node 0 (WXUnary)" in ffi.string(lib.wx_last_error())
 
 

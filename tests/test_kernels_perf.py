@@ -200,3 +200,33 @@ def test_bench_entry_points():
     assert len(K.time_normalize(rand(4, 100), repeat=2)) == 2
     if HAVE_AVX2:
         assert K.peak_fma(threads=1, iters=10000, repeat=1) > 0
+
+
+# ------------------------------------------------------------------------------------------------ depthwise / pool
+@SETTINGS
+@given(w=st.sampled_from([4, 5, 13, 23]), c=st.sampled_from([1, 8, 19, 32]), k=st.sampled_from([(3, 3), (5, 5), (1, 7)]),
+       s=st.sampled_from([1, 2]), d=st.sampled_from([1, 2]), pad=st.sampled_from([0, 1, 2]))
+def test_dwconv_wide_rows_vs_scalar(w, c, k, s, d, pad):
+    """Rows wide enough for the 4-pixel interior loop, with borders, channel tails, stride and dilation."""
+    h = 6
+    if w + 2 * pad < d * (k[1] - 1) + 1 or h + 2 * pad < d * (k[0] - 1) + 1:
+        return
+    x, f, b = rand(1, h, w, c), rand(1, *k, c), rand(c)
+    kw = dict(pads=(pad,) * 4, strides=(s, s), dilations=(d, d), min=-1.0, max=1.5)
+    ref = K.dwconv2d(x, f, b, **kw)
+    got = K.dwconv2d(x, f, b, isa="best", **kw)
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+    same_bytes(got, K.dwconv2d(x, f, b, isa="best", threads=2, **kw))
+
+
+def test_pools_large_vs_scalar_threads_nan():
+    x = rand(2, 30, 31, 19)
+    x[0, 3, 4, 5] = np.nan
+    for fn in (K.max_pool2d, K.avg_pool2d):
+        kw = dict(pads=(1, 1, 1, 1), strides=(2, 2))
+        ref = fn(x, (3, 3), **kw)
+        got = fn(x, (3, 3), isa="best", **kw)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+        ok = ~np.isnan(ref)
+        np.testing.assert_allclose(got[ok], ref[ok], rtol=1e-6, atol=1e-6)
+        same_bytes(got, fn(x, (3, 3), isa="best", threads=2, **kw))

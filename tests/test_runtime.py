@@ -543,8 +543,8 @@ def test_load_from_path_matches_bytes(tmp_path) -> None:  # noqa: ANN001
 
 def test_inputs_outputs_and_repr() -> None:
     p = runtime.load(simple_fc_blob())
-    assert p.inputs == [runtime.TensorInfo("x", "float32", (2, 3))]
-    assert p.outputs == [runtime.TensorInfo("y", "float32", (2, 4))]
+    assert p.inputs == [runtime.TensorInfo("x", "float32", (2, 3), (None, None))]
+    assert p.outputs == [runtime.TensorInfo("y", "float32", (2, 4), (None, None))]
     assert "x: float32[2, 3]" in repr(p)
     assert p.peak_arena_bytes >= 2 * 4 * 4
 
@@ -567,20 +567,55 @@ def test_arena_reuses_memory() -> None:
 
 
 def test_dynamic_input_shape_replans() -> None:
+    """A dyn dim (webxnn metadata) may take 1..max; the graph is re-planned for it."""
+    from webxnn.xnn.ir import DynDimRef
+
     b = GraphBuilder()
-    xi = b.input("x", [2, 3])
-    h = b.value([2, 3])
+    xi = b.input("x", [5, 3])
+    h = b.value([5, 3])
     b.node("XNNAdd", input1_id=xi, input2_id=b.const(np.float32([1, 2, 3])), output_id=h, flags=0)
-    y = b.output(b.value([6]), "y")
+    y = b.output(b.value([15]), "y")
     b.node("XNNStaticReshape", new_shape=[0], input_id=h, output_id=y, flags=0)
-    p = runtime.load(b.build())
+    g = b.graph()
+    g.metadata.dyn_dims = [DynDimRef(0, 0, "rows", 5)]
+    from webxnn.xnn.writer import serialize
+
+    p = runtime.load(serialize(g))
+    assert p.inputs[0].dynamic == ("rows", None)
     for rows in (2, 5, 1, 5):
         x = rand(rows, 3)
         np.testing.assert_allclose(p.run({"x": x})["y"], (x + [1, 2, 3]).reshape(-1))
-    with pytest.raises(
-        InputError, match=r"input 'x': expected shape \[2, 3\], got \[2, 4\].*node 0 \(XNNAdd\)"
-    ):
+    with pytest.raises(InputError, match=r"input 'x': expected shape \[5, 3\], got \[2, 4\]: axis 1 is fixed"):
         p.run({"x": rand(2, 4)})
+    with pytest.raises(InputError, match=r"axis 0 \('rows'\) may be 1..5 but got 6"):
+        p.run({"x": rand(6, 3)})
+    with pytest.raises(InputError, match=r"axis 0 \('rows'\) may be 1..5 but got 0"):
+        p.run({"x": rand(0, 3)})
+
+
+def test_fixed_dims_reject_other_shapes() -> None:
+    """With webxnn metadata and no dyn dims, any other shape is an InputError naming input and axis."""
+    p = runtime.load(simple_fc_blob())
+    with pytest.raises(InputError, match=r"input 'x': expected shape \[2, 3\], got \[1, 3\]: axis 0 is fixed"):
+        p.run({"x": rand(1, 3)})
+
+
+def test_executorch_dims_are_upper_bounds() -> None:
+    """Without webxnn metadata (ExecuTorch payloads) declared dims are upper bounds."""
+    b = GraphBuilder()
+    xi = b.input("x", [4, 3])
+    y = b.output(b.value([4, 3]), "y")
+    b.node("XNNAbs", input_id=xi, output_id=y, flags=0)
+    g = b.graph()
+    g.metadata = None
+    from webxnn.xnn.writer import serialize
+
+    p = runtime.load(serialize(g))
+    assert p.inputs[0].dynamic == ("?", "?")
+    x = rand(2, 1)
+    np.testing.assert_array_equal(p.run([x])["output0"], np.abs(x))
+    with pytest.raises(InputError, match=r"axis 0 may be 0..4 but got 5"):
+        p.run([rand(5, 3)])
 
 
 def test_input_errors() -> None:
@@ -630,12 +665,12 @@ def test_declared_output_shape_must_match() -> None:
         runtime.load(b.build())
 
 
-def test_webxnn_nodes_are_unsupported_for_now() -> None:
+def test_webxnn_node_on_quantized_type_is_unsupported() -> None:
     b = GraphBuilder()
-    xi = b.input("x", [2, 3])
-    y = b.output(b.value([2, 3]), "y")
+    xi = b.input("x", [2, 3], Datatype.QINT8, per_tensor(0.5, 1))
+    y = b.output(b.value([2, 3], Datatype.QINT8, per_tensor(0.5, 1)), "y")
     b.node("WXUnary", op="relu", alpha=0.0, beta=0.0, input_id=xi, output_id=y, flags=0)
-    with pytest.raises(UnsupportedError, match=r"node 0 \(WXUnary\)"):
+    with pytest.raises(UnsupportedError, match=r"node 0 \(WXUnary\): datatypes \(qint8\) -> qint8"):
         runtime.load(b.build())
 
 

@@ -65,3 +65,17 @@ def test_field_kinds():
     assert L.table("XNNGraph").by_name["xnodes"].table == "XNode"
     assert L.table("ConstantDataOffset").by_name["size"].fmt == "<Q"
     assert L.field_enum("WXBinary", "op") == "WXBinaryOp"
+
+
+def test_field_enums_match_schema():
+    """Every enum-typed field of a node table is known to `field_enum` (the writer and `describe` need it)."""
+    enums = set(_blocks("enum"))
+    node_tables = {L.node_table(m).name for m in L.union_members(L.NODE_UNION)}
+    for tname, body in _blocks("table").items():
+        if tname not in node_tables:
+            continue
+        for decl in filter(None, (d.strip() for d in body.split(";"))):
+            fname, _, ftype = decl.partition(":")
+            base = ftype.strip().split()[0].split("=")[0].strip() if ftype.strip() else ""
+            if base in enums:
+                assert L.field_enum(tname, fname.strip()) == base, f"{tname}.{fname.strip()}"

@@ -163,7 +163,6 @@ class Inferer {
                       " neither broadcasts nor repeats block-wise to " + in_label(0));
           }
         }
-        if (has_in(2) && in(2) != in(1)) fail_node("zero point " + in_label(2) + " must have the dims of scale " + in_label(1));
         set_out(0, in(0));
         break;
       }

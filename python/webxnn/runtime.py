@@ -24,15 +24,27 @@ BlobOrPath = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]"]
 
 @dataclass(frozen=True)
 class TensorInfo:
-    """A graph input or output: its name, WebNN dtype name ("float32", "int8", ...) and declared shape."""
+    """A graph input or output: its name, WebNN dtype name ("float32", "int8", ...) and declared shape.
+
+    `dynamic` has one entry per dim: None for a fixed dim, else the name of a dynamic dim (WebNN-graph
+    `dyn("name", max)`; "?" when unnamed, e.g. the upper-bound dims of an ExecuTorch payload) whose size may
+    be 1..shape[d] at run time. Outputs have no dynamic entries."""
 
     name: str
     dtype: str
     shape: tuple[int, ...]
+    dynamic: tuple[str | None, ...] = ()
+
+    @property
+    def numpy_dtype(self) -> np.dtype:
+        return np.dtype(self.dtype)
 
 
-def _infos(raw: list[tuple[str, str, list[int]]]) -> list[TensorInfo]:
-    return [TensorInfo(name, dtype, tuple(shape)) for name, dtype, shape in raw]
+def _infos(raw: list[tuple[str, str, list[int], list[str | None]]], inputs: bool) -> list[TensorInfo]:
+    return [
+        TensorInfo(name, dtype, tuple(shape), tuple(dyn) if inputs else (None,) * len(shape))
+        for name, dtype, shape, dyn in raw
+    ]
 
 
 class Program:
@@ -40,8 +52,8 @@ class Program:
 
     def __init__(self, impl: _runtime.Program) -> None:
         self._impl = impl
-        self.inputs: list[TensorInfo] = _infos(impl.inputs)
-        self.outputs: list[TensorInfo] = _infos(impl.outputs)
+        self.inputs: list[TensorInfo] = _infos(impl.inputs, True)
+        self.outputs: list[TensorInfo] = _infos(impl.outputs, False)
         self._in_names = [i.name for i in self.inputs]
         self._out_names = [o.name for o in self.outputs]
 
@@ -95,7 +107,13 @@ class Program:
 
     def __repr__(self) -> str:
         def fmt(infos: list[TensorInfo]) -> str:
-            return ", ".join(f"{i.name}: {i.dtype}{list(i.shape)}" for i in infos)
+            def dims(i: TensorInfo) -> str:
+                return ", ".join(
+                    f"{d or '?'}<={n}" if d else str(n)
+                    for n, d in zip(i.shape, i.dynamic or (None,) * len(i.shape))
+                )
+
+            return ", ".join(f"{i.name}: {i.dtype}[{dims(i)}]" for i in infos)
 
         return (
             f"webxnn.Program(inputs=[{fmt(self.inputs)}], outputs=[{fmt(self.outputs)}], "

@@ -23,6 +23,11 @@ void conv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, 
 void dwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
               const void* packed, float* out, Parallel& par);
 
+void max_pool2d(const PoolParams& p, size_t N, size_t H, size_t W, size_t C, const float* in, size_t OH,
+                size_t OW, float* out, Parallel& par);
+void avg_pool2d(const PoolParams& p, size_t N, size_t H, size_t W, size_t C, const float* in, size_t OH,
+                size_t OW, float* out, Parallel& par);
+
 void binary(BinaryOp op, const BinaryShape& s, const float* a, const float* b, float* out, Activation act,
             Parallel& par);
 void unary(UnaryOp op, size_t n, const float* in, float* out, const UnaryParams& p, Parallel& par);

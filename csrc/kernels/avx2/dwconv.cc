@@ -1,6 +1,14 @@
-// AVX2+FMA depthwise convolution (depth multiplier 1; others go to the scalar kernel). Per output pixel the
-// valid taps are listed once, then each 8-channel block accumulates all taps in one register.
-// Packed layout = the scalar one: [C bias][kh*kw][C].
+// AVX2+FMA depthwise convolution (depth multiplier 1; others go to the scalar kernel) and 2-D pooling.
+//
+// Depthwise, per output row: the columns whose whole window lies inside the input ("interior") run a
+// register-blocked loop — 4 output pixels x 8 channels per step, taps outer, so 4 independent FMA chains hide
+// the FMA latency and each weight vector is loaded once per 4 pixels. Border columns (and the last < 4
+// interior ones) take a per-pixel path over the valid taps only. Channel tails use masked loads/stores.
+// Taps are always accumulated in (ky, kx) order starting from the bias, padding taps skipped (adding 0), as
+// in the scalar kernel. Packed layout = the scalar one: [C bias][kh*kw][C].
+//
+// Pooling (max / average, padding excluded from the average's divisor): per output pixel, 8-channel blocks
+// reduce the valid taps; max pooling propagates NaN like the scalar kernel.
 #include <immintrin.h>
 
 #include "kernels/avx2/avx2.h"
@@ -13,9 +21,26 @@ namespace {
 
 inline size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
 
+inline __m256i tail_mask(size_t n) {  // first n lanes set (n <= 8)
+  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), idx);
+}
+
+// Output columns [lo, hi) whose taps kx = 0..K-1 all fall inside [0, W).
+void interior(size_t OW, size_t W, size_t K, size_t stride, size_t dil, size_t pad, size_t* lo, size_t* hi) {
+  size_t a = 0;
+  while (a < OW && a * stride < pad) ++a;  // first column with ix(kx=0) >= 0
+  size_t b = a;
+  const size_t span = dil * (K - 1);
+  while (b < OW && b * stride + span - pad < W) ++b;
+  if (a > b) b = a;
+  *lo = a;
+  *hi = b;
+}
+
 struct DwCtx {
   const ConvParams* p;
-  size_t N, H, W, OH, OW, C, taps, rows, col_chunks, units, tasks;
+  size_t N, H, W, OH, OW, C, rows, tasks, ox_lo, ox_hi;
   const float* in;
   const float* bias;
   const float* w;
@@ -23,72 +48,208 @@ struct DwCtx {
   float vmin, vmax;
 };
 
-inline __m256i tail_mask(size_t n) {  // first n lanes set (n < 8)
-  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), idx);
-}
-
 void dw_task(const void* vctx, size_t task) {
   const DwCtx& x = *static_cast<const DwCtx*>(vctx);
   const ConvParams& p = *x.p;
-  const size_t u0 = x.units * task / x.tasks, u1 = x.units * (task + 1) / x.tasks;
+  const size_t r0 = x.rows * task / x.tasks, r1 = x.rows * (task + 1) / x.tasks;
   const __m256 vmin = _mm256_set1_ps(x.vmin), vmax = _mm256_set1_ps(x.vmax);
-  const size_t C = x.C;
-  const __m256i mask = tail_mask(C % 8);
-  const float** src = static_cast<const float**>(internal::aligned_alloc64(x.taps * sizeof(float*)));
-  const float** wts = static_cast<const float**>(internal::aligned_alloc64(x.taps * sizeof(float*)));
-  for (size_t u = u0; u < u1; ++u) {
-    const size_t row = u / x.col_chunks, chunk = u % x.col_chunks;
-    const size_t n = row / x.OH, oy = row % x.OH;
-    const size_t ox0 = x.OW * chunk / x.col_chunks, ox1 = x.OW * (chunk + 1) / x.col_chunks;
+  const size_t C = x.C, KW = p.kernel_w, sw = p.stride_w, dw = p.dilation_w;
+  const size_t cfull = C & ~size_t{7};
+  const __m256i cmask = tail_mask(C - cfull);
+  const size_t pix_step = sw * C, tap_step = dw * C;
+  for (size_t r = r0; r < r1; ++r) {
+    const size_t n = r / x.OH, oy = r % x.OH;
     const float* in_n = x.in + n * x.H * x.W * C;
-    for (size_t ox = ox0; ox < ox1; ++ox) {
-      size_t nt = 0;
-      for (size_t ky = 0; ky < p.kernel_h; ++ky) {
-        const size_t iy_p = oy * p.stride_h + ky * p.dilation_h;
-        if (iy_p < p.pad_top || iy_p - p.pad_top >= x.H) continue;
-        for (size_t kx = 0; kx < p.kernel_w; ++kx) {
-          const size_t ix_p = ox * p.stride_w + kx * p.dilation_w;
-          if (ix_p < p.pad_left || ix_p - p.pad_left >= x.W) continue;
-          src[nt] = in_n + ((iy_p - p.pad_top) * x.W + (ix_p - p.pad_left)) * C;
-          wts[nt] = x.w + (ky * p.kernel_w + kx) * C;
-          ++nt;
+    // Valid kernel rows of this output row.
+    size_t kys[64], nky = 0;
+    const float* rowp[64];
+    for (size_t ky = 0; ky < p.kernel_h && nky < 64; ++ky) {
+      const size_t iy_p = oy * p.stride_h + ky * p.dilation_h;
+      if (iy_p < p.pad_top || iy_p - p.pad_top >= x.H) continue;
+      kys[nky] = ky;
+      rowp[nky] = in_n + (iy_p - p.pad_top) * x.W * C;
+      ++nky;
+    }
+    float* orow = x.out + r * x.OW * C;
+    // Interior, 4 pixels at a time.
+    size_t ox = x.ox_lo;
+    for (; ox + 4 <= x.ox_hi; ox += 4) {
+      const size_t ix0 = ox * sw - p.pad_left;
+      for (size_t c = 0; c < C; c += 8) {
+        const bool full = c < cfull;
+        const __m256 b = full ? _mm256_loadu_ps(x.bias + c) : _mm256_maskload_ps(x.bias + c, cmask);
+        __m256 a0 = b, a1 = b, a2 = b, a3 = b;
+        for (size_t j = 0; j < nky; ++j) {
+          const float* ip = rowp[j] + ix0 * C + c;
+          const float* wp = x.w + kys[j] * KW * C + c;
+          if (full) {
+            for (size_t kx = 0; kx < KW; ++kx, ip += tap_step, wp += C) {
+              const __m256 wv = _mm256_loadu_ps(wp);
+              a0 = _mm256_fmadd_ps(_mm256_loadu_ps(ip), wv, a0);
+              a1 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + pix_step), wv, a1);
+              a2 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 2 * pix_step), wv, a2);
+              a3 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 3 * pix_step), wv, a3);
+            }
+          } else {
+            for (size_t kx = 0; kx < KW; ++kx, ip += tap_step, wp += C) {
+              const __m256 wv = _mm256_maskload_ps(wp, cmask);
+              a0 = _mm256_fmadd_ps(_mm256_maskload_ps(ip, cmask), wv, a0);
+              a1 = _mm256_fmadd_ps(_mm256_maskload_ps(ip + pix_step, cmask), wv, a1);
+              a2 = _mm256_fmadd_ps(_mm256_maskload_ps(ip + 2 * pix_step, cmask), wv, a2);
+              a3 = _mm256_fmadd_ps(_mm256_maskload_ps(ip + 3 * pix_step, cmask), wv, a3);
+            }
+          }
+        }
+        float* o = orow + ox * C + c;
+        a0 = _mm256_min_ps(vmax, _mm256_max_ps(vmin, a0));
+        a1 = _mm256_min_ps(vmax, _mm256_max_ps(vmin, a1));
+        a2 = _mm256_min_ps(vmax, _mm256_max_ps(vmin, a2));
+        a3 = _mm256_min_ps(vmax, _mm256_max_ps(vmin, a3));
+        if (full) {
+          _mm256_storeu_ps(o, a0);
+          _mm256_storeu_ps(o + C, a1);
+          _mm256_storeu_ps(o + 2 * C, a2);
+          _mm256_storeu_ps(o + 3 * C, a3);
+        } else {
+          _mm256_maskstore_ps(o, cmask, a0);
+          _mm256_maskstore_ps(o + C, cmask, a1);
+          _mm256_maskstore_ps(o + 2 * C, cmask, a2);
+          _mm256_maskstore_ps(o + 3 * C, cmask, a3);
         }
       }
-      float* o = x.out + ((n * x.OH + oy) * x.OW + ox) * C;
-      size_t c = 0;
-      for (; c + 16 <= C; c += 16) {
-        __m256 a0 = _mm256_loadu_ps(x.bias + c), a1 = _mm256_loadu_ps(x.bias + c + 8);
-        for (size_t t = 0; t < nt; ++t) {
-          a0 = _mm256_fmadd_ps(_mm256_loadu_ps(src[t] + c), _mm256_loadu_ps(wts[t] + c), a0);
-          a1 = _mm256_fmadd_ps(_mm256_loadu_ps(src[t] + c + 8), _mm256_loadu_ps(wts[t] + c + 8), a1);
+    }
+    // Everything else, one pixel at a time over the valid taps.
+    for (size_t q = 0; q < x.OW; ++q) {
+      if (q >= x.ox_lo && q < ox) {
+        q = ox - 1;
+        continue;
+      }
+      size_t kx_lo = 0, kx_hi = 0;
+      for (size_t kx = 0; kx < KW; ++kx) {
+        const size_t ix_p = q * sw + kx * dw;
+        const bool ok = ix_p >= p.pad_left && ix_p - p.pad_left < x.W;
+        if (ok && kx_hi == kx_lo) kx_lo = kx, kx_hi = kx + 1;
+        else if (ok) kx_hi = kx + 1;
+      }
+      for (size_t c = 0; c < C; c += 8) {
+        const bool full = c < cfull;
+        __m256 a0 = full ? _mm256_loadu_ps(x.bias + c) : _mm256_maskload_ps(x.bias + c, cmask);
+        for (size_t j = 0; j < nky; ++j) {
+          for (size_t kx = kx_lo; kx < kx_hi; ++kx) {
+            const float* ip = rowp[j] + (q * sw + kx * dw - p.pad_left) * C + c;
+            const float* wp = x.w + (kys[j] * KW + kx) * C + c;
+            if (full) {
+              a0 = _mm256_fmadd_ps(_mm256_loadu_ps(ip), _mm256_loadu_ps(wp), a0);
+            } else {
+              a0 = _mm256_fmadd_ps(_mm256_maskload_ps(ip, cmask), _mm256_maskload_ps(wp, cmask), a0);
+            }
+          }
         }
-        _mm256_storeu_ps(o + c, _mm256_min_ps(vmax, _mm256_max_ps(vmin, a0)));
-        _mm256_storeu_ps(o + c + 8, _mm256_min_ps(vmax, _mm256_max_ps(vmin, a1)));
-      }
-      for (; c + 8 <= C; c += 8) {
-        __m256 a0 = _mm256_loadu_ps(x.bias + c);
-        for (size_t t = 0; t < nt; ++t)
-          a0 = _mm256_fmadd_ps(_mm256_loadu_ps(src[t] + c), _mm256_loadu_ps(wts[t] + c), a0);
-        _mm256_storeu_ps(o + c, _mm256_min_ps(vmax, _mm256_max_ps(vmin, a0)));
-      }
-      if (c < C) {
-        __m256 a0 = _mm256_maskload_ps(x.bias + c, mask);
-        for (size_t t = 0; t < nt; ++t)
-          a0 = _mm256_fmadd_ps(_mm256_maskload_ps(src[t] + c, mask), _mm256_maskload_ps(wts[t] + c, mask), a0);
-        _mm256_maskstore_ps(o + c, mask, _mm256_min_ps(vmax, _mm256_max_ps(vmin, a0)));
+        a0 = _mm256_min_ps(vmax, _mm256_max_ps(vmin, a0));
+        if (full) {
+          _mm256_storeu_ps(orow + q * C + c, a0);
+        } else {
+          _mm256_maskstore_ps(orow + q * C + c, cmask, a0);
+        }
       }
     }
   }
-  internal::aligned_free(src);
-  internal::aligned_free(wts);
+}
+
+// ------------------------------------------------------------------------------------------------ pooling
+struct PoolCtx {
+  const PoolParams* p;
+  size_t H, W, OH, OW, C, rows, tasks;
+  const float* in;
+  float* out;
+  bool is_max;
+};
+
+inline __m256 max_nan(__m256 acc, __m256 v) {  // NaN from either side wins (numpy's maximum)
+  return _mm256_blendv_ps(_mm256_max_ps(v, acc), v, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+}
+
+void pool_task(const void* vctx, size_t task) {
+  const PoolCtx& x = *static_cast<const PoolCtx*>(vctx);
+  const PoolParams& p = *x.p;
+  const size_t r0 = x.rows * task / x.tasks, r1 = x.rows * (task + 1) / x.tasks;
+  const __m256 vmin = _mm256_set1_ps(p.act.min), vmax = _mm256_set1_ps(p.act.max);
+  const size_t C = x.C, cfull = C & ~size_t{7};
+  const __m256i cmask = tail_mask(C - cfull);
+  const __m256 init = _mm256_set1_ps(x.is_max ? -__builtin_inff() : 0.f);
+  for (size_t r = r0; r < r1; ++r) {
+    const size_t n = r / x.OH, oy = r % x.OH;
+    const float* in_n = x.in + n * x.H * x.W * C;
+    const float* rowp[64];
+    size_t ny = 0;
+    for (size_t ky = 0; ky < p.pool_h && ny < 64; ++ky) {
+      const size_t iy_p = oy * p.stride_h + ky * p.dilation_h;
+      if (iy_p < p.pad_top || iy_p - p.pad_top >= x.H) continue;
+      rowp[ny++] = in_n + (iy_p - p.pad_top) * x.W * C;
+    }
+    for (size_t ox = 0; ox < x.OW; ++ox) {
+      size_t cols[64];  // element offsets of the valid columns within a row
+      size_t nx = 0;
+      for (size_t kx = 0; kx < p.pool_w && nx < 64; ++kx) {
+        const size_t ix_p = ox * p.stride_w + kx * p.dilation_w;
+        if (ix_p < p.pad_left || ix_p - p.pad_left >= x.W) continue;
+        cols[nx++] = (ix_p - p.pad_left) * C;
+      }
+      const __m256 div = _mm256_set1_ps(static_cast<float>(nx * ny));
+      float* o = x.out + (r * x.OW + ox) * C;
+      for (size_t c = 0; c < C; c += 8) {
+        const bool full = c < cfull;
+        __m256 acc = init;
+        for (size_t j = 0; j < ny; ++j) {
+          for (size_t i = 0; i < nx; ++i) {
+            const float* ip = rowp[j] + cols[i] + c;
+            const __m256 v = full ? _mm256_loadu_ps(ip) : _mm256_maskload_ps(ip, cmask);
+            acc = x.is_max ? max_nan(acc, v) : _mm256_add_ps(acc, v);
+          }
+        }
+        if (!x.is_max && nx * ny > 0) acc = _mm256_div_ps(acc, div);
+        acc = _mm256_min_ps(vmax, _mm256_max_ps(vmin, acc));
+        if (full) {
+          _mm256_storeu_ps(o + c, acc);
+        } else {
+          _mm256_maskstore_ps(o + c, cmask, acc);
+        }
+      }
+    }
+  }
+}
+
+size_t row_tasks(size_t rows, double row_cost, size_t threads) {
+  if (threads <= 1 || rows <= 1) return 1;
+  size_t tasks = static_cast<size_t>(row_cost * static_cast<double>(rows) / 32768.0);
+  tasks = min_sz(min_sz(tasks, threads * 4), rows);
+  return tasks ? tasks : 1;
+}
+
+void pool(bool is_max, const PoolParams& p, size_t N, size_t H, size_t W, size_t C, const float* in, size_t OH,
+          size_t OW, float* out, Parallel& par) {
+  if (N == 0 || OH == 0 || OW == 0 || C == 0) return;
+  PoolCtx x;
+  x.p = &p;
+  x.H = H;
+  x.W = W;
+  x.OH = OH;
+  x.OW = OW;
+  x.C = C;
+  x.rows = N * OH;
+  x.in = in;
+  x.out = out;
+  x.is_max = is_max;
+  x.tasks = row_tasks(x.rows, static_cast<double>(OW) * C * p.pool_h * p.pool_w, internal::parallel_threads(par));
+  internal::parallel_run(par, x.tasks, pool_task, &x);
 }
 
 }  // namespace
 
 void dwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
               const void* packed, float* out, Parallel& par) {
-  if (p.group_output_channels != 1) return scalar::dwconv2d(p, N, H, W, in, OH, OW, packed, out, par);
+  if (p.group_output_channels != 1 || p.kernel_h > 64)
+    return scalar::dwconv2d(p, N, H, W, in, OH, OW, packed, out, par);
   if (N == 0 || OH == 0 || OW == 0 || p.groups == 0) return;
   DwCtx x;
   x.p = &p;
@@ -98,7 +259,6 @@ void dwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in
   x.OH = OH;
   x.OW = OW;
   x.C = p.groups;
-  x.taps = size_t{p.kernel_h} * p.kernel_w;
   x.in = in;
   x.bias = static_cast<const float*>(packed);
   x.w = x.bias + x.C;
@@ -106,19 +266,22 @@ void dwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in
   x.vmin = p.act.min;
   x.vmax = p.act.max;
   x.rows = N * OH;
-  const size_t threads = internal::parallel_threads(par);
-  x.col_chunks = 1;
-  if (threads > 1 && x.rows < threads * 4 && OW > 1) x.col_chunks = min_sz(OW, (threads * 4 + x.rows - 1) / x.rows);
-  x.units = x.rows * x.col_chunks;
-  const double cost = static_cast<double>(OW / x.col_chunks + 1) * x.taps * x.C;
-  size_t tasks = 1;
-  if (threads > 1 && x.units > 1) {
-    tasks = static_cast<size_t>(cost * static_cast<double>(x.units) / 32768.0);
-    tasks = min_sz(min_sz(tasks, threads * 8), x.units);
-    if (tasks == 0) tasks = 1;
-  }
-  x.tasks = tasks;
+  interior(OW, W, p.kernel_w, p.stride_w, p.dilation_w, p.pad_left, &x.ox_lo, &x.ox_hi);
+  x.tasks = row_tasks(x.rows, static_cast<double>(OW) * p.kernel_h * p.kernel_w * x.C,
+                      internal::parallel_threads(par));
   internal::parallel_run(par, x.tasks, dw_task, &x);
+}
+
+void max_pool2d(const PoolParams& p, size_t N, size_t H, size_t W, size_t C, const float* in, size_t OH,
+                size_t OW, float* out, Parallel& par) {
+  if (p.pool_h > 64 || p.pool_w > 64) return scalar::max_pool2d(p, N, H, W, C, in, OH, OW, out, par);
+  pool(true, p, N, H, W, C, in, OH, OW, out, par);
+}
+
+void avg_pool2d(const PoolParams& p, size_t N, size_t H, size_t W, size_t C, const float* in, size_t OH,
+                size_t OW, float* out, Parallel& par) {
+  if (p.pool_h > 64 || p.pool_w > 64) return scalar::avg_pool2d(p, N, H, W, C, in, OH, OW, out, par);
+  pool(false, p, N, H, W, C, in, OH, OW, out, par);
 }
 
 }  // namespace avx2

@@ -19,6 +19,8 @@ const KernelTable* avx2_table() {
     t.conv2d_pack = avx2::conv2d_pack;
     t.conv2d = avx2::conv2d;
     t.dwconv2d = avx2::dwconv2d;
+    t.max_pool2d = avx2::max_pool2d;
+    t.avg_pool2d = avx2::avg_pool2d;
     t.binary = avx2::binary;
     t.unary = avx2::unary;
     t.softmax = avx2::softmax;

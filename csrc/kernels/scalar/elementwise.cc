@@ -242,15 +242,16 @@ void normalize(size_t rows, size_t cols, const float* in, const float* scale, co
     for (size_t r = r0; r < r1; ++r) {
       const float* x = in + r * cols;
       float* y = out + r * cols;
-      // Two-pass mean / variance (no E[x^2] - E[x]^2 cancellation).
-      float sum = 0.f;
+      // Two-pass mean / variance in double (the reference: no E[x^2] - E[x]^2 cancellation, no drift of a
+      // long float sum).
+      double sum = 0.0;
       for (size_t i = 0; i < cols; ++i) sum += x[i];
-      const float mean = sum / static_cast<float>(cols);
-      float sq = 0.f;
-      for (size_t i = 0; i < cols; ++i) sq += (x[i] - mean) * (x[i] - mean);
-      const float rstd = 1.f / std::sqrt(sq / static_cast<float>(cols) + epsilon);
+      const double mean_d = sum / static_cast<double>(cols);
+      double sq = 0.0;
+      for (size_t i = 0; i < cols; ++i) sq += (x[i] - mean_d) * (x[i] - mean_d);
+      const double rstd = 1.0 / std::sqrt(sq / static_cast<double>(cols) + epsilon);
       for (size_t i = 0; i < cols; ++i) {
-        const float v = (x[i] - mean) * rstd;
+        const float v = static_cast<float>((x[i] - mean_d) * rstd);
         y[i] = v * (scale ? scale[i] : 1.f) + (bias ? bias[i] : 0.f);
       }
     }

@@ -158,7 +158,7 @@ void reduce(uint16_t op, ET in, ET out, const Dims& x, const std::vector<bool>& 
               const auto w = Tr<T>::ld(xi[base + sp.red[best]]);
               if (op == kArgMax ? v > w : v < w) best = r;
             }
-            yo[m] = static_cast<O>(best);
+            yo[m] = from_double<O>(static_cast<double>(best));
           }
         });
       });

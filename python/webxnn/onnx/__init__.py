@@ -29,19 +29,25 @@ def _onnx() -> Any:
     return onnx
 
 
-def _load_model(model: Any) -> tuple[Any, Path | None]:
+def _load_model(model: Any) -> tuple[Any, Path | None, dict[str, Any]]:
+    """(ModelProto, folder for external data, {initializer name: array mapped from the file})."""
     onnx = _onnx()
     if isinstance(model, onnx.ModelProto):
-        return model, None
+        return model, None, {}
     path = Path(os.fspath(model))
     if not path.is_file():
         raise InputError(f"ONNX model {path} not found")
+    from .mapped import load_mapped
+
+    got = load_mapped(path)  # weights stay in the file: no copy (see mapped.py)
+    if got is not None:
+        return got[0], path.resolve().parent, got[1]
     try:
         # external data stays on disk: tensors.to_array memory-maps it
         proto = onnx.load(str(path), load_external_data=False)
     except Exception as e:  # protobuf decode errors
         raise ParseError(f"{path}: not a readable ONNX model ({e})") from None
-    return proto, path.resolve().parent
+    return proto, path.resolve().parent, {}
 
 
 def from_onnx(model: PathLike | Any, override_dims: dict[str, int] | None = None,
@@ -54,11 +60,11 @@ def from_onnx(model: PathLike | Any, override_dims: dict[str, int] | None = None
     from . import ops_nn, ops_quant, ops_shape, ops_simple  # noqa: F401  (they register the translators)
     from .convert import Converter
 
-    proto, base = _load_model(model)
+    proto, base, mapped = _load_model(model)
     for k, v in (override_dims or {}).items():
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise InputError(f"override_dims[{k!r}] = {v!r}: must be a positive integer")
-    g = Converter(proto, override_dims, base, dyn_max=dyn_max).run()
+    g = Converter(proto, override_dims, base, dyn_max=dyn_max, mapped=mapped).run()
     if not isinstance(model, type(proto)):
         g.source = os.fspath(model)
     return g

@@ -49,9 +49,10 @@ def where(node: Any) -> str:
 
 class Converter:
     def __init__(self, model: Any, override_dims: dict[str, int] | None, base: Path | None,
-                 dyn_max: int | None = None) -> None:
+                 dyn_max: int | None = None, mapped: dict[str, np.ndarray] | None = None) -> None:
         self.model = model
         self.base = base
+        self.mapped = mapped or {}  # initializers already viewed from the memory-mapped file
         self.opset = 1
         for imp in model.opset_import:
             if imp.domain in ("", "ai.onnx"):
@@ -210,7 +211,8 @@ class Converter:
     def _inputs(self) -> None:
         g = self.model.graph
         for t in g.initializer:
-            self.consts[t.name] = to_array(t, self.base)
+            got = self.mapped.get(t.name)
+            self.consts[t.name] = got if got is not None else to_array(t, self.base)
         for t in getattr(g, "sparse_initializer", []):
             from onnx import numpy_helper
 
@@ -304,6 +306,8 @@ class Converter:
                                "be converted to WebNN:\n" + "\n".join(lines))
 
     def _outputs(self) -> None:
+        if not self.model.graph.output:  # e.g. an empty file parses as an empty ModelProto
+            raise ValidationError("the ONNX model has no graph outputs (an empty file, or not an ONNX model?)")
         for o in self.model.graph.output:
             ident = self.namer.of(o.name)
             if o.name in self.consts:

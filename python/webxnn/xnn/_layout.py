@@ -230,9 +230,19 @@ def enum_values(enum: str) -> dict[str, int]:
     return {k: v for k, v in vars(cls).items() if not k.startswith("_") and isinstance(v, int)}
 
 
+# Node fields whose type is an enum that does not follow the `<Table>.op` -> `<Table>Op` convention. The
+# generated Python does not record field types; tests/test_xnn_layout.py checks this against the schema.
+_FIELD_ENUMS = {
+    ("WXPool2d", "op"): "WXPoolOp",
+    ("WXPad", "mode"): "WXPadMode",
+    ("WXResample2d", "mode"): "WXResampleMode",
+}
+
+
 def field_enum(table_name: str, field_name: str) -> str | None:
-    """The enum type of a node field, where the schema has one: the webxnn tables' `op` (`WXUnary.op` is a
-    `WXUnaryOp`). The generated code does not say, so this follows our naming convention."""
+    """The enum type of a node field, where the schema has one (`WXUnary.op` is a `WXUnaryOp`)."""
+    if (table_name, field_name) in _FIELD_ENUMS:
+        return _FIELD_ENUMS[(table_name, field_name)]
     if field_name == "op":
         try:
             schema_module(table_name + "Op")
