@@ -156,3 +156,32 @@ def test_load_file_maps(capi, tmp_path) -> None:  # noqa: ANN001
         np.testing.assert_array_equal(y, runtime.load(path).run([x])["y"])
     finally:
         lib.wx_free(out[0])
+
+
+def test_dynamic_dims_in_info(capi) -> None:  # noqa: ANN001
+    """wx_tensor_info.dynamic[] marks the metadata's dyn dims; a wrong fixed dim is WX_ERROR_INPUT."""
+    from webxnn.xnn.ir import DynDimRef
+    from webxnn.xnn.writer import serialize
+
+    ffi, lib = capi
+    b = GraphBuilder()
+    x = b.input("x", [4, 3])
+    y = b.output(b.value([4, 3]), "y")
+    b.node("XNNAbs", input_id=x, output_id=y, flags=0)
+    g = b.graph()
+    g.metadata.dyn_dims = [DynDimRef(0, 0, "batch", 4)]
+    st, prog = _load(ffi, lib, serialize(g))
+    assert st == lib.WX_OK, ffi.string(lib.wx_last_error())
+    try:
+        info = ffi.new("wx_tensor_info*")
+        assert lib.wx_input_info(prog, 0, info) == lib.WX_OK
+        assert [info.dynamic[d] for d in range(info.rank)] == [1, 0]
+        xs = np.float32([[-1, 2, -3], [4, -5, 6]])
+        st, y, outs = _run(ffi, lib, prog, xs, (2, 3))
+        assert st == lib.WX_OK, ffi.string(lib.wx_last_error())
+        assert (outs[0].dims[0], outs[0].dims[1]) == (2, 3)
+        np.testing.assert_array_equal(y, np.abs(xs))
+        st = _run(ffi, lib, prog, np.zeros((2, 5), np.float32), (2, 5))[0]
+        assert st == lib.WX_ERROR_INPUT and b"axis 1 is fixed at 3" in ffi.string(lib.wx_last_error())
+    finally:
+        lib.wx_free(prog)

@@ -23,9 +23,10 @@ from webxnn.xnn._schema import XNNTensorValue as TV
 from webxnn.xnn._schema import XNode, XValue
 from webxnn.xnn._schema import _XNNNode1x1 as N11
 
-from test_runtime_util import GraphBuilder, conv_chain_blob, mixed_chain_blob, simple_fc_blob
+from test_runtime_util import GraphBuilder, conv_chain_blob, mixed_chain_blob, simple_fc_blob, wx_chain_blob
 from webxnn import runtime
 from webxnn.errors import FormatError, UnsupportedError
+from webxnn.xnn.ir import Datatype
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 INVALID = 0xFFFFFFFF
@@ -381,11 +382,134 @@ def test_parameter_sanity() -> None:
     expect_format(b.build(), r"node 0 \(XNNConcatenate2\): axis 2 is out of range")
 
 
+def _wx1(
+    kind: str,
+    in_dims: list[int],
+    out_dims: list[int],
+    dt: Datatype = Datatype.FP32,
+    extra: dict[str, np.ndarray] | None = None,
+    **fields: object,
+) -> bytes:
+    b = GraphBuilder()
+    fields["input_id"] = b.input("x", in_dims, dt)
+    for name, arr in (extra or {}).items():
+        fields[name] = b.const(
+            arr,
+            {
+                np.dtype("int64"): Datatype.WX_INT64,
+                np.dtype("float32"): Datatype.FP32,
+                np.dtype("int32"): Datatype.INT32,
+            }[arr.dtype],
+        )
+    fields["output_id"] = b.output(b.value(out_dims, dt), "y")
+    b.node(kind, flags=0, **fields)
+    return b.build()
+
+
+def test_wx_parameter_sanity() -> None:
+    expect_format(
+        _wx1("WXReduce", [2, 3], [2], op="sum", axes=[1, 1], keep_dims=False),
+        r"node 0 \(WXReduce\): axes must be distinct",
+    )
+    expect_format(
+        _wx1("WXReduce", [2, 3], [2], op="sum", axes=[7], keep_dims=False), r"axes must be distinct dims"
+    )
+    expect_format(
+        _wx1("WXGather", [2, 3], [2], axis=2, extra={"indices_id": np.int64([0])}),
+        r"node 0 \(WXGather\): axis 2 is out of range",
+    )
+    expect_format(
+        _wx1("WXGatherND", [2, 3], [2], extra={"indices_id": np.zeros((2, 3), np.int64)}),
+        r"the last dim of indices .* must be 1..2",
+    )
+    expect_format(
+        _wx1("WXGatherElements", [2, 3], [3, 3], axis=1, extra={"indices_id": np.zeros((3, 3), np.int64)}),
+        r"indices .* are larger than",
+    )
+    expect_format(_wx1("WXTile", [2, 3], [2, 3], repetitions=[1]), r"repetitions has 1 entries")
+    expect_format(_wx1("WXTile", [2, 3], [2, 3], repetitions=[0xFFFFFFFF, 0xFFFFFFFF]), r"too large")
+    expect_format(
+        _wx1(
+            "WXPad", [2, 3], [2, 9], mode="reflection", pre_paddings=[0, 3], post_paddings=[0, 3], value=0.0
+        ),
+        r"reflection padding of dim 1 must be smaller than its size 3",
+    )
+    expect_format(
+        _wx1(
+            "WXPad",
+            [2, 3],
+            [2, 3],
+            mode="constant",
+            pre_paddings=[0xFFFFFFFF] * 2,
+            post_paddings=[0xFFFFFFFF] * 2,
+            value=0.0,
+        ),
+        r"(too large|declared)",
+    )
+    expect_format(_wx1("WXSlice", [5], [3], starts=[1], strides=[0]), r"stride of dim 0 must be >= 1")
+    expect_format(_wx1("WXSlice", [5], [3], starts=[0xFFFFFFFF], strides=[0xFFFFFFFF]), r"out of range")
+    expect_format(
+        _wx1("WXCumulativeSum", [5], [5], axis=1, exclusive=False, reversed=False), r"axis 1 is out of range"
+    )
+    expect_format(_wx1("WXTriangular", [5], [5], upper=True, diagonal=0), r"must have rank 2")
+    expect_format(
+        _wx1("WXResample2d", [1, 2, 2, 1], [1, 4, 4, 1], mode="linear", axes=[1, 1], scales=[2.0, 2.0]),
+        r"axes must be two distinct dims",
+    )
+    expect_format(
+        _wx1(
+            "WXResample2d", [1, 2, 2, 1], [1, 4, 4, 1], mode="linear", axes=[1, 2], scales=[float("nan"), 2.0]
+        ),
+        r"scales must be finite",
+    )
+    expect_format(
+        _wx1(
+            "WXPool2d",
+            [1, 4, 4, 1],
+            [1, 9, 9, 1],
+            op="max",
+            padding_top=0,
+            padding_right=0,
+            padding_bottom=0,
+            padding_left=0,
+            pooling_height=2,
+            pooling_width=2,
+            stride_height=2,
+            stride_width=2,
+            dilation_height=1,
+            dilation_width=1,
+        ),
+        r"declared \[1, 9, 9, 1\]",
+    )
+    expect_format(
+        _wx1(
+            "WXQuantize",
+            [4, 6],
+            [4, 6],
+            op="dequantize",
+            zero_point_id=INVALID,
+            extra={"scale_id": np.ones(4, np.float32)},
+        ),
+        r"neither broadcasts nor repeats block-wise",
+    )
+    expect_format(
+        _wx1("WXNormalize", [2, 3], [2, 3], axes=[1], epsilon=-1.0, scale_id=INVALID, bias_id=INVALID),
+        r"epsilon",
+    )
+
+
 # ---------------------------------------------------------------- (b) random mutations
 
 
 def _valid_blobs() -> list[bytes]:
-    blobs = [simple_fc_blob(), conv_chain_blob(), mixed_chain_blob(), abs_graph()]
+    blobs = [
+        simple_fc_blob(),
+        conv_chain_blob(),
+        mixed_chain_blob(),
+        abs_graph(),
+        wx_chain_blob(),
+        wx_chain_blob(),
+    ]
     et = REPO.parent / "shared" / "conformance" / "executorch" / "conv_relu_nchw_v05.xnn"
     if et.exists():
         blobs.append(et.read_bytes())

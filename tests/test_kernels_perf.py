@@ -230,3 +230,16 @@ def test_pools_large_vs_scalar_threads_nan():
         ok = ~np.isnan(ref)
         np.testing.assert_allclose(got[ok], ref[ok], rtol=1e-6, atol=1e-6)
         same_bytes(got, fn(x, (3, 3), isa="best", threads=2, **kw))
+
+
+# ------------------------------------------------------------------------------------------------ batch matmul
+@pytest.mark.parametrize("ba,bb,m,n,k,nk", [(12, 12, 128, 128, 32, False), (12, 12, 128, 32, 128, False),
+                                            (3, 1, 7, 17, 33, True), (1, 5, 1, 40, 9, False),
+                                            (1, 1, 150, 70, 400, True), (2, 2, 13, 5, 700, False)])
+def test_batch_matmul_best_threads(ba, bb, m, n, k, nk):
+    a = rand(ba, m, k)
+    b = rand(bb, n, k) if nk else rand(bb, k, n)
+    want = np.matmul(a.astype(np.float64), (np.swapaxes(b, 1, 2) if nk else b).astype(np.float64))
+    got = K.batch_matmul(a, b, b_is_nk=nk, isa="best")
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=3e-6 * k)
+    same_bytes(got, K.batch_matmul(a, b, b_is_nk=nk, isa="best", threads=2))

@@ -56,11 +56,23 @@ def test_matmul_add_becomes_fully_connected_with_bias() -> None:
                        weights={"W": W, "b": b})
     assert [n.kind for n in xg.nodes] == ["XNNFullyConnected"]
     fc = xg.nodes[0]
-    assert fc.output_min_max == (0.0, INF) and fc.fields["flags"] == 0
-    np.testing.assert_array_equal(_const(xg, fc.fields["filter_id"]), W.T)
+    # B [K, N] goes in untouched (no weight copy at compile time) with TRANSPOSE_WEIGHTS
+    assert fc.output_min_max == (0.0, INF) and fc.fields["flags"] == 1
+    np.testing.assert_array_equal(_const(xg, fc.fields["filter_id"]), W)
     x = _w(2, 8)
     np.testing.assert_allclose(reference.run(xg, {"x": x})["r"], np.maximum(x @ W + b, 0),
                                rtol=1e-5, atol=1e-6)
+
+
+def test_gemm_b_transpose_keeps_the_nk_weight_as_filter() -> None:
+    W = _w(3, 8)  # [N, K], like torch's Linear
+    xg = compile_graph(parse(_g("x: f32[2, 8];", 'W: f32[3, 8] @weights("W");',
+                                "y = gemm(x, W, bTranspose=true);", "y;")), weights={"W": W})
+    fc = next(n for n in xg.nodes if n.kind == "XNNFullyConnected")
+    assert fc.fields["flags"] == 0
+    np.testing.assert_array_equal(_const(xg, fc.fields["filter_id"]), W)
+    x = _w(2, 8)
+    np.testing.assert_allclose(reference.run(xg, {"x": x})["y"], x @ W.T, rtol=1e-5, atol=1e-6)
 
 
 def test_no_fusion_when_the_producer_output_has_other_readers() -> None:

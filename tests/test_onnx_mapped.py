@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import mmap
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto as TP  # noqa: E402
 from onnx import helper, numpy_helper  # noqa: E402
 
-from webxnn.errors import ParseError, WeightsError, WebxnnError  # noqa: E402
+from webxnn.errors import ParseError, WebxnnError, WeightsError  # noqa: E402
 from webxnn.onnx import from_onnx  # noqa: E402
 from webxnn.onnx.mapped import _encode_varint, _varint, load_mapped  # noqa: E402
 
@@ -163,3 +164,96 @@ def test_raw_data_size_mismatch_names_the_initializer(tmp_path: Path) -> None:
 def test_varint_roundtrip(v: int) -> None:
     enc = _encode_varint(v)
     assert _varint(memoryview(enc), 0, len(enc)) == (v, len(enc))
+
+
+# ------------------------------------------------------------------------- big models: time and memory
+
+def _mlp(path: Path, layers: int, k: int, n: int, gemm: bool = False) -> list[np.ndarray]:
+    """x[1, k] → `layers` × (MatMul [k, n] or Gemm transB [n, k], as torch exports nn.Linear) + Relu;
+    saved as one protobuf file (no external data). Returns the weights in ONNX layout."""
+    rng = np.random.default_rng(11)
+    nodes, inits, ws, prev, width = [], [], [], "x", k
+    for i in range(layers):
+        out = "y" if i == layers - 1 else f"h{i}"
+        w = (rng.standard_normal((width, n) if not gemm else (n, width)) / np.sqrt(width)).astype(np.float32)
+        ws.append(w)
+        inits.append(numpy_helper.from_array(w, f"w{i}"))
+        if gemm:
+            nodes.append(helper.make_node("Gemm", [prev, f"w{i}"], [f"m{i}"], transB=1))
+        else:
+            nodes.append(helper.make_node("MatMul", [prev, f"w{i}"], [f"m{i}"]))
+        nodes.append(helper.make_node("Relu", [f"m{i}"], [out]))
+        prev, width = out, n
+    g = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TP.FLOAT, [1, k])],
+                          [helper.make_tensor_value_info("y", TP.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path.write_bytes(m.SerializeToString())
+    return ws
+
+
+def _import_and_compile(path: Path, out: Path) -> tuple[Any, float, int, int, int]:
+    """(graph, import seconds, weight bytes, traced peak bytes of import, of compile streamed to `out`)."""
+    import time
+    import tracemalloc
+
+    from webxnn.compiler import compile_graph
+    from webxnn.xnn.writer import serialize_to_file
+
+    tracemalloc.start()
+    try:
+        t = time.perf_counter()
+        g = from_onnx(path)
+        import_s = time.perf_counter() - t
+        import_peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.reset_peak()
+        serialize_to_file(compile_graph(g), out)
+        compile_peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    weights = sum(np.asarray(a).nbytes for a in g.weights.values())
+    return g, import_s, weights, import_peak, compile_peak
+
+
+def _relu_mlp(x: np.ndarray, ws: list[np.ndarray], gemm: bool) -> np.ndarray:
+    for w in ws:
+        x = np.maximum(x.astype(np.float64) @ (w.T if gemm else w), 0)
+    return x
+
+
+@pytest.mark.slow
+def test_100mb_model_imports_fast_and_compiles_with_one_copy(tmp_path: Path) -> None:
+    """Issue 6: a 100 MB model imports in well under 10 s, and import + compile never hold a second
+    private copy of the weights (import: none at all, the weights stay in the mapped file; compile: the
+    transposed [N, K] filters the format needs, one copy at most)."""
+    import webxnn
+
+    path = tmp_path / "mlp100.onnx"
+    ws = _mlp(path, layers=5, k=2304, n=2304)
+    assert path.stat().st_size > 100e6
+    g, import_s, weights, import_peak, compile_peak = _import_and_compile(path, tmp_path / "mlp100.xnn")
+    assert import_s < 10.0
+    assert import_peak < 0.02 * weights, f"import held {import_peak / weights:.2f}x the weights privately"
+    assert compile_peak < 1.25 * weights, f"compile held {compile_peak / weights:.2f}x the weights"
+    x = np.random.default_rng(3).standard_normal((1, 2304)).astype(np.float32)
+    got = webxnn.load(str(tmp_path / "mlp100.xnn"), threads=1).run({"x": x})["y"]
+    want = _relu_mlp(x, ws, gemm=False)
+    assert np.max(np.abs(got - want)) <= 1e-4 * float(np.ptp(want))
+
+
+def test_gemm_transb_weights_compile_with_one_copy(tmp_path: Path) -> None:
+    path = tmp_path / "gemm.onnx"
+    _mlp(path, layers=2, k=1024, n=1024, gemm=True)
+    _, _, weights, _, compile_peak = _import_and_compile(path, tmp_path / "gemm.xnn")
+    assert compile_peak < 1.25 * weights, f"compile held {compile_peak / weights:.2f}x the weights"
+
+
+def test_gemm_transb_mlp_matches_numpy(tmp_path: Path) -> None:
+    import webxnn
+
+    path = tmp_path / "gemm_small.onnx"
+    ws = _mlp(path, layers=3, k=96, n=80, gemm=True)
+    x = np.random.default_rng(4).standard_normal((1, 96)).astype(np.float32)
+    got = webxnn.load(webxnn.compile(from_onnx(path)), threads=1).run({"x": x})["y"]
+    want = _relu_mlp(x, ws, gemm=True)
+    assert np.max(np.abs(got - want)) <= 1e-4 * float(np.ptp(want))

@@ -40,15 +40,27 @@ NAMES = list(TM.TINY_SPECS)
 TOL = 1e-4
 
 
-def _export(tmp_path: Path, name: str, dynamic: bool) -> tuple[Path, dict[str, np.ndarray], Any]:
-    model, inputs = TM.build(name, tiny=True)
-    path = tmp_path / f"{name}{'_dyn' if dynamic else ''}.onnx"
-    import warnings
+_EXPORTED: dict[tuple[str, bool], tuple[Path, dict[str, np.ndarray], Any]] = {}
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer warnings
-        TM.export(model, inputs, path, dynamic=dynamic)
-    return path, inputs, model
+
+@pytest.fixture(scope="module")
+def export_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("torch_onnx")
+
+
+def _export(d: Path, name: str, dynamic: bool) -> tuple[Path, dict[str, np.ndarray], Any]:
+    """Each tiny model exported once per session (the export is most of a test's time)."""
+    key = (name, dynamic)
+    if key not in _EXPORTED:
+        model, inputs = TM.build(name, tiny=True)
+        path = d / f"{name}{'_dyn' if dynamic else ''}.onnx"
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer warnings
+            TM.export(model, inputs, path, dynamic=dynamic)
+        _EXPORTED[key] = (path, inputs, model)
+    return _EXPORTED[key]
 
 
 def _dims(inputs: dict[str, np.ndarray], batch: int) -> dict[str, int]:
@@ -74,8 +86,8 @@ def _batch2(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_static_export_matches_onnxruntime(tmp_path: Path, name: str) -> None:
-    path, inputs, model = _export(tmp_path, name, dynamic=False)
+def test_static_export_matches_onnxruntime(export_dir: Path, name: str) -> None:
+    path, inputs, model = _export(export_dir, name, dynamic=False)
     row = TM.check_model(path, inputs, reps=0)
     assert row["rel_err"] <= TOL, row
     # and the exported graph is what torch computes (a guard against testing a broken export)
@@ -89,24 +101,38 @@ def test_static_export_matches_onnxruntime(tmp_path: Path, name: str) -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("batch", [1, 2])
-def test_dynamic_export_with_override_dims(tmp_path: Path, name: str, batch: int) -> None:
-    path, inputs, _ = _export(tmp_path, name, dynamic=True)
+def test_dynamic_export_with_override_dims(export_dir: Path, name: str, batch: int) -> None:
+    path, inputs, _ = _export(export_dir, name, dynamic=True)
     if batch == 2:
         inputs = _batch2(inputs)
     row = TM.check_model(path, inputs, reps=0, override_dims=_dims(inputs, batch))
     assert row["rel_err"] <= TOL, row
 
 
-def test_dynamic_export_needs_override_dims(tmp_path: Path) -> None:
+def test_dynamic_export_needs_override_dims(export_dir: Path) -> None:
     from webxnn.errors import UnsupportedError
 
-    path, _, _ = _export(tmp_path, "minilm_l6", dynamic=True)
+    path, _, _ = _export(export_dir, "minilm_l6", dynamic=True)
     with pytest.raises(UnsupportedError, match="batch|seq"):
         TM.check_model(path, {}, reps=0)
 
 
-def test_mem_child_reports_phases(tmp_path: Path) -> None:
-    path, _, _ = _export(tmp_path, "resnet18", dynamic=False)
+def test_dynamic_export_has_shape_chains_that_fold(export_dir: Path) -> None:
+    import onnx
+
+    import webxnn
+
+    path, inputs, _ = _export(export_dir, "minilm_l6", dynamic=True)
+    ops = {n.op_type for n in onnx.load(str(path)).graph.node}
+    assert {"Shape", "Gather", "Unsqueeze", "Concat", "Reshape"} <= ops
+    g = webxnn.from_onnx(path, override_dims=_dims(inputs, 1))
+    static = webxnn.from_onnx(_export(export_dir, "minilm_l6", dynamic=False)[0])
+    # once the dims are fixed, every shape chain folds: the same WebNN ops as the static export
+    assert sorted(n.op for n in g.nodes) == sorted(n.op for n in static.nodes)
+
+
+def test_mem_child_reports_phases(export_dir: Path, tmp_path: Path) -> None:
+    path, _, _ = _export(export_dir, "resnet18", dynamic=False)
     res = TM.mem_child(path, tmp_path / "r.xnn")
     assert res["blob_mb"] > res["weights_mb"] * 0.9
     assert (tmp_path / "r.xnn").stat().st_size == round(res["blob_mb"] * 2**20)

@@ -585,7 +585,9 @@ def test_dynamic_input_shape_replans() -> None:
     for rows in (2, 5, 1, 5):
         x = rand(rows, 3)
         np.testing.assert_allclose(p.run({"x": x})["y"], (x + [1, 2, 3]).reshape(-1))
-    with pytest.raises(InputError, match=r"input 'x': expected shape \[5, 3\], got \[2, 4\]: axis 1 is fixed"):
+    with pytest.raises(
+        InputError, match=r"input 'x': expected shape \[5, 3\], got \[2, 4\]: axis 1 is fixed"
+    ):
         p.run({"x": rand(2, 4)})
     with pytest.raises(InputError, match=r"axis 0 \('rows'\) may be 1..5 but got 6"):
         p.run({"x": rand(6, 3)})
@@ -596,7 +598,9 @@ def test_dynamic_input_shape_replans() -> None:
 def test_fixed_dims_reject_other_shapes() -> None:
     """With webxnn metadata and no dyn dims, any other shape is an InputError naming input and axis."""
     p = runtime.load(simple_fc_blob())
-    with pytest.raises(InputError, match=r"input 'x': expected shape \[2, 3\], got \[1, 3\]: axis 0 is fixed"):
+    with pytest.raises(
+        InputError, match=r"input 'x': expected shape \[2, 3\], got \[1, 3\]: axis 0 is fixed"
+    ):
         p.run({"x": rand(1, 3)})
 
 

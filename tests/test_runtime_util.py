@@ -371,3 +371,108 @@ def mixed_chain_blob() -> bytes:
     sm = b.output(b.value([1, 4]), "y")
     b.node("XNNSoftmax", input_id=g, output_id=sm, flags=0)
     return b.build()
+
+
+def wx_chain_blob() -> bytes:
+    """A graph through most webxnn nodes and datatypes (for hostile-blob mutations): gather with int64
+    indices, where, reflection pad, strided slice, normalize, reduce, arg_max, tile, scatterND, cumulative
+    sum, resample, l2 pool, quantize/dequantize, fp16 convert."""
+    rng = np.random.default_rng(3)
+    b = GraphBuilder()
+    x = b.input("x", [2, 4, 4, 3])
+    cond = b.input("c", [4, 1], Datatype.WX_UINT8)
+    g = b.value([2, 2, 4, 3])
+    b.node(
+        "WXGather",
+        axis=1,
+        input_id=x,
+        indices_id=b.const(np.array([3, -1], np.int64), Datatype.WX_INT64),
+        output_id=g,
+        flags=0,
+    )
+    w = b.value([2, 2, 4, 3])
+    b.node("WXWhere", condition_id=cond, true_id=g, false_id=b.const(np.float32(0.5)), output_id=w, flags=0)
+    p = b.value([2, 4, 6, 3])
+    b.node(
+        "WXPad",
+        mode="reflection",
+        pre_paddings=[0, 1, 1, 0],
+        post_paddings=[0, 1, 1, 0],
+        value=0.0,
+        input_id=w,
+        output_id=p,
+        flags=0,
+    )
+    s = b.value([2, 2, 3, 3])
+    b.node("WXSlice", starts=[0, 1, 0, 0], strides=[1, 2, 2, 1], input_id=p, output_id=s, flags=0)
+    n = b.value([2, 2, 3, 3])
+    b.node(
+        "WXNormalize",
+        axes=[1, 2],
+        epsilon=1e-5,
+        input_id=s,
+        scale_id=b.const(rng.standard_normal(3).astype(np.float32)),
+        bias_id=INVALID_ID,
+        output_id=n,
+        flags=0,
+    )
+    r = b.value([2, 4, 6, 3])
+    b.node("WXResample2d", mode="linear", axes=[1, 2], scales=[2.0, 2.0], input_id=n, output_id=r, flags=0)
+    pl = b.value([2, 2, 3, 3])
+    b.node(
+        "WXPool2d",
+        op="l2",
+        padding_top=0,
+        padding_right=0,
+        padding_bottom=0,
+        padding_left=0,
+        pooling_height=2,
+        pooling_width=2,
+        stride_height=2,
+        stride_width=2,
+        dilation_height=1,
+        dilation_width=1,
+        input_id=r,
+        output_id=pl,
+        flags=0,
+    )
+    red = b.value([2, 3])
+    b.node("WXReduce", op="mean", axes=[1, 2], keep_dims=False, input_id=pl, output_id=red, flags=0)
+    am = b.output(b.value([2], Datatype.WX_INT64), "am")
+    b.node("WXReduce", op="arg_max", axes=[1], keep_dims=False, input_id=red, output_id=am, flags=0)
+    t = b.value([4, 6])
+    b.node("WXTile", repetitions=[2, 2], input_id=red, output_id=t, flags=0)
+    sc = b.value([4, 6])
+    b.node(
+        "WXScatterND",
+        input_id=t,
+        indices_id=b.const(np.array([[1], [7]], np.int32), Datatype.INT32),
+        updates_id=b.const(np.ones((2, 6), np.float32)),
+        output_id=sc,
+        flags=0,
+    )
+    cs = b.value([4, 6])
+    b.node("WXCumulativeSum", axis=1, exclusive=True, reversed=False, input_id=sc, output_id=cs, flags=0)
+    q = b.value([4, 6], Datatype.WX_INT8)
+    b.node(
+        "WXQuantize",
+        op="quantize",
+        input_id=cs,
+        scale_id=b.const(np.float32([0.5, 0.25])),
+        zero_point_id=b.const(np.int8([1, -1]), Datatype.WX_INT8),
+        output_id=q,
+        flags=0,
+    )
+    dq = b.value([4, 6])
+    b.node(
+        "WXQuantize",
+        op="dequantize",
+        input_id=q,
+        scale_id=b.const(np.float32([0.5, 0.25])),
+        zero_point_id=b.const(np.int8([1, -1]), Datatype.WX_INT8),
+        output_id=dq,
+        flags=0,
+    )
+    h = b.output(b.value([4, 6], Datatype.FP16), "h")
+    b.node("XNNConvert", input_id=dq, output_id=h, flags=0)
+    return b.build()

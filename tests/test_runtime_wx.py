@@ -38,8 +38,15 @@ def rand(shape: tuple[int, ...] | list[int], dtype: str = "float32") -> np.ndarr
     return RNG.integers(max(info.min, -100), min(info.max, 100), size=shape, endpoint=True).astype(dtype)
 
 
-def run_node(kind: str, ins: list[np.ndarray | None], names: list[str], out_shape: Any, out_dtype: Any,
-             consts: tuple[int, ...] = (), **fields: Any) -> np.ndarray:
+def run_node(
+    kind: str,
+    ins: list[np.ndarray | None],
+    names: list[str],
+    out_shape: Any,
+    out_dtype: Any,
+    consts: tuple[int, ...] = (),
+    **fields: Any,
+) -> np.ndarray:
     """One-node graph: ins[k] bound to field names[k] (graph inputs, or constants for k in consts; None =
     absent). Returns the single output."""
     b = GraphBuilder()
@@ -62,7 +69,9 @@ def run_node(kind: str, ins: list[np.ndarray | None], names: list[str], out_shap
 
 
 def unary(op: str, x: np.ndarray, out_dtype: Any = None, alpha: float = 0.0, beta: float = 0.0) -> np.ndarray:
-    return run_node("WXUnary", [x], ["input_id"], x.shape, out_dtype or x.dtype, op=op, alpha=alpha, beta=beta)
+    return run_node(
+        "WXUnary", [x], ["input_id"], x.shape, out_dtype or x.dtype, op=op, alpha=alpha, beta=beta
+    )
 
 
 # ---------------------------------------------------------------- element-wise
@@ -96,14 +105,17 @@ def test_unary_float(op: str, dtype: str) -> None:
     x[0, :4] = [2.5, -0.5, 0.5, 1.5]
     got = unary(op, x)
     want = FLOAT_UNARY[op](x.astype(np.float64)).astype(dtype)
-    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=2e-3 if dtype == "float16" else 1e-6,
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        got.astype(np.float64), want.astype(np.float64), rtol=2e-3 if dtype == "float16" else 1e-6, atol=1e-6
+    )
 
 
 def test_unary_clamp_hard_sigmoid_and_predicates() -> None:
     x = rand((4, 5))
     np.testing.assert_array_equal(unary("clamp", x, alpha=-0.5, beta=0.25), np.clip(x, -0.5, 0.25))
-    np.testing.assert_allclose(unary("hard_sigmoid", x, alpha=0.2, beta=0.5), np.clip(0.2 * x + 0.5, 0, 1), rtol=1e-6)
+    np.testing.assert_allclose(
+        unary("hard_sigmoid", x, alpha=0.2, beta=0.5), np.clip(0.2 * x + 0.5, 0, 1), rtol=1e-6
+    )
     x[0, :3] = [np.nan, np.inf, -np.inf]
     np.testing.assert_array_equal(unary("is_nan", x, "uint8"), np.isnan(x).astype(np.uint8))
     np.testing.assert_array_equal(unary("is_infinite", x, "uint8"), np.isinf(x).astype(np.uint8))
@@ -118,7 +130,9 @@ def test_unary_integer(dtype: str) -> None:
     np.testing.assert_array_equal(unary("abs", x), np.abs(x).astype(dtype))
     np.testing.assert_array_equal(unary("neg", x), np.negative(x))
     np.testing.assert_array_equal(unary("sign", x), np.sign(x).astype(dtype))
-    np.testing.assert_array_equal(unary("clamp", x, alpha=-3, beta=40), np.clip(x, -3 if dtype[0] == "i" else 0, 40))
+    np.testing.assert_array_equal(
+        unary("clamp", x, alpha=-3, beta=40), np.clip(x, -3 if dtype[0] == "i" else 0, 40)
+    )
 
 
 @pytest.mark.parametrize("src", ["float32", "float16", *INTS])
@@ -140,11 +154,19 @@ def test_cast_float_to_int_truncates_and_saturates() -> None:
 
 
 BIN = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "min": np.minimum, "max": np.maximum,
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "min": np.minimum,
+    "max": np.maximum,
 }
 CMP = {
-    "equal": np.equal, "not_equal": np.not_equal, "greater": np.greater, "greater_or_equal": np.greater_equal,
-    "lesser": np.less, "lesser_or_equal": np.less_equal,
+    "equal": np.equal,
+    "not_equal": np.not_equal,
+    "greater": np.greater,
+    "greater_or_equal": np.greater_equal,
+    "lesser": np.less,
+    "lesser_or_equal": np.less_equal,
 }
 
 
@@ -175,13 +197,19 @@ def test_binary_div_pow_logical() -> None:
     np.testing.assert_array_equal(got, x / y)
     i = np.array([2, 3, -2, 5], np.int32)
     e = np.array([3, 0, 3, 2], np.int32)
-    np.testing.assert_array_equal(run_node("WXBinary", [i, e], ["input1_id", "input2_id"], [4], "int32", op="pow"),
-                                  [8, 1, -8, 25])
+    np.testing.assert_array_equal(
+        run_node("WXBinary", [i, e], ["input1_id", "input2_id"], [4], "int32", op="pow"), [8, 1, -8, 25]
+    )
     p = np.array([0, 1, 0, 1], np.uint8)
     q = np.array([0, 0, 1, 3], np.uint8)
-    for op, want in {"logical_and": [0, 0, 0, 1], "logical_or": [0, 1, 1, 1], "logical_xor": [0, 1, 1, 0]}.items():
-        np.testing.assert_array_equal(run_node("WXBinary", [p, q], ["input1_id", "input2_id"], [4], "uint8", op=op),
-                                      want)
+    for op, want in {
+        "logical_and": [0, 0, 0, 1],
+        "logical_or": [0, 1, 1, 1],
+        "logical_xor": [0, 1, 1, 0],
+    }.items():
+        np.testing.assert_array_equal(
+            run_node("WXBinary", [p, q], ["input1_id", "input2_id"], [4], "uint8", op=op), want
+        )
 
 
 @pytest.mark.parametrize("dtype", ["float32", "int32", "uint8"])
@@ -195,10 +223,12 @@ def test_where(dtype: str) -> None:
 @pytest.mark.parametrize("dtype", ["float16", "int64"])
 def test_expand_and_tile(dtype: str) -> None:
     x = rand((3, 1), dtype)
-    np.testing.assert_array_equal(run_node("WXExpand", [x], ["input_id"], [2, 3, 4], dtype),
-                                  np.broadcast_to(x, (2, 3, 4)))
-    np.testing.assert_array_equal(run_node("WXTile", [x], ["input_id"], [6, 4], dtype, repetitions=[2, 4]),
-                                  np.tile(x, (2, 4)))
+    np.testing.assert_array_equal(
+        run_node("WXExpand", [x], ["input_id"], [2, 3, 4], dtype), np.broadcast_to(x, (2, 3, 4))
+    )
+    np.testing.assert_array_equal(
+        run_node("WXTile", [x], ["input_id"], [6, 4], dtype, repetitions=[2, 4]), np.tile(x, (2, 4))
+    )
 
 
 # ---------------------------------------------------------------- reductions
@@ -221,8 +251,14 @@ REDUCE = {
 @pytest.mark.parametrize("axes,keep", [((1,), False), ((0, 2), True), ((), False), ((0, 1, 2), False)])
 def test_reduce_float(op: str, axes: tuple[int, ...], keep: bool) -> None:
     x = np.abs(rand((3, 4, 5))) + 0.5
-    want = REDUCE[op](x.astype(np.float64), axes, keep) if axes else REDUCE[op](x.astype(np.float64)[None], 0, False)
-    got = run_node("WXReduce", [x], ["input_id"], want.shape, "float32", op=op, axes=list(axes), keep_dims=keep)
+    want = (
+        REDUCE[op](x.astype(np.float64), axes, keep)
+        if axes
+        else REDUCE[op](x.astype(np.float64)[None], 0, False)
+    )
+    got = run_node(
+        "WXReduce", [x], ["input_id"], want.shape, "float32", op=op, axes=list(axes), keep_dims=keep
+    )
     np.testing.assert_allclose(got, want, rtol=1e-5)
 
 
@@ -249,15 +285,52 @@ def test_arg_max_min(out: str) -> None:
 def test_normalize_layer_and_instance() -> None:
     x = rand((2, 3, 4, 5))
     scale, bias = rand((4, 5)), rand((5,))
-    got = run_node("WXNormalize", [x, scale, bias], ["input_id", "scale_id", "bias_id"], x.shape, "float32",
-                   consts=(1, 2), axes=[2, 3], epsilon=1e-5)
+    got = run_node(
+        "WXNormalize",
+        [x, scale, bias],
+        ["input_id", "scale_id", "bias_id"],
+        x.shape,
+        "float32",
+        consts=(1, 2),
+        axes=[2, 3],
+        epsilon=1e-5,
+    )
     xd = x.astype(np.float64)
     m, v = xd.mean(axis=(2, 3), keepdims=True), xd.var(axis=(2, 3), keepdims=True)
     np.testing.assert_allclose(got, (xd - m) / np.sqrt(v + 1e-5) * scale + bias, rtol=1e-5, atol=1e-5)
-    got = run_node("WXNormalize", [x, None, None], ["input_id", "scale_id", "bias_id"], x.shape, "float32",
-                   axes=[1], epsilon=1e-3)
+    got = run_node(
+        "WXNormalize",
+        [x, None, None],
+        ["input_id", "scale_id", "bias_id"],
+        x.shape,
+        "float32",
+        axes=[1],
+        epsilon=1e-3,
+    )
     m, v = xd.mean(axis=1, keepdims=True), xd.var(axis=1, keepdims=True)
     np.testing.assert_allclose(got, (xd - m) / np.sqrt(v + 1e-3), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("axes", [[3], [3, 2], [1, 2, 3]])
+def test_normalize_trailing_axes(axes: list[int]) -> None:
+    """Trailing axes with flat scale/bias take the kernel table's fused row kernel."""
+    x = rand((2, 3, 4, 5)) * 3 + 1
+    pshape = [x.shape[a] for a in sorted(axes)]
+    scale, bias = rand(pshape), rand(pshape)
+    got = run_node(
+        "WXNormalize",
+        [x, scale, bias],
+        ["input_id", "scale_id", "bias_id"],
+        x.shape,
+        "float32",
+        consts=(1, 2),
+        axes=axes,
+        epsilon=1e-5,
+    )
+    xd = x.astype(np.float64)
+    ax = tuple(axes)
+    m, v = xd.mean(axis=ax, keepdims=True), xd.var(axis=ax, keepdims=True)
+    np.testing.assert_allclose(got, (xd - m) / np.sqrt(v + 1e-5) * scale + bias, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("exclusive", [False, True])
@@ -270,8 +343,9 @@ def test_cumulative_sum(exclusive: bool, reversed_: bool, dtype: str) -> None:
     if exclusive:
         c = c - y
     want = (np.flip(c, 1) if reversed_ else c).astype(dtype)
-    got = run_node("WXCumulativeSum", [x], ["input_id"], x.shape, dtype, axis=1, exclusive=exclusive,
-                   reversed=reversed_)
+    got = run_node(
+        "WXCumulativeSum", [x], ["input_id"], x.shape, dtype, axis=1, exclusive=exclusive, reversed=reversed_
+    )
     np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
@@ -311,8 +385,14 @@ def test_scatter_elements_and_nd() -> None:
     x = rand((3, 4))
     idx = np.array([[1, 0], [2, 3]], np.int32)
     upd = rand((2, 2))
-    got = run_node("WXScatterElements", [x, idx, upd], ["input_id", "indices_id", "updates_id"], [3, 4], "float32",
-                   axis=1)
+    got = run_node(
+        "WXScatterElements",
+        [x, idx, upd],
+        ["input_id", "indices_id", "updates_id"],
+        [3, 4],
+        "float32",
+        axis=1,
+    )
     want = x.copy()
     np.put_along_axis(want[:2], idx, upd, axis=1)
     np.testing.assert_array_equal(got, want)
@@ -333,7 +413,9 @@ def test_hostile_gather_indices_are_clamped(raw: list[int]) -> None:
     fixed = np.clip(np.where(idx < 0, idx + 5, idx), 0, 4)
     np.testing.assert_array_equal(got, x[fixed])
     upd = np.ones(len(raw), np.float32)
-    run_node("WXScatterElements", [x, idx, upd], ["input_id", "indices_id", "updates_id"], [5], "float32", axis=0)
+    run_node(
+        "WXScatterElements", [x, idx, upd], ["input_id", "indices_id", "updates_id"], [5], "float32", axis=0
+    )
 
 
 # ---------------------------------------------------------------- layout
@@ -341,8 +423,9 @@ def test_hostile_gather_indices_are_clamped(raw: list[int]) -> None:
 
 def test_reverse_triangular() -> None:
     x = rand((2, 3, 4), "uint32")
-    np.testing.assert_array_equal(run_node("WXReverse", [x], ["input_id"], x.shape, "uint32", axes=[0, 2]),
-                                  x[::-1, :, ::-1])
+    np.testing.assert_array_equal(
+        run_node("WXReverse", [x], ["input_id"], x.shape, "uint32", axes=[0, 2]), x[::-1, :, ::-1]
+    )
     for upper in (False, True):
         for diag in (-1, 0, 2):
             want = np.triu(x, diag) if upper else np.tril(x, diag)
@@ -350,16 +433,27 @@ def test_reverse_triangular() -> None:
             np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("mode,np_mode", [("constant", "constant"), ("edge", "edge"), ("reflection", "reflect"),
-                                          ("symmetric", "symmetric")])
+@pytest.mark.parametrize(
+    "mode,np_mode",
+    [("constant", "constant"), ("edge", "edge"), ("reflection", "reflect"), ("symmetric", "symmetric")],
+)
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int64"])
 def test_pad_modes(mode: str, np_mode: str, dtype: str) -> None:
     x = rand((3, 4), dtype)
     pre, post = [2, 1], [1, 3]
     kw = {"constant_values": 5} if mode == "constant" else {}
     want = np.pad(x, list(zip(pre, post)), mode=np_mode, **kw)
-    got = run_node("WXPad", [x], ["input_id"], want.shape, dtype, mode=mode, pre_paddings=pre, post_paddings=post,
-                   value=5.0)
+    got = run_node(
+        "WXPad",
+        [x],
+        ["input_id"],
+        want.shape,
+        dtype,
+        mode=mode,
+        pre_paddings=pre,
+        post_paddings=post,
+        value=5.0,
+    )
     np.testing.assert_array_equal(got, want)
 
 
@@ -399,18 +493,27 @@ def test_resample2d(mode: str, axes: tuple[int, int], out: tuple[int, int]) -> N
     for a, o in zip(axes, out):
         shape[a] = o
     scales = [o / x.shape[a] for a, o in zip(axes, out)]
-    got = run_node("WXResample2d", [x], ["input_id"], shape, "float32", mode=mode, axes=list(axes), scales=scales)
+    got = run_node(
+        "WXResample2d", [x], ["input_id"], shape, "float32", mode=mode, axes=list(axes), scales=scales
+    )
     np.testing.assert_allclose(got, _resample_ref(x, axes, out, mode == "linear"), rtol=1e-5, atol=1e-6)
 
 
-def _pool_ref(x: np.ndarray, op: str, k: tuple[int, int], s: tuple[int, int], pads: tuple[int, int, int, int],
-              oh: int, ow: int) -> np.ndarray:
+def _pool_ref(
+    x: np.ndarray,
+    op: str,
+    k: tuple[int, int],
+    s: tuple[int, int],
+    pads: tuple[int, int, int, int],
+    oh: int,
+    ow: int,
+) -> np.ndarray:
     n, h, w, c = x.shape
     out = np.zeros((n, oh, ow, c))
     for i in range(oh):
         for j in range(ow):
             y0, x0 = i * s[0] - pads[0], j * s[1] - pads[3]
-            win = x[:, max(0, y0):max(0, y0 + k[0]), max(0, x0):max(0, x0 + k[1]), :].astype(np.float64)
+            win = x[:, max(0, y0) : max(0, y0 + k[0]), max(0, x0) : max(0, x0 + k[1]), :].astype(np.float64)
             if op == "max":
                 out[:, i, j] = win.max(axis=(1, 2))
             elif op == "average":
@@ -427,9 +530,24 @@ def test_pool2d(op: str, ceil: bool) -> None:
     pads = (1, 0, 0, 1)  # top, right, bottom, left
     oh = (6 + 1 - 3 + (1 if ceil else 0)) // 2 + 1
     ow = (7 + 1 - 3 + (1 if ceil else 0)) // 2 + 1
-    got = run_node("WXPool2d", [x], ["input_id"], [2, oh, ow, 3], "float32", op=op, padding_top=1, padding_right=0,
-                   padding_bottom=0, padding_left=1, pooling_height=3, pooling_width=3, stride_height=2,
-                   stride_width=2, dilation_height=1, dilation_width=1)
+    got = run_node(
+        "WXPool2d",
+        [x],
+        ["input_id"],
+        [2, oh, ow, 3],
+        "float32",
+        op=op,
+        padding_top=1,
+        padding_right=0,
+        padding_bottom=0,
+        padding_left=1,
+        pooling_height=3,
+        pooling_width=3,
+        stride_height=2,
+        stride_width=2,
+        dilation_height=1,
+        dilation_width=1,
+    )
     np.testing.assert_allclose(got, _pool_ref(x, op, (3, 3), (2, 2), pads, oh, ow), rtol=1e-5, atol=1e-6)
 
 
@@ -442,23 +560,52 @@ def test_quantize_dequantize_blockwise(out: str) -> None:
     z_full = np.repeat(zp, 2, axis=1).astype(np.float64)
     info = np.iinfo(out)
     want = np.clip(np.round(x.astype(np.float64) / s_full) + z_full, info.min, info.max).astype(out)
-    got = run_node("WXQuantize", [x, scale, zp], ["input_id", "scale_id", "zero_point_id"], x.shape, out,
-                   consts=(1, 2), op="quantize")
+    got = run_node(
+        "WXQuantize",
+        [x, scale, zp],
+        ["input_id", "scale_id", "zero_point_id"],
+        x.shape,
+        out,
+        consts=(1, 2),
+        op="quantize",
+    )
     np.testing.assert_array_equal(got, want)
-    back = run_node("WXQuantize", [want, scale, zp], ["input_id", "scale_id", "zero_point_id"], x.shape, "float32",
-                    consts=(1, 2), op="dequantize")
+    back = run_node(
+        "WXQuantize",
+        [want, scale, zp],
+        ["input_id", "scale_id", "zero_point_id"],
+        x.shape,
+        "float32",
+        consts=(1, 2),
+        op="dequantize",
+    )
     np.testing.assert_allclose(back, (want.astype(np.float64) - z_full) * s_full, rtol=1e-6)
     with pytest.raises(FormatError, match="block-wise"):
-        run_node("WXQuantize", [x, np.ones((4,), np.float32), None], ["input_id", "scale_id", "zero_point_id"],
-                 x.shape, out, consts=(1,), op="quantize")
+        run_node(
+            "WXQuantize",
+            [x, np.ones((4,), np.float32), None],
+            ["input_id", "scale_id", "zero_point_id"],
+            x.shape,
+            out,
+            consts=(1,),
+            op="quantize",
+        )
 
 
 @pytest.mark.parametrize("flags", [0, 0x8, 0x4])
 def test_static_resize_bilinear(flags: int) -> None:
     x = rand((1, 3, 4, 2))
     oh, ow = 5, 7
-    got = run_node("XNNStaticResizeBilinear2D", [x], ["input_id"], [1, oh, ow, 2], "float32", new_height=oh,
-                   new_width=ow, flags=flags)
+    got = run_node(
+        "XNNStaticResizeBilinear2D",
+        [x],
+        ["input_id"],
+        [1, oh, ow, 2],
+        "float32",
+        new_height=oh,
+        new_width=ow,
+        flags=flags,
+    )
 
     def src(o: int, n: int, on: int) -> np.ndarray:
         k = np.arange(on, dtype=np.float64)
@@ -496,10 +643,19 @@ def test_fp32_to_fp16_bit_exact() -> None:
     halves = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16).astype(np.float32)
     bits = RNG.integers(0, 2**32, size=200_000, dtype=np.uint64).astype(np.uint32)
     # ties and neighbours of every half-way point between adjacent halves, plus random patterns
-    hb = np.arange(0, 0x7C00, dtype=np.uint32).astype(np.uint16).view(np.float16).astype(np.float32).view(np.uint32)
-    mids = np.concatenate([hb[:-1] + ((hb[1:] - hb[:-1]) // 2) + d for d in (-1, 0, 1)]).astype(np.uint32)
-    x = np.concatenate([halves, bits.view(np.float32), mids.view(np.float32), -mids.view(np.float32),
-                        np.float32([65519.99, 65520.0, 2.0**-25, 2.0**-25 * 1.0001, 2.0**-26, 1e-45])])
+    hb = np.arange(0, 0x7C00, dtype=np.uint32).astype(np.uint16).view(np.float16).astype(np.float32)
+    hb = hb.view(np.uint32).astype(np.int64)
+    mids = np.concatenate([hb[:-1] + ((hb[1:] - hb[:-1]) // 2) + d for d in (-1, 0, 1)])
+    mids = mids[mids >= 0].astype(np.uint32)
+    x = np.concatenate(
+        [
+            halves,
+            bits.view(np.float32),
+            mids.view(np.float32),
+            -mids.view(np.float32),
+            np.float32([65519.99, 65520.0, 2.0**-25, 2.0**-25 * 1.0001, 2.0**-26, 1e-45]),
+        ]
+    )
     got = run_node("XNNConvert", [x], ["input_id"], x.shape, "float16")
     with np.errstate(over="ignore"):
         want = x.astype(np.float16)
@@ -515,8 +671,15 @@ def test_fp16_through_layout_ops_and_io() -> None:
     t = b.value([3, 2], Datatype.FP16)
     b.node("XNNStaticTranspose", perm=[1, 0], input_id=xi, output_id=t, flags=0)
     y = b.output(b.value([3, 4], Datatype.FP16), "y")
-    b.node("XNNStaticConstantPad", pre_paddings=[0, 1], post_paddings=[0, 1], padding_value=1.5, input_id=t,
-           output_id=y, flags=0)
+    b.node(
+        "XNNStaticConstantPad",
+        pre_paddings=[0, 1],
+        post_paddings=[0, 1],
+        padding_value=1.5,
+        input_id=t,
+        output_id=y,
+        flags=0,
+    )
     got = runtime.load(b.build()).run({"x": x})["y"]
     np.testing.assert_array_equal(got, np.pad(x.T, ((0, 0), (1, 1)), constant_values=1.5))
 
@@ -547,9 +710,23 @@ def test_dynamic_conv_and_fc_weights() -> None:
     wi = b.input("w", [3, 3, 3, 2])
     bi = b.input("b", [3])
     c = b.value([1, 5, 5, 3])
-    conv = dict(padding_top=1, padding_right=1, padding_bottom=1, padding_left=1, kernel_height=3, kernel_width=3,
-                subsampling_height=1, subsampling_width=1, dilation_height=1, dilation_width=1,
-                group_input_channels=2, group_output_channels=3, groups=1, adjustment_height=0, adjustment_width=0)
+    conv = dict(
+        padding_top=1,
+        padding_right=1,
+        padding_bottom=1,
+        padding_left=1,
+        kernel_height=3,
+        kernel_width=3,
+        subsampling_height=1,
+        subsampling_width=1,
+        dilation_height=1,
+        dilation_width=1,
+        group_input_channels=2,
+        group_output_channels=3,
+        groups=1,
+        adjustment_height=0,
+        adjustment_width=0,
+    )
     b.node("XNNConv2d", input1_id=xi, filter_id=wi, bias_id=bi, output_id=c, flags=0, **conv)
     r = b.value([25, 3])
     b.node("XNNStaticReshape", new_shape=[25, 3], input_id=c, output_id=r, flags=0)
@@ -588,7 +765,9 @@ def test_input_error_names_axis_and_dims() -> None:
     y = b.output(b.value([2, 3]), "y")
     b.node("WXUnary", op="relu", alpha=0.0, beta=0.0, input_id=xi, output_id=y, flags=0)
     p = runtime.load(b.build())
-    with pytest.raises(InputError, match=r"input 'x': expected shape \[2, 3\], got \[2, 5\]: axis 1 is fixed at 3"):
+    with pytest.raises(
+        InputError, match=r"input 'x': expected shape \[2, 3\], got \[2, 5\]: axis 1 is fixed at 3"
+    ):
         p.run({"x": rand((2, 5))})
     np.testing.assert_array_equal(p.run({"x": x})["y"], np.maximum(x, 0))
 

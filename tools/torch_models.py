@@ -16,12 +16,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import statistics
 import subprocess
 import sys
 import threading
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Any, Callable
 
@@ -64,7 +64,8 @@ def mobilenet_v2(width: float = 1.0, num_classes: int = 1000) -> Any:
             layers: list[Any] = []
             if expand != 1:
                 layers.append(_conv_bn(cin, hidden, 1))
-            layers += [_conv_bn(hidden, hidden, 3, stride, groups=hidden), _conv_bn(hidden, cout, 1, act=None)]
+            layers += [_conv_bn(hidden, hidden, 3, stride, groups=hidden),  # depthwise
+                       _conv_bn(hidden, cout, 1, act=None)]  # linear bottleneck: no activation
             self.body = nn.Sequential(*layers)
             self.residual = stride == 1 and cin == cout
 
@@ -398,35 +399,50 @@ def cmd_check(d: Path, names: list[str], threads: int, reps: int) -> int:
 
 # -------------------------------------------------------------------------------------------------- mem
 
-def _rss_kb() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+def _rss_kb() -> tuple[int, int]:
+    """(private anonymous, file-backed) resident KiB of this process. File-backed pages (a memory-mapped
+    model) are shared with the page cache and can be dropped by the OS; anonymous ones are real copies."""
+    anon = file = 0
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                anon = int(line.split()[1])
+            elif line.startswith("RssFile:"):
+                file = int(line.split()[1])
+    return anon, file
 
 
 class PeakRss:
     """Samples this process's resident set every millisecond: the peak of a phase, not of the process."""
 
     def __init__(self) -> None:
-        self.peak = _rss_kb()
+        self.anon, self.total = 0, 0
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._loop, daemon=True)
 
+    def _sample(self) -> None:
+        anon, file = _rss_kb()
+        self.anon = max(self.anon, anon)
+        self.total = max(self.total, anon + file)
+
     def _loop(self) -> None:
         while not self._stop.wait(0.001):
-            self.peak = max(self.peak, _rss_kb())
+            self._sample()
 
     def __enter__(self) -> PeakRss:
+        self._sample()
         self._t.start()
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self._stop.set()
         self._t.join()
-        self.peak = max(self.peak, _rss_kb())
+        self._sample()
 
 
 def mem_child(path: Path, out: Path | None) -> dict[str, Any]:
-    """Import + compile `path` in this process, recording RSS at each phase (MB)."""
+    """Import + compile `path` in this process, recording RSS at each phase (MiB): `*_anon` is private
+    memory, `*_total` adds the file-backed pages of the memory-mapped model."""
     import gc
 
     import webxnn
@@ -436,14 +452,25 @@ def mem_child(path: Path, out: Path | None) -> dict[str, Any]:
     import webxnn.xnn.writer  # noqa: F401
 
     mb = 1 / 1024
-    res: dict[str, Any] = {"model": path.name, "onnx_mb": path.stat().st_size / 1e6, "base_mb": _rss_kb() * mb}
+
+    def now(key: str) -> None:
+        anon, file = _rss_kb()
+        res[key + "_anon"], res[key + "_total"] = anon * mb, (anon + file) * mb
+
+    res: dict[str, Any] = {"model": path.name, "onnx_mb": path.stat().st_size / 1e6}
+    # tracemalloc sees every Python object and numpy buffer exactly (a sampler thread cannot run while a
+    # long C call such as bytes.join holds the GIL); RSS sampling adds what it cannot see.
+    tracemalloc.start()
+    now("base")
     t = time.perf_counter()
     with PeakRss() as p:
         g = webxnn.from_onnx(path)
     res["import_s"] = time.perf_counter() - t
-    res["import_peak_mb"] = p.peak * mb
-    res["after_import_mb"] = _rss_kb() * mb
+    res["import_traced_peak"] = tracemalloc.get_traced_memory()[1] * mb / 1024
+    res["import_peak_anon"], res["import_peak_total"] = p.anon * mb, p.total * mb
+    now("after_import")
     res["weights_mb"] = sum(np.asarray(a).nbytes for a in g.weights.values()) / 2**20
+    tracemalloc.reset_peak()
     t = time.perf_counter()
     with PeakRss() as p:
         if out is None:
@@ -456,10 +483,11 @@ def mem_child(path: Path, out: Path | None) -> dict[str, Any]:
             res["blob_mb"] = serialize_to_file(compile_graph(g), out) / 2**20
             blob = b""
     res["compile_s"] = time.perf_counter() - t
-    res["compile_peak_mb"] = p.peak * mb
+    res["compile_traced_peak"] = tracemalloc.get_traced_memory()[1] * mb / 1024
+    res["compile_peak_anon"], res["compile_peak_total"] = p.anon * mb, p.total * mb
     del blob
     gc.collect()
-    res["after_compile_mb"] = _rss_kb() * mb
+    now("after_compile")
     return res
 
 
@@ -473,15 +501,22 @@ def cmd_mem(path: Path, to_file: bool) -> int:
         print(r.stdout, r.stderr, file=sys.stderr)
         return r.returncode
     res = json.loads(r.stdout.strip().splitlines()[-1])
-    base = res["base_mb"]
-    print(f"{res['model']}: ONNX {res['onnx_mb']:.1f} MB, weights {res['weights_mb']:.1f} MiB, "
-          f"blob {res['blob_mb']:.1f} MiB{' (streamed to a file)' if to_file else ''}")
-    print(f"  baseline RSS {base:.0f} MiB (python + numpy + onnx + webxnn modules)")
-    print(f"  import  {res['import_s']:.2f}s: peak +{res['import_peak_mb'] - base:.0f} MiB, "
-          f"after +{res['after_import_mb'] - base:.0f} MiB")
-    print(f"  compile {res['compile_s']:.2f}s: peak +{res['compile_peak_mb'] - base:.0f} MiB "
-          f"(= {(res['compile_peak_mb'] - base) / res['weights_mb']:.2f}x the weights), "
-          f"after +{res['after_compile_mb'] - base:.0f} MiB")
+    w = res["weights_mb"]
+
+    def delta(key: str) -> str:
+        anon = res[key + "_anon"] - res["base_anon"]
+        total = res[key + "_total"] - res["base_total"]
+        return f"+{anon:.0f} MiB private ({anon / w:.2f}x weights), +{total:.0f} MiB with file pages"
+
+    print(f"{res['model']}: ONNX {res['onnx_mb']:.1f} MB, weights {w:.1f} MiB, "
+          f"blob {res['blob_mb']:.1f} MiB{' (streamed to a file)' if to_file else ' (bytes)'}")
+    print(f"  baseline {res['base_anon']:.0f} MiB private (python + numpy + onnx + webxnn modules)")
+    print(f"  import  {res['import_s']:.2f}s  peak {delta('import_peak')}; "
+          f"traced peak {res['import_traced_peak']:.0f} MiB ({res['import_traced_peak'] / w:.2f}x)")
+    print(f"          after  {delta('after_import')}")
+    print(f"  compile {res['compile_s']:.2f}s  peak {delta('compile_peak')}; "
+          f"traced peak {res['compile_traced_peak']:.0f} MiB ({res['compile_traced_peak'] / w:.2f}x)")
+    print(f"          after  {delta('after_compile')} (blob freed)")
     return 0
 
 

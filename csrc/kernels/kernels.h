@@ -139,6 +139,15 @@ struct KernelTable {
   // vectors or null (1 and 0). WXNormalize whose axes are just the last one (scale/bias absent or [cols]).
   void (*normalize)(size_t rows, size_t cols, const float* in, const float* scale, const float* bias,
                     float epsilon, float* out, Parallel& par);
+
+  // (additive) Fused residual epilogues (ResNet / MobileNetV2 skip connections), same packed weights as gemm /
+  // conv2d: out = clamp(op(x) + bias + R), the residual added before the clamp. R must not overlap the
+  // output. gemm_residual: R is [M, N] with row stride ldr. conv2d_residual: R is dense NHWC
+  // [N, OH, OW, groups*goc]; the clamp is p.act.
+  void (*gemm_residual)(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed,
+                        const float* R, size_t ldr, float* C, size_t ldc, Activation act, Parallel& par);
+  void (*conv2d_residual)(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH,
+                          size_t OW, const void* packed, const float* residual, float* out, Parallel& par);
 };
 
 // The scalar baseline (always available) and the table chosen for this CPU.

@@ -115,7 +115,8 @@ Activation act_of(float mn, float mx) {
 
 // ---------------------------------------------------------------------------------------- gemm / matmul
 py::array gemm_t(const FArr& A, const FArr& B, const std::optional<FArr>& bias, bool b_is_nk, float mn, float mx,
-               const std::string& isa, size_t threads, const Timing& tm) {
+               const std::string& isa, size_t threads, const Timing& tm,
+               const std::optional<FArr>& residual = std::nullopt) {
   const char* w = "gemm";
   need_ndim(w, "A", A, 2);
   need_ndim(w, "B", B, 2);
@@ -124,6 +125,9 @@ py::array gemm_t(const FArr& A, const FArr& B, const std::optional<FArr>& bias, 
   if (bk != K) bad(w, "A is [M,K] with K=" + std::to_string(K) + " but B gives K=" + std::to_string(bk));
   if (bias && (bias->ndim() != 1 || static_cast<size_t>(bias->shape(0)) != N))
     bad(w, "bias must have shape (" + std::to_string(N) + ",)");
+  if (residual && (residual->ndim() != 2 || static_cast<size_t>(residual->shape(0)) != M ||
+                   static_cast<size_t>(residual->shape(1)) != N))
+    bad(w, "residual must have shape (" + std::to_string(M) + ", " + std::to_string(N) + ")");
   const KernelTable& t = table_for(w, isa);
   Parallel& par = pool_for(w, threads);
   auto C = make_out<float>({M, N});
@@ -131,14 +135,20 @@ py::array gemm_t(const FArr& A, const FArr& B, const std::optional<FArr>& bias, 
   {
     py::gil_scoped_release nogil;
     t.gemm_pack(K, N, B.data(), b_is_nk, bias ? bias->data() : nullptr, packed.p);
-    run_timed(tm, [&] { t.gemm(M, N, K, A.data(), K, packed.p, C.mutable_data(), N, act_of(mn, mx), par); });
+    if (residual) {
+      run_timed(tm, [&] {
+        t.gemm_residual(M, N, K, A.data(), K, packed.p, residual->data(), N, C.mutable_data(), N, act_of(mn, mx), par);
+      });
+    } else {
+      run_timed(tm, [&] { t.gemm(M, N, K, A.data(), K, packed.p, C.mutable_data(), N, act_of(mn, mx), par); });
+    }
   }
   return std::move(C);
 }
 
 py::array gemm(const FArr& A, const FArr& B, const std::optional<FArr>& bias, bool b_is_nk, float mn, float mx,
-               const std::string& isa, size_t threads) {
-  return gemm_t(A, B, bias, b_is_nk, mn, mx, isa, threads, Timing{});
+               const std::string& isa, size_t threads, const std::optional<FArr>& residual) {
+  return gemm_t(A, B, bias, b_is_nk, mn, mx, isa, threads, Timing{}, residual);
 }
 
 py::array batch_matmul(const FArr& A, const FArr& B, bool b_is_nk, const std::string& isa, size_t threads) {
@@ -186,7 +196,7 @@ size_t conv_out(const char* w, size_t in, size_t pa, size_t pb, size_t k, size_t
 
 py::array conv2d_t(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
                  const Pair& strides, const Pair& dil, uint32_t groups, float mn, float mx, const std::string& isa,
-                 size_t threads, const Timing& tm) {
+                 size_t threads, const Timing& tm, const std::optional<FArr>& residual = std::nullopt) {
   const char* w = "conv2d";
   need_ndim(w, "x", x, 4);
   need_ndim(w, "filter", f, 4);
@@ -207,12 +217,20 @@ py::array conv2d_t(const FArr& x, const FArr& f, const std::optional<FArr>& bias
   const size_t OW = conv_out(w, W, p.pad_left, p.pad_right, p.kernel_w, p.stride_w, p.dilation_w);
   const KernelTable& t = table_for(w, isa);
   Parallel& par = pool_for(w, threads);
+  if (residual && shape_of(*residual) != std::vector<size_t>{N, OH, OW, OC})
+    bad(w, "residual must have the output's shape " + shape_str({N, OH, OW, OC}));
   auto out = make_out<float>({N, OH, OW, OC});
   Aligned packed(t.conv2d_packed_size(p));
   {
     py::gil_scoped_release nogil;
     t.conv2d_pack(p, f.data(), bias ? bias->data() : nullptr, packed.p);
-    run_timed(tm, [&] { t.conv2d(p, N, H, W, x.data(), OH, OW, packed.p, out.mutable_data(), par); });
+    if (residual) {
+      run_timed(tm, [&] {
+        t.conv2d_residual(p, N, H, W, x.data(), OH, OW, packed.p, residual->data(), out.mutable_data(), par);
+      });
+    } else {
+      run_timed(tm, [&] { t.conv2d(p, N, H, W, x.data(), OH, OW, packed.p, out.mutable_data(), par); });
+    }
   }
   return std::move(out);
 }
@@ -252,8 +270,8 @@ py::array dwconv2d_t(const FArr& x, const FArr& f, const std::optional<FArr>& bi
 
 py::array conv2d(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
                  const Pair& strides, const Pair& dil, uint32_t groups, float mn, float mx, const std::string& isa,
-                 size_t threads) {
-  return conv2d_t(x, f, bias, pads, strides, dil, groups, mn, mx, isa, threads, Timing{});
+                 size_t threads, const std::optional<FArr>& residual) {
+  return conv2d_t(x, f, bias, pads, strides, dil, groups, mn, mx, isa, threads, Timing{}, residual);
 }
 
 py::array dwconv2d(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
@@ -644,11 +662,13 @@ void bind_kernels(py::module_& parent) {
   const Pads no_pads{0, 0, 0, 0};
   const Pair ones{1, 1};
   m.def("gemm", &gemm, py::arg("A"), py::arg("B"), py::arg("bias") = py::none(), py::arg("b_is_nk") = false, mn,
-        mx, isa, thr, "C[M,N] = clamp(A[M,K] @ B + bias); B is [K,N], or [N,K] when b_is_nk");
+        mx, isa, thr, py::arg("residual") = py::none(),
+        "C[M,N] = clamp(A[M,K] @ B + bias (+ residual)); B is [K,N], or [N,K] when b_is_nk");
   m.def("batch_matmul", &batch_matmul, py::arg("A"), py::arg("B"), py::arg("b_is_nk") = false, isa, thr);
   m.def("conv2d", &conv2d, py::arg("x"), py::arg("filter"), py::arg("bias") = py::none(),
         py::arg("pads") = no_pads, py::arg("strides") = ones, py::arg("dilations") = ones,
-        py::arg("groups") = uint32_t{1}, mn, mx, isa, thr, "NHWC conv; filter OHWI; pads (top, right, bottom, left)");
+        py::arg("groups") = uint32_t{1}, mn, mx, isa, thr, py::arg("residual") = py::none(),
+        "NHWC conv (+ residual before the clamp); filter OHWI; pads (top, right, bottom, left)");
   m.def("dwconv2d", &dwconv2d, py::arg("x"), py::arg("filter"), py::arg("bias") = py::none(),
         py::arg("pads") = no_pads, py::arg("strides") = ones, py::arg("dilations") = ones, mn, mx, isa, thr,
         "NHWC depthwise conv; filter [1, kh, kw, C*depth_multiplier]");

@@ -1079,6 +1079,33 @@ void Program::exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel&
   }
 }
 
+// A WXNormalize the kernel table's fused row kernel can take: the axes are the trailing dims (any order) and
+// scale/bias are absent or flat vectors over exactly those dims.
+bool Program::fused_normalize(size_t i, const Plan& plan) const {
+  const Node& nd = model_.nodes[i];
+  if (!kernels_->normalize || nd.ints_a.empty()) return false;
+  const Shape& x = plan.shapes[nd.inputs[0]];
+  const size_t r = x.size(), k = nd.ints_a.size();
+  std::vector<bool> seen(r, false);
+  for (uint32_t a : nd.ints_a) {
+    if (a < r - k) return false;
+    seen[a] = true;
+  }
+  size_t cols = 1;
+  for (size_t d = r - k; d < r; ++d) cols *= x[d];
+  if (cols == 0) return false;
+  for (size_t p = 1; p <= 2; ++p) {
+    if (nd.inputs[p] == kNoValue) continue;
+    Shape s = plan.shapes[nd.inputs[p]];
+    while (!s.empty() && s.front() == 1) s.erase(s.begin());
+    if (s.size() > k || numel(s) != cols) return false;
+    for (size_t d = 0; d < s.size(); ++d) {
+      if (s[d] != x[r - s.size() + d]) return false;
+    }
+  }
+  return true;
+}
+
 void Program::exec_wx(size_t i, const Plan& plan, void* const* ptrs, Parallel& par) const {
   const Node& nd = model_.nodes[i];
   auto in_ptr = [&](size_t k) -> const void* {
@@ -1158,6 +1185,15 @@ void Program::exec_wx(size_t i, const Plan& plan, void* const* ptrs, Parallel& p
       return;
     case T::kWXNormalize: {
       static const Shape kNone;
+      if (ot == wx::ET::kF32 && fused_normalize(i, plan)) {
+        const Shape& x = in_shape(0);
+        size_t cols = 1;
+        for (size_t d = x.size() - nd.ints_a.size(); d < x.size(); ++d) cols *= x[d];
+        kernels_->normalize(numel(x) / cols, cols, static_cast<const float*>(in_ptr(0)),
+                            static_cast<const float*>(in_ptr(1)), static_cast<const float*>(in_ptr(2)), nd.alpha,
+                            static_cast<float*>(out), par);
+        return;
+      }
       wx::normalize(ot, in_shape(0), mask(in_shape(0).size()), nd.alpha, in_ptr(1),
                     in_ptr(1) ? in_shape(1) : kNone, in_ptr(2), in_ptr(2) ? in_shape(2) : kNone, in_ptr(0), out,
                     par);

@@ -88,6 +88,7 @@ class Program {
   std::shared_ptr<Plan> make_plan(std::vector<Shape> shapes) const;
   void exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel& par) const;
   void exec_wx(size_t i, const Plan& plan, void* const* ptrs, Parallel& par) const;
+  bool fused_normalize(size_t i, const Plan& plan) const;
 
   std::shared_ptr<BlobStorage> blob_;
   Model model_;

@@ -6,11 +6,13 @@
 // with ones for float types and zeros otherwise, so any blob can be smoke-tested. Exit codes: 0 ok,
 // 1 + wx_status on a runtime error, 64 on bad usage.
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -60,6 +62,15 @@ int usage() {
   return 64;
 }
 
+// IEEE half to float (exact), for printing fp16 outputs.
+float half_to_float(uint16_t h) {
+  const int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  const float sign = (h & 0x8000) ? -1.f : 1.f;
+  if (e == 0) return sign * std::ldexp(static_cast<float>(m), -24);
+  if (e == 31) return m ? std::numeric_limits<float>::quiet_NaN() : sign * std::numeric_limits<float>::infinity();
+  return sign * std::ldexp(static_cast<float>(m | 0x400), e - 25);
+}
+
 void print_values(const wx_tensor& t) {
   const size_t n = numel(t.rank, t.dims);
   const size_t show = n < 8 ? n : 8;
@@ -67,6 +78,7 @@ void print_values(const wx_tensor& t) {
   for (size_t i = 0; i < show; ++i) {
     switch (t.dtype) {
       case WX_FLOAT32: std::printf(" %g", static_cast<const float*>(t.data)[i]); break;
+      case WX_FLOAT16: std::printf(" %g", half_to_float(static_cast<const uint16_t*>(t.data)[i])); break;
       case WX_INT8: std::printf(" %d", static_cast<const int8_t*>(t.data)[i]); break;
       case WX_UINT8: std::printf(" %u", static_cast<const uint8_t*>(t.data)[i]); break;
       case WX_INT32: std::printf(" %d", static_cast<const int32_t*>(t.data)[i]); break;
@@ -158,6 +170,9 @@ int main(int argc, char** argv) {
       if (info.dtype == WX_FLOAT32) {
         const float one = 1.f;
         for (size_t i = 0; i + 4 <= bytes; i += 4) std::memcpy(&buf[i], &one, 4);
+      } else if (info.dtype == WX_FLOAT16) {
+        const uint16_t one = 0x3c00;
+        for (size_t i = 0; i + 2 <= bytes; i += 2) std::memcpy(&buf[i], &one, 2);
       }
     }
     ins[k].data = buf.data();

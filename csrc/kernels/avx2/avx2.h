@@ -13,11 +13,17 @@ size_t gemm_packed_size(size_t K, size_t N);
 void gemm_pack(size_t K, size_t N, const float* B, bool b_is_nk, const float* bias, void* packed);
 void gemm(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, float* C, size_t ldc,
           Activation act, Parallel& par);
+void gemm_residual(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, const float* R,
+                   size_t ldr, float* C, size_t ldc, Activation act, Parallel& par);
+void batch_matmul(size_t batch, size_t M, size_t N, size_t K, const float* A, size_t a_batch_stride,
+                  const float* B, size_t b_batch_stride, bool b_is_nk, float* C, Parallel& par);
 
 size_t conv2d_packed_size(const ConvParams& p);
 void conv2d_pack(const ConvParams& p, const float* filter_ohwi, const float* bias, void* packed);
 void conv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
             const void* packed, float* out, Parallel& par);
+void conv2d_residual(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
+                     const void* packed, const float* residual, float* out, Parallel& par);
 
 // Same packed layout as the scalar dwconv (so pack/packed_size are the scalar ones).
 void dwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,

@@ -15,6 +15,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <cstdlib>
 
 #include "kernels/avx2/avx2.h"
 #include "kernels/internal.h"
@@ -41,10 +42,13 @@ struct Tail {  // masks for a partial 16-column panel
   __m256i lo, hi;
 };
 
-// One MR x 16 tile over kc: acc = (init ? bias : C) + sum_k a[k][m] * b[k][:]; then act when `last`.
-template <int MR, bool kFull>
-inline void ukernel(size_t kc, const float* a, const float* b, float* c, size_t ldc, const float* bias,
-                    bool last, __m256 vmin, __m256 vmax, const Tail& tail) {
+// One MR x 16 tile over kc: acc = (bias ? bias : C) + sum_k A[m][k] * b[k][:]; then act when `last`.
+// A is an MR-interleaved micro-panel (a[k * MR + m]) when kPacked, else rows a + m * lda.
+// r: the residual tile added at the last K block before the clamp (null: none), row stride ldr.
+template <int MR, bool kFull, bool kPacked>
+inline void ukernel(size_t kc, const float* a, size_t lda, const float* b, float* c, size_t ldc,
+                    const float* bias, bool last, __m256 vmin, __m256 vmax, const Tail& tail, const float* r,
+                    size_t ldr) {
   __m256 acc0[MR], acc1[MR];
   if (bias) {
     const __m256 b0 = _mm256_load_ps(bias), b1 = _mm256_load_ps(bias + 8);
@@ -65,16 +69,31 @@ inline void ukernel(size_t kc, const float* a, const float* b, float* c, size_t 
       }
     }
   }
+  const float* ar[MR];
+#pragma GCC unroll 6
+  for (int m = 0; m < MR; ++m) ar[m] = a + m * lda;
   for (size_t k = 0; k < kc; ++k) {
     const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
     b += kNR;
 #pragma GCC unroll 6
     for (int m = 0; m < MR; ++m) {
-      const __m256 va = _mm256_broadcast_ss(a + m);
+      const __m256 va = _mm256_broadcast_ss(kPacked ? a + m : ar[m] + k);
       acc0[m] = _mm256_fmadd_ps(va, b0, acc0[m]);
       acc1[m] = _mm256_fmadd_ps(va, b1, acc1[m]);
     }
-    a += MR;
+    if (kPacked) a += MR;
+  }
+  if (last && r) {
+#pragma GCC unroll 6
+    for (int m = 0; m < MR; ++m) {
+      if (kFull) {
+        acc0[m] = _mm256_add_ps(acc0[m], _mm256_loadu_ps(r + m * ldr));
+        acc1[m] = _mm256_add_ps(acc1[m], _mm256_loadu_ps(r + m * ldr + 8));
+      } else {
+        acc0[m] = _mm256_add_ps(acc0[m], _mm256_maskload_ps(r + m * ldr, tail.lo));
+        acc1[m] = _mm256_add_ps(acc1[m], _mm256_maskload_ps(r + m * ldr + 8, tail.hi));
+      }
+    }
   }
   if (last) {
 #pragma GCC unroll 6
@@ -95,16 +114,17 @@ inline void ukernel(size_t kc, const float* a, const float* b, float* c, size_t 
   }
 }
 
-template <bool kFull>
-void run_ukernel(size_t mr, size_t kc, const float* a, const float* b, float* c, size_t ldc, const float* bias,
-                 bool last, __m256 vmin, __m256 vmax, const Tail& tail) {
+template <bool kFull, bool kPacked>
+void run_ukernel(size_t mr, size_t kc, const float* a, size_t lda, const float* b, float* c, size_t ldc,
+                 const float* bias, bool last, __m256 vmin, __m256 vmax, const Tail& tail, const float* r,
+                 size_t ldr) {
   switch (mr) {
-    case 6: return ukernel<6, kFull>(kc, a, b, c, ldc, bias, last, vmin, vmax, tail);
-    case 5: return ukernel<5, kFull>(kc, a, b, c, ldc, bias, last, vmin, vmax, tail);
-    case 4: return ukernel<4, kFull>(kc, a, b, c, ldc, bias, last, vmin, vmax, tail);
-    case 3: return ukernel<3, kFull>(kc, a, b, c, ldc, bias, last, vmin, vmax, tail);
-    case 2: return ukernel<2, kFull>(kc, a, b, c, ldc, bias, last, vmin, vmax, tail);
-    default: return ukernel<1, kFull>(kc, a, b, c, ldc, bias, last, vmin, vmax, tail);
+    case 6: return ukernel<6, kFull, kPacked>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
+    case 5: return ukernel<5, kFull, kPacked>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
+    case 4: return ukernel<4, kFull, kPacked>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
+    case 3: return ukernel<3, kFull, kPacked>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
+    case 2: return ukernel<2, kFull, kPacked>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail);
+    default: return ukernel<1, kFull, kPacked>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
   }
 }
 
@@ -135,7 +155,10 @@ void pack_a(const float* A, size_t lda, size_t mc, size_t kc, float* out) {
 struct GemmCtx {
   size_t M, N, K, lda, ldc, panels, kc_blocks, kc;
   size_t m_chunk, m_chunks, n_group, n_groups, units, tasks;
+  bool pack_a;
   const float* A;
+  const float* R;  // residual [M, N] (ldr) or null
+  size_t ldr;
   const float* packed;
   float* C;
   float vmin, vmax;
@@ -146,7 +169,8 @@ void gemm_task(const void* vctx, size_t task) {
   const size_t u0 = x.units * task / x.tasks, u1 = x.units * (task + 1) / x.tasks;
   const size_t panel_floats = kNR + x.K * kNR;
   const __m256 vmin = _mm256_set1_ps(x.vmin), vmax = _mm256_set1_ps(x.vmax);
-  float* abuf = static_cast<float*>(internal::aligned_alloc64(x.m_chunk * x.kc * sizeof(float)));
+  float* abuf =
+      x.pack_a ? static_cast<float*>(internal::aligned_alloc64(x.m_chunk * x.kc * sizeof(float))) : nullptr;
   for (size_t u = u0; u < u1; ++u) {
     // Units: n groups outer, m chunks inner (consecutive units of a task share the B group).
     const size_t ng = u / x.m_chunks, mch = u % x.m_chunks;
@@ -155,7 +179,7 @@ void gemm_task(const void* vctx, size_t task) {
     for (size_t kb = 0; kb < x.kc_blocks; ++kb) {
       const size_t k0 = kb * x.kc, kc = min_sz(x.kc, x.K - k0);
       const bool last = kb + 1 == x.kc_blocks;
-      pack_a(x.A + m0 * x.lda + k0, x.lda, mc, kc, abuf);
+      if (x.pack_a) pack_a(x.A + m0 * x.lda + k0, x.lda, mc, kc, abuf);
       for (size_t p = p0; p < p1; ++p) {
         const float* panel = x.packed + p * panel_floats;
         const float* bias = kb == 0 ? panel : nullptr;
@@ -167,7 +191,8 @@ void gemm_task(const void* vctx, size_t task) {
         for (size_t t0 = 0; t0 < mc; t0 += kMR) {
           const size_t mr = min_sz(kMR, mc - t0);
           float* c = x.C + (m0 + t0) * x.ldc + n0;
-          const float* a = abuf + t0 * kc;
+          const float* rt = x.R ? x.R + (m0 + t0) * x.ldr + n0 : nullptr;
+          const float* a = x.pack_a ? abuf + t0 * kc : x.A + (m0 + t0) * x.lda + k0;
           // The next tile's C rows (read at its start on K blocks after the first): fetch them while this
           // tile computes; C rows of a tall GEMM do not stay in L2 between K blocks.
           if (t0 + kMR < mc) {
@@ -177,10 +202,16 @@ void gemm_task(const void* vctx, size_t task) {
               _mm_prefetch(cn + m * x.ldc * sizeof(float) + 60, _MM_HINT_T0);
             }
           }
-          if (nc == kNR) {
-            run_ukernel<true>(mr, kc, a, b, c, x.ldc, bias, last, vmin, vmax, tail);
+          if (x.pack_a) {
+            if (nc == kNR) {
+              run_ukernel<true, true>(mr, kc, a, 0, b, c, x.ldc, bias, last, vmin, vmax, tail, rt, x.ldr);
+            } else {
+              run_ukernel<false, true>(mr, kc, a, 0, b, c, x.ldc, bias, last, vmin, vmax, tail, rt, x.ldr);
+            }
+          } else if (nc == kNR) {
+            run_ukernel<true, false>(mr, kc, a, x.lda, b, c, x.ldc, bias, last, vmin, vmax, tail, rt, x.ldr);
           } else {
-            run_ukernel<false>(mr, kc, a, b, c, x.ldc, bias, last, vmin, vmax, tail);
+            run_ukernel<false, false>(mr, kc, a, x.lda, b, c, x.ldc, bias, last, vmin, vmax, tail, rt, x.ldr);
           }
         }
       }
@@ -192,6 +223,7 @@ void gemm_task(const void* vctx, size_t task) {
 // ---- M = 1: y = act(bias + a * B), 4 panels (64 columns, 8 accumulator chains) per step.
 struct GemvCtx {
   size_t N, K, panels, group, tasks;
+  const float* r;  // residual row or null
   const float* a;
   const float* packed;
   float* y;
@@ -234,6 +266,11 @@ void gemv_task(const void* vctx, size_t task) {
     }
     for (size_t j = 0; j < np; ++j) {
       const size_t n0 = (p + j) * kNR, nc = min_sz(kNR, x.N - n0);
+      if (x.r) {
+        const __m256i mlo = lane_mask(nc), mhi = lane_mask(nc > 8 ? nc - 8 : 0);
+        acc[2 * j] = _mm256_add_ps(acc[2 * j], _mm256_maskload_ps(x.r + n0, mlo));
+        acc[2 * j + 1] = _mm256_add_ps(acc[2 * j + 1], _mm256_maskload_ps(x.r + n0 + 8, mhi));
+      }
       const __m256 lo = _mm256_min_ps(vmax, _mm256_max_ps(vmin, acc[2 * j]));
       const __m256 hi = _mm256_min_ps(vmax, _mm256_max_ps(vmin, acc[2 * j + 1]));
       if (nc == kNR) {
@@ -273,29 +310,32 @@ void gemm_pack(size_t K, size_t N, const float* B, bool b_is_nk, const float* bi
   }
 }
 
-void gemm(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, float* C, size_t ldc,
-          Activation act, Parallel& par) {
+namespace {
+
+// Runs C = act(A * packed + bias) with the work split for `threads` threads; on `par` when given, else
+// serially on the calling thread (the per-batch path of batch_matmul).
+void gemm_run(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, float* C, size_t ldc,
+              Activation act, size_t threads, Parallel* par, const float* R = nullptr, size_t ldr = 0) {
   if (M == 0 || N == 0) return;
-  const size_t threads = internal::parallel_threads(par);
   const size_t panels = div_up(N, kNR);
   const double flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K + 1);
   // Below ~100 kflop a fork/join costs more than it saves.
-  const size_t want_tasks = threads > 1 && flops > 2e5 ? threads * 4 : 1;
+  const size_t want_tasks = par && threads > 1 && flops > 2e5 ? threads * 4 : 1;
   if (M == 1) {
     GemvCtx v;
     v.N = N;
     v.K = K;
     v.panels = panels;
     v.group = 4;
-    const size_t groups = div_up(panels, v.group);
-    v.tasks = min_sz(want_tasks, groups);
+    v.tasks = min_sz(want_tasks, div_up(panels, v.group));
     v.a = A;
+    v.r = R;
     v.packed = static_cast<const float*>(packed);
     v.y = C;
     v.vmin = act.min;
     v.vmax = act.max;
-    internal::parallel_run(par, v.tasks, gemv_task, &v);
-    return;
+    if (v.tasks > 1) return internal::parallel_run(*par, v.tasks, gemv_task, &v);
+    return gemv_task(&v, 0);
   }
   GemmCtx x;
   x.M = M;
@@ -304,17 +344,26 @@ void gemm(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* 
   x.lda = lda;
   x.ldc = ldc;
   x.A = A;
+  x.R = R;
+  x.ldr = ldr;
   x.packed = static_cast<const float*>(packed);
   x.C = C;
   x.vmin = act.min;
   x.vmax = act.max;
   x.panels = panels;
+  // Packing A costs about one cycle per element against N/16 cycles of FMAs per element: worth it for wide
+  // N, or when the rows of A alias in L1 (row stride a multiple of 4 KB).
+  x.pack_a = (lda * sizeof(float)) % 4096 == 0;
+  { static int mode = -2; if (mode == -2) { const char* e = getenv("WX_PACKA"); mode = e ? atoi(e) : -1; }
+    if (mode == 0) x.pack_a = false; else if (mode == 1) x.pack_a = true; else if (mode == 2) x.pack_a = panels >= 16 || (lda * sizeof(float)) % 4096 == 0; }
   x.kc_blocks = max_sz(1, div_up(K, kKCMax));
   x.kc = max_sz(1, div_up(K, x.kc_blocks));
   // M chunks of whole MR tiles; N groups of panels. Split until there are enough units for the threads.
   x.m_chunk = min_sz(kMC, div_up(M, kMR) * kMR);
   x.m_chunks = div_up(M, x.m_chunk);
   x.n_group = panels;
+  { static int ng = -2; if (ng == -2) { const char* e = getenv("WX_NG"); ng = e ? atoi(e) : 128; }
+    if (ng > 0) x.n_group = max_sz(1, min_sz(panels, (size_t(ng) * 1024) / (x.m_chunk * kNR * sizeof(float)))); }
   if (want_tasks > 1) {
     while (x.m_chunks * div_up(panels, x.n_group) < want_tasks && x.n_group > 1) x.n_group = div_up(x.n_group, 2);
     while (x.m_chunks * div_up(panels, x.n_group) < want_tasks && x.m_chunk > kMR) {
@@ -324,8 +373,75 @@ void gemm(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* 
   }
   x.n_groups = div_up(panels, x.n_group);
   x.units = x.n_groups * x.m_chunks;
-  x.tasks = min_sz(x.units, want_tasks > 1 ? threads * 4 : 1);
-  internal::parallel_run(par, x.tasks, gemm_task, &x);
+  x.tasks = min_sz(x.units, want_tasks);
+  if (x.tasks > 1) return internal::parallel_run(*par, x.tasks, gemm_task, &x);
+  gemm_task(&x, 0);
+}
+
+struct BmmCtx {
+  size_t batch, M, N, K, a_bs, b_bs, tasks, packed_bytes;
+  const float* A;
+  const float* B;
+  float* C;
+  bool nk;
+};
+
+// A range of whole products per task, each packed into task-local scratch and multiplied serially.
+void bmm_task(const void* vctx, size_t task) {
+  const BmmCtx& x = *static_cast<const BmmCtx*>(vctx);
+  const size_t b0 = x.batch * task / x.tasks, b1 = x.batch * (task + 1) / x.tasks;
+  void* packed = internal::aligned_alloc64(x.packed_bytes);
+  const Activation none;
+  for (size_t b = b0; b < b1; ++b) {
+    if (b == b0 || x.b_bs != 0) gemm_pack(x.K, x.N, x.B + b * x.b_bs, x.nk, nullptr, packed);
+    gemm_run(x.M, x.N, x.K, x.A + b * x.a_bs, x.K, packed, x.C + b * x.M * x.N, x.N, none, 1, nullptr);
+  }
+  internal::aligned_free(packed);
+}
+
+}  // namespace
+
+void gemm(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, float* C, size_t ldc,
+          Activation act, Parallel& par) {
+  gemm_run(M, N, K, A, lda, packed, C, ldc, act, internal::parallel_threads(par), &par);
+}
+
+void gemm_residual(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, const float* R,
+                   size_t ldr, float* C, size_t ldc, Activation act, Parallel& par) {
+  gemm_run(M, N, K, A, lda, packed, C, ldc, act, internal::parallel_threads(par), &par, R, ldr);
+}
+
+void batch_matmul(size_t batch, size_t M, size_t N, size_t K, const float* A, size_t a_batch_stride,
+                  const float* B, size_t b_batch_stride, bool b_is_nk, float* C, Parallel& par) {
+  if (batch == 0 || M == 0 || N == 0) return;
+  BmmCtx x;
+  x.batch = batch;
+  x.M = M;
+  x.N = N;
+  x.K = K;
+  x.a_bs = a_batch_stride;
+  x.b_bs = b_batch_stride;
+  x.A = A;
+  x.B = B;
+  x.C = C;
+  x.nk = b_is_nk;
+  x.packed_bytes = gemm_packed_size(K, N);
+  const size_t threads = internal::parallel_threads(par);
+  const double flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K + 1);
+  if (threads > 1 && batch >= threads && flops * static_cast<double>(batch) > 2e5) {
+    // Whole products per task (heads of attention): no fork/join per product.
+    x.tasks = min_sz(batch, threads * 4);
+    if (batch % threads == 0 && batch <= threads * 8) x.tasks = batch;
+    return internal::parallel_run(par, x.tasks, bmm_task, &x);
+  }
+  // Few large products: pack each, then split the product itself over the threads.
+  void* packed = internal::aligned_alloc64(x.packed_bytes);
+  const Activation none;
+  for (size_t b = 0; b < batch; ++b) {
+    if (b == 0 || b_batch_stride != 0) gemm_pack(K, N, B + b * b_batch_stride, b_is_nk, nullptr, packed);
+    gemm_run(M, N, K, A + b * a_batch_stride, K, packed, C + b * M * N, N, none, threads, &par);
+  }
+  internal::aligned_free(packed);
 }
 
 }  // namespace avx2

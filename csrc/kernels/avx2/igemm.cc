@@ -49,7 +49,7 @@ inline void store16(float* c, size_t nc, __m256 lo, __m256 hi) {
 
 template <int MR>
 void ukernel(size_t ks, size_t kc, const float* const* a, const float* w, float* c, size_t ldc, size_t nc,
-             __m256 vmin, __m256 vmax) {
+             __m256 vmin, __m256 vmax, const float* r) {
   __m256 acc0[MR], acc1[MR];
   {
     const __m256 b0 = _mm256_loadu_ps(w), b1 = _mm256_loadu_ps(w + 8);
@@ -75,20 +75,34 @@ void ukernel(size_t ks, size_t kc, const float* const* a, const float* w, float*
       }
     }
   }
+  if (r) {  // fused residual (dense rows with the output's stride), added before the clamp
+#pragma GCC unroll 6
+    for (int m = 0; m < MR; ++m) {
+      if (nc == kNR) {
+        acc0[m] = _mm256_add_ps(acc0[m], _mm256_loadu_ps(r + m * ldc));
+        acc1[m] = _mm256_add_ps(acc1[m], _mm256_loadu_ps(r + m * ldc + 8));
+      } else {
+        alignas(32) float tmp[kNR] = {};
+        for (size_t j = 0; j < nc; ++j) tmp[j] = r[m * ldc + j];
+        acc0[m] = _mm256_add_ps(acc0[m], _mm256_load_ps(tmp));
+        acc1[m] = _mm256_add_ps(acc1[m], _mm256_load_ps(tmp + 8));
+      }
+    }
+  }
 #pragma GCC unroll 6
   for (int m = 0; m < MR; ++m)
     store16(c + m * ldc, nc, clamp8(acc0[m], vmin, vmax), clamp8(acc1[m], vmin, vmax));
 }
 
 void run_ukernel(size_t mr, size_t ks, size_t kc, const float* const* a, const float* w, float* c, size_t ldc,
-                 size_t nc, __m256 vmin, __m256 vmax) {
+                 size_t nc, __m256 vmin, __m256 vmax, const float* r) {
   switch (mr) {
-    case 6: return ukernel<6>(ks, kc, a, w, c, ldc, nc, vmin, vmax);
-    case 5: return ukernel<5>(ks, kc, a, w, c, ldc, nc, vmin, vmax);
-    case 4: return ukernel<4>(ks, kc, a, w, c, ldc, nc, vmin, vmax);
-    case 3: return ukernel<3>(ks, kc, a, w, c, ldc, nc, vmin, vmax);
-    case 2: return ukernel<2>(ks, kc, a, w, c, ldc, nc, vmin, vmax);
-    default: return ukernel<1>(ks, kc, a, w, c, ldc, nc, vmin, vmax);
+    case 6: return ukernel<6>(ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
+    case 5: return ukernel<5>(ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
+    case 4: return ukernel<4>(ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
+    case 3: return ukernel<3>(ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
+    case 2: return ukernel<2>(ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
+    default: return ukernel<1>(ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
   }
 }
 
@@ -132,6 +146,7 @@ struct ConvCtx {
   const float* packed;
   const float* zero;
   float* out;
+  const float* residual;  // dense like out, or null
   float vmin, vmax;
 };
 
@@ -178,7 +193,7 @@ void conv_task(const void* vctx, size_t task) {
     float* c = x.out + (n * P + px0) * x.OC + g * x.goc;
     for (size_t q = q0; q < q1; ++q)
       run_ukernel(mr, x.taps, x.gic, ind, wg + q * panel_floats, c + q * kNR, x.OC, min_sz(kNR, x.goc - q * kNR),
-                  vmin, vmax);
+                  vmin, vmax, x.residual ? x.residual + (c - x.out) + q * kNR : nullptr);
   }
   internal::aligned_free(ind);
 }
@@ -209,10 +224,19 @@ void conv2d_pack(const ConvParams& p, const float* filter, const float* bias, vo
   }
 }
 
-void conv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
-            const void* packed, float* out, Parallel& par) {
-  if (conv_uses_scalar(p)) return scalar::conv2d(p, N, H, W, in, OH, OW, packed, out, par);
+namespace {
+void conv2d_impl(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
+                 const void* packed, const float* residual, float* out, Parallel& par) {
   if (N == 0 || OH == 0 || OW == 0 || p.groups == 0 || p.group_output_channels == 0) return;
+  if (p.kernel_h == 1 && p.kernel_w == 1 && p.stride_h == 1 && p.stride_w == 1 && p.groups == 1 &&
+      p.pad_top == 0 && p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0 && OH == H && OW == W) {
+    // 1x1, stride 1, no padding: a GEMM on the [N*H*W, C] view; the packed panels ([16 bias][gic x 16]) are
+    // exactly gemm.cc's layout.
+    const size_t oc = p.group_output_channels;
+    if (residual) return gemm_residual(N * H * W, oc, p.group_input_channels, in, p.group_input_channels, packed,
+                                       residual, oc, out, oc, p.act, par);
+    return gemm(N * H * W, oc, p.group_input_channels, in, p.group_input_channels, packed, out, oc, p.act, par);
+  }
   ConvCtx x;
   x.p = &p;
   x.N = N;
@@ -228,6 +252,7 @@ void conv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, 
   x.in = in;
   x.packed = static_cast<const float*>(packed);
   x.out = out;
+  x.residual = residual;
   x.vmin = p.act.min;
   x.vmax = p.act.max;
   x.ptiles = div_up(OH * OW, kMR);
@@ -242,6 +267,19 @@ void conv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, 
   x.zero = zero;
   internal::parallel_run(par, x.tasks, conv_task, &x);
   internal::aligned_free(zero);
+}
+}  // namespace
+
+void conv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
+            const void* packed, float* out, Parallel& par) {
+  if (conv_uses_scalar(p)) return scalar::conv2d(p, N, H, W, in, OH, OW, packed, out, par);
+  conv2d_impl(p, N, H, W, in, OH, OW, packed, nullptr, out, par);
+}
+
+void conv2d_residual(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
+                     const void* packed, const float* residual, float* out, Parallel& par) {
+  if (conv_uses_scalar(p)) return scalar::conv2d_residual(p, N, H, W, in, OH, OW, packed, residual, out, par);
+  conv2d_impl(p, N, H, W, in, OH, OW, packed, residual, out, par);
 }
 
 }  // namespace avx2

@@ -15,9 +15,12 @@ const KernelTable* avx2_table() {
     t.gemm_packed_size = avx2::gemm_packed_size;
     t.gemm_pack = avx2::gemm_pack;
     t.gemm = avx2::gemm;
+    t.batch_matmul = avx2::batch_matmul;
     t.conv2d_packed_size = avx2::conv2d_packed_size;
     t.conv2d_pack = avx2::conv2d_pack;
     t.conv2d = avx2::conv2d;
+    t.conv2d_residual = avx2::conv2d_residual;
+    t.gemm_residual = avx2::gemm_residual;
     t.dwconv2d = avx2::dwconv2d;
     t.max_pool2d = avx2::max_pool2d;
     t.avg_pool2d = avx2::avg_pool2d;

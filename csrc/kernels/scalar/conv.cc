@@ -114,6 +114,16 @@ void conv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, 
 }
 
 // ---------------------------------------------------------------------------------------------- dwconv2d
+void conv2d_residual(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
+                     const void* packed, const float* residual, float* out, Parallel& par) {
+  ConvParams q = p;
+  q.act = Activation{};
+  conv2d(q, N, H, W, in, OH, OW, packed, out, par);
+  const Clamp clamp(p.act);
+  const size_t n = N * OH * OW * out_channels(p);
+  for (size_t i = 0; i < n; ++i) out[i] = clamp(out[i] + residual[i]);
+}
+
 size_t dwconv2d_packed_size(const ConvParams& p) {
   const size_t oc = out_channels(p);
   return (oc + oc * size_t{p.kernel_h} * p.kernel_w) * sizeof(float);

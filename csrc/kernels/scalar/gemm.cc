@@ -111,6 +111,15 @@ void gemm(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* 
   gemm_kn(M, N, K, A, lda, bias + N, N, bias, C, ldc, act, par);
 }
 
+void gemm_residual(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, const float* R,
+                   size_t ldr, float* C, size_t ldc, Activation act, Parallel& par) {
+  // bias + products, then + R, then the clamp (the order the fused kernels use).
+  gemm(M, N, K, A, lda, packed, C, ldc, Activation{}, par);
+  const Clamp clamp(act);
+  for (size_t m = 0; m < M; ++m)
+    for (size_t n = 0; n < N; ++n) C[m * ldc + n] = clamp(C[m * ldc + n] + R[m * ldr + n]);
+}
+
 void batch_matmul(size_t batch, size_t M, size_t N, size_t K, const float* A, size_t a_batch_stride,
                   const float* B, size_t b_batch_stride, bool b_is_nk, float* C, Parallel& par) {
   if (batch == 0 || M == 0 || N == 0) return;

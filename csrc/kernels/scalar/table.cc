@@ -17,6 +17,8 @@ const KernelTable& scalar_table() {
     t.conv2d_packed_size = scalar::conv2d_packed_size;
     t.conv2d_pack = scalar::conv2d_pack;
     t.conv2d = scalar::conv2d;
+    t.conv2d_residual = scalar::conv2d_residual;
+    t.gemm_residual = scalar::gemm_residual;
     t.dwconv2d_packed_size = scalar::dwconv2d_packed_size;
     t.dwconv2d_pack = scalar::dwconv2d_pack;
     t.dwconv2d = scalar::dwconv2d;

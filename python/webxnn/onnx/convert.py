@@ -307,7 +307,7 @@ class Converter:
 
     def _outputs(self) -> None:
         if not self.model.graph.output:  # e.g. an empty file parses as an empty ModelProto
-            raise ValidationError("the ONNX model has no graph outputs (an empty file, or not an ONNX model?)")
+            raise ValidationError("the ONNX model has no graph outputs (an empty file, or not ONNX?)")
         for o in self.model.graph.output:
             ident = self.namer.of(o.name)
             if o.name in self.consts:

@@ -8,6 +8,10 @@ protobuf actually parsed is a skeleton with those raw_data fields cut out (a few
 each initializer becomes a read-only numpy view of the mapped file. The pages are file-backed: the OS
 shares them with its page cache and can drop them under pressure, and only what is read is ever loaded.
 
+The views keep the map open for as long as the Graph holds them; like external data (also mapped), the
+file must not be rewritten in place while they live: `onnx.save` over it truncates it, and reading a
+truncated map is a SIGBUS. Write a new file and rename it over the old one instead.
+
 Anything unexpected in the wire data (groups, truncation, a repeated graph field) makes `load_mapped`
 return None, and the caller falls back to `onnx.load`, which reports real corruption properly.
 """
@@ -15,8 +19,9 @@ return None, and the caller falls back to `onnx.load`, which reports real corrup
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ...graph import DTYPES
+from ...xnn.ir import FLAG_TRANSPOSE_WEIGHTS
 from ..ir import LGraph, LNode
 from ..registry import RuleCtx, decomposes, folds, lowers, operand
 
@@ -36,12 +37,20 @@ def lower_matmul(ctx: RuleCtx, node: LNode) -> None:
 
 def _matmul(ctx: RuleCtx, a: str, b: str, out: str) -> None:
     va, vb = ctx.val(a), ctx.val(b)
-    # a constant B whose leading dims are all 1 is a fully connected layer: filter [N, K] (pre-transposed,
-    # so flags stay 0 as in ExecuTorch's `linear`), the input's leading dims become XNN's batch
+    # a constant B whose leading dims are all 1 is a fully connected layer; the input's leading dims become
+    # XNN's batch. The filter keeps the bytes it has, so compiling never copies a weight: B [K, N] goes in as
+    # is with TRANSPOSE_WEIGHTS (ExecuTorch's `mm`), and a B that is a transposed view of an [N, K] array
+    # (gemm bTranspose, torch's Linear) goes in as that array with flags 0 (ExecuTorch's `linear`).
     if vb.const is not None and vb.rank >= 2 and va.rank >= vb.rank and all(d == 1 for d in vb.shape[:-2]):
         k, n = vb.shape[-2], vb.shape[-1]
-        w = ctx.new_const(f"{b}.fc", np.asarray(vb.const.reshape(k, n).T, order="C"), vb.dtype, vb.half)
-        ctx.emit("XNNFullyConnected", {"input1_id": a, "filter_id": w, "bias_id": None}, out, flags=0)
+        data = vb.const.reshape(k, n)
+        if data.T.flags.c_contiguous and not data.flags.c_contiguous:
+            w = ctx.new_const(f"{b}.fc", data.T, vb.dtype, vb.half)
+            flags = 0
+        else:
+            w = ctx.new_const(f"{b}.fc", data, vb.dtype, vb.half)
+            flags = FLAG_TRANSPOSE_WEIGHTS
+        ctx.emit("XNNFullyConnected", {"input1_id": a, "filter_id": w, "bias_id": None}, out, flags=flags)
         return
     # batch matmul: give both operands the same rank (XNN broadcasts batch dims, not ranks)
     rank = max(va.rank, vb.rank)
@@ -81,7 +90,7 @@ def decompose_gemm(graph: LGraph, node: LNode) -> list[LNode]:
     def transposed(x: str) -> str:
         v = graph.values[x]
         if v.const is not None:  # constant now, so the alpha scaling below can land on it
-            return graph.add_const(f"{x}.t", np.asarray(v.const.T, order="C"), v.dtype, half=v.half)
+            return graph.add_const(f"{x}.t", v.const.T, v.dtype, half=v.half)  # a view: no copy
         return new("transpose", {"input": x}, (v.shape[1], v.shape[0]), "t", permutation=[1, 0])
 
     if at.get("aTranspose"):

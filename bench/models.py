@@ -1,0 +1,296 @@
+"""Model speed: MobileNetV2, ResNet-50 and a 6-layer MiniLM-sized encoder, webxnn vs onnxruntime.
+
+`python -m bench models [--models mobilenetv2 resnet50 minilm] [--threads 1 2] [--repeat 20] [--json PATH]`
+
+Each model is defined once here as an ONNX graph (onnx.helper, weights seeded, batch-norm already folded into
+the convolution biases as an exporter would), and the same ONNX bytes go to onnxruntime and to webxnn
+(`webxnn.from_onnx` -> `webxnn.compile` -> `webxnn.load`). Reported: median latency per thread count, the
+webxnn/ORT ratio, the 1->2 thread speed-up and the load time (verify + pack). A model that fails to import or
+compile is reported with the ops it is missing, and the others still run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import pathlib
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from bench.common import median_ms, onnxruntime_or_none, ort_session, progress, time_calls
+
+OPSET = 17
+
+
+# ------------------------------------------------------------------------------------------ graph builder
+class Builder:
+    """Collects ONNX nodes and seeded initializers; `conv`, `matmul`... return the output name."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.nodes: list[Any] = []
+        self.inits: list[Any] = []
+        self.n = 0
+
+    def _name(self, p: str) -> str:
+        self.n += 1
+        return f"{p}{self.n}"
+
+    def const(self, arr: np.ndarray, p: str = "w") -> str:
+        from onnx import numpy_helper  # noqa: PLC0415
+
+        name = self._name(p)
+        self.inits.append(numpy_helper.from_array(arr, name))
+        return name
+
+    def node(self, op: str, inputs: list[str], p: str | None = None, **attrs: Any) -> str:
+        from onnx import helper  # noqa: PLC0415
+
+        out = self._name(p or op.lower())
+        self.nodes.append(helper.make_node(op, inputs, [out], **attrs))
+        return out
+
+    def weight(self, shape: tuple[int, ...], fan_in: int) -> np.ndarray:
+        return (self.rng.standard_normal(shape) * math.sqrt(2.0 / fan_in)).astype(np.float32)
+
+    def conv(self, x: str, cin: int, cout: int, k: int, s: int = 1, groups: int = 1, act: str | None = None) -> str:
+        w = self.const(self.weight((cout, cin // groups, k, k), (cin // groups) * k * k))
+        b = self.const((self.rng.standard_normal(cout) * 0.01).astype(np.float32), "b")
+        pad = (k - 1) // 2
+        y = self.node("Conv", [x, w, b], kernel_shape=[k, k], strides=[s, s], pads=[pad] * 4, group=groups)
+        if act == "relu":
+            y = self.node("Relu", [y])
+        elif act == "relu6":
+            y = self.node("Clip", [y, self.const(np.array(0.0, np.float32), "lo"),
+                                   self.const(np.array(6.0, np.float32), "hi")])
+        return y
+
+    def linear(self, x: str, k: int, n: int) -> str:
+        w = self.const(self.weight((k, n), k) * np.float32(0.5))
+        b = self.const((self.rng.standard_normal(n) * 0.01).astype(np.float32), "b")
+        return self.node("Add", [self.node("MatMul", [x, w]), b])
+
+    def model(self, inputs: list[tuple[str, list[int]]], outputs: list[str]) -> bytes:
+        from onnx import TensorProto, helper  # noqa: PLC0415
+
+        graph = helper.make_graph(
+            self.nodes, "bench",
+            [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+            [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs], self.inits)
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+        m.ir_version = 8
+        return m.SerializeToString()
+
+
+# ------------------------------------------------------------------------------------------ models
+def mobilenet_v2() -> tuple[bytes, dict[str, np.ndarray]]:
+    b = Builder(1)
+    x = b.conv("input", 3, 32, 3, 2, act="relu6")
+    cin = 32
+    for t, c, n, s in [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
+                       (6, 320, 1, 1)]:
+        for i in range(n):
+            stride = s if i == 0 else 1
+            hidden = cin * t
+            y = x if t == 1 else b.conv(x, cin, hidden, 1, act="relu6")
+            y = b.conv(y, hidden, hidden, 3, stride, groups=hidden, act="relu6")
+            y = b.conv(y, hidden, c, 1)
+            x = b.node("Add", [x, y]) if stride == 1 and cin == c else y
+            cin = c
+    x = b.conv(x, cin, 1280, 1, act="relu6")
+    x = b.node("GlobalAveragePool", [x])
+    x = b.node("Flatten", [x], axis=1)
+    x = b.linear(x, 1280, 1000)
+    feeds = {"input": np.random.default_rng(7).standard_normal((1, 3, 224, 224), np.float32)}
+    return b.model([("input", [1, 3, 224, 224])], [x]), feeds
+
+
+def resnet50() -> tuple[bytes, dict[str, np.ndarray]]:
+    b = Builder(2)
+    x = b.conv("input", 3, 64, 7, 2, act="relu")
+    x = b.node("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    cin = 64
+    for width, blocks, stride in [(64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)]:
+        for i in range(blocks):
+            s = stride if i == 0 else 1
+            cout = width * 4
+            y = b.conv(x, cin, width, 1, act="relu")
+            y = b.conv(y, width, width, 3, s, act="relu")
+            y = b.conv(y, width, cout, 1)
+            short = b.conv(x, cin, cout, 1, s) if i == 0 else x
+            x = b.node("Relu", [b.node("Add", [y, short])])
+            cin = cout
+    x = b.node("GlobalAveragePool", [x])
+    x = b.node("Flatten", [x], axis=1)
+    x = b.linear(x, 2048, 1000)
+    feeds = {"input": np.random.default_rng(8).standard_normal((1, 3, 224, 224), np.float32)}
+    return b.model([("input", [1, 3, 224, 224])], [x]), feeds
+
+
+def minilm(layers: int = 6, seq: int = 128, hidden: int = 384, heads: int = 12, ffn: int = 1536
+           ) -> tuple[bytes, dict[str, np.ndarray]]:
+    """A BERT-style post-LN encoder on precomputed embeddings [1, seq, hidden] (MiniLM-L6-H384 sizes)."""
+    b = Builder(3)
+    dh = hidden // heads
+
+    def shape(*dims: int) -> str:
+        return b.const(np.array(dims, np.int64), "shape")
+
+    def layer_norm(x: str) -> str:
+        g = b.const((1 + 0.1 * b.rng.standard_normal(hidden)).astype(np.float32), "g")
+        be = b.const((0.1 * b.rng.standard_normal(hidden)).astype(np.float32), "beta")
+        return b.node("LayerNormalization", [x, g, be], axis=-1, epsilon=1e-12)
+
+    def heads_of(x: str) -> str:  # [1, S, H] -> [1, heads, S, dh]
+        return b.node("Transpose", [b.node("Reshape", [x, shape(1, seq, heads, dh)])], perm=[0, 2, 1, 3])
+
+    x = "input"
+    for _ in range(layers):
+        q, k, v = (heads_of(b.linear(x, hidden, hidden)) for _ in range(3))
+        kt = b.node("Transpose", [k], perm=[0, 1, 3, 2])
+        scores = b.node("Mul", [b.node("MatMul", [q, kt]), b.const(np.array(1 / math.sqrt(dh), np.float32), "s")])
+        ctx = b.node("MatMul", [b.node("Softmax", [scores], axis=-1), v])
+        ctx = b.node("Reshape", [b.node("Transpose", [ctx], perm=[0, 2, 1, 3]), shape(1, seq, hidden)])
+        x = layer_norm(b.node("Add", [x, b.linear(ctx, hidden, hidden)]))
+        h = b.linear(x, hidden, ffn)
+        # gelu as exported by PyTorch (erf form): x * 0.5 * (1 + erf(x / sqrt 2))
+        e = b.node("Erf", [b.node("Div", [h, b.const(np.array(math.sqrt(2), np.float32), "r2")])])
+        h = b.node("Mul", [b.node("Mul", [h, b.node("Add", [e, b.const(np.array(1, np.float32), "one")])]),
+                           b.const(np.array(0.5, np.float32), "half")])
+        x = layer_norm(b.node("Add", [x, b.linear(h, ffn, hidden)]))
+    feeds = {"input": np.random.default_rng(9).standard_normal((1, seq, hidden), np.float32)}
+    return b.model([("input", [1, seq, hidden])], [x]), feeds
+
+
+MODELS: dict[str, Callable[[], tuple[bytes, dict[str, np.ndarray]]]] = {
+    "mobilenetv2": mobilenet_v2,
+    "resnet50": resnet50,
+    "minilm": minilm,
+}
+
+
+# ------------------------------------------------------------------------------------------ webxnn side
+def _missing_ops(model_bytes: bytes, err: Exception) -> str:
+    """The ONNX op types of the model the importer does not know (or the error text if all are known)."""
+    try:
+        import onnx  # noqa: PLC0415
+
+        from webxnn.onnx import supported_ops  # noqa: PLC0415
+
+        ops = sorted({n.op_type for n in onnx.load_from_string(model_bytes).graph.node})
+        missing = [o for o in ops if o not in set(supported_ops())]
+        if missing:
+            return "missing ONNX ops: " + ", ".join(missing)
+    except Exception:  # noqa: BLE001 - best effort diagnostics only
+        pass
+    return f"{type(err).__name__}: {err}"
+
+
+def webxnn_compile(model_bytes: bytes) -> bytes:
+    import onnx  # noqa: PLC0415
+
+    import webxnn  # noqa: PLC0415
+
+    graph = webxnn.from_onnx(onnx.load_from_string(model_bytes))
+    return webxnn.compile(graph)
+
+
+# ------------------------------------------------------------------------------------------ driver
+def run(names: list[str], threads_list: list[int], repeat: int, show_progress: bool) -> dict[str, Any]:
+    import webxnn  # noqa: PLC0415
+
+    ort = onnxruntime_or_none()
+    results: list[dict[str, Any]] = []
+    for name in progress(names, "models", show_progress):
+        model, feeds = MODELS[name]()
+        entry: dict[str, Any] = {"model": name, "onnx_bytes": len(model), "runs": []}
+        blob = None
+        try:
+            t0 = time.perf_counter()
+            blob = webxnn_compile(model)
+            entry["compile_ms"] = (time.perf_counter() - t0) * 1e3
+        except Exception as e:  # noqa: BLE001 - reported, the other models still run
+            entry["error"] = _missing_ops(model, e)
+        ref = None
+        for t in threads_list:
+            run_: dict[str, Any] = {"threads": t}
+            if ort is not None:
+                sess = ort_session(model, t)
+                run_["ort_ms"] = median_ms(time_calls(lambda s=sess: s.run(None, feeds), repeat, warmup=3))
+                ref = sess.run(None, feeds)[0]
+            if blob is not None:
+                try:
+                    t0 = time.perf_counter()
+                    prog = webxnn.load(blob, threads=t)
+                    run_["load_ms"] = (time.perf_counter() - t0) * 1e3
+                    x = {k: v for k, v in feeds.items()}
+                    out = prog.run(x)
+                    y = next(iter(out.values()))
+                    if ref is not None:
+                        run_["max_abs_diff_vs_ort"] = float(np.max(np.abs(y.reshape(ref.shape) - ref)))
+                    run_["webxnn_ms"] = median_ms(time_calls(lambda p=prog: p.run(x), repeat, warmup=3))
+                    run_["kernels"] = prog.kernels
+                except Exception as e:  # noqa: BLE001
+                    entry["error"] = f"{type(e).__name__}: {e}"
+            if run_.get("webxnn_ms") and run_.get("ort_ms"):
+                run_["ratio"] = run_["webxnn_ms"] / run_["ort_ms"]
+            entry["runs"].append(run_)
+        by_t = {r["threads"]: r for r in entry["runs"]}
+        if 1 in by_t and 2 in by_t:
+            for key in ("webxnn_ms", "ort_ms"):
+                if by_t[1].get(key) and by_t[2].get(key):
+                    entry[f"{key.split('_')[0]}_speedup_2t"] = by_t[1][key] / by_t[2][key]
+        results.append(entry)
+    return {"cpu": webxnn.cpu_info(), "models": results}
+
+
+def _f(v: float | None, spec: str) -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def markdown(result: dict[str, Any]) -> str:
+    lines = ["| model | thr | webxnn ms | ORT ms | webxnn/ORT | load ms | max |diff| | 2T speed-up (webxnn / ORT) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    notes = []
+    for e in result["models"]:
+        for r in e["runs"]:
+            su = ""
+            if r["threads"] == 2:
+                su = f"{_f(e.get('webxnn_speedup_2t'), '.2f')} / {_f(e.get('ort_speedup_2t'), '.2f')}"
+            lines.append(f"| {e['model']} | {r['threads']} | {_f(r.get('webxnn_ms'), '.2f')} | "
+                         f"{_f(r.get('ort_ms'), '.2f')} | {_f(r.get('ratio'), '.2f')} | {_f(r.get('load_ms'), '.1f')} "
+                         f"| {_f(r.get('max_abs_diff_vs_ort'), '.2g')} | {su} |")
+        if e.get("error"):
+            notes.append(f"- {e['model']}: {e['error']}")
+    return "\n".join(lines + ([""] + notes if notes else []))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench models", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--json", type=pathlib.Path, default=pathlib.Path("bench/out/models.json"))
+    parser.add_argument("--save-onnx", type=pathlib.Path, default=None, help="also write the ONNX models here")
+    parser.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        import onnx  # noqa: F401, PLC0415
+    except ImportError:
+        print("the models suite needs the `onnx` package (pip install onnx)")
+        return 1
+    if args.save_onnx:
+        args.save_onnx.mkdir(parents=True, exist_ok=True)
+        for n in args.models:
+            (args.save_onnx / f"{n}.onnx").write_bytes(MODELS[n]()[0])
+    result = run(args.models, args.threads, args.repeat, not args.no_progress)
+    print(markdown(result))
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(result, indent=2))
+    print(f"\nJSON: {args.json}")
+    return 0
