@@ -243,3 +243,32 @@ def test_batch_matmul_best_threads(ba, bb, m, n, k, nk):
     got = K.batch_matmul(a, b, b_is_nk=nk, isa="best")
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=3e-6 * k)
     same_bytes(got, K.batch_matmul(a, b, b_is_nk=nk, isa="best", threads=2))
+
+
+# ------------------------------------------------------------------------------------------------ fused residual
+@SETTINGS
+@given(m=st.sampled_from([1, 5, 6, 150]), n=st.sampled_from([3, 16, 40]), k=st.sampled_from([1, 64, 400]),
+       act=st.booleans())
+def test_gemm_residual(m, n, k, act):
+    a, b, bias, r = rand(m, k), rand(k, n), rand(n), rand(m, n)
+    lo, hi = (0.0, 6.0) if act else (-np.inf, np.inf)
+    want = np.clip(a.astype(np.float64) @ b + bias + r, lo, hi)
+    for isa in ("scalar", "best"):
+        got = K.gemm(a, b, bias, min=lo, max=hi, isa=isa, residual=r)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=3e-6 * k + 1e-6, err_msg=isa)
+        same_bytes(got, K.gemm(a, b, bias, min=lo, max=hi, isa=isa, residual=r, threads=2))
+
+
+@pytest.mark.parametrize("k,s,pad,c,oc", [(1, 1, 0, 16, 24), (1, 2, 0, 8, 17), (3, 1, 1, 5, 32), (3, 2, 1, 3, 7)])
+def test_conv2d_residual(k, s, pad, c, oc):
+    x, f, b = rand(1, 9, 11, c), rand(oc, k, k, c), rand(oc)
+    kw = dict(pads=(pad,) * 4, strides=(s, s), min=0.0, max=np.inf)
+    plain = K.conv2d(x, f, b, pads=(pad,) * 4, strides=(s, s))
+    r = rand(*plain.shape)
+    want = np.maximum(plain.astype(np.float64) + r, 0)
+    for isa in ("scalar", "best"):
+        got = K.conv2d(x, f, b, isa=isa, residual=r, **kw)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=isa)
+        same_bytes(got, K.conv2d(x, f, b, isa=isa, residual=r, threads=2, **kw))
+    with pytest.raises(InputError, match="residual"):
+        K.conv2d(x, f, b, residual=rand(1, 2, 2, oc), **kw)

@@ -37,13 +37,14 @@ def _is_blob(path: str) -> bool:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    from .compiler import compile as compile_graph
+    from .compiler import compile_graph
+    from .xnn.writer import serialize_to_file
 
     graph = _load_graph(args)
-    blob = compile_graph(graph, profile=args.profile)
     out = args.output or str(pathlib.Path(args.model).with_suffix(".xnn"))
-    pathlib.Path(out).write_bytes(blob)
-    print(f"wrote {out} ({len(blob):,} bytes)")
+    # streamed: each constant is laid out and written in turn, so the blob is never whole in memory
+    size = serialize_to_file(compile_graph(graph, profile=args.profile), out)
+    print(f"wrote {out} ({size:,} bytes)")
     return 0
 
 

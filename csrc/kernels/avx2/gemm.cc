@@ -123,7 +123,7 @@ void run_ukernel(size_t mr, size_t kc, const float* a, size_t lda, const float* 
     case 5: return ukernel<5, kFull, kPacked>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
     case 4: return ukernel<4, kFull, kPacked>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
     case 3: return ukernel<3, kFull, kPacked>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
-    case 2: return ukernel<2, kFull, kPacked>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail);
+    case 2: return ukernel<2, kFull, kPacked>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
     default: return ukernel<1, kFull, kPacked>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
   }
 }

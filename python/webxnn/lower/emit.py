@@ -82,8 +82,8 @@ def emit(lg: LGraph) -> XnnGraph:
         if v.const is not None:
             data = v.const
             want = NUMPY_DTYPE[dt]
-            if data.dtype != want or not data.flags.c_contiguous:
-                data = np.asarray(data, dtype=want, order="C")
+            if data.dtype != want:
+                data = data.astype(want)
             val.constant_buffer_idx = g.add_constant(data)
         if name in lg.inputs:
             val.external_id = lg.inputs.index(name)

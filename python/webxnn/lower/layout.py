@@ -43,7 +43,7 @@ class _Converter:
             data = v.const
             if layout == NHWC and data.ndim < 4:  # broadcastable constant: align to rank 4 first
                 data = data.reshape((1,) * (4 - data.ndim) + data.shape)
-            data = np.asarray(np.transpose(data, perm), order="C")
+            data = np.transpose(data, perm)  # a view: the writer lays it out when it writes the blob
             new = self.lg.add_const(f"{name}.{layout or 'nchw'}", data, v.dtype, layout=layout, half=v.half)
         else:
             shape = tuple(v.shape[p] for p in perm)

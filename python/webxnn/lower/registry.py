@@ -114,7 +114,9 @@ class RuleCtx:
         return self.graph.add_value(hint, dtype, shape, layout=layout)
 
     def new_const(self, hint: str, data: np.ndarray, dtype: str, half: bool = False) -> str:
-        return self.graph.add_const(hint, np.asarray(data, order="C"), dtype, half=half)
+        # views stay views (permuted filters): the writer makes each constant contiguous as it writes it,
+        # so compiling never holds a second full copy of the weights
+        return self.graph.add_const(hint, np.asarray(data), dtype, half=half)
 
     # nodes
     def emit(self, kind: str, operands: dict[str, Any], outputs: list[str] | str,

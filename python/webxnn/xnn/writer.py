@@ -463,19 +463,19 @@ def _parts(g: XnnGraph) -> Iterator[bytes | memoryview]:
     padding. The constants are views of the caller's data, so joining or writing the parts is the only
     copy."""
     validate(g)
-    datas = [_as_bytes(c, f"constants[{i}]") for i, c in enumerate(g.constants[1:], 1)]
     entries = [(0, 0)]
     seg = 0
-    for d in datas:
-        entries.append((seg, d.nbytes))
-        seg += align16(d.nbytes)
+    for c in g.constants[1:]:
+        entries.append((seg, _nbytes(c)))
+        seg += align16(_nbytes(c))
     fb = _build_flatbuffer(g, entries)
     const_off = FLATBUFFER_OFFSET + align16(len(fb))
     yield encode_header(FLATBUFFER_OFFSET, len(fb), const_off, seg) + b"\0\0"
     yield fb
     yield bytes(const_off - FLATBUFFER_OFFSET - len(fb))
     zeros = bytes(CONSTANT_ALIGNMENT)
-    for d in datas:
+    for i, c in enumerate(g.constants[1:], 1):
+        d = _as_bytes(c, f"constants[{i}]")  # one at a time: a non-contiguous view is laid out only here
         yield d
         if d.nbytes % CONSTANT_ALIGNMENT:
             yield zeros[: align16(d.nbytes) - d.nbytes]
