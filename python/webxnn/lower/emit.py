@@ -8,8 +8,6 @@ in the metadata table.
 
 from __future__ import annotations
 
-import numpy as np
-
 from .. import __version__
 from ..errors import UnsupportedError
 from ..graph import DynDim
