@@ -99,7 +99,8 @@ def _ulp_err(got: np.ndarray, want64: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("op", sorted(TRANS))
 def test_transcendental_accuracy(op):
     """Dense sweep over the interesting range; a few ULP where the result is not tiny."""
-    x = np.concatenate([np.linspace(-12, 12, 20011, dtype=np.float32), np.geomspace(1e-7, 1, 500).astype(np.float32),
+    x = np.concatenate([np.linspace(-12, 12, 20011, dtype=np.float32),
+                        np.geomspace(1e-7, 1, 500).astype(np.float32),
                         -np.geomspace(1e-7, 1, 500).astype(np.float32), np.array([0.0, -0.0], np.float32)])
     if op == "exp":
         x = np.concatenate([x, np.linspace(-87, 88.7, 3001, dtype=np.float32)])
@@ -114,8 +115,8 @@ def test_transcendental_accuracy(op):
 
 @pytest.mark.parametrize("op", sorted(TRANS))
 def test_transcendental_edges(op):
-    x = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-30, -1e-30, 88.5, 89.0, -87.5, -104.0, -200.0, 200.0],
-                 np.float32)
+    x = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-30, -1e-30, 88.5, 89.0, -87.5, -104.0, -200.0,
+                  200.0], np.float32)
     with np.errstate(all="ignore"):
         want = K.unary(op, x)  # scalar (libm) reference
         got = K.unary(op, x, isa="best")
@@ -182,7 +183,8 @@ def test_normalize(rows, cols, has_g, has_b, offset):
 
 def test_normalize_errors_and_3d():
     x = rand(2, 3, 16)
-    np.testing.assert_allclose(K.normalize(x, isa="best"), norm_ref(x, None, None, 1e-5), rtol=1e-4, atol=2e-5)
+    want = norm_ref(x, None, None, 1e-5)
+    np.testing.assert_allclose(K.normalize(x, isa="best"), want, rtol=1e-4, atol=2e-5)
     with pytest.raises(InputError, match="scale"):
         K.normalize(x, rand(5))
 
@@ -202,9 +204,10 @@ def test_bench_entry_points():
         assert K.peak_fma(threads=1, iters=10000, repeat=1) > 0
 
 
-# ------------------------------------------------------------------------------------------------ depthwise / pool
+# ---------------------------------------------------------------------------------------- depthwise / pool
 @SETTINGS
-@given(w=st.sampled_from([4, 5, 13, 23]), c=st.sampled_from([1, 8, 19, 32]), k=st.sampled_from([(3, 3), (5, 5), (1, 7)]),
+@given(w=st.sampled_from([4, 5, 13, 23]), c=st.sampled_from([1, 8, 19, 32]),
+       k=st.sampled_from([(3, 3), (5, 5), (1, 7)]),
        s=st.sampled_from([1, 2]), d=st.sampled_from([1, 2]), pad=st.sampled_from([0, 1, 2]))
 def test_dwconv_wide_rows_vs_scalar(w, c, k, s, d, pad):
     """Rows wide enough for the 4-pixel interior loop, with borders, channel tails, stride and dilation."""
@@ -232,7 +235,7 @@ def test_pools_large_vs_scalar_threads_nan():
         same_bytes(got, fn(x, (3, 3), isa="best", threads=2, **kw))
 
 
-# ------------------------------------------------------------------------------------------------ batch matmul
+# ---------------------------------------------------------------------------------------- batch matmul
 @pytest.mark.parametrize("ba,bb,m,n,k,nk", [(12, 12, 128, 128, 32, False), (12, 12, 128, 32, 128, False),
                                             (3, 1, 7, 17, 33, True), (1, 5, 1, 40, 9, False),
                                             (1, 1, 150, 70, 400, True), (2, 2, 13, 5, 700, False)])
@@ -245,7 +248,7 @@ def test_batch_matmul_best_threads(ba, bb, m, n, k, nk):
     same_bytes(got, K.batch_matmul(a, b, b_is_nk=nk, isa="best", threads=2))
 
 
-# ------------------------------------------------------------------------------------------------ fused residual
+# ---------------------------------------------------------------------------------------- fused residual
 @SETTINGS
 @given(m=st.sampled_from([1, 5, 6, 150]), n=st.sampled_from([3, 16, 40]), k=st.sampled_from([1, 64, 400]),
        act=st.booleans())
@@ -259,7 +262,8 @@ def test_gemm_residual(m, n, k, act):
         same_bytes(got, K.gemm(a, b, bias, min=lo, max=hi, isa=isa, residual=r, threads=2))
 
 
-@pytest.mark.parametrize("k,s,pad,c,oc", [(1, 1, 0, 16, 24), (1, 2, 0, 8, 17), (3, 1, 1, 5, 32), (3, 2, 1, 3, 7)])
+@pytest.mark.parametrize("k,s,pad,c,oc",
+                         [(1, 1, 0, 16, 24), (1, 2, 0, 8, 17), (3, 1, 1, 5, 32), (3, 2, 1, 3, 7)])
 def test_conv2d_residual(k, s, pad, c, oc):
     x, f, b = rand(1, 9, 11, c), rand(oc, k, k, c), rand(oc)
     kw = dict(pads=(pad,) * 4, strides=(s, s), min=0.0, max=np.inf)
@@ -272,3 +276,13 @@ def test_conv2d_residual(k, s, pad, c, oc):
         same_bytes(got, K.conv2d(x, f, b, isa=isa, residual=r, threads=2, **kw))
     with pytest.raises(InputError, match="residual"):
         K.conv2d(x, f, b, residual=rand(1, 2, 2, oc), **kw)
+
+
+def test_gemm_k_zero_and_empty():
+    a, b, bias = np.zeros((7, 0), np.float32), np.zeros((0, 20), np.float32), rand(20)
+    for isa in ("scalar", "best"):
+        got = K.gemm(a, b, bias, isa=isa, min=-0.5, max=0.5)
+        np.testing.assert_array_equal(got, np.broadcast_to(np.clip(bias, -0.5, 0.5), (7, 20)))
+        np.testing.assert_array_equal(K.gemm(np.zeros((1, 0), np.float32), b, bias, isa=isa)[0], bias)
+        assert K.batch_matmul(np.zeros((2, 3, 0), np.float32), np.zeros((2, 0, 4), np.float32),
+                              isa=isa).shape == (2, 3, 4)

@@ -3,6 +3,10 @@
 #include <functional>
 #include <new>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #include "kernels/internal.h"
 
 namespace webxnn {
@@ -20,6 +24,18 @@ void parallel_run(Parallel& par, size_t tasks, TaskFn fn, const void* ctx) {
 size_t parallel_threads(const Parallel& par) { return par.threads(); }
 
 void* aligned_alloc64(size_t bytes) {
+#if defined(__linux__)
+  // Large buffers (packed weights of big GEMMs) on transparent huge pages where the kernel allows it
+  // (THP "madvise" mode): GEMM panels sweep megabytes, and 4 KB pages cost measurable TLB misses.
+  constexpr size_t kHuge = size_t{2} << 20;
+  if (bytes >= kHuge) {
+    const size_t rounded = ((bytes + kHuge - 1) / kHuge) * kHuge;
+    void* p = std::aligned_alloc(kHuge, rounded);
+    if (!p) throw std::bad_alloc();
+    madvise(p, rounded, MADV_HUGEPAGE);  // advisory; failure is harmless
+    return p;
+  }
+#endif
   const size_t rounded = ((bytes + 63) / 64) * 64;
   void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
   if (!p) throw std::bad_alloc();

@@ -70,14 +70,34 @@ class PyProgram {
     for (const auto& o : p_->outputs()) out_dtypes_.push_back(py::dtype(public_dtype_name(o.dtype)));
   }
 
+  // Holds a read-only Python buffer (and its object) for a Program that borrows its bytes. Released with the
+  // GIL held, whichever thread drops the last reference.
+  struct BufferOwner {
+    std::unique_ptr<py::buffer_info> info;
+    py::object obj;
+    ~BufferOwner() {
+      py::gil_scoped_acquire gil;
+      info.reset();
+      obj = py::object();
+    }
+  };
+
   static PyProgram from_buffer(const py::buffer& buf, size_t threads) {
-    py::buffer_info info = buf.request();  // requires a contiguous buffer
-    const size_t size = static_cast<size_t>(info.size * info.itemsize);
-    const void* data = info.ptr;
+    auto info = std::make_unique<py::buffer_info>(buf.request());  // requires a contiguous buffer
+    const size_t size = static_cast<size_t>(info->size * info->itemsize);
+    const void* data = info->ptr;
+    const bool readonly = info->readonly;
     LoadOptions opts;
     opts.threads = threads;
     std::shared_ptr<Program> p;
-    {
+    if (readonly && size) {
+      // bytes (or a read-only view of them) cannot change: verify and use them in place, no copy.
+      auto owner = std::make_shared<BufferOwner>();
+      owner->info = std::move(info);
+      owner->obj = buf;
+      py::gil_scoped_release nogil;
+      p = Program::load_borrowed(data, size, std::move(owner), opts);
+    } else {
       py::gil_scoped_release nogil;
       p = Program::load_bytes(data, size, opts);
     }
@@ -95,7 +115,45 @@ class PyProgram {
     return PyProgram(std::move(p));
   }
 
-  py::list run(const py::sequence& inputs) const {
+  py::list run(const py::sequence& inputs) const { return run_impl(inputs, 0, nullptr, nullptr); }
+
+  // Runs `repeat` times and returns one entry per step of the plan (then one per node that needed no step):
+  // (node, kind, source, output shape, fused node or -1, [ns per run]).
+  py::list profile(const py::sequence& inputs, size_t repeat) const {
+    std::shared_ptr<const Plan> plan;
+    std::vector<std::vector<uint64_t>> times;
+    run_impl(inputs, repeat == 0 ? 1 : repeat, &plan, &times);
+    return describe_plan(*plan, &times);
+  }
+
+  // The declared shapes' plan: (node, kind, source, output shape, fused node or -1, None when the node needs
+  // no step else [ns per run] (empty without timings), runs serially).
+  py::list describe_plan(const Plan& plan, const std::vector<std::vector<uint64_t>>* times) const {
+    const Model& m = p_->model();
+    auto entry = [&](uint32_t node, int64_t fused, py::object ns, bool serial) {
+      const Node& nd = m.nodes[node];
+      const uint32_t out = fused >= 0 ? m.nodes[static_cast<size_t>(fused)].outputs[0] : nd.outputs[0];
+      const char* kind = node_type_name(static_cast<uint8_t>(nd.type));
+      const std::string src = node < m.node_sources.size() ? m.node_sources[node] : std::string();
+      py::list shape;
+      for (size_t d : plan.shapes[out]) shape.append(d);
+      return py::make_tuple(node, kind ? kind : "?", src, shape, fused, ns, serial);
+    };
+    py::list r;
+    for (size_t s = 0; s < plan.steps.size(); ++s) {
+      const Step& st = plan.steps[s];
+      py::list ns;
+      if (times) {
+        for (const auto& t : *times) ns.append(t[s]);
+      }
+      r.append(entry(st.node, st.add == kNoValue ? -1 : static_cast<int64_t>(st.add), ns, st.serial));
+    }
+    for (uint32_t node : plan.aliased_nodes) r.append(entry(node, -1, py::none(), true));
+    return r;
+  }
+
+  py::list run_impl(const py::sequence& inputs, size_t repeat, std::shared_ptr<const Plan>* plan_out,
+                    std::vector<std::vector<uint64_t>>* times) const {
     const auto& infos = p_->inputs();
     if (static_cast<size_t>(py::len(inputs)) != infos.size()) {
       input_error("expected " + std::to_string(infos.size()) + " inputs, got " + std::to_string(py::len(inputs)));
@@ -131,6 +189,13 @@ class PyProgram {
       py::array a(out_dtypes_[k], shape);
       out_ptrs.push_back(a.mutable_data());
       result.append(a);
+    }
+    if (times) {
+      py::gil_scoped_release nogil;
+      times->assign(repeat, std::vector<uint64_t>(plan->steps.size(), 0));
+      for (size_t k = 0; k < repeat; ++k) p_->run(*plan, in_ptrs.data(), out_ptrs.data(), (*times)[k].data());
+      *plan_out = plan;
+      return result;
     }
     {
       py::gil_scoped_release nogil;
@@ -170,10 +235,17 @@ PYBIND11_MODULE(_runtime, m) {
       .def_property_readonly("inputs", [](const PyProgram& p) { return webxnn::describe(p.program().inputs()); })
       .def_property_readonly("outputs", [](const PyProgram& p) { return webxnn::describe(p.program().outputs()); })
       .def_property_readonly("peak_arena_bytes", [](const PyProgram& p) { return p.program().peak_arena_bytes(); })
+      .def_property_readonly("packed_weight_bytes",
+                             [](const PyProgram& p) { return p.program().packed_weight_bytes(); })
+      .def_property_readonly("plan",
+                             [](const PyProgram& p) { return p.describe_plan(p.program().base_plan(), nullptr); })
       .def_property_readonly("threads", [](const PyProgram& p) { return p.program().threads(); })
       .def_property_readonly("kernels", [](const PyProgram& p) { return std::string(p.program().kernels_name()); })
       .def("run", &PyProgram::run, py::arg("inputs"),
-           "Run with a list of arrays (in input order); returns a list of new arrays (in output order).");
+           "Run with a list of arrays (in input order); returns a list of new arrays (in output order).")
+      .def("profile", &PyProgram::profile, py::arg("inputs"), py::arg("repeat") = 1,
+           "Run `repeat` times timing every step: a list of (node, kind, source, output shape, fused node or -1, "
+           "[ns per run] or None for a node that needs no step, serial).");
 
   // kernels_binding.cc creates the `kernels` submodule itself.
   webxnn::bind_kernels(m);

@@ -543,14 +543,30 @@ class Decoder {
     auto R = [&](const char* field, uint32_t id, bool optional = false) {
       return ref(i, tname, field, id, optional);
     };
+    // The fields most node tables share: input_id -> output_id, flags.
+    auto out_flags = [&](const auto* t) {
+      nd.outputs = {R("output_id", t->output_id())};
+      nd.flags = t->flags();
+    };
+    auto pool_window = [](const auto* t, PoolParams& p) {
+      p.pad_top = t->padding_top();
+      p.pad_right = t->padding_right();
+      p.pad_bottom = t->padding_bottom();
+      p.pad_left = t->padding_left();
+      p.pool_h = t->pooling_height();
+      p.pool_w = t->pooling_width();
+    };
+    auto io = [&](const auto* t) {
+      nd.inputs = {R("input_id", t->input_id())};
+      out_flags(t);
+    };
     using T = NodeType;
     switch (nd.type) {
       case T::kAdd: case T::kDiv: case T::kMinimum: case T::kMultiply: case T::kSubtract: case T::kMaximum:
       case T::kPReLU: case T::kBatchMatrixMultiply: {
         const auto* t = static_cast<const fb::_XNNNode2x1*>(obj);
         nd.inputs = {R("input1_id", t->input1_id()), R("input2_id", t->input2_id())};
-        nd.outputs = {R("output_id", t->output_id())};
-        nd.flags = t->flags();
+        out_flags(t);
         break;
       }
       case T::kSoftmax: case T::kSigmoid: case T::kClamp: case T::kFloor: case T::kConvert:
@@ -558,25 +574,20 @@ class Decoder {
       case T::kNegate: case T::kSquare: case T::kAbs: case T::kReciprocalSquareRoot: case T::kLog:
       case T::kGelu: case T::kTanh: case T::kExp: case T::kSin: case T::kCopy: case T::kCos: {
         const auto* t = static_cast<const fb::_XNNNode1x1*>(obj);
-        nd.inputs = {R("input_id", t->input_id())};
-        nd.outputs = {R("output_id", t->output_id())};
-        nd.flags = t->flags();
+        io(t);
         break;
       }
       case T::kFullyConnected: {
         const auto* t = static_cast<const fb::XNNFullyConnected*>(obj);
         nd.inputs = {R("input1_id", t->input1_id()), R("filter_id", t->filter_id()),
                      R("bias_id", t->bias_id(), true)};
-        nd.outputs = {R("output_id", t->output_id())};
-        nd.flags = t->flags();
+        out_flags(t);
         break;
       }
       case T::kStaticTranspose: {
         const auto* t = static_cast<const fb::XNNStaticTranspose*>(obj);
         nd.ints_a = uvec(t->perm());
-        nd.inputs = {R("input_id", t->input_id())};
-        nd.outputs = {R("output_id", t->output_id())};
-        nd.flags = t->flags();
+        io(t);
         break;
       }
       case T::kConv2d: case T::kDepthwiseConv2d: case T::kConvTranspose2d: {
@@ -600,17 +611,14 @@ class Decoder {
         c.act = nd.act;
         nd.inputs = {R("input1_id", t->input1_id()), R("filter_id", t->filter_id()),
                      R("bias_id", t->bias_id(), true)};
-        nd.outputs = {R("output_id", t->output_id())};
-        nd.flags = t->flags();
+        out_flags(t);
         break;
       }
       case T::kStaticResizeBilinear2D: {
         const auto* t = static_cast<const fb::XNNStaticResizeBilinear2D*>(obj);
         nd.new_height = t->new_height();
         nd.new_width = t->new_width();
-        nd.inputs = {R("input_id", t->input_id())};
-        nd.outputs = {R("output_id", t->output_id())};
-        nd.flags = t->flags();
+        io(t);
         break;
       }
       case T::kStaticConstantPad: {
@@ -618,48 +626,32 @@ class Decoder {
         nd.ints_a = uvec(t->pre_paddings());
         nd.ints_b = uvec(t->post_paddings());
         nd.alpha = t->padding_value();
-        nd.inputs = {R("input_id", t->input_id())};
-        nd.outputs = {R("output_id", t->output_id())};
-        nd.flags = t->flags();
+        io(t);
         break;
       }
       case T::kAvgPooling2d: case T::kMaxPooling2d: {
         const auto* t = static_cast<const fb::_XNNPooling2D*>(obj);
         PoolParams& p = nd.pool;
-        p.pad_top = t->padding_top();
-        p.pad_right = t->padding_right();
-        p.pad_bottom = t->padding_bottom();
-        p.pad_left = t->padding_left();
-        p.pool_h = t->pooling_height();
-        p.pool_w = t->pooling_width();
+        pool_window(t, p);
         p.stride_h = t->stride_height();
         p.stride_w = t->stride_width();
         // ExecuTorch writes 0 (meaning 1) for average pooling, which has no dilation.
         p.dilation_h = nd.type == T::kAvgPooling2d ? 1 : std::max<uint32_t>(1, t->dilation_height());
         p.dilation_w = nd.type == T::kAvgPooling2d ? 1 : std::max<uint32_t>(1, t->dilation_width());
         p.act = nd.act;
-        nd.inputs = {R("input_id", t->input_id())};
-        nd.outputs = {R("output_id", t->output_id())};
-        nd.flags = t->flags();
+        io(t);
         break;
       }
       case T::kStaticReshape: {
         const auto* t = static_cast<const fb::XNNStaticReshape*>(obj);
         nd.ints_a = uvec(t->new_shape());
-        nd.inputs = {R("input_id", t->input_id())};
-        nd.outputs = {R("output_id", t->output_id())};
-        nd.flags = t->flags();
+        io(t);
         break;
       }
       case T::kArgMaxPooling2d: {
         const auto* t = static_cast<const fb::XNNArgMaxPooling2d*>(obj);
         PoolParams& p = nd.pool;
-        p.pad_top = t->padding_top();
-        p.pad_right = t->padding_right();
-        p.pad_bottom = t->padding_bottom();
-        p.pad_left = t->padding_left();
-        p.pool_h = t->pooling_height();
-        p.pool_w = t->pooling_width();
+        pool_window(t, p);
         p.stride_h = p.pool_h;
         p.stride_w = p.pool_w;
         nd.inputs = {R("input_id", t->input_id())};
@@ -670,17 +662,13 @@ class Decoder {
       case T::kLeakyReLU: {
         const auto* t = static_cast<const fb::XNNLeakyReLU*>(obj);
         nd.alpha = t->negative_slope();
-        nd.inputs = {R("input_id", t->input_id())};
-        nd.outputs = {R("output_id", t->output_id())};
-        nd.flags = t->flags();
+        io(t);
         break;
       }
       case T::kELU: {
         const auto* t = static_cast<const fb::XNNELU*>(obj);
         nd.alpha = t->alpha();
-        nd.inputs = {R("input_id", t->input_id())};
-        nd.outputs = {R("output_id", t->output_id())};
-        nd.flags = t->flags();
+        io(t);
         break;
       }
       case T::kConcatenate2: case T::kConcatenate3: case T::kConcatenate4: case T::kConcatenate5: {
@@ -691,25 +679,21 @@ class Decoder {
         const char* fields[5] = {"input1_id", "input2_id", "input3_id", "input4_id", "input5_id"};
         for (size_t k = 0; k < count; ++k) nd.inputs.push_back(R(fields[k], ids[k]));
         nd.axis = t->axis();
-        nd.outputs = {R("output_id", t->output_id())};
-        nd.flags = t->flags();
+        out_flags(t);
         break;
       }
       case T::kStaticSlice: {
         const auto* t = static_cast<const fb::XNNStaticSlice*>(obj);
         nd.ints_a = uvec(t->offsets());
         nd.ints_b = uvec(t->sizes());
-        nd.inputs = {R("input_id", t->input_id())};
-        nd.outputs = {R("output_id", t->output_id())};
-        nd.flags = t->flags();
+        io(t);
         break;
       }
       case T::kScaledDotProductAttention: {
         const auto* t = static_cast<const fb::XNNScaledDotProductAttention*>(obj);
         nd.inputs = {R("query_id", t->query_id()), R("key_id", t->key_id()), R("value_id", t->value_id()),
                      R("scale_id", t->scale_id()), R("mask_id", t->mask_id())};
-        nd.outputs = {R("output_id", t->output_id())};
-        nd.flags = t->flags();
+        out_flags(t);
         break;
       }
       case T::kWXUnary: {
@@ -720,9 +704,7 @@ class Decoder {
         nd.beta = static_cast<float>(t->beta());
         nd.dalpha = t->alpha();
         nd.dbeta = t->beta();
-        nd.inputs = {R("input_id", t->input_id())};
-        nd.outputs = {R("output_id", t->output_id())};
-        nd.flags = t->flags();
+        io(t);
         break;
       }
       case T::kWXBinary: {
@@ -730,8 +712,7 @@ class Decoder {
         nd.wx_op = static_cast<uint16_t>(t->op());
         if (nd.wx_op > 15) format_error("node " + str(i) + " (" + tname + "): unknown binary op " + str(nd.wx_op));
         nd.inputs = {R("input1_id", t->input1_id()), R("input2_id", t->input2_id())};
-        nd.outputs = {R("output_id", t->output_id())};
-        nd.flags = t->flags();
+        out_flags(t);
         break;
       }
       case T::kWXReduce: {
@@ -740,32 +721,27 @@ class Decoder {
         if (nd.wx_op > 11) format_error("node " + str(i) + " (" + tname + "): unknown reduce op " + str(nd.wx_op));
         nd.ints_a = uvec(t->axes());
         nd.keep_dims = t->keep_dims();
-        nd.inputs = {R("input_id", t->input_id())};
-        nd.outputs = {R("output_id", t->output_id())};
-        nd.flags = t->flags();
+        io(t);
         break;
       }
       case T::kWXGather: {
         const auto* t = static_cast<const fb::WXGather*>(obj);
         nd.axis = t->axis();
         nd.inputs = {R("input_id", t->input_id()), R("indices_id", t->indices_id())};
-        nd.outputs = {R("output_id", t->output_id())};
-        nd.flags = t->flags();
+        out_flags(t);
         break;
       }
       case T::kWXGatherElements: {
         const auto* t = static_cast<const fb::WXGatherElements*>(obj);
         nd.axis = t->axis();
         nd.inputs = {R("input_id", t->input_id()), R("indices_id", t->indices_id())};
-        nd.outputs = {R("output_id", t->output_id())};
-        nd.flags = t->flags();
+        out_flags(t);
         break;
       }
       case T::kWXGatherND: {
         const auto* t = static_cast<const fb::WXGatherND*>(obj);
         nd.inputs = {R("input_id", t->input_id()), R("indices_id", t->indices_id())};
-        nd.outputs = {R("output_id", t->output_id())};
-        nd.flags = t->flags();
+        out_flags(t);
         break;
       }
       case T::kWXScatterElements: {
@@ -773,47 +749,38 @@ class Decoder {
         nd.axis = t->axis();
         nd.inputs = {R("input_id", t->input_id()), R("indices_id", t->indices_id()),
                      R("updates_id", t->updates_id())};
-        nd.outputs = {R("output_id", t->output_id())};
-        nd.flags = t->flags();
+        out_flags(t);
         break;
       }
       case T::kWXScatterND: {
         const auto* t = static_cast<const fb::WXScatterND*>(obj);
         nd.inputs = {R("input_id", t->input_id()), R("indices_id", t->indices_id()),
                      R("updates_id", t->updates_id())};
-        nd.outputs = {R("output_id", t->output_id())};
-        nd.flags = t->flags();
+        out_flags(t);
         break;
       }
       case T::kWXWhere: {
         const auto* t = static_cast<const fb::WXWhere*>(obj);
         nd.inputs = {R("condition_id", t->condition_id()), R("true_id", t->true_id()),
                      R("false_id", t->false_id())};
-        nd.outputs = {R("output_id", t->output_id())};
-        nd.flags = t->flags();
+        out_flags(t);
         break;
       }
       case T::kWXExpand: {
         const auto* t = static_cast<const fb::WXExpand*>(obj);
-        nd.inputs = {R("input_id", t->input_id())};
-        nd.outputs = {R("output_id", t->output_id())};
-        nd.flags = t->flags();
+        io(t);
         break;
       }
       case T::kWXTile: {
         const auto* t = static_cast<const fb::WXTile*>(obj);
         nd.ints_a = uvec(t->repetitions());
-        nd.inputs = {R("input_id", t->input_id())};
-        nd.outputs = {R("output_id", t->output_id())};
-        nd.flags = t->flags();
+        io(t);
         break;
       }
       case T::kWXReverse: {
         const auto* t = static_cast<const fb::WXReverse*>(obj);
         nd.ints_a = uvec(t->axes());
-        nd.inputs = {R("input_id", t->input_id())};
-        nd.outputs = {R("output_id", t->output_id())};
-        nd.flags = t->flags();
+        io(t);
         break;
       }
       case T::kWXCumulativeSum: {
@@ -821,18 +788,14 @@ class Decoder {
         nd.axis = t->axis();
         nd.flag_a = t->exclusive();
         nd.flag_b = t->reversed();
-        nd.inputs = {R("input_id", t->input_id())};
-        nd.outputs = {R("output_id", t->output_id())};
-        nd.flags = t->flags();
+        io(t);
         break;
       }
       case T::kWXTriangular: {
         const auto* t = static_cast<const fb::WXTriangular*>(obj);
         nd.flag_a = t->upper();
         nd.diagonal = t->diagonal();
-        nd.inputs = {R("input_id", t->input_id())};
-        nd.outputs = {R("output_id", t->output_id())};
-        nd.flags = t->flags();
+        io(t);
         break;
       }
       case T::kWXPad: {
@@ -842,18 +805,14 @@ class Decoder {
         nd.ints_a = uvec(t->pre_paddings());
         nd.ints_b = uvec(t->post_paddings());
         nd.dalpha = t->value();
-        nd.inputs = {R("input_id", t->input_id())};
-        nd.outputs = {R("output_id", t->output_id())};
-        nd.flags = t->flags();
+        io(t);
         break;
       }
       case T::kWXSlice: {
         const auto* t = static_cast<const fb::WXSlice*>(obj);
         nd.ints_a = uvec(t->starts());
         nd.ints_b = uvec(t->strides());
-        nd.inputs = {R("input_id", t->input_id())};
-        nd.outputs = {R("output_id", t->output_id())};
-        nd.flags = t->flags();
+        io(t);
         break;
       }
       case T::kWXNormalize: {
@@ -866,8 +825,7 @@ class Decoder {
         }
         nd.inputs = {R("input_id", t->input_id()), R("scale_id", t->scale_id(), true),
                      R("bias_id", t->bias_id(), true)};
-        nd.outputs = {R("output_id", t->output_id())};
-        nd.flags = t->flags();
+        out_flags(t);
         break;
       }
       case T::kWXResample2d: {
@@ -876,9 +834,7 @@ class Decoder {
         if (nd.wx_op > 1) format_error("node " + str(i) + " (" + tname + "): unknown resample mode " + str(nd.wx_op));
         nd.ints_a = uvec(t->axes());
         if (t->scales()) nd.floats.assign(t->scales()->begin(), t->scales()->end());
-        nd.inputs = {R("input_id", t->input_id())};
-        nd.outputs = {R("output_id", t->output_id())};
-        nd.flags = t->flags();
+        io(t);
         break;
       }
       case T::kWXPool2d: {
@@ -886,19 +842,12 @@ class Decoder {
         nd.wx_op = static_cast<uint16_t>(t->op());
         if (nd.wx_op > 2) format_error("node " + str(i) + " (" + tname + "): unknown pool op " + str(nd.wx_op));
         PoolParams& p = nd.pool;
-        p.pad_top = t->padding_top();
-        p.pad_right = t->padding_right();
-        p.pad_bottom = t->padding_bottom();
-        p.pad_left = t->padding_left();
-        p.pool_h = t->pooling_height();
-        p.pool_w = t->pooling_width();
+        pool_window(t, p);
         p.stride_h = t->stride_height();
         p.stride_w = t->stride_width();
         p.dilation_h = std::max<uint32_t>(1, t->dilation_height());
         p.dilation_w = std::max<uint32_t>(1, t->dilation_width());
-        nd.inputs = {R("input_id", t->input_id())};
-        nd.outputs = {R("output_id", t->output_id())};
-        nd.flags = t->flags();
+        io(t);
         break;
       }
       case T::kWXQuantize: {
@@ -907,8 +856,7 @@ class Decoder {
         if (nd.wx_op > 1) format_error("node " + str(i) + " (" + tname + "): unknown quantize op " + str(nd.wx_op));
         nd.inputs = {R("input_id", t->input_id()), R("scale_id", t->scale_id()),
                      R("zero_point_id", t->zero_point_id(), true)};
-        nd.outputs = {R("output_id", t->output_id())};
-        nd.flags = t->flags();
+        out_flags(t);
         break;
       }
       default:

@@ -14,12 +14,19 @@
 
 namespace webxnn {
 
-AlignedBuffer::AlignedBuffer(size_t size, bool zero) : size_(size) {
+AlignedBuffer::AlignedBuffer(size_t size, bool zero, bool huge_pages) : size_(size) {
+  constexpr size_t kHugePage = size_t(2) << 20;
+  constexpr size_t kHugeMin = size_t(4) << 20;  // smaller buffers would waste too much of their last page
   // Always allocate at least one line so data() is never null.
-  const size_t bytes = align_up(size == 0 ? 1 : size, kArenaAlignment);
+  const bool huge = huge_pages && size >= kHugeMin;
+  const size_t align = huge ? kHugePage : kArenaAlignment;
+  const size_t bytes = align_up(size == 0 ? 1 : size, align);
   if (bytes < size) throw std::bad_alloc();
   void* p = nullptr;
-  if (posix_memalign(&p, kArenaAlignment, bytes) != 0 || p == nullptr) throw std::bad_alloc();
+  if (posix_memalign(&p, align, bytes) != 0 || p == nullptr) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+  if (huge) (void)::madvise(p, bytes, MADV_HUGEPAGE);  // advisory: ignored where unsupported
+#endif
   ptr_.reset(static_cast<uint8_t*>(p));
   if (zero) std::memset(p, 0, bytes);
 }
@@ -31,6 +38,15 @@ std::shared_ptr<BlobStorage> BlobStorage::copy_of(const void* data, size_t size)
   s->owned_ = AlignedBuffer(size);
   if (size) std::memcpy(s->owned_.data(), data, size);
   s->data_ = s->owned_.data();
+  s->size_ = size;
+  return s;
+}
+
+std::shared_ptr<BlobStorage> BlobStorage::borrow(const void* data, size_t size, std::shared_ptr<void> owner) {
+  if (!data || !size) return copy_of(data, size);
+  std::shared_ptr<BlobStorage> s(new BlobStorage());
+  s->owner_ = std::move(owner);
+  s->data_ = static_cast<const uint8_t*>(data);
   s->size_ = size;
   return s;
 }

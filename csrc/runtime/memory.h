@@ -12,11 +12,12 @@ constexpr size_t kArenaAlignment = 64;
 
 inline size_t align_up(size_t x, size_t a) { return (x + (a - 1)) / a * a; }
 
-// A heap buffer aligned to kArenaAlignment. Allocation failure throws std::bad_alloc.
+// A heap buffer aligned to kArenaAlignment. Allocation failure throws std::bad_alloc. With huge_pages, a
+// buffer of several megabytes is 2 MiB aligned and offered to the kernel for transparent huge pages.
 class AlignedBuffer {
  public:
   AlignedBuffer() = default;
-  explicit AlignedBuffer(size_t size, bool zero = false);
+  explicit AlignedBuffer(size_t size, bool zero = false, bool huge_pages = false);
   uint8_t* data() { return ptr_.get(); }
   const uint8_t* data() const { return ptr_.get(); }
   size_t size() const { return size_; }
@@ -34,6 +35,8 @@ class BlobStorage {
  public:
   static std::shared_ptr<BlobStorage> copy_of(const void* data, size_t size);
   static std::shared_ptr<BlobStorage> map_file(const std::string& path);  // throws Error(kIO)
+  // Memory the caller guarantees immutable while `owner` lives (e.g. a Python bytes object): no copy.
+  static std::shared_ptr<BlobStorage> borrow(const void* data, size_t size, std::shared_ptr<void> owner);
   ~BlobStorage();
   BlobStorage(const BlobStorage&) = delete;
   BlobStorage& operator=(const BlobStorage&) = delete;
@@ -44,6 +47,7 @@ class BlobStorage {
  private:
   BlobStorage() = default;
   AlignedBuffer owned_;
+  std::shared_ptr<void> owner_;
   void* map_ = nullptr;
   size_t map_size_ = 0;
   const uint8_t* data_ = nullptr;

@@ -1,6 +1,7 @@
 #include "runtime/program.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -148,6 +149,18 @@ bool is_unary_fp32(NodeType t) {
   }
 }
 
+// WXUnary ops (schema WXUnaryOp) whose fp32 form the kernel table has with the same semantics.
+bool wx_unary_fp32(uint16_t wx_op, UnaryOp& op) {
+  switch (wx_op) {
+    case 0: op = UnaryOp::kRelu; return true;
+    case 1: op = UnaryOp::kErf; return true;
+    case 6: op = UnaryOp::kSoftsign; return true;
+    case 14: op = UnaryOp::kAbs; return true;
+    case 15: op = UnaryOp::kNeg; return true;
+    default: return false;
+  }
+}
+
 bool is_binary(NodeType t, BinaryOp& op) {
   switch (t) {
     case NodeType::kAdd: op = BinaryOp::kAdd; return true;
@@ -200,6 +213,14 @@ std::shared_ptr<Program> Program::load_bytes(const void* data, size_t size, cons
   if (!data && size) fail(StatusCode::kInvalidArgument, "load_bytes: data is null");
   std::shared_ptr<Program> p(new Program());
   p->init(BlobStorage::copy_of(data, size), opts);
+  return p;
+}
+
+std::shared_ptr<Program> Program::load_borrowed(const void* data, size_t size, std::shared_ptr<void> owner,
+                                                const LoadOptions& opts) {
+  if (!data && size) fail(StatusCode::kInvalidArgument, "load_borrowed: data is null");
+  std::shared_ptr<Program> p(new Program());
+  p->init(BlobStorage::borrow(data, size, std::move(owner)), opts);
   return p;
 }
 
@@ -263,17 +284,20 @@ void Program::init(std::shared_ptr<BlobStorage> blob, const LoadOptions& opts) {
 
   producer_.assign(nv, -1);
   last_use_.assign(nv, -1);
+  consumers_.assign(nv, 0);
   for (size_t i = 0; i < nn; ++i) {
     if (model_.nodes[i].folded) continue;
     for (uint32_t in : model_.nodes[i].inputs) {
-      if (in != kNoValue) last_use_[in] = static_cast<int64_t>(i);
+      if (in == kNoValue) continue;
+      last_use_[in] = static_cast<int64_t>(i);
+      ++consumers_[in];
     }
     for (uint32_t out : model_.nodes[i].outputs) producer_[out] = static_cast<int64_t>(i);
   }
 
+  pool_ = std::make_unique<ThreadPool>(opts.threads);
   pack_weights();
   base_plan_ = make_plan(std::move(shapes));
-  pool_ = std::make_unique<ThreadPool>(opts.threads);
 }
 
 void Program::check_supported(size_t i) const {
@@ -559,77 +583,230 @@ void Program::pack_node(size_t i, const Shape& filter_dims, const void* filter, 
   }
 }
 
+// All constant weights are packed at load into one buffer (huge-page backed when large: fewer page faults
+// at load and TLB misses at run time), one slice per node, the nodes packed in parallel on the pool, biggest
+// first.
 void Program::pack_weights() {
-  packed_.resize(model_.nodes.size());
-  for (size_t i = 0; i < model_.nodes.size(); ++i) {
+  const size_t nn = model_.nodes.size();
+  packed_ptr_.assign(nn, nullptr);
+  std::vector<size_t> size(nn, 0), offset(nn, 0);
+  auto fc_kn = [&](const Node& nd, size_t& K, size_t& N) {
+    const Value& w = model_.values[nd.inputs[1]];
+    const bool io = nd.flags & kFlagTransposeWeights;
+    K = io ? w.dims[0] : w.dims[1];
+    N = io ? w.dims[1] : w.dims[0];
+    return w.dtype == DType::kFp32;
+  };
+  size_t total = 0;
+  std::vector<size_t> order;
+  for (size_t i = 0; i < nn; ++i) {
     const Node& nd = model_.nodes[i];
-    if (nd.folded || needs_run_packing(i)) continue;  // dynamic weights are packed per run
+    if (nd.folded || !packs_weights(nd.type) || needs_run_packing(i)) continue;  // dynamic: packed per run
+    size_t K = 0, N = 0;
+    switch (nd.type) {
+      case NodeType::kFullyConnected:
+        size[i] = fc_kn(nd, K, N) ? kernels_->gemm_packed_size(K, N) : kernels_->qs8_gemm_packed_size(K, N);
+        break;
+      case NodeType::kConv2d: size[i] = kernels_->conv2d_packed_size(nd.conv); break;
+      case NodeType::kDepthwiseConv2d: size[i] = kernels_->dwconv2d_packed_size(nd.conv); break;
+      case NodeType::kConvTranspose2d: size[i] = kernels_->deconv2d_packed_size(nd.conv); break;
+      default: break;
+    }
+    offset[i] = total;
+    total += align_up(std::max<size_t>(size[i], 1), kArenaAlignment);
+    order.push_back(i);
+  }
+  packed_all_ = AlignedBuffer(total, false, /*huge_pages=*/true);
+  for (size_t i : order) packed_ptr_[i] = packed_all_.data() + offset[i];
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return size[a] > size[b]; });
+
+  auto pack_one = [&](size_t t) {
+    const size_t i = order[t];
+    const Node& nd = model_.nodes[i];
+    void* dst = packed_all_.data() + offset[i];
     auto cdata = [&](size_t k) -> const void* {
       return (k < nd.inputs.size() && nd.inputs[k] != kNoValue) ? model_.values[nd.inputs[k]].data : nullptr;
     };
+    auto cf = [&](size_t k) { return static_cast<const float*>(cdata(k)); };
     switch (nd.type) {
       case NodeType::kFullyConnected: {
         const Value& w = model_.values[nd.inputs[1]];
         const bool io = nd.flags & kFlagTransposeWeights;
-        const size_t K = io ? w.dims[0] : w.dims[1];
-        const size_t N = io ? w.dims[1] : w.dims[0];
-        if (w.dtype == DType::kFp32) {
-          packed_[i] = AlignedBuffer(kernels_->gemm_packed_size(K, N));
-          kernels_->gemm_pack(K, N, static_cast<const float*>(cdata(1)), !io, static_cast<const float*>(cdata(2)),
-                              packed_[i].data());
+        size_t K = 0, N = 0;
+        if (fc_kn(nd, K, N)) {
+          kernels_->gemm_pack(K, N, cf(1), !io, cf(2), dst);
         } else {
           const Value& x = model_.values[nd.inputs[0]];
           const Value& y = model_.values[nd.outputs[0]];
           std::vector<float> scales(N, w.quant.scale);
           if (w.quant.kind == QuantParams::Kind::kPerChannel) scales = w.quant.scales;
-          packed_[i] = AlignedBuffer(kernels_->qs8_gemm_packed_size(K, N));
           kernels_->qs8_gemm_pack(K, N, static_cast<const int8_t*>(cdata(1)), !io,
                                   static_cast<const int32_t*>(cdata(2)), scales.data(), x.quant.scale,
-                                  x.quant.zero_point, y.quant.scale, y.quant.zero_point, packed_[i].data());
+                                  x.quant.zero_point, y.quant.scale, y.quant.zero_point, dst);
         }
         break;
       }
-      case NodeType::kConv2d:
-        packed_[i] = AlignedBuffer(kernels_->conv2d_packed_size(nd.conv));
-        kernels_->conv2d_pack(nd.conv, static_cast<const float*>(cdata(1)), static_cast<const float*>(cdata(2)),
-                              packed_[i].data());
-        break;
-      case NodeType::kDepthwiseConv2d:
-        packed_[i] = AlignedBuffer(kernels_->dwconv2d_packed_size(nd.conv));
-        kernels_->dwconv2d_pack(nd.conv, static_cast<const float*>(cdata(1)), static_cast<const float*>(cdata(2)),
-                                packed_[i].data());
-        break;
-      case NodeType::kConvTranspose2d:
-        packed_[i] = AlignedBuffer(kernels_->deconv2d_packed_size(nd.conv));
-        kernels_->deconv2d_pack(nd.conv, static_cast<const float*>(cdata(1)), static_cast<const float*>(cdata(2)),
-                                packed_[i].data());
-        break;
-      default:
-        break;
+      case NodeType::kConv2d: kernels_->conv2d_pack(nd.conv, cf(1), cf(2), dst); break;
+      case NodeType::kDepthwiseConv2d: kernels_->dwconv2d_pack(nd.conv, cf(1), cf(2), dst); break;
+      case NodeType::kConvTranspose2d: kernels_->deconv2d_pack(nd.conv, cf(1), cf(2), dst); break;
+      default: break;
     }
-  }
+  };
+  pool_->run(order.size(), pack_one);
 }
 
 // ---------------------------------------------------------------------------------------------------------
 // Planning
 
+namespace {
+
+bool act_is_none(const Activation& a) { return std::isinf(a.min) && a.min < 0 && std::isinf(a.max) && a.max > 0; }
+
+// Storage groups: a union-find over values whose root owns the storage every member shares.
+struct Groups {
+  std::vector<uint32_t> parent;
+  uint32_t find(uint32_t v) {
+    while (parent[v] != v) {
+      parent[v] = parent[parent[v]];
+      v = parent[v];
+    }
+    return v;
+  }
+};
+
+}  // namespace
+
+// Decides what runs (steps), which Adds fuse into the Conv2d / FullyConnected before them, which values share
+// storage, and where every value lives. `shapes` are the plan's value shapes.
 std::shared_ptr<Plan> Program::make_plan(std::vector<Shape> shapes) const {
   auto plan = std::make_shared<Plan>();
-  const size_t nv = model_.values.size();
-  plan->offsets.assign(nv, Plan::kNotInArena);
+  plan->shapes = std::move(shapes);
+  std::vector<int64_t> last_use = last_use_;
+  plan_steps(*plan, last_use);
+  return plan;
+}
 
+void Program::plan_steps(Plan& plan, std::vector<int64_t>& last_use) const {
+  const size_t nv = model_.values.size();
+  const size_t nn = model_.nodes.size();
+  const std::vector<Shape>& shapes = plan.shapes;
+  auto bytes_of = [&](uint32_t v) { return value_bytes(model_.values[v], shapes[v]); };
+  // Values that need arena memory of their own: computed, not graph inputs/outputs, not constants.
+  auto computed = [&](uint32_t v) {
+    const Value& val = model_.values[v];
+    return !val.is_constant && val.flags == 0 && producer_[v] >= 0;
+  };
+  // A value with its own fixed memory: a constant or a graph input/output.
+  auto fixed = [&](uint32_t v) {
+    const Value& val = model_.values[v];
+    return val.is_constant || val.flags != 0;
+  };
+
+  // 1. Residual fusion: Add(p, r) where p is a Conv2d / FullyConnected output read only by this Add, with no
+  // activation of its own, and p, r and the sum all of one shape. The fused step runs at the Add's position,
+  // so the conv's inputs must live until then.
+  std::vector<uint32_t> fused_into(nn, kNoValue);  // conv/FC node -> Add node
+  std::vector<Step> fused(nn);                     // Add node -> its fused step
+  std::vector<bool> elided(nv, false);             // the conv outputs that never materialize
+  for (size_t i = 0; i < nn; ++i) {
+    const Node& add = model_.nodes[i];
+    if (add.folded || add.type != NodeType::kAdd || add.inputs.size() != 2) continue;
+    const uint32_t out = add.outputs[0];
+    if (model_.values[out].dtype != DType::kFp32 || numel(shapes[out]) == 0) continue;
+    for (size_t k = 0; k < 2; ++k) {
+      const uint32_t pv = add.inputs[k], rv = add.inputs[1 - k];
+      if (pv == rv || !computed(pv) || consumers_[pv] != 1) continue;
+      const size_t j = static_cast<size_t>(producer_[pv]);
+      const Node& cv = model_.nodes[j];
+      const bool conv = cv.type == NodeType::kConv2d && kernels_->conv2d_residual;
+      const bool fc = cv.type == NodeType::kFullyConnected && kernels_->gemm_residual;
+      if (!(conv || fc) || cv.folded || fused_into[j] != kNoValue || needs_run_packing(j)) continue;
+      if (model_.values[pv].dtype != DType::kFp32 || model_.values[cv.inputs[0]].dtype != DType::kFp32) continue;
+      if (!act_is_none(cv.act) || shapes[pv] != shapes[out] || shapes[rv] != shapes[out]) continue;
+      fused_into[j] = static_cast<uint32_t>(i);
+      fused[i].node = static_cast<uint32_t>(j);
+      fused[i].add = static_cast<uint32_t>(i);
+      fused[i].residual = rv;
+      elided[pv] = true;
+      for (uint32_t in : cv.inputs) {
+        if (in != kNoValue) last_use[in] = std::max<int64_t>(last_use[in], static_cast<int64_t>(i));
+      }
+      break;
+    }
+  }
+
+  // 2. Steps and storage groups, in node order. glast[root]: the last node reading any member of the group.
+  Groups g;
+  g.parent.resize(nv);
+  std::vector<int64_t> glast(nv, -1);
+  for (uint32_t v = 0; v < nv; ++v) {
+    g.parent[v] = v;
+    glast[v] = std::max<int64_t>(last_use[v], producer_[v]);
+  }
+  auto join = [&](uint32_t member, uint32_t root) {  // member is a fresh output (its own root so far)
+    g.parent[member] = root;
+    glast[root] = std::max(glast[root], glast[member]);
+  };
+  for (size_t i = 0; i < nn; ++i) {
+    const Node& nd = model_.nodes[i];
+    if (nd.folded || fused_into[i] != kNoValue) continue;
+    bool empty = false;
+    for (uint32_t out : nd.outputs) empty = empty || numel(shapes[out]) == 0;
+    if (empty) continue;
+    if (fused[i].add != kNoValue) {
+      plan.steps.push_back(fused[i]);
+      continue;
+    }
+    const uint32_t out = nd.outputs[0];
+    const bool view = nd.type == NodeType::kStaticReshape || nd.type == NodeType::kCopy;
+    if (view && nd.outputs.size() == 1 && bytes_of(nd.inputs[0]) == bytes_of(out)) {
+      const uint32_t rx = g.find(nd.inputs[0]);
+      const Value& ov = model_.values[out];
+      if (computed(out) && (computed(rx) || fixed(rx)) && !elided[rx]) {
+        // The output shares the input's storage (an arena slot, or a constant / graph input / output).
+        join(out, rx);
+        plan.aliased_nodes.push_back(static_cast<uint32_t>(i));
+        continue;
+      }
+      if (ov.flags == kFlagExternalOutput && computed(rx)) {
+        // Graph output = reshape(x): the whole group of x is computed straight into the output buffer.
+        g.parent[rx] = out;
+        glast[out] = std::max(glast[out], glast[rx]);
+        plan.aliased_nodes.push_back(static_cast<uint32_t>(i));
+        continue;
+      }
+    }
+    plan.steps.push_back(Step{static_cast<uint32_t>(i), kNoValue, kNoValue, false});
+    // In place: an element-wise fp32 node may write over an input of its size that no later node reads.
+    BinaryOp bop;
+    UnaryOp uop;
+    const bool binary = is_binary(nd.type, bop);
+    const bool wx_unary = nd.type == NodeType::kWXUnary && model_.values[out].dtype == DType::kFp32 &&
+                          model_.values[nd.inputs[0]].dtype == DType::kFp32 && wx_unary_fp32(nd.wx_op, uop);
+    if (!(binary || wx_unary || is_unary_fp32(nd.type)) || !computed(out)) continue;
+    for (size_t k = 0; k < nd.inputs.size(); ++k) {
+      const uint32_t x = nd.inputs[k];
+      const uint32_t rx = g.find(x);
+      if (!computed(rx) || glast[rx] != static_cast<int64_t>(i) || bytes_of(x) != bytes_of(out)) continue;
+      if (binary && g.find(nd.inputs[1 - k]) == rx) continue;  // the other operand lives there too
+      join(out, rx);
+      break;
+    }
+  }
+
+  // 3. Memory: one arena slot per computed group root, greedy by size over lifetimes.
+  plan.offsets.assign(nv, Plan::kNotInArena);
+  plan.alias.assign(nv, kNoValue);
   struct Tensor {
     uint32_t value;
     size_t size, start, end, offset;
   };
   std::vector<Tensor> ts;
-  for (size_t v = 0; v < nv; ++v) {
-    const Value& val = model_.values[v];
-    if (val.is_constant || val.flags || producer_[v] < 0) continue;
-    const size_t bytes = value_bytes(val, shapes[v]);
+  for (uint32_t v = 0; v < nv; ++v) {
+    if (g.find(v) != v || !computed(v) || elided[v]) continue;
     const size_t start = static_cast<size_t>(producer_[v]);
-    const size_t end = std::max<size_t>(start, last_use_[v] < 0 ? start : static_cast<size_t>(last_use_[v]));
-    ts.push_back({static_cast<uint32_t>(v), align_up(bytes + kTensorSlack, kArenaAlignment), start, end, 0});
+    const size_t end = std::max<size_t>(start, static_cast<size_t>(std::max<int64_t>(glast[v], 0)));
+    ts.push_back({v, align_up(bytes_of(v) + kTensorSlack, kArenaAlignment), start, end, 0});
   }
   size_t arena = 0;
   if (ts.size() <= kGreedyMaxTensors) {
@@ -657,13 +834,13 @@ std::shared_ptr<Plan> Program::make_plan(std::vector<Shape> shapes) const {
   } else {
     // Very large graphs: first fit in execution order over a free list (linear-ish, no quadratic blow-up).
     std::vector<std::pair<size_t, size_t>> free_list;  // (offset, size), sorted by offset
-    std::vector<std::vector<size_t>> ends_at(model_.nodes.size());
-    std::vector<std::vector<size_t>> starts_at(model_.nodes.size());
+    std::vector<std::vector<size_t>> ends_at(nn);
+    std::vector<std::vector<size_t>> starts_at(nn);
     for (size_t k = 0; k < ts.size(); ++k) {
       starts_at[ts[k].start].push_back(k);
       ends_at[ts[k].end].push_back(k);
     }
-    for (size_t n = 0; n < model_.nodes.size(); ++n) {
+    for (size_t n = 0; n < nn; ++n) {
       for (size_t k : starts_at[n]) {
         Tensor& t = ts[k];
         bool done = false;
@@ -698,10 +875,47 @@ std::shared_ptr<Plan> Program::make_plan(std::vector<Shape> shapes) const {
       }
     }
   }
-  for (const Tensor& t : ts) plan->offsets[t.value] = t.offset;
-  plan->arena_bytes = arena;
-  plan->shapes = std::move(shapes);
-  return plan;
+  for (const Tensor& t : ts) plan.offsets[t.value] = t.offset;
+  for (uint32_t v = 0; v < nv; ++v) {
+    const uint32_t r = g.find(v);
+    if (r == v) continue;
+    if (plan.offsets[r] != Plan::kNotInArena) plan.offsets[v] = plan.offsets[r];
+    else plan.alias[v] = r;
+  }
+  plan.arena_bytes = arena;
+  for (Step& st : plan.steps) st.serial = small_step(plan, st);
+}
+
+// Steps so small that handing out tasks costs more than it saves run on the calling thread alone (a few µs
+// of work: waking a worker costs about as much). Kernels size their own tiles above this.
+bool Program::small_step(const Plan& plan, const Step& st) const {
+  constexpr size_t kMinParallelBytes = size_t(32) << 10;  // output bytes of element-wise / layout steps
+  constexpr double kMinParallelMacs = 1e5;                // multiply-adds of GEMM / convolution steps
+  const Node& nd = model_.nodes[st.node];
+  const uint32_t out = nd.outputs[0];
+  const size_t out_elems = numel(plan.shapes[out]);
+  switch (nd.type) {
+    case NodeType::kFullyConnected: case NodeType::kBatchMatrixMultiply: {
+      const Shape& x = plan.shapes[nd.inputs[0]];
+      const double k = x.empty() ? 1.0 : static_cast<double>(x.back());
+      return static_cast<double>(out_elems) * k < kMinParallelMacs;
+    }
+    case NodeType::kConv2d: case NodeType::kConvTranspose2d: {
+      const ConvParams& c = nd.conv;
+      const double per_out = double(c.kernel_h) * c.kernel_w * c.group_input_channels;
+      return static_cast<double>(out_elems) * per_out < kMinParallelMacs;
+    }
+    case NodeType::kDepthwiseConv2d:
+      return static_cast<double>(out_elems) * nd.conv.kernel_h * nd.conv.kernel_w < kMinParallelMacs;
+    default: {
+      // Reductions, pools and gathers read more than they write: count the biggest operand.
+      size_t bytes = value_bytes(model_.values[out], plan.shapes[out]);
+      for (uint32_t in : nd.inputs) {
+        if (in != kNoValue) bytes = std::max(bytes, value_bytes(model_.values[in], plan.shapes[in]));
+      }
+      return bytes < kMinParallelBytes;
+    }
+  }
 }
 
 std::shared_ptr<const Plan> Program::plan_for(const std::vector<Shape>& input_shapes) const {
@@ -791,24 +1005,59 @@ size_t Program::output_bytes(const Plan& plan, size_t k) const {
 // ---------------------------------------------------------------------------------------------------------
 // Execution
 
-void Program::run(const Plan& plan, const void* const* inputs, void* const* outputs) const {
+AlignedBuffer Program::acquire_arena(size_t bytes) const {
+  {
+    std::lock_guard<std::mutex> lk(arena_mutex_);
+    for (size_t k = 0; k < free_arenas_.size(); ++k) {
+      if (free_arenas_[k].size() >= bytes) {
+        AlignedBuffer b = std::move(free_arenas_[k]);
+        free_arenas_.erase(free_arenas_.begin() + static_cast<std::ptrdiff_t>(k));
+        return b;
+      }
+    }
+  }
+  return AlignedBuffer(bytes, false, /*huge_pages=*/true);
+}
+
+void Program::release_arena(AlignedBuffer buf) const {
+  constexpr size_t kMaxFreeArenas = 4;
+  std::lock_guard<std::mutex> lk(arena_mutex_);
+  if (free_arenas_.size() < kMaxFreeArenas) free_arenas_.push_back(std::move(buf));
+}
+
+void Program::run(const Plan& plan, const void* const* inputs, void* const* outputs, uint64_t* step_ns) const {
   const size_t nv = model_.values.size();
-  AlignedBuffer arena(plan.arena_bytes);
+  // The arena comes from (and goes back to) a small cache: a fresh multi-megabyte allocation per run would
+  // be mapped and page-faulted anew every time.
+  struct ArenaLease {
+    const Program& p;
+    AlignedBuffer buf;
+    ~ArenaLease() { p.release_arena(std::move(buf)); }
+  } lease{*this, acquire_arena(plan.arena_bytes)};
+  uint8_t* arena = lease.buf.data();
   std::vector<void*> ptrs(nv, nullptr);
   for (size_t v = 0; v < nv; ++v) {
     const Value& val = model_.values[v];
     if (val.is_constant) ptrs[v] = const_cast<uint8_t*>(val.data);  // kernels only read constants
-    else if (plan.offsets[v] != Plan::kNotInArena) ptrs[v] = arena.data() + plan.offsets[v];
+    else if (plan.offsets[v] != Plan::kNotInArena) ptrs[v] = arena + plan.offsets[v];
   }
   for (size_t k = 0; k < model_.outputs.size(); ++k) ptrs[model_.outputs[k]] = outputs[k];
   for (size_t k = 0; k < model_.inputs.size(); ++k) ptrs[model_.inputs[k]] = const_cast<void*>(inputs[k]);
-  for (size_t i = 0; i < model_.nodes.size(); ++i) {
-    const Node& nd = model_.nodes[i];
-    bool empty = false;
-    if (nd.folded) continue;
-    for (uint32_t out : nd.outputs) empty = empty || numel(plan.shapes[out]) == 0;
-    if (empty) continue;
-    exec_node(i, plan, ptrs.data(), *pool_);
+  for (size_t v = 0; v < nv; ++v) {
+    if (plan.alias[v] != kNoValue) ptrs[v] = ptrs[plan.alias[v]];
+  }
+  SerialParallel serial;
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const Step& st = plan.steps[s];
+    Parallel& par = st.serial ? static_cast<Parallel&>(serial) : *pool_;
+    if (!step_ns) {
+      exec_node(st.node, plan, ptrs.data(), par, &st);
+      continue;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    exec_node(st.node, plan, ptrs.data(), par, &st);
+    const auto t1 = std::chrono::steady_clock::now();
+    step_ns[s] += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
   }
   // An input that is also an output (flags 3) is copied through.
   for (size_t k = 0; k < model_.outputs.size(); ++k) {
@@ -820,7 +1069,7 @@ void Program::run(const Plan& plan, const void* const* inputs, void* const* outp
   }
 }
 
-void Program::exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel& par) const {
+void Program::exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel& par, const Step* step) const {
   const Node& nd = model_.nodes[i];
   const KernelTable& K = *kernels_;
   auto in_ptr = [&](size_t k) -> const void* {
@@ -835,7 +1084,7 @@ void Program::exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel&
   const size_t esize = std::max<size_t>(1, element_size(out_val.dtype));
 
   // Weights: packed at load, or (non-constant filter or bias) packed now into a per-run buffer.
-  const void* packed = i < packed_.size() ? packed_[i].data() : nullptr;
+  const void* packed = i < packed_ptr_.size() ? packed_ptr_[i] : nullptr;
   AlignedBuffer run_packed;
   if (packs_weights(nd.type) && needs_run_packing(i)) {
     pack_node(i, in_shape(1), in_ptr(1), in_ptr(2), run_packed);
@@ -895,12 +1144,16 @@ void Program::exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel&
       const size_t Kd = x.back();
       const size_t N = out_shape.back();
       const size_t M = numel(x) / Kd;
-      if (out_val.dtype == DType::kFp32) {
+      if (step && step->add != kNoValue) {
+        const Node& add = model_.nodes[step->add];
+        K.gemm_residual(M, N, Kd, inf(0), Kd, packed, static_cast<const float*>(ptrs[step->residual]), N,
+                        static_cast<float*>(ptrs[add.outputs[0]]), N, add.act, par);
+      } else if (out_val.dtype == DType::kFp32) {
         K.gemm(M, N, Kd, inf(0), Kd, packed, outf, N, nd.act, par);
       } else {
         const int8_t lo = quantize_bound(nd.act.min, out_val.quant, true);
         const int8_t hi = quantize_bound(nd.act.max, out_val.quant, false);
-        K.qs8_gemm(M, N, Kd, static_cast<const int8_t*>(in_ptr(0)), Kd, packed_[i].data(),
+        K.qs8_gemm(M, N, Kd, static_cast<const int8_t*>(in_ptr(0)), Kd, packed,
                    static_cast<int8_t*>(out), N, lo, hi, par);
       }
       return;
@@ -939,6 +1192,15 @@ void Program::exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel&
     }
     case NodeType::kConv2d: case NodeType::kDepthwiseConv2d: case NodeType::kConvTranspose2d: {
       const Shape& x = in_shape(0);
+      if (step && step->add != kNoValue) {
+        const Node& add = model_.nodes[step->add];
+        ConvParams p = nd.conv;
+        p.act = add.act;
+        K.conv2d_residual(p, x[0], x[1], x[2], inf(0), out_shape[1], out_shape[2], packed,
+                          static_cast<const float*>(ptrs[step->residual]), static_cast<float*>(ptrs[add.outputs[0]]),
+                          par);
+        return;
+      }
       auto fn = nd.type == NodeType::kConv2d ? K.conv2d
                 : nd.type == NodeType::kDepthwiseConv2d ? K.dwconv2d : K.deconv2d;
       fn(nd.conv, x[0], x[1], x[2], inf(0), out_shape[1], out_shape[2], packed, outf, par);
@@ -1129,7 +1391,17 @@ void Program::exec_wx(size_t i, const Plan& plan, void* const* ptrs, Parallel& p
   };
   using T = NodeType;
   switch (nd.type) {
-    case T::kWXUnary:
+    case T::kWXUnary: {
+      // fp32 ops the kernel table vectorizes go there (the WX kernel evaluates in double, one at a time).
+      UnaryOp op;
+      if (it0 == wx::ET::kF32 && ot == wx::ET::kF32 && wx_unary_fp32(nd.wx_op, op)) {
+        UnaryParams p;
+        p.alpha = static_cast<float>(nd.dalpha);
+        p.beta = static_cast<float>(nd.dbeta);
+        kernels_->unary(op, numel(os), static_cast<const float*>(in_ptr(0)), static_cast<float*>(out), p, par);
+        return;
+      }
+    }
       wx::unary(nd.wx_op, nd.dalpha, nd.dbeta, it0, ot, numel(os), in_ptr(0), out, par);
       return;
     case T::kWXBinary:

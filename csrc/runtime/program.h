@@ -43,23 +43,52 @@ struct LoadOptions {
   size_t threads = 0;  // 0 = std::thread::hardware_concurrency()
 };
 
+// One unit of work of a plan: a node, or a Conv2d / FullyConnected with the Add that consumes it fused into
+// its epilogue (out = clamp(conv(x) + bias + residual)).
+struct Step {
+  uint32_t node = 0;               // the node run
+  uint32_t add = kNoValue;         // fused residual: the Add node whose output this step writes
+  uint32_t residual = kNoValue;    // fused residual: the value added (never overlaps the output)
+  bool serial = false;             // too small to be worth waking the pool: run on the calling thread
+};
+
 // Shapes and memory for one tuple of input shapes.
+//  * Values that need memory of their own live in one arena, placed by lifetime (greedy by size).
+//  * A StaticReshape / Copy output shares its input's storage (no step runs for it); an element-wise node
+//    writes over an input that no later step reads (in place). Such values form one storage group.
+//  * A group rooted at a graph input, constant or graph output is not in the arena: its values take that
+//    root's pointer (`alias`), and nothing ever writes into it in place.
 struct Plan {
   std::vector<Shape> shapes;     // per value
   std::vector<size_t> offsets;   // per value: arena offset, or kNotInArena
+  std::vector<uint32_t> alias;   // per value: the external value whose pointer it takes, or kNoValue
+  std::vector<Step> steps;       // in execution order
+  std::vector<uint32_t> aliased_nodes;  // nodes that need no step (their output shares storage)
   size_t arena_bytes = 0;
   static constexpr size_t kNotInArena = ~size_t(0);
+};
+
+// Per-step wall time of one run (Program::run with a profile).
+struct StepTime {
+  uint32_t step = 0;
+  uint64_t ns = 0;
 };
 
 class Program {
  public:
   static std::shared_ptr<Program> load_bytes(const void* data, size_t size, const LoadOptions& opts);
+  // Like load_bytes without the copy: `data` must stay unchanged while `owner` is alive (the Program keeps it).
+  static std::shared_ptr<Program> load_borrowed(const void* data, size_t size, std::shared_ptr<void> owner,
+                                                const LoadOptions& opts);
   static std::shared_ptr<Program> load_file(const std::string& path, const LoadOptions& opts);
   ~Program();
 
   const std::vector<TensorInfo>& inputs() const { return inputs_; }
   const std::vector<TensorInfo>& outputs() const { return outputs_; }
   size_t peak_arena_bytes() const { return base_plan_->arena_bytes; }
+  size_t packed_weight_bytes() const { return packed_all_.size(); }
+  // The plan for the declared input shapes.
+  const Plan& base_plan() const { return *base_plan_; }
   size_t threads() const { return pool_->threads(); }
   const char* kernels_name() const { return kernels_->name; }
   const Model& model() const { return model_; }
@@ -72,7 +101,8 @@ class Program {
   size_t output_bytes(const Plan& plan, size_t k) const;
 
   // Runs with dense row-major inputs of plan's shapes; outputs[i] must hold numel(plan output i) elements.
-  void run(const Plan& plan, const void* const* inputs, void* const* outputs) const;
+  // With `step_ns` (plan.steps.size() entries), each step's wall time in nanoseconds is added to it.
+  void run(const Plan& plan, const void* const* inputs, void* const* outputs, uint64_t* step_ns = nullptr) const;
 
  private:
   Program() = default;
@@ -86,7 +116,12 @@ class Program {
   void check_input_shapes(const std::vector<Shape>& input_shapes) const;
   void pack_weights();
   std::shared_ptr<Plan> make_plan(std::vector<Shape> shapes) const;
-  void exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel& par) const;
+  void exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel& par, const Step* step = nullptr) const;
+  void plan_steps(Plan& plan, std::vector<int64_t>& last_use) const;
+  void allocate(Plan& plan, const std::vector<uint32_t>& group, const std::vector<int64_t>& last_use) const;
+  bool small_step(const Plan& plan, const Step& s) const;
+  AlignedBuffer acquire_arena(size_t bytes) const;
+  void release_arena(AlignedBuffer buf) const;
   void exec_wx(size_t i, const Plan& plan, void* const* ptrs, Parallel& par) const;
   bool fused_normalize(size_t i, const Plan& plan) const;
 
@@ -94,11 +129,17 @@ class Program {
   Model model_;
   const KernelTable* kernels_ = nullptr;
   std::vector<TensorInfo> inputs_, outputs_;
-  std::vector<AlignedBuffer> packed_;  // per node (empty when the node packs nothing)
+  AlignedBuffer packed_all_;            // every node's packed weights
+  std::vector<const void*> packed_ptr_;  // per node: its slice of packed_all_, or null
   std::vector<int64_t> producer_;      // per value: producing node, or -1
   std::vector<int64_t> last_use_;      // per value: last node reading it, or -1
+  std::vector<uint32_t> consumers_;    // per value: how many input slots of non-folded nodes read it
   std::shared_ptr<const Plan> base_plan_;
   std::unique_ptr<ThreadPool> pool_;
+
+  // Arenas of finished runs, reused by the next run (one per concurrent run at most).
+  mutable std::mutex arena_mutex_;
+  mutable std::vector<AlignedBuffer> free_arenas_;
 
   // Plans for other input shapes, a small cache (oldest evicted first).
   mutable std::mutex cache_mutex_;

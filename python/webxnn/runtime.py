@@ -10,9 +10,10 @@ Python threads at once.
 from __future__ import annotations
 
 import os
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Union
+from typing import Any, Union
 
 import numpy as np
 
@@ -79,6 +80,36 @@ class Program:
         outs = self._impl.run(self._ordered(inputs))
         return dict(zip(self._out_names, outs))
 
+    def profile(
+        self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray], repeat: int = 10
+    ) -> list[dict[str, Any]]:
+        """Run `repeat` times timing every step, in execution order. One dict per step: `node` (index in the
+        blob), `kind` ("XNNConv2d", ...), `source` (the WebNN op it came from, when the blob says), `shape`
+        (output shape), `fused` (indices of nodes folded into this step, e.g. a residual XNNAdd), `ms` (median
+        over the runs), `total_ms` (sum over the runs). Nodes that need no work of their own (a reshape or
+        copy whose output shares its input's memory) follow with `ms` 0.0 and `aliased` True."""
+        if repeat < 1:
+            raise ValueError(f"repeat must be >= 1, got {repeat}")
+        rows = []
+        for raw in self._impl.profile(self._ordered(inputs), int(repeat)):
+            row = _step_row(raw)
+            ns = raw[5]
+            row["ms"] = statistics.median(ns) / 1e6 if ns else 0.0
+            row["total_ms"] = sum(ns) / 1e6 if ns else 0.0
+            rows.append(row)
+        return rows
+
+    def plan(self) -> list[dict[str, Any]]:
+        """How the declared input shapes run, without running: one dict per step in execution order (`node`,
+        `kind`, `source`, `shape`, `fused`, `serial`: too small to split over threads), then the nodes that
+        need no step (`aliased` True: a reshape/copy sharing its input's memory)."""
+        return [_step_row(raw) for raw in self._impl.plan]
+
+    @property
+    def packed_weight_bytes(self) -> int:
+        """Bytes of weights packed at load for the kernels (the blob's constants are used in place)."""
+        return int(self._impl.packed_weight_bytes)
+
     def _ordered(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> list[np.ndarray]:
         expected = self._in_names
         if isinstance(inputs, dict) and len(inputs) == len(expected):
@@ -119,6 +150,19 @@ class Program:
             f"webxnn.Program(inputs=[{fmt(self.inputs)}], outputs=[{fmt(self.outputs)}], "
             f"threads={self.threads}, peak_arena_bytes={self.peak_arena_bytes})"
         )
+
+
+def _step_row(raw: tuple) -> dict[str, Any]:
+    node, kind, source, shape, fused, ns, serial = raw
+    return {
+        "node": node,
+        "kind": kind,
+        "source": source,
+        "shape": tuple(shape),
+        "fused": [] if fused < 0 else [fused],
+        "aliased": ns is None,
+        "serial": bool(serial),
+    }
 
 
 def load(blob_or_path: BlobOrPath, threads: int | None = None) -> Program:

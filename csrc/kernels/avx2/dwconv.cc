@@ -1,8 +1,8 @@
 // AVX2+FMA depthwise convolution (depth multiplier 1; others go to the scalar kernel) and 2-D pooling.
 //
 // Depthwise, per output row: the columns whose whole window lies inside the input ("interior") run a
-// register-blocked loop — 4 output pixels x 8 channels per step, taps outer, so 4 independent FMA chains hide
-// the FMA latency and each weight vector is loaded once per 4 pixels. Border columns (and the last < 4
+// register-blocked loop — 4 output pixels x 16 channels per step (8 independent FMA chains cover the FMA
+// latency; channel remainders use 4 x 8), each weight vector loaded once per 4 pixels. Border columns (and the last < 4
 // interior ones) take a per-pixel path over the valid taps only. Channel tails use masked loads/stores.
 // Taps are always accumulated in (ky, kx) order starting from the bias, padding taps skipped (adding 0), as
 // in the scalar kernel. Packed layout = the scalar one: [C bias][kh*kw][C].
@@ -48,15 +48,20 @@ struct DwCtx {
   float vmin, vmax;
 };
 
+// KW > 0: kernel width known at compile time (3 and 5: the tap loop fully unrolled).
+template <size_t KWC>
 void dw_task(const void* vctx, size_t task) {
   const DwCtx& x = *static_cast<const DwCtx*>(vctx);
   const ConvParams& p = *x.p;
   const size_t r0 = x.rows * task / x.tasks, r1 = x.rows * (task + 1) / x.tasks;
   const __m256 vmin = _mm256_set1_ps(x.vmin), vmax = _mm256_set1_ps(x.vmax);
-  const size_t C = x.C, KW = p.kernel_w, sw = p.stride_w, dw = p.dilation_w;
+  const size_t C = x.C, KW = KWC > 0 ? KWC : p.kernel_w, sw = p.stride_w, dw = p.dilation_w;
   const size_t cfull = C & ~size_t{7};
   const __m256i cmask = tail_mask(C - cfull);
   const size_t pix_step = sw * C, tap_step = dw * C;
+  const size_t taps = size_t{p.kernel_h} * p.kernel_w;
+  const float** tin = static_cast<const float**>(internal::aligned_alloc64(taps * sizeof(float*)));
+  const float** twt = static_cast<const float**>(internal::aligned_alloc64(taps * sizeof(float*)));
   for (size_t r = r0; r < r1; ++r) {
     const size_t n = r / x.OH, oy = r % x.OH;
     const float* in_n = x.in + n * x.H * x.W * C;
@@ -75,7 +80,92 @@ void dw_task(const void* vctx, size_t task) {
     size_t ox = x.ox_lo;
     for (; ox + 4 <= x.ox_hi; ox += 4) {
       const size_t ix0 = ox * sw - p.pad_left;
-      for (size_t c = 0; c < C; c += 8) {
+      size_t c0 = 0;
+      // 3-wide, stride 1, no dilation (most depthwise layers): the 6 input columns the 4 pixels see are
+      // loaded once per kernel row and each feeds up to 3 taps (18 loads per 24 FMAs instead of 30).
+      if (KWC == 3 && sw == 1 && dw == 1) {
+        for (; c0 + 16 <= C; c0 += 16) {
+          const __m256 bl = _mm256_loadu_ps(x.bias + c0), bh = _mm256_loadu_ps(x.bias + c0 + 8);
+          __m256 l0 = bl, l1 = bl, l2 = bl, l3 = bl, h0 = bh, h1 = bh, h2 = bh, h3 = bh;
+          for (size_t j = 0; j < nky; ++j) {
+            const float* ip = rowp[j] + ix0 * C + c0;
+            const float* wp = x.w + kys[j] * 3 * C + c0;
+            const __m256 w0l = _mm256_loadu_ps(wp), w0h = _mm256_loadu_ps(wp + 8);
+            const __m256 w1l = _mm256_loadu_ps(wp + C), w1h = _mm256_loadu_ps(wp + C + 8);
+            const __m256 w2l = _mm256_loadu_ps(wp + 2 * C), w2h = _mm256_loadu_ps(wp + 2 * C + 8);
+            __m256 il = _mm256_loadu_ps(ip), ih = _mm256_loadu_ps(ip + 8);  // column 0: tap 0 of pixel 0
+            l0 = _mm256_fmadd_ps(il, w0l, l0);
+            h0 = _mm256_fmadd_ps(ih, w0h, h0);
+            il = _mm256_loadu_ps(ip + C), ih = _mm256_loadu_ps(ip + C + 8);  // column 1
+            l0 = _mm256_fmadd_ps(il, w1l, l0);
+            h0 = _mm256_fmadd_ps(ih, w1h, h0);
+            l1 = _mm256_fmadd_ps(il, w0l, l1);
+            h1 = _mm256_fmadd_ps(ih, w0h, h1);
+            il = _mm256_loadu_ps(ip + 2 * C), ih = _mm256_loadu_ps(ip + 2 * C + 8);  // column 2
+            l0 = _mm256_fmadd_ps(il, w2l, l0);
+            h0 = _mm256_fmadd_ps(ih, w2h, h0);
+            l1 = _mm256_fmadd_ps(il, w1l, l1);
+            h1 = _mm256_fmadd_ps(ih, w1h, h1);
+            l2 = _mm256_fmadd_ps(il, w0l, l2);
+            h2 = _mm256_fmadd_ps(ih, w0h, h2);
+            il = _mm256_loadu_ps(ip + 3 * C), ih = _mm256_loadu_ps(ip + 3 * C + 8);  // column 3
+            l1 = _mm256_fmadd_ps(il, w2l, l1);
+            h1 = _mm256_fmadd_ps(ih, w2h, h1);
+            l2 = _mm256_fmadd_ps(il, w1l, l2);
+            h2 = _mm256_fmadd_ps(ih, w1h, h2);
+            l3 = _mm256_fmadd_ps(il, w0l, l3);
+            h3 = _mm256_fmadd_ps(ih, w0h, h3);
+            il = _mm256_loadu_ps(ip + 4 * C), ih = _mm256_loadu_ps(ip + 4 * C + 8);  // column 4
+            l2 = _mm256_fmadd_ps(il, w2l, l2);
+            h2 = _mm256_fmadd_ps(ih, w2h, h2);
+            l3 = _mm256_fmadd_ps(il, w1l, l3);
+            h3 = _mm256_fmadd_ps(ih, w1h, h3);
+            il = _mm256_loadu_ps(ip + 5 * C), ih = _mm256_loadu_ps(ip + 5 * C + 8);  // column 5
+            l3 = _mm256_fmadd_ps(il, w2l, l3);
+            h3 = _mm256_fmadd_ps(ih, w2h, h3);
+          }
+          float* o = orow + ox * C + c0;
+          _mm256_storeu_ps(o, _mm256_min_ps(vmax, _mm256_max_ps(vmin, l0)));
+          _mm256_storeu_ps(o + 8, _mm256_min_ps(vmax, _mm256_max_ps(vmin, h0)));
+          _mm256_storeu_ps(o + C, _mm256_min_ps(vmax, _mm256_max_ps(vmin, l1)));
+          _mm256_storeu_ps(o + C + 8, _mm256_min_ps(vmax, _mm256_max_ps(vmin, h1)));
+          _mm256_storeu_ps(o + 2 * C, _mm256_min_ps(vmax, _mm256_max_ps(vmin, l2)));
+          _mm256_storeu_ps(o + 2 * C + 8, _mm256_min_ps(vmax, _mm256_max_ps(vmin, h2)));
+          _mm256_storeu_ps(o + 3 * C, _mm256_min_ps(vmax, _mm256_max_ps(vmin, l3)));
+          _mm256_storeu_ps(o + 3 * C + 8, _mm256_min_ps(vmax, _mm256_max_ps(vmin, h3)));
+        }
+      }
+      // 16 channels x 4 pixels: 8 independent accumulator chains, enough to cover the FMA latency.
+      for (; c0 + 16 <= C; c0 += 16) {
+        const __m256 bl = _mm256_loadu_ps(x.bias + c0), bh = _mm256_loadu_ps(x.bias + c0 + 8);
+        __m256 l0 = bl, l1 = bl, l2 = bl, l3 = bl, h0 = bh, h1 = bh, h2 = bh, h3 = bh;
+        for (size_t j = 0; j < nky; ++j) {
+          const float* ip = rowp[j] + ix0 * C + c0;
+          const float* wp = x.w + kys[j] * KW * C + c0;
+#pragma GCC unroll 5
+          for (size_t kx = 0; kx < KW; ++kx, ip += tap_step, wp += C) {
+            const __m256 wl = _mm256_loadu_ps(wp), wh = _mm256_loadu_ps(wp + 8);
+            l0 = _mm256_fmadd_ps(_mm256_loadu_ps(ip), wl, l0);
+            h0 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 8), wh, h0);
+            l1 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + pix_step), wl, l1);
+            h1 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + pix_step + 8), wh, h1);
+            l2 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 2 * pix_step), wl, l2);
+            h2 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 2 * pix_step + 8), wh, h2);
+            l3 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 3 * pix_step), wl, l3);
+            h3 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 3 * pix_step + 8), wh, h3);
+          }
+        }
+        float* o = orow + ox * C + c0;
+        _mm256_storeu_ps(o, _mm256_min_ps(vmax, _mm256_max_ps(vmin, l0)));
+        _mm256_storeu_ps(o + 8, _mm256_min_ps(vmax, _mm256_max_ps(vmin, h0)));
+        _mm256_storeu_ps(o + C, _mm256_min_ps(vmax, _mm256_max_ps(vmin, l1)));
+        _mm256_storeu_ps(o + C + 8, _mm256_min_ps(vmax, _mm256_max_ps(vmin, h1)));
+        _mm256_storeu_ps(o + 2 * C, _mm256_min_ps(vmax, _mm256_max_ps(vmin, l2)));
+        _mm256_storeu_ps(o + 2 * C + 8, _mm256_min_ps(vmax, _mm256_max_ps(vmin, h2)));
+        _mm256_storeu_ps(o + 3 * C, _mm256_min_ps(vmax, _mm256_max_ps(vmin, l3)));
+        _mm256_storeu_ps(o + 3 * C + 8, _mm256_min_ps(vmax, _mm256_max_ps(vmin, h3)));
+      }
+      for (size_t c = c0; c < C; c += 8) {
         const bool full = c < cfull;
         const __m256 b = full ? _mm256_loadu_ps(x.bias + c) : _mm256_maskload_ps(x.bias + c, cmask);
         __m256 a0 = b, a1 = b, a2 = b, a3 = b;
@@ -124,36 +214,57 @@ void dw_task(const void* vctx, size_t task) {
         q = ox - 1;
         continue;
       }
-      size_t kx_lo = 0, kx_hi = 0;
-      for (size_t kx = 0; kx < KW; ++kx) {
-        const size_t ix_p = q * sw + kx * dw;
-        const bool ok = ix_p >= p.pad_left && ix_p - p.pad_left < x.W;
-        if (ok && kx_hi == kx_lo) kx_lo = kx, kx_hi = kx + 1;
-        else if (ok) kx_hi = kx + 1;
+      // Valid taps of this pixel as (input, weight) element offsets.
+      size_t nt = 0;
+      for (size_t j = 0; j < nky; ++j) {
+        for (size_t kx = 0; kx < KW; ++kx) {
+          const size_t ix_p = q * sw + kx * dw;
+          if (ix_p < p.pad_left || ix_p - p.pad_left >= x.W) continue;
+          tin[nt] = rowp[j] + (ix_p - p.pad_left) * C;
+          twt[nt] = x.w + (kys[j] * KW + kx) * C;
+          ++nt;
+        }
       }
-      for (size_t c = 0; c < C; c += 8) {
+      float* o = orow + q * C;
+      size_t c = 0;
+      // 32 channels per step: four independent accumulator chains (one chain would wait on FMA latency).
+      for (; c + 32 <= C; c += 32) {
+        __m256 a0 = _mm256_loadu_ps(x.bias + c), a1 = _mm256_loadu_ps(x.bias + c + 8);
+        __m256 a2 = _mm256_loadu_ps(x.bias + c + 16), a3 = _mm256_loadu_ps(x.bias + c + 24);
+        for (size_t t = 0; t < nt; ++t) {
+          const float* ip = tin[t] + c;
+          const float* wp = twt[t] + c;
+          a0 = _mm256_fmadd_ps(_mm256_loadu_ps(ip), _mm256_loadu_ps(wp), a0);
+          a1 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 8), _mm256_loadu_ps(wp + 8), a1);
+          a2 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 16), _mm256_loadu_ps(wp + 16), a2);
+          a3 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 24), _mm256_loadu_ps(wp + 24), a3);
+        }
+        _mm256_storeu_ps(o + c, _mm256_min_ps(vmax, _mm256_max_ps(vmin, a0)));
+        _mm256_storeu_ps(o + c + 8, _mm256_min_ps(vmax, _mm256_max_ps(vmin, a1)));
+        _mm256_storeu_ps(o + c + 16, _mm256_min_ps(vmax, _mm256_max_ps(vmin, a2)));
+        _mm256_storeu_ps(o + c + 24, _mm256_min_ps(vmax, _mm256_max_ps(vmin, a3)));
+      }
+      for (; c < C; c += 8) {
         const bool full = c < cfull;
         __m256 a0 = full ? _mm256_loadu_ps(x.bias + c) : _mm256_maskload_ps(x.bias + c, cmask);
-        for (size_t j = 0; j < nky; ++j) {
-          for (size_t kx = kx_lo; kx < kx_hi; ++kx) {
-            const float* ip = rowp[j] + (q * sw + kx * dw - p.pad_left) * C + c;
-            const float* wp = x.w + (kys[j] * KW + kx) * C + c;
-            if (full) {
-              a0 = _mm256_fmadd_ps(_mm256_loadu_ps(ip), _mm256_loadu_ps(wp), a0);
-            } else {
-              a0 = _mm256_fmadd_ps(_mm256_maskload_ps(ip, cmask), _mm256_maskload_ps(wp, cmask), a0);
-            }
+        for (size_t t = 0; t < nt; ++t) {
+          if (full) {
+            a0 = _mm256_fmadd_ps(_mm256_loadu_ps(tin[t] + c), _mm256_loadu_ps(twt[t] + c), a0);
+          } else {
+            a0 = _mm256_fmadd_ps(_mm256_maskload_ps(tin[t] + c, cmask), _mm256_maskload_ps(twt[t] + c, cmask), a0);
           }
         }
         a0 = _mm256_min_ps(vmax, _mm256_max_ps(vmin, a0));
         if (full) {
-          _mm256_storeu_ps(orow + q * C + c, a0);
+          _mm256_storeu_ps(o + c, a0);
         } else {
-          _mm256_maskstore_ps(orow + q * C + c, cmask, a0);
+          _mm256_maskstore_ps(o + c, cmask, a0);
         }
       }
     }
   }
+  internal::aligned_free(tin);
+  internal::aligned_free(twt);
 }
 
 // ------------------------------------------------------------------------------------------------ pooling
@@ -269,7 +380,8 @@ void dwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in
   interior(OW, W, p.kernel_w, p.stride_w, p.dilation_w, p.pad_left, &x.ox_lo, &x.ox_hi);
   x.tasks = row_tasks(x.rows, static_cast<double>(OW) * p.kernel_h * p.kernel_w * x.C,
                       internal::parallel_threads(par));
-  internal::parallel_run(par, x.tasks, dw_task, &x);
+  const internal::TaskFn fn = p.kernel_w == 3 ? dw_task<3> : p.kernel_w == 5 ? dw_task<5> : dw_task<0>;
+  internal::parallel_run(par, x.tasks, fn, &x);
 }
 
 void max_pool2d(const PoolParams& p, size_t N, size_t H, size_t W, size_t C, const float* in, size_t OH,

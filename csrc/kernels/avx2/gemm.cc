@@ -3,10 +3,11 @@
 // Packed B (shared with nothing else): per 16-column panel [16 bias][K x 16 weights], N zero-padded to 16.
 // A K-block of a panel is a contiguous sub-range, so K blocking needs no repacking.
 //
-// Blocking (GotoBLAS/BLIS order): for each K block of kKC, each task packs its MC x kc block of A into
-// MR-interleaved micro-panels ([kc][MR], one contiguous stream for the broadcasts, no 4 KB set aliasing
-// between A rows) kept in L2; then for every 16-column panel the kc x 16 B micro-panel (16 KB) stays in L1
-// while the MR x 16 microkernel sweeps the A micro-panels. The first K block starts the accumulators from
+// Blocking (GotoBLAS/BLIS order): work units are (M chunk of <= 144 rows, N group of panels whose C block is
+// <= 128 KB). Per unit, per K block of <= 320: for every 16-column panel the kc x 16 B micro-panel (<= 20 KB)
+// stays in L1 while the MR x 16 microkernel sweeps the M chunk's row tiles; A's rows are read in place, or
+// (when its row stride is a multiple of 4 KB, which makes the six rows alias in L1) packed per K block into
+// MR-interleaved micro-panels ([kc][MR]). The first K block starts the accumulators from
 // the bias, later ones from C; the activation is applied after the last. Every output is still bias + the
 // products summed in k order, so results do not depend on the blocking or on the thread count.
 // M = 1 goes to a GEMV that streams 4 panels at once (8 independent accumulator chains, bandwidth-bound).
@@ -15,7 +16,6 @@
 #include <immintrin.h>
 
 #include <cstring>
-#include <cstdlib>
 
 #include "kernels/avx2/avx2.h"
 #include "kernels/internal.h"
@@ -27,7 +27,9 @@ namespace {
 constexpr size_t kNR = 16;
 constexpr size_t kMR = 6;
 constexpr size_t kMC = 144;     // rows of A per packed block (144 x 256 x 4 B = 144 KB, in L2)
-constexpr size_t kKCMax = 512;  // K block bound: the kc x 16 B micro-panel (<= 20 KB) stays in L1
+constexpr size_t kKCMax = 320;  // K block bound: the kc x 16 B micro-panel (<= 20 KB) stays in L1
+constexpr size_t kKCMaxPacked = 512;
+constexpr size_t kCBlockBytes = 128 * 1024;  // C block of one (M chunk, N group) unit, kept in L2
 
 inline size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
 inline size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
@@ -114,6 +116,48 @@ inline void ukernel(size_t kc, const float* a, size_t lda, const float* b, float
   }
 }
 
+// A panel tail of <= 8 columns (e.g. N = 24): an MR x 8 tile, half the FMAs of the 16-wide kernel.
+template <int MR, bool kPacked>
+inline void ukernel8(size_t kc, const float* a, size_t lda, const float* b, float* c, size_t ldc,
+                     const float* bias, bool last, __m256 vmin, __m256 vmax, __m256i mask, const float* r,
+                     size_t ldr) {
+  __m256 acc[MR];
+  const __m256 b0 = bias ? _mm256_load_ps(bias) : _mm256_setzero_ps();
+#pragma GCC unroll 6
+  for (int m = 0; m < MR; ++m) acc[m] = bias ? b0 : _mm256_maskload_ps(c + m * ldc, mask);
+  const float* ar[MR];
+#pragma GCC unroll 6
+  for (int m = 0; m < MR; ++m) ar[m] = a + m * lda;
+  for (size_t k = 0; k < kc; ++k) {
+    const __m256 w = _mm256_load_ps(b);
+    b += kNR;
+#pragma GCC unroll 6
+    for (int m = 0; m < MR; ++m)
+      acc[m] = _mm256_fmadd_ps(_mm256_broadcast_ss(kPacked ? a + m : ar[m] + k), w, acc[m]);
+    if (kPacked) a += MR;
+  }
+#pragma GCC unroll 6
+  for (int m = 0; m < MR; ++m) {
+    if (last && r) acc[m] = _mm256_add_ps(acc[m], _mm256_maskload_ps(r + m * ldr, mask));
+    if (last) acc[m] = _mm256_min_ps(vmax, _mm256_max_ps(vmin, acc[m]));
+    _mm256_maskstore_ps(c + m * ldc, mask, acc[m]);
+  }
+}
+
+template <bool kPacked>
+void run_ukernel8(size_t mr, size_t kc, const float* a, size_t lda, const float* b, float* c, size_t ldc,
+                  const float* bias, bool last, __m256 vmin, __m256 vmax, __m256i mask, const float* r,
+                  size_t ldr) {
+  switch (mr) {
+    case 6: return ukernel8<6, kPacked>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, mask, r, ldr);
+    case 5: return ukernel8<5, kPacked>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, mask, r, ldr);
+    case 4: return ukernel8<4, kPacked>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, mask, r, ldr);
+    case 3: return ukernel8<3, kPacked>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, mask, r, ldr);
+    case 2: return ukernel8<2, kPacked>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, mask, r, ldr);
+    default: return ukernel8<1, kPacked>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, mask, r, ldr);
+  }
+}
+
 template <bool kFull, bool kPacked>
 void run_ukernel(size_t mr, size_t kc, const float* a, size_t lda, const float* b, float* c, size_t ldc,
                  const float* bias, bool last, __m256 vmin, __m256 vmax, const Tail& tail, const float* r,
@@ -188,8 +232,14 @@ void gemm_task(const void* vctx, size_t task) {
         Tail tail;
         tail.lo = lane_mask(nc);
         tail.hi = lane_mask(nc > 8 ? nc - 8 : 0);
+        // Pull the next panel's kc x 16 block (first touched from L3 or DRAM) toward L2, a slice per tile.
+        const char* next_b = p + 1 < p1 ? reinterpret_cast<const char*>(b + panel_floats) : nullptr;
+        const size_t pf_per_tile = div_up(kc, div_up(mc, kMR));
+        size_t pf = 0;
         for (size_t t0 = 0; t0 < mc; t0 += kMR) {
           const size_t mr = min_sz(kMR, mc - t0);
+          if (next_b)
+            for (const size_t e = min_sz(kc, pf + pf_per_tile); pf < e; ++pf) _mm_prefetch(next_b + pf * 64, _MM_HINT_T1);
           float* c = x.C + (m0 + t0) * x.ldc + n0;
           const float* rt = x.R ? x.R + (m0 + t0) * x.ldr + n0 : nullptr;
           const float* a = x.pack_a ? abuf + t0 * kc : x.A + (m0 + t0) * x.lda + k0;
@@ -202,7 +252,13 @@ void gemm_task(const void* vctx, size_t task) {
               _mm_prefetch(cn + m * x.ldc * sizeof(float) + 60, _MM_HINT_T0);
             }
           }
-          if (x.pack_a) {
+          if (nc <= 8) {
+            if (x.pack_a) {
+              run_ukernel8<true>(mr, kc, a, 0, b, c, x.ldc, bias, last, vmin, vmax, tail.lo, rt, x.ldr);
+            } else {
+              run_ukernel8<false>(mr, kc, a, x.lda, b, c, x.ldc, bias, last, vmin, vmax, tail.lo, rt, x.ldr);
+            }
+          } else if (x.pack_a) {
             if (nc == kNR) {
               run_ukernel<true, true>(mr, kc, a, 0, b, c, x.ldc, bias, last, vmin, vmax, tail, rt, x.ldr);
             } else {
@@ -351,29 +407,34 @@ void gemm_run(size_t M, size_t N, size_t K, const float* A, size_t lda, const vo
   x.vmin = act.min;
   x.vmax = act.max;
   x.panels = panels;
-  // Packing A costs about one cycle per element against N/16 cycles of FMAs per element: worth it for wide
-  // N, or when the rows of A alias in L1 (row stride a multiple of 4 KB).
+  // A is read in place (six row streams) unless its rows alias in L1 (row stride a multiple of 4 KB): then it
+  // is packed per K block. Measured here: packing costs ~1 cycle per element and loses on narrow N.
   x.pack_a = (lda * sizeof(float)) % 4096 == 0;
-  { static int mode = -2; if (mode == -2) { const char* e = getenv("WX_PACKA"); mode = e ? atoi(e) : -1; }
-    if (mode == 0) x.pack_a = false; else if (mode == 1) x.pack_a = true; else if (mode == 2) x.pack_a = panels >= 16 || (lda * sizeof(float)) % 4096 == 0; }
-  x.kc_blocks = max_sz(1, div_up(K, kKCMax));
-  x.kc = max_sz(1, div_up(K, x.kc_blocks));
-  // M chunks of whole MR tiles; N groups of panels. Split until there are enough units for the threads.
-  x.m_chunk = min_sz(kMC, div_up(M, kMR) * kMR);
-  x.m_chunks = div_up(M, x.m_chunk);
-  x.n_group = panels;
-  { static int ng = -2; if (ng == -2) { const char* e = getenv("WX_NG"); ng = e ? atoi(e) : 128; }
-    if (ng > 0) x.n_group = max_sz(1, min_sz(panels, (size_t(ng) * 1024) / (x.m_chunk * kNR * sizeof(float)))); }
+  // Packed A: deeper K blocks and one N group (A is packed once per K block for all of N). Measured best here.
+  x.kc_blocks = max_sz(1, div_up(K, x.pack_a ? kKCMaxPacked : kKCMax));
+  x.kc = div_up(K, x.kc_blocks);  // 0 when K = 0: the output is act(bias [+ R])
+  // M chunks of whole MR tiles, all of equal size; N groups of panels (sized so the C block of a unit,
+  // m_chunk x group columns, stays in L2 across the K blocks; one group when A is packed, so A is packed once
+  // per K block for all of N).
+  x.m_chunks = div_up(M, kMC);
+  x.m_chunk = div_up(div_up(M, x.m_chunks), kMR) * kMR;
+  x.n_group = x.pack_a ? panels : max_sz(1, min_sz(panels, kCBlockBytes / (x.m_chunk * kNR * sizeof(float))));
+  size_t n_groups = div_up(panels, x.n_group);
   if (want_tasks > 1) {
-    while (x.m_chunks * div_up(panels, x.n_group) < want_tasks && x.n_group > 1) x.n_group = div_up(x.n_group, 2);
-    while (x.m_chunks * div_up(panels, x.n_group) < want_tasks && x.m_chunk > kMR) {
-      x.m_chunk = max_sz(kMR, div_up(x.m_chunk / 2, kMR) * kMR);
+    // Enough units for the threads (N split first: it keeps every task's A rows contiguous), then a unit
+    // count that divides evenly between the threads so no thread idles at the end.
+    while (x.m_chunks * n_groups < want_tasks && n_groups < panels) n_groups = min_sz(panels, n_groups * 2);
+    while (x.m_chunks * n_groups < want_tasks && x.m_chunk > kMR) {
+      x.m_chunks = min_sz(div_up(M, kMR), x.m_chunks * 2);
+      x.m_chunk = div_up(div_up(M, x.m_chunks), kMR) * kMR;
       x.m_chunks = div_up(M, x.m_chunk);
     }
+    for (size_t i = 0; i < threads && (x.m_chunks * n_groups) % threads != 0 && n_groups < panels; ++i) ++n_groups;
+    x.n_group = div_up(panels, n_groups);
   }
   x.n_groups = div_up(panels, x.n_group);
   x.units = x.n_groups * x.m_chunks;
-  x.tasks = min_sz(x.units, want_tasks);
+  x.tasks = want_tasks > 1 ? min_sz(x.units, threads * 16) : 1;
   if (x.tasks > 1) return internal::parallel_run(*par, x.tasks, gemm_task, &x);
   gemm_task(&x, 0);
 }

@@ -47,9 +47,12 @@ inline void store16(float* c, size_t nc, __m256 lo, __m256 hi) {
   for (size_t j = 0; j < nc; ++j) c[j] = tmp[j];
 }
 
-template <int MR>
-void ukernel(size_t ks, size_t kc, const float* const* a, const float* w, float* c, size_t ldc, size_t nc,
+// KC > 0: the per-tap input depth is the compile-time KC (small-channel convs such as RGB stems, where a
+// runtime-count loop of 3 would cost more than its FMAs); KC = 0: runtime kc.
+template <int MR, int KC>
+void ukernel(size_t ks, size_t kc_rt, const float* const* a, const float* w, float* c, size_t ldc, size_t nc,
              __m256 vmin, __m256 vmax, const float* r) {
+  const size_t kc = KC > 0 ? size_t{KC} : kc_rt;
   __m256 acc0[MR], acc1[MR];
   {
     const __m256 b0 = _mm256_loadu_ps(w), b1 = _mm256_loadu_ps(w + 8);
@@ -64,6 +67,7 @@ void ukernel(size_t ks, size_t kc, const float* const* a, const float* w, float*
     const float* ap[MR];
 #pragma GCC unroll 6
     for (int m = 0; m < MR; ++m) ap[m] = a[m];
+#pragma GCC unroll 4
     for (size_t k = 0; k < kc; ++k) {
       const __m256 b0 = _mm256_loadu_ps(w), b1 = _mm256_loadu_ps(w + 8);
       w += kNR;
@@ -94,15 +98,27 @@ void ukernel(size_t ks, size_t kc, const float* const* a, const float* w, float*
     store16(c + m * ldc, nc, clamp8(acc0[m], vmin, vmax), clamp8(acc1[m], vmin, vmax));
 }
 
+template <int KC>
+void run_ukernel_kc(size_t mr, size_t ks, size_t kc, const float* const* a, const float* w, float* c, size_t ldc,
+                    size_t nc, __m256 vmin, __m256 vmax, const float* r) {
+  switch (mr) {
+    case 6: return ukernel<6, KC>(ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
+    case 5: return ukernel<5, KC>(ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
+    case 4: return ukernel<4, KC>(ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
+    case 3: return ukernel<3, KC>(ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
+    case 2: return ukernel<2, KC>(ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
+    default: return ukernel<1, KC>(ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
+  }
+}
+
 void run_ukernel(size_t mr, size_t ks, size_t kc, const float* const* a, const float* w, float* c, size_t ldc,
                  size_t nc, __m256 vmin, __m256 vmax, const float* r) {
-  switch (mr) {
-    case 6: return ukernel<6>(ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
-    case 5: return ukernel<5>(ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
-    case 4: return ukernel<4>(ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
-    case 3: return ukernel<3>(ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
-    case 2: return ukernel<2>(ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
-    default: return ukernel<1>(ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
+  switch (kc) {
+    case 1: return run_ukernel_kc<1>(mr, ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
+    case 2: return run_ukernel_kc<2>(mr, ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
+    case 3: return run_ukernel_kc<3>(mr, ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
+    case 4: return run_ukernel_kc<4>(mr, ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
+    default: return run_ukernel_kc<0>(mr, ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
   }
 }
 
@@ -147,6 +163,8 @@ struct ConvCtx {
   const float* zero;
   float* out;
   const float* residual;  // dense like out, or null
+  const size_t* tap_off;  // element offset of each tap from the window's top-left pixel
+  size_t span_h, span_w;  // dilation * (kernel - 1)
   float vmin, vmax;
 };
 
@@ -158,6 +176,9 @@ void conv_task(const void* vctx, size_t task) {
   const size_t group_floats = x.panels * panel_floats;
   const __m256 vmin = _mm256_set1_ps(x.vmin), vmax = _mm256_set1_ps(x.vmax);
   const float** ind = static_cast<const float**>(internal::aligned_alloc64(x.taps * kMR * sizeof(float*)));
+  float* gbuf = x.gic < 8 && x.taps > 1
+                    ? static_cast<float*>(internal::aligned_alloc64(kMR * x.taps * x.gic * sizeof(float)))
+                    : nullptr;
   const size_t P = x.OH * x.OW;
   for (size_t u = u0; u < u1; ++u) {
     // unit = ((n * groups + g) * n_pgroups + pg) * ptiles + pt: pixel tiles innermost so a task's
@@ -172,6 +193,14 @@ void conv_task(const void* vctx, size_t task) {
     const float* in_n = x.in + n * x.H * x.W * x.IC + g * x.gic;
     for (size_t m = 0; m < mr; ++m) {
       const size_t oy = (px0 + m) / x.OW, ox = (px0 + m) % x.OW;
+      const size_t iy0 = oy * p.stride_h, ix0 = ox * p.stride_w;  // padded coordinates of tap (0, 0)
+      if (iy0 >= p.pad_top && iy0 + x.span_h - p.pad_top < x.H && ix0 >= p.pad_left &&
+          ix0 + x.span_w - p.pad_left < x.W) {
+        // Whole window inside the input: the pixel's base plus the per-tap offsets.
+        const float* base = in_n + ((iy0 - p.pad_top) * x.W + (ix0 - p.pad_left)) * x.IC;
+        for (size_t t = 0; t < x.taps; ++t) ind[t * kMR + m] = base + x.tap_off[t];
+        continue;
+      }
       for (size_t ky = 0; ky < p.kernel_h; ++ky) {
         const size_t iy_p = oy * p.stride_h + ky * p.dilation_h;  // in padded coordinates
         const bool y_ok = iy_p >= p.pad_top && iy_p - p.pad_top < x.H;
@@ -183,19 +212,39 @@ void conv_task(const void* vctx, size_t task) {
         }
       }
     }
+    const float* wg = x.packed + g * group_floats;
+    const size_t q0 = pg * x.group, q1 = min_sz(x.panels, q0 + x.group);
+    float* c = x.out + (n * P + px0) * x.OC + g * x.goc;
+    if (gbuf) {
+      // Few input channels (RGB stems): gather the tile's windows into mr contiguous rows of taps * gic
+      // (row order = the packed weights' tap-major order), then one long k loop per panel instead of many
+      // taps of a 1-3 step loop.
+      const size_t kk = x.taps * x.gic;
+      const float* rows[kMR];
+      for (size_t m = 0; m < mr; ++m) {
+        float* row = gbuf + m * kk;
+        for (size_t t = 0; t < x.taps; ++t, row += x.gic) {
+          const float* src = ind[t * kMR + m];
+          for (size_t ci = 0; ci < x.gic; ++ci) row[ci] = src[ci];
+        }
+        rows[m] = gbuf + m * kk;
+      }
+      for (size_t q = q0; q < q1; ++q)
+        run_ukernel(mr, 1, kk, rows, wg + q * panel_floats, c + q * kNR, x.OC, min_sz(kNR, x.goc - q * kNR), vmin,
+                    vmax, x.residual ? x.residual + (c - x.out) + q * kNR : nullptr);
+      continue;
+    }
     // The microkernel reads MR pointers per tap; its template MR equals mr, so stride the buffer by mr.
     if (mr != kMR) {
       for (size_t t = 0; t < x.taps; ++t)
         for (size_t m = 0; m < mr; ++m) ind[t * mr + m] = ind[t * kMR + m];
     }
-    const float* wg = x.packed + g * group_floats;
-    const size_t q0 = pg * x.group, q1 = min_sz(x.panels, q0 + x.group);
-    float* c = x.out + (n * P + px0) * x.OC + g * x.goc;
     for (size_t q = q0; q < q1; ++q)
       run_ukernel(mr, x.taps, x.gic, ind, wg + q * panel_floats, c + q * kNR, x.OC, min_sz(kNR, x.goc - q * kNR),
                   vmin, vmax, x.residual ? x.residual + (c - x.out) + q * kNR : nullptr);
   }
   internal::aligned_free(ind);
+  if (gbuf) internal::aligned_free(gbuf);
 }
 
 // Narrow grouped convolutions would waste most of each 16-wide panel: those stay on the scalar kernel.
@@ -262,11 +311,19 @@ void conv2d_impl(const ConvParams& p, size_t N, size_t H, size_t W, const float*
   x.n_pgroups = div_up(x.panels, x.group);
   x.units = N * p.groups * x.n_pgroups * x.ptiles;
   x.tasks = pick_tasks(x.units, static_cast<double>(kMR) * kNR * x.group * (x.taps * x.gic + 1), threads);
+  size_t* tap_off = static_cast<size_t*>(internal::aligned_alloc64(x.taps * sizeof(size_t)));
+  for (size_t ky = 0; ky < p.kernel_h; ++ky)
+    for (size_t kx = 0; kx < p.kernel_w; ++kx)
+      tap_off[ky * p.kernel_w + kx] = (ky * p.dilation_h * W + kx * p.dilation_w) * x.IC;
+  x.tap_off = tap_off;
+  x.span_h = size_t{p.dilation_h} * (p.kernel_h - 1);
+  x.span_w = size_t{p.dilation_w} * (p.kernel_w - 1);
   float* zero = static_cast<float*>(internal::aligned_alloc64(max_sz(x.gic, 1) * sizeof(float)));
   std::memset(zero, 0, max_sz(x.gic, 1) * sizeof(float));
   x.zero = zero;
   internal::parallel_run(par, x.tasks, conv_task, &x);
   internal::aligned_free(zero);
+  internal::aligned_free(tap_off);
 }
 }  // namespace
 

@@ -120,7 +120,9 @@ inline float un(float x, float alpha, float beta) {
     }
     case UnaryOp::kLeakyRelu: return x < 0.f ? alpha * x : x;
     case UnaryOp::kElu: return x < 0.f ? alpha * std::expm1(x) : x;
-    case UnaryOp::kGelu: return 0.5f * x * (1.f + std::erf(x * 0.70710678118654752f));
+    case UnaryOp::kGelu:
+      // 1 + erf(z) = erfc(-z): no cancellation for negative x.
+      return 0.5f * x * std::erfc(-x * 0.70710678118654752f);
     case UnaryOp::kErf: return std::erf(x);
     case UnaryOp::kRelu: return x < 0.f ? 0.f : x;
     case UnaryOp::kSign: return x > 0.f ? 1.f : (x < 0.f ? -1.f : x);  // keeps ±0 and NaN

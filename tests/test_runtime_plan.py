@@ -1,0 +1,457 @@
+"""The runtime's planner: storage shared by reshapes and in-place element-wise nodes, residual adds fused into
+the Conv2d / FullyConnected before them, the per-step profile, zero-copy loading, and results that do not
+depend on the thread count (tiny ONNX models built here, checked against onnx's reference evaluator)."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from test_runtime_util import GraphBuilder, _conv_fields, conv2d_ref
+from webxnn import runtime
+from webxnn.xnn.ir import INVALID_ID
+
+RNG = np.random.default_rng(77)
+
+
+def rand(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def steps(p: runtime.Program, feeds: dict[str, np.ndarray]) -> list[dict]:
+    return p.profile(feeds, repeat=1)
+
+
+def kinds(rows: list[dict]) -> list[tuple[str, bool, bool]]:
+    return [(r["kind"], bool(r["fused"]), r["aliased"]) for r in rows]
+
+
+# ---------------------------------------------------------------- reshape aliasing and in-place
+
+
+def test_reshape_shares_storage_and_chain_runs_in_place() -> None:
+    """x -> abs -> reshape -> neg -> abs -> sqrt -> y: no step for the reshape, one buffer for the chain."""
+    b = GraphBuilder()
+    x = b.input("x", [4, 6])
+    a = b.value([4, 6])
+    b.node("XNNAbs", input_id=x, output_id=a, flags=0)
+    r = b.value([2, 12])
+    b.node("XNNStaticReshape", new_shape=[2, 12], input_id=a, output_id=r, flags=0)
+    n = b.value([2, 12])
+    b.node("XNNNegate", input_id=r, output_id=n, flags=0)
+    m = b.value([2, 12])
+    b.node("XNNAbs", input_id=n, output_id=m, flags=0)
+    y = b.output(b.value([2, 12]), "y")
+    b.node("XNNSquareRoot", input_id=m, output_id=y, flags=0)
+    p = runtime.load(b.build(), threads=1)
+    xv = rand(4, 6)
+    x_before = xv.copy()
+    got = p.run({"x": xv})["y"]
+    np.testing.assert_array_equal(got, np.sqrt(np.abs(x_before)).reshape(2, 12))
+    np.testing.assert_array_equal(xv, x_before)  # graph inputs are never written
+    assert p.peak_arena_bytes <= 4 * 24 + 128  # a, r, n, m share one slot
+    rows = steps(p, {"x": xv})
+    assert ("XNNStaticReshape", False, True) in kinds(rows)
+    assert sum(1 for r in rows if not r["aliased"]) == 4
+
+
+def test_multi_consumer_value_is_not_overwritten() -> None:
+    """a feeds square() and a later add: square must not write over a."""
+    b = GraphBuilder()
+    x = b.input("x", [3, 5])
+    a = b.value([3, 5])
+    b.node("XNNAbs", input_id=x, output_id=a, flags=0)
+    s = b.value([3, 5])
+    b.node("XNNSquare", input_id=a, output_id=s, flags=0)
+    y = b.output(b.value([3, 5]), "y")
+    b.node("XNNAdd", input1_id=a, input2_id=s, output_id=y, flags=0)
+    xv = rand(3, 5)
+    got = runtime.load(b.build()).run({"x": xv})["y"]
+    ax = np.abs(xv)
+    np.testing.assert_allclose(got, ax + ax * ax, rtol=1e-6)
+
+
+def test_reshape_alias_read_later_blocks_in_place() -> None:
+    """a -> reshape r; n = neg(r) could reuse r's storage, but a (the same storage) is read later."""
+    b = GraphBuilder()
+    x = b.input("x", [2, 8])
+    a = b.value([2, 8])
+    b.node("XNNAbs", input_id=x, output_id=a, flags=0)
+    r = b.value([16])
+    b.node("XNNStaticReshape", new_shape=[16], input_id=a, output_id=r, flags=0)
+    n = b.value([16])
+    b.node("XNNNegate", input_id=r, output_id=n, flags=0)
+    n2 = b.value([2, 8])
+    b.node("XNNStaticReshape", new_shape=[2, 8], input_id=n, output_id=n2, flags=0)
+    y = b.output(b.value([2, 8]), "y")
+    b.node("XNNMultiply", input1_id=a, input2_id=n2, output_id=y, flags=0)
+    xv = rand(2, 8)
+    got = runtime.load(b.build()).run({"x": xv})["y"]
+    np.testing.assert_allclose(got, -np.abs(xv) * np.abs(xv), rtol=1e-6)
+
+
+def test_reshape_of_graph_input_is_never_written() -> None:
+    """x -> reshape -> neg -> abs -> y: the reshape reads the caller's array in place; nothing writes it."""
+    b = GraphBuilder()
+    x = b.input("x", [3, 4])
+    r = b.value([12])
+    b.node("XNNStaticReshape", new_shape=[12], input_id=x, output_id=r, flags=0)
+    n = b.value([12])
+    b.node("XNNNegate", input_id=r, output_id=n, flags=0)
+    y = b.output(b.value([12]), "y")
+    b.node("XNNAbs", input_id=n, output_id=y, flags=0)
+    p = runtime.load(b.build())
+    xv = rand(3, 4)
+    before = xv.copy()
+    got = p.run({"x": xv})["y"]
+    np.testing.assert_array_equal(got, np.abs(before).reshape(12))
+    np.testing.assert_array_equal(xv, before)
+    assert ("XNNStaticReshape", False, True) in kinds(steps(p, {"x": xv}))
+
+
+def test_graph_output_reshape_of_graph_input_is_a_copy() -> None:
+    b = GraphBuilder()
+    x = b.input("x", [2, 3])
+    y = b.output(b.value([3, 2]), "y")
+    b.node("XNNStaticReshape", new_shape=[3, 2], input_id=x, output_id=y, flags=0)
+    xv = rand(2, 3)
+    got = runtime.load(b.build()).run({"x": xv})["y"]
+    assert not np.shares_memory(got, xv)
+    np.testing.assert_array_equal(got, xv.reshape(3, 2))
+    got[:] = 0
+    assert np.any(xv != 0)
+
+
+def test_output_reshape_is_computed_in_the_output_buffer() -> None:
+    """abs -> reshape -> y: abs writes straight into y's buffer; a second output of the same value copies."""
+    b = GraphBuilder()
+    x = b.input("x", [4, 4])
+    a = b.value([4, 4])
+    b.node("XNNAbs", input_id=x, output_id=a, flags=0)
+    y1 = b.output(b.value([16]), "y1")
+    b.node("XNNStaticReshape", new_shape=[16], input_id=a, output_id=y1, flags=0)
+    y2 = b.output(b.value([2, 8]), "y2")
+    b.node("XNNStaticReshape", new_shape=[2, 8], input_id=a, output_id=y2, flags=0)
+    p = runtime.load(b.build())
+    xv = rand(4, 4)
+    out = p.run({"x": xv})
+    np.testing.assert_array_equal(out["y1"], np.abs(xv).reshape(16))
+    np.testing.assert_array_equal(out["y2"], np.abs(xv).reshape(2, 8))
+    assert not np.shares_memory(out["y1"], out["y2"])
+    assert p.peak_arena_bytes == 0
+    rows = steps(p, {"x": xv})
+    assert [r["kind"] for r in rows if not r["aliased"]] == ["XNNAbs", "XNNStaticReshape"]
+
+
+def test_output_that_is_read_again_stays_intact() -> None:
+    """y1 = abs(x) is a graph output and also feeds neg(); in-place must not touch y1."""
+    b = GraphBuilder()
+    x = b.input("x", [5])
+    y1 = b.output(b.value([5]), "y1")
+    b.node("XNNAbs", input_id=x, output_id=y1, flags=0)
+    y2 = b.output(b.value([5]), "y2")
+    b.node("XNNNegate", input_id=y1, output_id=y2, flags=0)
+    xv = rand(5)
+    out = runtime.load(b.build()).run({"x": xv})
+    np.testing.assert_array_equal(out["y1"], np.abs(xv))
+    np.testing.assert_array_equal(out["y2"], -np.abs(xv))
+
+
+def test_binary_in_place_with_broadcast_operand() -> None:
+    """a[4,8] * b[8] writes over a; b (broadcast) must be read intact for every row."""
+    b = GraphBuilder()
+    x = b.input("x", [4, 8])
+    v = b.input("v", [8])
+    a = b.value([4, 8])
+    b.node("XNNAbs", input_id=x, output_id=a, flags=0)
+    c = b.value([8])
+    b.node("XNNNegate", input_id=v, output_id=c, flags=0)
+    m = b.value([4, 8])
+    b.node("XNNMultiply", input1_id=c, input2_id=a, output_id=m, flags=0)
+    y = b.output(b.value([4, 8]), "y")
+    b.node("XNNAdd", input1_id=m, input2_id=m, output_id=y, flags=0)
+    xv, vv = rand(4, 8), rand(8)
+    got = runtime.load(b.build()).run({"x": xv, "v": vv})["y"]
+    want = (-vv) * np.abs(xv)
+    np.testing.assert_allclose(got, want + want, rtol=1e-6)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    n=st.sampled_from([1, 7, 17, 64, 1000]),
+    ops=st.lists(st.sampled_from(["XNNAbs", "XNNNegate", "XNNSquare", "XNNFloor", "XNNSigmoid"]), min_size=1,
+                 max_size=5),
+    threads=st.sampled_from([1, 2, 3]),
+)
+def test_in_place_chains_match_numpy(n: int, ops: list[str], threads: int) -> None:
+    fns = {"XNNAbs": np.abs, "XNNNegate": np.negative, "XNNSquare": np.square, "XNNFloor": np.floor,
+           "XNNSigmoid": lambda t: 1 / (1 + np.exp(-t))}
+    b = GraphBuilder()
+    x = b.input("x", [n])
+    cur, vals = x, []
+    for op in ops:
+        nxt = b.value([n])
+        b.node(op, input_id=cur, output_id=nxt, flags=0)
+        vals.append(nxt)
+        cur = nxt
+    y = b.output(b.value([n]), "y")
+    b.node("XNNAdd", input1_id=cur, input2_id=vals[0], output_id=y, flags=0)  # vals[0] lives to the end
+    xv = rand(n)
+    ref = xv.astype(np.float64)
+    first = None
+    for op in ops:
+        ref = fns[op](ref)
+        first = ref if first is None else first
+    got = runtime.load(b.build(), threads=threads).run({"x": xv})["y"]
+    np.testing.assert_allclose(got, ref + first, rtol=2e-6, atol=1e-6)
+
+
+# ---------------------------------------------------------------- residual fusion
+
+
+def _conv(
+    b: GraphBuilder, x: int, cin: int, cout: int, hw: int, k: int = 3, act: tuple[float, float] | None = None
+) -> tuple[int, np.ndarray, np.ndarray]:
+    w = rand(cout, k, k, cin) * 0.3
+    bias = rand(cout)
+    out = b.value([1, hw, hw, cout])
+    b.node("XNNConv2d", output_min_max=act, **_conv_fields((k, k), k // 2, 1, cin, cout),
+           input1_id=x, filter_id=b.const(w), bias_id=b.const(bias), output_id=out, flags=0)
+    return out, w, bias
+
+
+def _cref(x: np.ndarray, w: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    k = w.shape[1]
+    p = k // 2
+    return conv2d_ref(x, w, bias, (p, p, p, p), (1, 1), (1, 1), 1)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_residual_add_fuses_into_conv(threads: int) -> None:
+    """ResNet block: y = relu(conv2(conv1(x)) + shortcut(x)), the shortcut conv placed after conv2."""
+    b = GraphBuilder()
+    x = b.input("x", [1, 6, 6, 4])
+    c1, w1, b1 = _conv(b, x, 4, 8, 6, act=(0.0, float("inf")))
+    c2, w2, b2 = _conv(b, c1, 8, 8, 6)
+    sc, ws, bs = _conv(b, x, 4, 8, 6, k=1)
+    y = b.output(b.value([1, 6, 6, 8]), "y")
+    b.node("XNNAdd", output_min_max=(0.0, float("inf")), input1_id=c2, input2_id=sc, output_id=y, flags=0)
+    p = runtime.load(b.build(), threads=threads)
+    xv = rand(1, 6, 6, 4)
+    got = p.run({"x": xv})["y"]
+    h = np.maximum(_cref(xv, w1, b1), 0)
+    want = np.maximum(_cref(h, w2, b2) + _cref(xv, ws, bs), 0)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    rows = steps(p, {"x": xv})
+    fused = [r for r in rows if r["fused"]]
+    assert len(fused) == 1 and fused[0]["kind"] == "XNNConv2d" and fused[0]["shape"] == (1, 6, 6, 8)
+
+
+def test_no_fusion_when_conv_has_activation_or_two_readers() -> None:
+    b = GraphBuilder()
+    x = b.input("x", [1, 5, 5, 3])
+    c1, w1, b1 = _conv(b, x, 3, 3, 5, act=(-1.0, 1.0))  # clamp before the add: not fusable
+    s1 = b.value([1, 5, 5, 3])
+    b.node("XNNAdd", input1_id=c1, input2_id=x, output_id=s1, flags=0)
+    c2, w2, b2 = _conv(b, s1, 3, 3, 5)  # read by the add and by the multiply: not fusable
+    s2 = b.value([1, 5, 5, 3])
+    b.node("XNNAdd", input1_id=s1, input2_id=c2, output_id=s2, flags=0)
+    y = b.output(b.value([1, 5, 5, 3]), "y")
+    b.node("XNNMultiply", input1_id=s2, input2_id=c2, output_id=y, flags=0)
+    p = runtime.load(b.build())
+    xv = rand(1, 5, 5, 3)
+    got = p.run({"x": xv})["y"]
+    t1 = np.clip(_cref(xv, w1, b1), -1, 1) + xv
+    t2 = _cref(t1, w2, b2)
+    np.testing.assert_allclose(got, (t1 + t2) * t2, rtol=1e-4, atol=1e-4)
+    assert not any(r["fused"] for r in steps(p, {"x": xv}))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_residual_add_fuses_into_fully_connected(threads: int) -> None:
+    """Transformer sub-layer: y = x + fc(x) with bias; a broadcast add (bias row) is not fused."""
+    b = GraphBuilder()
+    x = b.input("x", [1, 9, 16])
+    w, bias, row = rand(16, 16), rand(16), rand(16)
+    f = b.value([1, 9, 16])
+    wc, bc = b.const(w), b.const(bias)
+    b.node("XNNFullyConnected", input1_id=x, filter_id=wc, bias_id=bc, output_id=f, flags=0)
+    s = b.value([1, 9, 16])
+    b.node("XNNAdd", input1_id=x, input2_id=f, output_id=s, flags=0)
+    g = b.value([1, 9, 16])
+    b.node("XNNFullyConnected", input1_id=s, filter_id=b.const(w), bias_id=INVALID_ID, output_id=g, flags=0)
+    y = b.output(b.value([1, 9, 16]), "y")
+    b.node("XNNAdd", input1_id=g, input2_id=b.const(row), output_id=y, flags=0)
+    p = runtime.load(b.build(), threads=threads)
+    xv = rand(1, 9, 16)
+    got = p.run({"x": xv})["y"]
+    x64 = xv.astype(np.float64)
+    s_ref = x64 + x64 @ w.T + bias
+    np.testing.assert_allclose(got, s_ref @ w.T + row, rtol=1e-4, atol=1e-4)
+    assert [r["kind"] for r in steps(p, {"x": xv}) if r["fused"]] == ["XNNFullyConnected"]
+
+
+# ---------------------------------------------------------------- profile
+
+
+def test_profile_rows_cover_every_node() -> None:
+    b = GraphBuilder()
+    x = b.input("x", [1, 4, 4, 2])
+    c, w, bias = _conv(b, x, 2, 2, 4)
+    s = b.value([1, 4, 4, 2])
+    b.node("XNNAdd", input1_id=c, input2_id=x, output_id=s, flags=0)
+    r = b.value([32])
+    b.node("XNNStaticReshape", new_shape=[32], input_id=s, output_id=r, flags=0)
+    y = b.output(b.value([32]), "y")
+    b.node("XNNSigmoid", input_id=r, output_id=y, flags=0)
+    p = runtime.load(b.build(), threads=2)
+    rows = p.profile({"x": rand(1, 4, 4, 2)}, repeat=3)
+    covered = sorted([r["node"] for r in rows] + [f for r in rows for f in r["fused"]])
+    assert covered == [0, 1, 2, 3]
+    for row in rows:
+        assert set(row) >= {"node", "kind", "source", "shape", "fused", "ms", "total_ms", "aliased"}
+        assert row["ms"] >= 0 and row["total_ms"] >= row["ms"]
+    assert rows[-1]["aliased"] and rows[-1]["kind"] == "XNNStaticReshape" and rows[-1]["ms"] == 0.0
+    with pytest.raises(ValueError):
+        p.profile({"x": rand(1, 4, 4, 2)}, repeat=0)
+    plan = p.plan()
+    assert [(r["node"], r["fused"], r["aliased"]) for r in plan] == [
+        (r["node"], r["fused"], r["aliased"]) for r in rows
+    ]
+    assert all(r["serial"] for r in plan)  # a graph this small never wakes the pool
+    assert p.packed_weight_bytes >= 2 * 3 * 3 * 2 * 4
+
+
+# ---------------------------------------------------------------- loading without a copy
+
+
+def test_bytes_blob_is_borrowed_safely() -> None:
+    """A bytes blob is used in place (kept alive by the Program); a bytearray is copied, so editing it later
+    changes nothing."""
+    b = GraphBuilder()
+    x = b.input("x", [2, 3])
+    w = rand(4, 3)
+    y = b.output(b.value([2, 4]), "y")
+    b.node("XNNFullyConnected", input1_id=x, filter_id=b.const(w), bias_id=INVALID_ID, output_id=y, flags=0)
+    blob = b.build()
+    xv = rand(2, 3)
+    want = xv.astype(np.float64) @ w.T
+    p1 = runtime.load(bytes(blob))
+    gc.collect()
+    np.testing.assert_allclose(p1.run({"x": xv})["y"], want, rtol=1e-5)
+    mutable = bytearray(blob)
+    p2 = runtime.load(mutable)
+    mutable[:] = bytes(len(mutable))
+    np.testing.assert_allclose(p2.run({"x": xv})["y"], want, rtol=1e-5)
+    p3 = runtime.load(memoryview(bytes(blob)))
+    np.testing.assert_allclose(p3.run({"x": xv})["y"], want, rtol=1e-5)
+
+
+# ---------------------------------------------------------------- thread-count invariance on tiny models
+
+onnx = pytest.importorskip("onnx")
+
+
+def _onnx_cnn() -> tuple[bytes, dict[str, np.ndarray]]:
+    """A MobileNetV2/ResNet-shaped toy: stem conv, depthwise, projection with residual, pool, FC."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    def init(name: str, arr: np.ndarray):
+        return numpy_helper.from_array(arr.astype(np.float32), name)
+
+    inits = [
+        init("w0", rand(16, 3, 3, 3) * 0.3), init("b0", rand(16)),
+        init("w1", rand(32, 16, 1, 1) * 0.3), init("b1", rand(32)),
+        init("wd", rand(32, 1, 3, 3) * 0.3), init("bd", rand(32)),
+        init("w2", rand(16, 32, 1, 1) * 0.3), init("b2", rand(16)),
+        init("wf", rand(10, 16) * 0.3), init("bf", rand(10)),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("Clip", ["c0", "lo", "hi"], ["r0"]),
+        helper.make_node("Conv", ["r0", "w1", "b1"], ["c1"]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "wd", "bd"], ["cd"], pads=[1, 1, 1, 1], group=32),
+        helper.make_node("Relu", ["cd"], ["rd"]),
+        helper.make_node("Conv", ["rd", "w2", "b2"], ["c2"]),
+        helper.make_node("Add", ["c2", "r0"], ["s"]),
+        helper.make_node("GlobalAveragePool", ["s"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"]),
+        helper.make_node("Gemm", ["f", "wf", "bf"], ["y"], transB=1),
+    ]
+    inits += [numpy_helper.from_array(np.array(0, np.float32), "lo"),
+              numpy_helper.from_array(np.array(6, np.float32), "hi")]
+    graph = helper.make_graph(
+        nodes, "cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 17, 17])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return model.SerializeToString(), {"x": rand(1, 3, 17, 17)}
+
+
+def _onnx_encoder() -> tuple[bytes, dict[str, np.ndarray]]:
+    """A one-layer MiniLM-shaped encoder: attention with a mask, residual + layer norm, erf GELU MLP."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    d, s, h, f = 16, 7, 2, 32
+
+    def init(name: str, arr: np.ndarray):
+        return numpy_helper.from_array(np.asarray(arr, dtype=np.float32), name)
+
+    inits = [init(n, rand(d, d) * 0.3) for n in ("wq", "wk", "wv", "wo")]
+    inits += [init("w1", rand(d, f) * 0.3), init("b1", rand(f)), init("w2", rand(f, d) * 0.3),
+              init("b2", rand(d)), init("g1", 1 + rand(d) * 0.1), init("e1", rand(d) * 0.1),
+              init("scale", np.array(1 / np.sqrt(d // h))),
+              init("sqrt2", np.array(np.sqrt(2.0))), init("one", np.array(1.0)), init("half", np.array(0.5)),
+              numpy_helper.from_array(np.array([1, s, h, d // h], np.int64), "heads"),
+              numpy_helper.from_array(np.array([1, s, d], np.int64), "merged")]
+    n = helper.make_node
+    nodes = [
+        n("MatMul", ["x", "wq"], ["q0"]), n("Reshape", ["q0", "heads"], ["q1"]),
+        n("Transpose", ["q1"], ["q"], perm=[0, 2, 1, 3]),
+        n("MatMul", ["x", "wk"], ["k0"]), n("Reshape", ["k0", "heads"], ["k1"]),
+        n("Transpose", ["k1"], ["kt"], perm=[0, 2, 3, 1]),
+        n("MatMul", ["x", "wv"], ["v0"]), n("Reshape", ["v0", "heads"], ["v1"]),
+        n("Transpose", ["v1"], ["v"], perm=[0, 2, 1, 3]),
+        n("MatMul", ["q", "kt"], ["sc0"]), n("Mul", ["sc0", "scale"], ["sc1"]),
+        n("Add", ["sc1", "mask"], ["sc"]),
+        n("Softmax", ["sc"], ["pr"], axis=-1), n("MatMul", ["pr", "v"], ["ctx0"]),
+        n("Transpose", ["ctx0"], ["ctx1"], perm=[0, 2, 1, 3]), n("Reshape", ["ctx1", "merged"], ["ctx"]),
+        n("MatMul", ["ctx", "wo"], ["o"]), n("Add", ["o", "x"], ["r1"]),
+        n("LayerNormalization", ["r1", "g1", "e1"], ["l1"], axis=-1, epsilon=1e-5),
+        n("MatMul", ["l1", "w1"], ["m0"]), n("Add", ["m0", "b1"], ["m1"]),
+        n("Div", ["m1", "sqrt2"], ["m2"]), n("Erf", ["m2"], ["m3"]), n("Add", ["m3", "one"], ["m4"]),
+        n("Mul", ["m1", "m4"], ["m5"]), n("Mul", ["m5", "half"], ["m6"]),
+        n("MatMul", ["m6", "w2"], ["m7"]), n("Add", ["m7", "b2"], ["m8"]), n("Add", ["m8", "l1"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "enc",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, s, d]),
+         helper.make_tensor_value_info("mask", TensorProto.FLOAT, [1, 1, 1, s])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, s, d])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    mask = np.zeros((1, 1, 1, s), np.float32)
+    mask[..., -2:] = -1e4
+    return model.SerializeToString(), {"x": rand(1, s, d), "mask": mask}
+
+
+@pytest.mark.parametrize("make", [_onnx_cnn, _onnx_encoder], ids=["cnn", "encoder"])
+def test_models_identical_for_any_thread_count(make) -> None:
+    from onnx.reference import ReferenceEvaluator
+
+    import webxnn
+
+    model_bytes, feeds = make()
+    blob = webxnn.compile(webxnn.from_onnx(onnx.load_from_string(model_bytes)))
+    outs = []
+    for threads in (1, 2, 3, 4):
+        p = runtime.load(blob, threads=threads)
+        outs.append(p.run(feeds)["y"])
+        outs.append(p.run(feeds)["y"])  # a second run reuses the cached arena
+    for o in outs[1:]:
+        np.testing.assert_array_equal(o, outs[0])
+    want = ReferenceEvaluator(onnx.load_from_string(model_bytes)).run(None, feeds)[0]
+    np.testing.assert_allclose(outs[0], want, rtol=1e-4, atol=1e-4)
