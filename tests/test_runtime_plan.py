@@ -210,6 +210,31 @@ def test_in_place_chains_match_numpy(n: int, ops: list[str], threads: int) -> No
     np.testing.assert_allclose(got, ref + first, rtol=2e-6, atol=1e-6)
 
 
+# ---------------------------------------------------------------- image layout changes
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    n=st.integers(1, 2), c=st.integers(1, 10), h=st.sampled_from([1, 3, 7]), w=st.sampled_from([1, 5, 17]),
+    to_nhwc=st.booleans(), dt=st.sampled_from(["float32", "int32", "uint8", "int64"]),
+    threads=st.sampled_from([1, 2]),
+)
+def test_nchw_nhwc_transposes(n: int, c: int, h: int, w: int, to_nhwc: bool, dt: str, threads: int) -> None:
+    """The few-channel fast path (c <= 8) and the generic one (c > 8) agree with numpy."""
+    from webxnn.xnn.ir import Datatype
+
+    xnn_dt = {"float32": Datatype.FP32, "int32": Datatype.INT32, "uint8": Datatype.WX_UINT8,
+              "int64": Datatype.WX_INT64}[dt]
+    dims, perm = ([n, c, h, w], [0, 2, 3, 1]) if to_nhwc else ([n, h, w, c], [0, 3, 1, 2])
+    b = GraphBuilder()
+    x = b.input("x", dims, xnn_dt)
+    y = b.output(b.value([dims[p] for p in perm], xnn_dt), "y")
+    b.node("XNNStaticTranspose", perm=perm, num_dims=4, input_id=x, output_id=y, flags=0)
+    xv = (RNG.standard_normal(dims) * 50).astype(dt)
+    got = runtime.load(b.build(), threads=threads).run({"x": xv})["y"]
+    np.testing.assert_array_equal(got, xv.transpose(perm))
+
+
 # ---------------------------------------------------------------- residual fusion
 
 

@@ -1251,6 +1251,16 @@ void Program::exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel&
       }
       size_t perm[kMaxRank];
       for (size_t d = 0; d < x.size(); ++d) perm[d] = nd.ints_a[d];
+      // The graph-boundary layout change of an image (NCHW <-> NHWC with a few channels) has its own loop.
+      static const uint32_t kToNhwc[4] = {0, 2, 3, 1}, kToNchw[4] = {0, 3, 1, 2};
+      if (x.size() == 4 && (std::equal(kToNhwc, kToNhwc + 4, nd.ints_a.begin()) ||
+                            std::equal(kToNchw, kToNchw + 4, nd.ints_a.begin()))) {
+        const bool to_nhwc = nd.ints_a[1] == 2;
+        const size_t c = to_nhwc ? x[1] : x[3];
+        if (wx::transpose_few_channels(esize, x[0], c, x[1] * x[2] * x[3] / c, !to_nhwc, in_ptr(0), out, par)) {
+          return;
+        }
+      }
       transpose_bytes(esize, x.size(), x.data(), perm, in_ptr(0), out, par);
       return;
     }

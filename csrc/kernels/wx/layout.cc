@@ -20,6 +20,63 @@ template <class F> void for_each_index(Parallel& par, const Dims& o, F&& fn) {
 
 }  // namespace
 
+namespace {
+
+// The generic byte transpose moves one tiny strided row per pixel; with a compile-time channel count the
+// per-pixel work is a few loads and stores the compiler keeps in registers.
+template <class T, size_t R>
+void few_channels(size_t batch, size_t cols, bool to_rows, const T* x, T* y, Parallel& par) {
+  constexpr size_t kGrain = 4096;  // pixels per task
+  const size_t chunks = (cols + kGrain - 1) / kGrain;
+  parallel_for(par, batch * chunks, 1, [&](size_t b, size_t e) {
+    for (size_t u = b; u < e; ++u) {
+      const size_t n = u / chunks, j0 = (u % chunks) * kGrain, j1 = std::min(cols, j0 + kGrain);
+      const T* xs = x + n * R * cols;
+      T* ys = y + n * R * cols;
+      if (!to_rows) {
+        for (size_t j = j0; j < j1; ++j) {
+          for (size_t i = 0; i < R; ++i) ys[j * R + i] = xs[i * cols + j];
+        }
+      } else {
+        for (size_t j = j0; j < j1; ++j) {
+          for (size_t i = 0; i < R; ++i) ys[i * cols + j] = xs[j * R + i];
+        }
+      }
+    }
+  });
+}
+
+template <class T>
+bool few_channels_typed(size_t batch, size_t rows, size_t cols, bool to_rows, const void* x, void* y,
+                        Parallel& par) {
+  const T* px = static_cast<const T*>(x);
+  T* py = static_cast<T*>(y);
+  switch (rows) {
+    case 1: few_channels<T, 1>(batch, cols, to_rows, px, py, par); return true;
+    case 2: few_channels<T, 2>(batch, cols, to_rows, px, py, par); return true;
+    case 3: few_channels<T, 3>(batch, cols, to_rows, px, py, par); return true;
+    case 4: few_channels<T, 4>(batch, cols, to_rows, px, py, par); return true;
+    case 5: few_channels<T, 5>(batch, cols, to_rows, px, py, par); return true;
+    case 6: few_channels<T, 6>(batch, cols, to_rows, px, py, par); return true;
+    case 7: few_channels<T, 7>(batch, cols, to_rows, px, py, par); return true;
+    case 8: few_channels<T, 8>(batch, cols, to_rows, px, py, par); return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+bool transpose_few_channels(size_t esize, size_t batch, size_t rows, size_t cols, bool to_rows, const void* x,
+                            void* y, Parallel& par) {
+  switch (esize) {
+    case 1: return few_channels_typed<uint8_t>(batch, rows, cols, to_rows, x, y, par);
+    case 2: return few_channels_typed<uint16_t>(batch, rows, cols, to_rows, x, y, par);
+    case 4: return few_channels_typed<uint32_t>(batch, rows, cols, to_rows, x, y, par);
+    case 8: return few_channels_typed<uint64_t>(batch, rows, cols, to_rows, x, y, par);
+    default: return false;
+  }
+}
+
 void tile(size_t esize, const Dims& x, const Dims& o, const void* px, void* py, Parallel& par) {
   const Dims xs = strides_of(x);
   const uint8_t* bx = static_cast<const uint8_t*>(px);

@@ -69,6 +69,11 @@ void scatter_nd(size_t esize, const Dims& x, ET it, const Dims& idx, const void*
                 const void* pu, void* py);
 
 // ---- layout ----
+// Batched 2-D transpose where one side is a handful of channels: for each of `batch` matrices,
+// y[j][i] = x[i][j] with x [rows, cols] (NCHW -> NHWC: rows = C, cols = H*W) or, when `to_rows`, the inverse
+// y[i][j] = x[j][i] (NHWC -> NCHW). esize 1, 2, 4 or 8; rows <= 8. Returns false (writing nothing) otherwise.
+bool transpose_few_channels(size_t esize, size_t batch, size_t rows, size_t cols, bool to_rows, const void* x,
+                            void* y, Parallel& par);
 void tile(size_t esize, const Dims& x, const Dims& o, const void* px, void* py, Parallel& par);
 void reverse(size_t esize, const Dims& x, const std::vector<bool>& axes, const void* px, void* py, Parallel& par);
 // Keeps the upper (j - i >= diagonal) or lower (j - i <= diagonal) triangle of the last two dims.

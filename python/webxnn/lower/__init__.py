@@ -1,6 +1,6 @@
 """Lowering: a validated WebNN graph → XNN IR, as a pipeline of small passes over `ir.LGraph`.
 
-    normalize → widen → fold → decompose → fold → layout → select → fuse → simplify → narrow → emit
+    normalize → widen → fold → decompose → fold → patterns → layout → select → fuse → simplify → narrow → emit
 
 Per-op knowledge lives in `rules/` (one module per op family, registered with `@lowers`, `@folds`,
 `@decomposes` and `layout_rule`); the passes themselves are op-agnostic.
@@ -23,6 +23,7 @@ from .fuse import fuse
 from .ir import LGraph, LNode, LValue
 from .layout import layout
 from .normalize import normalize
+from .patterns import patterns
 from .registry import LOWER_RULES, lowers
 from .select import select
 from .simplify import simplify
@@ -33,6 +34,7 @@ PASSES: list[tuple[str, Callable[[LGraph], LGraph]]] = [
     ("fold", fold),
     ("decompose", decompose),
     ("fold", fold),
+    ("patterns", patterns),
     ("layout", layout),
     ("select", select),
     ("fuse", fuse),
@@ -56,5 +58,5 @@ def lower(graph: Graph, bound: list[BoundNode], weights: dict[str, np.ndarray] |
 
 
 __all__ = ["lower", "lower_to_lgraph", "normalize", "fold", "decompose", "layout", "select", "fuse",
-           "simplify", "emit", "widen", "narrow", "LGraph", "LNode", "LValue", "PASSES", "LOWER_RULES",
-           "lowers"]
+           "patterns", "simplify", "emit", "widen", "narrow", "LGraph", "LNode", "LValue", "PASSES",
+           "LOWER_RULES", "lowers"]

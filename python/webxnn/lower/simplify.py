@@ -3,6 +3,10 @@
   * reshape(reshape(x)) reads x directly; transpose(transpose(x)) becomes one transpose;
   * an identity transpose, a reshape to the same shape or a copy disappears (its readers read the input;
     `emit` adds back the copies that graph outputs need).
+  * BatchMatrixMultiply(a, transpose(x)) whose transpose swaps B's last two dims reads x with TRANSPOSE_B
+    (flag 0x1) instead; when the transpose also moves other dims, it is rewritten to keep the innermost dim
+    in place (row copies instead of an element-wise transpose) and the bmm takes TRANSPOSE_B.
+    Done before transposes are merged, so q·transpose(k)ᵀ-style chains are seen as the exporter wrote them.
 Dead nodes are dropped afterwards by the pipeline."""
 
 from __future__ import annotations
@@ -16,7 +20,43 @@ def _moves_only_unit_dims(perm: list[int], in_shape: tuple) -> bool:
     return order == sorted(order)
 
 
+FLAG_TRANSPOSE_B = 0x1
+
+
+def fold_transpose_b(lg: LGraph) -> None:
+    """BatchMatrixMultiply reading a transpose of its B: fold the last-two-dims swap into the flag."""
+    producer = {o: n for n in lg.nodes for o in n.outputs}
+    readers: dict[str, int] = {}
+    for n in lg.nodes:
+        for i in n.inputs:
+            readers[i] = readers.get(i, 0) + 1
+    outputs = lg.output_values()
+    for node in lg.nodes:
+        if node.kind != "XNNBatchMatrixMultiply":
+            continue
+        b = node.operands["input2_id"]
+        t = producer.get(b)
+        if t is None or t.kind != "XNNStaticTranspose":
+            continue
+        perm = list(t.attrs["perm"])
+        r = len(perm)
+        if r < 2 or perm[-1] == r - 1:  # already keeps rows: nothing to gain
+            continue
+        swapped = [*perm[:-2], perm[-1], perm[-2]]
+        x = t.operands["input_id"]
+        if swapped == list(range(r)):
+            node.operands["input2_id"] = x
+        elif swapped[-1] == r - 1 and readers.get(b) == 1 and b not in outputs:
+            t.attrs["perm"] = swapped
+            v = lg.values[b]
+            v.shape = (*v.shape[:-2], v.shape[-1], v.shape[-2])
+        else:
+            continue
+        node.attrs["flags"] = node.attrs.get("flags", 0) ^ FLAG_TRANSPOSE_B
+
+
 def simplify(lg: LGraph) -> LGraph:
+    fold_transpose_b(lg)
     producer: dict[str, LNode] = {}
     for node in lg.nodes:
         if node.kind == "XNNStaticTranspose":
