@@ -23,17 +23,17 @@ def test_compile_run_writes_outputs(blob_path: pathlib.Path, tmp_path: pathlib.P
     x = np.random.default_rng(1).standard_normal((1, 3, 32, 32)).astype(np.float32)
     np.save(tmp_path / "x.npy", x)
     assert main(["run", str(blob_path), "--input", f"x={tmp_path / 'x.npy'}", "--output-dir",
-                 str(tmp_path / "out"), "--repeat", "3"]) == 0
+                 str(tmp_path / "out"), "--repeat", "3", "--profile", "2"]) == 0
     probs = np.load(tmp_path / "out" / "probs.npy")
     assert probs.shape == (1, 10) and abs(float(probs.sum()) - 1.0) < 1e-5
     text = capsys.readouterr().out
-    assert "probs: float32[1, 10]" in text and "median" in text
+    assert "probs: float32[1, 10]" in text and "median" in text and "XNNConv2d" in text
 
 
 def test_inspect_blob_and_graph(blob_path: pathlib.Path, capsys) -> None:
     assert main(["inspect", str(blob_path)]) == 0
     text = capsys.readouterr().out
-    assert "XNNConv2d" in text and "probs" in text
+    assert "XNNConv2d" in text and "probs" in text and "arena" in text
     assert main(["inspect", str(blob_path), "--json"]) == 0
     json.loads(capsys.readouterr().out)
     assert main(["inspect", str(EXAMPLE)]) == 0

@@ -103,6 +103,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if times:
         print(f"latency over {len(times)} runs: median {np.median(times) * 1e3:.3f} ms, "
               f"min {np.min(times) * 1e3:.3f} ms")
+    if args.profile:
+        _print_profile(prog, feeds, args.profile)
     if args.output_dir:
         out_dir = pathlib.Path(args.output_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -123,16 +125,51 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
         data = pathlib.Path(args.model).read_bytes()
         g = read(data)
+        plan = _runtime_plan(args.model)
         if args.json:
-            print(json.dumps(summary_dict(g, blob_size=len(data)), indent=1))
+            print(json.dumps({**summary_dict(g, blob_size=len(data)), "runtime": plan}, indent=1))
         else:
             print(describe(g, blob_size=len(data)))
+            print(_describe_plan(plan))
         return 0
     from .graphinfo import describe_graph
 
     graph = _load_graph(args)
     print(describe_graph(graph, as_json=args.json))
     return 0
+
+
+def _runtime_plan(path: str) -> dict:
+    """What the runtime makes of a blob: arena and packed-weight bytes, steps, fusions, aliases."""
+    from .runtime import load
+
+    prog = load(path, threads=1)
+    steps = prog.plan()
+    return {
+        "peak_arena_bytes": prog.peak_arena_bytes,
+        "packed_weight_bytes": prog.packed_weight_bytes,
+        "steps": sum(1 for s in steps if not s.get("aliased")),
+        "fused_nodes": sum(len(s.get("fused", [])) for s in steps),
+        "aliased_nodes": sum(1 for s in steps if s.get("aliased")),
+    }
+
+
+def _describe_plan(plan: dict) -> str:
+    return (f"runtime plan: {plan['steps']} steps ({plan['fused_nodes']} nodes fused into their producer, "
+            f"{plan['aliased_nodes']} reshapes/copies aliased), arena {plan['peak_arena_bytes']:,} bytes "
+            f"per run, packed weights {plan['packed_weight_bytes']:,} bytes")
+
+
+def _print_profile(prog, feeds: dict[str, np.ndarray], repeat: int) -> None:
+    rows = sorted(prog.profile(feeds, repeat=repeat), key=lambda r: -r["ms"])
+    total = sum(r["ms"] for r in rows) or 1.0
+    print(f"profile (median of {repeat} runs per step, slowest first):")
+    for r in rows:
+        if r.get("aliased"):
+            continue
+        fused = f" +{len(r['fused'])} fused" if r.get("fused") else ""
+        print(f"  {r['ms']:8.3f} ms {100 * r['ms'] / total:5.1f}%  node {r['node']:<4} {r['kind']:<26}"
+              f"{list(r['shape'])} {r.get('source') or ''}{fused}")
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -225,6 +262,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output-dir", help="write each output as NAME.npy here")
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--repeat", type=int, default=0, help="also time this many runs")
+    p.add_argument("--profile", type=int, default=0, metavar="N",
+                   help="time every step over N runs and print them, slowest first")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("inspect", help="describe a .xnn blob or a .webnn/.json graph")
