@@ -615,3 +615,30 @@ def test_large_k_spans_several_panel_groups():
         one = K.conv2d(x, f, None, pads=(1, 1, 1, 1), isa=isa)
         close(one, want, 9 * 160)
         same_bytes(one, K.conv2d(x, f, None, pads=(1, 1, 1, 1), isa=isa, threads=2))
+
+
+@pytest.mark.parametrize("h, c, k, s", [(7, 960, 3, 1), (14, 200, 3, 2), (3, 40, 3, 1), (5, 24, 5, 1),
+                                        (9, 33, 3, 2), (2, 1000, 3, 1)])
+def test_dwconv_small_spatial_channel_split(h, c, k, s):
+    """Few output rows: depthwise splits (row x 16-channel tile) units over tasks; bytes stay identical."""
+    x, f, b = rand(1, h, h, c), rand(1, k, k, c), rand(c)
+    p = (k // 2,) * 4
+    want = clamp(ref_dwconv(x, f, b, p, (s, s), (1, 1)), 0.0, 6.0)
+    for isa in ("scalar", "best"):
+        one = K.dwconv2d(x, f, b, pads=p, strides=(s, s), min=0.0, max=6.0, isa=isa)
+        close(one, want, k * k)
+        same_bytes(one, K.dwconv2d(x, f, b, pads=p, strides=(s, s), min=0.0, max=6.0, isa=isa, threads=2))
+
+
+@pytest.mark.parametrize("n, k", [(1000, 1280), (70, 300), (17, 2000), (129, 64)])
+def test_gemv_threads_identical(n, k):
+    """M = 1 (classifier FC): balanced panel ranges per task; bytes identical for 1 and 2 threads."""
+    a, b, bias = rand(1, k), rand(n, k), rand(n)
+    want = a.astype(np.float64) @ b.T.astype(np.float64) + bias
+    for isa in ("scalar", "best"):
+        one = K.gemm(a, b, bias, b_is_nk=True, isa=isa)
+        close(one, want, k)
+        same_bytes(one, K.gemm(a, b, bias, b_is_nk=True, isa=isa, threads=2))
+        r = rand(1, n)
+        same_bytes(K.gemm(a, b, bias, b_is_nk=True, isa=isa, residual=r),
+                   K.gemm(a, b, bias, b_is_nk=True, isa=isa, residual=r, threads=2))

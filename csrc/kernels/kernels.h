@@ -114,6 +114,12 @@ struct KernelTable {
                           Parallel& par);
 
   // ---- Element-wise ----
+  // Aliasing contract (the runtime relies on it to run element-wise ops in place): `unary` must give the same
+  // result when `out == in`, and `binary` when `out == a` or `out == b` for an operand whose strides are the
+  // dense strides of `out` (no broadcast along any dim) — including `out == a` while `b` is broadcast.
+  // So a kernel reads the input element(s) of an index before it writes that index's output, and never reads
+  // an index after writing it (no staging of outputs over not-yet-read inputs). A broadcast operand is never
+  // the output, and any other (partial) overlap between out and an input is not allowed.
   void (*binary)(BinaryOp op, const BinaryShape& s, const float* a, const float* b, float* out,
                  Activation act, Parallel& par);
   void (*unary)(UnaryOp op, size_t n, const float* in, float* out, const UnaryParams& p, Parallel& par);

@@ -5,8 +5,8 @@
 //  * run(tasks, fn) hands out task indices dynamically (one atomic counter); the caller participates and
 //    run() returns when every task has finished. Workers that wake up after the caller already claimed all
 //    tasks simply go back to sleep, so a small run never waits for a wake-up.
-//  * Workers spin briefly (a few µs) after each run before sleeping on a condition variable, so the next
-//    op of a graph finds them awake.
+//  * Workers poll for ~0.5 ms (steady clock) after each run before sleeping on a condition variable, so the
+//    next op of a graph finds them awake.
 //  * Concurrency: run() may be called from several threads at once; calls are SERIALIZED by a mutex (one
 //    parallel region at a time per pool). A run() issued from inside a task of the same pool (nested
 //    parallelism) executes inline on that thread instead of deadlocking.

@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .errors import (
     FormatError,
     InputError,
@@ -19,6 +21,16 @@ from .errors import (
     WeightsError,
 )
 from .graph import Const, ConstInit, DynDim, Graph, Node, Operand
+
+if TYPE_CHECKING:
+    import os
+
+    import numpy as np
+
+    from .ops.base import TensorType
+    from .runtime import Program
+
+    PathLike = str | os.PathLike[str]
 
 __version__ = "0.1.0"
 
@@ -37,7 +49,8 @@ def parse_json(text: str, file: str | None = None) -> Graph:
     return _parse_json(text, file=file)
 
 
-def load_graph(path, weights=None, manifest=None) -> Graph:
+def load_graph(path: PathLike, weights: PathLike | dict[str, np.ndarray] | None = None,
+               manifest: PathLike | None = None) -> Graph:
     """Read a `.webnn` or `.json` graph; weights come from `weights`/`manifest` or the sidecars beside it."""
     from .dsl import load_graph as _load_graph
 
@@ -51,14 +64,15 @@ def validate(graph: Graph) -> None:
     _validate(graph)
 
 
-def infer(graph: Graph) -> dict:
+def infer(graph: Graph) -> dict[str, TensorType]:
     """Every value's dtype and shape, as {name: TensorType}."""
     from .ops import infer as _infer
 
     return _infer(graph)
 
 
-def compile(graph: Graph, weights: dict | None = None, profile: str = "webxnn") -> bytes:  # noqa: A001
+def compile(graph: Graph, weights: dict[str, np.ndarray] | None = None,  # noqa: A001
+            profile: str = "webxnn") -> bytes:
     """Lower and serialize `graph` into `.xnn` bytes. `profile="executorch"` emits only upstream XNNPACK
     node types and fails naming every op it cannot express that way."""
     from .compiler import compile as _compile
@@ -66,28 +80,28 @@ def compile(graph: Graph, weights: dict | None = None, profile: str = "webxnn") 
     return _compile(graph, weights=weights, profile=profile)
 
 
-def load(blob_or_path, threads: int | None = None):
+def load(blob_or_path: bytes | bytearray | memoryview | PathLike, threads: int | None = None) -> Program:
     """Verify and load a `.xnn` blob (bytes) or file (memory-mapped) into a runnable `Program`."""
     from .runtime import load as _load
 
     return _load(blob_or_path, threads=threads)
 
 
-def from_onnx(model, override_dims: dict | None = None) -> Graph:
+def from_onnx(model: Any, override_dims: dict[str, int] | None = None) -> Graph:
     """Import an ONNX model (path or ModelProto) as a Graph with its weights attached (needs webxnn[onnx])."""
     from .onnx import from_onnx as _from_onnx
 
     return _from_onnx(model, override_dims=override_dims)
 
 
-def cpu_info() -> dict:
+def cpu_info() -> dict[str, Any]:
     """What this CPU offers and which kernel table the runtime chose."""
     from .cpuinfo import cpu_info as _cpu_info
 
     return _cpu_info()
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     # Program is defined by the runtime module; import it lazily so `import webxnn` stays light.
     if name == "Program":
         from .runtime import Program

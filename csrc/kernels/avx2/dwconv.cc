@@ -38,15 +38,9 @@ void interior(size_t OW, size_t W, size_t K, size_t stride, size_t dil, size_t p
   *hi = b;
 }
 
-// Work units: (output row, 16-channel tile), row-major. A task takes a contiguous range of units, so tasks
-// are balanced to one unit even when the rows are few (7x7, 14x14 layers) and every output element belongs to
-// exactly one task. Tiles start at multiples of 16 channels, so each channel takes the same code path (and
-// the same tap order) whatever the split: results do not depend on the thread count.
-constexpr size_t kDwTile = 16;
-
 struct DwCtx {
   const ConvParams* p;
-  size_t N, H, W, OH, OW, C, rows, tasks, ox_lo, ox_hi, ctiles, units;
+  size_t N, H, W, OH, OW, C, rows, tasks, ox_lo, ox_hi;
   const float* in;
   const float* bias;
   const float* w;
@@ -59,7 +53,7 @@ template <size_t KWC>
 void dw_task(const void* vctx, size_t task) {
   const DwCtx& x = *static_cast<const DwCtx*>(vctx);
   const ConvParams& p = *x.p;
-  const size_t u0 = x.units * task / x.tasks, u1 = x.units * (task + 1) / x.tasks;
+  const size_t r0 = x.rows * task / x.tasks, r1 = x.rows * (task + 1) / x.tasks;
   const __m256 vmin = _mm256_set1_ps(x.vmin), vmax = _mm256_set1_ps(x.vmax);
   const size_t C = x.C, KW = KWC > 0 ? KWC : p.kernel_w, sw = p.stride_w, dw = p.dilation_w;
   const size_t cfull = C & ~size_t{7};
@@ -68,11 +62,7 @@ void dw_task(const void* vctx, size_t task) {
   const size_t taps = size_t{p.kernel_h} * p.kernel_w;
   const float** tin = static_cast<const float**>(internal::aligned_alloc64(taps * sizeof(float*)));
   const float** twt = static_cast<const float**>(internal::aligned_alloc64(taps * sizeof(float*)));
-  for (size_t u = u0; u < u1;) {
-    // One segment: row r, channel tiles [t0, t1) = channels [cb, ce).
-    const size_t r = u / x.ctiles, t0 = u % x.ctiles, t1 = min_sz(x.ctiles, t0 + (u1 - u));
-    u += t1 - t0;
-    const size_t cb = t0 * kDwTile, ce = min_sz(C, t1 * kDwTile);
+  for (size_t r = r0; r < r1; ++r) {
     const size_t n = r / x.OH, oy = r % x.OH;
     const float* in_n = x.in + n * x.H * x.W * C;
     // Valid kernel rows of this output row.
@@ -90,11 +80,11 @@ void dw_task(const void* vctx, size_t task) {
     size_t ox = x.ox_lo;
     for (; ox + 4 <= x.ox_hi; ox += 4) {
       const size_t ix0 = ox * sw - p.pad_left;
-      size_t c0 = cb;
+      size_t c0 = 0;
       // 3-wide, stride 1, no dilation (most depthwise layers): the 6 input columns the 4 pixels see are
       // loaded once per kernel row and each feeds up to 3 taps (18 loads per 24 FMAs instead of 30).
       if (KWC == 3 && sw == 1 && dw == 1) {
-        for (; c0 + 16 <= ce; c0 += 16) {
+        for (; c0 + 16 <= C; c0 += 16) {
           const __m256 bl = _mm256_loadu_ps(x.bias + c0), bh = _mm256_loadu_ps(x.bias + c0 + 8);
           __m256 l0 = bl, l1 = bl, l2 = bl, l3 = bl, h0 = bh, h1 = bh, h2 = bh, h3 = bh;
           for (size_t j = 0; j < nky; ++j) {
@@ -146,7 +136,7 @@ void dw_task(const void* vctx, size_t task) {
         }
       }
       // 16 channels x 4 pixels: 8 independent accumulator chains, enough to cover the FMA latency.
-      for (; c0 + 16 <= ce; c0 += 16) {
+      for (; c0 + 16 <= C; c0 += 16) {
         const __m256 bl = _mm256_loadu_ps(x.bias + c0), bh = _mm256_loadu_ps(x.bias + c0 + 8);
         __m256 l0 = bl, l1 = bl, l2 = bl, l3 = bl, h0 = bh, h1 = bh, h2 = bh, h3 = bh;
         for (size_t j = 0; j < nky; ++j) {
@@ -175,7 +165,7 @@ void dw_task(const void* vctx, size_t task) {
         _mm256_storeu_ps(o + 3 * C, _mm256_min_ps(vmax, _mm256_max_ps(vmin, l3)));
         _mm256_storeu_ps(o + 3 * C + 8, _mm256_min_ps(vmax, _mm256_max_ps(vmin, h3)));
       }
-      for (size_t c = c0; c < ce; c += 8) {
+      for (size_t c = c0; c < C; c += 8) {
         const bool full = c < cfull;
         const __m256 b = full ? _mm256_loadu_ps(x.bias + c) : _mm256_maskload_ps(x.bias + c, cmask);
         __m256 a0 = b, a1 = b, a2 = b, a3 = b;
@@ -236,9 +226,9 @@ void dw_task(const void* vctx, size_t task) {
         }
       }
       float* o = orow + q * C;
-      size_t c = cb;
+      size_t c = 0;
       // 32 channels per step: four independent accumulator chains (one chain would wait on FMA latency).
-      for (; c + 32 <= ce; c += 32) {
+      for (; c + 32 <= C; c += 32) {
         __m256 a0 = _mm256_loadu_ps(x.bias + c), a1 = _mm256_loadu_ps(x.bias + c + 8);
         __m256 a2 = _mm256_loadu_ps(x.bias + c + 16), a3 = _mm256_loadu_ps(x.bias + c + 24);
         for (size_t t = 0; t < nt; ++t) {
@@ -254,7 +244,7 @@ void dw_task(const void* vctx, size_t task) {
         _mm256_storeu_ps(o + c + 16, _mm256_min_ps(vmax, _mm256_max_ps(vmin, a2)));
         _mm256_storeu_ps(o + c + 24, _mm256_min_ps(vmax, _mm256_max_ps(vmin, a3)));
       }
-      for (; c < ce; c += 8) {
+      for (; c < C; c += 8) {
         const bool full = c < cfull;
         __m256 a0 = full ? _mm256_loadu_ps(x.bias + c) : _mm256_maskload_ps(x.bias + c, cmask);
         for (size_t t = 0; t < nt; ++t) {
@@ -347,15 +337,6 @@ size_t row_tasks(size_t rows, double row_cost, size_t threads) {
   return tasks ? tasks : 1;
 }
 
-// Depthwise: about 4 tasks per thread once there is enough work (>= 16K MACs per task), rounded down to a
-// multiple of the thread count so the static unit ranges split evenly between the threads.
-size_t dw_tasks(size_t units, double work, size_t threads) {
-  if (threads <= 1 || units <= 1) return 1;
-  size_t tasks = min_sz(min_sz(static_cast<size_t>(work / 16384.0), threads * 4), units);
-  if (tasks >= threads) tasks -= tasks % threads;
-  return tasks ? tasks : 1;
-}
-
 void pool(bool is_max, const PoolParams& p, size_t N, size_t H, size_t W, size_t C, const float* in, size_t OH,
           size_t OW, float* out, Parallel& par) {
   if (N == 0 || OH == 0 || OW == 0 || C == 0) return;
@@ -397,10 +378,8 @@ void dwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in
   x.vmax = p.act.max;
   x.rows = N * OH;
   interior(OW, W, p.kernel_w, p.stride_w, p.dilation_w, p.pad_left, &x.ox_lo, &x.ox_hi);
-  x.ctiles = (x.C + kDwTile - 1) / kDwTile;
-  x.units = x.rows * x.ctiles;
-  x.tasks = dw_tasks(x.units, static_cast<double>(x.rows) * OW * p.kernel_h * p.kernel_w * x.C,
-                     internal::parallel_threads(par));
+  x.tasks = row_tasks(x.rows, static_cast<double>(OW) * p.kernel_h * p.kernel_w * x.C,
+                      internal::parallel_threads(par));
   const internal::TaskFn fn = p.kernel_w == 3 ? dw_task<3> : p.kernel_w == 5 ? dw_task<5> : dw_task<0>;
   internal::parallel_run(par, x.tasks, fn, &x);
 }
