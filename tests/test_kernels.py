@@ -642,3 +642,14 @@ def test_gemv_threads_identical(n, k):
         r = rand(1, n)
         same_bytes(K.gemm(a, b, bias, b_is_nk=True, isa=isa, residual=r),
                    K.gemm(a, b, bias, b_is_nk=True, isa=isa, residual=r, threads=2))
+
+
+def test_pool_wakes_after_idle_spin():
+    """Workers poll ~0.5 ms, then sleep: calls after short and long idle gaps both finish and agree."""
+    import time  # noqa: PLC0415
+
+    x = rand(1 << 15)
+    want = K.unary("tanh", x, isa="best")
+    for gap in (0.0, 0.0002, 0.003, 0.0):
+        time.sleep(gap)
+        same_bytes(K.unary("tanh", x, isa="best", threads=2), want)

@@ -4,8 +4,8 @@ WebNN semantics (NCHW, OIHW, ...). `test_end_to_end.py` runs the same CASES thro
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import pytest

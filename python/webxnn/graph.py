@@ -8,7 +8,7 @@ Shapes may hold `DynDim` entries (input shapes only). Dtype names are WebNN's: "
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +21,7 @@ class DynDim:
     max_size: int
 
 
-Dim = Union[int, DynDim]
+Dim = int | DynDim
 
 
 @dataclass

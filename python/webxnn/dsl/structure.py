@@ -9,7 +9,8 @@ which turns a message and a location key into an exception carrying line:col (te
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, NoReturn, Union
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -32,7 +33,7 @@ I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 
 # Location keys passed to `fail`: ("input", name) ("const", name) ("node", i) ("node_input", i, j)
 # ("node_output", i, j) ("output", name) ("graph",)
-Key = tuple[Union[str, int], ...]
+Key = tuple[str | int, ...]
 Fail = Callable[[str, Key], NoReturn]
 
 

@@ -8,7 +8,7 @@ Per-op knowledge lives in `rules/` (one module per op family, registered with `@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -9,7 +9,8 @@ its output value declares, so shape mistakes in lowering fail loudly here.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

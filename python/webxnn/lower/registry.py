@@ -10,8 +10,9 @@ Three tables, one decorator each, so adding an op family is one new module:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, NoReturn
+from typing import Any, NoReturn
 
 import numpy as np
 

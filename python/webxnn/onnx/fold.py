@@ -6,7 +6,8 @@ anything else goes through onnx's reference evaluator for that single node at th
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

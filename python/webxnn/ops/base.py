@@ -9,8 +9,9 @@ Everything past `bind` (lowering, emit-js) works on `BoundNode`s, never on raw `
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..graph import Dim, Node
 

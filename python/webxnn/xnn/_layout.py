@@ -21,8 +21,9 @@ import importlib
 import inspect
 import re
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import flatbuffers.number_types as nt
 

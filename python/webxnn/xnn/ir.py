@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
@@ -104,7 +104,7 @@ class PerTokenDynamicQuant:
     num_nonbatch_dims: int = 1
 
 
-Quant = Union[PerTensorQuant, PerChannelQuant, PerChannelGroupQuant, PerTokenDynamicQuant]
+Quant = PerTensorQuant | PerChannelQuant | PerChannelGroupQuant | PerTokenDynamicQuant
 
 
 @dataclass
