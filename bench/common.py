@@ -71,22 +71,28 @@ def ort_session(model_bytes: bytes, threads: int) -> Any:
     return ort.InferenceSession(model_bytes, so, providers=["CPUExecutionProvider"])
 
 
+def can_limit_numpy_threads() -> bool:
+    """Whether numpy's BLAS thread count can be set (threadpoolctl). Without it numpy uses every core, so a
+    per-thread-count numpy column would be wrong: the benches leave it out instead."""
+    try:
+        import threadpoolctl  # noqa: F401, PLC0415
+    except ImportError:
+        return False
+    return True
+
+
 class numpy_threads:  # noqa: N801 - used as a context manager like threadpoolctl's
-    """Limits numpy's BLAS to `n` threads when threadpoolctl is installed (otherwise a no-op)."""
+    """Limits numpy's BLAS to `n` threads (needs threadpoolctl: check `can_limit_numpy_threads` first)."""
 
     def __init__(self, n: int) -> None:
         self.n = n
         self._ctl: Any = None
 
     def __enter__(self) -> numpy_threads:
-        try:
-            from threadpoolctl import threadpool_limits  # noqa: PLC0415
+        from threadpoolctl import threadpool_limits  # noqa: PLC0415
 
-            self._ctl = threadpool_limits(limits=self.n)
-        except ImportError:
-            self._ctl = None
+        self._ctl = threadpool_limits(limits=self.n)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._ctl is not None:
-            self._ctl.restore_original_limits()
+        self._ctl.restore_original_limits()

@@ -19,7 +19,15 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import median_ms, numpy_threads, onnxruntime_or_none, ort_session, progress, time_calls
+from bench.common import (
+    can_limit_numpy_threads,
+    median_ms,
+    numpy_threads,
+    onnxruntime_or_none,
+    ort_session,
+    progress,
+    time_calls,
+)
 
 
 @dataclass
@@ -140,7 +148,7 @@ def _ort_times(case: Case, data: dict[str, np.ndarray], threads: int, repeat: in
 
 
 def _numpy_times(case: Case, data: dict[str, np.ndarray], threads: int, repeat: int) -> list[float] | None:
-    if case.kind != "gemm":
+    if case.kind != "gemm" or not can_limit_numpy_threads():
         return None
     out = np.empty((case.params["M"], case.params["N"]), np.float32)
     with numpy_threads(threads):
