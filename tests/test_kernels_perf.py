@@ -235,6 +235,43 @@ def test_pools_large_vs_scalar_threads_nan():
         same_bytes(got, fn(x, (3, 3), isa="best", threads=2, **kw))
 
 
+@pytest.mark.parametrize("c", [1, 5, 8, 16, 24, 64])
+@pytest.mark.parametrize("pool,dil,pads", [((3, 3), (1, 1), (1, 1, 1, 1)), ((2, 3), (1, 1), (0, 0, 1, 1)),
+                                           ((5, 3), (2, 1), (2, 1, 2, 0)), ((1, 3), (1, 1), (0, 0, 0, 0))])
+def test_max_pool_3wide_stride2_nan(c, pool, dil, pads):
+    """The separable 3-wide stride-2 max pool path: channel blocks and tails, 1 to 5 valid rows, NaN at
+    window corners (a NaN anywhere in a window gives NaN), the clamp, and thread counts."""
+    x = rand(1, 11, 13, c)
+    x[0, 0, 0, 0] = np.nan
+    x[0, 4, 6, c - 1] = np.nan
+    x[0, 6, 3, c // 2] = np.nan
+    x[0, 10, 12, 0] = np.nan
+    kw = dict(pads=pads, strides=(2, 2), dilations=dil, min=-0.5, max=0.8)
+    ref = K.max_pool2d(x, pool, **kw)
+    got = K.max_pool2d(x, pool, isa="best", **kw)
+    assert np.isnan(ref).any()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    np.testing.assert_array_equal(got[~np.isnan(ref)], ref[~np.isnan(ref)])
+    same_bytes(got, K.max_pool2d(x, pool, isa="best", threads=2, **kw))
+
+
+@pytest.mark.parametrize("gic,k,s,dil,pads", [
+    (3, (3, 3), 2, (1, 1), (1, 1, 1, 1)), (3, (7, 7), 2, (1, 1), (3, 3, 3, 3)),
+    (1, (3, 3), 1, (1, 1), (0, 1, 2, 0)), (5, (2, 3), 2, (2, 1), (1, 0, 0, 1)),
+    (3, (3, 3), 1, (1, 2), (1, 1, 1, 1))])
+def test_conv2d_small_channels(gic, k, s, dil, pads):
+    """Few input channels (RGB stems): kernel rows read in place for interior windows, gathered at borders."""
+    x, f, b = rand(2, 15, 17, gic), rand(37, *k, gic), rand(37)
+    kw = dict(pads=pads, strides=(s, s), dilations=dil, min=-1.0, max=1.0)
+    ref = K.conv2d(x, f, b, **kw)
+    got = K.conv2d(x, f, b, isa="best", **kw)
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+    same_bytes(got, K.conv2d(x, f, b, isa="best", threads=2, **kw))
+    r = rand(*ref.shape)
+    with_r = K.conv2d(x, f, b, isa="best", residual=r, **kw)
+    np.testing.assert_allclose(with_r, K.conv2d(x, f, b, residual=r, **kw), rtol=1e-5, atol=1e-5)
+
+
 # ---------------------------------------------------------------------------------------- batch matmul
 @pytest.mark.parametrize("ba,bb,m,n,k,nk", [(12, 12, 128, 128, 32, False), (12, 12, 128, 32, 128, False),
                                             (3, 1, 7, 17, 33, True), (1, 5, 1, 40, 9, False),

@@ -8,7 +8,10 @@
 // in the scalar kernel. Packed layout = the scalar one: [C bias][kh*kw][C].
 //
 // Pooling (max / average, padding excluded from the average's divisor): per output pixel, 8-channel blocks
-// reduce the valid taps; max pooling propagates NaN like the scalar kernel.
+// reduce the valid taps; max pooling propagates NaN like the scalar kernel (a NaN anywhere in the window
+// gives NaN; which NaN bit pattern is not specified). Max pooling 3 wide, stride-w 2, dilation-w 1 (the
+// ResNet stem pool) has a separable interior path: each input column's vertical max is computed once and
+// shared by the two output pixels whose windows overlap on it (6 loads per output vector instead of 9).
 #include <immintrin.h>
 
 #include "kernels/avx2/avx2.h"
@@ -274,10 +277,74 @@ struct PoolCtx {
   const float* in;
   float* out;
   bool is_max;
+  bool sep;  // max pool 3 wide, stride-w 2, dilation-w 1: separable interior path
 };
 
 inline __m256 max_nan(__m256 acc, __m256 v) {  // NaN from either side wins (numpy's maximum)
   return _mm256_blendv_ps(_mm256_max_ps(v, acc), v, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+}
+
+// vmaxps returns its second operand when either is NaN, so max(b, acc) keeps a NaN already in acc and
+// drops one in b: the dropped ones are caught by unordered compares (one per two inputs) OR-ed into the
+// result (an all-ones lane is a NaN).
+template <bool kMask>
+inline __m256 load8(const float* p, __m256i m) {
+  return kMask ? _mm256_maskload_ps(p, m) : _mm256_loadu_ps(p);
+}
+
+// Max of the ny >= 1 rows at element offset off, NaN in every lane where any input is NaN.
+template <bool kMask>
+inline __m256 col_max(const float* const* rowp, size_t ny, size_t off, __m256i m) {
+  __m256 acc = load8<kMask>(rowp[0] + off, m);
+  if (ny == 3) {
+    const __m256 b = load8<kMask>(rowp[1] + off, m), c = load8<kMask>(rowp[2] + off, m);
+    return _mm256_or_ps(_mm256_max_ps(c, _mm256_max_ps(b, acc)), _mm256_cmp_ps(b, c, _CMP_UNORD_Q));
+  }
+  __m256 nan = _mm256_setzero_ps();
+  size_t j = 1;
+  for (; j + 2 <= ny; j += 2) {
+    const __m256 b = load8<kMask>(rowp[j] + off, m), c = load8<kMask>(rowp[j + 1] + off, m);
+    acc = _mm256_max_ps(c, _mm256_max_ps(b, acc));
+    nan = _mm256_or_ps(nan, _mm256_cmp_ps(b, c, _CMP_UNORD_Q));
+  }
+  if (j < ny) {
+    const __m256 b = load8<kMask>(rowp[j] + off, m);
+    acc = _mm256_max_ps(b, acc);
+    nan = _mm256_or_ps(nan, _mm256_cmp_ps(b, b, _CMP_UNORD_Q));
+  }
+  return _mm256_or_ps(acc, nan);
+}
+
+// Max of three column maxima (each already NaN where its column has a NaN): p's NaN is kept by max(., acc),
+// c1's and c2's by the compare.
+inline __m256 max3(__m256 p, __m256 c1, __m256 c2) {
+  return _mm256_or_ps(_mm256_max_ps(c2, _mm256_max_ps(c1, p)), _mm256_cmp_ps(c1, c2, _CMP_UNORD_Q));
+}
+
+// Interior output pixels [lo, hi) of a 3-wide, stride-2 max pool row, channels [c0, c0 + 8*NV) (the last
+// vector masked when kMask): ix0 = input column of pixel lo's first tap.
+template <int NV, bool kMask>
+void max3s2_span(const float* const* rowp, size_t ny, size_t C, size_t c0, size_t ix0, size_t lo, size_t hi,
+                 __m256i m, __m256 vmin, __m256 vmax, float* orow) {
+  __m256 prev[NV];
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) prev[v] = col_max<kMask>(rowp, ny, ix0 * C + c0 + 8 * v, m);
+  size_t off = ix0 * C + c0;
+  for (size_t ox = lo; ox < hi; ++ox, off += 2 * C) {
+    float* o = orow + ox * C + c0;
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      const __m256 c1 = col_max<kMask>(rowp, ny, off + C + 8 * v, m);
+      const __m256 c2 = col_max<kMask>(rowp, ny, off + 2 * C + 8 * v, m);
+      const __m256 r = _mm256_min_ps(vmax, _mm256_max_ps(vmin, max3(prev[v], c1, c2)));
+      prev[v] = c2;
+      if (kMask) {
+        _mm256_maskstore_ps(o + 8 * v, m, r);
+      } else {
+        _mm256_storeu_ps(o + 8 * v, r);
+      }
+    }
+  }
 }
 
 void pool_task(const void* vctx, size_t task) {
@@ -298,7 +365,23 @@ void pool_task(const void* vctx, size_t task) {
       if (iy_p < p.pad_top || iy_p - p.pad_top >= x.H) continue;
       rowp[ny++] = in_n + (iy_p - p.pad_top) * x.W * C;
     }
+    size_t lo = 0, hi = 0;  // interior pixels already done by the separable path
+    if (x.sep && ny > 0) {
+      interior(x.OW, x.W, 3, 2, 1, p.pad_left, &lo, &hi);
+      if (lo < hi) {
+        const size_t ix0 = lo * 2 - p.pad_left;
+        float* orow = x.out + r * x.OW * C;
+        size_t c = 0;
+        for (; c + 16 <= C; c += 16) max3s2_span<2, false>(rowp, ny, C, c, ix0, lo, hi, cmask, vmin, vmax, orow);
+        for (; c + 8 <= C; c += 8) max3s2_span<1, false>(rowp, ny, C, c, ix0, lo, hi, cmask, vmin, vmax, orow);
+        if (c < C) max3s2_span<1, true>(rowp, ny, C, c, ix0, lo, hi, cmask, vmin, vmax, orow);
+      }
+    }
     for (size_t ox = 0; ox < x.OW; ++ox) {
+      if (ox >= lo && ox < hi) {
+        ox = hi - 1;
+        continue;
+      }
       size_t cols[64];  // element offsets of the valid columns within a row
       size_t nx = 0;
       for (size_t kx = 0; kx < p.pool_w && nx < 64; ++kx) {
@@ -351,6 +434,7 @@ void pool(bool is_max, const PoolParams& p, size_t N, size_t H, size_t W, size_t
   x.in = in;
   x.out = out;
   x.is_max = is_max;
+  x.sep = is_max && p.pool_w == 3 && p.stride_w == 2 && p.dilation_w == 1;
   x.tasks = row_tasks(x.rows, static_cast<double>(OW) * C * p.pool_h * p.pool_w, internal::parallel_threads(par));
   internal::parallel_run(par, x.tasks, pool_task, &x);
 }

@@ -118,6 +118,8 @@ void run_ukernel(size_t mr, size_t ks, size_t kc, const float* const* a, const f
     case 2: return run_ukernel_kc<2>(mr, ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
     case 3: return run_ukernel_kc<3>(mr, ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
     case 4: return run_ukernel_kc<4>(mr, ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
+    case 9: return run_ukernel_kc<9>(mr, ks, kc, a, w, c, ldc, nc, vmin, vmax, r);    // 3 wide x RGB
+    case 21: return run_ukernel_kc<21>(mr, ks, kc, a, w, c, ldc, nc, vmin, vmax, r);  // 7 wide x RGB
     default: return run_ukernel_kc<0>(mr, ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
   }
 }
@@ -165,6 +167,7 @@ struct ConvCtx {
   const float* residual;  // dense like out, or null
   const size_t* tap_off;  // element offset of each tap from the window's top-left pixel
   size_t span_h, span_w;  // dilation * (kernel - 1)
+  bool rows_contig;       // one group, dilation_w 1: a kernel row's kw * gic inputs are contiguous
   float vmin, vmax;
 };
 
@@ -179,28 +182,63 @@ void conv_task(const void* vctx, size_t task) {
   float* gbuf = x.gic < 8 && x.taps > 1
                     ? static_cast<float*>(internal::aligned_alloc64(kMR * x.taps * x.gic * sizeof(float)))
                     : nullptr;
+  const float** krows = gbuf && x.rows_contig ? static_cast<const float**>(internal::aligned_alloc64(
+                                                    size_t{p.kernel_h} * kMR * sizeof(float*)))
+                                              : nullptr;
+  bool inner[kMR];
+  const size_t krow_step = size_t{p.dilation_h} * x.W * x.IC;  // between kernel rows, in elements
   const size_t P = x.OH * x.OW;
+  // unit = ((n * groups + g) * n_pgroups + pg) * ptiles + pt: pixel tiles innermost so a task's consecutive
+  // units reuse the same weight panels. Decomposed once, then stepped (divisions per unit showed up in small
+  // convs such as RGB stems, where a unit is only a few hundred cycles of FMAs).
+  size_t pt = u0 % x.ptiles, pg = u0 / x.ptiles % x.n_pgroups;
+  size_t g = u0 / x.ptiles / x.n_pgroups % p.groups, n = u0 / x.ptiles / x.n_pgroups / p.groups;
+  size_t toy = pt * kMR / x.OW, tox = pt * kMR % x.OW;  // output pixel of the tile's first row
   for (size_t u = u0; u < u1; ++u) {
-    // unit = ((n * groups + g) * n_pgroups + pg) * ptiles + pt: pixel tiles innermost so a task's
-    // consecutive units reuse the same weight panels.
-    size_t r = u;
-    const size_t pt = r % x.ptiles;
-    r /= x.ptiles;
-    const size_t pg = r % x.n_pgroups;
-    r /= x.n_pgroups;
-    const size_t g = r % p.groups, n = r / p.groups;
+    if (u != u0) {
+      if (++pt == x.ptiles) {
+        pt = toy = tox = 0;
+        if (++pg == x.n_pgroups) {
+          pg = 0;
+          if (++g == p.groups) g = 0, ++n;
+        }
+      } else {
+        for (tox += kMR; tox >= x.OW; tox -= x.OW) ++toy;
+      }
+    }
     const size_t px0 = pt * kMR, mr = min_sz(kMR, P - px0);
     const float* in_n = x.in + n * x.H * x.W * x.IC + g * x.gic;
-    for (size_t m = 0; m < mr; ++m) {
-      const size_t oy = (px0 + m) / x.OW, ox = (px0 + m) % x.OW;
+    size_t oy = toy, ox = tox;  // of pixel px0 + m, stepped (no division per pixel)
+    // Row-contiguous path, whole tile in one output row and inside the input (most tiles of a stem): the
+    // kernel rows' pointers are a 2-D progression, no per-pixel checks.
+    bool tile_inner = false;
+    if (krows && tox + mr <= x.OW) {
+      const size_t iy0 = toy * p.stride_h, ix0 = tox * p.stride_w, ix1 = (tox + mr - 1) * p.stride_w;
+      if (iy0 >= p.pad_top && iy0 + x.span_h - p.pad_top < x.H && ix0 >= p.pad_left &&
+          ix1 + x.span_w - p.pad_left < x.W) {
+        const float* base = in_n + ((iy0 - p.pad_top) * x.W + (ix0 - p.pad_left)) * x.IC;
+        const size_t pix = size_t{p.stride_w} * x.IC;
+        for (size_t ky = 0; ky < p.kernel_h; ++ky, base += krow_step)
+          for (size_t m = 0; m < mr; ++m) krows[ky * mr + m] = base + m * pix;
+        tile_inner = true;
+      }
+    }
+    for (size_t m = 0; m < (tile_inner ? 0 : mr); ++m, ox = ox + 1 == x.OW ? (++oy, 0) : ox + 1) {
       const size_t iy0 = oy * p.stride_h, ix0 = ox * p.stride_w;  // padded coordinates of tap (0, 0)
       if (iy0 >= p.pad_top && iy0 + x.span_h - p.pad_top < x.H && ix0 >= p.pad_left &&
           ix0 + x.span_w - p.pad_left < x.W) {
         // Whole window inside the input: the pixel's base plus the per-tap offsets.
         const float* base = in_n + ((iy0 - p.pad_top) * x.W + (ix0 - p.pad_left)) * x.IC;
+        inner[m] = true;
+        if (krows) {  // the kernel rows read in place (see below)
+          const float* rp = base;
+          for (size_t ky = 0; ky < p.kernel_h; ++ky, rp += krow_step) krows[ky * mr + m] = rp;
+          continue;
+        }
         for (size_t t = 0; t < x.taps; ++t) ind[t * kMR + m] = base + x.tap_off[t];
         continue;
       }
+      inner[m] = false;
       for (size_t ky = 0; ky < p.kernel_h; ++ky) {
         const size_t iy_p = oy * p.stride_h + ky * p.dilation_h;  // in padded coordinates
         const bool y_ok = iy_p >= p.pad_top && iy_p - p.pad_top < x.H;
@@ -215,6 +253,26 @@ void conv_task(const void* vctx, size_t task) {
     const float* wg = x.packed + g * group_floats;
     const size_t q0 = pg * x.group, q1 = min_sz(x.panels, q0 + x.group);
     float* c = x.out + (n * P + px0) * x.OC + g * x.goc;
+    if (krows) {
+      // Few input channels, one group, no horizontal dilation (RGB stems): a kernel row's kw * gic inputs
+      // are contiguous in the input and the packed weights are (ky, kx, ci)-major, so each kernel row is one
+      // microkernel tap of kw * gic steps read in place (no copy). Windows that cross the border are gathered
+      // (zeros for padding) into gbuf rows. Same products in the same order as the gathered path below.
+      const size_t kh = p.kernel_h, kw = p.kernel_w, kc = kw * x.gic, kk = x.taps * x.gic;
+      for (size_t m = 0; m < (tile_inner ? 0 : mr); ++m) {
+        if (inner[m]) continue;  // krows already set
+        float* row = gbuf + m * kk;
+        for (size_t t = 0; t < x.taps; ++t) {
+          const float* src = ind[t * kMR + m];
+          for (size_t ci = 0; ci < x.gic; ++ci) row[t * x.gic + ci] = src[ci];
+        }
+        for (size_t ky = 0; ky < kh; ++ky) krows[ky * mr + m] = row + ky * kc;
+      }
+      for (size_t q = q0; q < q1; ++q)
+        run_ukernel(mr, kh, kc, krows, wg + q * panel_floats, c + q * kNR, x.OC, min_sz(kNR, x.goc - q * kNR),
+                    vmin, vmax, x.residual ? x.residual + (c - x.out) + q * kNR : nullptr);
+      continue;
+    }
     if (gbuf) {
       // Few input channels (RGB stems): gather the tile's windows into mr contiguous rows of taps * gic
       // (row order = the packed weights' tap-major order), then one long k loop per panel instead of many
@@ -245,6 +303,7 @@ void conv_task(const void* vctx, size_t task) {
   }
   internal::aligned_free(ind);
   if (gbuf) internal::aligned_free(gbuf);
+  if (krows) internal::aligned_free(krows);
 }
 
 // Narrow grouped convolutions would waste most of each 16-wide panel: those stay on the scalar kernel.
@@ -318,6 +377,7 @@ void conv2d_impl(const ConvParams& p, size_t N, size_t H, size_t W, const float*
   x.tap_off = tap_off;
   x.span_h = size_t{p.dilation_h} * (p.kernel_h - 1);
   x.span_w = size_t{p.dilation_w} * (p.kernel_w - 1);
+  x.rows_contig = p.groups == 1 && p.dilation_w == 1;
   float* zero = static_cast<float*>(internal::aligned_alloc64(max_sz(x.gic, 1) * sizeof(float)));
   std::memset(zero, 0, max_sz(x.gic, 1) * sizeof(float));
   x.zero = zero;
