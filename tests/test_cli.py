@@ -75,6 +75,12 @@ def test_errors_are_one_line_and_exit_2(tmp_path: pathlib.Path, capsys) -> None:
     assert main(["run", str(tmp_path / "missing.xnn")]) == 2
 
 
+def test_run_without_inputs_says_what_to_pass(blob_path: pathlib.Path, capsys) -> None:
+    assert main(["run", str(blob_path)]) == 2
+    err = capsys.readouterr().err
+    assert "x: float32[1, 3, 32, 32]" in err and "--random-inputs" in err
+
+
 def test_run_reports_wrong_input(blob_path: pathlib.Path, tmp_path: pathlib.Path, capsys) -> None:
     np.save(tmp_path / "x.npy", np.zeros((1, 3, 8, 8), np.float32))
     assert main(["run", str(blob_path), "--input", f"x={tmp_path / 'x.npy'}"]) == 2

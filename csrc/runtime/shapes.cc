@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "kernels/wx/wx.h"  // blockwise_compatible: the quantize kernel's own shape rule
 #include "runtime/status.h"
 
 namespace webxnn {
@@ -158,7 +159,7 @@ class Inferer {
       case T::kWXPool2d: wx_pool(); break;
       case T::kWXQuantize: {
         for (size_t k = 1; k <= 2; ++k) {
-          if (has_in(k) && !wx_blockwise(in(k), in(0))) {
+          if (has_in(k) && !wx::blockwise_compatible(in(k), in(0))) {
             fail_node((k == 1 ? "scale " : "zero point ") + in_label(k) +
                       " neither broadcasts nor repeats block-wise to " + in_label(0));
           }
@@ -411,17 +412,6 @@ class Inferer {
       m[a] = true;
     }
     return m;
-  }
-
-  static bool wx_blockwise(const Shape& s, const Shape& x) {
-    if (s.size() > x.size()) return false;
-    const size_t off = x.size() - s.size();
-    for (size_t k = 0; k < s.size(); ++k) {
-      const size_t xd = x[off + k], sd = s[k];
-      if (sd == 1 || sd == xd) continue;
-      if (sd == 0 || xd % sd != 0) return false;
-    }
-    return true;
   }
 
   bool is_int_value(size_t k) const {

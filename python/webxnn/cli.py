@@ -94,6 +94,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     prog = load(args.model, threads=args.threads)
     load_ms = (time.perf_counter() - t0) * 1e3
+    if not args.input and not args.random_inputs and prog.inputs:
+        wanted = ", ".join(f"{i.name}: {i.dtype}{list(i.shape)}" for i in prog.inputs)
+        raise InputError(f"no inputs given; the model takes {wanted}. Pass --input NAME=FILE.npy for each, "
+                         "or --random-inputs")
     feeds = _random_inputs(prog) if args.random_inputs else _parse_inputs(args.input, prog)
     outputs = prog.run(feeds)
     times = _time_runs(prog, feeds, args.repeat) if args.repeat > 0 else []

@@ -45,6 +45,67 @@ struct PixelSplit {
   }
 };
 
+// Writes the bias block that starts every packed filter (zeros when there is no bias).
+void pack_bias(const float* bias, size_t oc, float* out) {
+  if (bias) {
+    std::memcpy(out, bias, oc * sizeof(float));
+  } else {
+    std::fill(out, out + oc, 0.f);
+  }
+}
+
+// Runs fn(in_n, oy, ox, acc) for every output pixel, split over tasks, with acc (OC floats) preset to the
+// bias and clamped afterwards. The per-pixel work order never depends on the split.
+template <typename Fn>
+void for_each_output_pixel(const ConvParams& p, Parallel& par, size_t N, size_t HWC, size_t OH, size_t OW,
+                           size_t OC, double pixel_cost, const float* in, const float* bias, float* out, Fn&& fn) {
+  const Clamp clamp(p.act);
+  const PixelSplit split(par, N, OH, OW, pixel_cost);
+  par.run(split.tasks, [&](size_t task) {
+    split.for_each(task, OH, OW, [&](size_t n, size_t oy, size_t x0, size_t x1) {
+      for (size_t ox = x0; ox < x1; ++ox) {
+        float* acc = out + ((n * OH + oy) * OW + ox) * OC;
+        std::memcpy(acc, bias, OC * sizeof(float));
+        fn(in + n * HWC, oy, ox, acc);
+        clamp.apply(acc, OC);
+      }
+    });
+  });
+}
+
+// Calls fn(px, t) for each filter tap t = ky*KW + kx of output pixel (oy, ox) that lands inside the H x W
+// input, in (ky, kx) order; px points at that input pixel (C channels per pixel). Padding taps are skipped.
+template <typename Fn>
+void for_each_tap(const ConvParams& p, size_t H, size_t W, size_t C, const float* in_n, size_t oy, size_t ox,
+                  Fn&& fn) {
+  for (size_t ky = 0; ky < p.kernel_h; ++ky) {
+    const isize iy = static_cast<isize>(oy * p.stride_h + ky * p.dilation_h) - static_cast<isize>(p.pad_top);
+    if (iy < 0 || iy >= static_cast<isize>(H)) continue;
+    for (size_t kx = 0; kx < p.kernel_w; ++kx) {
+      const isize ix = static_cast<isize>(ox * p.stride_w + kx * p.dilation_w) - static_cast<isize>(p.pad_left);
+      if (ix < 0 || ix >= static_cast<isize>(W)) continue;
+      fn(in_n + (static_cast<size_t>(iy) * W + static_cast<size_t>(ix)) * C, ky * p.kernel_w + kx);
+    }
+  }
+}
+
+// acc[group g] += the input pixel px (groups * gic channels) times tap t of the packed dense filter
+// ([groups][taps][gic][goc]); output channels innermost, so the inner loop streams a weight row.
+void accumulate_grouped_tap(const ConvParams& p, const float* px, const float* wts, size_t t, float* acc) {
+  const size_t gic = p.group_input_channels, goc = p.group_output_channels;
+  const size_t taps = size_t{p.kernel_h} * p.kernel_w;
+  for (size_t g = 0; g < p.groups; ++g) {
+    const float* a = px + g * gic;
+    const float* w = wts + (g * taps + t) * gic * goc;
+    float* c = acc + g * goc;
+    for (size_t ci = 0; ci < gic; ++ci) {
+      const float av = a[ci];
+      const float* wr = w + ci * goc;
+      for (size_t co = 0; co < goc; ++co) c[co] += av * wr[co];
+    }
+  }
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------- conv2d
@@ -57,11 +118,7 @@ void conv2d_pack(const ConvParams& p, const float* filter, const float* bias, vo
   const size_t oc = out_channels(p), gic = p.group_input_channels, goc = p.group_output_channels;
   const size_t taps = size_t{p.kernel_h} * p.kernel_w;
   float* out = static_cast<float*>(packed);
-  if (bias) {
-    std::memcpy(out, bias, oc * sizeof(float));
-  } else {
-    std::fill(out, out + oc, 0.f);
-  }
+  pack_bias(bias, oc, out);
   float* w = out + oc;
   for (size_t g = 0; g < p.groups; ++g)
     for (size_t co = 0; co < goc; ++co)
@@ -73,44 +130,17 @@ void conv2d_pack(const ConvParams& p, const float* filter, const float* bias, vo
 void conv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
             const void* packed, float* out, Parallel& par) {
   const size_t OC = out_channels(p), IC = in_channels(p);
-  const size_t gic = p.group_input_channels, goc = p.group_output_channels;
-  const size_t KH = p.kernel_h, KW = p.kernel_w, taps = KH * KW;
+  const size_t taps = size_t{p.kernel_h} * p.kernel_w;
   if (N == 0 || OH == 0 || OW == 0 || OC == 0) return;
   const float* bias = static_cast<const float*>(packed);
   const float* wts = bias + OC;
-  const Clamp clamp(p.act);
-  const PixelSplit split(par, N, OH, OW, static_cast<double>(taps) * gic * OC);
-  par.run(split.tasks, [&](size_t task) {
-    split.for_each(task, OH, OW, [&](size_t n, size_t oy, size_t x0, size_t x1) {
-      const float* in_n = in + n * H * W * IC;
-      for (size_t ox = x0; ox < x1; ++ox) {
-        float* acc = out + ((n * OH + oy) * OW + ox) * OC;
-        std::memcpy(acc, bias, OC * sizeof(float));
-        for (size_t ky = 0; ky < KH; ++ky) {
-          const isize iy = static_cast<isize>(oy * p.stride_h + ky * p.dilation_h) - static_cast<isize>(p.pad_top);
-          if (iy < 0 || iy >= static_cast<isize>(H)) continue;
-          for (size_t kx = 0; kx < KW; ++kx) {
-            const isize ix =
-                static_cast<isize>(ox * p.stride_w + kx * p.dilation_w) - static_cast<isize>(p.pad_left);
-            if (ix < 0 || ix >= static_cast<isize>(W)) continue;
-            const float* px = in_n + (static_cast<size_t>(iy) * W + static_cast<size_t>(ix)) * IC;
-            const size_t t = ky * KW + kx;
-            for (size_t g = 0; g < p.groups; ++g) {
-              const float* a = px + g * gic;
-              const float* w = wts + (g * taps + t) * gic * goc;
-              float* c = acc + g * goc;
-              for (size_t ci = 0; ci < gic; ++ci) {
-                const float av = a[ci];
-                const float* wr = w + ci * goc;
-                for (size_t co = 0; co < goc; ++co) c[co] += av * wr[co];
-              }
-            }
-          }
-        }
-        clamp.apply(acc, OC);
-      }
-    });
-  });
+  const double cost = static_cast<double>(taps) * p.group_input_channels * OC;
+  for_each_output_pixel(p, par, N, H * W * IC, OH, OW, OC, cost, in, bias, out,
+                        [&](const float* in_n, size_t oy, size_t ox, float* acc) {
+                          for_each_tap(p, H, W, IC, in_n, oy, ox, [&](const float* px, size_t t) {
+                            accumulate_grouped_tap(p, px, wts, t, acc);
+                          });
+                        });
 }
 
 // ---------------------------------------------------------------------------------------------- dwconv2d
@@ -132,52 +162,31 @@ size_t dwconv2d_packed_size(const ConvParams& p) {
 void dwconv2d_pack(const ConvParams& p, const float* filter, const float* bias, void* packed) {
   const size_t oc = out_channels(p), taps = size_t{p.kernel_h} * p.kernel_w;
   float* out = static_cast<float*>(packed);
-  if (bias) {
-    std::memcpy(out, bias, oc * sizeof(float));
-  } else {
-    std::fill(out, out + oc, 0.f);
-  }
+  pack_bias(bias, oc, out);
   std::memcpy(out + oc, filter, taps * oc * sizeof(float));
 }
 
 void dwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
               const void* packed, float* out, Parallel& par) {
   const size_t C = p.groups, dm = p.group_output_channels, OC = C * dm;
-  const size_t KH = p.kernel_h, KW = p.kernel_w;
   if (N == 0 || OH == 0 || OW == 0 || OC == 0) return;
   const float* bias = static_cast<const float*>(packed);
   const float* wts = bias + OC;
-  const Clamp clamp(p.act);
-  const PixelSplit split(par, N, OH, OW, static_cast<double>(KH * KW) * OC);
-  par.run(split.tasks, [&](size_t task) {
-    split.for_each(task, OH, OW, [&](size_t n, size_t oy, size_t x0, size_t x1) {
-      const float* in_n = in + n * H * W * C;
-      for (size_t ox = x0; ox < x1; ++ox) {
-        float* acc = out + ((n * OH + oy) * OW + ox) * OC;
-        std::memcpy(acc, bias, OC * sizeof(float));
-        for (size_t ky = 0; ky < KH; ++ky) {
-          const isize iy = static_cast<isize>(oy * p.stride_h + ky * p.dilation_h) - static_cast<isize>(p.pad_top);
-          if (iy < 0 || iy >= static_cast<isize>(H)) continue;
-          for (size_t kx = 0; kx < KW; ++kx) {
-            const isize ix =
-                static_cast<isize>(ox * p.stride_w + kx * p.dilation_w) - static_cast<isize>(p.pad_left);
-            if (ix < 0 || ix >= static_cast<isize>(W)) continue;
-            const float* a = in_n + (static_cast<size_t>(iy) * W + static_cast<size_t>(ix)) * C;
-            const float* w = wts + (ky * KW + kx) * OC;
-            if (dm == 1) {
-              for (size_t c = 0; c < C; ++c) acc[c] += a[c] * w[c];
-            } else {
-              for (size_t c = 0; c < C; ++c) {
-                const float av = a[c];
-                for (size_t j = 0; j < dm; ++j) acc[c * dm + j] += av * w[c * dm + j];
-              }
-            }
-          }
-        }
-        clamp.apply(acc, OC);
-      }
-    });
-  });
+  const double cost = static_cast<double>(p.kernel_h) * p.kernel_w * OC;
+  for_each_output_pixel(p, par, N, H * W * C, OH, OW, OC, cost, in, bias, out,
+                        [&](const float* in_n, size_t oy, size_t ox, float* acc) {
+                          for_each_tap(p, H, W, C, in_n, oy, ox, [&](const float* a, size_t t) {
+                            const float* w = wts + t * OC;
+                            if (dm == 1) {
+                              for (size_t c = 0; c < C; ++c) acc[c] += a[c] * w[c];
+                            } else {
+                              for (size_t c = 0; c < C; ++c) {
+                                const float av = a[c];
+                                for (size_t j = 0; j < dm; ++j) acc[c * dm + j] += av * w[c * dm + j];
+                              }
+                            }
+                          });
+                        });
 }
 
 // ---------------------------------------------------------------------------------------------- deconv2d
@@ -192,48 +201,27 @@ void deconv2d_pack(const ConvParams& p, const float* filter, const float* bias, 
 void deconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
               const void* packed, float* out, Parallel& par) {
   const size_t OC = out_channels(p), IC = in_channels(p);
-  const size_t gic = p.group_input_channels, goc = p.group_output_channels;
   const size_t KH = p.kernel_h, KW = p.kernel_w, taps = KH * KW;
   const size_t sh = p.stride_h, sw = p.stride_w;
   if (N == 0 || OH == 0 || OW == 0 || OC == 0) return;
   const float* bias = static_cast<const float*>(packed);
   const float* wts = bias + OC;
-  const Clamp clamp(p.act);
-  const double pixel_cost = static_cast<double>(taps) * gic * OC / static_cast<double>(sh * sw);
-  const PixelSplit split(par, N, OH, OW, pixel_cost);
-  par.run(split.tasks, [&](size_t task) {
-    split.for_each(task, OH, OW, [&](size_t n, size_t oy, size_t x0, size_t x1) {
-      const float* in_n = in + n * H * W * IC;
-      for (size_t ox = x0; ox < x1; ++ox) {
-        float* acc = out + ((n * OH + oy) * OW + ox) * OC;
-        std::memcpy(acc, bias, OC * sizeof(float));
-        for (size_t ky = 0; ky < KH; ++ky) {
-          const isize ty = static_cast<isize>(oy + p.pad_top) - static_cast<isize>(ky * p.dilation_h);
-          if (ty < 0 || ty % static_cast<isize>(sh) != 0) continue;
-          const size_t iy = static_cast<size_t>(ty) / sh;
-          if (iy >= H) continue;
-          for (size_t kx = 0; kx < KW; ++kx) {
-            const isize tx = static_cast<isize>(ox + p.pad_left) - static_cast<isize>(kx * p.dilation_w);
-            if (tx < 0 || tx % static_cast<isize>(sw) != 0) continue;
-            const size_t ix = static_cast<size_t>(tx) / sw;
-            if (ix >= W) continue;
-            const float* px = in_n + (iy * W + ix) * IC;
-            const size_t t = ky * KW + kx;
-            for (size_t g = 0; g < p.groups; ++g) {
-              const float* a = px + g * gic;
-              const float* w = wts + (g * taps + t) * gic * goc;
-              float* c = acc + g * goc;
-              for (size_t ci = 0; ci < gic; ++ci) {
-                const float av = a[ci];
-                const float* wr = w + ci * goc;
-                for (size_t co = 0; co < goc; ++co) c[co] += av * wr[co];
-              }
-            }
-          }
-        }
-        clamp.apply(acc, OC);
+  const double cost = static_cast<double>(taps) * p.group_input_channels * OC / static_cast<double>(sh * sw);
+  for_each_output_pixel(p, par, N, H * W * IC, OH, OW, OC, cost, in, bias, out,
+                        [&](const float* in_n, size_t oy, size_t ox, float* acc) {
+    for (size_t ky = 0; ky < KH; ++ky) {
+      const isize ty = static_cast<isize>(oy + p.pad_top) - static_cast<isize>(ky * p.dilation_h);
+      if (ty < 0 || ty % static_cast<isize>(sh) != 0) continue;
+      const size_t iy = static_cast<size_t>(ty) / sh;
+      if (iy >= H) continue;
+      for (size_t kx = 0; kx < KW; ++kx) {
+        const isize tx = static_cast<isize>(ox + p.pad_left) - static_cast<isize>(kx * p.dilation_w);
+        if (tx < 0 || tx % static_cast<isize>(sw) != 0) continue;
+        const size_t ix = static_cast<size_t>(tx) / sw;
+        if (ix >= W) continue;
+        accumulate_grouped_tap(p, in_n + (iy * W + ix) * IC, wts, ky * KW + kx, acc);
       }
-    });
+    }
   });
 }
 

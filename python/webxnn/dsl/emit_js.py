@@ -10,8 +10,9 @@ Unlike webnn-graph's own emitter, method parameters that the spec takes position
 reshape's newShape, slice's starts/sizes, ...) are passed positionally, and operands given positionally
 beyond a method's operand parameters (`conv2d(x, w, b)`) move to their option (`bias`).
 
-NOTE: the per-op tables below are op knowledge that belongs in the op registry (webxnn.ops); they live
-here until the registry exposes them.
+Which arguments are method operands, operand-valued options and positional method parameters comes from the
+op registry (`webxnn.ops`: `OpSpec.inputs`, `operand_options`, `method_params`, `variadic`); ops it does not
+know are emitted with their operands positional and every option in the options dictionary.
 """
 
 from __future__ import annotations
@@ -21,32 +22,10 @@ from typing import Any
 
 from ..errors import UnsupportedError
 from ..graph import Const, Dim, DynDim, Graph, Node
+from ..ops import REGISTRY, OpSpec
 from .structure import dtype_size, numel
 from .weights import Manifest
 
-# Non-operand method parameters, in spec order, placed after the operands (WebNN, MLGraphBuilder IDL).
-METHOD_PARAMS: dict[str, list[str]] = {
-    "softmax": ["axis"], "concat": ["axis"], "reshape": ["newShape"], "expand": ["newShape"],
-    "slice": ["starts", "sizes"], "split": ["splits"], "pad": ["beginningPadding", "endingPadding"],
-    "cast": ["type"], "tile": ["repetitions"], "argMin": ["axis"], "argMax": ["axis"],
-    "cumulativeSum": ["axis"], "lstm": ["steps", "hiddenSize"], "gru": ["steps", "hiddenSize"],
-    "lstmCell": ["hiddenSize"], "gruCell": ["hiddenSize"],
-}
-# Operand parameters of the method itself; extra positional operands go to OPERAND_OPTIONS[op] in order.
-METHOD_OPERANDS: dict[str, int] = {
-    "conv2d": 2, "convTranspose2d": 2, "gemm": 2, "layerNormalization": 1, "instanceNormalization": 1,
-    "batchNormalization": 3, "lstm": 3, "gru": 3, "lstmCell": 5, "gruCell": 4,
-}
-OPERAND_OPTIONS: dict[str, list[str]] = {
-    "conv2d": ["bias"], "convTranspose2d": ["bias"], "gemm": ["c"],
-    "layerNormalization": ["scale", "bias"], "instanceNormalization": ["scale", "bias"],
-    "batchNormalization": ["scale", "bias"],
-    "lstm": ["bias", "recurrentBias", "peepholeWeight", "initialHiddenState", "initialCellState"],
-    "gru": ["bias", "recurrentBias", "initialHiddenState"],
-    "lstmCell": ["bias", "recurrentBias", "peepholeWeight"], "gruCell": ["bias", "recurrentBias"],
-}
-# Ops that take their operands as one sequence argument.
-SEQUENCE_INPUT = {"concat"}
 # Option keys that are aliases of a method parameter (converter spellings).
 KEY_ALIASES: dict[str, dict[str, str]] = {"cast": {"to": "type", "dataType": "type"}}
 DROPPED_KEYS = {"metadata"}  # webnn-graph annotation; not part of WebNN
@@ -136,8 +115,8 @@ class _Emitter:
                 data = _view(c.dtype, f"tensorByKey({_js(key)})")
         return f"  {_ref(c.name)} = builder.constant({desc}, {data});"
 
-    def option_value(self, key: str, v: Any, op: str) -> str:
-        if isinstance(v, str) and key in OPERAND_OPTIONS.get(op, ()) and v in self.values:
+    def option_value(self, key: str, v: Any, spec: OpSpec | None) -> str:
+        if isinstance(v, str) and spec is not None and key in spec.operand_options and v in self.values:
             return _ref(v)
         return _js(v)
 
@@ -153,18 +132,19 @@ class _Emitter:
             if op == "cast" and k == "type" and isinstance(val, str):
                 val = val.lower()
             options[k] = val
+        spec = REGISTRY.get(op)
         inputs = list(n.inputs)
-        arity = METHOD_OPERANDS.get(op)
+        arity = len(spec.inputs) if spec is not None and spec.operand_options else None
         if arity is not None and len(inputs) > arity:
             extra, inputs = inputs[arity:], inputs[:arity]
-            roles = OPERAND_OPTIONS.get(op, [])
+            roles = spec.operand_options
             if len(extra) > len(roles):
                 raise UnsupportedError(f"node '{n.id}': {op} takes at most {arity + len(roles)} operands")
             for role, name in zip(roles, extra):
                 options[role] = name
-        args = ["[" + ", ".join(_ref(x) for x in inputs) + "]"] if op in SEQUENCE_INPUT else \
-            [_ref(x) for x in inputs]
-        for p in METHOD_PARAMS.get(op, []):
+        sequence = spec is not None and spec.variadic
+        args = ["[" + ", ".join(_ref(x) for x in inputs) + "]"] if sequence else [_ref(x) for x in inputs]
+        for p in spec.method_params if spec is not None else []:
             if p in options:
                 args.append(_js(options.pop(p)))
             elif op == "split" and p == "splits":
@@ -172,7 +152,7 @@ class _Emitter:
             else:
                 break  # a later positional parameter cannot follow a missing one
         if options:
-            body = ", ".join(f"{_js(k)}: {self.option_value(k, v, op)}" for k, v in options.items())
+            body = ", ".join(f"{_js(k)}: {self.option_value(k, v, spec)}" for k, v in options.items())
             args.append("{" + body + "}")
         call = f"builder.{op}({', '.join(args)})"
         if len(n.outputs) == 1 and not (op == "split"):

@@ -58,6 +58,9 @@ class OpSpec:
     operand_options: list[str] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
     variadic: bool = False
+    # non-operand parameters the MLGraphBuilder method takes positionally, in IDL order (softmax's `axis`,
+    # reshape's `newShape`); the DSL writes them as named options, emitted JS passes them positionally
+    method_params: list[str] = field(default_factory=list)
     num_outputs: int | Callable[[dict[str, Any]], int] = 1
     infer: Callable[..., list[TensorType]] | None = None
     aliases: list[str] = field(default_factory=list)

@@ -142,28 +142,19 @@ class _Table:
         return None if t is None else _string_at(self.buf, t, f"{self.what}.{f.name}")
 
     def tables(self, f: L.FieldSpec) -> list[_Table]:
-        v = self._vector(f, 4)
-        if v is None:
-            return []
-        start, count = v
-        out = []
-        for i in range(count):
-            p = start + 4 * i
-            out.append(_Table(self.buf, p + struct.unpack_from("<I", self.buf.mv, p)[0],
-                              f"{self.what}.{f.name}[{i}]"))
-        return out
+        return [_Table(self.buf, t, what) for t, what in self._offset_vector(f)]
 
     def strings(self, f: L.FieldSpec) -> list[str]:
+        return [_string_at(self.buf, t, what) for t, what in self._offset_vector(f)]
+
+    def _offset_vector(self, f: L.FieldSpec) -> list[tuple[int, str]]:
+        """Targets of a vector of offsets (tables or strings), each with its path for error messages."""
         v = self._vector(f, 4)
         if v is None:
             return []
         start, count = v
-        out = []
-        for i in range(count):
-            p = start + 4 * i
-            out.append(_string_at(self.buf, p + struct.unpack_from("<I", self.buf.mv, p)[0],
-                                  f"{self.what}.{f.name}[{i}]"))
-        return out
+        return [(start + 4 * i + struct.unpack_from("<I", self.buf.mv, start + 4 * i)[0],
+                 f"{self.what}.{f.name}[{i}]") for i in range(count)]
 
 
 def _string_at(buf: _Buf, t: int, what: str) -> str:
