@@ -251,6 +251,42 @@ def test_deconv2d(n, h, w, kh, kw, sh, sw, dh, dw, pads, act, groups, gic, goc, 
     close(K.deconv2d(x, f, bias, isa="best", **kw_), want, kh * kw * gic)
 
 
+@SETTINGS
+@given(n=st.sampled_from([1, 2]), h=st.sampled_from([1, 2, 3, 7, 17]), w=st.sampled_from([1, 2, 7, 17]),
+       pads=st.tuples(*[st.integers(0, 2)] * 4), gic=st.sampled_from([16, 17, 40]),
+       goc=st.sampled_from([16, 19, 33]), act=st.booleans(), has_bias=st.booleans(), residual=st.booleans())
+def test_conv2d_3x3_stride1_winograd(n, h, w, pads, gic, goc, act, has_bias, residual):
+    """The shapes the AVX2 table runs by Winograd F(2x2, 3x3): odd sizes, asymmetric padding, tile tails
+    (odd output sizes), channel tails, bias, clamp and the fused residual, against numpy and across threads."""
+    assume(h + pads[0] + pads[2] >= 3 and w + pads[1] + pads[3] >= 3)
+    x = rand(n, h, w, gic)
+    f = rand(goc, 3, 3, gic)
+    bias = rand(goc) if has_bias else None
+    lo, hi = (-0.5, 1.0) if act else (-np.inf, np.inf)
+    want = ref_conv(x, f, bias, pads, (1, 1), (1, 1), 1)
+    r = rand(*want.shape) if residual else None
+    if r is not None:
+        want = want + r
+    want = clamp(want, lo, hi)
+    kw_ = dict(pads=pads, min=lo, max=hi, residual=r)
+    got = K.conv2d(x, f, bias, isa="best", **kw_)
+    close(got, want, 9 * gic)
+    same_bytes(got, K.conv2d(x, f, bias, isa="best", threads=2, **kw_))
+
+
+def test_conv2d_winograd_large_and_wide():
+    """Many tile blocks (56x56x64) and few tiles with many channels (7x7x160 -> 200: output channels split
+    over the threads)."""
+    for shape, goc in (((1, 56, 56, 64), 64), ((1, 7, 7, 160), 200)):
+        x = rand(*shape)
+        f = rand(goc, 3, 3, shape[3], lo=-0.1, hi=0.1)
+        b = rand(goc)
+        want = ref_conv(x, f, b, (1, 1, 1, 1), (1, 1), (1, 1), 1)
+        got = K.conv2d(x, f, b, pads=(1, 1, 1, 1), isa="best")
+        close(got, want, 9 * shape[3])
+        same_bytes(got, K.conv2d(x, f, b, pads=(1, 1, 1, 1), isa="best", threads=2))
+
+
 def test_conv_family_threads_identical():
     x = rand(1, 20, 23, 16)
     f = rand(24, 3, 3, 8)

@@ -18,6 +18,18 @@ void gemm_residual(size_t M, size_t N, size_t K, const float* A, size_t lda, con
 void batch_matmul(size_t batch, size_t M, size_t N, size_t K, const float* A, size_t a_batch_stride,
                   const float* B, size_t b_batch_stride, bool b_is_nk, float* C, Parallel& par);
 
+// gemm.cc: C = A * packed on the calling thread, no bias or clamp beyond what the panels hold (the building
+// block of other kernels' own task splits).
+void gemm_serial(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, float* C, size_t ldc);
+
+// winograd.cc: 3x3 stride-1 convolution by Winograd F(2x2, 3x3) when winograd_applies(p); igemm.cc's conv2d
+// entries route there, so its packed layout is the conv2d one for those params.
+bool winograd_applies(const ConvParams& p);
+size_t winograd_packed_size(const ConvParams& p);
+void winograd_pack(const ConvParams& p, const float* filter_ohwi, const float* bias, void* packed);
+void winograd_conv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
+                     const void* packed, const float* residual, float* out, Parallel& par);
+
 size_t conv2d_packed_size(const ConvParams& p);
 void conv2d_pack(const ConvParams& p, const float* filter_ohwi, const float* bias, void* packed);
 void conv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,

@@ -439,6 +439,14 @@ void gemm_run(size_t M, size_t N, size_t K, const float* A, size_t lda, const vo
   gemm_task(&x, 0);
 }
 
+}  // namespace
+
+void gemm_serial(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, float* C, size_t ldc) {
+  gemm_run(M, N, K, A, lda, packed, C, ldc, Activation(), 1, nullptr);
+}
+
+namespace {
+
 struct BmmCtx {
   size_t batch, M, N, K, a_bs, b_bs, tasks, packed_bytes;
   const float* A;

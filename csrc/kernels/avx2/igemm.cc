@@ -313,6 +313,7 @@ bool conv_uses_scalar(const ConvParams& p) { return p.groups > 1 && p.group_outp
 
 size_t conv2d_packed_size(const ConvParams& p) {
   if (conv_uses_scalar(p)) return scalar::conv2d_packed_size(p);
+  if (winograd_applies(p)) return winograd_packed_size(p);
   const size_t taps = size_t{p.kernel_h} * p.kernel_w;
   return size_t{p.groups} * div_up(p.group_output_channels, kNR) * (kNR + taps * p.group_input_channels * kNR) *
          sizeof(float);
@@ -320,6 +321,7 @@ size_t conv2d_packed_size(const ConvParams& p) {
 
 void conv2d_pack(const ConvParams& p, const float* filter, const float* bias, void* packed) {
   if (conv_uses_scalar(p)) return scalar::conv2d_pack(p, filter, bias, packed);
+  if (winograd_applies(p)) return winograd_pack(p, filter, bias, packed);
   const size_t gic = p.group_input_channels, goc = p.group_output_channels;
   const size_t taps = size_t{p.kernel_h} * p.kernel_w, rows = taps * gic;
   const size_t group_floats = div_up(goc, kNR) * (kNR + rows * kNR);
@@ -336,6 +338,7 @@ namespace {
 void conv2d_impl(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
                  const void* packed, const float* residual, float* out, Parallel& par) {
   if (N == 0 || OH == 0 || OW == 0 || p.groups == 0 || p.group_output_channels == 0) return;
+  if (winograd_applies(p)) return winograd_conv2d(p, N, H, W, in, OH, OW, packed, residual, out, par);
   if (p.kernel_h == 1 && p.kernel_w == 1 && p.stride_h == 1 && p.stride_w == 1 && p.groups == 1 &&
       p.pad_top == 0 && p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0 && OH == H && OW == W) {
     // 1x1, stride 1, no padding: a GEMM on the [N*H*W, C] view; the packed panels ([16 bias][gic x 16]) are
