@@ -47,8 +47,9 @@ bool spin_until(Ready ready) {
 
 ThreadPool::ThreadPool(size_t threads) {
   if (threads == 0) threads = std::max<size_t>(1, std::thread::hardware_concurrency());
+  ranges_ = std::make_unique<Range[]>(threads);
   workers_.reserve(threads - 1);
-  for (size_t i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+  for (size_t i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -60,41 +61,49 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::drain(const std::function<void(size_t)>& fn, size_t tasks) {
-  for (;;) {
-    const size_t t = next_.fetch_add(1, std::memory_order_relaxed);
-    if (t >= tasks) return;
-    if (failed_.load(std::memory_order_relaxed)) continue;  // skip the rest after an error
-    try {
-      fn(t);
-    } catch (...) {
-      std::lock_guard<std::mutex> lk(mutex_);
-      if (!error_) error_ = std::current_exception();
-      failed_.store(true, std::memory_order_relaxed);
+void ThreadPool::drain(const std::function<void(size_t)>& fn, size_t self) {
+  const size_t P = threads();
+  for (size_t k = 0; k < P; ++k) {
+    Range& r = ranges_[(self + k) % P];
+    for (;;) {
+      const size_t t = r.next.fetch_add(1, std::memory_order_relaxed);
+      if (t >= r.end) break;
+      if (failed_.load(std::memory_order_relaxed)) continue;  // skip the rest after an error
+      try {
+        fn(t);
+      } catch (...) {
+        std::lock_guard<std::mutex> lk(mutex_);
+        if (!error_) error_ = std::current_exception();
+        failed_.store(true, std::memory_order_relaxed);
+      }
     }
   }
 }
 
-void ThreadPool::worker_loop() {
+bool ThreadPool::work_left() const {
+  for (size_t p = 0; p < threads(); ++p)
+    if (ranges_[p].next.load(std::memory_order_relaxed) < ranges_[p].end) return true;
+  return false;
+}
+
+void ThreadPool::worker_loop(size_t self) {
   tl_active_pool = this;
   uint64_t seen = 0;
   for (;;) {
     // Spin first: in a graph the next op usually follows within microseconds.
     spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
     const std::function<void(size_t)>* fn = nullptr;
-    size_t tasks = 0;
     {
       std::unique_lock<std::mutex> lk(mutex_);
       wake_cv_.wait(lk, [&] { return stop_ || generation_.load(std::memory_order_relaxed) != seen; });
       if (stop_) return;
       seen = generation_.load(std::memory_order_relaxed);
       // Join only if work is left; the caller cannot finish the region while busy_ > 0.
-      if (next_.load(std::memory_order_relaxed) >= tasks_) continue;
+      if (!work_left()) continue;
       busy_.fetch_add(1, std::memory_order_relaxed);
       fn = fn_;
-      tasks = tasks_;
     }
-    drain(*fn, tasks);
+    drain(*fn, self);
     {
       std::lock_guard<std::mutex> lk(mutex_);
       if (busy_.fetch_sub(1, std::memory_order_acq_rel) == 1) done_cv_.notify_one();
@@ -112,17 +121,20 @@ void ThreadPool::run(size_t tasks, const std::function<void(size_t)>& fn) {
   {
     std::lock_guard<std::mutex> lk(mutex_);
     fn_ = &fn;
-    tasks_ = tasks;
     error_ = nullptr;
     failed_.store(false, std::memory_order_relaxed);
-    next_.store(0, std::memory_order_relaxed);
+    const size_t P = threads();
+    for (size_t p = 0; p < P; ++p) {
+      ranges_[p].next.store(tasks * p / P, std::memory_order_relaxed);
+      ranges_[p].end = tasks * (p + 1) / P;
+    }
     generation_.fetch_add(1, std::memory_order_release);
   }
   wake_cv_.notify_all();
 
   const ThreadPool* saved = tl_active_pool;
   tl_active_pool = this;
-  drain(fn, tasks);
+  drain(fn, 0);
   tl_active_pool = saved;
 
   for (int i = 0; i < kSpinIterations && busy_.load(std::memory_order_acquire) != 0; ++i) cpu_relax();
@@ -131,7 +143,6 @@ void ThreadPool::run(size_t tasks, const std::function<void(size_t)>& fn) {
     std::unique_lock<std::mutex> lk(mutex_);
     done_cv_.wait(lk, [&] { return busy_.load(std::memory_order_relaxed) == 0; });
     fn_ = nullptr;
-    tasks_ = 0;
     error = error_;
     error_ = nullptr;
   }

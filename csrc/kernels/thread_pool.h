@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -43,17 +44,27 @@ class ThreadPool final : public Parallel {
   void run(size_t tasks, const std::function<void(size_t task)>& fn) override;
 
  private:
-  void worker_loop();
-  // Claims and runs tasks of the current region until none is left.
-  void drain(const std::function<void(size_t)>& fn, size_t tasks);
+  void worker_loop(size_t self);
+  // Runs tasks of the current region until none is left: first participant `self`'s own range, then
+  // whatever is left of the others' ranges.
+  void drain(const std::function<void(size_t)>& fn, size_t self);
+  bool work_left() const;
+
+  // Participant p (0 = the caller, p >= 1 = worker p) owns tasks [p*tasks/P, (p+1)*tasks/P) of a region and
+  // claims them in order; a participant with nothing left takes the rest of the others' ranges. Kernels number
+  // their tasks along the data (row ranges, tiles), so the same participant touches the same part of a
+  // tensor in consecutive ops: what a producer wrote is still in that core's L2 when its consumer reads it.
+  struct alignas(64) Range {
+    std::atomic<size_t> next{0};
+    size_t end = 0;
+  };
 
   std::mutex run_mutex_;  // serializes whole run() calls
   std::mutex mutex_;      // guards the region state below and the condition variables
   std::condition_variable wake_cv_;
   std::condition_variable done_cv_;
   const std::function<void(size_t)>* fn_ = nullptr;
-  size_t tasks_ = 0;
-  std::atomic<size_t> next_{0};         // next unclaimed task of the current region
+  std::unique_ptr<Range[]> ranges_;     // one per participant
   std::atomic<uint64_t> generation_{0};  // bumped once per parallel region
   std::atomic<size_t> busy_{0};         // workers that joined the current region and have not left it
   std::atomic<bool> failed_{false};

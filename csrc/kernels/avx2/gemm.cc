@@ -421,10 +421,18 @@ void gemm_run(size_t M, size_t N, size_t K, const float* A, size_t lda, const vo
   x.n_group = x.pack_a ? panels : max_sz(1, min_sz(panels, kCBlockBytes / (x.m_chunk * kNR * sizeof(float))));
   size_t n_groups = div_up(panels, x.n_group);
   if (want_tasks > 1) {
-    // Enough units for the threads (N split first: it keeps every task's A rows contiguous), then a unit
-    // count that divides evenly between the threads so no thread idles at the end.
-    while (x.m_chunks * n_groups < want_tasks && n_groups < panels) n_groups = min_sz(panels, n_groups * 2);
-    while (x.m_chunks * n_groups < want_tasks && x.m_chunk > kMR) {
+    // Enough units for the threads, splitting whichever side moves fewer bytes: every N group reads all of
+    // its M chunk's A rows and every M chunk all of its N group's B panels, so A traffic grows with the N
+    // groups (M * K each) and B traffic with the M chunks (K * N each). Wide N with few rows (transformer FCs)
+    // splits N; tall narrow products (CNN projections) split M, so each thread reads only its own rows, the
+    // rows its core just wrote in the previous op (the pool hands a thread the same task range every op).
+    while (x.m_chunks * n_groups < want_tasks) {
+      const bool can_n = n_groups < panels, can_m = x.m_chunk > kMR;
+      if (!can_n && !can_m) break;
+      if (can_n && (!can_m || M * n_groups <= N * x.m_chunks)) {
+        n_groups = min_sz(panels, n_groups * 2);
+        continue;
+      }
       x.m_chunks = min_sz(div_up(M, kMR), x.m_chunks * 2);
       x.m_chunk = div_up(div_up(M, x.m_chunks), kMR) * kMR;
       x.m_chunks = div_up(M, x.m_chunk);
