@@ -256,7 +256,7 @@ def test_deconv2d(n, h, w, kh, kw, sh, sw, dh, dw, pads, act, groups, gic, goc, 
        pads=st.tuples(*[st.integers(0, 2)] * 4), gic=st.sampled_from([16, 17, 40]),
        goc=st.sampled_from([16, 19, 33]), act=st.booleans(), has_bias=st.booleans(), residual=st.booleans())
 def test_conv2d_3x3_stride1_winograd(n, h, w, pads, gic, goc, act, has_bias, residual):
-    """The shapes the AVX2 table runs by Winograd F(2x2, 3x3): odd sizes, asymmetric padding, tile tails
+    """The shapes the AVX2 table runs by Winograd F(4x4, 3x3): odd sizes, asymmetric padding, tile tails
     (odd output sizes), channel tails, bias, clamp and the fused residual; against numpy, across threads."""
     assume(h + pads[0] + pads[2] >= 3 and w + pads[1] + pads[3] >= 3)
     x = rand(n, h, w, gic)

@@ -38,6 +38,10 @@ struct ConvParams {
   uint32_t group_output_channels = 1;  // goc
   uint32_t adjustment_h = 0, adjustment_w = 0;  // deconv only
   Activation act;
+  // The input's declared height and width (0: unknown), a hint for choosing the algorithm at pack time: a
+  // table may pack and run differently for small images (e.g. no Winograd on 7x7 maps, where its tiles
+  // would be mostly padding and its bigger weights would dominate). Never changes what is computed.
+  uint32_t input_h = 0, input_w = 0;
 };
 
 struct PoolParams {

@@ -295,6 +295,13 @@ void Program::init(std::shared_ptr<BlobStorage> blob, const LoadOptions& opts) {
     for (uint32_t out : model_.nodes[i].outputs) producer_[out] = static_cast<int64_t>(i);
   }
 
+  // The declared input size of each convolution: kernel tables pick an algorithm by it at pack time.
+  for (Node& nd : model_.nodes) {
+    if (nd.type != NodeType::kConv2d || nd.inputs.empty() || shapes[nd.inputs[0]].size() != 4) continue;
+    const Shape& in = shapes[nd.inputs[0]];
+    nd.conv.input_h = static_cast<uint32_t>(std::min<size_t>(in[1], UINT32_MAX));
+    nd.conv.input_w = static_cast<uint32_t>(std::min<size_t>(in[2], UINT32_MAX));
+  }
   pool_ = std::make_unique<ThreadPool>(opts.threads);
   pack_weights();
   base_plan_ = make_plan(std::move(shapes));

@@ -22,7 +22,7 @@ void batch_matmul(size_t batch, size_t M, size_t N, size_t K, const float* A, si
 // block of other kernels' own task splits).
 void gemm_serial(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, float* C, size_t ldc);
 
-// winograd.cc: 3x3 stride-1 convolution by Winograd F(2x2, 3x3) when winograd_applies(p); igemm.cc's conv2d
+// winograd.cc: 3x3 stride-1 convolution by Winograd F(4x4, 3x3) when winograd_applies(p); igemm.cc's conv2d
 // entries route there, so its packed layout is the conv2d one for those params.
 bool winograd_applies(const ConvParams& p);
 size_t winograd_packed_size(const ConvParams& p);
