@@ -262,30 +262,33 @@ size_t winograd_packed_size(const ConvParams& p) {
 void winograd_pack(const ConvParams& p, const float* filter_ohwi, const float* bias, void* packed) {
   const size_t C = p.group_input_channels, K = p.group_output_channels;
   float* U = static_cast<float*>(internal::aligned_alloc64(kXi * C * K * sizeof(float)));
-  // U[xi] = (G g G^T)[xi] with g = filter[k][:, :][c]; computed in double, rounded once.
-  auto g_1d = [](const double* g, size_t stride, double* u) {  // G g for one column/row of 3
-    const double g0 = g[0], g1 = g[stride], g2 = g[2 * stride];
-    const double s = g0 + g2, h = s * (1.0 / 6), a = g0 * (1.0 / 24) + g2 * (1.0 / 6), b = g1 * (1.0 / 12);
-    u[0] = g0 * 0.25;
-    u[1] = -h - g1 * (1.0 / 6);
-    u[2] = -h + g1 * (1.0 / 6);
-    u[3] = a + b;
-    u[4] = a - b;
+  // U[xi] = (G g G^T)[xi] with g = filter[k][:, :][c], 8 input channels per vector. U is laid out [xi][k][c]
+  // (an [N, K] operand for gemm_pack), so the filter reads and the U writes both run along c.
+  auto g_1d = [](const __m256* g, size_t stride, __m256* u) {  // G g for one column/row of 3
+    const __m256 g0 = g[0], g1 = g[stride], g2 = g[2 * stride];
+    const __m256 sixth = _mm256_set1_ps(1.f / 6), twelfth = _mm256_set1_ps(1.f / 12);
+    const __m256 h = _mm256_mul_ps(_mm256_add_ps(g0, g2), sixth), q = _mm256_mul_ps(g1, sixth);
+    const __m256 a = _mm256_fmadd_ps(g0, _mm256_set1_ps(1.f / 24), _mm256_mul_ps(g2, sixth));
+    const __m256 b = _mm256_mul_ps(g1, twelfth);
+    u[0] = _mm256_mul_ps(g0, _mm256_set1_ps(0.25f));
+    u[1] = _mm256_sub_ps(_mm256_setzero_ps(), _mm256_add_ps(h, q));
+    u[2] = _mm256_sub_ps(q, h);
+    u[3] = _mm256_add_ps(a, b);
+    u[4] = _mm256_sub_ps(a, b);
     u[5] = g2;
   };
-  // U is laid out [xi][k][c] (an [N, K] operand for gemm_pack) so that both the filter reads and the U writes
-  // run along c.
   for (size_t k = 0; k < K; ++k) {
-    for (size_t c = 0; c < C; ++c) {
-      double g[9], gg[kA * 3], u[kA * kA];
-      for (size_t e = 0; e < 9; ++e) g[e] = filter_ohwi[(k * 9 + e) * C + c];
+    for (size_t c = 0; c < C; c += 8) {
+      const __m256i mask = lane_mask(C - c);
+      __m256 g[9], gg[kA * 3], u[kA * kA];
+      for (size_t e = 0; e < 9; ++e) g[e] = _mm256_maskload_ps(filter_ohwi + (k * 9 + e) * C + c, mask);
       for (size_t j = 0; j < 3; ++j) {  // columns: gg[:, j] = G g[:, j]
-        double col[kA];
+        __m256 col[kA];
         g_1d(g + j, 3, col);
         for (size_t i = 0; i < kA; ++i) gg[i * 3 + j] = col[i];
       }
       for (size_t i = 0; i < kA; ++i) g_1d(gg + i * 3, 1, u + i * kA);  // rows: (G g) G^T
-      for (size_t xi = 0; xi < kXi; ++xi) U[(xi * K + k) * C + c] = static_cast<float>(u[xi]);
+      for (size_t xi = 0; xi < kXi; ++xi) _mm256_maskstore_ps(U + (xi * K + k) * C + c, mask, u[xi]);
     }
   }
   char* out = static_cast<char*>(packed);
