@@ -714,13 +714,13 @@ void bind_kernels(py::module_& parent) {
   const auto rep = py::arg("repeat") = size_t{10};
   m.def(
       "time_gemm",
-      [](const FArr& A, const FArr& B, const std::optional<FArr>& bias, bool nk, const std::string& i, size_t t,
-         size_t r) {
+      [](const FArr& A, const FArr& B, const std::optional<FArr>& bias, bool nk, float mn, float mx,
+         const std::string& i, size_t t, size_t r) {
         std::vector<double> times;
-        gemm_t(A, B, bias, nk, -kInf, kInf, i, t, Timing{r, &times});
+        gemm_t(A, B, bias, nk, mn, mx, i, t, Timing{r, &times});
         return times;
       },
-      py::arg("A"), py::arg("B"), py::arg("bias") = py::none(), py::arg("b_is_nk") = false, isa, thr, rep);
+      py::arg("A"), py::arg("B"), py::arg("bias") = py::none(), py::arg("b_is_nk") = false, mn, mx, isa, thr, rep);
   m.def(
       "time_conv2d",
       [](const FArr& x, const FArr& f, const Pads& pads, const Pair& s, uint32_t g, const std::string& i, size_t t,

@@ -40,8 +40,9 @@ inline __m256i lane_mask(size_t n) {  // first min(n, 8) lanes set
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n > 8 ? 8 : n)), idx);
 }
 
-struct Tail {  // masks for a partial 16-column panel
+struct Tail {  // masks for a partial 16-column panel, and whether the output is clamped at all
   __m256i lo, hi;
+  bool clamp;  // false for {-inf, +inf}: skips 2 * MR min/max per tile (they share ports with the FMAs)
 };
 
 // One MR x 16 tile over kc: acc = (bias ? bias : C) + sum_k A[m][k] * b[k][:]; then act when `last`.
@@ -97,7 +98,7 @@ inline void ukernel(size_t kc, const float* a, size_t lda, const float* b, float
       }
     }
   }
-  if (last) {
+  if (last && tail.clamp) {
 #pragma GCC unroll 6
     for (int m = 0; m < MR; ++m) {
       acc0[m] = _mm256_min_ps(vmax, _mm256_max_ps(vmin, acc0[m]));
@@ -172,6 +173,32 @@ void run_ukernel(size_t mr, size_t kc, const float* a, size_t lda, const float* 
   }
 }
 
+// One full 16-column panel over the M chunk's row tiles: the MR = 6 tiles inlined in one loop (no call and
+// no dispatch per tile: with short K those cost as much as the tile's FMAs), the last partial tile dispatched.
+// a: the chunk's first row (in place, row stride lda) or its packed micro-panels (kc * MR floats per tile).
+// Prefetches a slice of the next panel's block per tile (next_b, pf_per_tile lines) and, when C is read
+// back by a later K block (c_prefetch), the next tile's C rows.
+template <bool kPacked>
+void sweep16(size_t mc, size_t kc, const float* a, size_t lda, const float* b, float* c, size_t ldc,
+             const float* r, size_t ldr, const float* bias, bool last, __m256 vmin, __m256 vmax, const Tail& tail,
+             const char* next_b, size_t pf_per_tile, bool c_prefetch) {
+  size_t pf = 0, t0 = 0;
+  const size_t a_step = kPacked ? kc * kMR : kMR * lda;
+  for (; t0 + kMR <= mc; t0 += kMR, a += a_step, c += kMR * ldc, r = r ? r + kMR * ldr : nullptr) {
+    if (next_b)
+      for (const size_t e = min_sz(kc, pf + pf_per_tile); pf < e; ++pf) _mm_prefetch(next_b + pf * 64, _MM_HINT_T1);
+    if (c_prefetch && t0 + kMR < mc) {
+      const char* cn = reinterpret_cast<const char*>(c + kMR * ldc);
+      for (size_t m = 0; m < kMR; ++m) {
+        _mm_prefetch(cn + m * ldc * sizeof(float), _MM_HINT_T0);
+        _mm_prefetch(cn + m * ldc * sizeof(float) + 60, _MM_HINT_T0);
+      }
+    }
+    ukernel<kMR, true, kPacked>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
+  }
+  if (t0 < mc) run_ukernel<true, kPacked>(mc - t0, kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
+}
+
 // Packs rows [m0, m0+mc) x cols [k0, k0+kc) of A into MR-interleaved micro-panels: tile t holds rows
 // m0 + t*MR .. as [kc][mr_t] (the last tile has mr_t = the remaining rows).
 void pack_a(const float* A, size_t lda, size_t mc, size_t kc, float* out) {
@@ -206,6 +233,7 @@ struct GemmCtx {
   const float* packed;
   float* C;
   float vmin, vmax;
+  bool clamp;  // vmin > -inf or vmax < +inf
 };
 
 void gemm_task(const void* vctx, size_t task) {
@@ -232,11 +260,24 @@ void gemm_task(const void* vctx, size_t task) {
         Tail tail;
         tail.lo = lane_mask(nc);
         tail.hi = lane_mask(nc > 8 ? nc - 8 : 0);
+        tail.clamp = x.clamp;
         // Pull the next panel's kc x 16 block (first touched from L3 or DRAM) toward L2, a slice per tile.
         const char* next_b = p + 1 < p1 ? reinterpret_cast<const char*>(b + panel_floats) : nullptr;
         const size_t pf_per_tile = div_up(kc, div_up(mc, kMR));
+        if (nc == kNR) {
+          float* c = x.C + m0 * x.ldc + n0;
+          const float* rt = x.R ? x.R + m0 * x.ldr + n0 : nullptr;
+          if (x.pack_a) {
+            sweep16<true>(mc, kc, abuf, 0, b, c, x.ldc, rt, x.ldr, bias, last, vmin, vmax, tail, next_b,
+                          pf_per_tile, x.kc_blocks > 1);
+          } else {
+            sweep16<false>(mc, kc, x.A + m0 * x.lda + k0, x.lda, b, c, x.ldc, rt, x.ldr, bias, last, vmin, vmax,
+                           tail, next_b, pf_per_tile, x.kc_blocks > 1);
+          }
+          continue;
+        }
         size_t pf = 0;
-        for (size_t t0 = 0; t0 < mc; t0 += kMR) {
+        for (size_t t0 = 0; t0 < mc; t0 += kMR) {  // a partial panel (N tail)
           const size_t mr = min_sz(kMR, mc - t0);
           if (next_b)
             for (const size_t e = min_sz(kc, pf + pf_per_tile); pf < e; ++pf) _mm_prefetch(next_b + pf * 64, _MM_HINT_T1);
@@ -245,7 +286,7 @@ void gemm_task(const void* vctx, size_t task) {
           const float* a = x.pack_a ? abuf + t0 * kc : x.A + (m0 + t0) * x.lda + k0;
           // The next tile's C rows (read at its start on K blocks after the first): fetch them while this
           // tile computes; C rows of a tall GEMM do not stay in L2 between K blocks.
-          if (t0 + kMR < mc) {
+          if (x.kc_blocks > 1 && t0 + kMR < mc) {
             const char* cn = reinterpret_cast<const char*>(c + kMR * x.ldc);
             for (size_t m = 0; m < kMR; ++m) {
               _mm_prefetch(cn + m * x.ldc * sizeof(float), _MM_HINT_T0);
@@ -259,13 +300,7 @@ void gemm_task(const void* vctx, size_t task) {
               run_ukernel8<false>(mr, kc, a, x.lda, b, c, x.ldc, bias, last, vmin, vmax, tail.lo, rt, x.ldr);
             }
           } else if (x.pack_a) {
-            if (nc == kNR) {
-              run_ukernel<true, true>(mr, kc, a, 0, b, c, x.ldc, bias, last, vmin, vmax, tail, rt, x.ldr);
-            } else {
-              run_ukernel<false, true>(mr, kc, a, 0, b, c, x.ldc, bias, last, vmin, vmax, tail, rt, x.ldr);
-            }
-          } else if (nc == kNR) {
-            run_ukernel<true, false>(mr, kc, a, x.lda, b, c, x.ldc, bias, last, vmin, vmax, tail, rt, x.ldr);
+            run_ukernel<false, true>(mr, kc, a, 0, b, c, x.ldc, bias, last, vmin, vmax, tail, rt, x.ldr);
           } else {
             run_ukernel<false, false>(mr, kc, a, x.lda, b, c, x.ldc, bias, last, vmin, vmax, tail, rt, x.ldr);
           }
@@ -406,6 +441,7 @@ void gemm_run(size_t M, size_t N, size_t K, const float* A, size_t lda, const vo
   x.C = C;
   x.vmin = act.min;
   x.vmax = act.max;
+  x.clamp = !(act.min == -__builtin_inff() && act.max == __builtin_inff());
   x.panels = panels;
   // A is read in place (six row streams) unless its rows alias in L1 (row stride a multiple of 4 KB): then it
   // is packed per K block. Measured here: packing costs ~1 cycle per element and loses on narrow N.
