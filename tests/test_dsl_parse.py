@@ -254,6 +254,8 @@ def test_node_errors(body: str, col: int, pattern: str | None) -> None:
     ('webnn_graph "t" v1 { consts { c: f32[2] @bytes([1, 2]); } outputs { c } }', (1, 31),
      r"@bytes has 2 bytes but f32\[2\] needs 8"),
     ('webnn_graph "t" v1 { consts { c: f32[1] @scalar(1e999); } outputs { c } }', (1, 49), r"out of range"),
+    ('webnn_graph "t" v1 { consts { c: u64[1] @scalar(9223372036854775809); } outputs { c } }', (1, 49),
+     r"no exact double \(the nearest is 9223372036854775808\)"),
     ('webnn_graph "t" v1 { consts { c: u8[1] @scalar(256); } outputs { c } }',
      (1, 31), r"out of range for uint8"),
     ('webnn_graph "t" v1 { consts { c: i32[1] @scalar(1.5); } outputs { c } }', (1, 31), r"not an integer"),

@@ -8,11 +8,12 @@ import pathlib
 import random
 import time
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from webxnn.dsl import parse, parse_json, to_json, to_text
-from webxnn.dsl.structure import FLOAT_MAX, INT_RANGES
+from webxnn.dsl.structure import FLOAT_MAX, INT_RANGES, scalar_problem
 from webxnn.errors import ParseError, ValidationError
 from webxnn.graph import DTYPES, Const, ConstInit, DynDim, Graph, Node, Operand
 
@@ -23,7 +24,8 @@ IDENT = st.from_regex(r"\A[A-Za-z_/$][A-Za-z0-9_./]{0,6}\Z", fullmatch=True)
 NAMES = IDENT | st.sampled_from(["true", "trueval", "nullable", "false_x", "null",
                                  "inputs", "nodes", "consts",
                                  "outputs", "v1", "dyn", "f32", "webnn_graph", "$", "/"])
-I64 = st.integers(-(2**63), 2**63 - 1)
+I64_BOUNDS = (-(2**63), 2**63 - 1)
+I64 = st.integers(*I64_BOUNDS)
 FLOATS = st.floats(allow_nan=False, allow_infinity=False)
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | I64 | FLOATS | st.text(max_size=8) | NAMES,
@@ -36,6 +38,8 @@ DTYPE_NAMES = sorted(DTYPES)
 def scalar_for(draw: st.DrawFn, dtype: str) -> int | float:
     if dtype in INT_RANGES:
         lo, hi = INT_RANGES[dtype]
+        if hi > I64_BOUNDS[1]:  # uint64: beyond i64 the DSL holds doubles (exact ones only)
+            return draw(st.integers(lo, I64_BOUNDS[1]) | st.integers(63, 63).map(lambda e: float(2**e)))
         return draw(st.integers(lo, hi))
     m = FLOAT_MAX.get(dtype, 1e300)
     return draw(st.floats(-m, m, allow_nan=False) | st.integers(-1000, 1000))
@@ -205,3 +209,16 @@ def test_fuzz_json_parser() -> None:
             continue
         assert parse_json(to_json(g)) == g
     assert n > 100
+
+
+def test_uint64_beyond_i64() -> None:
+    """Integers beyond i64 are doubles in the DSL (as in webnn-graph): exact ones parse as floats, others
+    are refused rather than rounded; the graph checker refuses such an int."""
+    g = parse('webnn_graph "t" v1 { consts { c: u64[] @scalar(9223372036854775808); } outputs { c } }')
+    assert g.consts["c"].init.value == 2.0**63 and isinstance(g.consts["c"].init.value, float)
+    assert parse(to_text(g)) == g and parse_json(to_json(g)) == g
+    with pytest.raises(ParseError, match="no exact double"):
+        parse_json('{"format": "webnn-graph-json", "version": 1, "name": "t", "inputs": {}, "consts": {"c": '
+                   '{"dataType": "uint64", "shape": [], "init": {"kind": "scalar", "value": '
+                   '9223372036854775809}}}, "nodes": [], "outputs": {"c": "c"}}')
+    assert "outside the 64-bit signed integer range" in (scalar_problem("uint64", 2**63) or "")

@@ -126,7 +126,11 @@ def _int_or_float(text: str) -> int | float:
     v = int(text)
     if I64_MIN <= v <= I64_MAX:
         return v
-    return _float(text)  # as the text parser does: integers that do not fit i64 become floats
+    f = _float(text)  # as the text parser does: integers that do not fit i64 become floats, if exactly
+    if int(f) != v:
+        raise _JsonValueError(f"integer {text} is outside the 64-bit signed range, where numbers are "
+                              f"doubles, and has no exact double (the nearest is {int(f)})")
+    return f
 
 
 def _float(text: str) -> float:

@@ -89,6 +89,10 @@ class _Parser:
             v = int(text)
             if I64_MIN <= v <= I64_MAX:
                 return v
+            f = float(text)
+            if math.isfinite(f) and int(f) != v:  # a double would silently change it
+                self.fail(f"integer {text} is outside the 64-bit signed range, where numbers are doubles, "
+                          f"and has no exact double (the nearest is {int(f)})", i)
         f = float(text)
         if not math.isfinite(f):
             self.fail(f"number {text} is out of range (it is not a finite 64-bit float)", i)

@@ -55,6 +55,11 @@ def scalar_problem(dtype: str, value: Any) -> str | None:
         return f"scalar value must be a number, got {value!r}"
     if isinstance(value, float) and not math.isfinite(value):
         return f"scalar value {value!r} is not finite"
+    if isinstance(value, int) and not I64_MIN <= value <= I64_MAX:
+        # The DSL reads integers beyond i64 as doubles (as webnn-graph does), so such an int could not be
+        # written and read back as itself.
+        return (f"scalar value {value} is outside the 64-bit signed integer range; the DSL holds such "
+                "numbers as doubles: give it as a float")
     if dtype in INT_RANGES:
         if isinstance(value, float):
             if not value.is_integer():
