@@ -241,13 +241,16 @@ def run(names: list[str], threads_list: list[int], repeat: int, show_progress: b
                     run_["kernels"] = prog.kernels
                 except Exception as e:  # noqa: BLE001
                     entry["error"] = f"{type(e).__name__}: {e}"
-            # Rounds alternate the runtimes so a burst of load elsewhere hits both; each runtime reports the
-            # median of its best round.
+            # Rounds alternate the runtimes (in turn first) so a burst of load elsewhere hits both; each
+            # runtime reports the median of its best round. A pause between runtimes lets the other one's
+            # spinning workers (ORT's spin for a while after a run) go idle instead of sharing the cores.
             for fn in calls.values():
                 time_calls(fn, 1, warmup=2)
             best: dict[str, float] = {}
-            for _ in range(rounds):
-                for key, fn in calls.items():
+            for r in range(rounds):
+                order = list(calls.items())
+                for key, fn in order if r % 2 == 0 else order[::-1]:
+                    time.sleep(0.05)
                     ms = median_ms(time_calls(fn, repeat, warmup=0))
                     best[key] = min(best.get(key, ms), ms)
             run_.update(best)
