@@ -6,8 +6,9 @@
 // Blocking (GotoBLAS/BLIS order): work units are (M chunk of <= 144 rows, N group of panels whose C block is
 // <= 128 KB). Per unit, per K block of <= 320: for every 16-column panel the kc x 16 B micro-panel (<= 20 KB)
 // stays in L1 while the MR x 16 microkernel sweeps the M chunk's row tiles; A's rows are read in place, or
-// (when its row stride is a multiple of 4 KB, which makes the six rows alias in L1) packed per K block into
-// MR-interleaved micro-panels ([kc][MR]). The first K block starts the accumulators from
+// (when its row stride is a multiple of 4 KB, which makes the six rows alias in L1) packed into MR-interleaved
+// micro-panels ([kc][MR] per K block), once per task and M chunk. Measured here, packing loses elsewhere
+// (~1 cycle per element, and in-place rows already stream well). The first K block starts the accumulators from
 // the bias, later ones from C; the activation is applied after the last. Every output is still bias + the
 // products summed in k order, so results do not depend on the blocking or on the thread count.
 // M = 1 goes to a GEMV that streams 4 panels at once (8 independent accumulator chains, bandwidth-bound).
@@ -241,8 +242,12 @@ void gemm_task(const void* vctx, size_t task) {
   const size_t u0 = x.units * task / x.tasks, u1 = x.units * (task + 1) / x.tasks;
   const size_t panel_floats = kNR + x.K * kNR;
   const __m256 vmin = _mm256_set1_ps(x.vmin), vmax = _mm256_set1_ps(x.vmax);
-  float* abuf =
-      x.pack_a ? static_cast<float*>(internal::aligned_alloc64(x.m_chunk * x.kc * sizeof(float))) : nullptr;
+  // Packed A: the whole M chunk (every K block) is packed once per task and chunk, then shared by all of
+  // the chunk's N groups (a task's units are consecutive, m chunk major).
+  const size_t a_block = x.m_chunk * x.kc;  // floats per packed K block
+  float* abuf = x.pack_a ? static_cast<float*>(internal::aligned_alloc64(a_block * x.kc_blocks * sizeof(float)))
+                         : nullptr;
+  size_t packed_chunk = ~size_t{0};
   for (size_t u = u0; u < u1; ++u) {
     // Units: m chunks outer, n groups inner, so a task's units (a contiguous range: see thread_pool.h) cover
     // whole rows when there are at least as many chunks as threads: the rows the previous op wrote on this
@@ -250,10 +255,18 @@ void gemm_task(const void* vctx, size_t task) {
     const size_t mch = u / x.n_groups, ng = u % x.n_groups;
     const size_t m0 = mch * x.m_chunk, mc = min_sz(x.m_chunk, x.M - m0);
     const size_t p0 = ng * x.n_group, p1 = min_sz(x.panels, p0 + x.n_group);
+    if (x.pack_a && packed_chunk != mch) {
+      for (size_t kb = 0; kb < x.kc_blocks; ++kb) {
+        const size_t k0 = kb * x.kc;
+        pack_a(x.A + m0 * x.lda + k0, x.lda, mc, min_sz(x.kc, x.K - k0), abuf + kb * a_block);
+      }
+      packed_chunk = mch;
+    }
     for (size_t kb = 0; kb < x.kc_blocks; ++kb) {
       const size_t k0 = kb * x.kc, kc = min_sz(x.kc, x.K - k0);
       const bool last = kb + 1 == x.kc_blocks;
-      if (x.pack_a) pack_a(x.A + m0 * x.lda + k0, x.lda, mc, kc, abuf);
+      const float* ablk = x.pack_a ? abuf + kb * a_block : nullptr;
+
       for (size_t p = p0; p < p1; ++p) {
         const float* panel = x.packed + p * panel_floats;
         const float* bias = kb == 0 ? panel : nullptr;
@@ -270,7 +283,7 @@ void gemm_task(const void* vctx, size_t task) {
           float* c = x.C + m0 * x.ldc + n0;
           const float* rt = x.R ? x.R + m0 * x.ldr + n0 : nullptr;
           if (x.pack_a) {
-            sweep16<true>(mc, kc, abuf, 0, b, c, x.ldc, rt, x.ldr, bias, last, vmin, vmax, tail, next_b,
+            sweep16<true>(mc, kc, ablk, 0, b, c, x.ldc, rt, x.ldr, bias, last, vmin, vmax, tail, next_b,
                           pf_per_tile, x.kc_blocks > 1);
           } else {
             sweep16<false>(mc, kc, x.A + m0 * x.lda + k0, x.lda, b, c, x.ldc, rt, x.ldr, bias, last, vmin, vmax,
@@ -285,7 +298,7 @@ void gemm_task(const void* vctx, size_t task) {
             for (const size_t e = min_sz(kc, pf + pf_per_tile); pf < e; ++pf) _mm_prefetch(next_b + pf * 64, _MM_HINT_T1);
           float* c = x.C + (m0 + t0) * x.ldc + n0;
           const float* rt = x.R ? x.R + (m0 + t0) * x.ldr + n0 : nullptr;
-          const float* a = x.pack_a ? abuf + t0 * kc : x.A + (m0 + t0) * x.lda + k0;
+          const float* a = x.pack_a ? ablk + t0 * kc : x.A + (m0 + t0) * x.lda + k0;
           // The next tile's C rows (read at its start on K blocks after the first): fetch them while this
           // tile computes; C rows of a tall GEMM do not stay in L2 between K blocks.
           if (x.kc_blocks > 1 && t0 + kMR < mc) {
