@@ -37,6 +37,12 @@ void conv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, 
 void conv2d_residual(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
                      const void* packed, const float* residual, float* out, Parallel& par);
 
+// deconv.cc: transposed convolution as one GEMM per image and group plus a gather (own packed layout).
+size_t deconv2d_packed_size(const ConvParams& p);
+void deconv2d_pack(const ConvParams& p, const float* filter_ohwi, const float* bias, void* packed);
+void deconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
+              const void* packed, float* out, Parallel& par);
+
 // Same packed layout as the scalar dwconv (so pack/packed_size are the scalar ones).
 void dwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
               const void* packed, float* out, Parallel& par);

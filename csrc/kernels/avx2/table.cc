@@ -22,6 +22,9 @@ const KernelTable* avx2_table() {
     t.conv2d_residual = avx2::conv2d_residual;
     t.gemm_residual = avx2::gemm_residual;
     t.dwconv2d = avx2::dwconv2d;
+    t.deconv2d_packed_size = avx2::deconv2d_packed_size;
+    t.deconv2d_pack = avx2::deconv2d_pack;
+    t.deconv2d = avx2::deconv2d;
     t.max_pool2d = avx2::max_pool2d;
     t.avg_pool2d = avx2::avg_pool2d;
     t.binary = avx2::binary;
