@@ -40,7 +40,7 @@ struct ConvParams {
   Activation act;
   // The input's declared height and width (0: unknown), a hint for choosing the algorithm at pack time: a
   // table may pack and run differently for small images (e.g. no Winograd on 7x7 maps, where its tiles
-  // would be mostly padding and its bigger weights would dominate). Never changes what is computed.
+  // would be mostly padding and its bigger weights would dominate). Changes results only within rounding.
   uint32_t input_h = 0, input_w = 0;
 };
 
