@@ -56,7 +56,7 @@ struct WinoCtx {
   size_t tb, tblocks, kgroups, panels, panels_per_group, ldv;
   size_t pad_top, pad_left;
   const float* in;
-  const char* packed;  // 16 gemm-packed U matrices, then the bias
+  const char* packed;  // kXi gemm-packed U matrices, then the bias
   size_t u_bytes;      // bytes of one packed U
   const float* bias;
   const float* residual;
@@ -186,19 +186,17 @@ void wino_task(const void* vctx, size_t task) {
   const size_t ldm = round_up(x.panels_per_group * kNR, 8);
   float* V = static_cast<float*>(internal::aligned_alloc64(kXi * x.tb * (x.ldv + ldm) * sizeof(float)));
   float* M = V + kXi * x.tb * x.ldv;
-  {
-    const size_t blk = task / x.kgroups, kg = task % x.kgroups;
-    const size_t t0 = blk * x.tb, tcount = min_sz(x.tb, x.tiles - t0);
-    input_transform(x, t0, tcount, V);
-    const size_t p0 = kg * x.panels_per_group, p1 = min_sz(x.panels, p0 + x.panels_per_group);
-    const size_t k0 = p0 * kNR, kc = min_sz(x.K, p1 * kNR) - k0;
-    const size_t panel_floats = kNR + x.C * kNR;
-    for (size_t xi = 0; xi < kXi; ++xi) {
-      const float* u = reinterpret_cast<const float*>(x.packed + xi * x.u_bytes) + p0 * panel_floats;
-      gemm_serial(tcount, kc, x.C, V + xi * x.tb * x.ldv, x.ldv, u, M + xi * x.tb * ldm, ldm);
-    }
-    output_transform(x, t0, tcount, k0, kc, M, ldm);
+  const size_t blk = task / x.kgroups, kg = task % x.kgroups;
+  const size_t t0 = blk * x.tb, tcount = min_sz(x.tb, x.tiles - t0);
+  input_transform(x, t0, tcount, V);
+  const size_t p0 = kg * x.panels_per_group, p1 = min_sz(x.panels, p0 + x.panels_per_group);
+  const size_t k0 = p0 * kNR, kc = min_sz(x.K, p1 * kNR) - k0;
+  const size_t panel_floats = kNR + x.C * kNR;
+  for (size_t xi = 0; xi < kXi; ++xi) {
+    const float* u = reinterpret_cast<const float*>(x.packed + xi * x.u_bytes) + p0 * panel_floats;
+    gemm_serial(tcount, kc, x.C, V + xi * x.tb * x.ldv, x.ldv, u, M + xi * x.tb * ldm, ldm);
   }
+  output_transform(x, t0, tcount, k0, kc, M, ldm);
   internal::aligned_free(V);
 }
 
@@ -247,7 +245,7 @@ void run(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, siz
 
 }  // namespace
 
-// 3x3, stride 1, no dilation, one group, and enough channels on both sides that the 16 GEMMs dominate
+// 3x3, stride 1, no dilation, one group, and enough channels on both sides that the 36 GEMMs dominate
 // the transforms (measured here: narrower convs are faster as an IGEMM).
 bool winograd_applies(const ConvParams& p) {
   return p.kernel_h == 3 && p.kernel_w == 3 && p.stride_h == 1 && p.stride_w == 1 && p.dilation_h == 1 &&
