@@ -52,6 +52,23 @@ inline __m256 exp_core(__m256 x) {
   return _mm256_mul_ps(_mm256_mul_ps(p, pow2i(n1)), pow2i(_mm256_sub_epi32(ni, n1)));
 }
 
+// e^x for x in [-87.3, 88.7] (clamped to it), where 2^n is one normal float: one scaling instead of two, and
+// the polynomial by Estrin's scheme. Below e^-87.3 (~1e-38) it returns that value instead of denormals (its
+// one caller, erfc, zeroes those results itself).
+inline __m256 exp_narrow(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.7f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187045e-06f), r);
+  const __m256 r2 = _mm256_mul_ps(r, r);
+  const __m256 a = _mm256_add_ps(_mm256_set1_ps(1.f), r);
+  const __m256 b = _mm256_fmadd_ps(_mm256_set1_ps(1.f / 6.f), r, _mm256_set1_ps(0.5f));
+  const __m256 c = _mm256_fmadd_ps(_mm256_set1_ps(1.f / 120.f), r, _mm256_set1_ps(1.f / 24.f));
+  const __m256 p = _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(1.f / 720.f), r2, c), r2, b), r2, a);
+  return _mm256_mul_ps(p, pow2i(_mm256_cvtps_epi32(n)));
+}
+
 inline __m256 exp_ps(__m256 x) { return _mm256_blendv_ps(exp_core(x), x, nan_mask(x)); }
 
 inline __m256 sigmoid_ps(__m256 x) {
@@ -97,12 +114,14 @@ inline __m256 erf_small(__m256 x) {
 // t exp(-z^2 + P(t)), t = 1 / (1 + z/2), P a degree-9 Chebyshev fit (the classic "erfcc" form).
 inline __m256 erfc_pos(__m256 z) {
   const __m256 one = _mm256_set1_ps(1.f);
-  // t = 1 / d by the reciprocal estimate and one Newton step (relative error ~1e-7 with no divide: the divide's
-  // latency dominated gelu). d >= 1, so the estimate never sees 0 or a denormal; d = inf gives t = 0 (z large).
+  // erfc(z) < 1e-44 for z >= 10: that is returned as 0 and z clamped, which keeps t finite (NaN becomes 10
+  // here; callers blend NaN back). t = 1 / d by the reciprocal estimate and one Newton step (relative error
+  // ~1e-7 with no divide: the divide's latency dominated gelu); 1 <= d <= 6.
+  const __m256 beyond = _mm256_cmp_ps(z, _mm256_set1_ps(10.f), _CMP_GE_OQ);
+  z = _mm256_min_ps(z, _mm256_set1_ps(10.f));
   const __m256 d = _mm256_fmadd_ps(_mm256_set1_ps(0.5f), z, one);
   const __m256 t0 = _mm256_rcp_ps(d);
-  const __m256 t = _mm256_blendv_ps(_mm256_mul_ps(t0, _mm256_fnmadd_ps(d, t0, _mm256_set1_ps(2.f))), t0,
-                                    _mm256_cmp_ps(d, _mm256_set1_ps(1e30f), _CMP_GT_OQ));
+  const __m256 t = _mm256_mul_ps(t0, _mm256_fnmadd_ps(d, t0, _mm256_set1_ps(2.f)));
   // P by Estrin's scheme (depth 4 instead of Horner's 9 dependent FMAs; the chain's latency is the cost).
   auto c = [](float v) { return _mm256_set1_ps(v); };
   const __m256 t2 = _mm256_mul_ps(t, t), t4 = _mm256_mul_ps(t2, t2), t8 = _mm256_mul_ps(t4, t4);
@@ -113,7 +132,7 @@ inline __m256 erfc_pos(__m256 z) {
   const __m256 q89 = _mm256_fmadd_ps(c(0.17087277f), t, c(-0.82215223f));
   const __m256 r03 = _mm256_fmadd_ps(q23, t2, q01), r47 = _mm256_fmadd_ps(q67, t2, q45);
   const __m256 p = _mm256_fmadd_ps(q89, t8, _mm256_fmadd_ps(r47, t4, r03));
-  return _mm256_mul_ps(t, exp_core(_mm256_fnmadd_ps(z, z, p)));
+  return _mm256_andnot_ps(beyond, _mm256_mul_ps(t, exp_narrow(_mm256_fnmadd_ps(z, z, p))));
 }
 
 inline __m256 erf_ps(__m256 x) {
