@@ -288,12 +288,14 @@ def test_conv2d_winograd_large_and_wide():
 
 
 def test_deconv2d_wide_gemm_path():
-    """Decoder-sized transposed convolutions (the AVX2 table's GEMM + gather): stride 2 with overlapping taps,
-    dilation, adjustment and groups, against numpy and byte-identical across threads."""
+    """Decoder-sized transposed convolutions (the AVX2 table's GEMM + gather, in bands of output rows when the
+    columns pass 8 MB): stride 2 with overlapping taps, dilation, adjustment and groups, against numpy and
+    byte-identical across threads."""
     for (h, w, gic, goc, k, s, d, pads, groups, adj) in [
         (9, 7, 24, 40, 4, 2, 1, (1, 1, 1, 1), 1, (0, 0)),
         (6, 5, 16, 24, 3, 2, 2, (0, 1, 2, 0), 2, (1, 1)),
         (5, 5, 8, 16, 2, 2, 1, (0, 0, 0, 0), 1, (0, 0)),
+        (64, 48, 8, 64, 4, 2, 1, (1, 2, 1, 0), 1, (1, 0)),  # > 8 MB of columns: bands of output rows
     ]:
         x = rand(2, h, w, groups * gic)
         f = rand(groups * goc, k, k, gic)

@@ -7,7 +7,7 @@
 // no scatter races and a fixed summation order (bias, then taps in (ky, kx) order, as the scalar kernel), so
 // the result does not depend on the thread count. The zero-inserted form would multiply by zeros; stride
 // phases as sub-convolutions would do the same products as here with more code. The cost is the cols
-// buffer: H*W*taps*goc floats per image and group.
+// buffer, bounded by working in bands of output rows (8 MB of columns at most).
 //
 // Packed layout (private to this table): per group gemm panels of W [gic x taps*goc] (column t*goc + co),
 // zero bias in the panels, then the bias [groups*goc].
@@ -24,6 +24,7 @@ namespace avx2 {
 namespace {
 
 inline size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
+inline size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
 
 inline __m256i lane_mask(size_t n) {  // first min(n, 8) lanes set
   const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
@@ -40,7 +41,9 @@ size_t group_bytes(const ConvParams& p) {
 struct GatherCtx {
   const ConvParams* p;
   size_t H, W, OH, OW, OC, goc, taps, tasks;
-  const float* cols;  // [H*W, taps*goc] of one image and group
+  size_t oy0, oy1;    // the band of output rows gathered
+  size_t iy0;         // the first input row in cols
+  const float* cols;  // [rows from iy0, W, taps*goc] of one image and group
   const float* bias;  // this group's
   float* out;         // this image's [OH, OW, OC], at this group's first channel
 };
@@ -65,7 +68,8 @@ size_t axis_taps(size_t o, size_t pad, size_t stride, size_t dil, size_t kernel,
 void gather_task(const void* vctx, size_t task) {
   const GatherCtx& x = *static_cast<const GatherCtx*>(vctx);
   const ConvParams& p = *x.p;
-  const size_t y0 = x.OH * task / x.tasks, y1 = x.OH * (task + 1) / x.tasks;
+  const size_t rows = x.oy1 - x.oy0;
+  const size_t y0 = x.oy0 + rows * task / x.tasks, y1 = x.oy0 + rows * (task + 1) / x.tasks;
   const size_t row = x.taps * x.goc;  // cols floats per input pixel
   const size_t KW = p.kernel_w;
   const __m256 vmin = _mm256_set1_ps(p.act.min), vmax = _mm256_set1_ps(p.act.max);
@@ -84,7 +88,7 @@ void gather_task(const void* vctx, size_t task) {
       size_t n = 0;
       for (size_t a = 0; a < ny; ++a)  // (ky, kx) order, as the scalar kernel
         for (size_t b = 0; b < xn[ox]; ++b)
-          src[n++] = x.cols + (size_t{yi[a]} * x.W + xi[ox * KW + b]) * row + (yk[a] * KW + xk[ox * KW + b]) * x.goc;
+          src[n++] = x.cols + ((yi[a] - x.iy0) * x.W + xi[ox * KW + b]) * row + (yk[a] * KW + xk[ox * KW + b]) * x.goc;
       float* o = x.out + (oy * x.OW + ox) * x.OC;
       for (size_t c = 0; c < x.goc; c += 8) {
         const bool full = c + 8 <= x.goc;
@@ -135,13 +139,25 @@ void deconv2d_pack(const ConvParams& p, const float* filter_ohwi, const float* b
 void deconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
               const void* packed, float* out, Parallel& par) {
   const size_t taps = size_t{p.kernel_h} * p.kernel_w;
-  if (deconv_uses_scalar(p) || taps > 256 || p.kernel_h > 255 || p.kernel_w > 255) return scalar::deconv2d(p, N, H, W, in, OH, OW, packed, out, par);
+  if (deconv_uses_scalar(p) || taps > 256 || p.kernel_h > 255 || p.kernel_w > 255)
+    return scalar::deconv2d(p, N, H, W, in, OH, OW, packed, out, par);
   if (N == 0 || OH == 0 || OW == 0 || p.groups == 0 || p.group_output_channels == 0) return;
   const size_t gic = p.group_input_channels, goc = p.group_output_channels;
   const size_t IC = size_t{p.groups} * gic, OC = size_t{p.groups} * goc;
   const char* pk = static_cast<const char*>(packed);
   const float* bias = reinterpret_cast<const float*>(pk + p.groups * group_bytes(p));
-  float* cols = static_cast<float*>(internal::aligned_alloc64(H * W * taps * goc * sizeof(float) + 64));
+  // Bands of output rows whose input rows' columns fit kColsBytes (at least one output row per band): the
+  // scratch stays bounded whatever the shapes, and a band's columns are still in cache when gathered. Input
+  // rows shared by two bands (kernel taller than the stride) are multiplied again, a small share.
+  constexpr size_t kColsBytes = size_t{8} << 20;
+  const size_t row_bytes = W * taps * goc * sizeof(float);  // columns of one input row
+  const size_t in_rows_cap = max_sz(1, kColsBytes / row_bytes);
+  const size_t span = size_t{p.dilation_h} * (p.kernel_h - 1);  // oy + pt - span .. oy + pt reach input rows
+  const size_t band = max_sz(1, in_rows_cap > span / p.stride_h + 1
+                                    ? (in_rows_cap - span / p.stride_h - 1) * p.stride_h
+                                    : 1);
+  const size_t cap_rows = min_sz(H, (band - 1 + span) / p.stride_h + 2);
+  float* cols = static_cast<float*>(internal::aligned_alloc64(cap_rows * row_bytes + 64));
   const size_t threads = internal::parallel_threads(par);
   GatherCtx x;
   x.p = &p;
@@ -153,16 +169,28 @@ void deconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in
   x.goc = goc;
   x.taps = taps;
   x.cols = cols;
-  // A few thousand output values per task at least: below that a fork/join costs more than the gather.
-  x.tasks = threads > 1 && OH * OW * goc >= 16384 ? min_sz(OH, threads * 4) : 1;
   const Activation none;
   for (size_t n = 0; n < N; ++n) {
     for (size_t g = 0; g < p.groups; ++g) {
-      gemm(H * W, taps * goc, gic, in + n * H * W * IC + g * gic, IC, pk + g * group_bytes(p), cols, taps * goc,
-           none, par);
       x.bias = bias + g * goc;
       x.out = out + n * OH * OW * OC + g * goc;
-      internal::parallel_run(par, x.tasks, gather_task, &x);
+      for (size_t oy0 = 0; oy0 < OH; oy0 += band) {
+        const size_t oy1 = min_sz(OH, oy0 + band);
+        // Input rows that reach output rows [oy0, oy1): iy * sh in [oy0 + pt - span, oy1 - 1 + pt].
+        const ptrdiff_t lo = static_cast<ptrdiff_t>(oy0 + p.pad_top) - static_cast<ptrdiff_t>(span);
+        const size_t i0 = lo <= 0 ? 0 : (static_cast<size_t>(lo) + p.stride_h - 1) / p.stride_h;
+        const size_t i1 = min_sz(H, (oy1 - 1 + p.pad_top) / p.stride_h + 1);
+        x.iy0 = i0;
+        if (i1 > i0) {
+          gemm((i1 - i0) * W, taps * goc, gic, in + (n * H + i0) * W * IC + g * gic, IC, pk + g * group_bytes(p),
+               cols, taps * goc, none, par);
+        }
+        x.oy0 = oy0;
+        x.oy1 = oy1;
+        // A few thousand output values per task at least: below that a fork/join costs more than the gather.
+        x.tasks = threads > 1 && (oy1 - oy0) * OW * goc >= 16384 ? min_sz(oy1 - oy0, threads * 4) : 1;
+        internal::parallel_run(par, x.tasks, gather_task, &x);
+      }
     }
   }
   internal::aligned_free(cols);
