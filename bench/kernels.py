@@ -33,7 +33,7 @@ from bench.common import (
 @dataclass
 class Case:
     name: str
-    kind: str  # gemm | conv | dwconv | maxpool
+    kind: str  # gemm | conv | deconv | dwconv | maxpool
     flops: float  # 2 * MACs (maxpool: comparisons, reported but no % of peak)
     params: dict[str, Any] = field(default_factory=dict)
 
@@ -61,6 +61,9 @@ CASES: list[Case] = [
     _conv("stem 3x3 s2 224x224x3->32", 224, 224, 3, 32, 3, 2, 1),
     Case("maxpool 3x3 s2 112x112x64", "maxpool", 56.0 * 56 * 64 * 9,
          {"H": 112, "W": 112, "C": 64, "k": 3, "s": 2, "pad": 1}),
+    # A decoder's upsampling step (not in the list: transposed convolution has its own kernel).
+    Case("deconv 4x4 s2 28x28x64->64", "deconv", 2.0 * 28 * 28 * 64 * 64 * 16,
+         {"H": 28, "W": 28, "C": 64, "OC": 64, "k": 4, "s": 2, "pad": 1}),
 ]
 
 
@@ -71,7 +74,7 @@ def _inputs(case: Case, rng: np.random.Generator) -> dict[str, np.ndarray]:
     if case.kind == "gemm":
         return {"A": rng.standard_normal((p["M"], p["K"]), f32),
                 "B": rng.standard_normal((p["K"], p["N"]), f32)}
-    if case.kind == "conv":
+    if case.kind in ("conv", "deconv"):
         return {"x": rng.standard_normal((1, p["H"], p["W"], p["C"]), f32),
                 "w": rng.standard_normal((p["OC"], p["k"], p["k"], p["C"]), f32) * f32(0.1)}
     if case.kind == "dwconv":
@@ -92,6 +95,10 @@ def _webxnn_times(case: Case, data: dict[str, np.ndarray], threads: int, repeat:
         return K.time_conv2d(data["x"], data["w"], pads=(pad, pad, pad, pad), strides=(p["s"], p["s"]),
                              isa=isa,
                              threads=threads, repeat=repeat)
+    if case.kind == "deconv":
+        pad = p["pad"]
+        return K.time_deconv2d(data["x"], data["w"], pads=(pad, pad, pad, pad), strides=(p["s"], p["s"]),
+                               isa=isa, threads=threads, repeat=repeat)
     if case.kind == "dwconv":
         return K.time_dwconv2d(data["x"], data["w"], pads=(1, 1, 1, 1), isa=isa, threads=threads,
                                repeat=repeat)
@@ -121,6 +128,11 @@ def _onnx_model(case: Case, data: dict[str, np.ndarray]) -> tuple[bytes, dict[st
             node = helper.make_node("MaxPool", ["X"], ["Y"], kernel_shape=[p["k"], p["k"]],
                                     strides=[p["s"], p["s"]], pads=[pad] * 4)
             inits = []
+        elif case.kind == "deconv":
+            w = np.ascontiguousarray(data["w"].transpose(3, 0, 1, 2))  # OHWI -> ONNX [C_in, C_out, kh, kw]
+            node = helper.make_node("ConvTranspose", ["X", "W"], ["Y"], kernel_shape=[p["k"], p["k"]],
+                                    strides=[p["s"], p["s"]], pads=[p["pad"]] * 4)
+            inits = [numpy_helper.from_array(w, "W")]
         else:
             if case.kind == "conv":
                 w = np.ascontiguousarray(data["w"].transpose(0, 3, 1, 2))

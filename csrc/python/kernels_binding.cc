@@ -279,9 +279,9 @@ py::array dwconv2d(const FArr& x, const FArr& f, const std::optional<FArr>& bias
   return dwconv2d_t(x, f, bias, pads, strides, dil, mn, mx, isa, threads, Timing{});
 }
 
-py::array deconv2d(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
-                   const Pair& strides, const Pair& dil, uint32_t groups, const Pair& adj, float mn, float mx,
-                   const std::string& isa, size_t threads) {
+py::array deconv2d_t(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
+                     const Pair& strides, const Pair& dil, uint32_t groups, const Pair& adj, float mn, float mx,
+                     const std::string& isa, size_t threads, const Timing& tm) {
   const char* w = "deconv2d";
   need_ndim(w, "x", x, 4);
   need_ndim(w, "filter", f, 4);
@@ -312,9 +312,15 @@ py::array deconv2d(const FArr& x, const FArr& f, const std::optional<FArr>& bias
   {
     py::gil_scoped_release nogil;
     t.deconv2d_pack(p, f.data(), bias ? bias->data() : nullptr, packed.p);
-    t.deconv2d(p, N, H, W, x.data(), OH, OW, packed.p, out.mutable_data(), par);
+    run_timed(tm, [&] { t.deconv2d(p, N, H, W, x.data(), OH, OW, packed.p, out.mutable_data(), par); });
   }
   return std::move(out);
+}
+
+py::array deconv2d(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
+                   const Pair& strides, const Pair& dil, uint32_t groups, const Pair& adj, float mn, float mx,
+                   const std::string& isa, size_t threads) {
+  return deconv2d_t(x, f, bias, pads, strides, dil, groups, adj, mn, mx, isa, threads, Timing{});
 }
 
 // ---------------------------------------------------------------------------------------- pooling
@@ -736,6 +742,14 @@ void bind_kernels(py::module_& parent) {
       [](const FArr& x, const FArr& f, const Pads& pads, const Pair& s, const std::string& i, size_t t, size_t r) {
         std::vector<double> times;
         dwconv2d_t(x, f, std::nullopt, pads, s, Pair{1, 1}, -kInf, kInf, i, t, Timing{r, &times});
+        return times;
+      },
+      py::arg("x"), py::arg("filter"), py::arg("pads") = no_pads, py::arg("strides") = ones, isa, thr, rep);
+  m.def(
+      "time_deconv2d",
+      [](const FArr& x, const FArr& f, const Pads& pads, const Pair& s, const std::string& i, size_t t, size_t r) {
+        std::vector<double> times;
+        deconv2d_t(x, f, std::nullopt, pads, s, Pair{1, 1}, 1, Pair{0, 0}, -kInf, kInf, i, t, Timing{r, &times});
         return times;
       },
       py::arg("x"), py::arg("filter"), py::arg("pads") = no_pads, py::arg("strides") = ones, isa, thr, rep);
