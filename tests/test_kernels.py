@@ -296,6 +296,7 @@ def test_deconv2d_wide_gemm_path():
         (6, 5, 16, 24, 3, 2, 2, (0, 1, 2, 0), 2, (1, 1)),
         (5, 5, 8, 16, 2, 2, 1, (0, 0, 0, 0), 1, (0, 0)),
         (64, 48, 8, 64, 4, 2, 1, (1, 2, 1, 0), 1, (1, 0)),  # > 8 MB of columns: bands of output rows
+        (3, 2, 4, 16, 17, 2, 1, (0, 0, 0, 0), 1, (0, 0)),  # 289 taps: the scalar kernel, packed as such
     ]:
         x = rand(2, h, w, groups * gic)
         f = rand(groups * goc, k, k, gic)

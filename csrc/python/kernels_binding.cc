@@ -194,15 +194,16 @@ size_t conv_out(const char* w, size_t in, size_t pa, size_t pb, size_t k, size_t
   return (in + pa + pb - eff) / s + 1;
 }
 
-py::array conv2d_t(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
-                 const Pair& strides, const Pair& dil, uint32_t groups, float mn, float mx, const std::string& isa,
-                 size_t threads, const Timing& tm, const std::optional<FArr>& residual = std::nullopt) {
-  const char* w = "conv2d";
+// The ConvParams of a dense (grouped) conv or transposed conv from the binding's arguments: x [N,H,W,IC],
+// filter OHWI [OC, kh, kw, IC/groups], bias [OC]; everything checked, with `w` naming the function.
+ConvParams dense_conv_params(const char* w, const FArr& x, const FArr& f, const std::optional<FArr>& bias,
+                             const Pads& pads, const Pair& strides, const Pair& dil, uint32_t groups, float mn,
+                             float mx) {
   need_ndim(w, "x", x, 4);
   need_ndim(w, "filter", f, 4);
   ConvParams p;
   set_geometry(w, p, pads, strides, dil);
-  const size_t N = x.shape(0), H = x.shape(1), W = x.shape(2), IC = x.shape(3), OC = f.shape(0);
+  const size_t IC = x.shape(3), OC = f.shape(0);
   if (groups == 0 || OC % groups) bad(w, "output channels must be a multiple of groups");
   if (IC != groups * static_cast<size_t>(f.shape(3))) bad(w, "x channels != groups * filter input channels");
   if (f.shape(1) == 0 || f.shape(2) == 0) bad(w, "empty kernel");
@@ -213,6 +214,15 @@ py::array conv2d_t(const FArr& x, const FArr& f, const std::optional<FArr>& bias
   p.group_input_channels = f.shape(3);
   p.group_output_channels = OC / groups;
   p.act = act_of(mn, mx);
+  return p;
+}
+
+py::array conv2d_t(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
+                 const Pair& strides, const Pair& dil, uint32_t groups, float mn, float mx, const std::string& isa,
+                 size_t threads, const Timing& tm, const std::optional<FArr>& residual = std::nullopt) {
+  const char* w = "conv2d";
+  const ConvParams p = dense_conv_params(w, x, f, bias, pads, strides, dil, groups, mn, mx);
+  const size_t N = x.shape(0), H = x.shape(1), W = x.shape(2), OC = f.shape(0);
   const size_t OH = conv_out(w, H, p.pad_top, p.pad_bottom, p.kernel_h, p.stride_h, p.dilation_h);
   const size_t OW = conv_out(w, W, p.pad_left, p.pad_right, p.kernel_w, p.stride_w, p.dilation_w);
   const KernelTable& t = table_for(w, isa);
@@ -283,23 +293,11 @@ py::array deconv2d_t(const FArr& x, const FArr& f, const std::optional<FArr>& bi
                      const Pair& strides, const Pair& dil, uint32_t groups, const Pair& adj, float mn, float mx,
                      const std::string& isa, size_t threads, const Timing& tm) {
   const char* w = "deconv2d";
-  need_ndim(w, "x", x, 4);
-  need_ndim(w, "filter", f, 4);
-  ConvParams p;
-  set_geometry(w, p, pads, strides, dil);
-  const size_t N = x.shape(0), H = x.shape(1), W = x.shape(2), IC = x.shape(3), OC = f.shape(0);
-  if (groups == 0 || OC % groups) bad(w, "output channels must be a multiple of groups");
-  if (IC != groups * static_cast<size_t>(f.shape(3))) bad(w, "x channels != groups * filter input channels");
-  if (f.shape(1) == 0 || f.shape(2) == 0 || H == 0 || W == 0) bad(w, "empty kernel or input");
-  if (bias && (bias->ndim() != 1 || static_cast<size_t>(bias->shape(0)) != OC)) bad(w, "bias must be [OC]");
-  p.kernel_h = f.shape(1);
-  p.kernel_w = f.shape(2);
-  p.groups = groups;
-  p.group_input_channels = f.shape(3);
-  p.group_output_channels = OC / groups;
+  ConvParams p = dense_conv_params(w, x, f, bias, pads, strides, dil, groups, mn, mx);
+  const size_t N = x.shape(0), H = x.shape(1), W = x.shape(2), OC = f.shape(0);
+  if (H == 0 || W == 0) bad(w, "empty input");
   p.adjustment_h = adj.first;
   p.adjustment_w = adj.second;
-  p.act = act_of(mn, mx);
   const size_t full_h = (H - 1) * p.stride_h + p.dilation_h * (p.kernel_h - 1) + 1 + p.adjustment_h;
   const size_t full_w = (W - 1) * p.stride_w + p.dilation_w * (p.kernel_w - 1) + 1 + p.adjustment_w;
   if (full_h <= size_t{p.pad_top} + p.pad_bottom || full_w <= size_t{p.pad_left} + p.pad_right)

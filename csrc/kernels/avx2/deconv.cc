@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "kernels/avx2/avx2.h"
+#include "kernels/avx2/simd.h"
 #include "kernels/internal.h"
 #include "kernels/scalar/scalar.h"
 
@@ -23,16 +24,11 @@ namespace webxnn {
 namespace avx2 {
 namespace {
 
-inline size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
-inline size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
-
-inline __m256i lane_mask(size_t n) {  // first min(n, 8) lanes set
-  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n > 8 ? 8 : n)), idx);
+// Shapes the scalar kernel keeps, decided the same way by packing and running (the two layouts differ):
+// narrow groups, and kernels with more taps than the gather's per-pixel list holds.
+bool deconv_uses_scalar(const ConvParams& p) {
+  return narrow_groups(p) || size_t{p.kernel_h} * p.kernel_w > 256 || p.kernel_h > 255 || p.kernel_w > 255;
 }
-
-// Narrow grouped transposed convolutions would waste most of each 16-wide panel: those stay scalar.
-bool deconv_uses_scalar(const ConvParams& p) { return p.groups > 1 && p.group_output_channels < 8; }
 
 size_t group_bytes(const ConvParams& p) {
   return gemm_packed_size(p.group_input_channels, size_t{p.kernel_h} * p.kernel_w * p.group_output_channels);
@@ -139,7 +135,7 @@ void deconv2d_pack(const ConvParams& p, const float* filter_ohwi, const float* b
 void deconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
               const void* packed, float* out, Parallel& par) {
   const size_t taps = size_t{p.kernel_h} * p.kernel_w;
-  if (deconv_uses_scalar(p) || taps > 256 || p.kernel_h > 255 || p.kernel_w > 255)
+  if (deconv_uses_scalar(p))
     return scalar::deconv2d(p, N, H, W, in, OH, OW, packed, out, par);
   if (N == 0 || OH == 0 || OW == 0 || p.groups == 0 || p.group_output_channels == 0) return;
   const size_t gic = p.group_input_channels, goc = p.group_output_channels;

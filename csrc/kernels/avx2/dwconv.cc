@@ -15,19 +15,13 @@
 #include <immintrin.h>
 
 #include "kernels/avx2/avx2.h"
+#include "kernels/avx2/simd.h"
 #include "kernels/internal.h"
 #include "kernels/scalar/scalar.h"
 
 namespace webxnn {
 namespace avx2 {
 namespace {
-
-inline size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
-
-inline __m256i tail_mask(size_t n) {  // first n lanes set (n <= 8)
-  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), idx);
-}
 
 // Output columns [lo, hi) whose taps kx = 0..K-1 all fall inside [0, W).
 void interior(size_t OW, size_t W, size_t K, size_t stride, size_t dil, size_t pad, size_t* lo, size_t* hi) {
@@ -60,7 +54,7 @@ void dw_task(const void* vctx, size_t task) {
   const __m256 vmin = _mm256_set1_ps(x.vmin), vmax = _mm256_set1_ps(x.vmax);
   const size_t C = x.C, KW = KWC > 0 ? KWC : p.kernel_w, sw = p.stride_w, dw = p.dilation_w;
   const size_t cfull = C & ~size_t{7};
-  const __m256i cmask = tail_mask(C - cfull);
+  const __m256i cmask = lane_mask(C - cfull);
   const size_t pix_step = sw * C, tap_step = dw * C;
   const size_t taps = size_t{p.kernel_h} * p.kernel_w;
   const float** tin = static_cast<const float**>(internal::aligned_alloc64(taps * sizeof(float*)));
@@ -353,7 +347,7 @@ void pool_task(const void* vctx, size_t task) {
   const size_t r0 = x.rows * task / x.tasks, r1 = x.rows * (task + 1) / x.tasks;
   const __m256 vmin = _mm256_set1_ps(p.act.min), vmax = _mm256_set1_ps(p.act.max);
   const size_t C = x.C, cfull = C & ~size_t{7};
-  const __m256i cmask = tail_mask(C - cfull);
+  const __m256i cmask = lane_mask(C - cfull);
   const __m256 init = _mm256_set1_ps(x.is_max ? -__builtin_inff() : 0.f);
   for (size_t r = r0; r < r1; ++r) {
     const size_t n = r / x.OH, oy = r % x.OH;

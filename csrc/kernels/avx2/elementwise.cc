@@ -4,21 +4,13 @@
 #include <immintrin.h>
 
 #include "kernels/avx2/avx2.h"
+#include "kernels/avx2/simd.h"
 #include "kernels/internal.h"
 #include "kernels/scalar/scalar.h"
 
 namespace webxnn {
 namespace avx2 {
 namespace {
-
-inline size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
-
-inline __m256i tail_mask(size_t n) {
-  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), idx);
-}
-
-inline __m256 clampv(__m256 v, __m256 vmin, __m256 vmax) { return _mm256_min_ps(vmax, _mm256_max_ps(vmin, v)); }
 
 // NaN-propagating min/max (numpy semantics, matching the scalar table).
 inline __m256 nan_min(__m256 a, __m256 b) {
@@ -86,18 +78,18 @@ void bin_task(const void* vctx, size_t task) {
       for (; i + 8 <= n; i += 8) {
         const __m256 va = sa ? _mm256_loadu_ps(pa + i) : ca;
         const __m256 vb = sb ? _mm256_loadu_ps(pb + i) : cb;
-        _mm256_storeu_ps(o + i, clampv(binv<kOp>(va, vb), vmin, vmax));
+        _mm256_storeu_ps(o + i, clamp8(binv<kOp>(va, vb), vmin, vmax));
       }
       if (i < n) {
-        const __m256i m = tail_mask(n - i);
+        const __m256i m = lane_mask(n - i);
         const __m256 va = sa ? _mm256_maskload_ps(pa + i, m) : ca;
         const __m256 vb = sb ? _mm256_maskload_ps(pb + i, m) : cb;
-        _mm256_maskstore_ps(o + i, m, clampv(binv<kOp>(va, vb), vmin, vmax));
+        _mm256_maskstore_ps(o + i, m, clamp8(binv<kOp>(va, vb), vmin, vmax));
       }
     } else {
       for (; i < n; ++i) {
         const __m256 r = binv<kOp>(_mm256_set1_ps(pa[i * sa]), _mm256_set1_ps(pb[i * sb]));
-        o[i] = _mm256_cvtss_f32(clampv(r, vmin, vmax));
+        o[i] = _mm256_cvtss_f32(clamp8(r, vmin, vmax));
       }
     }
   }
@@ -152,10 +144,10 @@ void un_task(const void* vctx, size_t task) {
   const __m256 vmin = _mm256_set1_ps(x.vmin), vmax = _mm256_set1_ps(x.vmax);
   size_t i = i0;
   for (; i + 8 <= i1; i += 8)
-    _mm256_storeu_ps(x.out + i, clampv(unv<kOp>(_mm256_loadu_ps(x.in + i), alpha, beta), vmin, vmax));
+    _mm256_storeu_ps(x.out + i, clamp8(unv<kOp>(_mm256_loadu_ps(x.in + i), alpha, beta), vmin, vmax));
   if (i < i1) {
-    const __m256i m = tail_mask(i1 - i);
-    _mm256_maskstore_ps(x.out + i, m, clampv(unv<kOp>(_mm256_maskload_ps(x.in + i, m), alpha, beta), vmin, vmax));
+    const __m256i m = lane_mask(i1 - i);
+    _mm256_maskstore_ps(x.out + i, m, clamp8(unv<kOp>(_mm256_maskload_ps(x.in + i, m), alpha, beta), vmin, vmax));
   }
 }
 

@@ -19,27 +19,19 @@
 #include <cstring>
 
 #include "kernels/avx2/avx2.h"
+#include "kernels/avx2/simd.h"
 #include "kernels/internal.h"
 
 namespace webxnn {
 namespace avx2 {
 namespace {
 
-constexpr size_t kNR = 16;
-constexpr size_t kMR = 6;
 constexpr size_t kMC = 144;     // rows of A per packed block (144 x 256 x 4 B = 144 KB, in L2)
 constexpr size_t kKCMax = 320;  // K block bound: the kc x 16 B micro-panel (<= 20 KB) stays in L1
 constexpr size_t kKCMaxPacked = 512;
 constexpr size_t kCBlockBytes = 128 * 1024;  // C block of one (M chunk, N group) unit, kept in L2
 
-inline size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
-inline size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
-inline size_t div_up(size_t a, size_t b) { return (a + b - 1) / b; }
 
-inline __m256i lane_mask(size_t n) {  // first min(n, 8) lanes set
-  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n > 8 ? 8 : n)), idx);
-}
 
 struct Tail {  // masks for a partial 16-column panel, and whether the output is clamped at all
   __m256i lo, hi;

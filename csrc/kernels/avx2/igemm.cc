@@ -16,24 +16,13 @@
 #include <cstring>
 
 #include "kernels/avx2/avx2.h"
+#include "kernels/avx2/simd.h"
 #include "kernels/internal.h"
 #include "kernels/scalar/scalar.h"
 
 namespace webxnn {
 namespace avx2 {
 namespace {
-
-constexpr size_t kNR = 16;
-constexpr size_t kMR = 6;
-
-inline size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
-inline size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
-inline size_t div_up(size_t a, size_t b) { return (a + b - 1) / b; }
-
-// acc clamped with NaN passing through (max_ps/min_ps return the second operand when either is NaN).
-inline __m256 clamp8(__m256 v, __m256 vmin, __m256 vmax) {
-  return _mm256_min_ps(vmax, _mm256_max_ps(vmin, v));
-}
 
 inline void store16(float* c, size_t nc, __m256 lo, __m256 hi) {
   if (nc == kNR) {
@@ -306,13 +295,10 @@ void conv_task(const void* vctx, size_t task) {
   if (krows) internal::aligned_free(krows);
 }
 
-// Narrow grouped convolutions would waste most of each 16-wide panel: those stay on the scalar kernel.
-bool conv_uses_scalar(const ConvParams& p) { return p.groups > 1 && p.group_output_channels < 8; }
-
 }  // namespace
 
 size_t conv2d_packed_size(const ConvParams& p) {
-  if (conv_uses_scalar(p)) return scalar::conv2d_packed_size(p);
+  if (narrow_groups(p)) return scalar::conv2d_packed_size(p);
   if (winograd_applies(p)) return winograd_packed_size(p);
   const size_t taps = size_t{p.kernel_h} * p.kernel_w;
   return size_t{p.groups} * div_up(p.group_output_channels, kNR) * (kNR + taps * p.group_input_channels * kNR) *
@@ -320,7 +306,7 @@ size_t conv2d_packed_size(const ConvParams& p) {
 }
 
 void conv2d_pack(const ConvParams& p, const float* filter, const float* bias, void* packed) {
-  if (conv_uses_scalar(p)) return scalar::conv2d_pack(p, filter, bias, packed);
+  if (narrow_groups(p)) return scalar::conv2d_pack(p, filter, bias, packed);
   if (winograd_applies(p)) return winograd_pack(p, filter, bias, packed);
   const size_t gic = p.group_input_channels, goc = p.group_output_channels;
   const size_t taps = size_t{p.kernel_h} * p.kernel_w, rows = taps * gic;
@@ -392,13 +378,13 @@ void conv2d_impl(const ConvParams& p, size_t N, size_t H, size_t W, const float*
 
 void conv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
             const void* packed, float* out, Parallel& par) {
-  if (conv_uses_scalar(p)) return scalar::conv2d(p, N, H, W, in, OH, OW, packed, out, par);
+  if (narrow_groups(p)) return scalar::conv2d(p, N, H, W, in, OH, OW, packed, out, par);
   conv2d_impl(p, N, H, W, in, OH, OW, packed, nullptr, out, par);
 }
 
 void conv2d_residual(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
                      const void* packed, const float* residual, float* out, Parallel& par) {
-  if (conv_uses_scalar(p)) return scalar::conv2d_residual(p, N, H, W, in, OH, OW, packed, residual, out, par);
+  if (narrow_groups(p)) return scalar::conv2d_residual(p, N, H, W, in, OH, OW, packed, residual, out, par);
   conv2d_impl(p, N, H, W, in, OH, OW, packed, residual, out, par);
 }
 

@@ -12,19 +12,13 @@
 #include <immintrin.h>
 
 #include "kernels/avx2/avx2.h"
+#include "kernels/avx2/simd.h"
 #include "kernels/internal.h"
 #include "kernels/scalar/scalar.h"
 
 namespace webxnn {
 namespace avx2 {
 namespace {
-
-inline size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
-
-inline __m256i tail_mask(size_t n) {
-  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), idx);
-}
 
 inline __m256 vabs(__m256 x) { return _mm256_andnot_ps(_mm256_set1_ps(-0.f), x); }
 inline __m256 nan_mask(__m256 x) { return _mm256_cmp_ps(x, x, _CMP_UNORD_Q); }
@@ -187,7 +181,7 @@ void un_task(const void* vctx, size_t task) {
   for (; i + 8 <= i1; i += 8)
     _mm256_storeu_ps(x.out + i, _mm256_min_ps(vmax, _mm256_max_ps(vmin, tv<kOp>(_mm256_loadu_ps(x.in + i)))));
   if (i < i1) {
-    const __m256i m = tail_mask(i1 - i);
+    const __m256i m = lane_mask(i1 - i);
     const __m256 v = tv<kOp>(_mm256_maskload_ps(x.in + i, m));
     _mm256_maskstore_ps(x.out + i, m, _mm256_min_ps(vmax, _mm256_max_ps(vmin, v)));
   }
@@ -220,7 +214,7 @@ void softmax_task(const void* vctx, size_t task) {
   const RowCtx& x = *static_cast<const RowCtx*>(vctx);
   const size_t r0 = x.rows * task / x.tasks, r1 = x.rows * (task + 1) / x.tasks;
   const size_t n = x.cols, nv = n & ~size_t{7};
-  const __m256i m = tail_mask(n - nv);
+  const __m256i m = lane_mask(n - nv);
   const __m256 ninf = _mm256_set1_ps(-__builtin_inff());
   for (size_t r = r0; r < r1; ++r) {
     const float* in = x.in + r * n;
@@ -271,7 +265,7 @@ void normalize_task(const void* vctx, size_t task) {
   const RowCtx& x = *static_cast<const RowCtx*>(vctx);
   const size_t r0 = x.rows * task / x.tasks, r1 = x.rows * (task + 1) / x.tasks;
   const size_t n = x.cols, nv = n & ~size_t{7};
-  const __m256i m = tail_mask(n - nv);
+  const __m256i m = lane_mask(n - nv);
   const __m256 mf = _mm256_castsi256_ps(m);
   for (size_t r = r0; r < r1; ++r) {
     const float* in = x.in + r * n;

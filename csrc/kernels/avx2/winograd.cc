@@ -25,29 +25,20 @@
 #include <immintrin.h>
 
 #include "kernels/avx2/avx2.h"
+#include "kernels/avx2/simd.h"
 #include "kernels/internal.h"
 
 namespace webxnn {
 namespace avx2 {
 namespace {
 
-constexpr size_t kNR = 16;       // gemm.cc's panel width
-constexpr size_t kMR = 6;        // gemm.cc's row tile: blocks are whole row tiles
 constexpr size_t kA = 6;         // input tile side (alpha)
 constexpr size_t kOut = 4;       // output tile side
 constexpr size_t kXi = kA * kA;  // transform positions
 constexpr size_t kMaxTiles = 120;
 constexpr size_t kScratchBytes = 1536 * 1024;
 
-inline size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
-inline size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
-inline size_t div_up(size_t a, size_t b) { return (a + b - 1) / b; }
-inline size_t round_up(size_t a, size_t b) { return div_up(a, b) * b; }
 
-inline __m256i lane_mask(size_t n) {  // first min(n, 8) lanes set
-  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n > 8 ? 8 : n)), idx);
-}
 
 size_t panel_bytes(const ConvParams& p) { return gemm_packed_size(p.group_input_channels, p.group_output_channels); }
 
