@@ -23,6 +23,7 @@ from webxnn.xnn._schema import XNNTensorValue as TV
 from webxnn.xnn._schema import XNode, XValue
 from webxnn.xnn._schema import _XNNNode1x1 as N11
 
+from conftest import pool_fields
 from test_runtime_util import GraphBuilder, conv_chain_blob, mixed_chain_blob, simple_fc_blob, wx_chain_blob
 from webxnn import runtime
 from webxnn.errors import FormatError, UnsupportedError
@@ -468,16 +469,7 @@ def test_wx_parameter_sanity() -> None:
             [1, 4, 4, 1],
             [1, 9, 9, 1],
             op="max",
-            padding_top=0,
-            padding_right=0,
-            padding_bottom=0,
-            padding_left=0,
-            pooling_height=2,
-            pooling_width=2,
-            stride_height=2,
-            stride_width=2,
-            dilation_height=1,
-            dilation_width=1,
+            **pool_fields((2, 2), (2, 2)),
         ),
         r"declared \[1, 9, 9, 1\]",
     )

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import pool_fields
 from test_runtime_util import (
     FP32,
     GraphBuilder,
@@ -242,16 +243,7 @@ def test_pooling(
     y = b.output(b.value(list(want.shape)), "y")
     b.node(
         "XNNMaxPooling2d" if kind == "max" else "XNNAvgPooling2d",
-        padding_top=pads[0],
-        padding_right=pads[1],
-        padding_bottom=pads[2],
-        padding_left=pads[3],
-        pooling_height=size[0],
-        pooling_width=size[1],
-        stride_height=stride[0],
-        stride_width=stride[1],
-        dilation_height=0,
-        dilation_width=0,
+        **pool_fields(size, stride, pads, (0, 0)),
         input_id=xi,
         output_id=y,
         flags=0x40,

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from conftest import pool_fields
 from webxnn.xnn.ir import (
     INVALID_ID,
     Datatype,
@@ -151,16 +152,7 @@ def conv_chain_blob() -> bytes:
     p = b.value([1, 2, 2, 3])
     b.node(
         "XNNMaxPooling2d",
-        padding_top=0,
-        padding_right=0,
-        padding_bottom=0,
-        padding_left=0,
-        pooling_height=2,
-        pooling_width=2,
-        stride_height=2,
-        stride_width=2,
-        dilation_height=1,
-        dilation_width=1,
+        **pool_fields((2, 2), (2, 2)),
         input_id=a,
         output_id=p,
         flags=0,
@@ -318,16 +310,7 @@ def mixed_chain_blob() -> bytes:
     p = b.value([1, 3, 2, 4])
     b.node(
         "XNNAvgPooling2d",
-        padding_top=1,
-        padding_right=1,
-        padding_bottom=1,
-        padding_left=1,
-        pooling_height=3,
-        pooling_width=3,
-        stride_height=2,
-        stride_width=2,
-        dilation_height=0,
-        dilation_width=0,
+        **pool_fields((3, 3), (2, 2), (1, 1, 1, 1), (0, 0)),
         input_id=y,
         output_id=p,
         flags=0,
@@ -422,16 +405,7 @@ def wx_chain_blob() -> bytes:
     b.node(
         "WXPool2d",
         op="l2",
-        padding_top=0,
-        padding_right=0,
-        padding_bottom=0,
-        padding_left=0,
-        pooling_height=2,
-        pooling_width=2,
-        stride_height=2,
-        stride_width=2,
-        dilation_height=1,
-        dilation_width=1,
+        **pool_fields((2, 2), (2, 2)),
         input_id=r,
         output_id=pl,
         flags=0,

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import pool_fields
 from test_runtime_util import GraphBuilder, conv2d_ref
 from webxnn import runtime
 from webxnn.errors import FormatError, InputError, UnsupportedError
@@ -537,16 +538,7 @@ def test_pool2d(op: str, ceil: bool) -> None:
         [2, oh, ow, 3],
         "float32",
         op=op,
-        padding_top=1,
-        padding_right=0,
-        padding_bottom=0,
-        padding_left=1,
-        pooling_height=3,
-        pooling_width=3,
-        stride_height=2,
-        stride_width=2,
-        dilation_height=1,
-        dilation_width=1,
+        **pool_fields((3, 3), (2, 2), (1, 0, 0, 1)),
     )
     np.testing.assert_allclose(got, _pool_ref(x, op, (3, 3), (2, 2), pads, oh, ow), rtol=1e-5, atol=1e-6)
 
