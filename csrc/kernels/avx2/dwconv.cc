@@ -1,9 +1,11 @@
 // AVX2+FMA depthwise convolution (depth multiplier 1; others go to the scalar kernel) and 2-D pooling.
 //
-// Depthwise, per output row: the columns whose whole window lies inside the input ("interior") run a
-// register-blocked loop — 4 output pixels x 16 channels per step (8 independent FMA chains cover the FMA
-// latency; channel remainders use 4 x 8), each weight vector loaded once per 4 pixels. Border columns (and the last < 4
-// interior ones) take a per-pixel path over the valid taps only. Channel tails use masked loads/stores.
+// Depthwise, per output row: the columns whose whole window lies inside the input ("interior") run in strips
+// of 4-8 output pixels x 8 channels, one accumulator register per pixel (8 independent FMA chains cover the
+// FMA latency), each weight vector loaded once per strip; 3-wide kernels at stride 1 or 2 also load each input
+// column once per kernel row (these kernels are bound by loads more than by FMAs). Strips are sized to split the interior evenly, so there is no tail. Border
+// columns (and interiors under 4 pixels) take a per-pixel path over the valid taps only. Channel tails use
+// masked loads/stores.
 // Taps are always accumulated in (ky, kx) order starting from the bias, padding taps skipped (adding 0), as
 // in the scalar kernel. Packed layout = the scalar one: [C bias][kh*kw][C].
 //
@@ -45,6 +47,94 @@ struct DwCtx {
   float vmin, vmax;
 };
 
+template <bool kMask>
+inline __m256 load8(const float* p, __m256i m) {
+  return kMask ? _mm256_maskload_ps(p, m) : _mm256_loadu_ps(p);
+}
+
+// The kernel rows of one output row that fall inside the input: where each starts in the input (column 0)
+// and in the packed weights.
+struct TapRows {
+  const float* in[64];
+  const float* w[64];
+  size_t n = 0;
+};
+
+// NP interior output pixels x 8 channels [c, c + 8) (the last vector masked when kMask) of one output row,
+// starting at input element offset col: NP independent accumulator chains cover the FMA latency. kS = 1 or
+// 2 (3 wide, that stride, no dilation): each of the kS * (NP - 1) + 3 input columns is loaded once per kernel
+// row and feeds every tap that reads it (3 at stride 1, 2 or 1 at stride 2), the 3 weights stay in registers.
+// kS = 0: any width, stride and dilation; every tap loads its weight once for the NP pixels.
+// kClamp false: the activation is unbounded, no min/max.
+template <int NP, size_t KWC, int kS, bool kMask, bool kClamp>
+inline void strip_ch(const DwCtx& x, const TapRows& rows, size_t col, size_t c, float* o, __m256 vmin,
+                     __m256 vmax, __m256i m) {
+  const ConvParams& p = *x.p;
+  const size_t C = x.C, KW = KWC > 0 ? KWC : p.kernel_w;
+  const size_t pix_step = p.stride_w * C, tap_step = p.dilation_w * C;
+  __m256 acc[NP];
+  const __m256 b = load8<kMask>(x.bias + c, m);
+#pragma GCC unroll 16
+  for (int i = 0; i < NP; ++i) acc[i] = b;
+  for (size_t j = 0; j < rows.n; ++j) {
+    const float* ip = rows.in[j] + col + c;
+    const float* wp = rows.w[j] + c;
+    if (kS > 0) {
+      const __m256 w0 = load8<kMask>(wp, m), w1 = load8<kMask>(wp + C, m), w2 = load8<kMask>(wp + 2 * C, m);
+#pragma GCC unroll 32
+      for (int q = 0; q < kS * (NP - 1) + 3; ++q, ip += C) {  // input column q is tap t of pixel (q - t) / kS
+        const __m256 v = load8<kMask>(ip, m);
+        if (q % kS == 0 && q / kS < NP) acc[q / kS] = _mm256_fmadd_ps(v, w0, acc[q / kS]);
+        if (q >= 1 && (q - 1) % kS == 0 && (q - 1) / kS < NP)
+          acc[(q - 1) / kS] = _mm256_fmadd_ps(v, w1, acc[(q - 1) / kS]);
+        if (q >= 2 && (q - 2) % kS == 0) acc[(q - 2) / kS] = _mm256_fmadd_ps(v, w2, acc[(q - 2) / kS]);
+      }
+    } else {
+#pragma GCC unroll 5
+      for (size_t kx = 0; kx < KW; ++kx, ip += tap_step) {
+        const __m256 wv = load8<kMask>(wp + kx * C, m);
+        const float* t = ip;
+#pragma GCC unroll 16
+        for (int i = 0; i < NP; ++i, t += pix_step) acc[i] = _mm256_fmadd_ps(load8<kMask>(t, m), wv, acc[i]);
+      }
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < NP; ++i, o += C) {
+    const __m256 r = kClamp ? clamp8(acc[i], vmin, vmax) : acc[i];
+    if (kMask) {
+      _mm256_maskstore_ps(o + c, m, r);
+    } else {
+      _mm256_storeu_ps(o + c, r);
+    }
+  }
+}
+
+template <int NP, size_t KWC, int kS, bool kClamp>
+void strip_c(const DwCtx& x, const TapRows& rows, size_t col, float* o, __m256 vmin, __m256 vmax, __m256i m) {
+  const size_t C = x.C, cfull = C & ~size_t{7};
+  for (size_t c = 0; c < cfull; c += 8) strip_ch<NP, KWC, kS, false, kClamp>(x, rows, col, c, o, vmin, vmax, m);
+  if (cfull < C) strip_ch<NP, KWC, kS, true, kClamp>(x, rows, col, cfull, o, vmin, vmax, m);
+}
+
+// NP output pixels starting at input element offset col, all channels.
+template <int NP, size_t KWC>
+void strip(const DwCtx& x, const TapRows& rows, size_t col, float* o, __m256 vmin, __m256 vmax, __m256i m) {
+  const ConvParams& p = *x.p;
+  const int s = KWC == 3 && p.dilation_w == 1 && p.stride_w <= 2 ? static_cast<int>(p.stride_w) : 0;
+  const bool clamp = x.vmin != -__builtin_inff() || x.vmax != __builtin_inff();
+  if (s == 1) {
+    clamp ? strip_c<NP, KWC, 1, true>(x, rows, col, o, vmin, vmax, m)
+          : strip_c<NP, KWC, 1, false>(x, rows, col, o, vmin, vmax, m);
+  } else if (s == 2) {
+    clamp ? strip_c<NP, KWC, 2, true>(x, rows, col, o, vmin, vmax, m)
+          : strip_c<NP, KWC, 2, false>(x, rows, col, o, vmin, vmax, m);
+  } else {
+    clamp ? strip_c<NP, KWC, 0, true>(x, rows, col, o, vmin, vmax, m)
+          : strip_c<NP, KWC, 0, false>(x, rows, col, o, vmin, vmax, m);
+  }
+}
+
 // KW > 0: kernel width known at compile time (3 and 5: the tap loop fully unrolled).
 template <size_t KWC>
 void dw_task(const void* vctx, size_t task) {
@@ -55,170 +145,57 @@ void dw_task(const void* vctx, size_t task) {
   const size_t C = x.C, KW = KWC > 0 ? KWC : p.kernel_w, sw = p.stride_w, dw = p.dilation_w;
   const size_t cfull = C & ~size_t{7};
   const __m256i cmask = lane_mask(C - cfull);
-  const size_t pix_step = sw * C, tap_step = dw * C;
   const size_t taps = size_t{p.kernel_h} * p.kernel_w;
   const float** tin = static_cast<const float**>(internal::aligned_alloc64(taps * sizeof(float*)));
   const float** twt = static_cast<const float**>(internal::aligned_alloc64(taps * sizeof(float*)));
   for (size_t r = r0; r < r1; ++r) {
     const size_t n = r / x.OH, oy = r % x.OH;
     const float* in_n = x.in + n * x.H * x.W * C;
-    // Valid kernel rows of this output row.
-    size_t kys[64], nky = 0;
-    const float* rowp[64];
-    for (size_t ky = 0; ky < p.kernel_h && nky < 64; ++ky) {
+    TapRows rows;
+    for (size_t ky = 0; ky < p.kernel_h; ++ky) {
       const size_t iy_p = oy * p.stride_h + ky * p.dilation_h;
       if (iy_p < p.pad_top || iy_p - p.pad_top >= x.H) continue;
-      kys[nky] = ky;
-      rowp[nky] = in_n + (iy_p - p.pad_top) * x.W * C;
-      ++nky;
+      rows.in[rows.n] = in_n + (iy_p - p.pad_top) * x.W * C;
+      rows.w[rows.n] = x.w + ky * KW * C;
+      ++rows.n;
     }
     float* orow = x.out + r * x.OW * C;
-    // Interior, 4 pixels at a time.
-    size_t ox = x.ox_lo;
-    for (; ox + 4 <= x.ox_hi; ox += 4) {
-      const size_t ix0 = ox * sw - p.pad_left;
-      size_t c0 = 0;
-      // 3-wide, stride 1, no dilation (most depthwise layers): the 6 input columns the 4 pixels see are
-      // loaded once per kernel row and each feeds up to 3 taps (18 loads per 24 FMAs instead of 30).
-      if (KWC == 3 && sw == 1 && dw == 1) {
-        for (; c0 + 16 <= C; c0 += 16) {
-          const __m256 bl = _mm256_loadu_ps(x.bias + c0), bh = _mm256_loadu_ps(x.bias + c0 + 8);
-          __m256 l0 = bl, l1 = bl, l2 = bl, l3 = bl, h0 = bh, h1 = bh, h2 = bh, h3 = bh;
-          for (size_t j = 0; j < nky; ++j) {
-            const float* ip = rowp[j] + ix0 * C + c0;
-            const float* wp = x.w + kys[j] * 3 * C + c0;
-            const __m256 w0l = _mm256_loadu_ps(wp), w0h = _mm256_loadu_ps(wp + 8);
-            const __m256 w1l = _mm256_loadu_ps(wp + C), w1h = _mm256_loadu_ps(wp + C + 8);
-            const __m256 w2l = _mm256_loadu_ps(wp + 2 * C), w2h = _mm256_loadu_ps(wp + 2 * C + 8);
-            __m256 il = _mm256_loadu_ps(ip), ih = _mm256_loadu_ps(ip + 8);  // column 0: tap 0 of pixel 0
-            l0 = _mm256_fmadd_ps(il, w0l, l0);
-            h0 = _mm256_fmadd_ps(ih, w0h, h0);
-            il = _mm256_loadu_ps(ip + C), ih = _mm256_loadu_ps(ip + C + 8);  // column 1
-            l0 = _mm256_fmadd_ps(il, w1l, l0);
-            h0 = _mm256_fmadd_ps(ih, w1h, h0);
-            l1 = _mm256_fmadd_ps(il, w0l, l1);
-            h1 = _mm256_fmadd_ps(ih, w0h, h1);
-            il = _mm256_loadu_ps(ip + 2 * C), ih = _mm256_loadu_ps(ip + 2 * C + 8);  // column 2
-            l0 = _mm256_fmadd_ps(il, w2l, l0);
-            h0 = _mm256_fmadd_ps(ih, w2h, h0);
-            l1 = _mm256_fmadd_ps(il, w1l, l1);
-            h1 = _mm256_fmadd_ps(ih, w1h, h1);
-            l2 = _mm256_fmadd_ps(il, w0l, l2);
-            h2 = _mm256_fmadd_ps(ih, w0h, h2);
-            il = _mm256_loadu_ps(ip + 3 * C), ih = _mm256_loadu_ps(ip + 3 * C + 8);  // column 3
-            l1 = _mm256_fmadd_ps(il, w2l, l1);
-            h1 = _mm256_fmadd_ps(ih, w2h, h1);
-            l2 = _mm256_fmadd_ps(il, w1l, l2);
-            h2 = _mm256_fmadd_ps(ih, w1h, h2);
-            l3 = _mm256_fmadd_ps(il, w0l, l3);
-            h3 = _mm256_fmadd_ps(ih, w0h, h3);
-            il = _mm256_loadu_ps(ip + 4 * C), ih = _mm256_loadu_ps(ip + 4 * C + 8);  // column 4
-            l2 = _mm256_fmadd_ps(il, w2l, l2);
-            h2 = _mm256_fmadd_ps(ih, w2h, h2);
-            l3 = _mm256_fmadd_ps(il, w1l, l3);
-            h3 = _mm256_fmadd_ps(ih, w1h, h3);
-            il = _mm256_loadu_ps(ip + 5 * C), ih = _mm256_loadu_ps(ip + 5 * C + 8);  // column 5
-            l3 = _mm256_fmadd_ps(il, w2l, l3);
-            h3 = _mm256_fmadd_ps(ih, w2h, h3);
-          }
-          float* o = orow + ox * C + c0;
-          _mm256_storeu_ps(o, _mm256_min_ps(vmax, _mm256_max_ps(vmin, l0)));
-          _mm256_storeu_ps(o + 8, _mm256_min_ps(vmax, _mm256_max_ps(vmin, h0)));
-          _mm256_storeu_ps(o + C, _mm256_min_ps(vmax, _mm256_max_ps(vmin, l1)));
-          _mm256_storeu_ps(o + C + 8, _mm256_min_ps(vmax, _mm256_max_ps(vmin, h1)));
-          _mm256_storeu_ps(o + 2 * C, _mm256_min_ps(vmax, _mm256_max_ps(vmin, l2)));
-          _mm256_storeu_ps(o + 2 * C + 8, _mm256_min_ps(vmax, _mm256_max_ps(vmin, h2)));
-          _mm256_storeu_ps(o + 3 * C, _mm256_min_ps(vmax, _mm256_max_ps(vmin, l3)));
-          _mm256_storeu_ps(o + 3 * C + 8, _mm256_min_ps(vmax, _mm256_max_ps(vmin, h3)));
+    // Interior: ceil(span / 8) strips of 4 to 8 pixels as equal as possible (8 accumulator chains cover
+    // the FMA latency; fewer are slower, but better than the per-pixel path when the span is short).
+    size_t done_hi = x.ox_lo;
+    const size_t span = x.ox_hi - x.ox_lo;
+    if (span >= 4) {
+      const size_t strips = div_up(span, 8), base = span / strips, extra = span % strips;
+      size_t ox = x.ox_lo;
+      for (size_t s = 0; s < strips; ++s) {
+        const size_t np = base + (s < extra ? 1 : 0);
+        const size_t col = (ox * sw - p.pad_left) * C;
+        float* o = orow + ox * C;
+        switch (np) {
+          case 8: strip<8, KWC>(x, rows, col, o, vmin, vmax, cmask); break;
+          case 7: strip<7, KWC>(x, rows, col, o, vmin, vmax, cmask); break;
+          case 6: strip<6, KWC>(x, rows, col, o, vmin, vmax, cmask); break;
+          case 5: strip<5, KWC>(x, rows, col, o, vmin, vmax, cmask); break;
+          default: strip<4, KWC>(x, rows, col, o, vmin, vmax, cmask); break;
         }
+        ox += np;
       }
-      // 16 channels x 4 pixels: 8 independent accumulator chains, enough to cover the FMA latency.
-      for (; c0 + 16 <= C; c0 += 16) {
-        const __m256 bl = _mm256_loadu_ps(x.bias + c0), bh = _mm256_loadu_ps(x.bias + c0 + 8);
-        __m256 l0 = bl, l1 = bl, l2 = bl, l3 = bl, h0 = bh, h1 = bh, h2 = bh, h3 = bh;
-        for (size_t j = 0; j < nky; ++j) {
-          const float* ip = rowp[j] + ix0 * C + c0;
-          const float* wp = x.w + kys[j] * KW * C + c0;
-#pragma GCC unroll 5
-          for (size_t kx = 0; kx < KW; ++kx, ip += tap_step, wp += C) {
-            const __m256 wl = _mm256_loadu_ps(wp), wh = _mm256_loadu_ps(wp + 8);
-            l0 = _mm256_fmadd_ps(_mm256_loadu_ps(ip), wl, l0);
-            h0 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 8), wh, h0);
-            l1 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + pix_step), wl, l1);
-            h1 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + pix_step + 8), wh, h1);
-            l2 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 2 * pix_step), wl, l2);
-            h2 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 2 * pix_step + 8), wh, h2);
-            l3 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 3 * pix_step), wl, l3);
-            h3 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 3 * pix_step + 8), wh, h3);
-          }
-        }
-        float* o = orow + ox * C + c0;
-        _mm256_storeu_ps(o, _mm256_min_ps(vmax, _mm256_max_ps(vmin, l0)));
-        _mm256_storeu_ps(o + 8, _mm256_min_ps(vmax, _mm256_max_ps(vmin, h0)));
-        _mm256_storeu_ps(o + C, _mm256_min_ps(vmax, _mm256_max_ps(vmin, l1)));
-        _mm256_storeu_ps(o + C + 8, _mm256_min_ps(vmax, _mm256_max_ps(vmin, h1)));
-        _mm256_storeu_ps(o + 2 * C, _mm256_min_ps(vmax, _mm256_max_ps(vmin, l2)));
-        _mm256_storeu_ps(o + 2 * C + 8, _mm256_min_ps(vmax, _mm256_max_ps(vmin, h2)));
-        _mm256_storeu_ps(o + 3 * C, _mm256_min_ps(vmax, _mm256_max_ps(vmin, l3)));
-        _mm256_storeu_ps(o + 3 * C + 8, _mm256_min_ps(vmax, _mm256_max_ps(vmin, h3)));
-      }
-      for (size_t c = c0; c < C; c += 8) {
-        const bool full = c < cfull;
-        const __m256 b = full ? _mm256_loadu_ps(x.bias + c) : _mm256_maskload_ps(x.bias + c, cmask);
-        __m256 a0 = b, a1 = b, a2 = b, a3 = b;
-        for (size_t j = 0; j < nky; ++j) {
-          const float* ip = rowp[j] + ix0 * C + c;
-          const float* wp = x.w + kys[j] * KW * C + c;
-          if (full) {
-            for (size_t kx = 0; kx < KW; ++kx, ip += tap_step, wp += C) {
-              const __m256 wv = _mm256_loadu_ps(wp);
-              a0 = _mm256_fmadd_ps(_mm256_loadu_ps(ip), wv, a0);
-              a1 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + pix_step), wv, a1);
-              a2 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 2 * pix_step), wv, a2);
-              a3 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 3 * pix_step), wv, a3);
-            }
-          } else {
-            for (size_t kx = 0; kx < KW; ++kx, ip += tap_step, wp += C) {
-              const __m256 wv = _mm256_maskload_ps(wp, cmask);
-              a0 = _mm256_fmadd_ps(_mm256_maskload_ps(ip, cmask), wv, a0);
-              a1 = _mm256_fmadd_ps(_mm256_maskload_ps(ip + pix_step, cmask), wv, a1);
-              a2 = _mm256_fmadd_ps(_mm256_maskload_ps(ip + 2 * pix_step, cmask), wv, a2);
-              a3 = _mm256_fmadd_ps(_mm256_maskload_ps(ip + 3 * pix_step, cmask), wv, a3);
-            }
-          }
-        }
-        float* o = orow + ox * C + c;
-        a0 = _mm256_min_ps(vmax, _mm256_max_ps(vmin, a0));
-        a1 = _mm256_min_ps(vmax, _mm256_max_ps(vmin, a1));
-        a2 = _mm256_min_ps(vmax, _mm256_max_ps(vmin, a2));
-        a3 = _mm256_min_ps(vmax, _mm256_max_ps(vmin, a3));
-        if (full) {
-          _mm256_storeu_ps(o, a0);
-          _mm256_storeu_ps(o + C, a1);
-          _mm256_storeu_ps(o + 2 * C, a2);
-          _mm256_storeu_ps(o + 3 * C, a3);
-        } else {
-          _mm256_maskstore_ps(o, cmask, a0);
-          _mm256_maskstore_ps(o + C, cmask, a1);
-          _mm256_maskstore_ps(o + 2 * C, cmask, a2);
-          _mm256_maskstore_ps(o + 3 * C, cmask, a3);
-        }
-      }
+      done_hi = x.ox_hi;
     }
     // Everything else, one pixel at a time over the valid taps.
     for (size_t q = 0; q < x.OW; ++q) {
-      if (q >= x.ox_lo && q < ox) {
-        q = ox - 1;
+      if (q >= x.ox_lo && q < done_hi) {
+        q = done_hi - 1;
         continue;
       }
       // Valid taps of this pixel as (input, weight) element offsets.
       size_t nt = 0;
-      for (size_t j = 0; j < nky; ++j) {
+      for (size_t j = 0; j < rows.n; ++j) {
         for (size_t kx = 0; kx < KW; ++kx) {
           const size_t ix_p = q * sw + kx * dw;
           if (ix_p < p.pad_left || ix_p - p.pad_left >= x.W) continue;
-          tin[nt] = rowp[j] + (ix_p - p.pad_left) * C;
-          twt[nt] = x.w + (kys[j] * KW + kx) * C;
+          tin[nt] = rows.in[j] + (ix_p - p.pad_left) * C;
+          twt[nt] = rows.w[j] + kx * C;
           ++nt;
         }
       }
@@ -281,10 +258,6 @@ inline __m256 max_nan(__m256 acc, __m256 v) {  // NaN from either side wins (num
 // vmaxps returns its second operand when either is NaN, so max(b, acc) keeps a NaN already in acc and
 // drops one in b: the dropped ones are caught by unordered compares (one per two inputs) OR-ed into the
 // result (an all-ones lane is a NaN).
-template <bool kMask>
-inline __m256 load8(const float* p, __m256i m) {
-  return kMask ? _mm256_maskload_ps(p, m) : _mm256_loadu_ps(p);
-}
 
 // Max of the ny >= 1 rows at element offset off, NaN in every lane where any input is NaN.
 template <bool kMask>
