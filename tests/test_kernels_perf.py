@@ -208,15 +208,15 @@ def test_bench_entry_points():
 @SETTINGS
 @given(w=st.sampled_from([4, 5, 9, 13, 23, 40]), c=st.sampled_from([1, 8, 19, 32]),
        k=st.sampled_from([(3, 3), (5, 5), (1, 7)]), s=st.sampled_from([1, 2, 3]), d=st.sampled_from([1, 2]),
-       pad=st.sampled_from([0, 1, 2]), act=st.booleans())
-def test_dwconv_wide_rows_vs_scalar(w, c, k, s, d, pad, act):
+       pad=st.sampled_from([0, 1, 2]), act=st.booleans(), dm=st.sampled_from([1, 1, 2, 3]))
+def test_dwconv_wide_rows_vs_scalar(w, c, k, s, d, pad, act, dm):
     """Rows wide enough for the interior strips (4-8 pixels, split evenly: widths 9, 13, 23, 40 give every
     strip size), with borders, channel tails, strides 1/2/3 (3-wide kernels have their own stride-1 and
-    stride-2 paths), dilation, and with and without a clamp."""
+    stride-2 paths), dilation, with and without a clamp, and depth multipliers (the input expanded first)."""
     h = 6
     if w + 2 * pad < d * (k[1] - 1) + 1 or h + 2 * pad < d * (k[0] - 1) + 1:
         return
-    x, f, b = rand(1, h, w, c), rand(1, *k, c), rand(c)
+    x, f, b = rand(1, h, w, c), rand(1, *k, c * dm), rand(c * dm)
     lo, hi = (-1.0, 1.5) if act else (-np.inf, np.inf)
     kw = dict(pads=(pad,) * 4, strides=(s, s), dilations=(d, d), min=lo, max=hi)
     ref = K.dwconv2d(x, f, b, **kw)

@@ -1,11 +1,12 @@
-// AVX2+FMA depthwise convolution (depth multiplier 1; others go to the scalar kernel) and 2-D pooling.
+// AVX2+FMA depthwise convolution and 2-D pooling.
 //
 // Depthwise, per output row: the columns whose whole window lies inside the input ("interior") run in strips
 // of 4-8 output pixels x 8 channels, one accumulator register per pixel (8 independent FMA chains cover the
-// FMA latency), each weight vector loaded once per strip; 3-wide kernels at stride 1 or 2 also load each input
-// column once per kernel row (these kernels are bound by loads more than by FMAs). Strips are sized to split the interior evenly, so there is no tail. Border
-// columns (and interiors under 4 pixels) take a per-pixel path over the valid taps only. Channel tails use
-// masked loads/stores.
+// FMA latency), each weight vector loaded once per strip; 3-wide kernels at stride 1 or 2 also load each
+// input column once per kernel row (these kernels are bound by loads more than by FMAs). Strips are sized to
+// split the interior evenly, so there is no tail. Border columns (and interiors under 4 pixels) take a
+// per-pixel path over the valid taps only. Channel tails use masked loads/stores. A depth multiplier > 1
+// first expands the input (each channel repeated), then runs the same code.
 // Taps are always accumulated in (ky, kx) order starting from the bias, padding taps skipped (adding 0), as
 // in the scalar kernel. Packed layout = the scalar one: [C bias][kh*kw][C].
 //
@@ -408,11 +409,69 @@ void pool(bool is_max, const PoolParams& p, size_t N, size_t H, size_t W, size_t
 
 }  // namespace
 
+namespace {
+
+// Depth multiplier dm > 1: output channel c * dm + j reads input channel c. The input is expanded once into
+// [pixels][C * dm] (each channel repeated dm times), after which the dm = 1 kernel applies unchanged, with
+// the same packed layout and the same summation order.
+struct ExpandCtx {
+  const float* in;
+  float* out;
+  size_t pixels, C, OC, tasks;
+  const int32_t* plan;  // per 8 output channels g: [base input channel, valid lanes, 8 lane indices]
+};
+
+void expand_task(const void* vctx, size_t task) {
+  const ExpandCtx& x = *static_cast<const ExpandCtx*>(vctx);
+  const size_t p0 = x.pixels * task / x.tasks, p1 = x.pixels * (task + 1) / x.tasks;
+  const size_t groups = div_up(x.OC, 8), ofull = x.OC & ~size_t{7};
+  const __m256i otail = lane_mask(x.OC - ofull);
+  for (size_t q = p0; q < p1; ++q) {
+    const float* src = x.in + q * x.C;
+    float* dst = x.out + q * x.OC;
+    for (size_t g = 0; g < groups; ++g) {
+      const int32_t* e = x.plan + g * 10;
+      const __m256i idx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(e + 2));
+      const __m256 in8 = _mm256_maskload_ps(src + e[0], lane_mask(static_cast<size_t>(e[1])));
+      const __m256 v = _mm256_permutevar8x32_ps(in8, idx);
+      if (g * 8 < ofull) {
+        _mm256_storeu_ps(dst + g * 8, v);
+      } else {
+        _mm256_maskstore_ps(dst + g * 8, otail, v);
+      }
+    }
+  }
+}
+
+// Above this the expanded copy would cost more memory than the scalar kernel costs time.
+constexpr size_t kMaxExpandBytes = size_t{64} << 20;
+
+}  // namespace
+
 void dwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
               const void* packed, float* out, Parallel& par) {
-  if (p.group_output_channels != 1 || p.kernel_h > 64)
+  const size_t dm = p.group_output_channels, OC = size_t{p.groups} * dm;
+  const bool expand = dm != 1;
+  if (dm == 0 || p.kernel_h > 64 || (expand && N * H * W * OC > kMaxExpandBytes / sizeof(float)))
     return scalar::dwconv2d(p, N, H, W, in, OH, OW, packed, out, par);
-  if (N == 0 || OH == 0 || OW == 0 || p.groups == 0) return;
+  if (N == 0 || OH == 0 || OW == 0 || OC == 0) return;
+  const size_t threads = internal::parallel_threads(par);
+  float* wide = nullptr;
+  if (expand) {
+    wide = static_cast<float*>(internal::aligned_alloc64(N * H * W * OC * sizeof(float)));
+    const size_t groups = div_up(OC, 8);
+    int32_t* plan = static_cast<int32_t*>(internal::aligned_alloc64(groups * 10 * sizeof(int32_t)));
+    for (size_t g = 0; g < groups; ++g) {
+      const size_t base = g * 8 / dm;
+      plan[g * 10] = static_cast<int32_t>(base);
+      plan[g * 10 + 1] = static_cast<int32_t>(min_sz(8, p.groups - base));
+      for (size_t i = 0; i < 8; ++i) plan[g * 10 + 2 + i] = static_cast<int32_t>(min_sz((g * 8 + i) / dm - base, 7));
+    }
+    ExpandCtx e{in, wide, N * H * W, p.groups, OC, 1, plan};
+    e.tasks = row_tasks(e.pixels, static_cast<double>(OC), threads);
+    internal::parallel_run(par, e.tasks, expand_task, &e);
+    internal::aligned_free(plan);
+  }
   DwCtx x;
   x.p = &p;
   x.N = N;
@@ -420,8 +479,8 @@ void dwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in
   x.W = W;
   x.OH = OH;
   x.OW = OW;
-  x.C = p.groups;
-  x.in = in;
+  x.C = OC;
+  x.in = expand ? wide : in;
   x.bias = static_cast<const float*>(packed);
   x.w = x.bias + x.C;
   x.out = out;
@@ -429,10 +488,10 @@ void dwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in
   x.vmax = p.act.max;
   x.rows = N * OH;
   interior(OW, W, p.kernel_w, p.stride_w, p.dilation_w, p.pad_left, &x.ox_lo, &x.ox_hi);
-  x.tasks = row_tasks(x.rows, static_cast<double>(OW) * p.kernel_h * p.kernel_w * x.C,
-                      internal::parallel_threads(par));
+  x.tasks = row_tasks(x.rows, static_cast<double>(OW) * p.kernel_h * p.kernel_w * x.C, threads);
   const internal::TaskFn fn = p.kernel_w == 3 ? dw_task<3> : p.kernel_w == 5 ? dw_task<5> : dw_task<0>;
   internal::parallel_run(par, x.tasks, fn, &x);
+  internal::aligned_free(wide);
 }
 
 void max_pool2d(const PoolParams& p, size_t N, size_t H, size_t W, size_t C, const float* in, size_t OH,
