@@ -24,6 +24,12 @@ void parallel_run(Parallel& par, size_t tasks, TaskFn fn, const void* ctx);
 // and emit inline Parallel methods, compiled with AVX2 flags, as weak symbols).
 size_t parallel_threads(const Parallel& par);
 
+// How many tasks to split `units` independent pieces of work into, each costing about `unit_cost`
+// (multiply-adds, elements or bytes): one task (run inline) below ~32k of total cost, else one per ~32k, at
+// most `per_thread` per thread (a few per thread let the pool's stealing even out the load) and at most
+// `units`. The one rule every kernel's parallel split uses.
+size_t task_count(size_t units, double unit_cost, size_t threads, size_t per_thread);
+
 // 64-byte aligned scratch memory owned by a generic translation unit (for AVX2 code that must not
 // instantiate std::vector). Free with aligned_free.
 void* aligned_alloc64(size_t bytes);

@@ -23,6 +23,15 @@ void parallel_run(Parallel& par, size_t tasks, TaskFn fn, const void* ctx) {
 
 size_t parallel_threads(const Parallel& par) { return par.threads(); }
 
+size_t task_count(size_t units, double unit_cost, size_t threads, size_t per_thread) {
+  constexpr double kMinTaskCost = 32768.0;
+  if (units <= 1 || threads <= 1) return 1;
+  size_t tasks = static_cast<size_t>(unit_cost * static_cast<double>(units) / kMinTaskCost);
+  if (tasks > threads * per_thread) tasks = threads * per_thread;
+  if (tasks > units) tasks = units;
+  return tasks ? tasks : 1;
+}
+
 void* aligned_alloc64(size_t bytes) {
 #if defined(__linux__)
   // Large buffers (packed weights of big GEMMs) on transparent huge pages where the kernel allows it

@@ -6,7 +6,8 @@
 // input column once per kernel row (these kernels are bound by loads more than by FMAs). Strips are sized to
 // split the interior evenly, so there is no tail. Border columns (and interiors under 4 pixels) take a
 // per-pixel path over the valid taps only. Channel tails use masked loads/stores. A depth multiplier > 1
-// first expands the input (each channel repeated), then runs the same code.
+// reads expanded copies of the input rows (each channel repeated; a small per-task ring), then runs the
+// same code.
 // Taps are always accumulated in (ky, kx) order starting from the bias, padding taps skipped (adding 0), as
 // in the scalar kernel. Packed layout = the scalar one: [C bias][kh*kw][C].
 //
@@ -40,12 +41,20 @@ void interior(size_t OW, size_t W, size_t K, size_t stride, size_t dil, size_t p
 
 struct DwCtx {
   const ConvParams* p;
-  size_t N, H, W, OH, OW, C, rows, tasks, ox_lo, ox_hi;
+  size_t H, W, OH, OW, rows, tasks, ox_lo, ox_hi;
+  size_t C;    // output channels (= input channels x depth multiplier)
+  size_t Cin;  // input channels
   const float* in;
   const float* bias;
   const float* w;
   float* out;
   float vmin, vmax;
+  int stride3;  // 1 or 2: 3 wide, that stride, no dilation (input columns shared by taps); else 0
+  bool clamp;   // false for {-inf, +inf}
+  // Depth multiplier > 1: per 8 output channels [first input channel, input lanes, 8 lane indices], and the
+  // rows of the per-task ring of expanded input rows; null / 0 when the multiplier is 1.
+  const int32_t* expand_plan;
+  size_t ring_rows;
 };
 
 template <bool kMask>
@@ -121,9 +130,8 @@ void strip_c(const DwCtx& x, const TapRows& rows, size_t col, float* o, __m256 v
 // NP output pixels starting at input element offset col, all channels.
 template <int NP, size_t KWC>
 void strip(const DwCtx& x, const TapRows& rows, size_t col, float* o, __m256 vmin, __m256 vmax, __m256i m) {
-  const ConvParams& p = *x.p;
-  const int s = KWC == 3 && p.dilation_w == 1 && p.stride_w <= 2 ? static_cast<int>(p.stride_w) : 0;
-  const bool clamp = x.vmin != -__builtin_inff() || x.vmax != __builtin_inff();
+  const int s = KWC == 3 ? x.stride3 : 0;
+  const bool clamp = x.clamp;
   if (s == 1) {
     clamp ? strip_c<NP, KWC, 1, true>(x, rows, col, o, vmin, vmax, m)
           : strip_c<NP, KWC, 1, false>(x, rows, col, o, vmin, vmax, m);
@@ -133,6 +141,25 @@ void strip(const DwCtx& x, const TapRows& rows, size_t col, float* o, __m256 vmi
   } else {
     clamp ? strip_c<NP, KWC, 0, true>(x, rows, col, o, vmin, vmax, m)
           : strip_c<NP, KWC, 0, false>(x, rows, col, o, vmin, vmax, m);
+  }
+}
+
+// One input row [W][Cin] expanded to [W][C] (channel c repeated C / Cin times): per 8 output channels one
+// masked load and one lane permute, as x.expand_plan says.
+void expand_row(const DwCtx& x, const float* src, float* dst) {
+  const size_t groups = div_up(x.C, 8), cfull = x.C & ~size_t{7};
+  const __m256i tail = lane_mask(x.C - cfull);
+  for (size_t q = 0; q < x.W; ++q, src += x.Cin, dst += x.C) {
+    for (size_t g = 0; g < groups; ++g) {
+      const int32_t* e = x.expand_plan + g * 10;
+      const __m256 in8 = _mm256_maskload_ps(src + e[0], lane_mask(static_cast<size_t>(e[1])));
+      const __m256 v = _mm256_permutevar8x32_ps(in8, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(e + 2)));
+      if (g * 8 < cfull) {
+        _mm256_storeu_ps(dst + g * 8, v);
+      } else {
+        _mm256_maskstore_ps(dst + g * 8, tail, v);
+      }
+    }
   }
 }
 
@@ -149,14 +176,35 @@ void dw_task(const void* vctx, size_t task) {
   const size_t taps = size_t{p.kernel_h} * p.kernel_w;
   const float** tin = static_cast<const float**>(internal::aligned_alloc64(taps * sizeof(float*)));
   const float** twt = static_cast<const float**>(internal::aligned_alloc64(taps * sizeof(float*)));
+  // Depth multiplier > 1: the kernel rows read expanded copies of the input rows, kept in a ring of
+  // (kernel_h - 1) * dilation_h + 1 rows (the rows one output row reads are distinct modulo that), so each
+  // input row is expanded once per task and is still in cache when read.
+  float* ring = nullptr;
+  size_t* ring_key = nullptr;  // which (image, input row) each slot holds
+  if (x.ring_rows) {
+    ring = static_cast<float*>(internal::aligned_alloc64(x.ring_rows * x.W * C * sizeof(float)));
+    ring_key = static_cast<size_t*>(internal::aligned_alloc64(x.ring_rows * sizeof(size_t)));
+    for (size_t i = 0; i < x.ring_rows; ++i) ring_key[i] = ~size_t{0};
+  }
   for (size_t r = r0; r < r1; ++r) {
     const size_t n = r / x.OH, oy = r % x.OH;
-    const float* in_n = x.in + n * x.H * x.W * C;
+    const float* in_n = x.in + n * x.H * x.W * x.Cin;
     TapRows rows;
     for (size_t ky = 0; ky < p.kernel_h; ++ky) {
       const size_t iy_p = oy * p.stride_h + ky * p.dilation_h;
       if (iy_p < p.pad_top || iy_p - p.pad_top >= x.H) continue;
-      rows.in[rows.n] = in_n + (iy_p - p.pad_top) * x.W * C;
+      const size_t iy = iy_p - p.pad_top;
+      const float* src = in_n + iy * x.W * x.Cin;
+      if (ring) {
+        const size_t key = n * x.H + iy, slot = key % x.ring_rows;
+        float* dst = ring + slot * x.W * C;
+        if (ring_key[slot] != key) {
+          expand_row(x, src, dst);
+          ring_key[slot] = key;
+        }
+        src = dst;
+      }
+      rows.in[rows.n] = src;
       rows.w[rows.n] = x.w + ky * KW * C;
       ++rows.n;
     }
@@ -214,10 +262,10 @@ void dw_task(const void* vctx, size_t task) {
           a2 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 16), _mm256_loadu_ps(wp + 16), a2);
           a3 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 24), _mm256_loadu_ps(wp + 24), a3);
         }
-        _mm256_storeu_ps(o + c, _mm256_min_ps(vmax, _mm256_max_ps(vmin, a0)));
-        _mm256_storeu_ps(o + c + 8, _mm256_min_ps(vmax, _mm256_max_ps(vmin, a1)));
-        _mm256_storeu_ps(o + c + 16, _mm256_min_ps(vmax, _mm256_max_ps(vmin, a2)));
-        _mm256_storeu_ps(o + c + 24, _mm256_min_ps(vmax, _mm256_max_ps(vmin, a3)));
+        _mm256_storeu_ps(o + c, clamp8(a0, vmin, vmax));
+        _mm256_storeu_ps(o + c + 8, clamp8(a1, vmin, vmax));
+        _mm256_storeu_ps(o + c + 16, clamp8(a2, vmin, vmax));
+        _mm256_storeu_ps(o + c + 24, clamp8(a3, vmin, vmax));
       }
       for (; c < C; c += 8) {
         const bool full = c < cfull;
@@ -229,7 +277,7 @@ void dw_task(const void* vctx, size_t task) {
             a0 = _mm256_fmadd_ps(_mm256_maskload_ps(tin[t] + c, cmask), _mm256_maskload_ps(twt[t] + c, cmask), a0);
           }
         }
-        a0 = _mm256_min_ps(vmax, _mm256_max_ps(vmin, a0));
+        a0 = clamp8(a0, vmin, vmax);
         if (full) {
           _mm256_storeu_ps(o + c, a0);
         } else {
@@ -240,6 +288,8 @@ void dw_task(const void* vctx, size_t task) {
   }
   internal::aligned_free(tin);
   internal::aligned_free(twt);
+  internal::aligned_free(ring);
+  internal::aligned_free(ring_key);
 }
 
 // ------------------------------------------------------------------------------------------------ pooling
@@ -304,7 +354,7 @@ void max3s2_span(const float* const* rowp, size_t ny, size_t C, size_t c0, size_
     for (int v = 0; v < NV; ++v) {
       const __m256 c1 = col_max<kMask>(rowp, ny, off + C + 8 * v, m);
       const __m256 c2 = col_max<kMask>(rowp, ny, off + 2 * C + 8 * v, m);
-      const __m256 r = _mm256_min_ps(vmax, _mm256_max_ps(vmin, max3(prev[v], c1, c2)));
+      const __m256 r = clamp8(max3(prev[v], c1, c2), vmin, vmax);
       prev[v] = c2;
       if (kMask) {
         _mm256_maskstore_ps(o + 8 * v, m, r);
@@ -370,7 +420,7 @@ void pool_task(const void* vctx, size_t task) {
           }
         }
         if (!x.is_max && nx * ny > 0) acc = _mm256_div_ps(acc, div);
-        acc = _mm256_min_ps(vmax, _mm256_max_ps(vmin, acc));
+        acc = clamp8(acc, vmin, vmax);
         if (full) {
           _mm256_storeu_ps(o + c, acc);
         } else {
@@ -379,13 +429,6 @@ void pool_task(const void* vctx, size_t task) {
       }
     }
   }
-}
-
-size_t row_tasks(size_t rows, double row_cost, size_t threads) {
-  if (threads <= 1 || rows <= 1) return 1;
-  size_t tasks = static_cast<size_t>(row_cost * static_cast<double>(rows) / 32768.0);
-  tasks = min_sz(min_sz(tasks, threads * 4), rows);
-  return tasks ? tasks : 1;
 }
 
 void pool(bool is_max, const PoolParams& p, size_t N, size_t H, size_t W, size_t C, const float* in, size_t OH,
@@ -403,95 +446,61 @@ void pool(bool is_max, const PoolParams& p, size_t N, size_t H, size_t W, size_t
   x.out = out;
   x.is_max = is_max;
   x.sep = is_max && p.pool_w == 3 && p.stride_w == 2 && p.dilation_w == 1;
-  x.tasks = row_tasks(x.rows, static_cast<double>(OW) * C * p.pool_h * p.pool_w, internal::parallel_threads(par));
+  x.tasks = internal::task_count(x.rows, static_cast<double>(OW) * C * p.pool_h * p.pool_w,
+                                 internal::parallel_threads(par), 4);
   internal::parallel_run(par, x.tasks, pool_task, &x);
 }
 
 }  // namespace
 
-namespace {
-
-// Depth multiplier dm > 1: output channel c * dm + j reads input channel c. The input is expanded once into
-// [pixels][C * dm] (each channel repeated dm times), after which the dm = 1 kernel applies unchanged, with
-// the same packed layout and the same summation order.
-struct ExpandCtx {
-  const float* in;
-  float* out;
-  size_t pixels, C, OC, tasks;
-  const int32_t* plan;  // per 8 output channels g: [base input channel, valid lanes, 8 lane indices]
-};
-
-void expand_task(const void* vctx, size_t task) {
-  const ExpandCtx& x = *static_cast<const ExpandCtx*>(vctx);
-  const size_t p0 = x.pixels * task / x.tasks, p1 = x.pixels * (task + 1) / x.tasks;
-  const size_t groups = div_up(x.OC, 8), ofull = x.OC & ~size_t{7};
-  const __m256i otail = lane_mask(x.OC - ofull);
-  for (size_t q = p0; q < p1; ++q) {
-    const float* src = x.in + q * x.C;
-    float* dst = x.out + q * x.OC;
-    for (size_t g = 0; g < groups; ++g) {
-      const int32_t* e = x.plan + g * 10;
-      const __m256i idx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(e + 2));
-      const __m256 in8 = _mm256_maskload_ps(src + e[0], lane_mask(static_cast<size_t>(e[1])));
-      const __m256 v = _mm256_permutevar8x32_ps(in8, idx);
-      if (g * 8 < ofull) {
-        _mm256_storeu_ps(dst + g * 8, v);
-      } else {
-        _mm256_maskstore_ps(dst + g * 8, otail, v);
-      }
-    }
-  }
-}
-
-// Above this the expanded copy would cost more memory than the scalar kernel costs time.
-constexpr size_t kMaxExpandBytes = size_t{64} << 20;
-
-}  // namespace
+// Bound on one task's ring of expanded input rows (depth multiplier > 1); beyond it (absurd dilations or
+// widths) the scalar kernel runs instead.
+constexpr double kMaxRingBytes = 16.0 * (1 << 20);
 
 void dwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
               const void* packed, float* out, Parallel& par) {
   const size_t dm = p.group_output_channels, OC = size_t{p.groups} * dm;
-  const bool expand = dm != 1;
-  if (dm == 0 || p.kernel_h > 64 || (expand && N * H * W * OC > kMaxExpandBytes / sizeof(float)))
+  const size_t ring_rows = dm == 1 ? 0 : (size_t{p.kernel_h} - 1) * p.dilation_h + 1;
+  if (dm == 0 || p.kernel_h > 64 ||
+      static_cast<double>(ring_rows) * static_cast<double>(W) * static_cast<double>(OC) * 4.0 > kMaxRingBytes)
     return scalar::dwconv2d(p, N, H, W, in, OH, OW, packed, out, par);
   if (N == 0 || OH == 0 || OW == 0 || OC == 0) return;
-  const size_t threads = internal::parallel_threads(par);
-  float* wide = nullptr;
-  if (expand) {
-    wide = static_cast<float*>(internal::aligned_alloc64(N * H * W * OC * sizeof(float)));
+  int32_t* plan = nullptr;
+  if (ring_rows) {
     const size_t groups = div_up(OC, 8);
-    int32_t* plan = static_cast<int32_t*>(internal::aligned_alloc64(groups * 10 * sizeof(int32_t)));
+    plan = static_cast<int32_t*>(internal::aligned_alloc64(groups * 10 * sizeof(int32_t)));
     for (size_t g = 0; g < groups; ++g) {
-      const size_t base = g * 8 / dm;
+      const size_t base = g * 8 / dm;  // output channel o reads input channel o / dm
       plan[g * 10] = static_cast<int32_t>(base);
       plan[g * 10 + 1] = static_cast<int32_t>(min_sz(8, p.groups - base));
       for (size_t i = 0; i < 8; ++i) plan[g * 10 + 2 + i] = static_cast<int32_t>(min_sz((g * 8 + i) / dm - base, 7));
     }
-    ExpandCtx e{in, wide, N * H * W, p.groups, OC, 1, plan};
-    e.tasks = row_tasks(e.pixels, static_cast<double>(OC), threads);
-    internal::parallel_run(par, e.tasks, expand_task, &e);
-    internal::aligned_free(plan);
   }
   DwCtx x;
   x.p = &p;
-  x.N = N;
   x.H = H;
   x.W = W;
   x.OH = OH;
   x.OW = OW;
   x.C = OC;
-  x.in = expand ? wide : in;
+  x.Cin = p.groups;
+  x.in = in;
   x.bias = static_cast<const float*>(packed);
   x.w = x.bias + x.C;
   x.out = out;
   x.vmin = p.act.min;
   x.vmax = p.act.max;
+  x.stride3 = p.kernel_w == 3 && p.dilation_w == 1 && p.stride_w <= 2 ? static_cast<int>(p.stride_w) : 0;
+  x.clamp = p.act.min != -__builtin_inff() || p.act.max != __builtin_inff();
+  x.expand_plan = plan;
+  x.ring_rows = ring_rows;
   x.rows = N * OH;
   interior(OW, W, p.kernel_w, p.stride_w, p.dilation_w, p.pad_left, &x.ox_lo, &x.ox_hi);
-  x.tasks = row_tasks(x.rows, static_cast<double>(OW) * p.kernel_h * p.kernel_w * x.C, threads);
+  x.tasks = internal::task_count(x.rows, static_cast<double>(OW) * p.kernel_h * p.kernel_w * x.C,
+                                 internal::parallel_threads(par), 4);
   const internal::TaskFn fn = p.kernel_w == 3 ? dw_task<3> : p.kernel_w == 5 ? dw_task<5> : dw_task<0>;
   internal::parallel_run(par, x.tasks, fn, &x);
-  internal::aligned_free(wide);
+  internal::aligned_free(plan);
 }
 
 void max_pool2d(const PoolParams& p, size_t N, size_t H, size_t W, size_t C, const float* in, size_t OH,

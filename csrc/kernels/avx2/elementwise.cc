@@ -151,13 +151,6 @@ void un_task(const void* vctx, size_t task) {
   }
 }
 
-size_t pick_tasks(size_t units, double unit_cost, size_t threads) {
-  if (units <= 1 || threads <= 1) return 1;
-  size_t tasks = static_cast<size_t>(unit_cost * static_cast<double>(units) / 32768.0);
-  tasks = min_sz(min_sz(tasks, threads * 8), units);
-  return tasks ? tasks : 1;
-}
-
 }  // namespace
 
 void binary(BinaryOp op, const BinaryShape& s, const float* a, const float* b, float* out, Activation act,
@@ -178,7 +171,7 @@ void binary(BinaryOp op, const BinaryShape& s, const float* a, const float* b, f
   x.chunks = 1;
   if (outer < threads * 4 && x.inner >= 8192) x.chunks = min_sz(x.inner / 4096, threads * 4);
   x.units = outer * x.chunks;
-  x.tasks = pick_tasks(x.units, static_cast<double>(x.inner / x.chunks), threads);
+  x.tasks = internal::task_count(x.units, static_cast<double>(x.inner / x.chunks), threads, 8);
   internal::TaskFn fn = nullptr;
   switch (op) {
     case BinaryOp::kAdd: fn = bin_task<BinaryOp::kAdd>; break;
@@ -229,7 +222,7 @@ void unary(UnaryOp op, size_t n, const float* in, float* out, const UnaryParams&
   x.beta = p.beta;
   x.vmin = p.act.min;
   x.vmax = p.act.max;
-  x.tasks = pick_tasks((n + 4095) / 4096, 4096.0 * 2, internal::parallel_threads(par));
+  x.tasks = internal::task_count((n + 4095) / 4096, 4096.0 * 2, internal::parallel_threads(par), 8);
   internal::parallel_run(par, x.tasks, fn, &x);
 }
 

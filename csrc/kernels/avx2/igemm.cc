@@ -135,15 +135,6 @@ size_t panels_per_group(size_t panel_floats, size_t panels, size_t m_tiles, size
   return min_sz(g, panels);
 }
 
-size_t pick_tasks(size_t units, double unit_cost, size_t threads) {
-  if (units <= 1 || threads <= 1) return 1;
-  const double total = unit_cost * static_cast<double>(units);
-  size_t tasks = static_cast<size_t>(total / 32768.0);
-  tasks = min_sz(tasks, threads * 8);
-  tasks = min_sz(tasks, units);
-  return max_sz(tasks, 1);
-}
-
 // ------------------------------------------------------------------------------------------------ conv
 struct ConvCtx {
   const ConvParams* p;
@@ -358,7 +349,7 @@ void conv2d_impl(const ConvParams& p, size_t N, size_t H, size_t W, const float*
   x.group = panels_per_group(kNR + x.taps * x.gic * kNR, x.panels, x.ptiles * N * p.groups, threads);
   x.n_pgroups = div_up(x.panels, x.group);
   x.units = N * p.groups * x.n_pgroups * x.ptiles;
-  x.tasks = pick_tasks(x.units, static_cast<double>(kMR) * kNR * x.group * (x.taps * x.gic + 1), threads);
+  x.tasks = internal::task_count(x.units, static_cast<double>(kMR) * kNR * x.group * (x.taps * x.gic + 1), threads, 8);
   size_t* tap_off = static_cast<size_t*>(internal::aligned_alloc64(x.taps * sizeof(size_t)));
   for (size_t ky = 0; ky < p.kernel_h; ++ky)
     for (size_t kx = 0; kx < p.kernel_w; ++kx)

@@ -317,13 +317,6 @@ void normalize_task(const void* vctx, size_t task) {
   }
 }
 
-size_t row_tasks(size_t rows, size_t cols, double per_elem, size_t threads) {
-  if (threads <= 1 || rows <= 1) return 1;
-  size_t tasks = static_cast<size_t>(static_cast<double>(rows) * static_cast<double>(cols) * per_elem / 32768.0);
-  tasks = min_sz(min_sz(tasks, threads * 4), rows);
-  return tasks ? tasks : 1;
-}
-
 }  // namespace
 
 bool unary_transcendental(UnaryOp op, size_t n, const float* in, float* out, const UnaryParams& p, Parallel& par) {
@@ -358,7 +351,7 @@ void softmax(size_t rows, size_t cols, const float* in, float* out, Parallel& pa
   x.cols = cols;
   x.in = in;
   x.out = out;
-  x.tasks = row_tasks(rows, cols, 8.0, internal::parallel_threads(par));
+  x.tasks = internal::task_count(rows, static_cast<double>(cols) * 8.0, internal::parallel_threads(par), 4);
   internal::parallel_run(par, x.tasks, softmax_task, &x);
 }
 
@@ -373,7 +366,7 @@ void normalize(size_t rows, size_t cols, const float* in, const float* scale, co
   x.bias = bias;
   x.out = out;
   x.eps = epsilon;
-  x.tasks = row_tasks(rows, cols, 4.0, internal::parallel_threads(par));
+  x.tasks = internal::task_count(rows, static_cast<double>(cols) * 4.0, internal::parallel_threads(par), 4);
   internal::parallel_run(par, x.tasks, normalize_task, &x);
 }
 

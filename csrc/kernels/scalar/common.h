@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <limits>
 
+#include "kernels/internal.h"
 #include "kernels/kernels.h"
 
 namespace webxnn {
@@ -43,13 +44,7 @@ inline float round_even(float x) {
 // (multiply-adds or bytes). Small problems stay one task (run inline); larger ones get a few tasks per
 // thread so dynamic scheduling can even out the load.
 inline size_t pick_tasks(const Parallel& par, size_t units, double unit_cost) {
-  constexpr double kMinTaskCost = 32768.0;
-  if (units <= 1 || par.threads() <= 1) return 1;
-  const double total = unit_cost * static_cast<double>(units);
-  size_t tasks = static_cast<size_t>(total / kMinTaskCost);
-  tasks = std::min(tasks, par.threads() * 8);
-  tasks = std::min(tasks, units);
-  return std::max<size_t>(tasks, 1);
+  return internal::task_count(units, unit_cost, par.threads(), 8);
 }
 
 // [begin, end) of chunk `task` when `units` are split into `tasks` contiguous chunks.
