@@ -23,7 +23,7 @@ from webxnn.xnn._schema import XNNTensorValue as TV
 from webxnn.xnn._schema import XNode, XValue
 from webxnn.xnn._schema import _XNNNode1x1 as N11
 
-from conftest import pool_fields
+from conftest import conv_fields, pool_fields
 from test_runtime_util import GraphBuilder, conv_chain_blob, mixed_chain_blob, simple_fc_blob, wx_chain_blob
 from webxnn import runtime
 from webxnn.errors import FormatError, UnsupportedError
@@ -291,21 +291,7 @@ def test_parameter_sanity() -> None:
     y = b.output(b.value([1, 4, 4, 3]), "y")
     b.node(
         "XNNConv2d",
-        padding_top=0,
-        padding_right=0,
-        padding_bottom=0,
-        padding_left=0,
-        kernel_height=1,
-        kernel_width=1,
-        subsampling_height=0,
-        subsampling_width=1,
-        dilation_height=1,
-        dilation_width=1,
-        group_input_channels=2,
-        group_output_channels=3,
-        groups=1,
-        adjustment_height=0,
-        adjustment_width=0,
+        **conv_fields((1, 1), stride=(0, 1), gic=2, goc=3),
         input1_id=x,
         filter_id=b.const(np.zeros((3, 1, 1, 2), np.float32)),
         bias_id=INVALID,
@@ -319,21 +305,7 @@ def test_parameter_sanity() -> None:
     y = b.output(b.value([1, 4, 4, 3]), "y")
     b.node(
         "XNNConv2d",
-        padding_top=0,
-        padding_right=0,
-        padding_bottom=0,
-        padding_left=0,
-        kernel_height=1,
-        kernel_width=1,
-        subsampling_height=1,
-        subsampling_width=1,
-        dilation_height=1,
-        dilation_width=1,
-        group_input_channels=5,
-        group_output_channels=3,
-        groups=1,
-        adjustment_height=0,
-        adjustment_width=0,
+        **conv_fields((1, 1), gic=5, goc=3),
         input1_id=x,
         filter_id=b.const(np.zeros((3, 1, 1, 5), np.float32)),
         bias_id=INVALID,

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 runtime = pytest.importorskip("webxnn._runtime")
 K = runtime.kernels
 
+from test_runtime_util import conv2d_ref, deconv2d_ref, dwconv2d_ref, pool_ref  # noqa: E402
 from webxnn.errors import InputError  # noqa: E402
 
 SETTINGS = settings(max_examples=25, deadline=None,
@@ -43,106 +44,6 @@ def same_bytes(a: np.ndarray, b: np.ndarray) -> None:
 
 def clamp(y: np.ndarray, lo: float, hi: float) -> np.ndarray:
     return np.minimum(np.maximum(y, lo), hi)
-
-
-# --------------------------------------------------------------------------------------------- references
-def window(xp, y0, x0, oh, ow, sh, sw):
-    """The [N, oh, ow, C] input pixels one filter tap sees (tap offset y0, x0 in the padded input)."""
-    return xp[:, y0 : y0 + sh * (oh - 1) + 1 : sh, x0 : x0 + sw * (ow - 1) + 1 : sw, :]
-
-
-def ref_conv(x, w, b, pads, strides, dil, groups):
-    """x NHWC, w OHWI [groups*goc, kh, kw, gic]; sliding windows, one matmul per tap and group."""
-    x = x.astype(np.float64)
-    w = w.astype(np.float64)
-    pt, pr, pb, pl = pads
-    sh, sw = strides
-    dh, dw = dil
-    n, h, wd, _ = x.shape
-    oc, kh, kw, gic = w.shape
-    goc = oc // groups
-    xp = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)))
-    oh = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
-    ow = (wd + pl + pr - dw * (kw - 1) - 1) // sw + 1
-    out = np.zeros((n, oh, ow, oc))
-    for ky in range(kh):
-        for kx in range(kw):
-            win = window(xp, ky * dh, kx * dw, oh, ow, sh, sw)
-            for g in range(groups):
-                out[..., g * goc : (g + 1) * goc] += (
-                    win[..., g * gic : (g + 1) * gic] @ w[g * goc : (g + 1) * goc, ky, kx, :].T
-                )
-    if b is not None:
-        out += b
-    return out
-
-
-def ref_dwconv(x, w, b, pads, strides, dil):
-    """w [1, kh, kw, C*dm]; output channel c reads input channel c // dm."""
-    x = x.astype(np.float64)
-    w = w.astype(np.float64)
-    pt, pr, pb, pl = pads
-    sh, sw = strides
-    dh, dw = dil
-    n, h, wd, c = x.shape
-    _, kh, kw, oc = w.shape
-    dm = oc // c
-    xp = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)))
-    oh = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
-    ow = (wd + pl + pr - dw * (kw - 1) - 1) // sw + 1
-    out = np.zeros((n, oh, ow, oc))
-    for ky in range(kh):
-        for kx in range(kw):
-            win = window(xp, ky * dh, kx * dw, oh, ow, sh, sw)
-            out += np.repeat(win, dm, axis=-1) * w[0, ky, kx, :]
-    if b is not None:
-        out += b
-    return out
-
-
-def ref_deconv(x, w, b, pads, strides, dil, groups, adj):
-    """Transposed conv as a scatter: input pixel (iy, ix) adds x * w[tap] at (iy*s + k*d) of the full output,
-    which is then cropped by the padding."""
-    x = x.astype(np.float64)
-    w = w.astype(np.float64)
-    pt, pr, pb, pl = pads
-    sh, sw = strides
-    dh, dw = dil
-    n, h, wd, _ = x.shape
-    oc, kh, kw, gic = w.shape
-    goc = oc // groups
-    fh = (h - 1) * sh + dh * (kh - 1) + 1 + adj[0]
-    fw = (wd - 1) * sw + dw * (kw - 1) + 1 + adj[1]
-    full = np.zeros((n, fh, fw, oc))
-    for ky in range(kh):
-        for kx in range(kw):
-            for g in range(groups):
-                contrib = x[..., g * gic : (g + 1) * gic] @ w[g * goc : (g + 1) * goc, ky, kx, :].T
-                full[:, ky * dh : ky * dh + sh * (h - 1) + 1 : sh, kx * dw : kx * dw + sw * (wd - 1) + 1 : sw,
-                     g * goc : (g + 1) * goc] += contrib
-    out = full[:, pt : fh - pb, pl : fw - pr, :]
-    if b is not None:
-        out = out + b
-    return out
-
-
-def ref_pool(x, pool, pads, strides, dil, kind):
-    x = x.astype(np.float64)
-    pt, pr, pb, pl = pads
-    sh, sw = strides
-    dh, dw = dil
-    n, h, wd, c = x.shape
-    kh, kw = pool
-    xp = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)), constant_values=np.nan)
-    oh = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
-    ow = (wd + pl + pr - dw * (kw - 1) - 1) // sw + 1
-    taps = [window(xp, ky * dh, kx * dw, oh, ow, sh, sw) for ky in range(kh) for kx in range(kw)]
-    stack = np.stack(taps)
-    valid = ~np.isnan(stack)
-    if kind == "max":
-        return np.where(valid, stack, -np.inf).max(axis=0)
-    count = valid.sum(axis=0)
-    return np.where(valid, stack, 0.0).sum(axis=0) / np.maximum(count, 1)
 
 
 # ------------------------------------------------------------------------------------------------- gemm
@@ -212,7 +113,7 @@ def test_conv2d(n, h, w, kh, kw, sh, sw, dh, dw, pads, act, groups, gic, goc, ha
     f = rand(groups * goc, kh, kw, gic)
     bias = rand(groups * goc) if has_bias else None
     lo, hi = (0.0, 1.0) if act else (-np.inf, np.inf)
-    want = clamp(ref_conv(x, f, bias, pads, (sh, sw), (dh, dw), groups), lo, hi)
+    want = clamp(conv2d_ref(x, f, bias, pads, (sh, sw), (dh, dw), groups), lo, hi)
     got = K.conv2d(x, f, bias, pads=pads, strides=(sh, sw), dilations=(dh, dw), groups=groups, min=lo, max=hi)
     close(got, want, kh * kw * gic)
     got_best = K.conv2d(x, f, bias, pads=pads, strides=(sh, sw), dilations=(dh, dw), groups=groups, min=lo,
@@ -228,7 +129,7 @@ def test_dwconv2d(n, h, w, kh, kw, sh, sw, dh, dw, pads, act, c, dm, has_bias):
     f = rand(1, kh, kw, c * dm)
     bias = rand(c * dm) if has_bias else None
     lo, hi = (-0.25, 0.75) if act else (-np.inf, np.inf)
-    want = clamp(ref_dwconv(x, f, bias, pads, (sh, sw), (dh, dw)), lo, hi)
+    want = clamp(dwconv2d_ref(x, f, bias, pads, (sh, sw), (dh, dw)), lo, hi)
     kw_ = dict(pads=pads, strides=(sh, sw), dilations=(dh, dw), min=lo, max=hi)
     close(K.dwconv2d(x, f, bias, **kw_), want, kh * kw)
     close(K.dwconv2d(x, f, bias, isa="best", **kw_), want, kh * kw)
@@ -245,7 +146,7 @@ def test_deconv2d(n, h, w, kh, kw, sh, sw, dh, dw, pads, act, groups, gic, goc, 
     f = rand(groups * goc, kh, kw, gic)
     bias = rand(groups * goc) if has_bias else None
     lo, hi = (-0.5, 0.5) if act else (-np.inf, np.inf)
-    want = clamp(ref_deconv(x, f, bias, pads, (sh, sw), (dh, dw), groups, adj), lo, hi)
+    want = clamp(deconv2d_ref(x, f, bias, pads, (sh, sw), (dh, dw), adj, groups), lo, hi)
     kw_ = dict(pads=pads, strides=(sh, sw), dilations=(dh, dw), groups=groups, adjustment=adj, min=lo, max=hi)
     close(K.deconv2d(x, f, bias, **kw_), want, kh * kw * gic)
     close(K.deconv2d(x, f, bias, isa="best", **kw_), want, kh * kw * gic)
@@ -263,7 +164,7 @@ def test_conv2d_3x3_stride1_winograd(n, h, w, pads, gic, goc, act, has_bias, res
     f = rand(goc, 3, 3, gic)
     bias = rand(goc) if has_bias else None
     lo, hi = (-0.5, 1.0) if act else (-np.inf, np.inf)
-    want = ref_conv(x, f, bias, pads, (1, 1), (1, 1), 1)
+    want = conv2d_ref(x, f, bias, pads, (1, 1), (1, 1), 1)
     r = rand(*want.shape) if residual else None
     if r is not None:
         want = want + r
@@ -281,7 +182,7 @@ def test_conv2d_winograd_large_and_wide():
         x = rand(*shape)
         f = rand(goc, 3, 3, shape[3], lo=-0.1, hi=0.1)
         b = rand(goc)
-        want = ref_conv(x, f, b, (1, 1, 1, 1), (1, 1), (1, 1), 1)
+        want = conv2d_ref(x, f, b, (1, 1, 1, 1), (1, 1), (1, 1), 1)
         got = K.conv2d(x, f, b, pads=(1, 1, 1, 1), isa="best")
         close(got, want, 9 * shape[3])
         same_bytes(got, K.conv2d(x, f, b, pads=(1, 1, 1, 1), isa="best", threads=2))
@@ -303,7 +204,7 @@ def test_deconv2d_wide_gemm_path():
         b = rand(groups * goc)
         kw_ = dict(pads=pads, strides=(s, s), dilations=(d, d), groups=groups, adjustment=adj, min=-0.5,
                    max=2.0)
-        want = clamp(ref_deconv(x, f, b, pads, (s, s), (d, d), groups, adj), -0.5, 2.0)
+        want = clamp(deconv2d_ref(x, f, b, pads, (s, s), (d, d), adj, groups), -0.5, 2.0)
         got = K.deconv2d(x, f, b, isa="best", **kw_)
         close(got, want, k * k * gic)
         same_bytes(got, K.deconv2d(x, f, b, isa="best", threads=2, **kw_))
@@ -326,7 +227,7 @@ def test_conv_family_threads_identical():
     f1 = rand(32, 1, 3, 32)
     p = (0, 1, 0, 1)
     same_bytes(K.conv2d(x1, f1, None, pads=p), K.conv2d(x1, f1, None, pads=p, threads=2))
-    close(K.conv2d(x1, f1, None, pads=p, threads=2), ref_conv(x1, f1, None, p, (1, 1), (1, 1), 1), 96)
+    close(K.conv2d(x1, f1, None, pads=p, threads=2), conv2d_ref(x1, f1, None, p, (1, 1), (1, 1), 1), 96)
 
 
 # ------------------------------------------------------------------------------------------------- pooling
@@ -343,7 +244,7 @@ def test_pools(n, h, w, c, ph, pw, sh, sw, dh, dw, pads, act):
     lo, hi = (-0.3, 0.3) if act else (-np.inf, np.inf)
     geo = dict(pads=pads, strides=(sh, sw), dilations=(dh, dw), min=lo, max=hi)
     for kind, fn in (("max", K.max_pool2d), ("avg", K.avg_pool2d)):
-        want = clamp(ref_pool(x, (ph, pw), pads, (sh, sw), (dh, dw), kind), lo, hi)
+        want = clamp(pool_ref(x, kind, pads, (ph, pw), (sh, sw), (dh, dw)), lo, hi)
         close(fn(x, (ph, pw), **geo), want, ph * pw)
         close(fn(x, (ph, pw), isa="best", **geo), want, ph * pw)
 
@@ -668,7 +569,7 @@ def test_large_k_spans_several_panel_groups():
         close(one, want, 2000)
         same_bytes(one, K.gemm(a, b, bias, isa=isa, threads=2))
     x, f = rand(1, 6, 5, 160), rand(40, 3, 3, 160)
-    want = ref_conv(x, f, None, (1, 1, 1, 1), (1, 1), (1, 1), 1)
+    want = conv2d_ref(x, f, None, (1, 1, 1, 1), (1, 1), (1, 1), 1)
     for isa in ("scalar", "best"):
         one = K.conv2d(x, f, None, pads=(1, 1, 1, 1), isa=isa)
         close(one, want, 9 * 160)
@@ -681,7 +582,7 @@ def test_dwconv_small_spatial_channel_split(h, c, k, s):
     """Few output rows: depthwise splits (row x 16-channel tile) units over tasks; bytes stay identical."""
     x, f, b = rand(1, h, h, c), rand(1, k, k, c), rand(c)
     p = (k // 2,) * 4
-    want = clamp(ref_dwconv(x, f, b, p, (s, s), (1, 1)), 0.0, 6.0)
+    want = clamp(dwconv2d_ref(x, f, b, p, (s, s), (1, 1)), 0.0, 6.0)
     for isa in ("scalar", "best"):
         one = K.dwconv2d(x, f, b, pads=p, strides=(s, s), min=0.0, max=6.0, isa=isa)
         close(one, want, k * k)

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import pool_fields
+from conftest import conv_fields, pool_fields
 from test_runtime_util import (
     FP32,
     GraphBuilder,
@@ -94,36 +94,6 @@ def test_batch_matrix_multiply(a_shape: list[int], b_shape: list[int], transpose
 # ---------------------------------------------------------------- convolution
 
 
-def conv_fields(
-    kh: int,
-    kw: int,
-    pads: tuple[int, int, int, int],
-    stride: tuple[int, int],
-    dil: tuple[int, int],
-    groups: int,
-    gic: int,
-    goc: int,
-    adj: tuple[int, int] = (0, 0),
-) -> dict[str, int]:
-    return dict(
-        padding_top=pads[0],
-        padding_right=pads[1],
-        padding_bottom=pads[2],
-        padding_left=pads[3],
-        kernel_height=kh,
-        kernel_width=kw,
-        subsampling_height=stride[0],
-        subsampling_width=stride[1],
-        dilation_height=dil[0],
-        dilation_width=dil[1],
-        group_input_channels=gic,
-        group_output_channels=goc,
-        groups=groups,
-        adjustment_height=adj[0],
-        adjustment_width=adj[1],
-    )
-
-
 @pytest.mark.parametrize(
     "groups,gic,goc,k,pads,stride,dil",
     [
@@ -157,7 +127,7 @@ def test_conv2d(
         bias_id=b.const(bias),
         output_id=y,
         flags=0,
-        **conv_fields(k[0], k[1], pads, stride, dil, groups, gic, goc),
+        **conv_fields(k, pads, stride, dil, groups, gic, goc),
     )
     np.testing.assert_allclose(run1(b.build(), x), want, atol=1e-4)
 
@@ -184,7 +154,7 @@ def test_depthwise_conv2d(
         bias_id=b.const(bias),
         output_id=y,
         flags=0,
-        **conv_fields(3, 3, pads, stride, (1, 1), channels, 1, mult),
+        **conv_fields((3, 3), pads, stride, (1, 1), channels, 1, mult),
     )
     np.testing.assert_allclose(run1(b.build(), x), want, atol=1e-4)
 
@@ -220,7 +190,7 @@ def test_conv_transpose2d(
         bias_id=b.const(bias),
         output_id=y,
         flags=0,
-        **conv_fields(3, 2, pads, stride, dil, groups, gic, goc, adj),
+        **conv_fields((3, 2), pads, stride, dil, groups, gic, goc, adj),
     )
     np.testing.assert_allclose(run1(b.build(), x), want, atol=1e-4)
 

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from test_runtime_util import GraphBuilder, _conv_fields, conv2d_ref
+from conftest import conv_fields
+from test_runtime_util import GraphBuilder, conv2d_ref
 from webxnn import runtime
 from webxnn.xnn.ir import INVALID_ID
 
@@ -244,7 +245,7 @@ def _conv(
     w = rand(cout, k, k, cin) * 0.3
     bias = rand(cout)
     out = b.value([1, hw, hw, cout])
-    b.node("XNNConv2d", output_min_max=act, **_conv_fields((k, k), k // 2, 1, cin, cout),
+    b.node("XNNConv2d", output_min_max=act, **conv_fields((k, k), (k // 2,) * 4, gic=cin, goc=cout),
            input1_id=x, filter_id=b.const(w), bias_id=b.const(bias), output_id=out, flags=0)
     return out, w, bias
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from conftest import pool_fields
+from conftest import conv_fields, pool_fields
 from webxnn.xnn.ir import (
     INVALID_ID,
     Datatype,
@@ -125,21 +125,7 @@ def conv_chain_blob() -> bytes:
     c = b.value([1, 5, 5, 3])
     b.node(
         "XNNConv2d",
-        padding_top=1,
-        padding_right=1,
-        padding_bottom=1,
-        padding_left=1,
-        kernel_height=3,
-        kernel_width=3,
-        subsampling_height=1,
-        subsampling_width=1,
-        dilation_height=1,
-        dilation_width=1,
-        group_input_channels=2,
-        group_output_channels=3,
-        groups=1,
-        adjustment_height=0,
-        adjustment_width=0,
+        **conv_fields((3, 3), (1, 1, 1, 1), gic=2, goc=3),
         input1_id=x,
         filter_id=w,
         bias_id=INVALID_ID,
@@ -168,6 +154,12 @@ def conv_chain_blob() -> bytes:
 # ---- numpy references, written straightforwardly ----
 
 
+def _window(xp: np.ndarray, y0: int, x0: int, oh: int, ow: int, stride: tuple[int, int]) -> np.ndarray:
+    """The [N, oh, ow, C] pixels of padded input xp one filter tap sees (tap offset y0, x0); a view."""
+    sh, sw = stride
+    return xp[:, y0 : y0 + sh * (oh - 1) + 1 : sh, x0 : x0 + sw * (ow - 1) + 1 : sw, :]
+
+
 def conv2d_ref(
     x: np.ndarray,
     w: np.ndarray,
@@ -177,30 +169,42 @@ def conv2d_ref(
     dil: tuple[int, int],
     groups: int,
 ) -> np.ndarray:
-    """NHWC input, OHWI filter [groups*goc, kh, kw, gic]; pads = (top, right, bottom, left)."""
+    """NHWC input, OHWI filter [groups*goc, kh, kw, gic]; pads = (top, right, bottom, left). Sliding windows:
+    one float64 matmul per tap and group."""
     pt, pr, pb, pl = pads
     n, h, wd, _ = x.shape
     o, kh, kw, gic = w.shape
     goc = o // groups
     xp = np.pad(x.astype(np.float64), ((0, 0), (pt, pb), (pl, pr), (0, 0)))
+    w = w.astype(np.float64)
     oh = (h + pt + pb - (dil[0] * (kh - 1) + 1)) // stride[0] + 1
     ow = (wd + pl + pr - (dil[1] * (kw - 1) + 1)) // stride[1] + 1
     out = np.zeros((n, oh, ow, o))
-    for g in range(groups):
-        wg = w[g * goc : (g + 1) * goc].astype(np.float64)
-        for oy in range(oh):
-            for ox in range(ow):
-                y0, x0 = oy * stride[0], ox * stride[1]
-                patch = xp[
-                    :,
-                    y0 : y0 + dil[0] * (kh - 1) + 1 : dil[0],
-                    x0 : x0 + dil[1] * (kw - 1) + 1 : dil[1],
-                    g * gic : (g + 1) * gic,
-                ]
-                out[:, oy, ox, g * goc : (g + 1) * goc] = np.einsum("nhwc,ohwc->no", patch, wg)
+    for ky in range(kh):
+        for kx in range(kw):
+            win = _window(xp, ky * dil[0], kx * dil[1], oh, ow, stride)
+            for g in range(groups):
+                out[..., g * goc : (g + 1) * goc] += (
+                    win[..., g * gic : (g + 1) * gic] @ w[g * goc : (g + 1) * goc, ky, kx, :].T
+                )
     if bias is not None:
         out += bias
     return out
+
+
+def dwconv2d_ref(
+    x: np.ndarray,
+    w: np.ndarray,
+    bias: np.ndarray | None,
+    pads: tuple[int, int, int, int],
+    stride: tuple[int, int],
+    dil: tuple[int, int],
+) -> np.ndarray:
+    """Depthwise: filter [1, kh, kw, C*dm], output channel c reads input channel c // dm (a grouped conv with
+    one input channel per group)."""
+    _, kh, kw, oc = w.shape
+    w_ohwi = w.reshape(kh, kw, oc).transpose(2, 0, 1)[..., None]
+    return conv2d_ref(x, w_ohwi, bias, pads, stride, dil, x.shape[3])
 
 
 def deconv2d_ref(
@@ -213,22 +217,23 @@ def deconv2d_ref(
     adj: tuple[int, int],
     groups: int,
 ) -> np.ndarray:
+    """Transposed conv as a scatter: input pixel (iy, ix) adds x @ w[tap] at (iy*s + k*d) of the full output,
+    which the padding then crops. Filter OHWI [groups*goc, kh, kw, gic]."""
     pt, pr, pb, pl = pads
     n, h, wd, _ = x.shape
     o, kh, kw, gic = w.shape
     goc = o // groups
+    x = x.astype(np.float64)
+    w = w.astype(np.float64)
     fh = stride[0] * (h - 1) + adj[0] + dil[0] * (kh - 1) + 1
     fw = stride[1] * (wd - 1) + adj[1] + dil[1] * (kw - 1) + 1
     full = np.zeros((n, fh, fw, o))
-    for g in range(groups):
-        wg = w[g * goc : (g + 1) * goc].astype(np.float64)
-        xg = x[..., g * gic : (g + 1) * gic].astype(np.float64)
-        for iy in range(h):
-            for ix in range(wd):
-                for ky in range(kh):
-                    for kx in range(kw):
-                        oy, ox = iy * stride[0] + ky * dil[0], ix * stride[1] + kx * dil[1]
-                        full[:, oy, ox, g * goc : (g + 1) * goc] += xg[:, iy, ix, :] @ wg[:, ky, kx, :].T
+    for ky in range(kh):
+        for kx in range(kw):
+            dst = _window(full, ky * dil[0], kx * dil[1], h, wd, stride)  # the outputs this tap reaches
+            for g in range(groups):
+                wg = w[g * goc : (g + 1) * goc, ky, kx, :]
+                dst[..., g * goc : (g + 1) * goc] += x[..., g * gic : (g + 1) * gic] @ wg.T
     out = full[:, pt : fh - pb, pl : fw - pr, :]
     if bias is not None:
         out = out + bias
@@ -271,26 +276,6 @@ def per_channel(scales: list[float], dim: int = 0) -> PerChannelQuant:
     return PerChannelQuant(scale=list(scales), channel_dim=dim)
 
 
-def _conv_fields(k: tuple[int, int], pad: int, groups: int, gic: int, goc: int) -> dict[str, int]:
-    return dict(
-        padding_top=pad,
-        padding_right=pad,
-        padding_bottom=pad,
-        padding_left=pad,
-        kernel_height=k[0],
-        kernel_width=k[1],
-        subsampling_height=1,
-        subsampling_width=1,
-        dilation_height=1,
-        dilation_width=1,
-        group_input_channels=gic,
-        group_output_channels=goc,
-        groups=groups,
-        adjustment_height=0,
-        adjustment_width=0,
-    )
-
-
 def mixed_chain_blob() -> bytes:
     """deconv -> avgpool -> depthwise -> transpose -> slice -> pad -> concat -> bmm -> global pool -> softmax:
     one graph touching most node kinds (a seed for the mutation tests)."""
@@ -305,7 +290,7 @@ def mixed_chain_blob() -> bytes:
         bias_id=INVALID_ID,
         output_id=y,
         flags=0,
-        **_conv_fields((3, 2), 1, 2, 2, 2),
+        **conv_fields((3, 2), (1, 1, 1, 1), groups=2, gic=2, goc=2),
     )
     p = b.value([1, 3, 2, 4])
     b.node(
@@ -323,7 +308,7 @@ def mixed_chain_blob() -> bytes:
         bias_id=b.const(np.ones(4, np.float32)),
         output_id=d,
         flags=0,
-        **_conv_fields((3, 3), 1, 4, 1, 1),
+        **conv_fields((3, 3), (1, 1, 1, 1), groups=4, gic=1, goc=1),
     )
     t = b.value([1, 4, 3, 2])
     b.node("XNNStaticTranspose", perm=[0, 3, 1, 2], input_id=d, output_id=t, flags=0)

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import pool_fields
+from conftest import conv_fields, pool_fields
 from test_runtime_util import GraphBuilder, conv2d_ref
 from webxnn import runtime
 from webxnn.errors import FormatError, InputError, UnsupportedError
@@ -702,23 +702,7 @@ def test_dynamic_conv_and_fc_weights() -> None:
     wi = b.input("w", [3, 3, 3, 2])
     bi = b.input("b", [3])
     c = b.value([1, 5, 5, 3])
-    conv = dict(
-        padding_top=1,
-        padding_right=1,
-        padding_bottom=1,
-        padding_left=1,
-        kernel_height=3,
-        kernel_width=3,
-        subsampling_height=1,
-        subsampling_width=1,
-        dilation_height=1,
-        dilation_width=1,
-        group_input_channels=2,
-        group_output_channels=3,
-        groups=1,
-        adjustment_height=0,
-        adjustment_width=0,
-    )
+    conv = conv_fields((3, 3), (1, 1, 1, 1), gic=2, goc=3)
     b.node("XNNConv2d", input1_id=xi, filter_id=wi, bias_id=bi, output_id=c, flags=0, **conv)
     r = b.value([25, 3])
     b.node("XNNStaticReshape", new_shape=[25, 3], input_id=c, output_id=r, flags=0)
