@@ -63,6 +63,20 @@ def test_gemm(m, n, k, nk, has_bias, act):
     close(K.gemm(a, b, bias, b_is_nk=nk, min=lo, max=hi, isa="best"), clamp(want, lo, hi), k)
 
 
+@pytest.mark.parametrize("m", [7, 8, 9, 13, 14, 15, 49, 128])
+def test_gemm_row_tile_splits(m):
+    """Row counts whose last 7-13 rows the AVX2 GEMM splits into 4- and 5-row tiles, with A in place and
+    packed (row stride of 4 KB), full and partial (<= 8 and > 8 column) panels and the fused residual."""
+    for k in (37, 1024):
+        a = rand(m, k, seed=m)
+        b = rand(52, k, seed=k, lo=-0.1, hi=0.1)
+        bias, r = rand(52, seed=3), rand(m, 52, seed=4)
+        want = a.astype(np.float64) @ b.T.astype(np.float64) + bias + r
+        got = K.gemm(a, b, bias, b_is_nk=True, residual=r, isa="best")
+        close(got, want, k)
+        same_bytes(got, K.gemm(a, b, bias, b_is_nk=True, residual=r, isa="best", threads=2))
+
+
 def test_gemm_threads_identical_and_best():
     a, b, bias = rand(67, 129), rand(129, 300), rand(300)
     one = K.gemm(a, b, bias, threads=1)
@@ -228,6 +242,61 @@ def test_conv_family_threads_identical():
     p = (0, 1, 0, 1)
     same_bytes(K.conv2d(x1, f1, None, pads=p), K.conv2d(x1, f1, None, pads=p, threads=2))
     close(K.conv2d(x1, f1, None, pads=p, threads=2), conv2d_ref(x1, f1, None, p, (1, 1), (1, 1), 1), 96)
+
+
+# ------------------------------------------------------------------------------- fused post-ops (epilogue)
+POST_OPS = ("hardswish", "sigmoid", "gelu")
+
+# Every output path of the kernels that take a post-op: (name, call(**kw) -> output, accumulation depth).
+_X1, _F1 = rand(1, 7, 9, 24, seed=5), rand(40, 1, 1, 24, seed=6)       # 1x1 conv: the GEMM
+_X3, _F3 = rand(2, 5, 6, 7, seed=7), rand(33, 3, 3, 7, seed=8)         # 3x3, 7 channels: IGEMM
+_XS, _FS = rand(1, 9, 11, 3, seed=9), rand(16, 3, 3, 3, seed=10)       # RGB stem, stride 2: the in-place rows
+_XW, _FW = rand(1, 12, 11, 16, seed=11), rand(19, 3, 3, 16, seed=12)   # Winograd (>= 16 channels, >= 100 px)
+_XG, _FG = rand(1, 6, 6, 8, seed=13), rand(8, 3, 3, 2, seed=14)        # 4 groups of 2: the scalar fallback
+_XD, _FD = rand(2, 9, 13, 20, seed=15), rand(1, 3, 3, 40, seed=16)     # depthwise, depth multiplier 2
+_FD1 = rand(1, 5, 5, 20, seed=17)                                      # depthwise 5x5 stride 2
+_A = {m: rand(m, 37, seed=m) for m in (1, 7, 33)}
+_B = rand(45, 37, seed=18)
+_A4K = rand(13, 1024, seed=19)                                          # row stride 4 KB: packed A
+_B4K = rand(20, 1024, seed=20, lo=-0.05, hi=0.05)
+POST_CASES = {
+    "gemv": (lambda **kw: K.gemm(_A[1], _B, _B[:, 0], b_is_nk=True, **kw), 37),
+    "gemm": (lambda **kw: K.gemm(_A[7], _B, _B[:, 1], b_is_nk=True, **kw), 37),
+    "gemm_tall": (lambda **kw: K.gemm(_A[33], _B, None, b_is_nk=True, **kw), 37),
+    "gemm_packed_a": (lambda **kw: K.gemm(_A4K, _B4K, None, b_is_nk=True, **kw), 1024),
+    "conv_1x1": (lambda **kw: K.conv2d(_X1, _F1, _F1[:, 0, 0, 0], **kw), 24),
+    "conv_3x3": (lambda **kw: K.conv2d(_X3, _F3, None, pads=(1, 1, 1, 1), **kw), 63),
+    "conv_stem": (lambda **kw: K.conv2d(_XS, _FS, _FS[:, 0, 0, 0], pads=(1, 1, 1, 1), strides=(2, 2), **kw),
+                  27),
+    "conv_winograd": (lambda **kw: K.conv2d(_XW, _FW, _FW[:, 0, 0, 0], pads=(1, 1, 1, 1), **kw), 144),
+    "conv_grouped": (lambda **kw: K.conv2d(_XG, _FG, None, pads=(1, 1, 1, 1), groups=4, **kw), 18),
+    "dwconv_dm2": (lambda **kw: K.dwconv2d(_XD, _FD, _FD[0, 0, 0], pads=(1, 1, 1, 1), **kw), 9),
+    "dwconv_5x5_s2": (lambda **kw: K.dwconv2d(_XD, _FD1, None, pads=(2, 2, 2, 2), strides=(2, 2), **kw), 25),
+}
+
+
+@pytest.mark.parametrize("case", sorted(POST_CASES))
+@pytest.mark.parametrize("post", POST_OPS)
+def test_fused_post_op(case, post):
+    """post(clamp(op(x))) in one call: against numpy (the op's reference output, clamped, then the activation
+    in float64), bit-identical to the same table's unary op run on the unfused output (fusing never changes
+    results), and bit-identical across thread counts; on every output path of the GEMM and conv kernels."""
+    fn, depth = POST_CASES[case]
+    lo, hi = -1.5, 2.0
+    for isa in ("scalar", "best"):
+        plain = fn(min=lo, max=hi, isa=isa)
+        got = fn(min=lo, max=hi, isa=isa, post=post)
+        same_bytes(got, K.unary(post, plain, isa=isa))
+        same_bytes(got, fn(min=lo, max=hi, isa=isa, post=post, threads=2))
+        want = UN_REF[post](fn(min=lo, max=hi, isa="scalar").astype(np.float64))
+        close(got, want, depth)
+    unclamped = fn(isa="best", post=post)
+    same_bytes(unclamped, K.unary(post, fn(isa="best"), isa="best"))
+
+
+def test_fused_post_op_rejects_unknown_names():
+    with pytest.raises(InputError, match="post must be"):
+        K.gemm(_A[7], _B, None, b_is_nk=True, post="relu")
 
 
 # ------------------------------------------------------------------------------------------------- pooling

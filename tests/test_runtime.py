@@ -508,7 +508,8 @@ def test_inputs_outputs_and_repr() -> None:
     assert p.inputs == [runtime.TensorInfo("x", "float32", (2, 3), (None, None))]
     assert p.outputs == [runtime.TensorInfo("y", "float32", (2, 4), (None, None))]
     assert "x: float32[2, 3]" in repr(p)
-    assert p.peak_arena_bytes >= 2 * 4 * 4
+    # The FC runs fused with its sigmoid (its only consumer): h never materializes, the arena is empty.
+    assert p.peak_arena_bytes == 0
 
 
 def test_arena_reuses_memory() -> None:

@@ -321,6 +321,102 @@ def test_residual_add_fuses_into_fully_connected(threads: int) -> None:
     assert [r["kind"] for r in steps(p, {"x": xv}) if r["fused"]] == ["XNNFullyConnected"]
 
 
+# ---------------------------------------------------------------- activation fusion
+ACT_REF = {
+    "XNNHardswish": lambda v: v * np.clip(v + 3, 0, 6) / 6,
+    "XNNSigmoid": lambda v: 1 / (1 + np.exp(-v)),
+    "XNNGelu": lambda v: 0.5 * v * (1 + np.vectorize(__import__("math").erf)(v / np.sqrt(2))),
+}
+
+
+def _producer_then_act(producer: str, act: str, expose: bool) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """x -> producer (clamped to [-2, 3]) -> act -> y, with the producer's output also a graph output when
+    `expose` (which keeps it from fusing); returns the blob, an input and the float64 reference of y. The same
+    weights and input on every call."""
+    rng = np.random.default_rng(5)
+
+    def rand(*shape: int) -> np.ndarray:
+        return rng.standard_normal(shape).astype(np.float32)
+
+    b = GraphBuilder()
+    clamp = (-2.0, 3.0)
+    if producer == "XNNFullyConnected":
+        xv, w, bias = rand(1, 7, 24), rand(20, 24) * 0.3, rand(20)
+        x = b.input("x", [1, 7, 24])
+        h = b.value([1, 7, 20])
+        b.node(producer, output_min_max=clamp, input1_id=x, filter_id=b.const(w), bias_id=b.const(bias),
+               output_id=h, flags=0)
+        ref = xv.astype(np.float64) @ w.T + bias
+    elif producer == "XNNDepthwiseConv2d":
+        xv, w, bias = rand(1, 9, 10, 12), rand(1, 3, 3, 12), rand(12)
+        x = b.input("x", [1, 9, 10, 12])
+        h = b.value([1, 9, 10, 12])
+        b.node(producer, output_min_max=clamp, input1_id=x, filter_id=b.const(w), bias_id=b.const(bias),
+               output_id=h, flags=0, **conv_fields((3, 3), (1, 1, 1, 1), gic=1, goc=1, groups=12))
+        ref = conv2d_ref(xv, np.transpose(w, (3, 1, 2, 0)), bias, (1, 1, 1, 1), (1, 1), (1, 1), 12)
+    else:
+        xv, w, bias = rand(1, 6, 6, 4), rand(8, 3, 3, 4) * 0.3, rand(8)
+        x = b.input("x", [1, 6, 6, 4])
+        h = b.value([1, 6, 6, 8])
+        b.node(producer, output_min_max=clamp, input1_id=x, filter_id=b.const(w), bias_id=b.const(bias),
+               output_id=h, flags=0, **conv_fields((3, 3), (1, 1, 1, 1), gic=4, goc=8))
+        ref = _cref(xv, w, bias)
+    shape = list(ref.shape)
+    if expose:
+        b.output(h, "h")
+    y = b.output(b.value(shape), "y")
+    b.node(act, input_id=h, output_id=y, flags=0)
+    return b.build(), xv, ACT_REF[act](np.clip(ref, *clamp))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("act", sorted(ACT_REF))
+@pytest.mark.parametrize("producer", ["XNNConv2d", "XNNDepthwiseConv2d", "XNNFullyConnected"])
+def test_activation_fuses_into_producer(producer: str, act: str, threads: int) -> None:
+    """MobileNetV3 / transformer MLP shapes: a conv, depthwise conv or FC whose only reader is HardSwish,
+    Sigmoid or Gelu runs as one step (clamp, then the activation, on each output tile), with the same bits as
+    the two steps run apart (forced by also exposing the intermediate as a graph output), and no arena."""
+    fused_blob, xv, want = _producer_then_act(producer, act, expose=False)
+    apart_blob, _, _ = _producer_then_act(producer, act, expose=True)
+    p = runtime.load(fused_blob, threads=threads)
+    got = p.run({"x": xv})["y"]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    apart = runtime.load(apart_blob, threads=threads)
+    np.testing.assert_array_equal(got, apart.run({"x": xv})["y"])
+    rows = steps(p, {"x": xv})
+    assert [(r["kind"], len(r["fused"])) for r in rows] == [(producer, 1)]
+    assert p.peak_arena_bytes == 0
+    assert not any(r["fused"] for r in steps(apart, {"x": xv}))
+
+
+def test_activation_not_fused_after_two_readers_or_deconv() -> None:
+    """The conv output read twice, and a transposed conv (its kernels take no post-op): separate steps."""
+    b = GraphBuilder()
+    x = b.input("x", [1, 5, 5, 3])
+    c, w, bias = _conv(b, x, 3, 3, 5)
+    s = b.value([1, 5, 5, 3])
+    b.node("XNNSigmoid", input_id=c, output_id=s, flags=0)
+    m = b.value([1, 5, 5, 3])
+    b.node("XNNMultiply", input1_id=c, input2_id=s, output_id=m, flags=0)  # swish: c * sigmoid(c)
+    wd = rand(2, 2, 2, 3)
+    d = b.value([1, 10, 10, 2])
+    b.node("XNNConvTranspose2d", input1_id=m, filter_id=b.const(wd), bias_id=INVALID_ID, output_id=d, flags=0,
+           **conv_fields((2, 2), stride=(2, 2), gic=3, goc=2))
+    y = b.output(b.value([1, 10, 10, 2]), "y")
+    b.node("XNNHardswish", input_id=d, output_id=y, flags=0)
+    p = runtime.load(b.build())
+    xv = rand(1, 5, 5, 3)
+    got = p.run({"x": xv})["y"]
+    cv = _cref(xv, w, bias)
+    mv = cv / (1 + np.exp(-cv))
+    dv = np.zeros((1, 10, 10, 2))
+    for ky in range(2):
+        for kx in range(2):
+            dv[:, ky::2, kx::2, :] = mv @ wd[:, ky, kx, :].T
+    np.testing.assert_allclose(got, ACT_REF["XNNHardswish"](dv), rtol=1e-4, atol=1e-5)
+    assert not any(r["fused"] for r in steps(p, {"x": xv}))
+
+
 # ---------------------------------------------------------------- profile
 
 

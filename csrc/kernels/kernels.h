@@ -4,7 +4,10 @@
 //  * Activations are NHWC; shapes are size_t; strides are in elements unless named *_bytes.
 //  * Weights are packed once at load by pack_* into a buffer the caller allocates with *_packed_size bytes
 //    (64-byte aligned). The packed layout is private to the kernel table that packed it.
-//  * `Activation` is the fused clamp (output_min_max); {-inf, +inf} means none.
+//  * `Activation` is the fused output activation: the clamp (output_min_max; {-inf, +inf} means none), then
+//    an optional post-op (hardswish, sigmoid or gelu) applied to the clamped value. Only gemm, gemm_residual,
+//    conv2d, conv2d_residual and dwconv2d apply `post` (the runtime fuses a conv / FC into the activation
+//    that is its only consumer); every other entry takes the clamp alone and must be given post = kNone.
 //  * Every entry may split its work with `Parallel`; results must not depend on the thread count.
 //  * The table is filled once from CPU features (dispatch.cc): the scalar table is the portable baseline
 //    and the reference the faster tables are tested against.
@@ -19,9 +22,14 @@
 
 namespace webxnn {
 
+// The element-wise ops a conv / FC can apply to its output tile while it is still in cache. Each gives the same
+// bits as the table's own `unary` op of that name, so fusing never changes results.
+enum class PostOp : uint8_t { kNone, kHardswish, kSigmoid, kGelu };
+
 struct Activation {
   float min = -std::numeric_limits<float>::infinity();
   float max = std::numeric_limits<float>::infinity();
+  PostOp post = PostOp::kNone;  // after the clamp
 };
 
 // Convolution geometry (XNNPACK's _XNNNodeConv). Filter as stored in the blob:

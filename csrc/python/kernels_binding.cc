@@ -106,15 +106,20 @@ void run_timed(const Timing& tm, Fn&& fn) {
   }
 }
 
-Activation act_of(float mn, float mx) {
+// The clamp [mn, mx], then the post-op named `post` (gemm, conv2d and dwconv2d only).
+Activation act_of(const char* w, float mn, float mx, const std::string& post = "none") {
   Activation a;
   a.min = mn;
   a.max = mx;
+  if (post == "hardswish") a.post = PostOp::kHardswish;
+  else if (post == "sigmoid") a.post = PostOp::kSigmoid;
+  else if (post == "gelu") a.post = PostOp::kGelu;
+  else if (post != "none") bad(w, "post must be none, hardswish, sigmoid or gelu, not '" + post + "'");
   return a;
 }
 
 // ---------------------------------------------------------------------------------------- gemm / matmul
-py::array gemm_t(const FArr& A, const FArr& B, const std::optional<FArr>& bias, bool b_is_nk, float mn, float mx,
+py::array gemm_t(const FArr& A, const FArr& B, const std::optional<FArr>& bias, bool b_is_nk, Activation act,
                const std::string& isa, size_t threads, const Timing& tm,
                const std::optional<FArr>& residual = std::nullopt) {
   const char* w = "gemm";
@@ -137,18 +142,18 @@ py::array gemm_t(const FArr& A, const FArr& B, const std::optional<FArr>& bias, 
     t.gemm_pack(K, N, B.data(), b_is_nk, bias ? bias->data() : nullptr, packed.p);
     if (residual) {
       run_timed(tm, [&] {
-        t.gemm_residual(M, N, K, A.data(), K, packed.p, residual->data(), N, C.mutable_data(), N, act_of(mn, mx), par);
+        t.gemm_residual(M, N, K, A.data(), K, packed.p, residual->data(), N, C.mutable_data(), N, act, par);
       });
     } else {
-      run_timed(tm, [&] { t.gemm(M, N, K, A.data(), K, packed.p, C.mutable_data(), N, act_of(mn, mx), par); });
+      run_timed(tm, [&] { t.gemm(M, N, K, A.data(), K, packed.p, C.mutable_data(), N, act, par); });
     }
   }
   return std::move(C);
 }
 
 py::array gemm(const FArr& A, const FArr& B, const std::optional<FArr>& bias, bool b_is_nk, float mn, float mx,
-               const std::string& isa, size_t threads, const std::optional<FArr>& residual) {
-  return gemm_t(A, B, bias, b_is_nk, mn, mx, isa, threads, Timing{}, residual);
+               const std::string& isa, size_t threads, const std::optional<FArr>& residual, const std::string& post) {
+  return gemm_t(A, B, bias, b_is_nk, act_of("gemm", mn, mx, post), isa, threads, Timing{}, residual);
 }
 
 py::array batch_matmul(const FArr& A, const FArr& B, bool b_is_nk, const std::string& isa, size_t threads) {
@@ -197,8 +202,8 @@ size_t conv_out(const char* w, size_t in, size_t pa, size_t pb, size_t k, size_t
 // The ConvParams of a dense (grouped) conv or transposed conv from the binding's arguments: x [N,H,W,IC],
 // filter OHWI [OC, kh, kw, IC/groups], bias [OC]; everything checked, with `w` naming the function.
 ConvParams dense_conv_params(const char* w, const FArr& x, const FArr& f, const std::optional<FArr>& bias,
-                             const Pads& pads, const Pair& strides, const Pair& dil, uint32_t groups, float mn,
-                             float mx) {
+                             const Pads& pads, const Pair& strides, const Pair& dil, uint32_t groups,
+                             Activation act) {
   need_ndim(w, "x", x, 4);
   need_ndim(w, "filter", f, 4);
   ConvParams p;
@@ -213,15 +218,15 @@ ConvParams dense_conv_params(const char* w, const FArr& x, const FArr& f, const 
   p.groups = groups;
   p.group_input_channels = f.shape(3);
   p.group_output_channels = OC / groups;
-  p.act = act_of(mn, mx);
+  p.act = act;
   return p;
 }
 
 py::array conv2d_t(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
-                 const Pair& strides, const Pair& dil, uint32_t groups, float mn, float mx, const std::string& isa,
+                 const Pair& strides, const Pair& dil, uint32_t groups, Activation act, const std::string& isa,
                  size_t threads, const Timing& tm, const std::optional<FArr>& residual = std::nullopt) {
   const char* w = "conv2d";
-  const ConvParams p = dense_conv_params(w, x, f, bias, pads, strides, dil, groups, mn, mx);
+  const ConvParams p = dense_conv_params(w, x, f, bias, pads, strides, dil, groups, act);
   const size_t N = x.shape(0), H = x.shape(1), W = x.shape(2), OC = f.shape(0);
   const size_t OH = conv_out(w, H, p.pad_top, p.pad_bottom, p.kernel_h, p.stride_h, p.dilation_h);
   const size_t OW = conv_out(w, W, p.pad_left, p.pad_right, p.kernel_w, p.stride_w, p.dilation_w);
@@ -246,7 +251,7 @@ py::array conv2d_t(const FArr& x, const FArr& f, const std::optional<FArr>& bias
 }
 
 py::array dwconv2d_t(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
-                   const Pair& strides, const Pair& dil, float mn, float mx, const std::string& isa, size_t threads,
+                   const Pair& strides, const Pair& dil, Activation act, const std::string& isa, size_t threads,
                    const Timing& tm) {
   const char* w = "dwconv2d";
   need_ndim(w, "x", x, 4);
@@ -263,7 +268,7 @@ py::array dwconv2d_t(const FArr& x, const FArr& f, const std::optional<FArr>& bi
   p.groups = C;
   p.group_input_channels = 1;
   p.group_output_channels = OC / C;
-  p.act = act_of(mn, mx);
+  p.act = act;
   const size_t OH = conv_out(w, H, p.pad_top, p.pad_bottom, p.kernel_h, p.stride_h, p.dilation_h);
   const size_t OW = conv_out(w, W, p.pad_left, p.pad_right, p.kernel_w, p.stride_w, p.dilation_w);
   const KernelTable& t = table_for(w, isa);
@@ -280,20 +285,22 @@ py::array dwconv2d_t(const FArr& x, const FArr& f, const std::optional<FArr>& bi
 
 py::array conv2d(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
                  const Pair& strides, const Pair& dil, uint32_t groups, float mn, float mx, const std::string& isa,
-                 size_t threads, const std::optional<FArr>& residual) {
-  return conv2d_t(x, f, bias, pads, strides, dil, groups, mn, mx, isa, threads, Timing{}, residual);
+                 size_t threads, const std::optional<FArr>& residual, const std::string& post) {
+  return conv2d_t(x, f, bias, pads, strides, dil, groups, act_of("conv2d", mn, mx, post), isa, threads, Timing{},
+                  residual);
 }
 
 py::array dwconv2d(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
-                   const Pair& strides, const Pair& dil, float mn, float mx, const std::string& isa, size_t threads) {
-  return dwconv2d_t(x, f, bias, pads, strides, dil, mn, mx, isa, threads, Timing{});
+                   const Pair& strides, const Pair& dil, float mn, float mx, const std::string& isa, size_t threads,
+                   const std::string& post) {
+  return dwconv2d_t(x, f, bias, pads, strides, dil, act_of("dwconv2d", mn, mx, post), isa, threads, Timing{});
 }
 
 py::array deconv2d_t(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
                      const Pair& strides, const Pair& dil, uint32_t groups, const Pair& adj, float mn, float mx,
                      const std::string& isa, size_t threads, const Timing& tm) {
   const char* w = "deconv2d";
-  ConvParams p = dense_conv_params(w, x, f, bias, pads, strides, dil, groups, mn, mx);
+  ConvParams p = dense_conv_params(w, x, f, bias, pads, strides, dil, groups, act_of(w, mn, mx));
   const size_t N = x.shape(0), H = x.shape(1), W = x.shape(2), OC = f.shape(0);
   if (H == 0 || W == 0) bad(w, "empty input");
   p.adjustment_h = adj.first;
@@ -334,7 +341,7 @@ py::array pool2d_t(bool is_max, const FArr& x, const Pair& pool, const Pads& pad
   p.stride_w = strides.second;
   p.dilation_h = dil.first;
   p.dilation_w = dil.second;
-  p.act = act_of(mn, mx);
+  p.act = act_of(w, mn, mx);
   if (!p.pool_h || !p.pool_w || !p.stride_h || !p.stride_w || !p.dilation_h || !p.dilation_w)
     bad(w, "window, strides and dilations must be >= 1");
   const size_t N = x.shape(0), H = x.shape(1), W = x.shape(2), C = x.shape(3);
@@ -365,7 +372,7 @@ py::array global_avg_pool(const FArr& x, float mn, float mx, const std::string& 
   auto out = make_out<float>({N, 1, 1, C});
   {
     py::gil_scoped_release nogil;
-    t.global_avg_pool(N, HW, C, x.data(), out.mutable_data(), act_of(mn, mx), par);
+    t.global_avg_pool(N, HW, C, x.data(), out.mutable_data(), act_of(w, mn, mx), par);
   }
   return std::move(out);
 }
@@ -421,7 +428,7 @@ py::array binary(const std::string& op, const FArr& a, const FArr& b, float mn, 
   auto out = make_out<float>(out_shape);
   {
     py::gil_scoped_release nogil;
-    t.binary(it->second, s, a.data(), b.data(), out.mutable_data(), act_of(mn, mx), par);
+    t.binary(it->second, s, a.data(), b.data(), out.mutable_data(), act_of(w, mn, mx), par);
   }
   return std::move(out);
 }
@@ -437,7 +444,7 @@ py::array unary_t(const std::string& op, const FArr& x, float alpha, float beta,
   UnaryParams p;
   p.alpha = alpha;
   p.beta = beta;
-  p.act = act_of(mn, mx);
+  p.act = act_of(w, mn, mx);
   {
     py::gil_scoped_release nogil;
     run_timed(tm, [&] { t.unary(it->second, static_cast<size_t>(x.size()), x.data(), out.mutable_data(), p, par); });
@@ -666,16 +673,18 @@ void bind_kernels(py::module_& parent) {
   const Pads no_pads{0, 0, 0, 0};
   const Pair ones{1, 1};
   m.def("gemm", &gemm, py::arg("A"), py::arg("B"), py::arg("bias") = py::none(), py::arg("b_is_nk") = false, mn,
-        mx, isa, thr, py::arg("residual") = py::none(),
-        "C[M,N] = clamp(A[M,K] @ B + bias (+ residual)); B is [K,N], or [N,K] when b_is_nk");
+        mx, isa, thr, py::arg("residual") = py::none(), py::arg("post") = "none",
+        "C[M,N] = post(clamp(A[M,K] @ B + bias (+ residual))); B is [K,N], or [N,K] when b_is_nk; post: none, "
+        "hardswish, sigmoid or gelu");
   m.def("batch_matmul", &batch_matmul, py::arg("A"), py::arg("B"), py::arg("b_is_nk") = false, isa, thr);
   m.def("conv2d", &conv2d, py::arg("x"), py::arg("filter"), py::arg("bias") = py::none(),
         py::arg("pads") = no_pads, py::arg("strides") = ones, py::arg("dilations") = ones,
         py::arg("groups") = uint32_t{1}, mn, mx, isa, thr, py::arg("residual") = py::none(),
-        "NHWC conv (+ residual before the clamp); filter OHWI; pads (top, right, bottom, left)");
+        py::arg("post") = "none",
+        "NHWC conv (+ residual before the clamp, then post); filter OHWI; pads (top, right, bottom, left)");
   m.def("dwconv2d", &dwconv2d, py::arg("x"), py::arg("filter"), py::arg("bias") = py::none(),
         py::arg("pads") = no_pads, py::arg("strides") = ones, py::arg("dilations") = ones, mn, mx, isa, thr,
-        "NHWC depthwise conv; filter [1, kh, kw, C*depth_multiplier]");
+        py::arg("post") = "none", "NHWC depthwise conv (clamp, then post); filter [1, kh, kw, C*depth_multiplier]");
   m.def("deconv2d", &deconv2d, py::arg("x"), py::arg("filter"), py::arg("bias") = py::none(),
         py::arg("pads") = no_pads, py::arg("strides") = ones, py::arg("dilations") = ones,
         py::arg("groups") = uint32_t{1}, py::arg("adjustment") = Pair{0, 0}, mn, mx, isa, thr,
@@ -721,7 +730,7 @@ void bind_kernels(py::module_& parent) {
       [](const FArr& A, const FArr& B, const std::optional<FArr>& bias, bool nk, float mn, float mx,
          const std::string& i, size_t t, size_t r) {
         std::vector<double> times;
-        gemm_t(A, B, bias, nk, mn, mx, i, t, Timing{r, &times});
+        gemm_t(A, B, bias, nk, act_of("time_gemm", mn, mx), i, t, Timing{r, &times});
         return times;
       },
       py::arg("A"), py::arg("B"), py::arg("bias") = py::none(), py::arg("b_is_nk") = false, mn, mx, isa, thr, rep);
@@ -730,7 +739,7 @@ void bind_kernels(py::module_& parent) {
       [](const FArr& x, const FArr& f, const Pads& pads, const Pair& s, uint32_t g, const std::string& i, size_t t,
          size_t r) {
         std::vector<double> times;
-        conv2d_t(x, f, std::nullopt, pads, s, Pair{1, 1}, g, -kInf, kInf, i, t, Timing{r, &times});
+        conv2d_t(x, f, std::nullopt, pads, s, Pair{1, 1}, g, Activation{}, i, t, Timing{r, &times});
         return times;
       },
       py::arg("x"), py::arg("filter"), py::arg("pads") = no_pads, py::arg("strides") = ones,
@@ -739,7 +748,7 @@ void bind_kernels(py::module_& parent) {
       "time_dwconv2d",
       [](const FArr& x, const FArr& f, const Pads& pads, const Pair& s, const std::string& i, size_t t, size_t r) {
         std::vector<double> times;
-        dwconv2d_t(x, f, std::nullopt, pads, s, Pair{1, 1}, -kInf, kInf, i, t, Timing{r, &times});
+        dwconv2d_t(x, f, std::nullopt, pads, s, Pair{1, 1}, Activation{}, i, t, Timing{r, &times});
         return times;
       },
       py::arg("x"), py::arg("filter"), py::arg("pads") = no_pads, py::arg("strides") = ones, isa, thr, rep);

@@ -146,7 +146,7 @@ class PyProgram {
       if (times) {
         for (const auto& t : *times) ns.append(t[s]);
       }
-      r.append(entry(st.node, st.add == kNoValue ? -1 : static_cast<int64_t>(st.add), ns, st.serial));
+      r.append(entry(st.node, st.into == kNoValue ? -1 : static_cast<int64_t>(st.into), ns, st.serial));
     }
     for (uint32_t node : plan.aliased_nodes) r.append(entry(node, -1, py::none(), true));
     return r;

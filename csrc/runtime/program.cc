@@ -669,6 +669,16 @@ namespace {
 
 bool act_is_none(const Activation& a) { return std::isinf(a.min) && a.min < 0 && std::isinf(a.max) && a.max > 0; }
 
+// The kernels' fused post-op for an activation node type (kNone: not fusable).
+PostOp post_op_of(NodeType t) {
+  switch (t) {
+    case NodeType::kHardswish: return PostOp::kHardswish;
+    case NodeType::kSigmoid: return PostOp::kSigmoid;
+    case NodeType::kGelu: return PostOp::kGelu;
+    default: return PostOp::kNone;
+  }
+}
+
 // Storage groups: a union-find over values whose root owns the storage every member shares.
 struct Groups {
   std::vector<uint32_t> parent;
@@ -709,35 +719,54 @@ void Program::plan_steps(Plan& plan, std::vector<int64_t>& last_use) const {
     return val.is_constant || val.flags != 0;
   };
 
-  // 1. Residual fusion: Add(p, r) where p is a Conv2d / FullyConnected output read only by this Add, with no
-  // activation of its own, and p, r and the sum all of one shape. The fused step runs at the Add's position,
-  // so the conv's inputs must live until then.
-  std::vector<uint32_t> fused_into(nn, kNoValue);  // conv/FC node -> Add node
-  std::vector<Step> fused(nn);                     // Add node -> its fused step
+  // 1. Fusion of a conv / FC into its only consumer, which then runs as one step at the consumer's position
+  // (so the conv's inputs must live until then); the conv's output never materializes.
+  //  * Residual: Add(p, r) where p is a Conv2d / FullyConnected output with no activation of its own, and p,
+  //    r and the sum all of one shape.
+  //  * Activation: HardSwish / Sigmoid / Gelu of a Conv2d / DepthwiseConv2d / FullyConnected output (its
+  //    clamp, if any, comes first, as unfused), applied by the kernel to each output tile while in cache.
+  std::vector<uint32_t> fused_into(nn, kNoValue);  // conv/FC node -> the consumer node
+  std::vector<Step> fused(nn);                     // consumer node -> its fused step
   std::vector<bool> elided(nv, false);             // the conv outputs that never materialize
+  auto fusable = [&](uint32_t pv, bool residual) -> int64_t {  // the producer of pv if it can fuse, else -1
+    if (!computed(pv) || consumers_[pv] != 1 || model_.values[pv].dtype != DType::kFp32) return -1;
+    const size_t j = static_cast<size_t>(producer_[pv]);
+    const Node& cv = model_.nodes[j];
+    const bool fc = cv.type == NodeType::kFullyConnected;
+    const bool kind = residual ? (cv.type == NodeType::kConv2d || fc) : (fc || cv.type == NodeType::kConv2d ||
+                                                                           cv.type == NodeType::kDepthwiseConv2d);
+    if (!kind || cv.folded || fused_into[j] != kNoValue || needs_run_packing(j)) return -1;
+    if (model_.values[cv.inputs[0]].dtype != DType::kFp32) return -1;
+    if (residual && !act_is_none(cv.act)) return -1;
+    return static_cast<int64_t>(j);
+  };
+  auto fuse = [&](size_t i, size_t j, uint32_t pv, uint32_t residual) {
+    fused_into[j] = static_cast<uint32_t>(i);
+    fused[i].node = static_cast<uint32_t>(j);
+    fused[i].into = static_cast<uint32_t>(i);
+    fused[i].residual = residual;
+    elided[pv] = true;
+    for (uint32_t in : model_.nodes[j].inputs) {
+      if (in != kNoValue) last_use[in] = std::max<int64_t>(last_use[in], static_cast<int64_t>(i));
+    }
+  };
   for (size_t i = 0; i < nn; ++i) {
-    const Node& add = model_.nodes[i];
-    if (add.folded || add.type != NodeType::kAdd || add.inputs.size() != 2) continue;
-    const uint32_t out = add.outputs[0];
+    const Node& nd = model_.nodes[i];
+    if (nd.folded || nd.outputs.size() != 1) continue;
+    const uint32_t out = nd.outputs[0];
     if (model_.values[out].dtype != DType::kFp32 || numel(shapes[out]) == 0) continue;
+    if (post_op_of(nd.type) != PostOp::kNone && nd.inputs.size() == 1) {
+      const int64_t j = fusable(nd.inputs[0], false);
+      if (j >= 0) fuse(i, static_cast<size_t>(j), nd.inputs[0], kNoValue);
+      continue;
+    }
+    if (nd.type != NodeType::kAdd || nd.inputs.size() != 2) continue;
     for (size_t k = 0; k < 2; ++k) {
-      const uint32_t pv = add.inputs[k], rv = add.inputs[1 - k];
-      if (pv == rv || !computed(pv) || consumers_[pv] != 1) continue;
-      const size_t j = static_cast<size_t>(producer_[pv]);
-      const Node& cv = model_.nodes[j];
-      const bool conv = cv.type == NodeType::kConv2d && kernels_->conv2d_residual;
-      const bool fc = cv.type == NodeType::kFullyConnected && kernels_->gemm_residual;
-      if (!(conv || fc) || cv.folded || fused_into[j] != kNoValue || needs_run_packing(j)) continue;
-      if (model_.values[pv].dtype != DType::kFp32 || model_.values[cv.inputs[0]].dtype != DType::kFp32) continue;
-      if (!act_is_none(cv.act) || shapes[pv] != shapes[out] || shapes[rv] != shapes[out]) continue;
-      fused_into[j] = static_cast<uint32_t>(i);
-      fused[i].node = static_cast<uint32_t>(j);
-      fused[i].add = static_cast<uint32_t>(i);
-      fused[i].residual = rv;
-      elided[pv] = true;
-      for (uint32_t in : cv.inputs) {
-        if (in != kNoValue) last_use[in] = std::max<int64_t>(last_use[in], static_cast<int64_t>(i));
-      }
+      const uint32_t pv = nd.inputs[k], rv = nd.inputs[1 - k];
+      if (pv == rv || shapes[pv] != shapes[out] || shapes[rv] != shapes[out]) continue;
+      const int64_t j = fusable(pv, true);
+      if (j < 0) continue;
+      fuse(i, static_cast<size_t>(j), pv, rv);
       break;
     }
   }
@@ -760,7 +789,7 @@ void Program::plan_steps(Plan& plan, std::vector<int64_t>& last_use) const {
     bool empty = false;
     for (uint32_t out : nd.outputs) empty = empty || numel(shapes[out]) == 0;
     if (empty) continue;
-    if (fused[i].add != kNoValue) {
+    if (fused[i].into != kNoValue) {
       plan.steps.push_back(fused[i]);
       continue;
     }
@@ -1089,6 +1118,13 @@ void Program::exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel&
   float* outf = static_cast<float*>(out);
   const Value& out_val = model_.values[nd.outputs[0]];
   const size_t esize = std::max<size_t>(1, element_size(out_val.dtype));
+  // A fused step (see plan_steps) writes its consumer's output: a residual Add's (with the Add's clamp) or an
+  // activation's (this node's clamp, then the activation as the kernel's post-op).
+  const Node* into = step && step->into != kNoValue ? &model_.nodes[step->into] : nullptr;
+  const float* residual = into && step->residual != kNoValue ? static_cast<const float*>(ptrs[step->residual]) : nullptr;
+  float* fused_out = into ? static_cast<float*>(ptrs[into->outputs[0]]) : outf;
+  Activation fused_act = residual ? into->act : nd.act;
+  if (into && !residual) fused_act.post = post_op_of(into->type);
 
   // Weights: packed at load, or (non-constant filter or bias) packed now into a per-run buffer.
   const void* packed = i < packed_ptr_.size() ? packed_ptr_[i] : nullptr;
@@ -1151,12 +1187,10 @@ void Program::exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel&
       const size_t Kd = x.back();
       const size_t N = out_shape.back();
       const size_t M = numel(x) / Kd;
-      if (step && step->add != kNoValue) {
-        const Node& add = model_.nodes[step->add];
-        K.gemm_residual(M, N, Kd, inf(0), Kd, packed, static_cast<const float*>(ptrs[step->residual]), N,
-                        static_cast<float*>(ptrs[add.outputs[0]]), N, add.act, par);
+      if (residual) {
+        K.gemm_residual(M, N, Kd, inf(0), Kd, packed, residual, N, fused_out, N, fused_act, par);
       } else if (out_val.dtype == DType::kFp32) {
-        K.gemm(M, N, Kd, inf(0), Kd, packed, outf, N, nd.act, par);
+        K.gemm(M, N, Kd, inf(0), Kd, packed, fused_out, N, fused_act, par);
       } else {
         const int8_t lo = quantize_bound(nd.act.min, out_val.quant, true);
         const int8_t hi = quantize_bound(nd.act.max, out_val.quant, false);
@@ -1199,18 +1233,16 @@ void Program::exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel&
     }
     case NodeType::kConv2d: case NodeType::kDepthwiseConv2d: case NodeType::kConvTranspose2d: {
       const Shape& x = in_shape(0);
-      if (step && step->add != kNoValue) {
-        const Node& add = model_.nodes[step->add];
-        ConvParams p = nd.conv;
-        p.act = add.act;
-        K.conv2d_residual(p, x[0], x[1], x[2], inf(0), out_shape[1], out_shape[2], packed,
-                          static_cast<const float*>(ptrs[step->residual]), static_cast<float*>(ptrs[add.outputs[0]]),
+      ConvParams p = nd.conv;
+      p.act = fused_act;
+      if (residual) {
+        K.conv2d_residual(p, x[0], x[1], x[2], inf(0), out_shape[1], out_shape[2], packed, residual, fused_out,
                           par);
         return;
       }
       auto fn = nd.type == NodeType::kConv2d ? K.conv2d
                 : nd.type == NodeType::kDepthwiseConv2d ? K.dwconv2d : K.deconv2d;
-      fn(nd.conv, x[0], x[1], x[2], inf(0), out_shape[1], out_shape[2], packed, outf, par);
+      fn(p, x[0], x[1], x[2], inf(0), out_shape[1], out_shape[2], packed, fused_out, par);
       return;
     }
     case NodeType::kMaxPooling2d: case NodeType::kAvgPooling2d: {

@@ -47,7 +47,9 @@ struct LoadOptions {
 // its epilogue (out = clamp(conv(x) + bias + residual)).
 struct Step {
   uint32_t node = 0;               // the node run
-  uint32_t add = kNoValue;         // fused residual: the Add node whose output this step writes
+  // A fused consumer whose output this step writes: an Add (residual: the conv / FC output plus `residual`)
+  // or an activation (HardSwish / Sigmoid / Gelu, applied as the kernel's Activation::post).
+  uint32_t into = kNoValue;
   uint32_t residual = kNoValue;    // fused residual: the value added (never overlaps the output)
   bool serial = false;             // too small to be worth waking the pool: run on the calling thread
 };

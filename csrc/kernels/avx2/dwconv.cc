@@ -20,6 +20,7 @@
 
 #include "kernels/avx2/avx2.h"
 #include "kernels/avx2/simd.h"
+#include "kernels/avx2/vmath.h"
 #include "kernels/internal.h"
 #include "kernels/scalar/scalar.h"
 
@@ -285,6 +286,7 @@ void dw_task(const void* vctx, size_t task) {
         }
       }
     }
+    apply_post(p.act.post, orow, 1, x.OW * C, 0);  // the fused post-op over the row just written (in L1/L2)
   }
   internal::aligned_free(tin);
   internal::aligned_free(twt);
@@ -462,8 +464,13 @@ void dwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in
   const size_t dm = p.group_output_channels, OC = size_t{p.groups} * dm;
   const size_t ring_rows = dm == 1 ? 0 : (size_t{p.kernel_h} - 1) * p.dilation_h + 1;
   if (dm == 0 || p.kernel_h > 64 ||
-      static_cast<double>(ring_rows) * static_cast<double>(W) * static_cast<double>(OC) * 4.0 > kMaxRingBytes)
-    return scalar::dwconv2d(p, N, H, W, in, OH, OW, packed, out, par);
+      static_cast<double>(ring_rows) * static_cast<double>(W) * static_cast<double>(OC) * 4.0 > kMaxRingBytes) {
+    // The scalar kernel without the post-op, then this table's post-op (the same bits as its `unary`).
+    ConvParams q = p;
+    q.act.post = PostOp::kNone;
+    scalar::dwconv2d(q, N, H, W, in, OH, OW, packed, out, par);
+    return apply_post(p.act.post, out, 1, N * OH * OW * OC, 0);
+  }
   if (N == 0 || OH == 0 || OW == 0 || OC == 0) return;
   int32_t* plan = nullptr;
   if (ring_rows) {

@@ -5,6 +5,7 @@
 
 #include "kernels/avx2/avx2.h"
 #include "kernels/avx2/simd.h"
+#include "kernels/avx2/vmath.h"
 #include "kernels/internal.h"
 #include "kernels/scalar/scalar.h"
 
@@ -112,11 +113,7 @@ inline __m256 unv(__m256 x, __m256 alpha, __m256 beta) {
       return _mm256_blendv_ps(x, zero, _mm256_cmp_ps(x, zero, _CMP_LT_OQ));
     case UnaryOp::kLeakyRelu:
       return _mm256_blendv_ps(x, _mm256_mul_ps(alpha, x), _mm256_cmp_ps(x, zero, _CMP_LT_OQ));
-    case UnaryOp::kHardswish: {
-      __m256 t = _mm256_add_ps(x, _mm256_set1_ps(3.f));
-      t = _mm256_min_ps(_mm256_max_ps(t, zero), _mm256_set1_ps(6.f));
-      return _mm256_div_ps(_mm256_mul_ps(x, t), _mm256_set1_ps(6.f));
-    }
+    case UnaryOp::kHardswish: return hswish_ps(x);
     case UnaryOp::kSoftsign:
       return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.f), _mm256_andnot_ps(_mm256_set1_ps(-0.f), x)));
     case UnaryOp::kHardSigmoid: {

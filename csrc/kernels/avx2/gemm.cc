@@ -20,6 +20,7 @@
 
 #include "kernels/avx2/avx2.h"
 #include "kernels/avx2/simd.h"
+#include "kernels/avx2/vmath.h"
 #include "kernels/internal.h"
 
 namespace webxnn {
@@ -166,6 +167,19 @@ void run_ukernel(size_t mr, size_t kc, const float* a, size_t lda, const float* 
   }
 }
 
+// Rows of the next row tile when r rows of the M chunk remain: kMR, except that the last 7-13 rows are split
+// into tiles of 4 and 5 (7 = 4 + 3, 8 = 4 + 4, 9 = 5 + 4, 13 = 5 + 4 + 4). A tile of fewer than 4 rows has
+// fewer than 8 accumulator chains and waits on the FMA latency: it takes as long as a 4-row tile. So M = 49
+// runs as 8 x 6 + 1 (the cost of 52 rows) before and as 4 x 6 + 5 x 5 (49) after; M = 128 as 21 x 6 + 2 (130)
+// before and 20 x 6 + 4 + 4 (128) after. Every row's sums are the same for any tiling.
+inline size_t tile_rows(size_t r) {
+  switch (r) {
+    case 7: case 8: return 4;
+    case 9: case 13: return 5;
+    default: return min_sz(r, kMR);
+  }
+}
+
 // One full 16-column panel over the M chunk's row tiles: the MR = 6 tiles inlined in one loop (no call and
 // no dispatch per tile: with short K those cost as much as the tile's FMAs), the last partial tile dispatched.
 // a: the chunk's first row (in place, row stride lda) or its packed micro-panels (kc * MR floats per tile).
@@ -177,7 +191,7 @@ void sweep16(size_t mc, size_t kc, const float* a, size_t lda, const float* b, f
              const char* next_b, size_t pf_per_tile, bool c_prefetch) {
   size_t pf = 0, t0 = 0;
   const size_t a_step = kPacked ? kc * kMR : kMR * lda;
-  for (; t0 + kMR <= mc; t0 += kMR, a += a_step, c += kMR * ldc, r = r ? r + kMR * ldr : nullptr) {
+  for (; tile_rows(mc - t0) == kMR; t0 += kMR, a += a_step, c += kMR * ldc, r = r ? r + kMR * ldr : nullptr) {
     if (next_b)
       for (const size_t e = min_sz(kc, pf + pf_per_tile); pf < e; ++pf) _mm_prefetch(next_b + pf * 64, _MM_HINT_T1);
     if (c_prefetch && t0 + kMR < mc) {
@@ -189,14 +203,17 @@ void sweep16(size_t mc, size_t kc, const float* a, size_t lda, const float* b, f
     }
     ukernel<kMR, true, kPacked>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
   }
-  if (t0 < mc) run_ukernel<true, kPacked>(mc - t0, kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
+  for (size_t mr; t0 < mc; t0 += mr, a += kPacked ? kc * mr : mr * lda, c += mr * ldc, r = r ? r + mr * ldr : nullptr) {
+    mr = tile_rows(mc - t0);
+    run_ukernel<true, kPacked>(mr, kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
+  }
 }
 
 // Packs rows [m0, m0+mc) x cols [k0, k0+kc) of A into MR-interleaved micro-panels: tile t holds rows
-// m0 + t*MR .. as [kc][mr_t] (the last tile has mr_t = the remaining rows).
+// t0 .. t0 + mr_t as [kc][mr_t], tiles as tile_rows splits the chunk (tile t0 starts at out + t0 * kc).
 void pack_a(const float* A, size_t lda, size_t mc, size_t kc, float* out) {
-  for (size_t t0 = 0; t0 < mc; t0 += kMR) {
-    const size_t mr = min_sz(kMR, mc - t0);
+  for (size_t t0 = 0, mr; t0 < mc; t0 += mr) {
+    mr = tile_rows(mc - t0);
     const float* rows = A + t0 * lda;
     if (mr == kMR) {
       const float *r0 = rows, *r1 = rows + lda, *r2 = rows + 2 * lda, *r3 = rows + 3 * lda, *r4 = rows + 4 * lda,
@@ -227,6 +244,7 @@ struct GemmCtx {
   float* C;
   float vmin, vmax;
   bool clamp;  // vmin > -inf or vmax < +inf
+  PostOp post;  // applied to each unit's C block once its last K block is done (the block is in L2)
 };
 
 void gemm_task(const void* vctx, size_t task) {
@@ -284,8 +302,8 @@ void gemm_task(const void* vctx, size_t task) {
           continue;
         }
         size_t pf = 0;
-        for (size_t t0 = 0; t0 < mc; t0 += kMR) {  // a partial panel (N tail)
-          const size_t mr = min_sz(kMR, mc - t0);
+        for (size_t t0 = 0, mr; t0 < mc; t0 += mr) {  // a partial panel (N tail)
+          mr = tile_rows(mc - t0);
           if (next_b)
             for (const size_t e = min_sz(kc, pf + pf_per_tile); pf < e; ++pf) _mm_prefetch(next_b + pf * 64, _MM_HINT_T1);
           float* c = x.C + (m0 + t0) * x.ldc + n0;
@@ -293,9 +311,9 @@ void gemm_task(const void* vctx, size_t task) {
           const float* a = x.pack_a ? ablk + t0 * kc : x.A + (m0 + t0) * x.lda + k0;
           // The next tile's C rows (read at its start on K blocks after the first): fetch them while this
           // tile computes; C rows of a tall GEMM do not stay in L2 between K blocks.
-          if (x.kc_blocks > 1 && t0 + kMR < mc) {
-            const char* cn = reinterpret_cast<const char*>(c + kMR * x.ldc);
-            for (size_t m = 0; m < kMR; ++m) {
+          if (x.kc_blocks > 1 && t0 + mr < mc) {
+            const char* cn = reinterpret_cast<const char*>(c + mr * x.ldc);
+            for (size_t m = 0; m < tile_rows(mc - t0 - mr); ++m) {
               _mm_prefetch(cn + m * x.ldc * sizeof(float), _MM_HINT_T0);
               _mm_prefetch(cn + m * x.ldc * sizeof(float) + 60, _MM_HINT_T0);
             }
@@ -314,6 +332,7 @@ void gemm_task(const void* vctx, size_t task) {
         }
       }
     }
+    apply_post(x.post, x.C + m0 * x.ldc + p0 * kNR, mc, min_sz(x.N, p1 * kNR) - p0 * kNR, x.ldc);
   }
   internal::aligned_free(abuf);
 }
@@ -326,6 +345,7 @@ struct GemvCtx {
   const float* packed;
   float* y;
   float vmin, vmax;
+  PostOp post;
 };
 
 void gemv_task(const void* vctx, size_t task) {
@@ -379,6 +399,7 @@ void gemv_task(const void* vctx, size_t task) {
         _mm256_maskstore_ps(x.y + n0 + 8, lane_mask(nc > 8 ? nc - 8 : 0), hi);
       }
     }
+    apply_post(x.post, x.y + p * kNR, 1, min_sz(x.N, (p + np) * kNR) - p * kNR, 0);
     p += np;
   }
 }
@@ -432,6 +453,7 @@ void gemm_run(size_t M, size_t N, size_t K, const float* A, size_t lda, const vo
     v.y = C;
     v.vmin = act.min;
     v.vmax = act.max;
+    v.post = act.post;
     if (v.tasks > 1) return internal::parallel_run(*par, v.tasks, gemv_task, &v);
     return gemv_task(&v, 0);
   }
@@ -449,6 +471,7 @@ void gemm_run(size_t M, size_t N, size_t K, const float* A, size_t lda, const vo
   x.vmin = act.min;
   x.vmax = act.max;
   x.clamp = !(act.min == -__builtin_inff() && act.max == __builtin_inff());
+  x.post = act.post;
   x.panels = panels;
   // A is read in place (six row streams) unless its rows alias in L1 (row stride a multiple of 4 KB): then it
   // is packed per K block. Measured here: packing costs ~1 cycle per element and loses on narrow N.

@@ -17,6 +17,7 @@
 
 #include "kernels/avx2/avx2.h"
 #include "kernels/avx2/simd.h"
+#include "kernels/avx2/vmath.h"
 #include "kernels/internal.h"
 #include "kernels/scalar/scalar.h"
 
@@ -251,9 +252,7 @@ void conv_task(const void* vctx, size_t task) {
       for (size_t q = q0; q < q1; ++q)
         run_ukernel(mr, kh, kc, krows, wg + q * panel_floats, c + q * kNR, x.OC, min_sz(kNR, x.goc - q * kNR),
                     vmin, vmax, x.residual ? x.residual + (c - x.out) + q * kNR : nullptr);
-      continue;
-    }
-    if (gbuf) {
+    } else if (gbuf) {
       // Few input channels (RGB stems): gather the tile's windows into mr contiguous rows of taps * gic
       // (row order = the packed weights' tap-major order), then one long k loop per panel instead of many
       // taps of a 1-3 step loop.
@@ -270,16 +269,18 @@ void conv_task(const void* vctx, size_t task) {
       for (size_t q = q0; q < q1; ++q)
         run_ukernel(mr, 1, kk, rows, wg + q * panel_floats, c + q * kNR, x.OC, min_sz(kNR, x.goc - q * kNR), vmin,
                     vmax, x.residual ? x.residual + (c - x.out) + q * kNR : nullptr);
-      continue;
+    } else {
+      // The microkernel reads MR pointers per tap; its template MR equals mr, so stride the buffer by mr.
+      if (mr != kMR) {
+        for (size_t t = 0; t < x.taps; ++t)
+          for (size_t m = 0; m < mr; ++m) ind[t * mr + m] = ind[t * kMR + m];
+      }
+      for (size_t q = q0; q < q1; ++q)
+        run_ukernel(mr, x.taps, x.gic, ind, wg + q * panel_floats, c + q * kNR, x.OC, min_sz(kNR, x.goc - q * kNR),
+                    vmin, vmax, x.residual ? x.residual + (c - x.out) + q * kNR : nullptr);
     }
-    // The microkernel reads MR pointers per tap; its template MR equals mr, so stride the buffer by mr.
-    if (mr != kMR) {
-      for (size_t t = 0; t < x.taps; ++t)
-        for (size_t m = 0; m < mr; ++m) ind[t * mr + m] = ind[t * kMR + m];
-    }
-    for (size_t q = q0; q < q1; ++q)
-      run_ukernel(mr, x.taps, x.gic, ind, wg + q * panel_floats, c + q * kNR, x.OC, min_sz(kNR, x.goc - q * kNR),
-                  vmin, vmax, x.residual ? x.residual + (c - x.out) + q * kNR : nullptr);
+    // The fused post-op over the tile just written (mr pixels x this unit's panels, in L1).
+    apply_post(p.act.post, c + q0 * kNR, mr, min_sz(x.goc, q1 * kNR) - q0 * kNR, x.OC);
   }
   internal::aligned_free(ind);
   if (gbuf) internal::aligned_free(gbuf);
@@ -369,13 +370,24 @@ void conv2d_impl(const ConvParams& p, size_t N, size_t H, size_t W, const float*
 
 void conv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
             const void* packed, float* out, Parallel& par) {
-  if (narrow_groups(p)) return scalar::conv2d(p, N, H, W, in, OH, OW, packed, out, par);
+  if (narrow_groups(p)) {
+    // The scalar kernel without the post-op, then this table's post-op (the same bits as its `unary`).
+    ConvParams q = p;
+    q.act.post = PostOp::kNone;
+    scalar::conv2d(q, N, H, W, in, OH, OW, packed, out, par);
+    return apply_post(p.act.post, out, 1, N * OH * OW * size_t{p.groups} * p.group_output_channels, 0);
+  }
   conv2d_impl(p, N, H, W, in, OH, OW, packed, nullptr, out, par);
 }
 
 void conv2d_residual(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
                      const void* packed, const float* residual, float* out, Parallel& par) {
-  if (narrow_groups(p)) return scalar::conv2d_residual(p, N, H, W, in, OH, OW, packed, residual, out, par);
+  if (narrow_groups(p)) {
+    ConvParams q = p;
+    q.act.post = PostOp::kNone;
+    scalar::conv2d_residual(q, N, H, W, in, OH, OW, packed, residual, out, par);
+    return apply_post(p.act.post, out, 1, N * OH * OW * size_t{p.groups} * p.group_output_channels, 0);
+  }
   conv2d_impl(p, N, H, W, in, OH, OW, packed, residual, out, par);
 }
 

@@ -13,65 +13,13 @@
 
 #include "kernels/avx2/avx2.h"
 #include "kernels/avx2/simd.h"
+#include "kernels/avx2/vmath.h"
 #include "kernels/internal.h"
 #include "kernels/scalar/scalar.h"
 
 namespace webxnn {
 namespace avx2 {
 namespace {
-
-inline __m256 vabs(__m256 x) { return _mm256_andnot_ps(_mm256_set1_ps(-0.f), x); }
-inline __m256 nan_mask(__m256 x) { return _mm256_cmp_ps(x, x, _CMP_UNORD_Q); }
-
-inline __m256 pow2i(__m256i n) {  // 2^n for n in [-126, 127]
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23));
-}
-
-// e^x without NaN handling (callers that can see NaN blend it back).
-inline __m256 exp_core(__m256 x) {
-  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-104.f)), _mm256_set1_ps(89.f));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187045e-06f), r);
-  __m256 p = _mm256_set1_ps(1.f / 720.f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 120.f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 24.f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 6.f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f));
-  const __m256i ni = _mm256_cvtps_epi32(n);
-  const __m256i n1 = _mm256_srai_epi32(ni, 1);
-  return _mm256_mul_ps(_mm256_mul_ps(p, pow2i(n1)), pow2i(_mm256_sub_epi32(ni, n1)));
-}
-
-// e^x for x in [-87.3, 88.7] (clamped to it), where 2^n is one normal float: one scaling instead of two, and
-// the polynomial by Estrin's scheme. Below e^-87.3 (~1e-38) it returns that value instead of denormals (its
-// one caller, erfc, zeroes those results itself).
-inline __m256 exp_narrow(__m256 x) {
-  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.7f));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187045e-06f), r);
-  const __m256 r2 = _mm256_mul_ps(r, r);
-  const __m256 a = _mm256_add_ps(_mm256_set1_ps(1.f), r);
-  const __m256 b = _mm256_fmadd_ps(_mm256_set1_ps(1.f / 6.f), r, _mm256_set1_ps(0.5f));
-  const __m256 c = _mm256_fmadd_ps(_mm256_set1_ps(1.f / 120.f), r, _mm256_set1_ps(1.f / 24.f));
-  const __m256 p = _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(1.f / 720.f), r2, c), r2, b), r2, a);
-  return _mm256_mul_ps(p, pow2i(_mm256_cvtps_epi32(n)));
-}
-
-inline __m256 exp_ps(__m256 x) { return _mm256_blendv_ps(exp_core(x), x, nan_mask(x)); }
-
-inline __m256 sigmoid_ps(__m256 x) {
-  const __m256 e = exp_core(_mm256_xor_ps(vabs(x), _mm256_set1_ps(-0.f)));  // exp(-|x|)
-  const __m256 one = _mm256_set1_ps(1.f);
-  const __m256 d = _mm256_add_ps(one, e);
-  const __m256 num = _mm256_blendv_ps(one, e, _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ));
-  return _mm256_blendv_ps(_mm256_div_ps(num, d), x, nan_mask(x));
-}
 
 inline __m256 tanh_ps(__m256 x) {
   const __m256 ax = vabs(x), sign = _mm256_and_ps(x, _mm256_set1_ps(-0.f));
@@ -104,45 +52,11 @@ inline __m256 erf_small(__m256 x) {
   return _mm256_mul_ps(_mm256_fmadd_ps(_mm256_mul_ps(p, x2), x, x), _mm256_set1_ps(1.12837916709551257f));
 }
 
-// erfc(z) for z >= 0 with small *relative* error (< 1.2e-7 plus the rounding of z^2 in the exponent):
-// t exp(-z^2 + P(t)), t = 1 / (1 + z/2), P a degree-9 Chebyshev fit (the classic "erfcc" form).
-inline __m256 erfc_pos(__m256 z) {
-  const __m256 one = _mm256_set1_ps(1.f);
-  // erfc(z) < 1e-44 for z >= 10: that is returned as 0 and z clamped, which keeps t finite (NaN becomes 10
-  // here; callers blend NaN back). t = 1 / d by the reciprocal estimate and one Newton step (relative error
-  // ~1e-7 with no divide: the divide's latency dominated gelu); 1 <= d <= 6.
-  const __m256 beyond = _mm256_cmp_ps(z, _mm256_set1_ps(10.f), _CMP_GE_OQ);
-  z = _mm256_min_ps(z, _mm256_set1_ps(10.f));
-  const __m256 d = _mm256_fmadd_ps(_mm256_set1_ps(0.5f), z, one);
-  const __m256 t0 = _mm256_rcp_ps(d);
-  const __m256 t = _mm256_mul_ps(t0, _mm256_fnmadd_ps(d, t0, _mm256_set1_ps(2.f)));
-  // P by Estrin's scheme (depth 4 instead of Horner's 9 dependent FMAs; the chain's latency is the cost).
-  auto c = [](float v) { return _mm256_set1_ps(v); };
-  const __m256 t2 = _mm256_mul_ps(t, t), t4 = _mm256_mul_ps(t2, t2), t8 = _mm256_mul_ps(t4, t4);
-  const __m256 q01 = _mm256_fmadd_ps(c(1.00002368f), t, c(-1.26551223f));
-  const __m256 q23 = _mm256_fmadd_ps(c(0.09678418f), t, c(0.37409196f));
-  const __m256 q45 = _mm256_fmadd_ps(c(0.27886807f), t, c(-0.18628806f));
-  const __m256 q67 = _mm256_fmadd_ps(c(1.48851587f), t, c(-1.13520398f));
-  const __m256 q89 = _mm256_fmadd_ps(c(0.17087277f), t, c(-0.82215223f));
-  const __m256 r03 = _mm256_fmadd_ps(q23, t2, q01), r47 = _mm256_fmadd_ps(q67, t2, q45);
-  const __m256 p = _mm256_fmadd_ps(q89, t8, _mm256_fmadd_ps(r47, t4, r03));
-  return _mm256_andnot_ps(beyond, _mm256_mul_ps(t, exp_narrow(_mm256_fnmadd_ps(z, z, p))));
-}
-
 inline __m256 erf_ps(__m256 x) {
   const __m256 ax = vabs(x), sign = _mm256_and_ps(x, _mm256_set1_ps(-0.f));
   const __m256 large = _mm256_or_ps(_mm256_sub_ps(_mm256_set1_ps(1.f), erfc_pos(ax)), sign);
   const __m256 r = _mm256_blendv_ps(large, erf_small(x), _mm256_cmp_ps(ax, _mm256_set1_ps(0.5f), _CMP_LT_OQ));
   return _mm256_blendv_ps(r, x, nan_mask(x));
-}
-
-// gelu = x/2 (1 + erf(x/sqrt 2)) = x/2 (2 - erfc(z)) for x >= 0 and x/2 erfc(|z|) for x < 0, z = x/sqrt 2.
-// 1 + erf(z) >= 1 - erf(0.5) ~ 0.48 wherever erfc's form could lose relative accuracy (z near 0), so the
-// erfc form alone is accurate everywhere and the small-|z| polynomial of erf is not needed here.
-inline __m256 gelu_ps(__m256 x) {
-  const __m256 ec = erfc_pos(vabs(_mm256_mul_ps(x, _mm256_set1_ps(0.70710678118654752f))));
-  const __m256 f = _mm256_blendv_ps(_mm256_sub_ps(_mm256_set1_ps(2.f), ec), ec, x);  // sign bit of x selects
-  return _mm256_blendv_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x), f), x, nan_mask(x));
 }
 
 template <UnaryOp kOp>

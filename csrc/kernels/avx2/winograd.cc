@@ -26,6 +26,7 @@
 
 #include "kernels/avx2/avx2.h"
 #include "kernels/avx2/simd.h"
+#include "kernels/avx2/vmath.h"
 #include "kernels/internal.h"
 
 namespace webxnn {
@@ -53,6 +54,7 @@ struct WinoCtx {
   const float* residual;
   float* out;
   float vmin, vmax;
+  PostOp post;
 };
 
 // The 1-D transforms (each applied along columns, then along rows).
@@ -130,8 +132,10 @@ void input_transform(const WinoCtx& x, size_t t0, size_t tcount, float* V) {
 
 // out tile = A^T M A + bias (+ residual), clamped; output channels [k0, k0 + kc) of the block's tiles.
 // M[xi][t][j] holds channel k0 + j (row stride ldm).
+template <PostOp kPost>
 void output_transform(const WinoCtx& x, size_t t0, size_t tcount, size_t k0, size_t kc, const float* Mx,
                       size_t ldm) {
+  const auto post = [](__m256 v) { return post8<kPost>(v); };
   const __m256 vmin = _mm256_set1_ps(x.vmin), vmax = _mm256_set1_ps(x.vmax);
   const size_t mstride = x.tb * ldm;
   for (size_t ti = 0; ti < tcount; ++ti) {
@@ -160,6 +164,7 @@ void output_transform(const WinoCtx& x, size_t t0, size_t tcount, size_t k0, siz
           if (x.residual) v = _mm256_add_ps(v, full ? _mm256_loadu_ps(x.residual + off)
                                                     : _mm256_maskload_ps(x.residual + off, mask));
           v = _mm256_min_ps(vmax, _mm256_max_ps(vmin, v));
+          v = post(v);
           if (full) {
             _mm256_storeu_ps(x.out + off, v);
           } else {
@@ -187,7 +192,12 @@ void wino_task(const void* vctx, size_t task) {
     const float* u = reinterpret_cast<const float*>(x.packed + xi * x.u_bytes) + p0 * panel_floats;
     gemm_serial(tcount, kc, x.C, V + xi * x.tb * x.ldv, x.ldv, u, M + xi * x.tb * ldm, ldm);
   }
-  output_transform(x, t0, tcount, k0, kc, M, ldm);
+  switch (x.post) {  // the post-op per vector, as each output vector is stored
+    case PostOp::kHardswish: output_transform<PostOp::kHardswish>(x, t0, tcount, k0, kc, M, ldm); break;
+    case PostOp::kSigmoid: output_transform<PostOp::kSigmoid>(x, t0, tcount, k0, kc, M, ldm); break;
+    case PostOp::kGelu: output_transform<PostOp::kGelu>(x, t0, tcount, k0, kc, M, ldm); break;
+    case PostOp::kNone: output_transform<PostOp::kNone>(x, t0, tcount, k0, kc, M, ldm); break;
+  }
   internal::aligned_free(V);
 }
 
@@ -214,6 +224,7 @@ void run(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, siz
   x.out = out;
   x.vmin = p.act.min;
   x.vmax = p.act.max;
+  x.post = p.act.post;
   x.ldv = round_up(x.C, 8);
   x.panels = div_up(x.K, kNR);
   const size_t ldk = round_up(x.K, 8);

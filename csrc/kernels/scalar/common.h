@@ -12,18 +12,23 @@
 namespace webxnn {
 namespace scalar {
 
-// The fused output clamp. Infinite bounds are skipped (so NaN passes through untouched and no work is done).
+// post(x) for a fused post-op (elementwise.cc: the very function `unary` applies for that op).
+float post_op(PostOp op, float x);
+
+// The fused output activation: the clamp, then the post-op. Infinite bounds are skipped (so NaN passes through
+// untouched and no work is done when there is neither a clamp nor a post-op).
 struct Clamp {
   float lo, hi;
   bool use_lo, use_hi;
+  PostOp post;
   explicit Clamp(const Activation& a)
       : lo(a.min), hi(a.max), use_lo(a.min != -std::numeric_limits<float>::infinity()),
-        use_hi(a.max != std::numeric_limits<float>::infinity()) {}
-  bool active() const { return use_lo || use_hi; }
+        use_hi(a.max != std::numeric_limits<float>::infinity()), post(a.post) {}
+  bool active() const { return use_lo || use_hi || post != PostOp::kNone; }
   float operator()(float x) const {
     if (use_lo && x < lo) x = lo;
     if (use_hi && x > hi) x = hi;
-    return x;
+    return post == PostOp::kNone ? x : post_op(post, x);
   }
   void apply(float* p, size_t n) const {
     if (!active()) return;

@@ -158,6 +158,16 @@ void unary_impl(size_t n, const float* in, float* out, const UnaryParams& p, Par
 
 }  // namespace
 
+float post_op(PostOp op, float x) {
+  switch (op) {
+    case PostOp::kHardswish: return un<UnaryOp::kHardswish>(x, 0.f, 0.f);
+    case PostOp::kSigmoid: return un<UnaryOp::kSigmoid>(x, 0.f, 0.f);
+    case PostOp::kGelu: return un<UnaryOp::kGelu>(x, 0.f, 0.f);
+    case PostOp::kNone: break;
+  }
+  return x;
+}
+
 void binary(BinaryOp op, const BinaryShape& s, const float* a, const float* b, float* out, Activation act,
             Parallel& par) {
   switch (op) {
