@@ -264,7 +264,13 @@ def pool_ref(
                 x0 : x0 + dil[1] * (size[1] - 1) + 1 : dil[1],
                 :,
             ]
-            out[:, oy, ox, :] = win.max(axis=(1, 2)) if kind == "max" else np.nanmean(win, axis=(1, 2))
+            if kind == "max":
+                out[:, oy, ox, :] = win.max(axis=(1, 2))
+                continue
+            # Average over the real pixels only; a window of padding alone (possible with dilation) gives 0,
+            # the kernels' convention (its max is -inf).
+            count = np.sum(~np.isnan(win), axis=(1, 2))
+            out[:, oy, ox, :] = np.nansum(win, axis=(1, 2)) / np.maximum(count, 1)
     return out
 
 

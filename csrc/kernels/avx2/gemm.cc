@@ -286,8 +286,17 @@ void gemm_task(const void* vctx, size_t task) {
         tail.lo = lane_mask(nc);
         tail.hi = lane_mask(nc > 8 ? nc - 8 : 0);
         tail.clamp = x.clamp;
-        // Pull the next panel's kc x 16 block (first touched from L3 or DRAM) toward L2, a slice per tile.
-        const char* next_b = p + 1 < p1 ? reinterpret_cast<const char*>(b + panel_floats) : nullptr;
+        // Pull the next B block this unit reads (first touched from L3 or DRAM) toward L2, a slice per tile: the
+        // next panel's kc x 16 block; after the group's last panel, the first panel's block of the next K
+        // block, or of the next group (the next unit, on this task or the next one on this thread).
+        const char* next_b = nullptr;
+        if (p + 1 < p1) {
+          next_b = reinterpret_cast<const char*>(b + panel_floats);
+        } else if (kb + 1 < x.kc_blocks) {
+          next_b = reinterpret_cast<const char*>(x.packed + p0 * panel_floats + kNR + (k0 + kc) * kNR);
+        } else if (p1 < x.panels) {
+          next_b = reinterpret_cast<const char*>(x.packed + p1 * panel_floats + kNR);
+        }
         const size_t pf_per_tile = div_up(kc, div_up(mc, kMR));
         if (nc == kNR) {
           float* c = x.C + m0 * x.ldc + n0;
