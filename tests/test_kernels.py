@@ -224,6 +224,24 @@ def test_deconv2d_wide_gemm_path():
         same_bytes(got, K.deconv2d(x, f, b, isa="best", threads=2, **kw_))
 
 
+@pytest.mark.parametrize("hw", [(1, 7), (2, 4), (3, 3), (1, 13), (7, 2), (3, 5), (7, 7), (5, 11)])
+def test_conv2d_pixel_tile_splits(hw):
+    """Output pixel counts (7, 8, 9, 13, 14, 15, 49, 55) whose last 7-13 pixels the AVX2 IGEMM splits into
+    4- and 5-pixel tiles, on the gathered, RGB-row and in-place paths, with a residual; against numpy and
+    across threads (a task may start at any tile)."""
+    h, w = hw
+    for gic, k in ((8, 3), (3, 3), (40, 1)):
+        x = rand(2, h, w, gic, seed=h * w)
+        f = rand(24, k, k, gic, seed=gic)
+        b = rand(24, seed=1)
+        pads = (k // 2,) * 4
+        want = conv2d_ref(x, f, b, pads, (1, 1), (1, 1), 1)
+        r = rand(*want.shape, seed=2)
+        got = K.conv2d(x, f, b, pads=pads, residual=r, isa="best")
+        close(got, want + r, k * k * gic)
+        same_bytes(got, K.conv2d(x, f, b, pads=pads, residual=r, isa="best", threads=2))
+
+
 def test_conv_family_threads_identical():
     x = rand(1, 20, 23, 16)
     f = rand(24, 3, 3, 8)

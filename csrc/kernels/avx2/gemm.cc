@@ -167,19 +167,6 @@ void run_ukernel(size_t mr, size_t kc, const float* a, size_t lda, const float* 
   }
 }
 
-// Rows of the next row tile when r rows of the M chunk remain: kMR, except that the last 7-13 rows are split
-// into tiles of 4 and 5 (7 = 4 + 3, 8 = 4 + 4, 9 = 5 + 4, 13 = 5 + 4 + 4). A tile of fewer than 4 rows has
-// fewer than 8 accumulator chains and waits on the FMA latency: it takes as long as a 4-row tile. So M = 49
-// runs as 8 x 6 + 1 (the cost of 52 rows) before and as 4 x 6 + 5 x 5 (49) after; M = 128 as 21 x 6 + 2 (130)
-// before and 20 x 6 + 4 + 4 (128) after. Every row's sums are the same for any tiling.
-inline size_t tile_rows(size_t r) {
-  switch (r) {
-    case 7: case 8: return 4;
-    case 9: case 13: return 5;
-    default: return min_sz(r, kMR);
-  }
-}
-
 // One full 16-column panel over the M chunk's row tiles: the MR = 6 tiles inlined in one loop (no call and
 // no dispatch per tile: with short K those cost as much as the tile's FMAs), the last partial tile dispatched.
 // a: the chunk's first row (in place, row stride lda) or its packed micro-panels (kc * MR floats per tile).

@@ -172,22 +172,25 @@ void conv_task(const void* vctx, size_t task) {
   // unit = ((n * groups + g) * n_pgroups + pg) * ptiles + pt: pixel tiles innermost so a task's consecutive
   // units reuse the same weight panels. Decomposed once, then stepped (divisions per unit showed up in small
   // convs such as RGB stems, where a unit is only a few hundred cycles of FMAs).
+  const RowTiles tiles(P);
   size_t pt = u0 % x.ptiles, pg = u0 / x.ptiles % x.n_pgroups;
   size_t g = u0 / x.ptiles / x.n_pgroups % p.groups, n = u0 / x.ptiles / x.n_pgroups / p.groups;
-  size_t toy = pt * kMR / x.OW, tox = pt * kMR % x.OW;  // output pixel of the tile's first row
+  size_t px0 = tiles.start(pt), mr = tiles.rows(pt);
+  size_t toy = px0 / x.OW, tox = px0 % x.OW;  // output pixel of the tile's first row
   for (size_t u = u0; u < u1; ++u) {
     if (u != u0) {
       if (++pt == x.ptiles) {
-        pt = toy = tox = 0;
+        pt = px0 = toy = tox = 0;
         if (++pg == x.n_pgroups) {
           pg = 0;
           if (++g == p.groups) g = 0, ++n;
         }
       } else {
-        for (tox += kMR; tox >= x.OW; tox -= x.OW) ++toy;
+        px0 += mr;
+        for (tox += mr; tox >= x.OW; tox -= x.OW) ++toy;
       }
+      mr = tiles.rows(pt);
     }
-    const size_t px0 = pt * kMR, mr = min_sz(kMR, P - px0);
     const float* in_n = x.in + n * x.H * x.W * x.IC + g * x.gic;
     size_t oy = toy, ox = tox;  // of pixel px0 + m, stepped (no division per pixel)
     // Row-contiguous path, whole tile in one output row and inside the input (most tiles of a stem): the
@@ -344,7 +347,7 @@ void conv2d_impl(const ConvParams& p, size_t N, size_t H, size_t W, const float*
   x.residual = residual;
   x.vmin = p.act.min;
   x.vmax = p.act.max;
-  x.ptiles = div_up(OH * OW, kMR);
+  x.ptiles = RowTiles(OH * OW).count;
   x.panels = div_up(x.goc, kNR);
   const size_t threads = internal::parallel_threads(par);
   x.group = panels_per_group(kNR + x.taps * x.gic * kNR, x.panels, x.ptiles * N * p.groups, threads);

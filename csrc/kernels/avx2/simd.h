@@ -18,6 +18,40 @@ namespace {
 constexpr size_t kNR = 16;
 constexpr size_t kMR = 6;
 
+// Rows of the next row tile when r rows (output pixels) remain: kMR, except that the last 7-13 rows are split
+// into tiles of 4 and 5 (7 = 4 + 3, 8 = 4 + 4, 9 = 5 + 4, 13 = 5 + 4 + 4). A tile of fewer than 4 rows has
+// fewer than 8 accumulator chains and waits on the FMA latency: it takes as long as a 4-row tile. So M = 49
+// runs as 4 x 6 + 5 x 5 (the cost of 49 rows; 8 x 6 + 1 costs 52) and M = 128 as 20 x 6 + 4 + 4 (128; 21 x 6
+// + 2 costs 130). Every row's sums are the same for any tiling.
+inline size_t tile_rows(size_t r) {
+  switch (r) {
+    case 7: case 8: return 4;
+    case 9: case 13: return 5;
+    default: return r < kMR ? r : kMR;
+  }
+}
+
+// The tiles tile_rows cuts m rows into, by index (for kernels whose tasks start at an arbitrary tile):
+// `lead` tiles of kMR rows, then the tail of the last 8-13 rows (or all of m < 14) in at most 3 tiles.
+struct RowTiles {
+  size_t lead = 0, count = 0, tail[4] = {};
+  explicit RowTiles(size_t m) {
+    lead = m >= 14 ? (m - 8) / kMR : 0;
+    count = lead;
+    for (size_t r = m - lead * kMR; r > 0; ++count) {
+      tail[count - lead] = tile_rows(r);
+      r -= tail[count - lead];
+    }
+  }
+  size_t rows(size_t t) const { return t < lead ? kMR : tail[t - lead]; }
+  size_t start(size_t t) const {
+    if (t <= lead) return t * kMR;
+    size_t s = lead * kMR;
+    for (size_t i = lead; i < t; ++i) s += tail[i - lead];
+    return s;
+  }
+};
+
 // Grouped (transposed) convolutions with fewer than 8 outputs per group would leave most of each 16-wide panel
 // empty: those stay on the scalar kernels.
 inline bool narrow_groups(const ConvParams& p) { return p.groups > 1 && p.group_output_channels < 8; }
