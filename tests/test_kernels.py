@@ -242,6 +242,45 @@ def test_conv2d_pixel_tile_splits(hw):
         same_bytes(got, K.conv2d(x, f, b, pads=pads, residual=r, isa="best", threads=2))
 
 
+@SETTINGS
+@given(h=st.integers(1, 9), w=st.sampled_from([1, 3, 7, 17, 40]), cin=st.sampled_from([1, 3, 16]),
+       c=st.sampled_from([1, 8, 19]), k=st.sampled_from([(3, 3), (5, 5), (1, 3), (3, 1)]),
+       s=st.integers(1, 3), d=st.integers(1, 2), pads=st.tuples(*[st.integers(0, 2)] * 4),
+       post=st.sampled_from(["none", "hardswish"]))
+def test_conv1x1_dwconv2d_fused(h, w, cin, c, k, s, d, pads, post):
+    """The expand -> depthwise pair in one call: the same bits as the pointwise conv (its own clamp) followed
+    by the depthwise conv, on both tables and any thread count (each task recomputes the expanded rows it
+    shares with the previous task)."""
+    assume(h + pads[0] + pads[2] >= d * (k[0] - 1) + 1 and w + pads[1] + pads[3] >= d * (k[1] - 1) + 1)
+    x = rand(2, h, w, cin)
+    pw, pb = rand(c, cin), rand(c)
+    f, b = rand(1, *k, c), rand(c)
+    geo = dict(pads=pads, strides=(s, s), dilations=(d, d), min=-0.5, max=1.5, post=post)
+    for isa in ("scalar", "best"):
+        mid = K.gemm(x.reshape(-1, cin), pw, pb, b_is_nk=True, min=0.0, max=6.0, isa=isa).reshape(2, h, w, c)
+        want = K.dwconv2d(mid, f, b, isa=isa, **geo)
+        for threads in (1, 2):
+            got = K.conv1x1_dwconv2d(x, pw, pb, f, b, pw_min=0.0, pw_max=6.0, isa=isa, threads=threads, **geo)
+            same_bytes(got, want)
+    ref = dwconv2d_ref(clamp(x.astype(np.float64) @ pw.T + pb, 0, 6), f, b, pads, (s, s), (d, d))
+    close(want, UN_REF["copy" if post == "none" else post](clamp(ref, -0.5, 1.5)), k[0] * k[1] * cin)
+
+
+def test_conv1x1_dwconv2d_large_and_errors():
+    """MobileNetV2's 112x112x16 -> 96 expand and stride-2 depthwise (many rows per task); bad shapes."""
+    x, pw, f = rand(1, 112, 112, 16), rand(96, 16), rand(1, 3, 3, 96)
+    mid = K.gemm(x.reshape(-1, 16), pw, None, b_is_nk=True, min=0.0, max=6.0, isa="best")
+    mid = mid.reshape(1, 112, 112, 96)
+    want = K.dwconv2d(mid, f, None, pads=(1, 1, 1, 1), strides=(2, 2), isa="best")
+    for threads in (1, 2):
+        same_bytes(K.conv1x1_dwconv2d(x, pw, None, f, None, pads=(1, 1, 1, 1), strides=(2, 2), pw_min=0.0,
+                                      pw_max=6.0, isa="best", threads=threads), want)
+    with pytest.raises(InputError, match="pw_filter"):
+        K.conv1x1_dwconv2d(x, rand(96, 15), None, f)
+    with pytest.raises(InputError, match=r"filter must be \[1, kh, kw, C\]"):
+        K.conv1x1_dwconv2d(x, pw, None, rand(1, 3, 3, 48))
+
+
 def test_conv_family_threads_identical():
     x = rand(1, 20, 23, 16)
     f = rand(24, 3, 3, 8)

@@ -418,6 +418,74 @@ def test_activation_not_fused_after_two_readers_or_deconv() -> None:
     assert not any(r["fused"] for r in steps(p, {"x": xv}))
 
 
+# ---------------------------------------------------------------- expand -> depthwise fusion
+def _inverted_residual(hw: int, expose: bool, act: str | None) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """MobileNetV2 block on [1, hw, hw, 24]: 1x1 expand to 144 (relu6), 3x3 depthwise (relu6; then `act` if
+    given), 1x1 project to 24, residual add. `expose` also makes the expanded tensor a graph output. Returns
+    the blob, an input and the float64 reference of y."""
+    rng = np.random.default_rng(8)
+
+    def rand(*shape: int) -> np.ndarray:
+        return rng.standard_normal(shape).astype(np.float32)
+
+    b = GraphBuilder()
+    xv, we, be = rand(1, hw, hw, 24), rand(144, 1, 1, 24) * 0.3, rand(144)
+    wd, bd, wp = rand(1, 3, 3, 144) * 0.3, rand(144), rand(24, 1, 1, 144) * 0.1
+    x = b.input("x", [1, hw, hw, 24])
+    e = b.value([1, hw, hw, 144])
+    b.node("XNNConv2d", output_min_max=(0.0, 6.0), **conv_fields((1, 1), gic=24, goc=144), input1_id=x,
+           filter_id=b.const(we), bias_id=b.const(be), output_id=e, flags=0)
+    if expose:
+        b.output(e, "e")
+    d = b.value([1, hw, hw, 144])
+    b.node("XNNDepthwiseConv2d", output_min_max=(0.0, 6.0), **conv_fields((3, 3), (1, 1, 1, 1), groups=144),
+           input1_id=e, filter_id=b.const(wd), bias_id=b.const(bd), output_id=d, flags=0)
+    if act:
+        a = b.value([1, hw, hw, 144])
+        b.node(act, input_id=d, output_id=a, flags=0)
+        d = a
+    pr = b.value([1, hw, hw, 24])
+    b.node("XNNConv2d", **conv_fields((1, 1), gic=144, goc=24), input1_id=d, filter_id=b.const(wp),
+           bias_id=INVALID_ID, output_id=pr, flags=0)
+    y = b.output(b.value([1, hw, hw, 24]), "y")
+    b.node("XNNAdd", input1_id=pr, input2_id=x, output_id=y, flags=0)
+    x64 = xv.astype(np.float64)
+    ev = np.clip(x64 @ we[:, 0, 0, :].T + be, 0, 6)
+    dv = np.clip(conv2d_ref(ev, np.transpose(wd, (3, 1, 2, 0)), bd, (1, 1, 1, 1), (1, 1), (1, 1), 144), 0, 6)
+    if act:
+        dv = ACT_REF[act](dv)
+    return b.build(), xv, dv @ wp[:, 0, 0, :].T + x64
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("act", [None, "XNNHardswish"])
+def test_expand_fuses_into_depthwise(act: str | None, threads: int) -> None:
+    """On a 56x56 map (1.8 MB expanded) the 1x1 expand conv runs inside the depthwise step, whose activation
+    and the projection's residual add fuse as before: two steps instead of three, with the same bits as the
+    unfused block (the expanded tensor forced into memory by exposing it as an output)."""
+    blob, xv, want = _inverted_residual(56, expose=False, act=act)
+    apart_blob, _, _ = _inverted_residual(56, expose=True, act=act)
+    p = runtime.load(blob, threads=threads)
+    got = p.run({"x": xv})["y"]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(got, runtime.load(apart_blob, threads=threads).run({"x": xv})["y"])
+    rows = steps(p, {"x": xv})
+    assert [(r["kind"], len(r["fused"])) for r in rows] == [("XNNDepthwiseConv2d", 2 if act else 1),
+                                                           ("XNNConv2d", 1)]
+    assert rows[0]["fused"][0] == 0  # the expand conv, node 0
+    assert [r["kind"] for r in steps(runtime.load(apart_blob), {"x": xv})][:2] == ["XNNConv2d",
+                                                                                   "XNNDepthwiseConv2d"]
+
+
+def test_expand_stays_apart_on_small_maps() -> None:
+    """On a 14x14 map the expanded tensor (113 KB) stays in cache between two separate steps, which are faster
+    there than the row-by-row fused step."""
+    blob, xv, want = _inverted_residual(14, expose=False, act=None)
+    p = runtime.load(blob)
+    np.testing.assert_allclose(p.run({"x": xv})["y"], want, rtol=1e-4, atol=1e-4)
+    assert [r["kind"] for r in steps(p, {"x": xv})] == ["XNNConv2d", "XNNDepthwiseConv2d", "XNNConv2d"]
+
+
 # ---------------------------------------------------------------- profile
 
 

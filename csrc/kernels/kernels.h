@@ -166,6 +166,16 @@ struct KernelTable {
                         const float* R, size_t ldr, float* C, size_t ldc, Activation act, Parallel& par);
   void (*conv2d_residual)(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH,
                           size_t OW, const void* packed, const float* residual, float* out, Parallel& par);
+
+  // (additive) A pointwise (1x1, stride 1, unpadded, one group) convolution feeding a depthwise convolution
+  // with depth multiplier 1 (MobileNet's expand -> depthwise pair): out = dwconv2d(p, conv1x1(in)). `in` is
+  // [N, H, W, cin]; pw_packed is conv2d_pack's (= gemm_pack's) packing of the 1x1 filter [C, cin] with its
+  // clamp pw_act; p, dw_packed and the output are the depthwise convolution's over the [N, H, W, C] expanded
+  // tensor. The kernel may compute the expanded rows as the depthwise rows need them, so that tensor need
+  // never exist in memory; results are those of conv2d (pw_act) followed by dwconv2d (p.act).
+  void (*conv1x1_dwconv2d)(size_t cin, const void* pw_packed, Activation pw_act, const ConvParams& p, size_t N,
+                           size_t H, size_t W, const float* in, size_t OH, size_t OW, const void* dw_packed,
+                           float* out, Parallel& par);
 };
 
 // The scalar baseline (always available) and the table chosen for this CPU.

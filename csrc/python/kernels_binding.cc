@@ -296,6 +296,47 @@ py::array dwconv2d(const FArr& x, const FArr& f, const std::optional<FArr>& bias
   return dwconv2d_t(x, f, bias, pads, strides, dil, act_of("dwconv2d", mn, mx, post), isa, threads, Timing{});
 }
 
+// The fused expand -> depthwise pair: x [N,H,W,cin], pw_filter [C, cin] (+ pw_bias, clamp pw_min/pw_max), then
+// the depthwise filter [1, kh, kw, C] (+ bias, clamp min/max, post).
+py::array conv1x1_dwconv2d(const FArr& x, const FArr& pw, const std::optional<FArr>& pw_bias, const FArr& f,
+                           const std::optional<FArr>& bias, const Pads& pads, const Pair& strides, const Pair& dil,
+                           float pw_mn, float pw_mx, float mn, float mx, const std::string& post,
+                           const std::string& isa, size_t threads) {
+  const char* w = "conv1x1_dwconv2d";
+  need_ndim(w, "x", x, 4);
+  need_ndim(w, "pw_filter", pw, 2);
+  need_ndim(w, "filter", f, 4);
+  const size_t N = x.shape(0), H = x.shape(1), W = x.shape(2), cin = x.shape(3), C = pw.shape(0);
+  if (static_cast<size_t>(pw.shape(1)) != cin) bad(w, "pw_filter must be [C, x channels]");
+  if (f.shape(0) != 1 || static_cast<size_t>(f.shape(3)) != C) bad(w, "filter must be [1, kh, kw, C]");
+  if (f.shape(1) == 0 || f.shape(2) == 0) bad(w, "empty kernel");
+  if (pw_bias && (pw_bias->ndim() != 1 || static_cast<size_t>(pw_bias->shape(0)) != C)) bad(w, "pw_bias must be [C]");
+  if (bias && (bias->ndim() != 1 || static_cast<size_t>(bias->shape(0)) != C)) bad(w, "bias must be [C]");
+  ConvParams q;  // the pointwise conv
+  q.group_input_channels = cin;
+  q.group_output_channels = C;
+  ConvParams p;
+  set_geometry(w, p, pads, strides, dil);
+  p.kernel_h = f.shape(1);
+  p.kernel_w = f.shape(2);
+  p.groups = C;
+  p.act = act_of(w, mn, mx, post);
+  const size_t OH = conv_out(w, H, p.pad_top, p.pad_bottom, p.kernel_h, p.stride_h, p.dilation_h);
+  const size_t OW = conv_out(w, W, p.pad_left, p.pad_right, p.kernel_w, p.stride_w, p.dilation_w);
+  const KernelTable& t = table_for(w, isa);
+  Parallel& par = pool_for(w, threads);
+  auto out = make_out<float>({N, OH, OW, C});
+  Aligned pwp(t.conv2d_packed_size(q)), dwp(t.dwconv2d_packed_size(p));
+  {
+    py::gil_scoped_release nogil;
+    t.conv2d_pack(q, pw.data(), pw_bias ? pw_bias->data() : nullptr, pwp.p);
+    t.dwconv2d_pack(p, f.data(), bias ? bias->data() : nullptr, dwp.p);
+    t.conv1x1_dwconv2d(cin, pwp.p, act_of(w, pw_mn, pw_mx), p, N, H, W, x.data(), OH, OW, dwp.p,
+                       out.mutable_data(), par);
+  }
+  return std::move(out);
+}
+
 py::array deconv2d_t(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
                      const Pair& strides, const Pair& dil, uint32_t groups, const Pair& adj, float mn, float mx,
                      const std::string& isa, size_t threads, const Timing& tm) {
@@ -685,6 +726,11 @@ void bind_kernels(py::module_& parent) {
   m.def("dwconv2d", &dwconv2d, py::arg("x"), py::arg("filter"), py::arg("bias") = py::none(),
         py::arg("pads") = no_pads, py::arg("strides") = ones, py::arg("dilations") = ones, mn, mx, isa, thr,
         py::arg("post") = "none", "NHWC depthwise conv (clamp, then post); filter [1, kh, kw, C*depth_multiplier]");
+  m.def("conv1x1_dwconv2d", &conv1x1_dwconv2d, py::arg("x"), py::arg("pw_filter"), py::arg("pw_bias") = py::none(),
+        py::arg("filter"), py::arg("bias") = py::none(), py::arg("pads") = no_pads, py::arg("strides") = ones,
+        py::arg("dilations") = ones, py::arg("pw_min") = -kInf, py::arg("pw_max") = kInf, mn, mx,
+        py::arg("post") = "none", isa, thr,
+        "dwconv2d(conv1x1(x)): the pointwise conv [C, cin] feeding the depthwise [1, kh, kw, C], fused");
   m.def("deconv2d", &deconv2d, py::arg("x"), py::arg("filter"), py::arg("bias") = py::none(),
         py::arg("pads") = no_pads, py::arg("strides") = ones, py::arg("dilations") = ones,
         py::arg("groups") = uint32_t{1}, py::arg("adjustment") = Pair{0, 0}, mn, mx, isa, thr,

@@ -126,13 +126,17 @@ class PyProgram {
     return describe_plan(*plan, &times);
   }
 
-  // The declared shapes' plan: (node, kind, source, output shape, fused node or -1, None when the node needs
-  // no step else [ns per run] (empty without timings), runs serially).
+  // The declared shapes' plan: (node, kind, source, output shape, [fused nodes], None when the node needs no
+  // step else [ns per run] (empty without timings), runs serially). The fused nodes: the pointwise producer
+  // of a depthwise step, then the consumer whose output the step writes.
   py::list describe_plan(const Plan& plan, const std::vector<std::vector<uint64_t>>* times) const {
     const Model& m = p_->model();
-    auto entry = [&](uint32_t node, int64_t fused, py::object ns, bool serial) {
+    auto entry = [&](uint32_t node, uint32_t pre, uint32_t into, py::object ns, bool serial) {
       const Node& nd = m.nodes[node];
-      const uint32_t out = fused >= 0 ? m.nodes[static_cast<size_t>(fused)].outputs[0] : nd.outputs[0];
+      const uint32_t out = into != kNoValue ? m.nodes[into].outputs[0] : nd.outputs[0];
+      py::list fused;
+      if (pre != kNoValue) fused.append(pre);
+      if (into != kNoValue) fused.append(into);
       const char* kind = node_type_name(static_cast<uint8_t>(nd.type));
       const std::string src = node < m.node_sources.size() ? m.node_sources[node] : std::string();
       py::list shape;
@@ -146,9 +150,9 @@ class PyProgram {
       if (times) {
         for (const auto& t : *times) ns.append(t[s]);
       }
-      r.append(entry(st.node, st.into == kNoValue ? -1 : static_cast<int64_t>(st.into), ns, st.serial));
+      r.append(entry(st.node, st.pre, st.into, ns, st.serial));
     }
-    for (uint32_t node : plan.aliased_nodes) r.append(entry(node, -1, py::none(), true));
+    for (uint32_t node : plan.aliased_nodes) r.append(entry(node, kNoValue, kNoValue, py::none(), true));
     return r;
   }
 

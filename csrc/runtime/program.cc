@@ -725,8 +725,12 @@ void Program::plan_steps(Plan& plan, std::vector<int64_t>& last_use) const {
   //    r and the sum all of one shape.
   //  * Activation: HardSwish / Sigmoid / Gelu of a Conv2d / DepthwiseConv2d / FullyConnected output (its
   //    clamp, if any, comes first, as unfused), applied by the kernel to each output tile while in cache.
+  //  * Expand -> depthwise (MobileNet blocks): a pointwise Conv2d (1x1, stride 1, unpadded, one group) read
+  //    only by a DepthwiseConv2d with depth multiplier 1; the depthwise step computes the expanded rows it
+  //    needs (`pre`), and may itself fuse into its activation.
   std::vector<uint32_t> fused_into(nn, kNoValue);  // conv/FC node -> the consumer node
   std::vector<Step> fused(nn);                     // consumer node -> its fused step
+  std::vector<uint32_t> pre_of(nn, kNoValue);      // depthwise node -> its fused pointwise producer
   std::vector<bool> elided(nv, false);             // the conv outputs that never materialize
   auto fusable = [&](uint32_t pv, bool residual) -> int64_t {  // the producer of pv if it can fuse, else -1
     if (!computed(pv) || consumers_[pv] != 1 || model_.values[pv].dtype != DType::kFp32) return -1;
@@ -740,21 +744,57 @@ void Program::plan_steps(Plan& plan, std::vector<int64_t>& last_use) const {
     if (residual && !act_is_none(cv.act)) return -1;
     return static_cast<int64_t>(j);
   };
+  auto inputs_live_until = [&](size_t j, size_t i) {  // node j runs at node i's position
+    for (uint32_t in : model_.nodes[j].inputs) {
+      if (in != kNoValue) last_use[in] = std::max<int64_t>(last_use[in], static_cast<int64_t>(i));
+    }
+  };
   auto fuse = [&](size_t i, size_t j, uint32_t pv, uint32_t residual) {
     fused_into[j] = static_cast<uint32_t>(i);
     fused[i].node = static_cast<uint32_t>(j);
     fused[i].into = static_cast<uint32_t>(i);
     fused[i].residual = residual;
+    fused[i].pre = pre_of[j];
     elided[pv] = true;
-    for (uint32_t in : model_.nodes[j].inputs) {
-      if (in != kNoValue) last_use[in] = std::max<int64_t>(last_use[in], static_cast<int64_t>(i));
-    }
+    inputs_live_until(j, i);
+    if (pre_of[j] != kNoValue) inputs_live_until(pre_of[j], i);
+  };
+  // The pointwise conv producing a depthwise node's input, if the pair can run as one step (else -1).
+  auto pointwise_producer = [&](const Node& dw) -> int64_t {
+    const uint32_t pv = dw.inputs[0];
+    // Only where the expanded tensor would not stay in L2 (~1 MB per core here) between the two steps: on
+    // small maps the row-by-row pointwise GEMM (M = one row of pixels) re-reads its weights for every row and
+    // loses more than the memory traffic saves (MobileNetV2: 112x112x96 and 56x56x144 fuse; 28x28x192 and
+    // smaller maps run faster apart).
+    constexpr size_t kMinExpandedBytes = size_t{1} << 20;
+    if (!kernels_->conv1x1_dwconv2d || dw.conv.group_output_channels != 1 || !computed(pv) ||
+        consumers_[pv] != 1 || model_.values[pv].dtype != DType::kFp32 || shapes[pv].size() != 4 ||
+        bytes_of(pv) < kMinExpandedBytes)
+      return -1;
+    const size_t j = static_cast<size_t>(producer_[pv]);
+    const Node& cv = model_.nodes[j];
+    const ConvParams& c = cv.conv;
+    if (cv.type != NodeType::kConv2d || cv.folded || fused_into[j] != kNoValue || needs_run_packing(j)) return -1;
+    if (c.kernel_h != 1 || c.kernel_w != 1 || c.stride_h != 1 || c.stride_w != 1 || c.groups != 1 ||
+        c.pad_top || c.pad_right || c.pad_bottom || c.pad_left || model_.values[cv.inputs[0]].dtype != DType::kFp32)
+      return -1;
+    return static_cast<int64_t>(j);
   };
   for (size_t i = 0; i < nn; ++i) {
     const Node& nd = model_.nodes[i];
     if (nd.folded || nd.outputs.size() != 1) continue;
     const uint32_t out = nd.outputs[0];
     if (model_.values[out].dtype != DType::kFp32 || numel(shapes[out]) == 0) continue;
+    if (nd.type == NodeType::kDepthwiseConv2d) {
+      const int64_t j = needs_run_packing(i) ? -1 : pointwise_producer(nd);
+      if (j >= 0) {
+        fused_into[static_cast<size_t>(j)] = static_cast<uint32_t>(i);
+        pre_of[i] = static_cast<uint32_t>(j);
+        elided[nd.inputs[0]] = true;
+        inputs_live_until(static_cast<size_t>(j), i);
+      }
+      continue;
+    }
     if (post_op_of(nd.type) != PostOp::kNone && nd.inputs.size() == 1) {
       const int64_t j = fusable(nd.inputs[0], false);
       if (j >= 0) fuse(i, static_cast<size_t>(j), nd.inputs[0], kNoValue);
@@ -812,7 +852,10 @@ void Program::plan_steps(Plan& plan, std::vector<int64_t>& last_use) const {
         continue;
       }
     }
-    plan.steps.push_back(Step{static_cast<uint32_t>(i), kNoValue, kNoValue, false});
+    Step st;
+    st.node = static_cast<uint32_t>(i);
+    st.pre = pre_of[i];
+    plan.steps.push_back(st);
     // In place: an element-wise fp32 node may write over an input of its size that no later node reads.
     BinaryOp bop;
     UnaryOp uop;
@@ -1235,6 +1278,14 @@ void Program::exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel&
       const Shape& x = in_shape(0);
       ConvParams p = nd.conv;
       p.act = fused_act;
+      if (step && step->pre != kNoValue) {  // the expand -> depthwise pair (see plan_steps)
+        const Node& pw = model_.nodes[step->pre];
+        const Shape& xs = plan.shapes[pw.inputs[0]];
+        K.conv1x1_dwconv2d(xs[3], packed_ptr_[step->pre], pw.act, p, x[0], x[1], x[2],
+                           static_cast<const float*>(ptrs[pw.inputs[0]]), out_shape[1], out_shape[2], packed,
+                           fused_out, par);
+        return;
+      }
       if (residual) {
         K.conv2d_residual(p, x[0], x[1], x[2], inf(0), out_shape[1], out_shape[2], packed, residual, fused_out,
                           par);

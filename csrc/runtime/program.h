@@ -52,6 +52,9 @@ struct Step {
   uint32_t into = kNoValue;
   uint32_t residual = kNoValue;    // fused residual: the value added (never overlaps the output)
   bool serial = false;             // too small to be worth waking the pool: run on the calling thread
+  // A fused producer: the pointwise Conv2d whose output this DepthwiseConv2d step reads; the kernel computes
+  // those expanded rows as it needs them (KernelTable::conv1x1_dwconv2d), and the tensor never materializes.
+  uint32_t pre = kNoValue;
 };
 
 // Shapes and memory for one tuple of input shapes.

@@ -85,8 +85,9 @@ class Program:
     ) -> list[dict[str, Any]]:
         """Run `repeat` times timing every step, in execution order. One dict per step: `node` (index in the
         blob), `kind` ("XNNConv2d", ...), `source` (the WebNN op it came from, when the blob says), `shape`
-        (output shape), `fused` (indices of nodes folded into this step: a residual XNNAdd, or the HardSwish /
-        Sigmoid / Gelu that was its only reader), `ms` (median over the runs), `total_ms` (sum over the runs).
+        (output shape), `fused` (indices of nodes folded into this step: the 1x1 XNNConv2d expanding a
+        depthwise step's input, a residual XNNAdd, or the HardSwish / Sigmoid / Gelu that was its only
+        reader), `ms` (median over the runs), `total_ms` (sum over the runs).
         Nodes that need no work of their own (a reshape or copy whose output shares its input's memory) follow
         with `ms` 0.0 and `aliased` True."""
         if repeat < 1:
@@ -160,7 +161,7 @@ def _step_row(raw: tuple) -> dict[str, Any]:
         "kind": kind,
         "source": source,
         "shape": tuple(shape),
-        "fused": [] if fused < 0 else [fused],
+        "fused": list(fused),
         "aliased": ns is None,
         "serial": bool(serial),
     }

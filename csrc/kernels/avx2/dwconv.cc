@@ -52,9 +52,12 @@ struct DwCtx {
   float vmin, vmax;
   int stride3;  // 1 or 2: 3 wide, that stride, no dilation (input columns shared by taps); else 0
   bool clamp;   // false for {-inf, +inf}
-  // Depth multiplier > 1: per 8 output channels [first input channel, input lanes, 8 lane indices], and the
-  // rows of the per-task ring of expanded input rows; null / 0 when the multiplier is 1.
+  // The rows of the per-task ring of expanded input rows (0: the kernel reads `in` directly), filled by one of:
+  //  * depth multiplier > 1: per 8 output channels [first input channel, input lanes, 8 lane indices];
+  //  * a fused pointwise conv (conv1x1_dwconv2d): its packed filter, clamp; `in` is its input (Cin channels).
   const int32_t* expand_plan;
+  const void* pw_packed;
+  Activation pw_act;
   size_t ring_rows;
 };
 
@@ -177,8 +180,8 @@ void dw_task(const void* vctx, size_t task) {
   const size_t taps = size_t{p.kernel_h} * p.kernel_w;
   const float** tin = static_cast<const float**>(internal::aligned_alloc64(taps * sizeof(float*)));
   const float** twt = static_cast<const float**>(internal::aligned_alloc64(taps * sizeof(float*)));
-  // Depth multiplier > 1: the kernel rows read expanded copies of the input rows, kept in a ring of
-  // (kernel_h - 1) * dilation_h + 1 rows (the rows one output row reads are distinct modulo that), so each
+  // Depth multiplier > 1 or a fused pointwise conv: the kernel rows read expanded input rows, kept in a ring
+  // of (kernel_h - 1) * dilation_h + 1 rows (the rows one output row reads are distinct modulo that), so each
   // input row is expanded once per task and is still in cache when read.
   float* ring = nullptr;
   size_t* ring_key = nullptr;  // which (image, input row) each slot holds
@@ -200,7 +203,11 @@ void dw_task(const void* vctx, size_t task) {
         const size_t key = n * x.H + iy, slot = key % x.ring_rows;
         float* dst = ring + slot * x.W * C;
         if (ring_key[slot] != key) {
-          expand_row(x, src, dst);
+          if (x.pw_packed) {
+            gemm_serial(x.W, C, x.Cin, src, x.Cin, x.pw_packed, dst, C, x.pw_act);
+          } else {
+            expand_row(x, src, dst);
+          }
           ring_key[slot] = key;
         }
         src = dst;
@@ -459,21 +466,27 @@ void pool(bool is_max, const PoolParams& p, size_t N, size_t H, size_t W, size_t
 // widths) the scalar kernel runs instead.
 constexpr double kMaxRingBytes = 16.0 * (1 << 20);
 
-void dwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
-              const void* packed, float* out, Parallel& par) {
+namespace {
+
+// The depthwise convolution p over [N, H, W, p.groups * dm] computed from `in`: that tensor itself, or (pw
+// non-null) the input [N, H, W, pw_cin] of a pointwise conv whose output it is.
+struct Pointwise {
+  size_t cin;
+  const void* packed;
+  Activation act;
+};
+
+bool dw_fits(const ConvParams& p, size_t W, size_t OC, size_t ring_rows) {
+  return p.kernel_h <= 64 &&
+         static_cast<double>(ring_rows) * static_cast<double>(W) * static_cast<double>(OC) * 4.0 <= kMaxRingBytes;
+}
+
+void run_dw(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
+            const void* packed, float* out, Parallel& par, const Pointwise* pw) {
   const size_t dm = p.group_output_channels, OC = size_t{p.groups} * dm;
-  const size_t ring_rows = dm == 1 ? 0 : (size_t{p.kernel_h} - 1) * p.dilation_h + 1;
-  if (dm == 0 || p.kernel_h > 64 ||
-      static_cast<double>(ring_rows) * static_cast<double>(W) * static_cast<double>(OC) * 4.0 > kMaxRingBytes) {
-    // The scalar kernel without the post-op, then this table's post-op (the same bits as its `unary`).
-    ConvParams q = p;
-    q.act.post = PostOp::kNone;
-    scalar::dwconv2d(q, N, H, W, in, OH, OW, packed, out, par);
-    return apply_post(p.act.post, out, 1, N * OH * OW * OC, 0);
-  }
-  if (N == 0 || OH == 0 || OW == 0 || OC == 0) return;
+  const size_t ring_rows = dm == 1 && !pw ? 0 : (size_t{p.kernel_h} - 1) * p.dilation_h + 1;
   int32_t* plan = nullptr;
-  if (ring_rows) {
+  if (ring_rows && !pw) {
     const size_t groups = div_up(OC, 8);
     plan = static_cast<int32_t*>(internal::aligned_alloc64(groups * 10 * sizeof(int32_t)));
     for (size_t g = 0; g < groups; ++g) {
@@ -490,7 +503,7 @@ void dwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in
   x.OH = OH;
   x.OW = OW;
   x.C = OC;
-  x.Cin = p.groups;
+  x.Cin = pw ? pw->cin : p.groups;
   x.in = in;
   x.bias = static_cast<const float*>(packed);
   x.w = x.bias + x.C;
@@ -500,14 +513,51 @@ void dwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in
   x.stride3 = p.kernel_w == 3 && p.dilation_w == 1 && p.stride_w <= 2 ? static_cast<int>(p.stride_w) : 0;
   x.clamp = p.act.min != -__builtin_inff() || p.act.max != __builtin_inff();
   x.expand_plan = plan;
+  x.pw_packed = pw ? pw->packed : nullptr;
+  x.pw_act = pw ? pw->act : Activation();
   x.ring_rows = ring_rows;
   x.rows = N * OH;
   interior(OW, W, p.kernel_w, p.stride_w, p.dilation_w, p.pad_left, &x.ox_lo, &x.ox_hi);
-  x.tasks = internal::task_count(x.rows, static_cast<double>(OW) * p.kernel_h * p.kernel_w * x.C,
-                                 internal::parallel_threads(par), 4);
+  const size_t threads = internal::parallel_threads(par);
+  // With a fused pointwise conv, every task recomputes the expanded rows its first output row shares with the
+  // previous task's last: one contiguous range of output rows per thread.
+  x.tasks = pw ? min_sz(x.rows, internal::task_count(x.rows, static_cast<double>(OW) * (x.Cin + 9) * x.C, threads, 1))
+               : internal::task_count(x.rows, static_cast<double>(OW) * p.kernel_h * p.kernel_w * x.C, threads, 4);
   const internal::TaskFn fn = p.kernel_w == 3 ? dw_task<3> : p.kernel_w == 5 ? dw_task<5> : dw_task<0>;
   internal::parallel_run(par, x.tasks, fn, &x);
   internal::aligned_free(plan);
+}
+
+}  // namespace
+
+void dwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
+              const void* packed, float* out, Parallel& par) {
+  const size_t dm = p.group_output_channels, OC = size_t{p.groups} * dm;
+  if (dm == 0 || !dw_fits(p, W, OC, dm == 1 ? 0 : (size_t{p.kernel_h} - 1) * p.dilation_h + 1)) {
+    // The scalar kernel without the post-op, then this table's post-op (the same bits as its `unary`).
+    ConvParams q = p;
+    q.act.post = PostOp::kNone;
+    scalar::dwconv2d(q, N, H, W, in, OH, OW, packed, out, par);
+    return apply_post(p.act.post, out, 1, N * OH * OW * OC, 0);
+  }
+  if (N == 0 || OH == 0 || OW == 0 || OC == 0) return;
+  run_dw(p, N, H, W, in, OH, OW, packed, out, par, nullptr);
+}
+
+void conv1x1_dwconv2d(size_t cin, const void* pw_packed, Activation pw_act, const ConvParams& p, size_t N, size_t H,
+                      size_t W, const float* in, size_t OH, size_t OW, const void* dw_packed, float* out,
+                      Parallel& par) {
+  const size_t C = p.groups;
+  if (N == 0 || OH == 0 || OW == 0 || C == 0) return;
+  if (p.group_output_channels != 1 || cin == 0 || !dw_fits(p, W, C, (size_t{p.kernel_h} - 1) * p.dilation_h + 1)) {
+    // The expanded tensor in full (depth multiplier > 1, empty input channels, absurd geometry).
+    float* mid = static_cast<float*>(internal::aligned_alloc64(N * H * W * C * sizeof(float)));
+    gemm(N * H * W, C, cin, in, cin, pw_packed, mid, C, pw_act, par);
+    dwconv2d(p, N, H, W, mid, OH, OW, dw_packed, out, par);
+    return internal::aligned_free(mid);
+  }
+  const Pointwise pw{cin, pw_packed, pw_act};
+  run_dw(p, N, H, W, in, OH, OW, dw_packed, out, par, &pw);
 }
 
 void max_pool2d(const PoolParams& p, size_t N, size_t H, size_t W, size_t C, const float* in, size_t OH,

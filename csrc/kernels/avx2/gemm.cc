@@ -513,8 +513,9 @@ void gemm_run(size_t M, size_t N, size_t K, const float* A, size_t lda, const vo
 
 }  // namespace
 
-void gemm_serial(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, float* C, size_t ldc) {
-  gemm_run(M, N, K, A, lda, packed, C, ldc, Activation(), 1, nullptr);
+void gemm_serial(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, float* C, size_t ldc,
+                 Activation act) {
+  gemm_run(M, N, K, A, lda, packed, C, ldc, act, 1, nullptr);
 }
 
 namespace {

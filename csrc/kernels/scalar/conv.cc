@@ -189,6 +189,16 @@ void dwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in
                         });
 }
 
+// The expanded tensor in full, then the depthwise convolution over it (the reference the fused kernels match).
+void conv1x1_dwconv2d(size_t cin, const void* pw_packed, Activation pw_act, const ConvParams& p, size_t N, size_t H,
+                      size_t W, const float* in, size_t OH, size_t OW, const void* dw_packed, float* out,
+                      Parallel& par) {
+  const size_t C = p.groups;
+  std::vector<float> mid(N * H * W * C);
+  gemm(N * H * W, C, cin, in, cin, pw_packed, mid.data(), C, pw_act, par);
+  dwconv2d(p, N, H, W, mid.data(), OH, OW, dw_packed, out, par);
+}
+
 // ---------------------------------------------------------------------------------------------- deconv2d
 size_t deconv2d_packed_size(const ConvParams& p) { return conv2d_packed_size(p); }
 
