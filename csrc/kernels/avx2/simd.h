@@ -21,8 +21,8 @@ constexpr size_t kMR = 6;
 // Rows of the next row tile when r rows (output pixels) remain: kMR, except that the last 7-13 rows are split
 // into tiles of 4 and 5 (7 = 4 + 3, 8 = 4 + 4, 9 = 5 + 4, 13 = 5 + 4 + 4). A tile of fewer than 4 rows has
 // fewer than 8 accumulator chains and waits on the FMA latency: it takes as long as a 4-row tile. So M = 49
-// runs as 4 x 6 + 5 x 5 (the cost of 49 rows; 8 x 6 + 1 costs 52) and M = 128 as 20 x 6 + 4 + 4 (128; 21 x 6
-// + 2 costs 130). Every row's sums are the same for any tiling.
+// runs as 6 x 6 + 5 + 4 + 4 (the cost of 49 rows; 8 x 6 + 1 costs 52) and M = 128 as 20 x 6 + 4 + 4 (128;
+// 21 x 6 + 2 costs 130). Every row's sums are the same for any tiling.
 inline size_t tile_rows(size_t r) {
   switch (r) {
     case 7: case 8: return 4;
@@ -44,6 +44,11 @@ struct RowTiles {
     }
   }
   size_t rows(size_t t) const { return t < lead ? kMR : tail[t - lead]; }
+  size_t full() const {  // how many tiles have kMR rows
+    size_t f = lead;
+    for (size_t i = lead; i < count; ++i) f += tail[i - lead] == kMR ? 1 : 0;
+    return f;
+  }
   size_t start(size_t t) const {
     if (t <= lead) return t * kMR;
     size_t s = lead * kMR;
