@@ -22,13 +22,18 @@ inline __m256 pow2i(__m256i n) {  // 2^n for n in [-126, 127]
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23));
 }
 
+// e^x = 2^n e^r: n = round(x log2 e) (returned in *n), r = x - n ln 2 by two constants (Cody-Waite), |r| <= ln2/2.
+inline __m256 exp_reduce(__m256 x, __m256* n) {
+  *n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256 r = _mm256_fnmadd_ps(*n, _mm256_set1_ps(0.693145751953125f), x);
+  return _mm256_fnmadd_ps(*n, _mm256_set1_ps(1.428606765330187045e-06f), r);
+}
+
 // e^x without NaN handling (callers that can see NaN blend it back).
 inline __m256 exp_core(__m256 x) {
-  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-104.f)), _mm256_set1_ps(89.f));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187045e-06f), r);
+  __m256 n;
+  const __m256 r = exp_reduce(_mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-104.f)), _mm256_set1_ps(89.f)), &n);
   __m256 p = _mm256_set1_ps(1.f / 720.f);
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 120.f));
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 24.f));
@@ -45,11 +50,8 @@ inline __m256 exp_core(__m256 x) {
 // the polynomial by Estrin's scheme. Below e^-87.3 (~1e-38) it returns that value instead of denormals (its
 // one caller, erfc, zeroes those results itself).
 inline __m256 exp_narrow(__m256 x) {
-  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.7f));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187045e-06f), r);
+  __m256 n;
+  const __m256 r = exp_reduce(_mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.7f)), &n);
   const __m256 r2 = _mm256_mul_ps(r, r);
   const __m256 a = _mm256_add_ps(_mm256_set1_ps(1.f), r);
   const __m256 b = _mm256_fmadd_ps(_mm256_set1_ps(1.f / 6.f), r, _mm256_set1_ps(0.5f));
