@@ -548,6 +548,33 @@ def test_cnn_matches_onnx(opset: int) -> None:
     check(cnn_model(opset), {"batch": 2})
 
 
+def test_mobilenetv3_block_fuses_activations() -> None:
+    """A MobileNetV3 block from ONNX (1x1 expand + HardSwish, depthwise + HardSwish, squeeze-excite with a
+    HardSigmoid gate, 1x1 project, residual): matches ONNX, and at run time the expand conv and its HardSwish
+    run inside the depthwise step (the 64x64x96 expanded map, 1.5 MB, never goes to memory), which applies its
+    own HardSwish too: no HardSwish step is left."""
+    inits = {"we": f32(96, 16, 1, 1) * 0.3, "be": f32(96), "wd": f32(96, 1, 3, 3) * 0.3, "bd": f32(96),
+             "ws1": f32(24, 96) * 0.2, "ws2": f32(96, 24) * 0.2, "wp": f32(16, 96, 1, 1) * 0.1}
+    nodes = [
+        n("Conv", ["x", "we", "be"], "e"), n("HardSwish", ["e"], "eh"),
+        n("Conv", ["eh", "wd", "bd"], "d", pads=[1, 1, 1, 1], group=96), n("HardSwish", ["d"], "dh"),
+        n("GlobalAveragePool", ["dh"], "sq"), n("Flatten", ["sq"], "sqf"),
+        n("Gemm", ["sqf", "ws1"], "s1", transB=1), n("Relu", ["s1"], "s1r"),
+        n("Gemm", ["s1r", "ws2"], "s2", transB=1), n("HardSigmoid", ["s2"], "gate", alpha=1 / 6, beta=0.5),
+        n("Unsqueeze", ["gate", "axes"], "gate4"), n("Mul", ["dh", "gate4"], "se"),
+        n("Conv", ["se", "wp"], "p"), n("Add", ["p", "x"], "y"),
+    ]
+    inits["axes"] = i64(2, 3)
+    m = model(nodes, {"x": (np.float32, [1, 16, 64, 64])}, {"y": np.float32}, inits, opset=14, name="mnv3")
+    g = check(m, atol=2e-4, rtol=2e-4)
+    prog = webxnn.load(webxnn.compile(g))
+    rows = prog.profile([feeds_for(m)["x"]], repeat=1)
+    dw = [r for r in rows if r["kind"] == "XNNDepthwiseConv2d"]
+    kinds = [r["kind"] for r in rows if not r["aliased"]]
+    assert len(dw) == 1 and len(dw[0]["fused"]) == 3  # the expand conv, its HardSwish, the dw's HardSwish
+    assert "XNNHardswish" not in kinds and kinds.count("XNNConv2d") == 1  # only the projection
+
+
 def test_cnn_structure() -> None:
     g = from_onnx(cnn_model(13), override_dims={"batch": 1})
     ops = ops_of(g)

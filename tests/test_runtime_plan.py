@@ -419,10 +419,11 @@ def test_activation_not_fused_after_two_readers_or_deconv() -> None:
 
 
 # ---------------------------------------------------------------- expand -> depthwise fusion
-def _inverted_residual(hw: int, expose: bool, act: str | None) -> tuple[bytes, np.ndarray, np.ndarray]:
-    """MobileNetV2 block on [1, hw, hw, 24]: 1x1 expand to 144 (relu6), 3x3 depthwise (relu6; then `act` if
-    given), 1x1 project to 24, residual add. `expose` also makes the expanded tensor a graph output. Returns
-    the blob, an input and the float64 reference of y."""
+def _inverted_residual(hw: int, expose: bool, act: str | None,
+                       expand_act: str | None = None) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """MobileNetV2 block on [1, hw, hw, 24]: 1x1 expand to 144 (relu6; then `expand_act` if given, as in
+    MobileNetV3), 3x3 depthwise (relu6; then `act` if given), 1x1 project to 24, residual add. `expose` also
+    makes the expanded tensor a graph output. Returns the blob, an input and the float64 reference of y."""
     rng = np.random.default_rng(8)
 
     def rand(*shape: int) -> np.ndarray:
@@ -437,6 +438,10 @@ def _inverted_residual(hw: int, expose: bool, act: str | None) -> tuple[bytes, n
            filter_id=b.const(we), bias_id=b.const(be), output_id=e, flags=0)
     if expose:
         b.output(e, "e")
+    if expand_act:
+        ea = b.value([1, hw, hw, 144])
+        b.node(expand_act, input_id=e, output_id=ea, flags=0)
+        e = ea
     d = b.value([1, hw, hw, 144])
     b.node("XNNDepthwiseConv2d", output_min_max=(0.0, 6.0), **conv_fields((3, 3), (1, 1, 1, 1), groups=144),
            input1_id=e, filter_id=b.const(wd), bias_id=b.const(bd), output_id=d, flags=0)
@@ -451,6 +456,8 @@ def _inverted_residual(hw: int, expose: bool, act: str | None) -> tuple[bytes, n
     b.node("XNNAdd", input1_id=pr, input2_id=x, output_id=y, flags=0)
     x64 = xv.astype(np.float64)
     ev = np.clip(x64 @ we[:, 0, 0, :].T + be, 0, 6)
+    if expand_act:
+        ev = ACT_REF[expand_act](ev)
     dv = np.clip(conv2d_ref(ev, np.transpose(wd, (3, 1, 2, 0)), bd, (1, 1, 1, 1), (1, 1), (1, 1), 144), 0, 6)
     if act:
         dv = ACT_REF[act](dv)
@@ -458,23 +465,24 @@ def _inverted_residual(hw: int, expose: bool, act: str | None) -> tuple[bytes, n
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("act", [None, "XNNHardswish"])
-def test_expand_fuses_into_depthwise(act: str | None, threads: int) -> None:
-    """On a 56x56 map (1.8 MB expanded) the 1x1 expand conv runs inside the depthwise step, whose activation
-    and the projection's residual add fuse as before: two steps instead of three, with the same bits as the
-    unfused block (the expanded tensor forced into memory by exposing it as an output)."""
-    blob, xv, want = _inverted_residual(56, expose=False, act=act)
-    apart_blob, _, _ = _inverted_residual(56, expose=True, act=act)
+@pytest.mark.parametrize("act, expand_act", [(None, None), ("XNNHardswish", None), (None, "XNNSigmoid"),
+                                             ("XNNHardswish", "XNNHardswish")])
+def test_expand_fuses_into_depthwise(act: str | None, expand_act: str | None, threads: int) -> None:
+    """On a 56x56 map (1.8 MB expanded) the 1x1 expand conv (and its activation, MobileNetV3) runs inside the
+    depthwise step, whose activation and the projection's residual add fuse as before: two steps, with the
+    same bits as the unfused block (the expanded tensor forced into memory by exposing it as an output)."""
+    blob, xv, want = _inverted_residual(56, expose=False, act=act, expand_act=expand_act)
+    apart_blob, _, _ = _inverted_residual(56, expose=True, act=act, expand_act=expand_act)
     p = runtime.load(blob, threads=threads)
     got = p.run({"x": xv})["y"]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     np.testing.assert_array_equal(got, runtime.load(apart_blob, threads=threads).run({"x": xv})["y"])
     rows = steps(p, {"x": xv})
-    assert [(r["kind"], len(r["fused"])) for r in rows] == [("XNNDepthwiseConv2d", 2 if act else 1),
-                                                           ("XNNConv2d", 1)]
+    fused = 1 + (act is not None) + (expand_act is not None)
+    assert [(r["kind"], len(r["fused"])) for r in rows] == [("XNNDepthwiseConv2d", fused), ("XNNConv2d", 1)]
     assert rows[0]["fused"][0] == 0  # the expand conv, node 0
-    assert [r["kind"] for r in steps(runtime.load(apart_blob), {"x": xv})][:2] == ["XNNConv2d",
-                                                                                   "XNNDepthwiseConv2d"]
+    apart_rows = steps(runtime.load(apart_blob), {"x": xv})
+    assert apart_rows[0]["kind"] == "XNNConv2d" and not apart_rows[0]["fused"]
 
 
 def test_expand_stays_apart_on_small_maps() -> None:

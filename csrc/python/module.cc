@@ -128,20 +128,21 @@ class PyProgram {
 
   // The declared shapes' plan: (node, kind, source, output shape, [fused nodes], None when the node needs no
   // step else [ns per run] (empty without timings), runs serially). The fused nodes: the pointwise producer
-  // of a depthwise step, then the consumer whose output the step writes.
+  // of a depthwise step and its activation, then the consumer whose output the step writes.
   py::list describe_plan(const Plan& plan, const std::vector<std::vector<uint64_t>>* times) const {
     const Model& m = p_->model();
-    auto entry = [&](uint32_t node, uint32_t pre, uint32_t into, py::object ns, bool serial) {
+    auto entry = [&](uint32_t node, const Step& st, py::object ns) {
       const Node& nd = m.nodes[node];
-      const uint32_t out = into != kNoValue ? m.nodes[into].outputs[0] : nd.outputs[0];
+      const uint32_t out = st.into != kNoValue ? m.nodes[st.into].outputs[0] : nd.outputs[0];
       py::list fused;
-      if (pre != kNoValue) fused.append(pre);
-      if (into != kNoValue) fused.append(into);
+      for (uint32_t f : {st.pre, st.pre_act, st.into}) {
+        if (f != kNoValue) fused.append(f);
+      }
       const char* kind = node_type_name(static_cast<uint8_t>(nd.type));
       const std::string src = node < m.node_sources.size() ? m.node_sources[node] : std::string();
       py::list shape;
       for (size_t d : plan.shapes[out]) shape.append(d);
-      return py::make_tuple(node, kind ? kind : "?", src, shape, fused, ns, serial);
+      return py::make_tuple(node, kind ? kind : "?", src, shape, fused, ns, st.serial);
     };
     py::list r;
     for (size_t s = 0; s < plan.steps.size(); ++s) {
@@ -150,9 +151,11 @@ class PyProgram {
       if (times) {
         for (const auto& t : *times) ns.append(t[s]);
       }
-      r.append(entry(st.node, st.pre, st.into, ns, st.serial));
+      r.append(entry(st.node, st, ns));
     }
-    for (uint32_t node : plan.aliased_nodes) r.append(entry(node, kNoValue, kNoValue, py::none(), true));
+    Step aliased;
+    aliased.serial = true;
+    for (uint32_t node : plan.aliased_nodes) r.append(entry(node, aliased, py::none()));
     return r;
   }
 

@@ -731,6 +731,7 @@ void Program::plan_steps(Plan& plan, std::vector<int64_t>& last_use) const {
   std::vector<uint32_t> fused_into(nn, kNoValue);  // conv/FC node -> the consumer node
   std::vector<Step> fused(nn);                     // consumer node -> its fused step
   std::vector<uint32_t> pre_of(nn, kNoValue);      // depthwise node -> its fused pointwise producer
+  std::vector<uint32_t> pre_act_of(nn, kNoValue);  // depthwise node -> the activation after that producer
   std::vector<bool> elided(nv, false);             // the conv outputs that never materialize
   auto fusable = [&](uint32_t pv, bool residual) -> int64_t {  // the producer of pv if it can fuse, else -1
     if (!computed(pv) || consumers_[pv] != 1 || model_.values[pv].dtype != DType::kFp32) return -1;
@@ -755,12 +756,14 @@ void Program::plan_steps(Plan& plan, std::vector<int64_t>& last_use) const {
     fused[i].into = static_cast<uint32_t>(i);
     fused[i].residual = residual;
     fused[i].pre = pre_of[j];
+    fused[i].pre_act = pre_act_of[j];
     elided[pv] = true;
     inputs_live_until(j, i);
     if (pre_of[j] != kNoValue) inputs_live_until(pre_of[j], i);
   };
-  // The pointwise conv producing a depthwise node's input, if the pair can run as one step (else -1).
-  auto pointwise_producer = [&](const Node& dw) -> int64_t {
+  // The pointwise conv producing a depthwise node's input, directly or through an activation already fused
+  // into it (*act: that activation node), if the pair can run as one step (else -1).
+  auto pointwise_producer = [&](const Node& dw, uint32_t* act) -> int64_t {
     const uint32_t pv = dw.inputs[0];
     // Only where the expanded tensor would not stay in L2 (~1 MB per core here) between the two steps: on
     // small maps the row-by-row pointwise GEMM (M = one row of pixels) re-reads its weights for every row and
@@ -771,10 +774,15 @@ void Program::plan_steps(Plan& plan, std::vector<int64_t>& last_use) const {
         consumers_[pv] != 1 || model_.values[pv].dtype != DType::kFp32 || shapes[pv].size() != 4 ||
         bytes_of(pv) < kMinExpandedBytes)
       return -1;
-    const size_t j = static_cast<size_t>(producer_[pv]);
+    size_t j = static_cast<size_t>(producer_[pv]);
+    *act = kNoValue;
+    if (post_op_of(model_.nodes[j].type) != PostOp::kNone && fused[j].into == j) {
+      *act = static_cast<uint32_t>(j);
+      j = fused[j].node;
+    }
     const Node& cv = model_.nodes[j];
     const ConvParams& c = cv.conv;
-    if (cv.type != NodeType::kConv2d || cv.folded || fused_into[j] != kNoValue || needs_run_packing(j)) return -1;
+    if (cv.type != NodeType::kConv2d || cv.folded || fused_into[j] != *act || needs_run_packing(j)) return -1;
     if (c.kernel_h != 1 || c.kernel_w != 1 || c.stride_h != 1 || c.stride_w != 1 || c.groups != 1 ||
         c.pad_top || c.pad_right || c.pad_bottom || c.pad_left || model_.values[cv.inputs[0]].dtype != DType::kFp32)
       return -1;
@@ -786,10 +794,16 @@ void Program::plan_steps(Plan& plan, std::vector<int64_t>& last_use) const {
     const uint32_t out = nd.outputs[0];
     if (model_.values[out].dtype != DType::kFp32 || numel(shapes[out]) == 0) continue;
     if (nd.type == NodeType::kDepthwiseConv2d) {
-      const int64_t j = needs_run_packing(i) ? -1 : pointwise_producer(nd);
+      uint32_t act = kNoValue;
+      const int64_t j = needs_run_packing(i) ? -1 : pointwise_producer(nd, &act);
       if (j >= 0) {
         fused_into[static_cast<size_t>(j)] = static_cast<uint32_t>(i);
         pre_of[i] = static_cast<uint32_t>(j);
+        if (act != kNoValue) {  // the conv + activation step becomes part of this one
+          fused[act] = Step();
+          fused_into[act] = static_cast<uint32_t>(i);
+          pre_act_of[i] = act;
+        }
         elided[nd.inputs[0]] = true;
         inputs_live_until(static_cast<size_t>(j), i);
       }
@@ -855,6 +869,7 @@ void Program::plan_steps(Plan& plan, std::vector<int64_t>& last_use) const {
     Step st;
     st.node = static_cast<uint32_t>(i);
     st.pre = pre_of[i];
+    st.pre_act = pre_act_of[i];
     plan.steps.push_back(st);
     // In place: an element-wise fp32 node may write over an input of its size that no later node reads.
     BinaryOp bop;
@@ -1281,7 +1296,9 @@ void Program::exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel&
       if (step && step->pre != kNoValue) {  // the expand -> depthwise pair (see plan_steps)
         const Node& pw = model_.nodes[step->pre];
         const Shape& xs = plan.shapes[pw.inputs[0]];
-        K.conv1x1_dwconv2d(xs[3], packed_ptr_[step->pre], pw.act, p, x[0], x[1], x[2],
+        Activation pw_act = pw.act;
+        if (step->pre_act != kNoValue) pw_act.post = post_op_of(model_.nodes[step->pre_act].type);
+        K.conv1x1_dwconv2d(xs[3], packed_ptr_[step->pre], pw_act, p, x[0], x[1], x[2],
                            static_cast<const float*>(ptrs[pw.inputs[0]]), out_shape[1], out_shape[2], packed,
                            fused_out, par);
         return;

@@ -55,6 +55,7 @@ struct Step {
   // A fused producer: the pointwise Conv2d whose output this DepthwiseConv2d step reads; the kernel computes
   // those expanded rows as it needs them (KernelTable::conv1x1_dwconv2d), and the tensor never materializes.
   uint32_t pre = kNoValue;
+  uint32_t pre_act = kNoValue;  // the HardSwish / Sigmoid / Gelu between `pre` and this step (MobileNetV3), if any
 };
 
 // Shapes and memory for one tuple of input shapes.
