@@ -244,9 +244,7 @@ def run(names: list[str], threads_list: list[int], repeat: int, show_progress: b
             # Rounds alternate the runtimes (in turn first) so a burst of load elsewhere hits both; each
             # runtime reports the median of its best round. A pause between runtimes lets the other one's
             # spinning workers (ORT's spin for a while after a run) go idle instead of sharing the cores.
-            # Warm up to a steady state (>= 0.5 s per runtime), not a fixed count: the first model measured in
-            # a fresh process ran its first seconds ~40 % slower (MobileNetV2 at 1 thread: 9.5-10.5 ms first,
-            # 6.6-6.8 ms when measured after the others).
+            # Warm up to a steady state (>= 0.5 s per runtime), not a fixed count of calls.
             for fn in calls.values():
                 time_calls(fn, 1, warmup=2, min_seconds=0.5)
             best: dict[str, float] = {}
