@@ -11,6 +11,28 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
+# On a shared VM another tenant can take the second vCPU for minutes: 2-thread timings taken then mean little.
+# Below this ratio of the 2-thread to the 1-thread FMA peak, a run says so.
+MIN_2T_PEAK_RATIO = 1.8
+
+
+def fma_peaks(threads_list: Iterable[int]) -> dict[int, float]:
+    """The machine's FMA peak (GFLOP/s) on each thread count, measured now."""
+    from webxnn._runtime import kernels as K  # noqa: PLC0415
+
+    return {t: K.peak_fma(threads=t) for t in threads_list}
+
+
+def contention_warning(samples: Iterable[dict[int, float]]) -> str | None:
+    """A warning when any FMA-peak sample of the run saw the 2-thread peak below MIN_2T_PEAK_RATIO x the
+    1-thread one (the second vCPU busy elsewhere), else None."""
+    ratios = [p[2] / p[1] for p in samples if p.get(1) and p.get(2)]
+    if not ratios or min(ratios) >= MIN_2T_PEAK_RATIO:
+        return None
+    return (f"warning: during this run the 2-thread FMA peak fell to {min(ratios):.2f}x the 1-thread one "
+            "(the second vCPU was busy elsewhere): 2-thread figures, and speed-ups, are not reliable")
+
+
 def median_ms(times_s: Iterable[float]) -> float:
     """Median of per-call wall times given in seconds, as milliseconds."""
     return statistics.median(list(times_s)) * 1e3

@@ -21,6 +21,7 @@ import numpy as np
 
 from bench.common import (
     can_limit_numpy_threads,
+    contention_warning,
     median_ms,
     numpy_threads,
     onnxruntime_or_none,
@@ -191,6 +192,7 @@ def run(cases: list[Case], threads_list: list[int], repeat: int, isa: str, with_
 
     info = dict(K.cpu_info())
     peaks: dict[int, float] = {}
+    samples: list[dict[int, float]] = []  # the peaks of each pass, for the contention warning
     rng = np.random.default_rng(0)
     datas = {c.name: _inputs(c, rng) for c in cases}
     best: dict[tuple[str, int, str], float] = {}
@@ -201,7 +203,11 @@ def run(cases: list[Case], threads_list: list[int], repeat: int, isa: str, with_
 
     for _round, case, t in progress(work, "kernels", show_progress):
         if case is cases[0]:
-            peaks[t] = max(peaks.get(t, 0.0), K.peak_fma(threads=t))
+            p = K.peak_fma(threads=t)
+            peaks[t] = max(peaks.get(t, 0.0), p)
+            if t == threads_list[0] or not samples:
+                samples.append({})
+            samples[-1][t] = p
         data = datas[case.name]
         keep((case.name, t, "webxnn_ms"), median_ms(_webxnn_times(case, data, t, repeat, isa)))
         if with_numpy:
@@ -220,7 +226,7 @@ def run(cases: list[Case], threads_list: list[int], repeat: int, isa: str, with_
             row["pct_peak"] = 100.0 * row["gflops"] / peaks[t] if case.kind != "maxpool" else None
             rows.append(row)
     return {"cpu": info, "isa": isa, "rounds": rounds, "peak_gflops": {str(t): p for t, p in peaks.items()},
-            "rows": rows}
+            "warning": contention_warning(samples), "rows": rows}
 
 
 def _fmt(v: float | None, spec: str) -> str:
@@ -240,6 +246,8 @@ def markdown(result: dict[str, Any]) -> str:
         lines.append(f"| {r['case']} | {r['threads']} | {r['webxnn_ms']:.3f} | {gf} "
                      f"| {_fmt(r['pct_peak'], '.1f')} "
                      f"| {_fmt(r.get('numpy_ms'), '.3f')} | {_fmt(ort, '.3f')} | {_fmt(ratio, '.2f')} |")
+    if result.get("warning"):
+        lines += ["", result["warning"]]
     lines += ["", "GFLOP/s and % peak count the direct algorithm's flops (2 x multiply-adds). The AVX2 "
               "table runs 3x3 stride-1 convolutions with >= 16 channels on each side by Winograd F(4x4,3x3), "
               "which does 4x fewer multiplies, so those rows can pass 100 % of the FMA peak."]

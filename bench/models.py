@@ -23,7 +23,15 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import median_ms, onnxruntime_or_none, ort_session, progress, time_calls
+from bench.common import (
+    contention_warning,
+    fma_peaks,
+    median_ms,
+    onnxruntime_or_none,
+    ort_session,
+    progress,
+    time_calls,
+)
 
 OPSET = 17
 
@@ -211,6 +219,7 @@ def run(names: list[str], threads_list: list[int], repeat: int, show_progress: b
 
     ort = onnxruntime_or_none()
     results: list[dict[str, Any]] = []
+    peaks = [fma_peaks(threads_list)]  # at the start and the end: a busy second vCPU shows in the 2T peak
     for name in progress(names, "models", show_progress):
         model, feeds = MODELS[name]()
         entry: dict[str, Any] = {"model": name, "onnx_bytes": len(model), "runs": []}
@@ -264,7 +273,10 @@ def run(names: list[str], threads_list: list[int], repeat: int, show_progress: b
                 if by_t[1].get(key) and by_t[2].get(key):
                     entry[f"{key.split('_')[0]}_speedup_2t"] = by_t[1][key] / by_t[2][key]
         results.append(entry)
-    return {"cpu": webxnn.cpu_info(), "models": results}
+    peaks.append(fma_peaks(threads_list))
+    return {"cpu": webxnn.cpu_info(), "models": results,
+            "peak_gflops": [{str(t): p for t, p in s.items()} for s in peaks],
+            "warning": contention_warning(peaks)}
 
 
 def _f(v: float | None, spec: str) -> str:
@@ -287,6 +299,8 @@ def markdown(result: dict[str, Any]) -> str:
                          f"| {_f(r.get('max_abs_diff_vs_ort'), '.2g')} | {su} |")
         if e.get("error"):
             notes.append(f"- {e['model']}: {e['error']}")
+    if result.get("warning"):
+        notes.append(result["warning"])
     return "\n".join(lines + ([""] + notes if notes else []))
 
 

@@ -204,6 +204,15 @@ def test_bench_entry_points():
         assert K.peak_fma(threads=1, iters=10000, repeat=1) > 0
 
 
+def test_bench_contention_warning():
+    """The benches flag runs during which the second vCPU was busy elsewhere (2-thread peak < 1.8x 1T)."""
+    common = pytest.importorskip("bench.common")
+    assert common.contention_warning([{1: 116.0, 2: 230.0}, {1: 115.0, 2: 226.0}]) is None
+    assert common.contention_warning([{1: 116.0}]) is None
+    warning = common.contention_warning([{1: 116.0, 2: 230.0}, {1: 116.0, 2: 150.0}])
+    assert warning is not None and "1.29x" in warning
+
+
 # ---------------------------------------------------------------------------------------- depthwise / pool
 @SETTINGS
 @given(w=st.sampled_from([4, 5, 9, 13, 23, 40]), c=st.sampled_from([1, 8, 19, 32]),
