@@ -5,6 +5,7 @@ depend on the thread count (tiny ONNX models built here, checked against onnx's 
 from __future__ import annotations
 
 import gc
+from functools import partial
 
 import numpy as np
 import pytest
@@ -19,8 +20,8 @@ from webxnn.xnn.ir import INVALID_ID
 RNG = np.random.default_rng(77)
 
 
-def rand(*shape: int) -> np.ndarray:
-    return RNG.standard_normal(shape).astype(np.float32)
+def rand(*shape: int, rng: np.random.Generator = RNG) -> np.ndarray:
+    return rng.standard_normal(shape).astype(np.float32)
 
 
 def steps(p: runtime.Program, feeds: dict[str, np.ndarray]) -> list[dict]:
@@ -334,29 +335,25 @@ def _producer_then_act(producer: str, act: str, expose: bool) -> tuple[bytes, np
     """x -> producer (clamped to [-2, 3]) -> act -> y, with the producer's output also a graph output when
     `expose` (which keeps it from fusing); returns the blob, an input and the float64 reference of y. The same
     weights and input on every call."""
-    rng = np.random.default_rng(5)
-
-    def rand(*shape: int) -> np.ndarray:
-        return rng.standard_normal(shape).astype(np.float32)
-
+    draw = partial(rand, rng=np.random.default_rng(5))  # the same draws on every call
     b = GraphBuilder()
     clamp = (-2.0, 3.0)
     if producer == "XNNFullyConnected":
-        xv, w, bias = rand(1, 7, 24), rand(20, 24) * 0.3, rand(20)
+        xv, w, bias = draw(1, 7, 24), draw(20, 24) * 0.3, draw(20)
         x = b.input("x", [1, 7, 24])
         h = b.value([1, 7, 20])
         b.node(producer, output_min_max=clamp, input1_id=x, filter_id=b.const(w), bias_id=b.const(bias),
                output_id=h, flags=0)
         ref = xv.astype(np.float64) @ w.T + bias
     elif producer == "XNNDepthwiseConv2d":
-        xv, w, bias = rand(1, 9, 10, 12), rand(1, 3, 3, 12), rand(12)
+        xv, w, bias = draw(1, 9, 10, 12), draw(1, 3, 3, 12), draw(12)
         x = b.input("x", [1, 9, 10, 12])
         h = b.value([1, 9, 10, 12])
         b.node(producer, output_min_max=clamp, input1_id=x, filter_id=b.const(w), bias_id=b.const(bias),
                output_id=h, flags=0, **conv_fields((3, 3), (1, 1, 1, 1), gic=1, goc=1, groups=12))
         ref = conv2d_ref(xv, np.transpose(w, (3, 1, 2, 0)), bias, (1, 1, 1, 1), (1, 1), (1, 1), 12)
     else:
-        xv, w, bias = rand(1, 6, 6, 4), rand(8, 3, 3, 4) * 0.3, rand(8)
+        xv, w, bias = draw(1, 6, 6, 4), draw(8, 3, 3, 4) * 0.3, draw(8)
         x = b.input("x", [1, 6, 6, 4])
         h = b.value([1, 6, 6, 8])
         b.node(producer, output_min_max=clamp, input1_id=x, filter_id=b.const(w), bias_id=b.const(bias),
@@ -424,14 +421,10 @@ def _inverted_residual(hw: int, expose: bool, act: str | None,
     """MobileNetV2 block on [1, hw, hw, 24]: 1x1 expand to 144 (relu6; then `expand_act` if given, as in
     MobileNetV3), 3x3 depthwise (relu6; then `act` if given), 1x1 project to 24, residual add. `expose` also
     makes the expanded tensor a graph output. Returns the blob, an input and the float64 reference of y."""
-    rng = np.random.default_rng(8)
-
-    def rand(*shape: int) -> np.ndarray:
-        return rng.standard_normal(shape).astype(np.float32)
-
+    draw = partial(rand, rng=np.random.default_rng(8))  # the same draws on every call
     b = GraphBuilder()
-    xv, we, be = rand(1, hw, hw, 24), rand(144, 1, 1, 24) * 0.3, rand(144)
-    wd, bd, wp = rand(1, 3, 3, 144) * 0.3, rand(144), rand(24, 1, 1, 144) * 0.1
+    xv, we, be = draw(1, hw, hw, 24), draw(144, 1, 1, 24) * 0.3, draw(144)
+    wd, bd, wp = draw(1, 3, 3, 144) * 0.3, draw(144), draw(24, 1, 1, 144) * 0.1
     x = b.input("x", [1, hw, hw, 24])
     e = b.value([1, hw, hw, 144])
     b.node("XNNConv2d", output_min_max=(0.0, 6.0), **conv_fields((1, 1), gic=24, goc=144), input1_id=x,

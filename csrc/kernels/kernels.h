@@ -6,8 +6,9 @@
 //    (64-byte aligned). The packed layout is private to the kernel table that packed it.
 //  * `Activation` is the fused output activation: the clamp (output_min_max; {-inf, +inf} means none), then
 //    an optional post-op (hardswish, sigmoid or gelu) applied to the clamped value. Only gemm, gemm_residual,
-//    conv2d, conv2d_residual and dwconv2d apply `post` (the runtime fuses a conv / FC into the activation
-//    that is its only consumer); every other entry takes the clamp alone and must be given post = kNone.
+//    conv2d, conv2d_residual, dwconv2d and both activations of conv1x1_dwconv2d apply `post` (the runtime
+//    fuses a conv / FC into the activation that is its only consumer); every other entry takes the clamp
+//    alone and must be given post = kNone.
 //  * Every entry may split its work with `Parallel`; results must not depend on the thread count.
 //  * The table is filled once from CPU features (dispatch.cc): the scalar table is the portable baseline
 //    and the reference the faster tables are tested against.
@@ -170,7 +171,7 @@ struct KernelTable {
   // (additive) A pointwise (1x1, stride 1, unpadded, one group) convolution feeding a depthwise convolution
   // with depth multiplier 1 (MobileNet's expand -> depthwise pair): out = dwconv2d(p, conv1x1(in)). `in` is
   // [N, H, W, cin]; pw_packed is conv2d_pack's (= gemm_pack's) packing of the 1x1 filter [C, cin] with its
-  // clamp pw_act; p, dw_packed and the output are the depthwise convolution's over the [N, H, W, C] expanded
+  // activation pw_act (clamp and post-op: MobileNetV3's expand + HardSwish); p, dw_packed and the output are the depthwise convolution's over the [N, H, W, C] expanded
   // tensor. The kernel may compute the expanded rows as the depthwise rows need them, so that tensor need
   // never exist in memory; results are those of conv2d (pw_act) followed by dwconv2d (p.act).
   void (*conv1x1_dwconv2d)(size_t cin, const void* pw_packed, Activation pw_act, const ConvParams& p, size_t N,

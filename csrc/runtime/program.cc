@@ -732,18 +732,25 @@ void Program::plan_steps(Plan& plan, std::vector<int64_t>& last_use) const {
   std::vector<Step> fused(nn);                     // consumer node -> its fused step
   std::vector<uint32_t> pre_of(nn, kNoValue);      // depthwise node -> its fused pointwise producer
   std::vector<uint32_t> pre_act_of(nn, kNoValue);  // depthwise node -> the activation after that producer
-  std::vector<bool> elided(nv, false);             // the conv outputs that never materialize
-  auto fusable = [&](uint32_t pv, bool residual) -> int64_t {  // the producer of pv if it can fuse, else -1
+  std::vector<bool> elided(nv, false);             // the values that never materialize
+  // The node producing pv if pv can stay inside a fused step (a computed fp32 value with one reader, made by a
+  // node that runs, with weights packed at load, from an fp32 input), else -1.
+  auto sole_producer = [&](uint32_t pv) -> int64_t {
     if (!computed(pv) || consumers_[pv] != 1 || model_.values[pv].dtype != DType::kFp32) return -1;
     const size_t j = static_cast<size_t>(producer_[pv]);
     const Node& cv = model_.nodes[j];
+    if (cv.folded || needs_run_packing(j) || model_.values[cv.inputs[0]].dtype != DType::kFp32) return -1;
+    return static_cast<int64_t>(j);
+  };
+  auto fusable = [&](uint32_t pv, bool residual) -> int64_t {  // the producer of pv if it can fuse, else -1
+    const int64_t j = sole_producer(pv);
+    if (j < 0 || fused_into[static_cast<size_t>(j)] != kNoValue) return -1;
+    const Node& cv = model_.nodes[static_cast<size_t>(j)];
     const bool fc = cv.type == NodeType::kFullyConnected;
     const bool kind = residual ? (cv.type == NodeType::kConv2d || fc) : (fc || cv.type == NodeType::kConv2d ||
                                                                            cv.type == NodeType::kDepthwiseConv2d);
-    if (!kind || cv.folded || fused_into[j] != kNoValue || needs_run_packing(j)) return -1;
-    if (model_.values[cv.inputs[0]].dtype != DType::kFp32) return -1;
-    if (residual && !act_is_none(cv.act)) return -1;
-    return static_cast<int64_t>(j);
+    if (!kind || (residual && !act_is_none(cv.act))) return -1;
+    return j;
   };
   auto inputs_live_until = [&](size_t j, size_t i) {  // node j runs at node i's position
     for (uint32_t in : model_.nodes[j].inputs) {
@@ -770,21 +777,22 @@ void Program::plan_steps(Plan& plan, std::vector<int64_t>& last_use) const {
     // loses more than the memory traffic saves (MobileNetV2: 112x112x96 and 56x56x144 fuse; 28x28x192 and
     // smaller maps run faster apart).
     constexpr size_t kMinExpandedBytes = size_t{1} << 20;
-    if (!kernels_->conv1x1_dwconv2d || dw.conv.group_output_channels != 1 || !computed(pv) ||
-        consumers_[pv] != 1 || model_.values[pv].dtype != DType::kFp32 || shapes[pv].size() != 4 ||
+    if (!kernels_->conv1x1_dwconv2d || dw.conv.group_output_channels != 1 || shapes[pv].size() != 4 ||
         bytes_of(pv) < kMinExpandedBytes)
       return -1;
-    size_t j = static_cast<size_t>(producer_[pv]);
+    const int64_t p = sole_producer(pv);
+    if (p < 0) return -1;
+    size_t j = static_cast<size_t>(p);
     *act = kNoValue;
     if (post_op_of(model_.nodes[j].type) != PostOp::kNone && fused[j].into == j) {
-      *act = static_cast<uint32_t>(j);
+      *act = static_cast<uint32_t>(j);  // the conv it runs (fused[j].node) passed sole_producer when it fused
       j = fused[j].node;
     }
     const Node& cv = model_.nodes[j];
     const ConvParams& c = cv.conv;
-    if (cv.type != NodeType::kConv2d || cv.folded || fused_into[j] != *act || needs_run_packing(j)) return -1;
+    if (cv.type != NodeType::kConv2d || fused_into[j] != *act) return -1;
     if (c.kernel_h != 1 || c.kernel_w != 1 || c.stride_h != 1 || c.stride_w != 1 || c.groups != 1 ||
-        c.pad_top || c.pad_right || c.pad_bottom || c.pad_left || model_.values[cv.inputs[0]].dtype != DType::kFp32)
+        c.pad_top || c.pad_right || c.pad_bottom || c.pad_left)
       return -1;
     return static_cast<int64_t>(j);
   };
@@ -1179,7 +1187,8 @@ void Program::exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel&
   // A fused step (see plan_steps) writes its consumer's output: a residual Add's (with the Add's clamp) or an
   // activation's (this node's clamp, then the activation as the kernel's post-op).
   const Node* into = step && step->into != kNoValue ? &model_.nodes[step->into] : nullptr;
-  const float* residual = into && step->residual != kNoValue ? static_cast<const float*>(ptrs[step->residual]) : nullptr;
+  const float* residual =
+      into && step->residual != kNoValue ? static_cast<const float*>(ptrs[step->residual]) : nullptr;
   float* fused_out = into ? static_cast<float*>(ptrs[into->outputs[0]]) : outf;
   Activation fused_act = residual ? into->act : nd.act;
   if (into && !residual) fused_act.post = post_op_of(into->type);

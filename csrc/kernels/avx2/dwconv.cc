@@ -462,14 +462,13 @@ void pool(bool is_max, const PoolParams& p, size_t N, size_t H, size_t W, size_t
 
 }  // namespace
 
-// Bound on one task's ring of expanded input rows (depth multiplier > 1); beyond it (absurd dilations or
-// widths) the scalar kernel runs instead.
+// Bound on one task's ring of expanded input rows (depth multiplier > 1, or a fused pointwise conv); beyond it
+// (absurd dilations or widths) the unfused / scalar path runs instead.
 constexpr double kMaxRingBytes = 16.0 * (1 << 20);
 
 namespace {
 
-// The depthwise convolution p over [N, H, W, p.groups * dm] computed from `in`: that tensor itself, or (pw
-// non-null) the input [N, H, W, pw_cin] of a pointwise conv whose output it is.
+// A pointwise conv (1x1, stride 1, one group) whose output the depthwise convolution reads.
 struct Pointwise {
   size_t cin;
   const void* packed;
@@ -481,6 +480,8 @@ bool dw_fits(const ConvParams& p, size_t W, size_t OC, size_t ring_rows) {
          static_cast<double>(ring_rows) * static_cast<double>(W) * static_cast<double>(OC) * 4.0 <= kMaxRingBytes;
 }
 
+// The depthwise convolution p over [N, H, W, p.groups * dm] computed from `in`: that tensor itself, or (pw
+// non-null) the input [N, H, W, pw->cin] of the pointwise conv whose output it is.
 void run_dw(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
             const void* packed, float* out, Parallel& par, const Pointwise* pw) {
   const size_t dm = p.group_output_channels, OC = size_t{p.groups} * dm;
@@ -521,7 +522,7 @@ void run_dw(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, 
   const size_t threads = internal::parallel_threads(par);
   // With a fused pointwise conv, every task recomputes the expanded rows its first output row shares with the
   // previous task's last: one contiguous range of output rows per thread.
-  x.tasks = pw ? min_sz(x.rows, internal::task_count(x.rows, static_cast<double>(OW) * (x.Cin + 9) * x.C, threads, 1))
+  x.tasks = pw ? internal::task_count(x.rows, static_cast<double>(OW) * (x.Cin + 9) * x.C, threads, 1)
                : internal::task_count(x.rows, static_cast<double>(OW) * p.kernel_h * p.kernel_w * x.C, threads, 4);
   const internal::TaskFn fn = p.kernel_w == 3 ? dw_task<3> : p.kernel_w == 5 ? dw_task<5> : dw_task<0>;
   internal::parallel_run(par, x.tasks, fn, &x);

@@ -269,6 +269,7 @@ void gemm_task(const void* vctx, size_t task) {
     // core, and the rows the next op will read here.
     const size_t mch = u / x.n_groups, ng = u % x.n_groups;
     const size_t m0 = mch * x.m_chunk, mc = min_sz(x.m_chunk, x.M - m0);
+    const size_t full_tiles = max_sz(1, RowTiles(mc).full());  // the kMR-row tiles share the B prefetches
     const size_t p0 = ng * x.n_group, p1 = min_sz(x.panels, p0 + x.n_group);
     if (x.pack_a && packed_chunk != mch) {
       for (size_t kb = 0; kb < x.kc_blocks; ++kb) {
@@ -281,6 +282,7 @@ void gemm_task(const void* vctx, size_t task) {
       const size_t k0 = kb * x.kc, kc = min_sz(x.kc, x.K - k0);
       const bool last = kb + 1 == x.kc_blocks;
       const float* ablk = x.pack_a ? abuf + kb * a_block : nullptr;
+      const size_t pf_per_tile = div_up(kc, full_tiles);
 
       for (size_t p = p0; p < p1; ++p) {
         const float* panel = x.packed + p * panel_floats;
@@ -302,7 +304,6 @@ void gemm_task(const void* vctx, size_t task) {
         } else if (p1 < x.panels) {
           next_b = reinterpret_cast<const char*>(x.packed + p1 * panel_floats + kNR);
         }
-        const size_t pf_per_tile = div_up(kc, max_sz(1, RowTiles(mc).full()));  // the kMR-row tiles prefetch
         if (nc == kNR) {
           float* c = x.C + m0 * x.ldc + n0;
           const float* rt = x.R ? x.R + m0 * x.ldr + n0 : nullptr;
@@ -327,7 +328,8 @@ void gemm_task(const void* vctx, size_t task) {
           // tile computes; C rows of a tall GEMM do not stay in L2 between K blocks.
           if (x.kc_blocks > 1 && t0 + mr < mc) {
             const char* cn = reinterpret_cast<const char*>(c + mr * x.ldc);
-            for (size_t m = 0; m < tile_rows(mc - t0 - mr); ++m) {
+            const size_t next_mr = tile_rows(mc - t0 - mr);
+            for (size_t m = 0; m < next_mr; ++m) {
               _mm_prefetch(cn + m * x.ldc * sizeof(float), _MM_HINT_T0);
               _mm_prefetch(cn + m * x.ldc * sizeof(float) + 60, _MM_HINT_T0);
             }
