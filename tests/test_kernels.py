@@ -224,6 +224,28 @@ def test_deconv2d_wide_gemm_path():
         same_bytes(got, K.deconv2d(x, f, b, isa="best", threads=2, **kw_))
 
 
+def test_scratch_reused_across_calls_of_other_sizes():
+    """The AVX2 kernels keep their per-task work space per thread between calls (packed A, a product's packed B,
+    Winograd's V/M, the depthwise ring, deconv columns). Calls that need more, then less, then more again on
+    the same threads each match a fresh numpy reference, on 1 and 2 threads."""
+    for threads in (1, 2):
+        for m, k, c, h in ((70, 2048, 96, 20), (9, 1024, 16, 6), (70, 2048, 96, 20)):
+            a, b = rand(m, k, seed=m), rand(40, k, seed=k, lo=-0.1, hi=0.1)
+            close(K.gemm(a, b, None, b_is_nk=True, isa="best", threads=threads),  # k % 1024 == 0: packed A
+                  a.astype(np.float64) @ b.T.astype(np.float64), k)
+            ba, bb = rand(4, m, 33, seed=1), rand(4, 33, c, seed=2)
+            close(K.batch_matmul(ba, bb, isa="best", threads=threads), np.matmul(ba.astype(np.float64), bb), 33)
+            x, f, fb = rand(1, h, h, c, seed=h), rand(c, 3, 3, c, seed=c, lo=-0.1, hi=0.1), rand(c, seed=5)
+            close(K.conv2d(x, f, fb, pads=(1, 1, 1, 1), isa="best", threads=threads),  # Winograd
+                  conv2d_ref(x, f, fb, (1, 1, 1, 1), (1, 1), (1, 1), 1), 9 * c)
+            fd = rand(1, 3, 3, 2 * c, seed=6)  # depth multiplier 2: the ring of expanded rows
+            close(K.dwconv2d(x, fd, None, pads=(1, 1, 1, 1), isa="best", threads=threads),
+                  dwconv2d_ref(x, fd, None, (1, 1, 1, 1), (1, 1), (1, 1)), 9)
+            ft = rand(8, 4, 4, c, seed=7)
+            close(K.deconv2d(x, ft, None, strides=(2, 2), isa="best", threads=threads),
+                  deconv2d_ref(x, ft, None, (0, 0, 0, 0), (2, 2), (1, 1), (0, 0), 1), 16 * c)
+
+
 @pytest.mark.parametrize("hw", [(1, 7), (2, 4), (3, 3), (1, 13), (7, 2), (3, 5), (7, 7), (5, 11)])
 def test_conv2d_pixel_tile_splits(hw):
     """Output pixel counts (7, 8, 9, 13, 14, 15, 49, 55) whose last 7-13 pixels the AVX2 IGEMM splits into

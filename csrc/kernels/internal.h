@@ -35,6 +35,24 @@ size_t task_count(size_t units, double unit_cost, size_t threads, size_t per_thr
 void* aligned_alloc64(size_t bytes);
 void aligned_free(void* p);
 
+// Kernel work space that outlives the call: the calling thread's block for `slot`, at least `bytes` long,
+// 64-byte aligned, contents unspecified, valid until this thread's next scratch() call for the same slot.
+// Blocks only grow, and are freed when the thread exits.
+// Why not aligned_alloc64 per call: glibc hands a freed block of a few hundred KB or more back to the OS
+// (a worker thread's heap is trimmed on free), so the next call took a page fault per 4 KB it touched.
+// Measured on ResNet-50 at 2 threads: the pool worker's Winograd tasks ran ~40 % slower than the caller's.
+// Each call site owns a slot; a kernel called from inside another kernel's task uses a different one.
+enum class Scratch : unsigned {
+  kGemmA,        // gemm: packed A panels (per task)
+  kBmmB,         // batch_matmul: one product's packed B (per task)
+  kIgemmGather,  // igemm: gathered input rows of narrow-channel convs (per task)
+  kWinogradV,    // winograd: transformed input and products (per task)
+  kDwRing,       // depthwise: ring of expanded input rows (per task)
+  kDeconvCols,   // deconv: the GEMM's column band (per call)
+  kCount
+};
+void* scratch(Scratch slot, size_t bytes);
+
 // avx2/peak.cc (x86 builds only): `iters` steps of 12 independent 8-wide FMAs (192 flops per step). Only call
 // after checking cpu_features().fma; the benchmark's FMA-peak yardstick.
 float fma_peak_loop(size_t iters);

@@ -1,4 +1,5 @@
 // Generic (baseline-ISA) support code for the ISA-specific translation units; see internal.h.
+#include <algorithm>
 #include <cstdlib>
 #include <functional>
 #include <new>
@@ -52,6 +53,42 @@ void* aligned_alloc64(size_t bytes) {
 }
 
 void aligned_free(void* p) { std::free(p); }
+
+namespace {
+
+// One thread's scratch blocks, one per slot.
+class ScratchBlocks {
+ public:
+  ScratchBlocks() = default;
+  ScratchBlocks(const ScratchBlocks&) = delete;
+  ScratchBlocks& operator=(const ScratchBlocks&) = delete;
+  ~ScratchBlocks() {
+    for (void* p : ptr_) aligned_free(p);
+  }
+
+  void* get(size_t slot, size_t bytes) {
+    if (ptr_[slot] && bytes <= size_[slot]) return ptr_[slot];
+    // At least half again the old size: a model's layers of growing size reallocate a few times, not per layer.
+    const size_t grown = std::max(bytes, size_[slot] + size_[slot] / 2);
+    aligned_free(ptr_[slot]);
+    ptr_[slot] = nullptr;  // aligned_alloc64 may throw: never leave a freed pointer behind
+    size_[slot] = 0;
+    ptr_[slot] = aligned_alloc64(grown);
+    size_[slot] = grown;
+    return ptr_[slot];
+  }
+
+ private:
+  static constexpr size_t kSlots = static_cast<size_t>(Scratch::kCount);
+  void* ptr_[kSlots] = {};
+  size_t size_[kSlots] = {};
+};
+
+thread_local ScratchBlocks tl_scratch;
+
+}  // namespace
+
+void* scratch(Scratch slot, size_t bytes) { return tl_scratch.get(static_cast<size_t>(slot), bytes); }
 
 }  // namespace internal
 }  // namespace webxnn

@@ -21,19 +21,20 @@ inline void cpu_relax() {
 #endif
 }
 
-// The caller's poll for workers still finishing their last task before it blocks on done_cv_.
-constexpr int kSpinIterations = 2000;
+// How long a thread polls before sleeping on a condition variable. Time-based (a pause costs ~10 to ~140
+// cycles depending on the CPU, so an iteration count is not a duration):
+//  * an idle worker, for the next region: ~0.5 ms covers the gap between the parallel ops of a graph
+//    (element-wise and single-threaded ops in between), so the next region starts without a futex wake-up,
+//    yet an idle pool stops burning a core within a millisecond;
+//  * the caller, for workers still finishing their last task: the threads of a region often finish tens of
+//    microseconds apart (unequal speeds, a last big task), and a futex sleep plus wake-up then added ~50 us
+//    more in this VM. It used to poll 2000 pauses (~35 us here) before sleeping.
+constexpr std::chrono::microseconds kSpin{500};
 
-// How long an idle worker polls for the next region before sleeping on wake_cv_. Time-based (a pause costs
-// ~10 to ~140 cycles depending on the CPU, so an iteration count is not a duration): ~0.5 ms covers the gap
-// between the parallel ops of a graph (element-wise and single-threaded ops in between), so the next region
-// starts without a futex wake-up, yet an idle pool stops burning a core within a millisecond.
-constexpr std::chrono::microseconds kWorkerSpin{500};
-
-// Polls `ready` until it holds or kWorkerSpin has passed (the clock read once per 64 polls).
+// Polls `ready` until it holds or kSpin has passed (the clock read once per 64 polls).
 template <typename Ready>
 bool spin_until(Ready ready) {
-  const auto deadline = std::chrono::steady_clock::now() + kWorkerSpin;
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
   for (;;) {
     for (int i = 0; i < 64; ++i) {
       if (ready()) return true;
@@ -137,7 +138,7 @@ void ThreadPool::run(size_t tasks, const std::function<void(size_t)>& fn) {
   drain(fn, 0);
   tl_active_pool = saved;
 
-  for (int i = 0; i < kSpinIterations && busy_.load(std::memory_order_acquire) != 0; ++i) cpu_relax();
+  spin_until([&] { return busy_.load(std::memory_order_acquire) == 0; });
   std::exception_ptr error;
   {
     std::unique_lock<std::mutex> lk(mutex_);

@@ -6,7 +6,7 @@
 //    run() returns when every task has finished. Workers that wake up after the caller already claimed all
 //    tasks simply go back to sleep, so a small run never waits for a wake-up.
 //  * Workers poll for ~0.5 ms (steady clock) after each run before sleeping on a condition variable, so the
-//    next op of a graph finds them awake.
+//    next op of a graph finds them awake; the caller polls as long for workers finishing their last task.
 //  * Concurrency: run() may be called from several threads at once; calls are SERIALIZED by a mutex (one
 //    parallel region at a time per pool). A run() issued from inside a task of the same pool (nested
 //    parallelism) executes inline on that thread instead of deadlocking.

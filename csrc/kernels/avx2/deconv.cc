@@ -153,7 +153,7 @@ void deconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in
                                     ? (in_rows_cap - span / p.stride_h - 1) * p.stride_h
                                     : 1);
   const size_t cap_rows = min_sz(H, (band - 1 + span) / p.stride_h + 2);
-  float* cols = static_cast<float*>(internal::aligned_alloc64(cap_rows * row_bytes + 64));
+  float* cols = static_cast<float*>(internal::scratch(internal::Scratch::kDeconvCols, cap_rows * row_bytes + 64));
   const size_t threads = internal::parallel_threads(par);
   GatherCtx x;
   x.p = &p;
@@ -189,7 +189,6 @@ void deconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in
       }
     }
   }
-  internal::aligned_free(cols);
 }
 
 }  // namespace avx2

@@ -186,7 +186,7 @@ void dw_task(const void* vctx, size_t task) {
   float* ring = nullptr;
   size_t* ring_key = nullptr;  // which (image, input row) each slot holds
   if (x.ring_rows) {
-    ring = static_cast<float*>(internal::aligned_alloc64(x.ring_rows * x.W * C * sizeof(float)));
+    ring = static_cast<float*>(internal::scratch(internal::Scratch::kDwRing, x.ring_rows * x.W * C * sizeof(float)));
     ring_key = static_cast<size_t*>(internal::aligned_alloc64(x.ring_rows * sizeof(size_t)));
     for (size_t i = 0; i < x.ring_rows; ++i) ring_key[i] = ~size_t{0};
   }
@@ -297,7 +297,6 @@ void dw_task(const void* vctx, size_t task) {
   }
   internal::aligned_free(tin);
   internal::aligned_free(twt);
-  internal::aligned_free(ring);
   internal::aligned_free(ring_key);
 }
 

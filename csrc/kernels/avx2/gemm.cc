@@ -240,7 +240,7 @@ void pack_a(const float* A, size_t lda, size_t mc, size_t kc, float* out) {
 
 struct GemmCtx {
   size_t M, N, K, lda, ldc, panels, kc_blocks, kc;
-  size_t m_chunk, m_chunks, n_group, n_groups, units, tasks;
+  size_t m_chunk, m_chunks, n_groups, units, tasks;
   bool pack_a;
   const float* A;
   const float* R;  // residual [M, N] (ldr) or null
@@ -260,7 +260,8 @@ void gemm_task(const void* vctx, size_t task) {
   // Packed A: the whole M chunk (every K block) is packed once per task and chunk, then shared by all of
   // the chunk's N groups (a task's units are consecutive, m chunk major).
   const size_t a_block = x.m_chunk * x.kc;  // floats per packed K block
-  float* abuf = x.pack_a ? static_cast<float*>(internal::aligned_alloc64(a_block * x.kc_blocks * sizeof(float)))
+  float* abuf = x.pack_a ? static_cast<float*>(
+                              internal::scratch(internal::Scratch::kGemmA, a_block * x.kc_blocks * sizeof(float)))
                          : nullptr;
   size_t packed_chunk = ~size_t{0};
   for (size_t u = u0; u < u1; ++u) {
@@ -268,9 +269,9 @@ void gemm_task(const void* vctx, size_t task) {
     // whole rows when there are at least as many chunks as threads: the rows the previous op wrote on this
     // core, and the rows the next op will read here.
     const size_t mch = u / x.n_groups, ng = u % x.n_groups;
-    const size_t m0 = mch * x.m_chunk, mc = min_sz(x.m_chunk, x.M - m0);
+    const size_t m0 = x.M * mch / x.m_chunks, mc = x.M * (mch + 1) / x.m_chunks - m0;
     const size_t full_tiles = max_sz(1, RowTiles(mc).full());  // the kMR-row tiles share the B prefetches
-    const size_t p0 = ng * x.n_group, p1 = min_sz(x.panels, p0 + x.n_group);
+    const size_t p0 = x.panels * ng / x.n_groups, p1 = x.panels * (ng + 1) / x.n_groups;
     if (x.pack_a && packed_chunk != mch) {
       for (size_t kb = 0; kb < x.kc_blocks; ++kb) {
         const size_t k0 = kb * x.kc;
@@ -350,7 +351,6 @@ void gemm_task(const void* vctx, size_t task) {
     }
     apply_post(x.post, x.C + m0 * x.ldc + p0 * kNR, mc, min_sz(x.N, p1 * kNR) - p0 * kNR, x.ldc);
   }
-  internal::aligned_free(abuf);
 }
 
 // ---- M = 1: y = act(bias + a * B), 4 panels (64 columns, 8 accumulator chains) per step.
@@ -495,13 +495,18 @@ void gemm_run(size_t M, size_t N, size_t K, const float* A, size_t lda, const vo
   // Packed A: deeper K blocks and one N group (A is packed once per K block for all of N). Measured best here.
   x.kc_blocks = max_sz(1, div_up(K, x.pack_a ? kKCMaxPacked : kKCMax));
   x.kc = div_up(K, x.kc_blocks);  // 0 when K = 0: the output is act(bias [+ R])
-  // M chunks of whole MR tiles, all of equal size; N groups of panels (sized so the C block of a unit,
-  // m_chunk x group columns, stays in L2 across the K blocks; one group when A is packed, so A is packed once
-  // per K block for all of N).
+  // M chunks and N groups of panels, each of equal size (chunk i: rows [M * i / m_chunks, M * (i + 1) /
+  // m_chunks), m_chunk rows at most; groups likewise). Groups are sized so the C block of a unit (m_chunk x
+  // group columns) stays in L2 across the K blocks; one group when A is packed, so A is packed once per K
+  // block for all of N.
+  // Equal sizes, not whole MR tiles or a fixed group width: the threads' shares of the units stay equal, so
+  // neither thread waits for the other at the end, nor finishes early and takes the other's rows (which the
+  // next op then reads across cores). Measured on MobileNetV2 at 2 threads: 7 units of 3 panels (20 panels)
+  // left one thread idle for 13 us; 196 rows as 54+54+54+34 made one thread do 55 % of the work. A chunk's
+  // 7-13 row tail runs as 4- and 5-row tiles (RowTiles), which cost no more than the padded MR tiles.
   x.m_chunks = div_up(M, kMC);
-  x.m_chunk = div_up(div_up(M, x.m_chunks), kMR) * kMR;
-  x.n_group = x.pack_a ? panels : max_sz(1, min_sz(panels, kCBlockBytes / (x.m_chunk * kNR * sizeof(float))));
-  size_t n_groups = div_up(panels, x.n_group);
+  x.m_chunk = div_up(M, x.m_chunks);
+  size_t n_groups = x.pack_a ? 1 : div_up(panels, max_sz(1, kCBlockBytes / (x.m_chunk * kNR * sizeof(float))));
   if (want_tasks > 1) {
     // Enough units for the threads. Every N group reads all of its M chunk's A rows and every M chunk all of
     // its N group's B panels; splitting N also leaves each output row half on each core, so the next op
@@ -511,20 +516,18 @@ void gemm_run(size_t M, size_t N, size_t K, const float* A, size_t lda, const vo
     // whichever side moves fewer bytes; the rest split M first, keeping rows on one core from op to op.
     const bool b_heavy = K * N > M * K + M * N / 2;
     while (x.m_chunks * n_groups < want_tasks) {
-      const bool can_n = n_groups < panels, can_m = x.m_chunk > kMR;
+      const bool can_n = n_groups < panels, can_m = M / kMR > x.m_chunks;
       if (!can_n && !can_m) break;
       if (can_n && (!can_m || (b_heavy ? M * n_groups <= N * x.m_chunks : x.m_chunks >= want_tasks))) {
         n_groups = min_sz(panels, n_groups * 2);
         continue;
       }
-      x.m_chunks = min_sz(div_up(M, kMR), x.m_chunks * 2);
-      x.m_chunk = div_up(div_up(M, x.m_chunks), kMR) * kMR;
-      x.m_chunks = div_up(M, x.m_chunk);
+      x.m_chunks = min_sz(M / kMR, x.m_chunks * 2);
+      x.m_chunk = div_up(M, x.m_chunks);
     }
     for (size_t i = 0; i < threads && (x.m_chunks * n_groups) % threads != 0 && n_groups < panels; ++i) ++n_groups;
-    x.n_group = div_up(panels, n_groups);
   }
-  x.n_groups = div_up(panels, x.n_group);
+  x.n_groups = n_groups;
   x.units = x.n_groups * x.m_chunks;
   x.tasks = want_tasks > 1 ? min_sz(x.units, threads * 16) : 1;
   if (x.tasks > 1) return internal::parallel_run(*par, x.tasks, gemm_task, &x);
@@ -552,13 +555,12 @@ struct BmmCtx {
 void bmm_task(const void* vctx, size_t task) {
   const BmmCtx& x = *static_cast<const BmmCtx*>(vctx);
   const size_t b0 = x.batch * task / x.tasks, b1 = x.batch * (task + 1) / x.tasks;
-  void* packed = internal::aligned_alloc64(x.packed_bytes);
+  void* packed = internal::scratch(internal::Scratch::kBmmB, x.packed_bytes);
   const Activation none;
   for (size_t b = b0; b < b1; ++b) {
     if (b == b0 || x.b_bs != 0) gemm_pack(x.K, x.N, x.B + b * x.b_bs, x.nk, nullptr, packed);
     gemm_run(x.M, x.N, x.K, x.A + b * x.a_bs, x.K, packed, x.C + b * x.M * x.N, x.N, none, 1, nullptr);
   }
-  internal::aligned_free(packed);
 }
 
 }  // namespace
@@ -597,13 +599,12 @@ void batch_matmul(size_t batch, size_t M, size_t N, size_t K, const float* A, si
     return internal::parallel_run(par, x.tasks, bmm_task, &x);
   }
   // Few large products: pack each, then split the product itself over the threads.
-  void* packed = internal::aligned_alloc64(x.packed_bytes);
+  void* packed = internal::scratch(internal::Scratch::kBmmB, x.packed_bytes);
   const Activation none;
   for (size_t b = 0; b < batch; ++b) {
     if (b == 0 || b_batch_stride != 0) gemm_pack(K, N, B + b * b_batch_stride, b_is_nk, nullptr, packed);
     gemm_run(M, N, K, A + b * a_batch_stride, K, packed, C + b * M * N, N, none, threads, &par);
   }
-  internal::aligned_free(packed);
 }
 
 }  // namespace avx2
