@@ -225,8 +225,8 @@ def test_deconv2d_wide_gemm_path():
 
 
 def test_scratch_reused_across_calls_of_other_sizes():
-    """The AVX2 kernels keep their per-task work space per thread between calls (packed A, a product's packed B,
-    Winograd's V/M, the depthwise ring, deconv columns). Calls that need more, then less, then more again on
+    """The AVX2 kernels keep their per-task work space per thread between calls (packed A, a product's
+    packed B, Winograd's V/M, the depthwise ring, deconv columns). Calls that need more, then less, then more again on
     the same threads each match a fresh numpy reference, on 1 and 2 threads."""
     for threads in (1, 2):
         for m, k, c, h in ((70, 2048, 96, 20), (9, 1024, 16, 6), (70, 2048, 96, 20)):
@@ -234,7 +234,8 @@ def test_scratch_reused_across_calls_of_other_sizes():
             close(K.gemm(a, b, None, b_is_nk=True, isa="best", threads=threads),  # k % 1024 == 0: packed A
                   a.astype(np.float64) @ b.T.astype(np.float64), k)
             ba, bb = rand(4, m, 33, seed=1), rand(4, 33, c, seed=2)
-            close(K.batch_matmul(ba, bb, isa="best", threads=threads), np.matmul(ba.astype(np.float64), bb), 33)
+            close(K.batch_matmul(ba, bb, isa="best", threads=threads),
+                  np.matmul(ba.astype(np.float64), bb), 33)
             x, f, fb = rand(1, h, h, c, seed=h), rand(c, 3, 3, c, seed=c, lo=-0.1, hi=0.1), rand(c, seed=5)
             close(K.conv2d(x, f, fb, pads=(1, 1, 1, 1), isa="best", threads=threads),  # Winograd
                   conv2d_ref(x, f, fb, (1, 1, 1, 1), (1, 1), (1, 1), 1), 9 * c)
