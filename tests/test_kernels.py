@@ -226,8 +226,8 @@ def test_deconv2d_wide_gemm_path():
 
 def test_scratch_reused_across_calls_of_other_sizes():
     """The AVX2 kernels keep their per-task work space per thread between calls (packed A, a product's
-    packed B, Winograd's V/M, the depthwise ring, deconv columns). Calls that need more, then less, then more again on
-    the same threads each match a fresh numpy reference, on 1 and 2 threads."""
+    packed B, Winograd's V/M, the depthwise ring, deconv columns). Calls that need more, then less, then
+    more again on the same threads each match a fresh numpy reference, on 1 and 2 threads."""
     for threads in (1, 2):
         for m, k, c, h in ((70, 2048, 96, 20), (9, 1024, 16, 6), (70, 2048, 96, 20)):
             a, b = rand(m, k, seed=m), rand(40, k, seed=k, lo=-0.1, hi=0.1)
