@@ -11,8 +11,10 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
-# On a shared VM another tenant can take the second vCPU for minutes: 2-thread timings taken then mean little.
-# Below this ratio of the 2-thread to the 1-thread FMA peak, a run says so.
+# On a shared VM other tenants can take a vCPU for minutes: timings taken then mean little. Each sample of the
+# FMA peak is compared with the best 1-thread one of the run: a 1-thread peak below MIN_1T_PEAK_SHARE of it
+# (a core shared) or a 2-thread one below MIN_2T_PEAK_RATIO x it (the second vCPU busy) makes the run say so.
+MIN_1T_PEAK_SHARE = 0.9
 MIN_2T_PEAK_RATIO = 1.8
 
 
@@ -24,13 +26,23 @@ def fma_peaks(threads_list: Iterable[int]) -> dict[int, float]:
 
 
 def contention_warning(samples: Iterable[dict[int, float]]) -> str | None:
-    """A warning when any FMA-peak sample of the run saw the 2-thread peak below MIN_2T_PEAK_RATIO x the
-    1-thread one (the second vCPU busy elsewhere), else None."""
-    ratios = [p[2] / p[1] for p in samples if p.get(1) and p.get(2)]
-    if not ratios or min(ratios) >= MIN_2T_PEAK_RATIO:
+    """A warning when a sample of the FMA peak taken during the run shows another tenant on the cores: a
+    1-thread peak below MIN_1T_PEAK_SHARE of the run's best, or a 2-thread one below MIN_2T_PEAK_RATIO x that
+    best; else None."""
+    samples = list(samples)
+    best = max((p[1] for p in samples if p.get(1)), default=0.0)
+    if best <= 0:
         return None
-    return (f"warning: during this run the 2-thread FMA peak fell to {min(ratios):.2f}x the 1-thread one "
-            "(the second vCPU was busy elsewhere): 2-thread figures, and speed-ups, are not reliable")
+    ones = [p[1] / best for p in samples if p.get(1)]
+    twos = [p[2] / best for p in samples if p.get(2)]
+    problems = []
+    if min(ones) < MIN_1T_PEAK_SHARE:
+        problems.append(f"the 1-thread FMA peak fell to {min(ones):.0%} of its best (a core was shared): "
+                        "all figures of this run are suspect")
+    if twos and min(twos) < MIN_2T_PEAK_RATIO:
+        problems.append(f"the 2-thread FMA peak fell to {min(twos):.2f}x the best 1-thread one (the second "
+                        "vCPU was busy elsewhere): 2-thread figures, and speed-ups, are not reliable")
+    return "warning: during this run " + "; ".join(problems) if problems else None
 
 
 def median_ms(times_s: Iterable[float]) -> float:

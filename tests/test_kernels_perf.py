@@ -205,12 +205,16 @@ def test_bench_entry_points():
 
 
 def test_bench_contention_warning():
-    """The benches flag runs during which the second vCPU was busy elsewhere (2-thread peak < 1.8x 1T)."""
+    """The benches flag runs during which another tenant used the cores: the second vCPU busy (2-thread peak
+    < 1.8x the best 1-thread one) or a core shared (1-thread peak < 90 % of its best)."""
     common = pytest.importorskip("bench.common")
     assert common.contention_warning([{1: 116.0, 2: 230.0}, {1: 115.0, 2: 226.0}]) is None
     assert common.contention_warning([{1: 116.0}]) is None
+    assert common.contention_warning([]) is None
     warning = common.contention_warning([{1: 116.0, 2: 230.0}, {1: 116.0, 2: 150.0}])
-    assert warning is not None and "1.29x" in warning
+    assert warning is not None and "1.29x" in warning and "core was shared" not in warning
+    warning = common.contention_warning([{1: 45.0, 2: 96.0}, {1: 117.0, 2: 234.0}])  # 96/45 passed before
+    assert warning is not None and "38%" in warning and "0.82x" in warning
 
 
 # ---------------------------------------------------------------------------------------- depthwise / pool
