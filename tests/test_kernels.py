@@ -298,6 +298,19 @@ def test_conv1x1_dwconv2d_large_and_errors():
     for threads in (1, 2):
         same_bytes(K.conv1x1_dwconv2d(x, pw, None, f, None, pads=(1, 1, 1, 1), strides=(2, 2), pw_min=0.0,
                                       pw_max=6.0, isa="best", threads=threads), want)
+    # Several tasks per thread carry their ring of expanded rows from one task to the next, but never into
+    # the next call: a 3-row input leaves rows 0-2 in the ring, which the next call's first rows must not
+    # take (stride 1 and 2, 1 and 2 threads).
+    pw2, f2 = rand(144, 24, seed=8), rand(1, 3, 3, 144, seed=9)
+    for s in (1, 2):
+        for seed, h in ((10, 3), (11, 56), (12, 3), (13, 56)):
+            x2 = rand(1, h, 56, 24, seed=seed)
+            mid2 = K.gemm(x2.reshape(-1, 24), pw2, None, b_is_nk=True, min=0.0, max=6.0, isa="best")
+            want2 = K.dwconv2d(mid2.reshape(1, h, 56, 144), f2, None, pads=(1, 1, 1, 1), strides=(s, s),
+                               isa="best")
+            for threads in (2, 1):
+                same_bytes(K.conv1x1_dwconv2d(x2, pw2, None, f2, None, pads=(1, 1, 1, 1), strides=(s, s),
+                                              pw_min=0.0, pw_max=6.0, isa="best", threads=threads), want2)
     with pytest.raises(InputError, match="pw_filter"):
         K.conv1x1_dwconv2d(x, rand(96, 15), None, f)
     with pytest.raises(InputError, match=r"filter must be \[1, kh, kw, C\]"):

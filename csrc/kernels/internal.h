@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "kernels/kernels.h"
 
@@ -47,11 +48,15 @@ enum class Scratch : unsigned {
   kBmmB,         // batch_matmul: one product's packed B (per task)
   kIgemmGather,  // igemm: gathered input rows of narrow-channel convs (per task)
   kWinogradV,    // winograd: transformed input and products (per task)
-  kDwRing,       // depthwise: ring of expanded input rows (per task)
+  kDwRing,       // depthwise: ring of expanded input rows (kept across a thread's tasks of one call)
+  kDwRingKeys,   // depthwise: the call the ring belongs to, then which input row each ring slot holds
   kDeconvCols,   // deconv: the GEMM's column band (per call)
   kCount
 };
 void* scratch(Scratch slot, size_t bytes);
+// A number no earlier call in this process got (never 0): tells a kernel's call apart from earlier ones when
+// per-thread scratch carries state from one task to the next.
+uint64_t unique_call_id();
 
 // avx2/peak.cc (x86 builds only): `iters` steps of 12 independent 8-wide FMAs (192 flops per step). Only call
 // after checking cpu_features().fma; the benchmark's FMA-peak yardstick.

@@ -1,5 +1,6 @@
 // Generic (baseline-ISA) support code for the ISA-specific translation units; see internal.h.
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <functional>
 #include <new>
@@ -89,6 +90,11 @@ thread_local ScratchBlocks tl_scratch;
 }  // namespace
 
 void* scratch(Scratch slot, size_t bytes) { return tl_scratch.get(static_cast<size_t>(slot), bytes); }
+
+uint64_t unique_call_id() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
 
 }  // namespace internal
 }  // namespace webxnn
