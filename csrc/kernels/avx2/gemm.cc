@@ -4,8 +4,9 @@
 // A K-block of a panel is a contiguous sub-range, so K blocking needs no repacking.
 //
 // Blocking (GotoBLAS/BLIS order): work units are (M chunk of <= 144 rows, N group of panels whose C block is
-// <= 128 KB). Per unit, per K block of <= 320: for every 16-column panel the kc x 16 B micro-panel (<= 20 KB)
-// stays in L1 while the MR x 16 microkernel sweeps the M chunk's row tiles; A's rows are read in place, or
+// <= 128 KB). Per unit, per K block of <= 1536: for every 16-column panel the MR x 16 microkernel sweeps the
+// M chunk's row tiles over the kc x 16 B micro-panel (<= 96 KB, read from L2, where the previous panel
+// prefetched it; see kKCMax for why not an L1-sized block); A's rows are read in place, or
 // (when its row stride is a multiple of 4 KB, which makes the six rows alias in L1) packed into MR-interleaved
 // micro-panels ([kc][MR] per K block), once per task and M chunk. Measured here, packing loses elsewhere
 // (~1 cycle per element, and in-place rows already stream well). The first K block starts the accumulators from
@@ -27,9 +28,13 @@ namespace webxnn {
 namespace avx2 {
 namespace {
 
-constexpr size_t kMC = 144;     // rows of A per packed block (144 x 256 x 4 B = 144 KB, in L2)
-constexpr size_t kKCMax = 320;  // K block bound: the kc x 16 B micro-panel (<= 20 KB) stays in L1
-constexpr size_t kKCMaxPacked = 512;
+constexpr size_t kMC = 144;  // rows of A per M chunk
+// K block bound. Not the textbook L1-sized B micro-panel (kc 256-320, <= 20 KB): every extra K block reads
+// and writes the whole C block once more, while Zen 4's L2 feeds a 6x16 tile's B stream (64 bytes per 12
+// FMAs) with room to spare. Measured here (1 thread, GFLOP/s, old bound 320 / 512 with packed A -> 1536):
+// 128x3072x768 107-108 -> 112-114, 64x768x768 111 -> 115, 384^3 112 -> 113, 128x384x1536 112 -> 115,
+// 196x256x1024 100-106 -> 108, 1024^3 108 -> 110-111; a 6-layer FC chain with cold weights -2 %.
+constexpr size_t kKCMax = 1536;
 constexpr size_t kCBlockBytes = 128 * 1024;  // C block of one (M chunk, N group) unit, kept in L2
 
 
@@ -492,8 +497,7 @@ void gemm_run(size_t M, size_t N, size_t K, const float* A, size_t lda, const vo
   // A is read in place (six row streams) unless its rows alias in L1 (row stride a multiple of 4 KB): then it
   // is packed per K block. Measured here: packing costs ~1 cycle per element and loses on narrow N.
   x.pack_a = (lda * sizeof(float)) % 4096 == 0;
-  // Packed A: deeper K blocks and one N group (A is packed once per K block for all of N). Measured best here.
-  x.kc_blocks = max_sz(1, div_up(K, x.pack_a ? kKCMaxPacked : kKCMax));
+  x.kc_blocks = max_sz(1, div_up(K, kKCMax));
   x.kc = div_up(K, x.kc_blocks);  // 0 when K = 0: the output is act(bias [+ R])
   // M chunks and N groups of panels, each of equal size (chunk i: rows [M * i / m_chunks, M * (i + 1) /
   // m_chunks), m_chunk rows at most; groups likewise). Groups are sized so the C block of a unit (m_chunk x
