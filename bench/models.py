@@ -219,7 +219,8 @@ def run(names: list[str], threads_list: list[int], repeat: int, show_progress: b
 
     ort = onnxruntime_or_none()
     results: list[dict[str, Any]] = []
-    peaks = [fma_peaks(threads_list)]  # at the start and the end: a busy second vCPU shows in the 2T peak
+    # At the start and after each model's thread count: another tenant on the cores shows in the peaks.
+    peaks = [fma_peaks(threads_list)]
     for name in progress(names, "models", show_progress):
         model, feeds = MODELS[name]()
         entry: dict[str, Any] = {"model": name, "onnx_bytes": len(model), "runs": []}
@@ -267,13 +268,13 @@ def run(names: list[str], threads_list: list[int], repeat: int, show_progress: b
             if run_.get("webxnn_ms") and run_.get("ort_ms"):
                 run_["ratio"] = run_["webxnn_ms"] / run_["ort_ms"]
             entry["runs"].append(run_)
+            peaks.append(fma_peaks(threads_list))
         by_t = {r["threads"]: r for r in entry["runs"]}
         if 1 in by_t and 2 in by_t:
             for key in ("webxnn_ms", "ort_ms"):
                 if by_t[1].get(key) and by_t[2].get(key):
                     entry[f"{key.split('_')[0]}_speedup_2t"] = by_t[1][key] / by_t[2][key]
         results.append(entry)
-    peaks.append(fma_peaks(threads_list))
     return {"cpu": webxnn.cpu_info(), "models": results,
             "peak_gflops": [{str(t): p for t, p in s.items()} for s in peaks],
             "warning": contention_warning(peaks)}
