@@ -14,8 +14,11 @@ T = TypeVar("T")
 # On a shared VM other tenants can take a vCPU for minutes: timings taken then mean little. Each sample of the
 # FMA peak is compared with the best 1-thread one of the run: a 1-thread peak below MIN_1T_PEAK_SHARE of it
 # (a core shared) or a 2-thread one below MIN_2T_PEAK_RATIO x it (the second vCPU busy) makes the run say so.
+# The FMA peak misses tenants that stream memory (they slow memory-bound models, 2-thread runs most): a
+# 32 MB copy below MIN_COPY_SHARE of the run's best copy says so too.
 MIN_1T_PEAK_SHARE = 0.9
 MIN_2T_PEAK_RATIO = 1.8
+MIN_COPY_SHARE = 0.8
 
 
 def fma_peaks(threads_list: Iterable[int]) -> dict[int, float]:
@@ -25,18 +28,33 @@ def fma_peaks(threads_list: Iterable[int]) -> dict[int, float]:
     return {t: K.peak_fma(threads=t) for t in threads_list}
 
 
-def contention_warning(samples: Iterable[dict[int, float]]) -> str | None:
-    """A warning when a sample of the FMA peak taken during the run shows another tenant on the cores: a
-    1-thread peak below MIN_1T_PEAK_SHARE of the run's best, or a 2-thread one below MIN_2T_PEAK_RATIO x that
-    best; else None."""
-    samples = list(samples)
-    best = max((p[1] for p in samples if p.get(1)), default=0.0)
-    if best <= 0:
-        return None
-    ones = [p[1] / best for p in samples if p.get(1)]
-    twos = [p[2] / best for p in samples if p.get(2)]
+def copy_bandwidth() -> float:
+    """GB/s (read + write) of copying a 32 MB array on one thread, best of 5, measured now."""
+    import numpy as np  # noqa: PLC0415
+
+    src = np.ones(8 << 20, np.float32)
+    dst = np.empty_like(src)
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        np.copyto(dst, src)
+        best = min(best, time.perf_counter() - t0)
+    return 2 * src.nbytes / best / 1e9
+
+
+def contention_warning(samples: Iterable[dict[int, float]], copies: Iterable[float] = ()) -> str | None:
+    """A warning when a sample taken during the run shows another tenant on the machine: a 1-thread FMA peak
+    below MIN_1T_PEAK_SHARE of the run's best, a 2-thread one below MIN_2T_PEAK_RATIO x that best, or a copy
+    bandwidth (copy_bandwidth) below MIN_COPY_SHARE of the run's best; else None."""
+    samples, copies = list(samples), list(copies)
     problems = []
-    if min(ones) < MIN_1T_PEAK_SHARE:
+    if copies and min(copies) < MIN_COPY_SHARE * max(copies):
+        problems.append(f"memory bandwidth fell to {min(copies) / max(copies):.0%} of its best (another "
+                        "tenant streaming memory): memory-bound figures, 2-thread ones most, are suspect")
+    best = max((p[1] for p in samples if p.get(1)), default=0.0)
+    ones = [p[1] / best for p in samples if p.get(1)]
+    twos = [p[2] / best for p in samples if p.get(2)] if best > 0 else []
+    if ones and min(ones) < MIN_1T_PEAK_SHARE:
         problems.append(f"the 1-thread FMA peak fell to {min(ones):.0%} of its best (a core was shared): "
                         "all figures of this run are suspect")
     if twos and min(twos) < MIN_2T_PEAK_RATIO:

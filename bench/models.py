@@ -25,6 +25,7 @@ import numpy as np
 
 from bench.common import (
     contention_warning,
+    copy_bandwidth,
     fma_peaks,
     median_ms,
     onnxruntime_or_none,
@@ -219,8 +220,8 @@ def run(names: list[str], threads_list: list[int], repeat: int, show_progress: b
 
     ort = onnxruntime_or_none()
     results: list[dict[str, Any]] = []
-    # At the start and after each model's thread count: another tenant on the cores shows in the peaks.
-    peaks = [fma_peaks(threads_list)]
+    # At the start and after each model's thread count: another tenant shows in the peaks or the copies.
+    peaks, copies = [fma_peaks(threads_list)], [copy_bandwidth()]
     for name in progress(names, "models", show_progress):
         model, feeds = MODELS[name]()
         entry: dict[str, Any] = {"model": name, "onnx_bytes": len(model), "runs": []}
@@ -269,6 +270,7 @@ def run(names: list[str], threads_list: list[int], repeat: int, show_progress: b
                 run_["ratio"] = run_["webxnn_ms"] / run_["ort_ms"]
             entry["runs"].append(run_)
             peaks.append(fma_peaks(threads_list))
+            copies.append(copy_bandwidth())
         by_t = {r["threads"]: r for r in entry["runs"]}
         if 1 in by_t and 2 in by_t:
             for key in ("webxnn_ms", "ort_ms"):
@@ -277,7 +279,7 @@ def run(names: list[str], threads_list: list[int], repeat: int, show_progress: b
         results.append(entry)
     return {"cpu": webxnn.cpu_info(), "models": results,
             "peak_gflops": [{str(t): p for t, p in s.items()} for s in peaks],
-            "warning": contention_warning(peaks)}
+            "copy_gbs": copies, "warning": contention_warning(peaks, copies)}
 
 
 def _f(v: float | None, spec: str) -> str:

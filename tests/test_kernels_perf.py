@@ -205,8 +205,9 @@ def test_bench_entry_points():
 
 
 def test_bench_contention_warning():
-    """The benches flag runs during which another tenant used the cores: the second vCPU busy (2-thread peak
-    < 1.8x the best 1-thread one) or a core shared (1-thread peak < 90 % of its best)."""
+    """The benches flag runs during which another tenant used the machine: the second vCPU busy (2-thread peak
+    < 1.8x the best 1-thread one), a core shared (1-thread peak < 90 % of its best) or memory bandwidth taken
+    (a 32 MB copy < 80 % of the run's best)."""
     common = pytest.importorskip("bench.common")
     assert common.contention_warning([{1: 116.0, 2: 230.0}, {1: 115.0, 2: 226.0}]) is None
     assert common.contention_warning([{1: 116.0}]) is None
@@ -215,6 +216,11 @@ def test_bench_contention_warning():
     assert warning is not None and "1.29x" in warning and "core was shared" not in warning
     warning = common.contention_warning([{1: 45.0, 2: 96.0}, {1: 117.0, 2: 234.0}])  # 96/45 passed before
     assert warning is not None and "38%" in warning and "0.82x" in warning
+    ok = [{1: 116.0, 2: 230.0}]
+    assert common.contention_warning(ok, [30.0, 29.0, 31.0]) is None
+    warning = common.contention_warning(ok, [30.0, 20.0])  # another tenant streaming memory
+    assert warning is not None and "memory bandwidth fell to 67%" in warning
+    assert common.copy_bandwidth() > 0
 
 
 # ---------------------------------------------------------------------------------------- depthwise / pool
