@@ -65,9 +65,10 @@ def test_gemm(m, n, k, nk, has_bias, act):
 
 @pytest.mark.parametrize("m", [7, 8, 9, 13, 14, 15, 49, 128])
 def test_gemm_row_tile_splits(m):
-    """Row counts whose last 7-13 rows the AVX2 GEMM splits into 4- and 5-row tiles, with A in place and
-    packed (row stride of 4 KB), full and partial (<= 8 and > 8 column) panels and the fused residual."""
-    for k in (37, 1024):
+    """Row counts whose last 7-13 rows the AVX2 GEMM splits into 4- and 5-row tiles (and 12-row tiles of
+    the <= 8-column tail), with A in place and packed (row stride of 4 KB), one and two K blocks (K > 1536),
+    full and partial (<= 8 and > 8 column) panels and the fused residual."""
+    for k in (37, 1024, 2048, 3000):
         a = rand(m, k, seed=m)
         b = rand(52, k, seed=k, lo=-0.1, hi=0.1)
         bias, r = rand(52, seed=3), rand(m, 52, seed=4)
