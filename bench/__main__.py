@@ -10,6 +10,7 @@ SUITES = {
     "load": "bench.load",
     "kernels": "bench.kernels",
     "models": "bench.models",
+    "layers": "bench.layers",
 }
 
 

@@ -110,11 +110,15 @@ def onnxruntime_or_none() -> Any:
         return None
 
 
-def ort_session(model_bytes: bytes, threads: int) -> Any:
-    """An onnxruntime CPU session with `threads` intra-op threads and full graph optimisation."""
+def ort_session(model_bytes: bytes, threads: int, profile_prefix: str | None = None) -> Any:
+    """An onnxruntime CPU session with `threads` intra-op threads and full graph optimisation; with
+    `profile_prefix`, node profiling on (`end_profiling()` returns the JSON file's path)."""
     ort = onnxruntime_or_none()
     assert ort is not None
     so = ort.SessionOptions()
+    if profile_prefix:
+        so.enable_profiling = True
+        so.profile_file_prefix = profile_prefix
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL

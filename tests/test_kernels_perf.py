@@ -345,3 +345,33 @@ def test_gemm_k_zero_and_empty():
         np.testing.assert_array_equal(K.gemm(np.zeros((1, 0), np.float32), b, bias, isa=isa)[0], bias)
         assert K.batch_matmul(np.zeros((2, 3, 0), np.float32), np.zeros((2, 0, 4), np.float32),
                               isa=isa).shape == (2, 3, 4)
+
+
+def test_bench_layers_matches_steps_to_onnx_nodes():
+    """`python -m bench layers` charges each ORT node to the webxnn step that starts at or before it in the
+    ONNX graph (an expand conv computed inside its depthwise step counts from the expand conv), and lists the
+    ORT nodes it cannot place."""
+    pytest.importorskip("onnx")
+    layers = pytest.importorskip("bench.layers")
+    from bench.models import Builder, webxnn_compile
+
+    b = Builder(0)
+    x = b.conv("input", 8, 96, 1, act="relu6")  # expand: large enough to run inside the depthwise step
+    x = b.conv(x, 96, 96, 3, groups=96, act="relu6")
+    y = b.conv(x, 96, 8, 1)
+    model = b.model([("input", [1, 8, 112, 112])], [y])
+    feeds = {"input": rand(1, 8, 112, 112)}
+    steps = layers.webxnn_steps(webxnn_compile(model), feeds, threads=1, repeat=1)
+    import onnx
+
+    outs = [n.output[0] for n in onnx.load_from_string(model).graph.node]
+    ort_nodes = [(name, "Conv", 1.0) for name in outs]
+    ort_nodes += [("/SomeFusion", "Gemm", 0.5), ("/SomeFusion", "Gemm", 0.25)]  # ORT's own names
+    charged, unmatched = layers.match(model, steps, ort_nodes)
+    assert unmatched == {"Gemm": [2, 0.75]}
+    assert sum(charged) == len(outs)  # every ONNX node's time lands on exactly one step
+    fused = [i for i, s in enumerate(steps) if s["kind"] == "XNNDepthwiseConv2d"]
+    assert len(fused) == 1 and steps[fused[0]]["fused"]
+    assert charged[fused[0]] >= 3  # expand conv, its clip, the depthwise conv (and its clip)
+    text = layers.report("tiny", 1, steps, charged, unmatched, top=2)
+    assert "DepthwiseConv2d + fused" in text and "Gemm x2 0.750 ms" in text
