@@ -22,6 +22,7 @@ import numpy as np
 from bench.common import (
     can_limit_numpy_threads,
     contention_warning,
+    fma_peaks,
     median_ms,
     numpy_threads,
     onnxruntime_or_none,
@@ -191,8 +192,7 @@ def run(cases: list[Case], threads_list: list[int], repeat: int, isa: str, with_
     from webxnn._runtime import kernels as K  # noqa: PLC0415
 
     info = dict(K.cpu_info())
-    peaks: dict[int, float] = {}
-    samples: list[dict[int, float]] = []  # the peaks of each pass, for the contention warning
+    samples: list[dict[int, float]] = []  # the FMA peaks at the start of each pass
     rng = np.random.default_rng(0)
     datas = {c.name: _inputs(c, rng) for c in cases}
     best: dict[tuple[str, int, str], float] = {}
@@ -202,12 +202,8 @@ def run(cases: list[Case], threads_list: list[int], repeat: int, isa: str, with_
         best[key] = min(best.get(key, ms), ms)
 
     for _round, case, t in progress(work, "kernels", show_progress):
-        if case is cases[0]:
-            p = K.peak_fma(threads=t)
-            peaks[t] = max(peaks.get(t, 0.0), p)
-            if t == threads_list[0] or not samples:
-                samples.append({})
-            samples[-1][t] = p
+        if case is cases[0] and t == threads_list[0]:
+            samples.append(fma_peaks(threads_list))
         data = datas[case.name]
         keep((case.name, t, "webxnn_ms"), median_ms(_webxnn_times(case, data, t, repeat, isa)))
         if with_numpy:
@@ -216,6 +212,7 @@ def run(cases: list[Case], threads_list: list[int], repeat: int, isa: str, with_
                 keep((case.name, t, "numpy_ms"), median_ms(nt))
         if with_ort:
             keep((case.name, t, "ort_ms"), median_ms(_ort_times(case, data, t, repeat)))
+    peaks = {t: max(s[t] for s in samples) for t in threads_list}  # the best of the passes
     rows: list[dict[str, Any]] = []
     for case in cases:
         for t in threads_list:

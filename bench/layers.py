@@ -35,13 +35,12 @@ def ort_node_ms(model_bytes: bytes, feeds: dict[str, np.ndarray], threads: int, 
                 ) -> list[tuple[str, str, float]]:
     """(ORT node name with the layout suffixes `_nchwc`, `_token_N` stripped, op type, kernel ms) per node
     of ORT's optimised graph, the minimum over `repeat` runs after 5 warm-up runs."""
-    sess = ort_session(model_bytes, threads, profile_prefix=os.path.join(tempfile.mkdtemp(), "ort"))
-    for _ in range(5 + repeat):
-        sess.run(None, feeds)
-    path = sess.end_profiling()
-    with open(path) as f:
-        events = json.load(f)
-    os.remove(path)
+    with tempfile.TemporaryDirectory() as tmp:
+        sess = ort_session(model_bytes, threads, profile_prefix=os.path.join(tmp, "ort"))
+        for _ in range(5 + repeat):
+            sess.run(None, feeds)
+        with open(sess.end_profiling()) as f:
+            events = json.load(f)
     per: dict[tuple[str, str, str], list[float]] = collections.defaultdict(list)
     for e in events:
         if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):

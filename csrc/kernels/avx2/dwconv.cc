@@ -545,10 +545,7 @@ void dwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in
               const void* packed, float* out, Parallel& par) {
   const size_t dm = p.group_output_channels, OC = size_t{p.groups} * dm;
   if (dm == 0 || !dw_fits(p, W, OC, dm == 1 ? 0 : (size_t{p.kernel_h} - 1) * p.dilation_h + 1)) {
-    // The scalar kernel without the post-op, then this table's post-op (the same bits as its `unary`).
-    ConvParams q = p;
-    q.act.post = PostOp::kNone;
-    scalar::dwconv2d(q, N, H, W, in, OH, OW, packed, out, par);
+    scalar::dwconv2d(without_post(p), N, H, W, in, OH, OW, packed, out, par);
     return apply_post(p.act.post, out, 1, N * OH * OW * OC, 0);
   }
   if (N == 0 || OH == 0 || OW == 0 || OC == 0) return;

@@ -339,8 +339,9 @@ void gemm_task(const void* vctx, size_t task) {
         size_t pf = 0;
         for (size_t t0 = 0, mr; t0 < mc; t0 += mr) {  // a partial panel (N tail)
           mr = nc <= 8 ? tail8_rows(mc - t0, x.pack_a) : tile_rows(mc - t0);
+          // The tile's share of the next block's kc lines, by rows (its tiles are not all kMR rows high).
           if (next_b)
-            for (const size_t e = min_sz(kc, pf + pf_per_tile); pf < e; ++pf) _mm_prefetch(next_b + pf * 64, _MM_HINT_T1);
+            for (const size_t e = kc * (t0 + mr) / mc; pf < e; ++pf) _mm_prefetch(next_b + pf * 64, _MM_HINT_T1);
           float* c = x.C + (m0 + t0) * x.ldc + n0;
           const float* rt = x.R ? x.R + (m0 + t0) * x.ldr + n0 : nullptr;
           const float* a = x.pack_a ? ablk + t0 * kc : x.A + (m0 + t0) * x.lda + k0;

@@ -377,10 +377,7 @@ void conv2d_impl(const ConvParams& p, size_t N, size_t H, size_t W, const float*
 void conv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
             const void* packed, float* out, Parallel& par) {
   if (narrow_groups(p)) {
-    // The scalar kernel without the post-op, then this table's post-op (the same bits as its `unary`).
-    ConvParams q = p;
-    q.act.post = PostOp::kNone;
-    scalar::conv2d(q, N, H, W, in, OH, OW, packed, out, par);
+    scalar::conv2d(without_post(p), N, H, W, in, OH, OW, packed, out, par);
     return apply_post(p.act.post, out, 1, N * OH * OW * size_t{p.groups} * p.group_output_channels, 0);
   }
   conv2d_impl(p, N, H, W, in, OH, OW, packed, nullptr, out, par);
@@ -389,9 +386,7 @@ void conv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, 
 void conv2d_residual(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
                      const void* packed, const float* residual, float* out, Parallel& par) {
   if (narrow_groups(p)) {
-    ConvParams q = p;
-    q.act.post = PostOp::kNone;
-    scalar::conv2d_residual(q, N, H, W, in, OH, OW, packed, residual, out, par);
+    scalar::conv2d_residual(without_post(p), N, H, W, in, OH, OW, packed, residual, out, par);
     return apply_post(p.act.post, out, 1, N * OH * OW * size_t{p.groups} * p.group_output_channels, 0);
   }
   conv2d_impl(p, N, H, W, in, OH, OW, packed, residual, out, par);

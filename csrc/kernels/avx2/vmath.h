@@ -142,6 +142,14 @@ inline void apply_post(PostOp op, float* c, size_t rows, size_t cols, size_t ldc
   }
 }
 
+// p without its post-op: for the scalar kernels this table falls back to, whose output then gets this table's
+// apply_post (so a fused result keeps the bits of this table's `unary`).
+inline ConvParams without_post(const ConvParams& p) {
+  ConvParams q = p;
+  q.act.post = PostOp::kNone;
+  return q;
+}
+
 }  // namespace
 }  // namespace avx2
 }  // namespace webxnn
