@@ -238,6 +238,22 @@ def test_nchw_nhwc_transposes(n: int, c: int, h: int, w: int, to_nhwc: bool, dt:
     np.testing.assert_array_equal(got, xv.transpose(perm))
 
 
+@pytest.mark.parametrize("pixels", [(1, 1), (1, 7), (2, 4), (1, 17), (3, 37), (224, 224)])
+@pytest.mark.parametrize("to_nhwc", [True, False])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_rgb_image_transposes(pixels: tuple[int, int], to_nhwc: bool, threads: int) -> None:
+    """3-channel float images take the 8-pixel vector loop (and its scalar tail): numpy's transpose."""
+    h, w = pixels
+    dims, perm = ([2, 3, h, w], [0, 2, 3, 1]) if to_nhwc else ([2, h, w, 3], [0, 3, 1, 2])
+    b = GraphBuilder()
+    x = b.input("x", dims)
+    y = b.output(b.value([dims[p] for p in perm]), "y")
+    b.node("XNNStaticTranspose", perm=perm, num_dims=4, input_id=x, output_id=y, flags=0)
+    xv = RNG.standard_normal(dims).astype(np.float32)
+    got = runtime.load(b.build(), threads=threads).run({"x": xv})["y"]
+    np.testing.assert_array_equal(got, xv.transpose(perm))
+
+
 # ---------------------------------------------------------------- residual fusion
 
 

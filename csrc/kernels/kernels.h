@@ -177,6 +177,13 @@ struct KernelTable {
   void (*conv1x1_dwconv2d)(size_t cin, const void* pw_packed, Activation pw_act, const ConvParams& p, size_t N,
                            size_t H, size_t W, const float* in, size_t OH, size_t OW, const void* dw_packed,
                            float* out, Parallel& par);
+
+  // (additive) The layout change of an image at a graph's boundary, for the channel counts the table has a
+  // vector loop for: x [batch][channels][pixels] -> y [batch][pixels][channels] (NCHW -> NHWC), or the reverse
+  // when to_planar. Returns false, writing nothing, for other channel counts (the caller's generic loop does
+  // those; the scalar table has none).
+  bool (*image_layout_f32)(size_t batch, size_t channels, size_t pixels, bool to_planar, const float* x,
+                           float* y, Parallel& par);
 };
 
 // The scalar baseline (always available) and the table chosen for this CPU.

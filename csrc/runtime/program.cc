@@ -1373,9 +1373,12 @@ void Program::exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel&
                             std::equal(kToNchw, kToNchw + 4, nd.ints_a.begin()))) {
         const bool to_nhwc = nd.ints_a[1] == 2;
         const size_t c = to_nhwc ? x[1] : x[3];
-        if (wx::transpose_few_channels(esize, x[0], c, x[1] * x[2] * x[3] / c, !to_nhwc, in_ptr(0), out, par)) {
+        const size_t pixels = x[1] * x[2] * x[3] / c;
+        if (esize == 4 && K.image_layout_f32(x[0], c, pixels, !to_nhwc, static_cast<const float*>(in_ptr(0)),
+                                             static_cast<float*>(out), par)) {
           return;
         }
+        if (wx::transpose_few_channels(esize, x[0], c, pixels, !to_nhwc, in_ptr(0), out, par)) return;
       }
       transpose_bytes(esize, x.size(), x.data(), perm, in_ptr(0), out, par);
       return;

@@ -66,5 +66,9 @@ void softmax(size_t rows, size_t cols, const float* in, float* out, Parallel& pa
 void normalize(size_t rows, size_t cols, const float* in, const float* scale, const float* bias, float epsilon,
                float* out, Parallel& par);
 
+// layout.cc: NCHW <-> NHWC of 3-channel images (false for other channel counts).
+bool image_layout_f32(size_t batch, size_t channels, size_t pixels, bool to_planar, const float* x, float* y,
+                      Parallel& par);
+
 }  // namespace avx2
 }  // namespace webxnn

@@ -32,6 +32,7 @@ const KernelTable* avx2_table() {
     t.unary = avx2::unary;
     t.softmax = avx2::softmax;
     t.normalize = avx2::normalize;
+    t.image_layout_f32 = avx2::image_layout_f32;
     return t;
   }();
   return &table;

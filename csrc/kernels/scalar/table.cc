@@ -38,6 +38,8 @@ const KernelTable& scalar_table() {
     t.qs8_gemm_packed_size = scalar::qs8_gemm_packed_size;
     t.qs8_gemm_pack = scalar::qs8_gemm_pack;
     t.qs8_gemm = scalar::qs8_gemm;
+    // No vector loop to offer: the caller's generic few-channel loop is the scalar kernel.
+    t.image_layout_f32 = [](size_t, size_t, size_t, bool, const float*, float*, Parallel&) { return false; };
     return t;
   }();
   return table;
