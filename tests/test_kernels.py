@@ -66,7 +66,7 @@ def test_gemm(m, n, k, nk, has_bias, act):
 @pytest.mark.parametrize("m", [7, 8, 9, 13, 14, 15, 49, 128])
 def test_gemm_row_tile_splits(m):
     """Row counts whose last 7-13 rows the AVX2 GEMM splits into 4- and 5-row tiles (and 12-row tiles of
-    the <= 8-column tail), with A in place and packed (row stride of 4 KB), one and two K blocks (K > 1536),
+    the <= 8-column tail), with A in place and copied (row stride of 4 KB), one and two K blocks (K > 1536),
     full and partial (<= 8 and > 8 column) panels and the fused residual."""
     for k in (37, 1024, 2048, 3000):
         a = rand(m, k, seed=m)
@@ -226,13 +226,13 @@ def test_deconv2d_wide_gemm_path():
 
 
 def test_scratch_reused_across_calls_of_other_sizes():
-    """The AVX2 kernels keep their per-task work space per thread between calls (packed A, a product's
+    """The AVX2 kernels keep their per-task work space per thread between calls (copied A, a product's
     packed B, Winograd's V/M, the depthwise ring, deconv columns). Calls that need more, then less, then
     more again on the same threads each match a fresh numpy reference, on 1 and 2 threads."""
     for threads in (1, 2):
         for m, k, c, h in ((70, 2048, 96, 20), (9, 1024, 16, 6), (70, 2048, 96, 20)):
             a, b = rand(m, k, seed=m), rand(40, k, seed=k, lo=-0.1, hi=0.1)
-            close(K.gemm(a, b, None, b_is_nk=True, isa="best", threads=threads),  # k % 1024 == 0: packed A
+            close(K.gemm(a, b, None, b_is_nk=True, isa="best", threads=threads),  # k % 1024 == 0: copied A
                   a.astype(np.float64) @ b.T.astype(np.float64), k)
             ba, bb = rand(4, m, 33, seed=1), rand(4, 33, c, seed=2)
             close(K.batch_matmul(ba, bb, isa="best", threads=threads),
@@ -351,13 +351,13 @@ _XD, _FD = rand(2, 9, 13, 20, seed=15), rand(1, 3, 3, 40, seed=16)     # depthwi
 _FD1 = rand(1, 5, 5, 20, seed=17)                                      # depthwise 5x5 stride 2
 _A = {m: rand(m, 37, seed=m) for m in (1, 7, 33)}
 _B = rand(45, 37, seed=18)
-_A4K = rand(13, 1024, seed=19)                                          # row stride 4 KB: packed A
+_A4K = rand(13, 1024, seed=19)                                          # row stride 4 KB: copied A
 _B4K = rand(20, 1024, seed=20, lo=-0.05, hi=0.05)
 POST_CASES = {
     "gemv": (lambda **kw: K.gemm(_A[1], _B, _B[:, 0], b_is_nk=True, **kw), 37),
     "gemm": (lambda **kw: K.gemm(_A[7], _B, _B[:, 1], b_is_nk=True, **kw), 37),
     "gemm_tall": (lambda **kw: K.gemm(_A[33], _B, None, b_is_nk=True, **kw), 37),
-    "gemm_packed_a": (lambda **kw: K.gemm(_A4K, _B4K, None, b_is_nk=True, **kw), 1024),
+    "gemm_copied_a": (lambda **kw: K.gemm(_A4K, _B4K, None, b_is_nk=True, **kw), 1024),
     "conv_1x1": (lambda **kw: K.conv2d(_X1, _F1, _F1[:, 0, 0, 0], **kw), 24),
     "conv_3x3": (lambda **kw: K.conv2d(_X3, _F3, None, pads=(1, 1, 1, 1), **kw), 63),
     "conv_stem": (lambda **kw: K.conv2d(_XS, _FS, _FS[:, 0, 0, 0], pads=(1, 1, 1, 1), strides=(2, 2), **kw),

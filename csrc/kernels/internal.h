@@ -44,7 +44,7 @@ void aligned_free(void* p);
 // Measured on ResNet-50 at 2 threads: the pool worker's Winograd tasks ran ~40 % slower than the caller's.
 // Each call site owns a slot; a kernel called from inside another kernel's task uses a different one.
 enum class Scratch : unsigned {
-  kGemmA,        // gemm: packed A panels (per task)
+  kGemmA,        // gemm: copied A rows (per task)
   kBmmB,         // batch_matmul: one product's packed B (per task)
   kIgemmGather,  // igemm: gathered input rows of narrow-channel convs (per task)
   kWinogradV,    // winograd: transformed input and products (per task)

@@ -6,10 +6,10 @@
 // Blocking (GotoBLAS/BLIS order): work units are (M chunk of <= 144 rows, N group of panels whose C block is
 // <= 128 KB). Per unit, per K block of <= 1536: for every 16-column panel the MR x 16 microkernel sweeps the
 // M chunk's row tiles over the kc x 16 B micro-panel (<= 96 KB, read from L2, where the previous panel
-// prefetched it; see kKCMax for why not an L1-sized block); A's rows are read in place, or
-// (when its row stride is a multiple of 4 KB, which makes the six rows alias in L1) packed into MR-interleaved
-// micro-panels ([kc][MR] per K block), once per task and M chunk. Measured here, packing loses elsewhere
-// (~1 cycle per element, and in-place rows already stream well). The first K block starts the accumulators from
+// prefetched it; see kKCMax for why not an L1-sized block); A's rows are read in place, or, when their stride
+// is a multiple of 4 KB (the six rows of a tile would share L1 sets), from a copy with a stride of kc + 16,
+// made once per task and M chunk. Not packed into MR-interleaved micro-panels (BLIS): the interleave costs
+// ~1 cycle per element, a row copy ~0.1, and in-place rows stream as well. The first K block starts the accumulators from
 // the bias, later ones from C; the activation is applied after the last. Every output is still bias + the
 // products summed in k order, so results do not depend on the blocking or on the thread count.
 // M = 1 goes to a GEMV that streams 4 panels at once (8 independent accumulator chains, bandwidth-bound).
@@ -45,10 +45,10 @@ struct Tail {  // masks for a partial 16-column panel, and whether the output is
 };
 
 // One MR x 16 tile over kc: acc = (bias ? bias : C) + sum_k A[m][k] * b[k][:]; then act when `last`.
-// A is an MR-interleaved micro-panel (a[k * MR + m]) when kPacked, else rows a + m * lda.
+// A's rows are a + m * lda.
 // r: the residual tile added at the last K block before the clamp (null: none), row stride ldr.
 // pf (null: none): a line to prefetch toward L2 every pf_step steps of the k loop, advancing 64 bytes each time.
-template <int MR, bool kFull, bool kPacked>
+template <int MR, bool kFull>
 inline void ukernel(size_t kc, const float* a, size_t lda, const float* b, float* c, size_t ldc,
                     const float* bias, bool last, __m256 vmin, __m256 vmax, const Tail& tail, const float* r,
                     size_t ldr, const char* pf = nullptr, size_t pf_step = 0) {
@@ -87,11 +87,10 @@ inline void ukernel(size_t kc, const float* a, size_t lda, const float* b, float
     b += kNR;
 #pragma GCC unroll 6
     for (int m = 0; m < MR; ++m) {
-      const __m256 va = _mm256_broadcast_ss(kPacked ? a + m : ar[m] + k);
+      const __m256 va = _mm256_broadcast_ss(ar[m] + k);
       acc0[m] = _mm256_fmadd_ps(va, b0, acc0[m]);
       acc1[m] = _mm256_fmadd_ps(va, b1, acc1[m]);
     }
-    if (kPacked) a += MR;
   }
   if (last && r) {
 #pragma GCC unroll 6
@@ -125,9 +124,9 @@ inline void ukernel(size_t kc, const float* a, size_t lda, const float* b, float
 }
 
 // A panel tail of <= 8 columns (e.g. N = 24): an MR x 8 tile, half the FMAs of the 16-wide kernel. MR = 12
-// (A in place only) keeps 12 accumulator chains in flight: with 6, the FMA latency (4 cycles, 2 pipes) left a
+// keeps 12 accumulator chains in flight: with 6, the FMA latency (4 cycles, 2 pipes) left a
 // quarter of the issue slots empty, and N = 24 products spent 40 % of their time on the last 8 columns.
-template <int MR, bool kPacked>
+template <int MR>
 inline void ukernel8(size_t kc, const float* a, size_t lda, const float* b, float* c, size_t ldc,
                      const float* bias, bool last, __m256 vmin, __m256 vmax, __m256i mask, const float* r,
                      size_t ldr) {
@@ -143,8 +142,7 @@ inline void ukernel8(size_t kc, const float* a, size_t lda, const float* b, floa
     b += kNR;
 #pragma GCC unroll 12
     for (int m = 0; m < MR; ++m)
-      acc[m] = _mm256_fmadd_ps(_mm256_broadcast_ss(kPacked ? a + m : ar[m] + k), w, acc[m]);
-    if (kPacked) a += MR;
+      acc[m] = _mm256_fmadd_ps(_mm256_broadcast_ss(ar[m] + k), w, acc[m]);
   }
 #pragma GCC unroll 12
   for (int m = 0; m < MR; ++m) {
@@ -154,57 +152,47 @@ inline void ukernel8(size_t kc, const float* a, size_t lda, const float* b, floa
   }
 }
 
-// Rows per tile of an <= 8-column panel tail: 12 while that many are left and A is read in place (packed A
-// comes in kMR-row micro-panels), else tile_rows' split.
-inline size_t tail8_rows(size_t rows_left, bool packed_a) {
-  return !packed_a && rows_left >= 2 * kMR ? 2 * kMR : tile_rows(rows_left);
-}
+// Rows per tile of an <= 8-column panel tail: 12 while that many are left, else tile_rows' split.
+inline size_t tail8_rows(size_t rows_left) { return rows_left >= 2 * kMR ? 2 * kMR : tile_rows(rows_left); }
 
-template <bool kPacked>
 void run_ukernel8(size_t mr, size_t kc, const float* a, size_t lda, const float* b, float* c, size_t ldc,
                   const float* bias, bool last, __m256 vmin, __m256 vmax, __m256i mask, const float* r,
                   size_t ldr) {
   switch (mr) {
-    case 12:
-      if (!kPacked) return ukernel8<12, false>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, mask, r, ldr);
-      // Packed A holds kMR-row micro-panels: two tiles (tail8_rows never asks for this).
-      ukernel8<6, true>(kc, a, 0, b, c, ldc, bias, last, vmin, vmax, mask, r, ldr);
-      return ukernel8<6, true>(kc, a + kc * kMR, 0, b, c + kMR * ldc, ldc, bias, last, vmin, vmax, mask,
-                               r ? r + kMR * ldr : nullptr, ldr);
-    case 6: return ukernel8<6, kPacked>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, mask, r, ldr);
-    case 5: return ukernel8<5, kPacked>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, mask, r, ldr);
-    case 4: return ukernel8<4, kPacked>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, mask, r, ldr);
-    case 3: return ukernel8<3, kPacked>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, mask, r, ldr);
-    case 2: return ukernel8<2, kPacked>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, mask, r, ldr);
-    default: return ukernel8<1, kPacked>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, mask, r, ldr);
+    case 12: return ukernel8<12>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, mask, r, ldr);
+    case 6: return ukernel8<6>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, mask, r, ldr);
+    case 5: return ukernel8<5>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, mask, r, ldr);
+    case 4: return ukernel8<4>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, mask, r, ldr);
+    case 3: return ukernel8<3>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, mask, r, ldr);
+    case 2: return ukernel8<2>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, mask, r, ldr);
+    default: return ukernel8<1>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, mask, r, ldr);
   }
 }
 
-template <bool kFull, bool kPacked>
+template <bool kFull>
 void run_ukernel(size_t mr, size_t kc, const float* a, size_t lda, const float* b, float* c, size_t ldc,
                  const float* bias, bool last, __m256 vmin, __m256 vmax, const Tail& tail, const float* r,
                  size_t ldr) {
   switch (mr) {
-    case 6: return ukernel<6, kFull, kPacked>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
-    case 5: return ukernel<5, kFull, kPacked>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
-    case 4: return ukernel<4, kFull, kPacked>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
-    case 3: return ukernel<3, kFull, kPacked>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
-    case 2: return ukernel<2, kFull, kPacked>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
-    default: return ukernel<1, kFull, kPacked>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
+    case 6: return ukernel<6, kFull>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
+    case 5: return ukernel<5, kFull>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
+    case 4: return ukernel<4, kFull>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
+    case 3: return ukernel<3, kFull>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
+    case 2: return ukernel<2, kFull>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
+    default: return ukernel<1, kFull>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
   }
 }
 
 // One full 16-column panel over the M chunk's row tiles: the MR = 6 tiles inlined in one loop (no call and
 // no dispatch per tile: with short K those cost as much as the tile's FMAs), the last partial tile dispatched.
-// a: the chunk's first row (in place, row stride lda) or its packed micro-panels (kc * MR floats per tile).
+// a: the chunk's first row (row stride lda).
 // Prefetches a slice of the next panel's block per kMR-row tile (next_b, pf_per_tile lines, spread over the
 // tile's k loop) and, when C is read back by a later K block (c_prefetch), the next tile's C rows.
-template <bool kPacked>
 void sweep16(size_t mc, size_t kc, const float* a, size_t lda, const float* b, float* c, size_t ldc,
              const float* r, size_t ldr, const float* bias, bool last, __m256 vmin, __m256 vmax, const Tail& tail,
              const char* next_b, size_t pf_per_tile, bool c_prefetch) {
   size_t pf = 0, t0 = 0;
-  const size_t a_step = kPacked ? kc * kMR : kMR * lda;
+  const size_t a_step = kMR * lda;
   for (; tile_rows(mc - t0) == kMR; t0 += kMR, a += a_step, c += kMR * ldc, r = r ? r + kMR * ldr : nullptr) {
     // The tile's share of the next block's lines: one every kc / pf_per_tile steps of its k loop (bursts of
     // ~30 prefetches at the tile's start left some unserved: measured 5 % slower on weights from DRAM at
@@ -225,42 +213,18 @@ void sweep16(size_t mc, size_t kc, const float* a, size_t lda, const float* b, f
         _mm_prefetch(cn + m * ldc * sizeof(float) + 60, _MM_HINT_T0);
       }
     }
-    ukernel<kMR, true, kPacked>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr, spread, spread_step);
+    ukernel<kMR, true>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr, spread, spread_step);
   }
-  for (size_t mr; t0 < mc; t0 += mr, a += kPacked ? kc * mr : mr * lda, c += mr * ldc, r = r ? r + mr * ldr : nullptr) {
+  for (size_t mr; t0 < mc; t0 += mr, a += mr * lda, c += mr * ldc, r = r ? r + mr * ldr : nullptr) {
     mr = tile_rows(mc - t0);
-    run_ukernel<true, kPacked>(mr, kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
-  }
-}
-
-// Packs rows [m0, m0+mc) x cols [k0, k0+kc) of A into MR-interleaved micro-panels: tile t holds rows
-// t0 .. t0 + mr_t as [kc][mr_t], tiles as tile_rows splits the chunk (tile t0 starts at out + t0 * kc).
-void pack_a(const float* A, size_t lda, size_t mc, size_t kc, float* out) {
-  for (size_t t0 = 0, mr; t0 < mc; t0 += mr) {
-    mr = tile_rows(mc - t0);
-    const float* rows = A + t0 * lda;
-    if (mr == kMR) {
-      const float *r0 = rows, *r1 = rows + lda, *r2 = rows + 2 * lda, *r3 = rows + 3 * lda, *r4 = rows + 4 * lda,
-                  *r5 = rows + 5 * lda;
-      for (size_t k = 0; k < kc; ++k, out += kMR) {
-        out[0] = r0[k];
-        out[1] = r1[k];
-        out[2] = r2[k];
-        out[3] = r3[k];
-        out[4] = r4[k];
-        out[5] = r5[k];
-      }
-    } else {
-      for (size_t k = 0; k < kc; ++k, out += mr)
-        for (size_t m = 0; m < mr; ++m) out[m] = rows[m * lda + k];
-    }
+    run_ukernel<true>(mr, kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
   }
 }
 
 struct GemmCtx {
   size_t M, N, K, lda, ldc, panels, kc_blocks, kc;
   size_t m_chunk, m_chunks, n_groups, units, tasks;
-  bool pack_a;
+  bool copy_a;  // A rows alias in L1 (row stride a multiple of 4 KB): copied per K block to stride kc + 16
   const float* A;
   const float* R;  // residual [M, N] (ldr) or null
   size_t ldr;
@@ -276,13 +240,14 @@ void gemm_task(const void* vctx, size_t task) {
   const size_t u0 = x.units * task / x.tasks, u1 = x.units * (task + 1) / x.tasks;
   const size_t panel_floats = kNR + x.K * kNR;
   const __m256 vmin = _mm256_set1_ps(x.vmin), vmax = _mm256_set1_ps(x.vmax);
-  // Packed A: the whole M chunk (every K block) is packed once per task and chunk, then shared by all of
+  // Copied A: the whole M chunk (every K block) is copied once per task and chunk, then shared by all of
   // the chunk's N groups (a task's units are consecutive, m chunk major).
-  const size_t a_block = x.m_chunk * x.kc;  // floats per packed K block
-  float* abuf = x.pack_a ? static_cast<float*>(
+  const size_t ldp = x.kc + 16;             // copied A's row stride: rows one line apart in L1's sets
+  const size_t a_block = x.m_chunk * ldp;  // floats per copied K block
+  float* abuf = x.copy_a ? static_cast<float*>(
                               internal::scratch(internal::Scratch::kGemmA, a_block * x.kc_blocks * sizeof(float)))
                          : nullptr;
-  size_t packed_chunk = ~size_t{0};
+  size_t copied_chunk = ~size_t{0};
   for (size_t u = u0; u < u1; ++u) {
     // Units: m chunks outer, n groups inner, so a task's units (a contiguous range: see thread_pool.h) cover
     // whole rows when there are at least as many chunks as threads: the rows the previous op wrote on this
@@ -291,17 +256,20 @@ void gemm_task(const void* vctx, size_t task) {
     const size_t m0 = x.M * mch / x.m_chunks, mc = x.M * (mch + 1) / x.m_chunks - m0;
     const size_t full_tiles = max_sz(1, RowTiles(mc).full());  // the kMR-row tiles share the B prefetches
     const size_t p0 = x.panels * ng / x.n_groups, p1 = x.panels * (ng + 1) / x.n_groups;
-    if (x.pack_a && packed_chunk != mch) {
+    if (x.copy_a && copied_chunk != mch) {
       for (size_t kb = 0; kb < x.kc_blocks; ++kb) {
         const size_t k0 = kb * x.kc;
-        pack_a(x.A + m0 * x.lda + k0, x.lda, mc, min_sz(x.kc, x.K - k0), abuf + kb * a_block);
+        const size_t kc = min_sz(x.kc, x.K - k0);
+        for (size_t m = 0; m < mc; ++m)
+          std::memcpy(abuf + kb * a_block + m * ldp, x.A + (m0 + m) * x.lda + k0, kc * sizeof(float));
       }
-      packed_chunk = mch;
+      copied_chunk = mch;
     }
     for (size_t kb = 0; kb < x.kc_blocks; ++kb) {
       const size_t k0 = kb * x.kc, kc = min_sz(x.kc, x.K - k0);
       const bool last = kb + 1 == x.kc_blocks;
-      const float* ablk = x.pack_a ? abuf + kb * a_block : nullptr;
+      const float* a_base = x.copy_a ? abuf + kb * a_block : x.A + m0 * x.lda + k0;
+      const size_t a_ld = x.copy_a ? ldp : x.lda;
       const size_t pf_per_tile = div_up(kc, full_tiles);
 
       for (size_t p = p0; p < p1; ++p) {
@@ -327,44 +295,33 @@ void gemm_task(const void* vctx, size_t task) {
         if (nc == kNR) {
           float* c = x.C + m0 * x.ldc + n0;
           const float* rt = x.R ? x.R + m0 * x.ldr + n0 : nullptr;
-          if (x.pack_a) {
-            sweep16<true>(mc, kc, ablk, 0, b, c, x.ldc, rt, x.ldr, bias, last, vmin, vmax, tail, next_b,
-                          pf_per_tile, x.kc_blocks > 1);
-          } else {
-            sweep16<false>(mc, kc, x.A + m0 * x.lda + k0, x.lda, b, c, x.ldc, rt, x.ldr, bias, last, vmin, vmax,
-                           tail, next_b, pf_per_tile, x.kc_blocks > 1);
-          }
+          sweep16(mc, kc, a_base, a_ld, b, c, x.ldc, rt, x.ldr, bias, last, vmin, vmax, tail, next_b,
+                         pf_per_tile, x.kc_blocks > 1);
           continue;
         }
         size_t pf = 0;
         for (size_t t0 = 0, mr; t0 < mc; t0 += mr) {  // a partial panel (N tail)
-          mr = nc <= 8 ? tail8_rows(mc - t0, x.pack_a) : tile_rows(mc - t0);
+          mr = nc <= 8 ? tail8_rows(mc - t0) : tile_rows(mc - t0);
           // The tile's share of the next block's kc lines, by rows (its tiles are not all kMR rows high).
           if (next_b)
             for (const size_t e = kc * (t0 + mr) / mc; pf < e; ++pf) _mm_prefetch(next_b + pf * 64, _MM_HINT_T1);
           float* c = x.C + (m0 + t0) * x.ldc + n0;
           const float* rt = x.R ? x.R + (m0 + t0) * x.ldr + n0 : nullptr;
-          const float* a = x.pack_a ? ablk + t0 * kc : x.A + (m0 + t0) * x.lda + k0;
+          const float* a = a_base + t0 * a_ld;
           // The next tile's C rows (read at its start on K blocks after the first): fetch them while this
           // tile computes; C rows of a tall GEMM do not stay in L2 between K blocks.
           if (x.kc_blocks > 1 && t0 + mr < mc) {
             const char* cn = reinterpret_cast<const char*>(c + mr * x.ldc);
-            const size_t next_mr = nc <= 8 ? tail8_rows(mc - t0 - mr, x.pack_a) : tile_rows(mc - t0 - mr);
+            const size_t next_mr = nc <= 8 ? tail8_rows(mc - t0 - mr) : tile_rows(mc - t0 - mr);
             for (size_t m = 0; m < next_mr; ++m) {
               _mm_prefetch(cn + m * x.ldc * sizeof(float), _MM_HINT_T0);
               _mm_prefetch(cn + m * x.ldc * sizeof(float) + 60, _MM_HINT_T0);
             }
           }
           if (nc <= 8) {
-            if (x.pack_a) {
-              run_ukernel8<true>(mr, kc, a, 0, b, c, x.ldc, bias, last, vmin, vmax, tail.lo, rt, x.ldr);
-            } else {
-              run_ukernel8<false>(mr, kc, a, x.lda, b, c, x.ldc, bias, last, vmin, vmax, tail.lo, rt, x.ldr);
-            }
-          } else if (x.pack_a) {
-            run_ukernel<false, true>(mr, kc, a, 0, b, c, x.ldc, bias, last, vmin, vmax, tail, rt, x.ldr);
+            run_ukernel8(mr, kc, a, a_ld, b, c, x.ldc, bias, last, vmin, vmax, tail.lo, rt, x.ldr);
           } else {
-            run_ukernel<false, false>(mr, kc, a, x.lda, b, c, x.ldc, bias, last, vmin, vmax, tail, rt, x.ldr);
+            run_ukernel<false>(mr, kc, a, a_ld, b, c, x.ldc, bias, last, vmin, vmax, tail, rt, x.ldr);
           }
         }
       }
@@ -509,15 +466,15 @@ void gemm_run(size_t M, size_t N, size_t K, const float* A, size_t lda, const vo
   x.clamp = !(act.min == -__builtin_inff() && act.max == __builtin_inff());
   x.post = act.post;
   x.panels = panels;
-  // A is read in place (six row streams) unless its rows alias in L1 (row stride a multiple of 4 KB): then it
-  // is packed per K block. Measured here: packing costs ~1 cycle per element and loses on narrow N.
-  x.pack_a = (lda * sizeof(float)) % 4096 == 0;
+  // A is read in place (six row streams) unless its rows alias in L1 (row stride a multiple of 4 KB): then
+  // it is copied to a padded stride. Measured here against the MR-interleaved packing it replaced (1 thread,
+  // GFLOP/s): 196x256x1024 108.8 -> 113.0, 49x512x2048 109.9 -> 112.0, 1024^3 unchanged (110-112).
+  x.copy_a = (lda * sizeof(float)) % 4096 == 0;
   x.kc_blocks = max_sz(1, div_up(K, kKCMax));
   x.kc = div_up(K, x.kc_blocks);  // 0 when K = 0: the output is act(bias [+ R])
   // M chunks and N groups of panels, each of equal size (chunk i: rows [M * i / m_chunks, M * (i + 1) /
   // m_chunks), m_chunk rows at most; groups likewise). Groups are sized so the C block of a unit (m_chunk x
-  // group columns) stays in L2 across the K blocks; one group when A is packed, so A is packed once per K
-  // block for all of N.
+  // group columns) stays in L2 across the K blocks.
   // Equal sizes, not whole MR tiles or a fixed group width: the threads' shares of the units stay equal, so
   // neither thread waits for the other at the end, nor finishes early and takes the other's rows (which the
   // next op then reads across cores). Measured on MobileNetV2 at 2 threads: 7 units of 3 panels (20 panels)
@@ -525,7 +482,7 @@ void gemm_run(size_t M, size_t N, size_t K, const float* A, size_t lda, const vo
   // 7-13 row tail runs as 4- and 5-row tiles (RowTiles), which cost no more than the padded MR tiles.
   x.m_chunks = div_up(M, kMC);
   x.m_chunk = div_up(M, x.m_chunks);
-  size_t n_groups = x.pack_a ? 1 : div_up(panels, max_sz(1, kCBlockBytes / (x.m_chunk * kNR * sizeof(float))));
+  size_t n_groups = div_up(panels, max_sz(1, kCBlockBytes / (x.m_chunk * kNR * sizeof(float))));
   if (want_tasks > 1) {
     // Enough units for the threads. Every N group reads all of its M chunk's A rows and every M chunk all of
     // its N group's B panels; splitting N also leaves each output row half on each core, so the next op
