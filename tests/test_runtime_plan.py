@@ -663,3 +663,47 @@ def test_models_identical_for_any_thread_count(make) -> None:
         np.testing.assert_array_equal(o, outs[0])
     want = ReferenceEvaluator(onnx.load_from_string(model_bytes)).run(None, feeds)[0]
     np.testing.assert_allclose(outs[0], want, rtol=1e-4, atol=1e-4)
+
+
+# ---------------------------------------------------------------- arena placement
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    tensors=st.lists(
+        st.tuples(st.integers(1, 40), st.integers(0, 12), st.integers(0, 4)), min_size=1, max_size=24
+    ),
+    centred=st.booleans(),
+)
+def test_arena_layout_separates_live_tensors(tensors: list[tuple[int, int, int]], centred: bool) -> None:
+    """Tensors whose lifetimes intersect never share bytes; offsets stay 64-byte aligned; the arena holds them
+    all. Centred: tensors sharing memory share a slot and its middle (within 64 bytes)."""
+    from webxnn import _runtime
+
+    sizes = [64 * s for s, _, _ in tensors]
+    starts = [a for _, a, _ in tensors]
+    ends = [a + d for _, a, d in tensors]
+    offsets, arena = _runtime._arena_layout(sizes, starts, ends, centred)
+    n = len(sizes)
+    for i in range(n):
+        assert offsets[i] % 64 == 0 and offsets[i] + sizes[i] <= arena
+        for j in range(i + 1, n):
+            live_together = not (ends[i] < starts[j] or ends[j] < starts[i])
+            apart = offsets[i] + sizes[i] <= offsets[j] or offsets[j] + sizes[j] <= offsets[i]
+            assert apart or not live_together
+            if centred and not apart:  # one slot: the same middle
+                assert abs((2 * offsets[i] + sizes[i]) - (2 * offsets[j] + sizes[j])) <= 2 * 64
+    assert arena <= sum(sizes)
+
+
+def test_arena_layout_centres_a_chain() -> None:
+    """A chain of steps (each tensor read by the next step only) whose tensors shrink and grow: two slots take
+    turns, every tensor on its slot's middle, so the first half of each (thread 0's rows) lies in the lines
+    thread 0 wrote before; the greedy placement packs them from offset 0, in the same arena size."""
+    from webxnn import _runtime
+
+    sizes = [64 * k for k in (8, 6, 4, 6, 8, 2)]
+    starts = list(range(6))
+    ends = [s + 1 for s in starts]
+    assert _runtime._arena_layout(sizes, starts, ends, True) == ([0, 512, 128, 512, 0, 640], 896)
+    assert _runtime._arena_layout(sizes, starts, ends, False) == ([0, 512, 0, 512, 0, 512], 896)

@@ -4,11 +4,13 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "python/bindings.h"
+#include "runtime/arena_layout.h"
 #include "runtime/program.h"
 #include "runtime/status.h"
 
@@ -253,6 +255,27 @@ PYBIND11_MODULE(_runtime, m) {
       .def("profile", &PyProgram::profile, py::arg("inputs"), py::arg("repeat") = 1,
            "Run `repeat` times timing every step: a list of (node, kind, source, output shape, fused node or -1, "
            "[ns per run] or None for a node that needs no step, serial).");
+
+  // The arena placement on its own (tests): offsets and the arena size for tensors given as parallel lists.
+  m.def(
+      "_arena_layout",
+      [](const std::vector<size_t>& sizes, const std::vector<size_t>& starts, const std::vector<size_t>& ends,
+         bool centred) {
+        if (sizes.size() != starts.size() || sizes.size() != ends.size())
+          throw py::value_error("sizes, starts and ends must have the same length");
+        std::vector<webxnn::ArenaTensor> ts;
+        size_t steps = 0;
+        for (size_t k = 0; k < sizes.size(); ++k) {
+          if (starts[k] > ends[k]) throw py::value_error("a tensor ends before it starts");
+          ts.push_back({static_cast<uint32_t>(k), sizes[k], starts[k], ends[k], 0});
+          steps = std::max(steps, ends[k] + 1);
+        }
+        const size_t arena = webxnn::place_tensors(ts, steps, centred);
+        std::vector<size_t> offsets;
+        for (const auto& t : ts) offsets.push_back(t.offset);
+        return py::make_tuple(offsets, arena);
+      },
+      py::arg("sizes"), py::arg("starts"), py::arg("ends"), py::arg("centred"));
 
   // kernels_binding.cc creates the `kernels` submodule itself.
   webxnn::bind_kernels(m);

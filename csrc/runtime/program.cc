@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "kernels/wx/wx.h"
+#include "runtime/arena_layout.h"
 #include "runtime/loader.h"
 #include "runtime/shapes.h"
 #include "runtime/status.h"
@@ -17,7 +18,6 @@ namespace {
 
 constexpr size_t kTensorSlack = 16;      // readable bytes after every arena tensor
 constexpr size_t kPlanCacheSize = 8;     // plans for non-declared input shapes
-constexpr size_t kGreedyMaxTensors = 8192;
 
 std::string str(uint64_t v) { return std::to_string(v); }
 
@@ -896,88 +896,19 @@ void Program::plan_steps(Plan& plan, std::vector<int64_t>& last_use) const {
     }
   }
 
-  // 3. Memory: one arena slot per computed group root, greedy by size over lifetimes.
+  // 3. Memory: one arena slot per computed group root, placed by size and lifetime (arena_layout.cc); centred
+  // in slots when several threads split each op's rows.
   plan.offsets.assign(nv, Plan::kNotInArena);
   plan.alias.assign(nv, kNoValue);
-  struct Tensor {
-    uint32_t value;
-    size_t size, start, end, offset;
-  };
-  std::vector<Tensor> ts;
+  std::vector<ArenaTensor> ts;
   for (uint32_t v = 0; v < nv; ++v) {
     if (g.find(v) != v || !computed(v) || elided[v]) continue;
     const size_t start = static_cast<size_t>(producer_[v]);
     const size_t end = std::max<size_t>(start, static_cast<size_t>(std::max<int64_t>(glast[v], 0)));
     ts.push_back({v, align_up(bytes_of(v) + kTensorSlack, kArenaAlignment), start, end, 0});
   }
-  size_t arena = 0;
-  if (ts.size() <= kGreedyMaxTensors) {
-    // Greedy by size: biggest first, each at the lowest offset that does not overlap a placed tensor whose
-    // lifetime intersects its own.
-    std::vector<size_t> order(ts.size());
-    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ts[a].size > ts[b].size; });
-    std::vector<size_t> placed;  // indices into ts, sorted by offset
-    for (size_t k : order) {
-      Tensor& t = ts[k];
-      size_t off = 0;
-      for (size_t p : placed) {
-        const Tensor& o = ts[p];
-        if (o.end < t.start || t.end < o.start) continue;
-        if (off + t.size <= o.offset) break;
-        off = std::max(off, o.offset + o.size);
-      }
-      t.offset = off;
-      placed.insert(std::upper_bound(placed.begin(), placed.end(), k,
-                                     [&](size_t a, size_t b) { return ts[a].offset < ts[b].offset; }),
-                    k);
-      arena = std::max(arena, off + t.size);
-    }
-  } else {
-    // Very large graphs: first fit in execution order over a free list (linear-ish, no quadratic blow-up).
-    std::vector<std::pair<size_t, size_t>> free_list;  // (offset, size), sorted by offset
-    std::vector<std::vector<size_t>> ends_at(nn);
-    std::vector<std::vector<size_t>> starts_at(nn);
-    for (size_t k = 0; k < ts.size(); ++k) {
-      starts_at[ts[k].start].push_back(k);
-      ends_at[ts[k].end].push_back(k);
-    }
-    for (size_t n = 0; n < nn; ++n) {
-      for (size_t k : starts_at[n]) {
-        Tensor& t = ts[k];
-        bool done = false;
-        for (size_t f = 0; f < free_list.size(); ++f) {
-          if (free_list[f].second >= t.size) {
-            t.offset = free_list[f].first;
-            free_list[f].first += t.size;
-            free_list[f].second -= t.size;
-            if (free_list[f].second == 0) free_list.erase(free_list.begin() + static_cast<std::ptrdiff_t>(f));
-            done = true;
-            break;
-          }
-        }
-        if (!done) {
-          t.offset = arena;
-          arena += t.size;
-        }
-      }
-      for (size_t k : ends_at[n]) {
-        const Tensor& t = ts[k];
-        auto it = std::lower_bound(free_list.begin(), free_list.end(), std::make_pair(t.offset, size_t(0)));
-        it = free_list.insert(it, {t.offset, t.size});
-        // coalesce with neighbours
-        if (it + 1 != free_list.end() && it->first + it->second == (it + 1)->first) {
-          it->second += (it + 1)->second;
-          free_list.erase(it + 1);
-        }
-        if (it != free_list.begin() && (it - 1)->first + (it - 1)->second == it->first) {
-          (it - 1)->second += it->second;
-          free_list.erase(it);
-        }
-      }
-    }
-  }
-  for (const Tensor& t : ts) plan.offsets[t.value] = t.offset;
+  const size_t arena = place_tensors(ts, nn, threads() > 1);
+  for (const ArenaTensor& t : ts) plan.offsets[t.value] = t.offset;
   for (uint32_t v = 0; v < nv; ++v) {
     const uint32_t r = g.find(v);
     if (r == v) continue;
