@@ -23,13 +23,11 @@ struct LayoutCtx {
   float* y;
 };
 
-// Lane masks for _mm256_blend_ps: the lanes of output vector j (0, 1, 2) taken from plane b, and from plane c.
-constexpr int kFromB[3] = {0x92, 0x24, 0x49};  // lanes 1 4 7 | 2 5 | 0 3 6
-constexpr int kFromC[3] = {0x24, 0x49, 0x92};  // lanes 2 5 | 0 3 6 | 1 4 7
-
-template <int J>
+// An output vector of interleave3: lanes from ta, except those in kFromB (from tb) and kFromC (from tc).
+// Template arguments, not array lookups: the blend's mask must be an immediate even in unoptimized builds.
+template <int kFromB, int kFromC>
 inline __m256 pick(__m256 ta, __m256 tb, __m256 tc) {
-  return _mm256_blend_ps(_mm256_blend_ps(ta, tb, kFromB[J]), tc, kFromC[J]);
+  return _mm256_blend_ps(_mm256_blend_ps(ta, tb, kFromB), tc, kFromC);
 }
 
 void interleave3(const float* a, const float* b, const float* c, float* out, size_t n) {
@@ -41,9 +39,9 @@ void interleave3(const float* a, const float* b, const float* c, float* out, siz
     const __m256 ta = _mm256_permutevar8x32_ps(_mm256_loadu_ps(a + i), pa);
     const __m256 tb = _mm256_permutevar8x32_ps(_mm256_loadu_ps(b + i), pb);
     const __m256 tc = _mm256_permutevar8x32_ps(_mm256_loadu_ps(c + i), pc);
-    _mm256_storeu_ps(out, pick<0>(ta, tb, tc));
-    _mm256_storeu_ps(out + 8, pick<1>(ta, tb, tc));
-    _mm256_storeu_ps(out + 16, pick<2>(ta, tb, tc));
+    _mm256_storeu_ps(out, pick<0x92, 0x24>(ta, tb, tc));       // b: lanes 1 4 7, c: 2 5
+    _mm256_storeu_ps(out + 8, pick<0x24, 0x49>(ta, tb, tc));   // b: 2 5, c: 0 3 6
+    _mm256_storeu_ps(out + 16, pick<0x49, 0x92>(ta, tb, tc));  // b: 0 3 6, c: 1 4 7
   }
   for (; i < n; ++i, out += 3) {
     out[0] = a[i];
