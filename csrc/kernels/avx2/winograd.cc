@@ -20,8 +20,9 @@
 //
 // Work: the (n, tile row, tile col) tiles are cut into blocks sized so a block's transformed input V
 // [36][tb][C] and GEMM output M [36][tb][K] stay near L2; per block: input transform, 36 GEMMs, output
-// transform. When there are fewer blocks than threads the output channels are split as well. Every output
-// is computed the same way for any thread count (the blocking depends only on the shapes).
+// transform. With several threads the blocks are as many for each, and when there are still fewer than two
+// per thread the output channels are split as well. Every output is computed the same way for any blocking
+// and so for any thread count: its tile's transforms, and a GEMM row whose sum runs over C in order.
 #include <immintrin.h>
 
 #include "kernels/avx2/avx2.h"
@@ -57,6 +58,12 @@ struct WinoCtx {
   PostOp post;
 };
 
+// Floats between the 36 matrices of V (rows of ldv) and of M (rows of ldm): one cache line more than a block,
+// so they do not all start on the same L1 sets when tb x ld is a multiple of 4 KB (14x14x256: 16 tiles x 256
+// channels; measured 8 % slower without).
+size_t v_stride(const WinoCtx& x) { return x.tb * x.ldv + 16; }
+size_t m_stride(const WinoCtx& x, size_t ldm) { return x.tb * ldm + 16; }
+
 // The 1-D transforms (each applied along columns, then along rows).
 // d (6 inputs) -> B^T d
 inline void in_1d(const __m256* d, __m256* t) {
@@ -85,7 +92,7 @@ inline void out_1d(const __m256* m, __m256* y) {
 // V[xi][t][c] = (B^T d B)[xi] for the block's tiles, 8 channels at a time (zero outside the input).
 void input_transform(const WinoCtx& x, size_t t0, size_t tcount, float* V) {
   const __m256 zero = _mm256_setzero_ps();
-  const size_t vstride = x.tb * x.ldv;  // between transform positions
+  const size_t vstride = v_stride(x);
   for (size_t ti = 0; ti < tcount; ++ti) {
     const size_t t = t0 + ti, n = t / (x.TH * x.TW), ty = t / x.TW % x.TH, tx = t % x.TW;
     const float* src[kA * kA];
@@ -137,7 +144,7 @@ void output_transform(const WinoCtx& x, size_t t0, size_t tcount, size_t k0, siz
                       size_t ldm) {
   const auto post = [](__m256 v) { return post8<kPost>(v); };
   const __m256 vmin = _mm256_set1_ps(x.vmin), vmax = _mm256_set1_ps(x.vmax);
-  const size_t mstride = x.tb * ldm;
+  const size_t mstride = m_stride(x, ldm);
   for (size_t ti = 0; ti < tcount; ++ti) {
     const size_t t = t0 + ti, n = t / (x.TH * x.TW), ty = t / x.TW % x.TH, tx = t % x.TW;
     const size_t oy = kOut * ty, ox = kOut * tx;
@@ -181,8 +188,8 @@ void wino_task(const void* vctx, size_t task) {
   const WinoCtx& x = *static_cast<const WinoCtx*>(vctx);
   const size_t ldm = round_up(x.panels_per_group * kNR, 8);
   float* V = static_cast<float*>(
-      internal::scratch(internal::Scratch::kWinogradV, kXi * x.tb * (x.ldv + ldm) * sizeof(float)));
-  float* M = V + kXi * x.tb * x.ldv;
+      internal::scratch(internal::Scratch::kWinogradV, kXi * (v_stride(x) + m_stride(x, ldm)) * sizeof(float)));
+  float* M = V + kXi * v_stride(x);
   const size_t blk = task / x.kgroups, kg = task % x.kgroups;
   const size_t t0 = blk * x.tb, tcount = min_sz(x.tb, x.tiles - t0);
   input_transform(x, t0, tcount, V);
@@ -191,7 +198,7 @@ void wino_task(const void* vctx, size_t task) {
   const size_t panel_floats = kNR + x.C * kNR;
   for (size_t xi = 0; xi < kXi; ++xi) {
     const float* u = reinterpret_cast<const float*>(x.packed + xi * x.u_bytes) + p0 * panel_floats;
-    gemm_serial(tcount, kc, x.C, V + xi * x.tb * x.ldv, x.ldv, u, M + xi * x.tb * ldm, ldm);
+    gemm_serial(tcount, kc, x.C, V + xi * v_stride(x), x.ldv, u, M + xi * m_stride(x, ldm), ldm);
   }
   switch (x.post) {  // the post-op per vector, as each output vector is stored
     case PostOp::kHardswish: output_transform<PostOp::kHardswish>(x, t0, tcount, k0, kc, M, ldm); break;
@@ -228,13 +235,24 @@ void run(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, siz
   x.ldv = round_up(x.C, 8);
   x.panels = div_up(x.K, kNR);
   const size_t ldk = round_up(x.K, 8);
-  // Tiles per block: V and M of a block within the scratch budget, whole row tiles, then evened out.
+  // Tiles per block: V and M of a block within the scratch budget.
   const size_t fit = kScratchBytes / (kXi * (x.ldv + ldk) * sizeof(float));
   const size_t tb_max = max_sz(kMR, min_sz(kMaxTiles, fit / kMR * kMR));
   x.tblocks = div_up(x.tiles, tb_max);
-  x.tb = round_up(div_up(x.tiles, x.tblocks), kMR);
-  x.tblocks = div_up(x.tiles, x.tb);
   const size_t threads = internal::parallel_threads(par);
+  if (threads > 1) {
+    // At least two blocks per thread when U is small enough to be re-read per block from L2 and the blocks
+    // keep two MR tiles (56x56x64: 4 blocks of 49 tiles; as 3 blocks split by channels, two blocks' input
+    // transforms were done twice). With U from DRAM (14x14x256: 9 MB) each thread must read only its share:
+    // the channel split below. Two blocks or more per thread: the same number for each.
+    const double u_bytes = static_cast<double>(kXi) * static_cast<double>(x.C) * static_cast<double>(x.K) * 4.0;
+    if (u_bytes <= 1024.0 * 1024.0 && x.tiles >= 2 * threads * 2 * kMR) x.tblocks = max_sz(x.tblocks, 2 * threads);
+    if (x.tblocks >= 2 * threads) x.tblocks = round_up(x.tblocks, threads);
+  }
+  // Blocks of equal size (not whole MR tiles: 49 tiles as 30 + 19 left one of two threads idle 35 % of the
+  // time; a 25-row GEMM costs about as much per row as a 30-row one).
+  x.tb = div_up(x.tiles, x.tblocks);
+  x.tblocks = div_up(x.tiles, x.tb);
   // Fewer blocks than twice the threads: split the output channels too (each split redoes the block's input
   // transform but reads only its share of U). Not more than that: at four units per thread, ResNet-50's 3x3
   // convs ran 15-20 % slower (the transform of 64-256 channels is not that cheap next to the 36 GEMMs).
