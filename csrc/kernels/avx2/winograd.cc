@@ -20,8 +20,8 @@
 //
 // Work: the (n, tile row, tile col) tiles are cut into blocks sized so a block's transformed input V
 // [36][tb][C] and GEMM output M [36][tb][K] stay near L2; per block: input transform, 36 GEMMs, output
-// transform. With several threads the blocks are as many for each, and when there are still fewer than two
-// per thread the output channels are split as well. Every output is computed the same way for any blocking
+// transform. With several threads: small U, two blocks per thread; otherwise, when there are fewer than two
+// blocks per thread, the output channels are split as well (each thread reading its share of U). Every output is computed the same way for any blocking
 // and so for any thread count: its tile's transforms, and a GEMM row whose sum runs over C in order.
 #include <immintrin.h>
 
@@ -190,7 +190,9 @@ void wino_task(const void* vctx, size_t task) {
   float* V = static_cast<float*>(
       internal::scratch(internal::Scratch::kWinogradV, kXi * (v_stride(x) + m_stride(x, ldm)) * sizeof(float)));
   float* M = V + kXi * v_stride(x);
-  const size_t blk = task / x.kgroups, kg = task % x.kgroups;
+  // Channel groups outer: a thread's consecutive units share a channel group, so it reads only its share of U
+  // (and blocks of unequal size cost every group the same).
+  const size_t kg = task / x.tblocks, blk = task % x.tblocks;
   const size_t t0 = blk * x.tb, tcount = min_sz(x.tb, x.tiles - t0);
   input_transform(x, t0, tcount, V);
   const size_t p0 = x.panels * kg / x.kgroups, p1 = x.panels * (kg + 1) / x.kgroups;
@@ -240,21 +242,23 @@ void run(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, siz
   const size_t tb_max = max_sz(kMR, min_sz(kMaxTiles, fit / kMR * kMR));
   x.tblocks = div_up(x.tiles, tb_max);
   const size_t threads = internal::parallel_threads(par);
-  if (threads > 1) {
-    // At least two blocks per thread when U is small enough to be re-read per block from L2 and the blocks
-    // keep two MR tiles (56x56x64: 4 blocks of 49 tiles; as 3 blocks split by channels, two blocks' input
-    // transforms were done twice). With U from DRAM (14x14x256: 9 MB) each thread must read only its share:
-    // the channel split below. Two blocks or more per thread: the same number for each.
-    const double u_bytes = static_cast<double>(kXi) * static_cast<double>(x.C) * static_cast<double>(x.K) * 4.0;
-    if (u_bytes <= 1024.0 * 1024.0 && x.tiles >= 2 * threads * 2 * kMR) x.tblocks = max_sz(x.tblocks, 2 * threads);
-    if (x.tblocks >= 2 * threads) x.tblocks = round_up(x.tblocks, threads);
+  const double u_bytes = static_cast<double>(kXi) * static_cast<double>(x.C) * static_cast<double>(x.K) * 4.0;
+  if (threads > 1 && u_bytes <= 1024.0 * 1024.0 && x.tiles >= 2 * threads * 2 * kMR) {
+    // Two blocks per thread, of equal size, when U is small enough to be re-read per block from L2 and the
+    // blocks keep two MR tiles (56x56x64: 4 blocks of 49 tiles; as 3 blocks split by channels, two blocks'
+    // input transforms were done twice, and 54 + 54 + 54 + 34 tiles would leave one thread idle).
+    x.tblocks = round_up(max_sz(x.tblocks, 2 * threads), threads);
+    x.tb = div_up(x.tiles, x.tblocks);
+  } else {
+    // Whole MR tiles per block: the GEMMs' rows then run as full tiles, over which they spread the prefetch of
+    // the next weight panel (28x28x128 as 25 + 24 tiles ran 5-10 % slower in ResNet-50, its U read from DRAM).
+    // With U from DRAM (14x14x256: 9 MB) the threads split the channels instead, below.
+    if (threads > 1 && x.tblocks >= 2 * threads) x.tblocks = round_up(x.tblocks, threads);
+    x.tb = round_up(div_up(x.tiles, x.tblocks), kMR);
   }
-  // Blocks of equal size (not whole MR tiles: 49 tiles as 30 + 19 left one of two threads idle 35 % of the
-  // time; a 25-row GEMM costs about as much per row as a 30-row one).
-  x.tb = div_up(x.tiles, x.tblocks);
   x.tblocks = div_up(x.tiles, x.tb);
-  // Fewer blocks than twice the threads: split the output channels too (each split redoes the block's input
-  // transform but reads only its share of U). Not more than that: at four units per thread, ResNet-50's 3x3
+  // Fewer blocks than twice the threads: split the output channels too (each split redoes the blocks' input
+  // transforms but reads only its share of U). Not more than that: at four units per thread, ResNet-50's 3x3
   // convs ran 15-20 % slower (the transform of 64-256 channels is not that cheap next to the 36 GEMMs).
   x.kgroups = x.tblocks >= 2 * threads ? 1 : min_sz(x.panels, div_up(2 * threads, x.tblocks));
   x.panels_per_group = div_up(x.panels, x.kgroups);  // the widest group (groups differ by one panel at most)
