@@ -48,7 +48,7 @@ def clamp(y: np.ndarray, lo: float, hi: float) -> np.ndarray:
 
 # ------------------------------------------------------------------------------------------------- gemm
 @SETTINGS
-@given(m=DIMS, n=st.sampled_from([1, 3, 7, 16, 17, 33]), k=st.sampled_from([1, 2, 7, 17, 64]),
+@given(m=DIMS, n=st.sampled_from([1, 3, 7, 16, 17, 24, 33, 40]), k=st.sampled_from([1, 2, 7, 17, 64]),
        nk=st.booleans(), has_bias=st.booleans(), act=st.booleans())
 def test_gemm(m, n, k, nk, has_bias, act):
     a = rand(m, k)
