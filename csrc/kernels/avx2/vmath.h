@@ -144,7 +144,13 @@ void post_rows_op(float* c, size_t rows, size_t cols, size_t ldc) {
   const size_t full = cols & ~size_t{7};
   const __m256i m = lane_mask(cols - full);
   for (size_t r = 0; r < rows; ++r, c += ldc) {
-    for (size_t j = 0; j < full; j += 8) _mm256_storeu_ps(c + j, post8<kOp>(_mm256_loadu_ps(c + j)));
+    size_t j = 0;
+    for (; j + 16 <= full; j += 16) {  // two independent vectors per step (long polynomial chains)
+      const __m256 a = post8<kOp>(_mm256_loadu_ps(c + j)), b = post8<kOp>(_mm256_loadu_ps(c + j + 8));
+      _mm256_storeu_ps(c + j, a);
+      _mm256_storeu_ps(c + j + 8, b);
+    }
+    if (j < full) _mm256_storeu_ps(c + j, post8<kOp>(_mm256_loadu_ps(c + j)));
     if (full < cols) _mm256_maskstore_ps(c + full, m, post8<kOp>(_mm256_maskload_ps(c + full, m)));
   }
 }
