@@ -9,9 +9,11 @@
 // prefetched it; see kKCMax for why not an L1-sized block); A's rows are read in place, or, when their stride
 // is a multiple of 4 KB (the six rows of a tile would share L1 sets), from a copy with a stride of kc + 16,
 // made once per task and M chunk. Not packed into MR-interleaved micro-panels (BLIS): the interleave costs
-// ~1 cycle per element, a row copy ~0.1, and in-place rows stream as well. The first K block starts the accumulators from
-// the bias, later ones from C; the activation is applied after the last. Every output is still bias + the
-// products summed in k order, so results do not depend on the blocking or on the thread count.
+// ~1 cycle per element, a row copy ~0.1, and in-place rows stream as well. An N tail of <= 8 columns runs
+// with the panel before it as 4 x 24 tiles (ukernel24), or alone as 12 x 8 tiles. The first K block starts the
+// accumulators from the bias, later ones from C; the activation is applied after the last. Every output is
+// still bias + the products summed in k order, so results do not depend on the blocking or on the thread
+// count.
 // M = 1 goes to a GEMV that streams 4 panels at once (8 independent accumulator chains, bandwidth-bound).
 //
 // ODR hygiene: no std:: templates here; scratch and parallelism go through internal.h.
@@ -123,9 +125,10 @@ inline void ukernel(size_t kc, const float* a, size_t lda, const float* b, float
   }
 }
 
-// A panel tail of <= 8 columns (e.g. N = 24): an MR x 8 tile, half the FMAs of the 16-wide kernel. MR = 12
-// keeps 12 accumulator chains in flight: with 6, the FMA latency (4 cycles, 2 pipes) left a
-// quarter of the issue slots empty, and N = 24 products spent 40 % of their time on the last 8 columns.
+// A panel tail of <= 8 columns on its own (N <= 8, or a tail whose full panel is in another N group; after a
+// full panel ukernel24 takes it): an MR x 8 tile, half the FMAs of the 16-wide kernel. MR = 12 keeps 12
+// accumulator chains in flight: with 6, the FMA latency (4 cycles, 2 pipes) left a quarter of the issue slots
+// empty.
 template <int MR>
 inline void ukernel8(size_t kc, const float* a, size_t lda, const float* b, float* c, size_t ldc,
                      const float* bias, bool last, __m256 vmin, __m256 vmax, __m256i mask, const float* r,
