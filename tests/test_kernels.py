@@ -150,6 +150,23 @@ def test_dwconv2d(n, h, w, kh, kw, sh, sw, dh, dw, pads, act, c, dm, has_bias):
     close(K.dwconv2d(x, f, bias, isa="best", **kw_), want, kh * kw)
 
 
+@pytest.mark.parametrize("stride", [1, 2])
+@pytest.mark.parametrize("pads", [(1, 1, 1, 1), (0, 0, 1, 1), (1, 1, 0, 0), (0, 1, 1, 0), (2, 0, 0, 2)])
+def test_dwconv2d_3x3_row_edges(stride, pads):
+    """3x3 depthwise rows whose first / last pixel reads one padding column run as whole-row strips that skip
+    it (and others, two padding columns or none, keep the per-pixel path): every width from 4 to 19, channels
+    with a partial vector, with and without the clamp, against numpy, on 1 and 2 threads."""
+    for w in range(4, 20):
+        for c in (5, 16, 19):
+            x, f, b = rand(2, 6, w, c), rand(1, 3, 3, c), rand(c)
+            for lo, hi in ((-np.inf, np.inf), (-0.25, 0.75)):
+                want = clamp(dwconv2d_ref(x, f, b, pads, (stride, stride), (1, 1)), lo, hi)
+                kw_ = dict(pads=pads, strides=(stride, stride), min=lo, max=hi, isa="best")
+                got = K.dwconv2d(x, f, b, **kw_)
+                close(got, want, 9)
+                same_bytes(got, K.dwconv2d(x, f, b, threads=2, **kw_))
+
+
 @SETTINGS
 @given(groups=st.integers(1, 2), gic=st.sampled_from([1, 3, 7]), goc=st.sampled_from([1, 2, 17]),
        adj=st.tuples(st.integers(0, 2), st.integers(0, 2)), has_bias=st.booleans(), **CONV)
