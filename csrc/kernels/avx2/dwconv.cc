@@ -102,7 +102,8 @@ inline void strip_ch(const DwCtx& x, const TapRows& rows, size_t col, size_t c, 
     if (kS > 0) {
       const __m256 w0 = load8<kMask>(wp, m), w1 = load8<kMask>(wp + C, m), w2 = load8<kMask>(wp + 2 * C, m);
 #pragma GCC unroll 32
-      for (int q = kL ? 1 : 0; q < kS * (NP - 1) + (kR ? 2 : 3); ++q, ip += C) {  // column q: tap t of pixel (q - t) / kS
+      // Column q is tap t of pixel (q - t) / kS.
+      for (int q = kL ? 1 : 0; q < kS * (NP - 1) + (kR ? 2 : 3); ++q, ip += C) {
         const __m256 v = load8<kMask>(ip, m);
         if (q % kS == 0 && q / kS < NP) acc[q / kS] = _mm256_fmadd_ps(v, w0, acc[q / kS]);
         if (q >= 1 && (q - 1) % kS == 0 && (q - 1) / kS < NP)

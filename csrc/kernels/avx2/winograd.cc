@@ -21,8 +21,9 @@
 // Work: the (n, tile row, tile col) tiles are cut into blocks sized so a block's transformed input V
 // [36][tb][C] and GEMM output M [36][tb][K] stay near L2; per block: input transform, 36 GEMMs, output
 // transform. With several threads: small U, two blocks per thread; otherwise, when there are fewer than two
-// blocks per thread, the output channels are split as well (each thread reading its share of U). Every output is computed the same way for any blocking
-// and so for any thread count: its tile's transforms, and a GEMM row whose sum runs over C in order.
+// blocks per thread, the output channels are split as well (each thread reading its share of U). Every
+// output is computed the same way for any blocking and so for any thread count: its tile's transforms, and
+// a GEMM row whose sum runs over C in order.
 #include <immintrin.h>
 
 #include "kernels/avx2/avx2.h"
