@@ -100,6 +100,10 @@ def match(model_bytes: bytes, steps: list[dict[str, Any]], ort_nodes: list[tuple
     return charged, unmatched
 
 
+def _kind(step: dict[str, Any]) -> str:
+    return step["kind"].removeprefix("XNN") + (" + fused" if step["fused"] else "")
+
+
 def report(model: str, threads: int, steps: list[dict[str, Any]], charged: list[float],
            unmatched: dict[str, list[float]], top: int) -> str:
     wx, ort = sum(s["ms"] for s in steps), sum(charged) + sum(ms for _, ms in unmatched.values())
@@ -109,11 +113,10 @@ def report(model: str, threads: int, steps: list[dict[str, Any]], charged: list[
         by_time = sorted(unmatched.items(), key=lambda kv: -kv[1][1])
         lines += ["ORT nodes matched to no step, by ORT op type: "
                   + ", ".join(f"{op} x{n:.0f} {ms:.3f} ms" for op, (n, ms) in by_time), ""]
-    lines += [
-              "| webxnn step kind | steps | webxnn ms | ORT ms | difference |", "|---|---:|---:|---:|---:|"]
+    lines += ["| webxnn step kind | steps | webxnn ms | ORT ms | difference |", "|---|---:|---:|---:|---:|"]
     kinds: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0.0, 0.0])
     for s, o in zip(steps, charged, strict=True):
-        k = kinds[s["kind"].removeprefix("XNN") + (" + fused" if s["fused"] else "")]
+        k = kinds[_kind(s)]
         k[0] += 1
         k[1] += s["ms"]
         k[2] += o
@@ -126,7 +129,7 @@ def report(model: str, threads: int, steps: list[dict[str, Any]], charged: list[
                   "|---:|---|---|---|---:|---:|---:|"]
         for i in pick:
             s = steps[i]
-            lines.append(f"| {i} | {s['kind'].removeprefix('XNN')}{' + fused' if s['fused'] else ''} | "
+            lines.append(f"| {i} | {_kind(s)} | "
                          f"{s['source']} | {tuple(s['shape'])} | {s['ms']:.3f} | {charged[i]:.3f} | "
                          f"{s['ms'] - charged[i]:+.3f} |")
     return "\n".join(lines)

@@ -18,6 +18,7 @@ runtime = pytest.importorskip("webxnn._runtime")
 K = runtime.kernels
 
 from test_runtime_util import conv2d_ref, deconv2d_ref, dwconv2d_ref, pool_ref  # noqa: E402
+from webxnn.conformance import ulp_distance_f32  # noqa: E402
 from webxnn.errors import InputError  # noqa: E402
 
 SETTINGS = settings(max_examples=25, deadline=None,
@@ -540,12 +541,6 @@ def test_unary(op):
     same_bytes(K.unary(op, big, alpha=alpha, beta=beta), K.unary(op, big, alpha=alpha, beta=beta, threads=2))
 
 
-def _ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    ai, bi = (v.astype(np.float32).view(np.int32).astype(np.int64) for v in (a, b))
-    ai, bi = (np.where(v < 0, -(v & 0x7FFFFFFF), v) for v in (ai, bi))
-    return np.abs(ai - bi)
-
-
 @pytest.mark.parametrize("isa", ["scalar", "best"])
 def test_gelu_within_wpt_ulp(isa):
     """GELU within WPT's 18 ulp wherever the result is a normal float, on a dense grid of [-13, 13]: the
@@ -556,7 +551,7 @@ def test_gelu_within_wpt_ulp(isa):
     want = 0.5 * x64 * np.vectorize(math.erfc)(-x64 / math.sqrt(2))
     got = K.unary("gelu", x, isa=isa)
     normal = np.abs(want) >= np.finfo(np.float32).tiny
-    assert _ulp_distance(got[normal], want[normal]).max() <= 18
+    assert ulp_distance_f32(got[normal], want[normal]).max() <= 18
 
 
 def test_unary_edge_values():

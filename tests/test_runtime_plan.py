@@ -707,3 +707,16 @@ def test_arena_layout_centres_a_chain() -> None:
     ends = [s + 1 for s in starts]
     assert _runtime._arena_layout(sizes, starts, ends, True) == ([0, 512, 128, 512, 0, 640], 896)
     assert _runtime._arena_layout(sizes, starts, ends, False) == ([0, 512, 0, 512, 0, 512], 896)
+
+
+def test_arena_layout_rejects_calls_outside_its_contract() -> None:
+    """The test hook checks place_tensors' contract and says which tensor broke it, as webxnn's error."""
+    from webxnn import _runtime
+    from webxnn.errors import WebxnnError
+
+    with pytest.raises(WebxnnError, match="differ in length"):
+        _runtime._arena_layout([64], [0, 1], [0], True)
+    with pytest.raises(WebxnnError, match="tensor 1's size 100 is not a multiple of 64"):
+        _runtime._arena_layout([64, 100], [0, 0], [0, 0], False)
+    with pytest.raises(WebxnnError, match="tensor 0 ends before it starts"):
+        _runtime._arena_layout([64], [3], [2], True)

@@ -11,6 +11,7 @@
 
 #include "python/bindings.h"
 #include "runtime/arena_layout.h"
+#include "runtime/memory.h"
 #include "runtime/program.h"
 #include "runtime/status.h"
 
@@ -256,17 +257,26 @@ PYBIND11_MODULE(_runtime, m) {
            "Run `repeat` times timing every step: a list of (node, kind, source, output shape, fused node or -1, "
            "[ns per run] or None for a node that needs no step, serial).");
 
-  // The arena placement on its own (tests): offsets and the arena size for tensors given as parallel lists.
+  // The arena placement on its own (tests): offsets and the arena size for tensors given as parallel lists,
+  // under place_tensors' contract (sizes multiples of the arena alignment, start <= end); a call outside it
+  // raises webxnn's InvalidArgument error.
   m.def(
       "_arena_layout",
       [](const std::vector<size_t>& sizes, const std::vector<size_t>& starts, const std::vector<size_t>& ends,
          bool centred) {
+        using webxnn::StatusCode;
         if (sizes.size() != starts.size() || sizes.size() != ends.size())
-          throw py::value_error("sizes, starts and ends must have the same length");
+          webxnn::fail(StatusCode::kInvalidArgument, "_arena_layout: sizes, starts and ends differ in length");
         std::vector<webxnn::ArenaTensor> ts;
         size_t steps = 0;
         for (size_t k = 0; k < sizes.size(); ++k) {
-          if (starts[k] > ends[k]) throw py::value_error("a tensor ends before it starts");
+          if (sizes[k] % webxnn::kArenaAlignment != 0)
+            webxnn::fail(StatusCode::kInvalidArgument, "_arena_layout: tensor " + std::to_string(k) + "'s size " +
+                                                           std::to_string(sizes[k]) + " is not a multiple of " +
+                                                           std::to_string(webxnn::kArenaAlignment));
+          if (starts[k] > ends[k])
+            webxnn::fail(StatusCode::kInvalidArgument,
+                         "_arena_layout: tensor " + std::to_string(k) + " ends before it starts");
           ts.push_back({static_cast<uint32_t>(k), sizes[k], starts[k], ends[k], 0});
           steps = std::max(steps, ends[k] + 1);
         }

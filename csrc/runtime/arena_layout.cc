@@ -18,11 +18,12 @@
 #include <algorithm>
 #include <utility>
 
+#include "runtime/memory.h"
+
 namespace webxnn {
 namespace {
 
 constexpr size_t kGreedyMaxTensors = 8192;
-constexpr size_t kCentreAlignment = 64;  // offsets stay cache-line (and arena) aligned
 
 bool overlap(const ArenaTensor& a, const ArenaTensor& b) { return !(a.end < b.start || b.end < a.start); }
 
@@ -75,7 +76,7 @@ size_t place_centred(std::vector<ArenaTensor>& ts) {
       arena += t.size;
       home = &slots.back();
     }
-    t.offset = home->begin + (home->size - t.size) / 2 / kCentreAlignment * kCentreAlignment;
+    t.offset = home->begin + (home->size - t.size) / 2 / kArenaAlignment * kArenaAlignment;
     home->members.push_back(k);
   }
   return arena;

@@ -9,7 +9,7 @@ namespace webxnn {
 
 struct ArenaTensor {
   uint32_t value;     // the model value (not read here)
-  size_t size;        // bytes, a multiple of the arena alignment
+  size_t size;        // bytes, a multiple of kArenaAlignment (offsets then stay aligned too)
   size_t start, end;  // first and last step that touch it (inclusive)
   size_t offset;      // set by place_tensors
 };

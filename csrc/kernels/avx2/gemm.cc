@@ -295,10 +295,18 @@ void sweep16(size_t mc, size_t kc, const float* a, size_t lda, const float* b, f
   }
 }
 
+// Prefetches lines [*pf, end) of the block at next (toward L2; null: none), and moves *pf to end: a tile's
+// share of the next B block, when the tiles of a sweep take it in turns.
+inline void prefetch_share(const char* next, size_t end, size_t* pf) {
+  if (!next) return;
+  for (; *pf < end; ++*pf) _mm_prefetch(next + *pf * 64, _MM_HINT_T1);
+}
+
 struct GemmCtx {
   size_t M, N, K, lda, ldc, panels, kc_blocks, kc;
   size_t m_chunk, m_chunks, n_groups, units, tasks;
-  bool copy_a;  // A rows alias in L1 (row stride a multiple of 4 KB): copied per K block to stride kc + 16
+  bool copy_a;  // A rows alias in L1 (row stride a multiple of 4 KB): copied, once per task and M chunk, to
+                // a row stride of kc + 16
   const float* A;
   const float* R;  // residual [M, N] (ldr) or null
   size_t ldr;
@@ -355,31 +363,29 @@ void gemm_task(const void* vctx, size_t task) {
         tail.lo = lane_mask(nc);
         tail.hi = lane_mask(nc > 8 ? nc - 8 : 0);
         tail.clamp = x.clamp;
+        // This panel and an <= 8-column tail panel after it (the group's last) run as one 24-wide pass.
+        const bool pair = nc == kNR && p + 2 == p1 && x.N - n0 - kNR <= 8;
         // Pull the next B block this unit reads (first touched from L3 or DRAM) toward L2, a slice per tile: the
         // next panel's kc x 16 block; after the group's last panel, the first panel's block of the next K
         // block, or of the next group (the next unit, on this task or the next one on this thread).
+        const size_t p_next = p + (pair ? 2 : 1);
         const char* next_b = nullptr;
-        if (p + 1 < p1) {
-          next_b = reinterpret_cast<const char*>(b + panel_floats);
+        if (p_next < p1) {
+          next_b = reinterpret_cast<const char*>(x.packed + p_next * panel_floats + kNR + k0 * kNR);
         } else if (kb + 1 < x.kc_blocks) {
           next_b = reinterpret_cast<const char*>(x.packed + p0 * panel_floats + kNR + (k0 + kc) * kNR);
         } else if (p1 < x.panels) {
           next_b = reinterpret_cast<const char*>(x.packed + p1 * panel_floats + kNR);
         }
-        if (nc == kNR && p + 2 == p1 && x.N - n0 - kNR <= 8) {  // this panel and the tail panel, 24 wide
+        if (pair) {
           const float* panel2 = panel + panel_floats;
           Tail tail2;
           tail2.lo = lane_mask(x.N - n0 - kNR);
           tail2.clamp = x.clamp;
-          // The block after both panels (the tail panel is the last one): the next K block's first, if any.
-          const char* after = kb + 1 < x.kc_blocks ? reinterpret_cast<const char*>(
-                                                          x.packed + p0 * panel_floats + kNR + (k0 + kc) * kNR)
-                                                    : nullptr;
           size_t pf = 0;
           for (size_t t0 = 0, mr; t0 < mc; t0 += mr) {
             mr = min_sz(kMR24, mc - t0);
-            if (after)  // the tile's share of the next block's kc lines, by rows
-              for (const size_t e = kc * (t0 + mr) / mc; pf < e; ++pf) _mm_prefetch(after + pf * 64, _MM_HINT_T1);
+            prefetch_share(next_b, kc * (t0 + mr) / mc, &pf);
             float* c = x.C + (m0 + t0) * x.ldc + n0;
             const float* rt = x.R ? x.R + (m0 + t0) * x.ldr + n0 : nullptr;
             run_ukernel24(mr, kc, a_base + t0 * a_ld, a_ld, b, panel2 + kNR + k0 * kNR, c, x.ldc, bias,
@@ -391,15 +397,14 @@ void gemm_task(const void* vctx, size_t task) {
           float* c = x.C + m0 * x.ldc + n0;
           const float* rt = x.R ? x.R + m0 * x.ldr + n0 : nullptr;
           sweep16(mc, kc, a_base, a_ld, b, c, x.ldc, rt, x.ldr, bias, last, vmin, vmax, tail, next_b,
-                         pf_per_tile, x.kc_blocks > 1);
+                  pf_per_tile, x.kc_blocks > 1);
           continue;
         }
         size_t pf = 0;
         for (size_t t0 = 0, mr; t0 < mc; t0 += mr) {  // a partial panel (N tail)
           mr = nc <= 8 ? tail8_rows(mc - t0) : tile_rows(mc - t0);
           // The tile's share of the next block's kc lines, by rows (its tiles are not all kMR rows high).
-          if (next_b)
-            for (const size_t e = kc * (t0 + mr) / mc; pf < e; ++pf) _mm_prefetch(next_b + pf * 64, _MM_HINT_T1);
+          prefetch_share(next_b, kc * (t0 + mr) / mc, &pf);
           float* c = x.C + (m0 + t0) * x.ldc + n0;
           const float* rt = x.R ? x.R + (m0 + t0) * x.ldr + n0 : nullptr;
           const float* a = a_base + t0 * a_ld;

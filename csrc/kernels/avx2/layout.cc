@@ -17,7 +17,7 @@ namespace avx2 {
 namespace {
 
 struct LayoutCtx {
-  size_t batch, pixels, chunk, chunks;
+  size_t pixels, chunk, chunks;
   bool to_planar;
   const float* x;
   float* y;
@@ -93,7 +93,6 @@ bool image_layout_f32(size_t batch, size_t channels, size_t pixels, bool to_plan
   if (channels != 3) return false;
   if (batch == 0 || pixels == 0) return true;
   LayoutCtx c;
-  c.batch = batch;
   c.pixels = pixels;
   // Four tasks per thread of whole 8-pixel steps, at least 2048 pixels (24 KB each way) each.
   const size_t threads = internal::parallel_threads(par);
