@@ -77,13 +77,14 @@ def match(model_bytes: bytes, steps: list[dict[str, Any]], ort_nodes: list[tuple
     starts = [-1 if _layout_glue(s) else index.get((s["source"] or "").split(":")[0], -1) for s in steps]
     taken = set(starts)
     for i, s in enumerate(steps):
-        if starts[i] >= 0 and s["kind"] == "XNNDepthwiseConv2d" and s["fused"]:
-            # An expand conv computed inside this step (no step of its own): start from it.
+        if starts[i] >= 0 and any(f < s["node"] for f in s["fused"]):
+            # Convs computed inside this step (a block's expand and depthwise, no steps of their own): start
+            # from the earliest Conv up the input chain before the first one another step starts at.
             j = index.get(nodes[starts[i]].input[0], -1)
-            while j >= 0 and nodes[j].op_type != "Conv":
-                j = index.get(nodes[j].input[0], -1)
-            if j >= 0 and j not in taken:
-                starts[i] = j
+            while j >= 0 and j not in taken:
+                if nodes[j].op_type == "Conv":
+                    starts[i] = j
+                j = index.get(nodes[j].input[0], -1) if nodes[j].input else -1
     order = sorted((k, i) for i, k in enumerate(starts) if k >= 0)
     keys = [k for k, _ in order]
     charged = [0.0] * len(steps)

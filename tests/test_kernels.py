@@ -337,6 +337,75 @@ def test_conv1x1_dwconv2d_large_and_errors():
         K.conv1x1_dwconv2d(x, pw, None, rand(1, 3, 3, 48))
 
 
+@SETTINGS
+@given(h=st.integers(1, 9), w=st.sampled_from([1, 3, 7, 17, 40]), cin=st.sampled_from([0, 1, 3, 16]),
+       c=st.sampled_from([1, 8, 19]), co=st.sampled_from([1, 7, 16, 24]),
+       k=st.sampled_from([(3, 3), (5, 5), (1, 3)]), s=st.integers(1, 2),
+       pads=st.tuples(*[st.integers(0, 1)] * 4), post=st.sampled_from(["none", "hardswish"]),
+       residual=st.booleans())
+def test_dwconv2d_conv1x1_fused(h, w, cin, c, co, k, s, pads, post, residual):
+    """The whole MobileNet block in one call ([expand ->] depthwise -> project [+ residual]; cin = 0: no
+    expand): the same bits as the separate kernels on both tables and any thread count, and numpy's values."""
+    assume(h + pads[0] + pads[2] >= k[0] and w + pads[1] + pads[3] >= k[1])
+    x = rand(2, h, w, cin or c)
+    pw, pb = (rand(c, cin), rand(c)) if cin else (None, None)
+    f, b, pj, pjb = rand(1, *k, c), rand(c), rand(co, c), rand(co)
+    geo = dict(pads=pads, strides=(s, s), min=-0.5, max=1.5)
+    for isa in ("scalar", "best"):
+        ex = dict(pw_filter=pw, pw_bias=pb, pw_min=0.0, pw_max=6.0) if cin else {}
+        mid = K.conv1x1_dwconv2d(x, pw, pb, f, b, post=post, isa=isa, pw_min=0.0, pw_max=6.0, **geo) if cin \
+            else K.dwconv2d(x, f, b, post=post, isa=isa, **geo)
+        r = rand(*mid.shape[:3], co) if residual else None
+        flat = mid.reshape(-1, c)
+        want = K.gemm(flat, pj, pjb, b_is_nk=True, min=-2.0, max=2.0, isa=isa,
+                      residual=None if r is None else r.reshape(-1, co)).reshape(*mid.shape[:3], co)
+        for threads in (1, 2):
+            got = K.dwconv2d_conv1x1(x, filter=f, bias=b, project_filter=pj, project_bias=pjb, residual=r,
+                                     post=post, project_min=-2.0, project_max=2.0, isa=isa, threads=threads,
+                                     **ex, **geo)
+            same_bytes(got, want)
+    ref = x.astype(np.float64)
+    if cin:
+        ref = clamp(ref @ pw.T + pb, 0, 6)
+    ref = clamp(dwconv2d_ref(ref, f, b, pads, (s, s), (1, 1)), -0.5, 1.5)
+    ref = UN_REF["copy" if post == "none" else post](ref)
+    ref = ref @ pj.T.astype(np.float64) + pjb
+    close(want, clamp(ref + (r if residual else 0), -2.0, 2.0), (cin + 1) * k[0] * k[1] + c)
+
+
+def test_dwconv2d_conv1x1_large_and_errors():
+    """MobileNetV2's first block (112x112x32 depthwise -> 16, no expand) and a 56x56 expand 24 -> 144,
+    depthwise, project 24 + residual (many rows per task): the separate kernels' bits; bad shapes."""
+    x, f, pj = rand(1, 112, 112, 32), rand(1, 3, 3, 32), rand(16, 32)
+    want = K.gemm(K.dwconv2d(x, f, None, pads=(1, 1, 1, 1), min=0.0, max=6.0, isa="best").reshape(-1, 32), pj,
+                  None, b_is_nk=True, isa="best").reshape(1, 112, 112, 16)
+    x2, pw2, f2, pj2 = rand(1, 56, 56, 24), rand(144, 24), rand(1, 3, 3, 144), rand(24, 144)
+    r2 = rand(1, 56, 56, 24)
+    mid2 = K.conv1x1_dwconv2d(x2, pw2, None, f2, None, pads=(1, 1, 1, 1), pw_min=0.0, pw_max=6.0, min=0.0,
+                              max=6.0, isa="best")
+    want2 = K.gemm(mid2.reshape(-1, 144), pj2, None, b_is_nk=True, residual=r2.reshape(-1, 24),
+                   isa="best").reshape(1, 56, 56, 24)
+    for threads in (1, 2):
+        same_bytes(K.dwconv2d_conv1x1(x, filter=f, project_filter=pj, pads=(1, 1, 1, 1), min=0.0, max=6.0,
+                                      isa="best", threads=threads), want)
+        same_bytes(K.dwconv2d_conv1x1(x2, pw_filter=pw2, filter=f2, project_filter=pj2, residual=r2,
+                                      pads=(1, 1, 1, 1), pw_min=0.0, pw_max=6.0, min=0.0, max=6.0, isa="best",
+                                      threads=threads), want2)
+    # An expand with no input channels (its output is its bias) takes the unfused path.
+    x0, pw0, pb0, f0, pj0 = rand(1, 5, 6, 0), rand(8, 0), rand(8), rand(1, 3, 3, 8), rand(3, 8)
+    for isa in ("scalar", "best"):
+        mid0 = K.dwconv2d(np.broadcast_to(pb0, (1, 5, 6, 8)).copy(), f0, None, pads=(1, 1, 1, 1), isa=isa)
+        want0 = K.gemm(mid0.reshape(-1, 8), pj0, None, b_is_nk=True, isa=isa).reshape(1, 5, 6, 3)
+        same_bytes(K.dwconv2d_conv1x1(x0, pw_filter=pw0, pw_bias=pb0, filter=f0, project_filter=pj0,
+                                      pads=(1, 1, 1, 1), isa=isa, threads=2), want0)
+    with pytest.raises(InputError, match="project_filter"):
+        K.dwconv2d_conv1x1(x, filter=f, project_filter=rand(16, 31))
+    with pytest.raises(InputError, match="residual"):
+        K.dwconv2d_conv1x1(x, filter=f, project_filter=pj, residual=rand(1, 112, 112, 15))
+    with pytest.raises(InputError, match="project_filter's bias"):
+        K.dwconv2d_conv1x1(x, filter=f, project_filter=pj, project_bias=rand(15))
+
+
 def test_conv_family_threads_identical():
     x = rand(1, 20, 23, 16)
     f = rand(24, 3, 3, 8)

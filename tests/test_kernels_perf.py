@@ -349,8 +349,8 @@ def test_gemm_k_zero_and_empty():
 
 def test_bench_layers_matches_steps_to_onnx_nodes():
     """`python -m bench layers` charges each ORT node to the webxnn step that starts at or before it in the
-    ONNX graph (an expand conv computed inside its depthwise step counts from the expand conv), and lists the
-    ORT nodes it cannot place."""
+    ONNX graph (a block computed in one step counts from its expand conv), and lists the ORT nodes it cannot
+    place."""
     pytest.importorskip("onnx")
     layers = pytest.importorskip("bench.layers")
     from bench.models import Builder, webxnn_compile
@@ -369,10 +369,9 @@ def test_bench_layers_matches_steps_to_onnx_nodes():
     ort_nodes += [("/SomeFusion", "Gemm", 0.5), ("/SomeFusion", "Gemm", 0.25)]  # ORT's own names
     charged, unmatched = layers.match(model, steps, ort_nodes)
     assert unmatched == {"Gemm": [2, 0.75]}
-    # The layout transposes take nothing; the depthwise step takes the expand conv, the depthwise conv and
-    # their two clips; the project conv its own node.
-    assert [s["kind"] for s in steps] == ["XNNStaticTranspose", "XNNDepthwiseConv2d", "XNNConv2d",
-                                          "XNNStaticTranspose"]
-    assert steps[1]["fused"] and charged == [0.0, 4.0, 1.0, 0.0]
+    # The layout transposes take nothing; the block's one step takes the expand conv, the depthwise conv,
+    # their two clips and the project conv.
+    assert [s["kind"] for s in steps] == ["XNNStaticTranspose", "XNNConv2d", "XNNStaticTranspose"]
+    assert steps[1]["fused"] and charged == [0.0, 5.0, 0.0]
     text = layers.report("tiny", 1, steps, charged, unmatched, top=2)
-    assert "DepthwiseConv2d + fused" in text and "Gemm x2 0.750 ms" in text
+    assert "Conv2d + fused" in text and "Gemm x2 0.750 ms" in text

@@ -436,7 +436,8 @@ def _inverted_residual(hw: int, expose: bool, act: str | None,
                        expand_act: str | None = None) -> tuple[bytes, np.ndarray, np.ndarray]:
     """MobileNetV2 block on [1, hw, hw, 24]: 1x1 expand to 144 (relu6; then `expand_act` if given, as in
     MobileNetV3), 3x3 depthwise (relu6; then `act` if given), 1x1 project to 24, residual add. `expose` also
-    makes the expanded tensor a graph output. Returns the blob, an input and the float64 reference of y."""
+    makes the expanded and the depthwise tensors graph outputs. Returns the blob, an input and the float64
+    reference of y."""
     draw = partial(rand, rng=np.random.default_rng(8))  # the same draws on every call
     b = GraphBuilder()
     xv, we, be = draw(1, hw, hw, 24), draw(144, 1, 1, 24) * 0.3, draw(144)
@@ -458,6 +459,8 @@ def _inverted_residual(hw: int, expose: bool, act: str | None,
         a = b.value([1, hw, hw, 144])
         b.node(act, input_id=d, output_id=a, flags=0)
         d = a
+    if expose:
+        b.output(d, "d")
     pr = b.value([1, hw, hw, 24])
     b.node("XNNConv2d", **conv_fields((1, 1), gic=144, goc=24), input1_id=d, filter_id=b.const(wp),
            bias_id=INVALID_ID, output_id=pr, flags=0)
@@ -476,10 +479,11 @@ def _inverted_residual(hw: int, expose: bool, act: str | None,
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("act, expand_act", [(None, None), ("XNNHardswish", None), (None, "XNNSigmoid"),
                                              ("XNNHardswish", "XNNHardswish")])
-def test_expand_fuses_into_depthwise(act: str | None, expand_act: str | None, threads: int) -> None:
-    """On a 56x56 map (1.8 MB expanded) the 1x1 expand conv (and its activation, MobileNetV3) runs inside the
-    depthwise step, whose activation and the projection's residual add fuse as before: two steps, with the
-    same bits as the unfused block (the expanded tensor forced into memory by exposing it as an output)."""
+def test_block_fuses_into_one_step(act: str | None, expand_act: str | None, threads: int) -> None:
+    """On a 56x56 map (1.8 MB expanded, 1.8 MB after the depthwise) the whole block runs as one step: the 1x1
+    expand conv (and its activation, MobileNetV3) computed row by row inside the depthwise, whose output rows
+    (after its activation) feed the 1x1 project conv and its residual add. Same bits as the unfused block (the
+    expanded and depthwise tensors forced into memory by exposing them as outputs)."""
     blob, xv, want = _inverted_residual(56, expose=False, act=act, expand_act=expand_act)
     apart_blob, _, _ = _inverted_residual(56, expose=True, act=act, expand_act=expand_act)
     p = runtime.load(blob, threads=threads)
@@ -487,11 +491,13 @@ def test_expand_fuses_into_depthwise(act: str | None, expand_act: str | None, th
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     np.testing.assert_array_equal(got, runtime.load(apart_blob, threads=threads).run({"x": xv})["y"])
     rows = steps(p, {"x": xv})
-    fused = 1 + (act is not None) + (expand_act is not None)
-    assert [(r["kind"], len(r["fused"])) for r in rows] == [("XNNDepthwiseConv2d", fused), ("XNNConv2d", 1)]
-    assert rows[0]["fused"][0] == 0  # the expand conv, node 0
+    nodes = 4 + (act is not None) + (expand_act is not None)  # the project conv is the one before the add
+    assert [(r["kind"], r["node"], r["fused"]) for r in rows] == [
+        ("XNNConv2d", nodes - 2, [n for n in range(nodes) if n != nodes - 2])]
     apart_rows = steps(runtime.load(apart_blob), {"x": xv})
-    assert apart_rows[0]["kind"] == "XNNConv2d" and not apart_rows[0]["fused"]
+    assert [(r["kind"], len(r["fused"])) for r in apart_rows] == [
+        ("XNNConv2d", 0), *([(expand_act, 0)] if expand_act else []),
+        ("XNNDepthwiseConv2d", int(act is not None)), ("XNNConv2d", 1)]
 
 
 def test_expand_stays_apart_on_small_maps() -> None:

@@ -50,6 +50,7 @@ enum class Scratch : unsigned {
   kWinogradV,    // winograd: transformed input and products (per task)
   kDwRing,       // depthwise: ring of expanded input rows (kept across a thread's tasks of one call)
   kDwRingKeys,   // depthwise: the call the ring belongs to, then which input row each ring slot holds
+  kDwRow,        // depthwise with a fused project: one output row, the project's input (per task)
   kDeconvCols,   // deconv: the GEMM's column band (per call)
   kCount
 };

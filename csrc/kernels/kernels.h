@@ -6,7 +6,7 @@
 //    (64-byte aligned). The packed layout is private to the kernel table that packed it.
 //  * `Activation` is the fused output activation: the clamp (output_min_max; {-inf, +inf} means none), then
 //    an optional post-op (hardswish, sigmoid or gelu) applied to the clamped value. Only gemm, gemm_residual,
-//    conv2d, conv2d_residual, dwconv2d and both activations of conv1x1_dwconv2d apply `post` (the runtime
+//    conv2d, conv2d_residual, dwconv2d and every activation of dwconv2d_fused apply `post` (the runtime
 //    fuses a conv / FC into the activation that is its only consumer); every other entry takes the clamp
 //    alone and must be given post = kNone.
 //  * Every entry may split its work with `Parallel`; results must not depend on the thread count.
@@ -51,6 +51,14 @@ struct ConvParams {
   // table may pack and run differently for small images (e.g. no Winograd on 7x7 maps, where its tiles
   // would be mostly padding and its bigger weights would dominate). Changes results only within rounding.
   uint32_t input_h = 0, input_w = 0;
+};
+
+// A pointwise convolution fused into another kernel: its channels (input channels of an expand, output
+// channels of a project), its filter as conv2d_pack packed it, and its activation.
+struct PointwiseConv {
+  size_t channels = 0;
+  const void* packed = nullptr;
+  Activation act;
 };
 
 struct PoolParams {
@@ -168,15 +176,19 @@ struct KernelTable {
   void (*conv2d_residual)(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH,
                           size_t OW, const void* packed, const float* residual, float* out, Parallel& par);
 
-  // (additive) A pointwise (1x1, stride 1, unpadded, one group) convolution feeding a depthwise convolution
-  // with depth multiplier 1 (MobileNet's expand -> depthwise pair): out = dwconv2d(p, conv1x1(in)). `in` is
-  // [N, H, W, cin]; pw_packed is conv2d_pack's (= gemm_pack's) packing of the 1x1 filter [C, cin] with its
-  // activation pw_act (clamp and post-op: MobileNetV3's expand + HardSwish); p, dw_packed and the output are the depthwise convolution's over the [N, H, W, C] expanded
-  // tensor. The kernel may compute the expanded rows as the depthwise rows need them, so that tensor need
-  // never exist in memory; results are those of conv2d (pw_act) followed by dwconv2d (p.act).
-  void (*conv1x1_dwconv2d)(size_t cin, const void* pw_packed, Activation pw_act, const ConvParams& p, size_t N,
-                           size_t H, size_t W, const float* in, size_t OH, size_t OW, const void* dw_packed,
-                           float* out, Parallel& par);
+  // (additive) A depthwise convolution with depth multiplier 1 and pointwise convolutions (1x1, stride 1,
+  // unpadded, one group) fused on either side: MobileNet's expand -> depthwise -> project block, or a part.
+  //  * expand (null: none): `in` is [N, H, W, expand->channels] and the depthwise input is its pointwise conv
+  //    (expand->packed, expand->act: clamp and post-op, e.g. MobileNetV3's HardSwish); else `in` is the
+  //    depthwise input [N, H, W, p.groups].
+  //  * p, dw_packed: the depthwise convolution (p.act its clamp and post-op).
+  //  * project (null: none): `out` is [N, OH, OW, project->channels], the pointwise conv of the depthwise
+  //    output plus `residual` (same shape, null: none) before project->act; else `out` is the depthwise output.
+  // The 1x1 filters are packed by conv2d_pack (= gemm_pack). The kernel may compute the intermediate tensors
+  // row by row as they are needed, so they never exist in memory; results are those of the separate ops.
+  void (*dwconv2d_fused)(const PointwiseConv* expand, const ConvParams& p, size_t N, size_t H, size_t W,
+                         const float* in, size_t OH, size_t OW, const void* dw_packed, const PointwiseConv* project,
+                         const float* residual, float* out, Parallel& par);
 
   // (additive) The layout change of an image at a graph's boundary, for the channel counts the table has a
   // vector loop for: x [batch][channels][pixels] -> y [batch][pixels][channels] (NCHW -> NHWC), or the reverse

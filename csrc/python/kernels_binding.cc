@@ -296,6 +296,77 @@ py::array dwconv2d(const FArr& x, const FArr& f, const std::optional<FArr>& bias
   return dwconv2d_t(x, f, bias, pads, strides, dil, act_of("dwconv2d", mn, mx, post), isa, threads, Timing{});
 }
 
+// A fused block: [expand ->] depthwise [-> project (+ residual)]. x is [N,H,W,cin] with an expand (filter
+// [C, cin] + bias, clamp, post), else [N,H,W,C]; the depthwise filter [1, kh, kw, C] (+ bias, clamp, post); the
+// project filter [co, C] (+ bias, residual [N,OH,OW,co], clamp).
+struct PwArgs {
+  const FArr* filter = nullptr;
+  const std::optional<FArr>* bias = nullptr;
+  Activation act;
+};
+
+py::array dwconv2d_block(const char* w, const FArr& x, const PwArgs& ex, const FArr& f,
+                         const std::optional<FArr>& bias, const Pads& pads, const Pair& strides, const Pair& dil,
+                         Activation act, const PwArgs& pr, const std::optional<FArr>& residual,
+                         const std::string& isa, size_t threads) {
+  need_ndim(w, "x", x, 4);
+  need_ndim(w, "filter", f, 4);
+  const size_t N = x.shape(0), H = x.shape(1), W = x.shape(2);
+  const size_t C = ex.filter ? static_cast<size_t>(ex.filter->shape(0)) : static_cast<size_t>(x.shape(3));
+  if (f.shape(0) != 1 || static_cast<size_t>(f.shape(3)) != C) bad(w, "filter must be [1, kh, kw, C]");
+  if (f.shape(1) == 0 || f.shape(2) == 0) bad(w, "empty kernel");
+  if (bias && (bias->ndim() != 1 || static_cast<size_t>(bias->shape(0)) != C)) bad(w, "bias must be [C]");
+  // Checks a pointwise filter [rows, cols] and its bias [rows]; returns its conv2d geometry.
+  auto pointwise = [&](const PwArgs& a, const char* name, size_t cols) {
+    need_ndim(w, name, *a.filter, 2);
+    const size_t rows = a.filter->shape(0);
+    if (static_cast<size_t>(a.filter->shape(1)) != cols) bad(w, std::string(name) + " has the wrong input channels");
+    if (*a.bias && ((*a.bias)->ndim() != 1 || static_cast<size_t>((*a.bias)->shape(0)) != rows))
+      bad(w, std::string(name) + "'s bias must be [its output channels]");
+    ConvParams q;
+    q.group_input_channels = cols;
+    q.group_output_channels = rows;
+    return q;
+  };
+  ConvParams qe, qp;
+  if (ex.filter) qe = pointwise(ex, "pw_filter", x.shape(3));
+  if (pr.filter) qp = pointwise(pr, "project_filter", C);
+  ConvParams p;
+  set_geometry(w, p, pads, strides, dil);
+  p.kernel_h = f.shape(1);
+  p.kernel_w = f.shape(2);
+  p.groups = C;
+  p.act = act;
+  const size_t OH = conv_out(w, H, p.pad_top, p.pad_bottom, p.kernel_h, p.stride_h, p.dilation_h);
+  const size_t OW = conv_out(w, W, p.pad_left, p.pad_right, p.kernel_w, p.stride_w, p.dilation_w);
+  const size_t co = pr.filter ? qp.group_output_channels : C;
+  if (residual && (!pr.filter || residual->ndim() != 4 || static_cast<size_t>(residual->shape(0)) != N ||
+                   static_cast<size_t>(residual->shape(1)) != OH || static_cast<size_t>(residual->shape(2)) != OW ||
+                   static_cast<size_t>(residual->shape(3)) != co))
+    bad(w, "residual needs a project and must be [N, OH, OW, project channels]");
+  const KernelTable& t = table_for(w, isa);
+  Parallel& par = pool_for(w, threads);
+  auto out = make_out<float>({N, OH, OW, co});
+  Aligned pwe(ex.filter ? t.conv2d_packed_size(qe) : 0), pwp(pr.filter ? t.conv2d_packed_size(qp) : 0);
+  Aligned dwp(t.dwconv2d_packed_size(p));
+  {
+    py::gil_scoped_release nogil;
+    PointwiseConv expand, project;
+    if (ex.filter) {
+      t.conv2d_pack(qe, ex.filter->data(), *ex.bias ? (*ex.bias)->data() : nullptr, pwe.p);
+      expand = PointwiseConv{static_cast<size_t>(x.shape(3)), pwe.p, ex.act};
+    }
+    if (pr.filter) {
+      t.conv2d_pack(qp, pr.filter->data(), *pr.bias ? (*pr.bias)->data() : nullptr, pwp.p);
+      project = PointwiseConv{co, pwp.p, pr.act};
+    }
+    t.dwconv2d_pack(p, f.data(), bias ? bias->data() : nullptr, dwp.p);
+    t.dwconv2d_fused(ex.filter ? &expand : nullptr, p, N, H, W, x.data(), OH, OW, dwp.p,
+                     pr.filter ? &project : nullptr, residual ? residual->data() : nullptr, out.mutable_data(), par);
+  }
+  return std::move(out);
+}
+
 // The fused expand -> depthwise pair: x [N,H,W,cin], pw_filter [C, cin] (+ pw_bias, clamp pw_min/pw_max), then
 // the depthwise filter [1, kh, kw, C] (+ bias, clamp min/max, post).
 py::array conv1x1_dwconv2d(const FArr& x, const FArr& pw, const std::optional<FArr>& pw_bias, const FArr& f,
@@ -303,38 +374,22 @@ py::array conv1x1_dwconv2d(const FArr& x, const FArr& pw, const std::optional<FA
                            float pw_mn, float pw_mx, float mn, float mx, const std::string& post,
                            const std::string& isa, size_t threads) {
   const char* w = "conv1x1_dwconv2d";
-  need_ndim(w, "x", x, 4);
-  need_ndim(w, "pw_filter", pw, 2);
-  need_ndim(w, "filter", f, 4);
-  const size_t N = x.shape(0), H = x.shape(1), W = x.shape(2), cin = x.shape(3), C = pw.shape(0);
-  if (static_cast<size_t>(pw.shape(1)) != cin) bad(w, "pw_filter must be [C, x channels]");
-  if (f.shape(0) != 1 || static_cast<size_t>(f.shape(3)) != C) bad(w, "filter must be [1, kh, kw, C]");
-  if (f.shape(1) == 0 || f.shape(2) == 0) bad(w, "empty kernel");
-  if (pw_bias && (pw_bias->ndim() != 1 || static_cast<size_t>(pw_bias->shape(0)) != C)) bad(w, "pw_bias must be [C]");
-  if (bias && (bias->ndim() != 1 || static_cast<size_t>(bias->shape(0)) != C)) bad(w, "bias must be [C]");
-  ConvParams q;  // the pointwise conv
-  q.group_input_channels = cin;
-  q.group_output_channels = C;
-  ConvParams p;
-  set_geometry(w, p, pads, strides, dil);
-  p.kernel_h = f.shape(1);
-  p.kernel_w = f.shape(2);
-  p.groups = C;
-  p.act = act_of(w, mn, mx, post);
-  const size_t OH = conv_out(w, H, p.pad_top, p.pad_bottom, p.kernel_h, p.stride_h, p.dilation_h);
-  const size_t OW = conv_out(w, W, p.pad_left, p.pad_right, p.kernel_w, p.stride_w, p.dilation_w);
-  const KernelTable& t = table_for(w, isa);
-  Parallel& par = pool_for(w, threads);
-  auto out = make_out<float>({N, OH, OW, C});
-  Aligned pwp(t.conv2d_packed_size(q)), dwp(t.dwconv2d_packed_size(p));
-  {
-    py::gil_scoped_release nogil;
-    t.conv2d_pack(q, pw.data(), pw_bias ? pw_bias->data() : nullptr, pwp.p);
-    t.dwconv2d_pack(p, f.data(), bias ? bias->data() : nullptr, dwp.p);
-    t.conv1x1_dwconv2d(cin, pwp.p, act_of(w, pw_mn, pw_mx), p, N, H, W, x.data(), OH, OW, dwp.p,
-                       out.mutable_data(), par);
-  }
-  return std::move(out);
+  return dwconv2d_block(w, x, PwArgs{&pw, &pw_bias, act_of(w, pw_mn, pw_mx)}, f, bias, pads, strides, dil,
+                        act_of(w, mn, mx, post), PwArgs{}, std::nullopt, isa, threads);
+}
+
+// The whole block: optional expand, the depthwise conv, then the project conv (+ residual).
+py::array dwconv2d_conv1x1(const FArr& x, const std::optional<FArr>& pw, const std::optional<FArr>& pw_bias,
+                           const FArr& f, const std::optional<FArr>& bias, const FArr& proj,
+                           const std::optional<FArr>& proj_bias, const std::optional<FArr>& residual,
+                           const Pads& pads, const Pair& strides, const Pair& dil, float pw_mn, float pw_mx, float mn,
+                           float mx, const std::string& post, float proj_mn, float proj_mx, const std::string& isa,
+                           size_t threads) {
+  const char* w = "dwconv2d_conv1x1";
+  PwArgs ex;
+  if (pw) ex = PwArgs{&*pw, &pw_bias, act_of(w, pw_mn, pw_mx)};
+  return dwconv2d_block(w, x, ex, f, bias, pads, strides, dil, act_of(w, mn, mx, post),
+                        PwArgs{&proj, &proj_bias, act_of(w, proj_mn, proj_mx)}, residual, isa, threads);
 }
 
 py::array deconv2d_t(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
@@ -731,6 +786,12 @@ void bind_kernels(py::module_& parent) {
         py::arg("dilations") = ones, py::arg("pw_min") = -kInf, py::arg("pw_max") = kInf, mn, mx,
         py::arg("post") = "none", isa, thr,
         "dwconv2d(conv1x1(x)): the pointwise conv [C, cin] feeding the depthwise [1, kh, kw, C], fused");
+  m.def("dwconv2d_conv1x1", &dwconv2d_conv1x1, py::arg("x"), py::arg("pw_filter") = py::none(),
+        py::arg("pw_bias") = py::none(), py::arg("filter"), py::arg("bias") = py::none(), py::arg("project_filter"),
+        py::arg("project_bias") = py::none(), py::arg("residual") = py::none(), py::arg("pads") = no_pads,
+        py::arg("strides") = ones, py::arg("dilations") = ones, py::arg("pw_min") = -kInf, py::arg("pw_max") = kInf,
+        mn, mx, py::arg("post") = "none", py::arg("project_min") = -kInf, py::arg("project_max") = kInf, isa, thr,
+        "conv1x1(dwconv2d([conv1x1(x)])) [+ residual]: MobileNet's block fused; the project filter is [co, C]");
   m.def("deconv2d", &deconv2d, py::arg("x"), py::arg("filter"), py::arg("bias") = py::none(),
         py::arg("pads") = no_pads, py::arg("strides") = ones, py::arg("dilations") = ones,
         py::arg("groups") = uint32_t{1}, py::arg("adjustment") = Pair{0, 0}, mn, mx, isa, thr,

@@ -691,6 +691,12 @@ struct Groups {
   }
 };
 
+// A 1x1, stride-1, unpadded convolution of one group (a GEMM over pixels).
+bool is_pointwise(const ConvParams& c) {
+  return c.kernel_h == 1 && c.kernel_w == 1 && c.stride_h == 1 && c.stride_w == 1 && c.groups == 1 &&
+         !c.pad_top && !c.pad_right && !c.pad_bottom && !c.pad_left;
+}
+
 }  // namespace
 
 // Decides what runs (steps), which Adds fuse into the Conv2d / FullyConnected before them, which values share
@@ -732,6 +738,8 @@ void Program::plan_steps(Plan& plan, std::vector<int64_t>& last_use) const {
   std::vector<Step> fused(nn);                     // consumer node -> its fused step
   std::vector<uint32_t> pre_of(nn, kNoValue);      // depthwise node -> its fused pointwise producer
   std::vector<uint32_t> pre_act_of(nn, kNoValue);  // depthwise node -> the activation after that producer
+  std::vector<uint32_t> dw_of(nn, kNoValue);       // pointwise conv node -> its fused depthwise producer
+  std::vector<uint32_t> dw_act_of(nn, kNoValue);   // pointwise conv node -> the activation after that producer
   std::vector<bool> elided(nv, false);             // the values that never materialize
   // The node producing pv if pv can stay inside a fused step (a computed fp32 value with one reader, made by a
   // node that runs, with weights packed at load, from an fp32 input), else -1.
@@ -764,54 +772,83 @@ void Program::plan_steps(Plan& plan, std::vector<int64_t>& last_use) const {
     fused[i].residual = residual;
     fused[i].pre = pre_of[j];
     fused[i].pre_act = pre_act_of[j];
+    fused[i].dw = dw_of[j];
+    fused[i].dw_act = dw_act_of[j];
     elided[pv] = true;
     inputs_live_until(j, i);
     if (pre_of[j] != kNoValue) inputs_live_until(pre_of[j], i);
+    if (dw_of[j] != kNoValue) inputs_live_until(dw_of[j], i);
   };
-  // The pointwise conv producing a depthwise node's input, directly or through an activation already fused
-  // into it (*act: that activation node), if the pair can run as one step (else -1).
-  auto pointwise_producer = [&](const Node& dw, uint32_t* act) -> int64_t {
-    const uint32_t pv = dw.inputs[0];
-    // Only where the expanded tensor would not stay in L2 (~1 MB per core here) between the two steps: on
-    // small maps the row-by-row pointwise GEMM (M = one row of pixels) re-reads its weights for every row and
-    // loses more than the memory traffic saves (MobileNetV2: 112x112x96 and 56x56x144 fuse; 28x28x192 and
-    // smaller maps run faster apart).
-    constexpr size_t kMinExpandedBytes = size_t{1} << 20;
-    if (!kernels_->conv1x1_dwconv2d || dw.conv.group_output_channels != 1 || shapes[pv].size() != 4 ||
-        bytes_of(pv) < kMinExpandedBytes)
-      return -1;
+  // Only where the tensor between two fused steps would not stay in L2 (~1 MB per core here) from one step to
+  // the next: on small maps the row-by-row pointwise GEMM (M = one row of pixels) re-reads its weights for
+  // every row and loses more than the memory traffic saves (MobileNetV2: 112x112x96 and 56x56x144 fuse;
+  // 28x28x192 and smaller maps run faster apart).
+  constexpr size_t kMinFusedBytes = size_t{1} << 20;
+  // The node of `type` making pv for a fused block step (see dwconv2d_fused): pv's only producer, directly or
+  // through an activation it already fused into (*act: that activation node, else kNoValue); else -1.
+  auto block_producer = [&](uint32_t pv, NodeType type, uint32_t* act) -> int64_t {
+    if (!kernels_->dwconv2d_fused || shapes[pv].size() != 4 || bytes_of(pv) < kMinFusedBytes) return -1;
     const int64_t p = sole_producer(pv);
     if (p < 0) return -1;
     size_t j = static_cast<size_t>(p);
     *act = kNoValue;
     if (post_op_of(model_.nodes[j].type) != PostOp::kNone && fused[j].into == j) {
-      *act = static_cast<uint32_t>(j);  // the conv it runs (fused[j].node) passed sole_producer when it fused
+      *act = static_cast<uint32_t>(j);  // the node it runs (fused[j].node) passed sole_producer when it fused
       j = fused[j].node;
     }
-    const Node& cv = model_.nodes[j];
-    const ConvParams& c = cv.conv;
-    if (cv.type != NodeType::kConv2d || fused_into[j] != *act) return -1;
-    if (c.kernel_h != 1 || c.kernel_w != 1 || c.stride_h != 1 || c.stride_w != 1 || c.groups != 1 ||
-        c.pad_top || c.pad_right || c.pad_bottom || c.pad_left)
-      return -1;
+    if (model_.nodes[j].type != type || fused_into[j] != *act) return -1;
     return static_cast<int64_t>(j);
+  };
+  // The block's expand: the pointwise conv making a depthwise node's input, if the two can run as one step.
+  auto pointwise_producer = [&](const Node& dw, uint32_t* act) -> int64_t {
+    if (dw.conv.group_output_channels != 1) return -1;
+    const int64_t j = block_producer(dw.inputs[0], NodeType::kConv2d, act);
+    return j >= 0 && is_pointwise(model_.nodes[static_cast<size_t>(j)].conv) ? j : -1;
+  };
+  // The block's depthwise: the depthwise node making pointwise conv i's input (its project), if the two can
+  // run as one step.
+  auto depthwise_producer = [&](size_t i, uint32_t* act) -> int64_t {
+    const Node& cv = model_.nodes[i];
+    if (!is_pointwise(cv.conv) || needs_run_packing(i)) return -1;
+    const int64_t d = block_producer(cv.inputs[0], NodeType::kDepthwiseConv2d, act);
+    return d >= 0 && model_.nodes[static_cast<size_t>(d)].conv.group_output_channels == 1 ? d : -1;
+  };
+  // Node i's step absorbs the step of the activation node act (if any) that a producer had fused into.
+  auto absorb_act = [&](uint32_t act, size_t i) {
+    if (act == kNoValue) return;
+    fused[act] = Step();
+    fused_into[act] = static_cast<uint32_t>(i);
   };
   for (size_t i = 0; i < nn; ++i) {
     const Node& nd = model_.nodes[i];
     if (nd.folded || nd.outputs.size() != 1) continue;
     const uint32_t out = nd.outputs[0];
     if (model_.values[out].dtype != DType::kFp32 || numel(shapes[out]) == 0) continue;
+    if (nd.type == NodeType::kConv2d) {
+      uint32_t act = kNoValue;
+      const int64_t d = depthwise_producer(i, &act);
+      if (d >= 0) {  // the depthwise step (its expand and activations too) becomes part of this one
+        const size_t dn = static_cast<size_t>(d);
+        fused_into[dn] = static_cast<uint32_t>(i);
+        absorb_act(act, i);
+        dw_of[i] = static_cast<uint32_t>(dn);
+        dw_act_of[i] = act;
+        pre_of[i] = pre_of[dn];
+        pre_act_of[i] = pre_act_of[dn];
+        elided[nd.inputs[0]] = true;
+        inputs_live_until(dn, i);
+        if (pre_of[dn] != kNoValue) inputs_live_until(pre_of[dn], i);
+      }
+      continue;
+    }
     if (nd.type == NodeType::kDepthwiseConv2d) {
       uint32_t act = kNoValue;
       const int64_t j = needs_run_packing(i) ? -1 : pointwise_producer(nd, &act);
-      if (j >= 0) {
+      if (j >= 0) {  // the expand step (and its activation) becomes part of this one
         fused_into[static_cast<size_t>(j)] = static_cast<uint32_t>(i);
+        absorb_act(act, i);
         pre_of[i] = static_cast<uint32_t>(j);
-        if (act != kNoValue) {  // the conv + activation step becomes part of this one
-          fused[act] = Step();
-          fused_into[act] = static_cast<uint32_t>(i);
-          pre_act_of[i] = act;
-        }
+        pre_act_of[i] = act;
         elided[nd.inputs[0]] = true;
         inputs_live_until(static_cast<size_t>(j), i);
       }
@@ -878,6 +915,8 @@ void Program::plan_steps(Plan& plan, std::vector<int64_t>& last_use) const {
     st.node = static_cast<uint32_t>(i);
     st.pre = pre_of[i];
     st.pre_act = pre_act_of[i];
+    st.dw = dw_of[i];
+    st.dw_act = dw_act_of[i];
     plan.steps.push_back(st);
     // In place: an element-wise fp32 node may write over an input of its size that no later node reads.
     BinaryOp bop;
@@ -1233,14 +1272,36 @@ void Program::exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel&
       const Shape& x = in_shape(0);
       ConvParams p = nd.conv;
       p.act = fused_act;
-      if (step && step->pre != kNoValue) {  // the expand -> depthwise pair (see plan_steps)
-        const Node& pw = model_.nodes[step->pre];
-        const Shape& xs = plan.shapes[pw.inputs[0]];
-        Activation pw_act = pw.act;
-        if (step->pre_act != kNoValue) pw_act.post = post_op_of(model_.nodes[step->pre_act].type);
-        K.conv1x1_dwconv2d(xs[3], packed_ptr_[step->pre], pw_act, p, x[0], x[1], x[2],
-                           static_cast<const float*>(ptrs[pw.inputs[0]]), out_shape[1], out_shape[2], packed,
-                           fused_out, par);
+      if (step && (step->pre != kNoValue || step->dw != kNoValue)) {
+        // A fused block (see plan_steps): [expand ->] depthwise [-> this project conv, + residual].
+        const bool project_step = step->dw != kNoValue;  // else this node is the depthwise
+        const Node& dn = project_step ? model_.nodes[step->dw] : nd;
+        PointwiseConv expand, project;
+        const float* src = static_cast<const float*>(ptrs[dn.inputs[0]]);
+        if (step->pre != kNoValue) {
+          const Node& pw = model_.nodes[step->pre];
+          expand.channels = plan.shapes[pw.inputs[0]][3];
+          expand.packed = packed_ptr_[step->pre];
+          expand.act = pw.act;
+          if (step->pre_act != kNoValue) expand.act.post = post_op_of(model_.nodes[step->pre_act].type);
+          src = static_cast<const float*>(ptrs[pw.inputs[0]]);
+        }
+        ConvParams dp = p;
+        const void* dw_packed = packed;
+        if (project_step) {
+          dp = dn.conv;
+          dp.act = dn.act;
+          if (step->dw_act != kNoValue) dp.act.post = post_op_of(model_.nodes[step->dw_act].type);
+          dw_packed = packed_ptr_[step->dw];
+          project.channels = out_shape[3];
+          project.packed = packed;
+          project.act = fused_act;
+        }
+        const Shape& dx = plan.shapes[dn.inputs[0]];
+        const Shape& dy = plan.shapes[dn.outputs[0]];
+        K.dwconv2d_fused(step->pre != kNoValue ? &expand : nullptr, dp, dx[0], dx[1], dx[2], src, dy[1], dy[2],
+                         dw_packed, project_step ? &project : nullptr, project_step ? residual : nullptr,
+                         fused_out, par);
         return;
       }
       if (residual) {

@@ -52,10 +52,15 @@ struct Step {
   uint32_t into = kNoValue;
   uint32_t residual = kNoValue;    // fused residual: the value added (never overlaps the output)
   bool serial = false;             // too small to be worth waking the pool: run on the calling thread
-  // A fused producer: the pointwise Conv2d whose output this DepthwiseConv2d step reads; the kernel computes
-  // those expanded rows as it needs them (KernelTable::conv1x1_dwconv2d), and the tensor never materializes.
+  // A fused producer: the pointwise Conv2d whose output this DepthwiseConv2d step (or `dw`) reads; the kernel
+  // computes those expanded rows as it needs them (KernelTable::dwconv2d_fused), and the tensor never
+  // materializes.
   uint32_t pre = kNoValue;
   uint32_t pre_act = kNoValue;  // the HardSwish / Sigmoid / Gelu between `pre` and this step (MobileNetV3), if any
+  // A fused depthwise producer: the DepthwiseConv2d whose output this pointwise Conv2d step (the block's
+  // project) reads, computed row by row inside the step; its own expand, if fused, is `pre`.
+  uint32_t dw = kNoValue;
+  uint32_t dw_act = kNoValue;  // the HardSwish / Sigmoid / Gelu between `dw` and this step, if any
 };
 
 // Shapes and memory for one tuple of input shapes.

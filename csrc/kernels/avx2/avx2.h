@@ -18,10 +18,10 @@ void gemm_residual(size_t M, size_t N, size_t K, const float* A, size_t lda, con
 void batch_matmul(size_t batch, size_t M, size_t N, size_t K, const float* A, size_t a_batch_stride,
                   const float* B, size_t b_batch_stride, bool b_is_nk, float* C, Parallel& par);
 
-// gemm.cc: C = act(A * packed + the panels' bias) on the calling thread (the building block of other kernels'
-// own task splits).
+// gemm.cc: C = act(A * packed + the panels' bias [+ R]) on the calling thread (the building block of other
+// kernels' own task splits); R (null: none) has row stride ldr.
 void gemm_serial(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, float* C, size_t ldc,
-                 Activation act = Activation());
+                 Activation act = Activation(), const float* R = nullptr, size_t ldr = 0);
 
 // winograd.cc: 3x3 stride-1 convolution by Winograd F(4x4, 3x3) when winograd_applies(p); igemm.cc's conv2d
 // entries route there, so its packed layout is the conv2d one for those params.
@@ -47,9 +47,9 @@ void deconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in
 // Same packed layout as the scalar dwconv (so pack/packed_size are the scalar ones).
 void dwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
               const void* packed, float* out, Parallel& par);
-void conv1x1_dwconv2d(size_t cin, const void* pw_packed, Activation pw_act, const ConvParams& p, size_t N, size_t H,
-                      size_t W, const float* in, size_t OH, size_t OW, const void* dw_packed, float* out,
-                      Parallel& par);
+void dwconv2d_fused(const PointwiseConv* expand, const ConvParams& p, size_t N, size_t H, size_t W, const float* in,
+                    size_t OH, size_t OW, const void* dw_packed, const PointwiseConv* project, const float* residual,
+                    float* out, Parallel& par);
 
 void max_pool2d(const PoolParams& p, size_t N, size_t H, size_t W, size_t C, const float* in, size_t OH,
                 size_t OW, float* out, Parallel& par);

@@ -62,6 +62,10 @@ struct DwCtx {
   const void* pw_packed;
   Activation pw_act;
   size_t ring_rows;
+  // A fused project (null: none): each output row is computed into a per-task row buffer, then its pointwise
+  // conv (+ the residual row) is written to `out` ([N, OH, OW, project->channels]).
+  const PointwiseConv* project;
+  const float* residual;
   uint64_t call;  // internal::unique_call_id() of this call: a thread's ring from an earlier call is stale
 };
 
@@ -227,6 +231,8 @@ void dw_task(const void* vctx, size_t task) {
       for (size_t i = 0; i < x.ring_rows; ++i) ring_key[i] = ~uint64_t{0};
     }
   }
+  float* row_buf =
+      x.project ? static_cast<float*>(internal::scratch(internal::Scratch::kDwRow, x.OW * C * sizeof(float))) : nullptr;
   for (size_t r = r0; r < r1; ++r) {
     const size_t n = r / x.OH, oy = r % x.OH;
     const float* in_n = x.in + n * x.H * x.W * x.Cin;
@@ -253,7 +259,7 @@ void dw_task(const void* vctx, size_t task) {
       rows.w[rows.n] = x.w + ky * KW * C;
       ++rows.n;
     }
-    float* orow = x.out + r * x.OW * C;
+    float* orow = row_buf ? row_buf : x.out + r * x.OW * C;
     // Interior: ceil(span / 8) strips of 4 to 8 pixels as equal as possible (8 accumulator chains cover
     // the FMA latency; fewer are slower, but better than the per-pixel path when the span is short). With
     // edge_strips the whole row: the first and last strips skip their padding column.
@@ -334,6 +340,11 @@ void dw_task(const void* vctx, size_t task) {
       }
     }
     apply_post(p.act.post, orow, 1, x.OW * C, 0);  // the fused post-op over the row just written (in L1/L2)
+    if (row_buf) {  // the project conv of the row, while it is in L1
+      const size_t co = x.project->channels;
+      gemm_serial(x.OW, co, C, row_buf, C, x.project->packed, x.out + r * x.OW * co, co, x.project->act,
+                  x.residual ? x.residual + r * x.OW * co : nullptr, co);
+    }
   }
   internal::aligned_free(tin);
   internal::aligned_free(twt);
@@ -506,22 +517,17 @@ constexpr double kMaxRingBytes = 16.0 * (1 << 20);
 
 namespace {
 
-// A pointwise conv (1x1, stride 1, one group) whose output the depthwise convolution reads.
-struct Pointwise {
-  size_t cin;
-  const void* packed;
-  Activation act;
-};
-
 bool dw_fits(const ConvParams& p, size_t W, size_t OC, size_t ring_rows) {
   return p.kernel_h <= 64 &&
          static_cast<double>(ring_rows) * static_cast<double>(W) * static_cast<double>(OC) * 4.0 <= kMaxRingBytes;
 }
 
 // The depthwise convolution p over [N, H, W, p.groups * dm] computed from `in`: that tensor itself, or (pw
-// non-null) the input [N, H, W, pw->cin] of the pointwise conv whose output it is.
+// non-null) the input [N, H, W, pw->channels] of the pointwise conv whose output it is; written to `out`, or
+// (project non-null) fed row by row to that pointwise conv (+ residual), which writes `out`.
 void run_dw(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
-            const void* packed, float* out, Parallel& par, const Pointwise* pw) {
+            const void* packed, float* out, Parallel& par, const PointwiseConv* pw,
+            const PointwiseConv* project = nullptr, const float* residual = nullptr) {
   const size_t dm = p.group_output_channels, OC = size_t{p.groups} * dm;
   const size_t ring_rows = dm == 1 && !pw ? 0 : (size_t{p.kernel_h} - 1) * p.dilation_h + 1;
   int32_t* plan = nullptr;
@@ -542,7 +548,7 @@ void run_dw(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, 
   x.OH = OH;
   x.OW = OW;
   x.C = OC;
-  x.Cin = pw ? pw->cin : p.groups;
+  x.Cin = pw ? pw->channels : p.groups;
   x.in = in;
   x.bias = static_cast<const float*>(packed);
   x.w = x.bias + x.C;
@@ -555,6 +561,8 @@ void run_dw(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, 
   x.pw_packed = pw ? pw->packed : nullptr;
   x.pw_act = pw ? pw->act : Activation();
   x.ring_rows = ring_rows;
+  x.project = project;
+  x.residual = residual;
   x.rows = N * OH;
   interior(OW, W, p.kernel_w, p.stride_w, p.dilation_w, p.pad_left, &x.ox_lo, &x.ox_hi);
   // One padding column at most on each side: pixel 0's left tap at column -1, the last pixel's right tap at
@@ -569,7 +577,8 @@ void run_dw(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, 
   // rows the two tasks share (the halo), and so does the other thread's next task.
   // Measured on MobileNetV2 at 2 threads: with one task per thread (no carried ring), the three big fused
   // pairs left one thread waiting 30-70 us each.
-  const double row_cost = static_cast<double>(OW) * (pw ? (x.Cin + 9) * x.C : p.kernel_h * p.kernel_w * x.C);
+  const double row_cost = static_cast<double>(OW) * x.C *
+                          ((pw ? x.Cin + 9.0 : double(p.kernel_h) * p.kernel_w) + (project ? project->channels : 0));
   x.tasks = internal::task_count(x.rows, row_cost, threads, 4);
   const internal::TaskFn fn = p.kernel_w == 3 ? dw_task<3> : p.kernel_w == 5 ? dw_task<5> : dw_task<0>;
   internal::parallel_run(par, x.tasks, fn, &x);
@@ -589,20 +598,36 @@ void dwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in
   run_dw(p, N, H, W, in, OH, OW, packed, out, par, nullptr);
 }
 
-void conv1x1_dwconv2d(size_t cin, const void* pw_packed, Activation pw_act, const ConvParams& p, size_t N, size_t H,
-                      size_t W, const float* in, size_t OH, size_t OW, const void* dw_packed, float* out,
-                      Parallel& par) {
+void dwconv2d_fused(const PointwiseConv* expand, const ConvParams& p, size_t N, size_t H, size_t W, const float* in,
+                    size_t OH, size_t OW, const void* dw_packed, const PointwiseConv* project, const float* residual,
+                    float* out, Parallel& par) {
   const size_t C = p.groups;
   if (N == 0 || OH == 0 || OW == 0 || C == 0) return;
-  if (p.group_output_channels != 1 || cin == 0 || !dw_fits(p, W, C, (size_t{p.kernel_h} - 1) * p.dilation_h + 1)) {
-    // The expanded tensor in full (depth multiplier > 1, empty input channels, absurd geometry).
-    float* mid = static_cast<float*>(internal::aligned_alloc64(N * H * W * C * sizeof(float)));
-    gemm(N * H * W, C, cin, in, cin, pw_packed, mid, C, pw_act, par);
-    dwconv2d(p, N, H, W, mid, OH, OW, dw_packed, out, par);
+  const size_t ring_rows = expand ? (size_t{p.kernel_h} - 1) * p.dilation_h + 1 : 0;
+  if (p.group_output_channels != 1 || (expand && expand->channels == 0) || (project && C * OW > (1 << 20)) ||
+      !dw_fits(p, W, C, ring_rows)) {
+    // The intermediate tensors in full (depth multiplier > 1, empty input channels, absurd geometry).
+    float* mid = nullptr;
+    if (expand) {
+      mid = static_cast<float*>(internal::aligned_alloc64(N * H * W * C * sizeof(float)));
+      gemm(N * H * W, C, expand->channels, in, expand->channels, expand->packed, mid, C, expand->act, par);
+      in = mid;
+    }
+    float* dw_out = out;
+    if (project) dw_out = static_cast<float*>(internal::aligned_alloc64(N * OH * OW * C * sizeof(float)));
+    dwconv2d(p, N, H, W, in, OH, OW, dw_packed, dw_out, par);
+    if (project) {
+      const size_t M = N * OH * OW, co = project->channels;
+      if (residual) {
+        gemm_residual(M, co, C, dw_out, C, project->packed, residual, co, out, co, project->act, par);
+      } else {
+        gemm(M, co, C, dw_out, C, project->packed, out, co, project->act, par);
+      }
+      internal::aligned_free(dw_out);
+    }
     return internal::aligned_free(mid);
   }
-  const Pointwise pw{cin, pw_packed, pw_act};
-  run_dw(p, N, H, W, in, OH, OW, dw_packed, out, par, &pw);
+  run_dw(p, N, H, W, in, OH, OW, dw_packed, out, par, expand, project, residual);
 }
 
 void max_pool2d(const PoolParams& p, size_t N, size_t H, size_t W, size_t C, const float* in, size_t OH,

@@ -51,7 +51,7 @@ struct Tail {  // masks for a partial 16-column panel, and whether the output is
 // r: the residual tile added at the last K block before the clamp (null: none), row stride ldr.
 // pf (null: none): a line to prefetch toward L2 every pf_step steps of the k loop, advancing 64 bytes each time.
 template <int MR, bool kFull>
-inline void ukernel(size_t kc, const float* a, size_t lda, const float* b, float* c, size_t ldc,
+__attribute__((always_inline)) inline void ukernel(size_t kc, const float* a, size_t lda, const float* b, float* c, size_t ldc,
                     const float* bias, bool last, __m256 vmin, __m256 vmax, const Tail& tail, const float* r,
                     size_t ldr, const char* pf = nullptr, size_t pf_step = 0) {
   __m256 acc0[MR], acc1[MR];
@@ -613,8 +613,8 @@ void gemm_run(size_t M, size_t N, size_t K, const float* A, size_t lda, const vo
 }  // namespace
 
 void gemm_serial(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, float* C, size_t ldc,
-                 Activation act) {
-  gemm_run(M, N, K, A, lda, packed, C, ldc, act, 1, nullptr);
+                 Activation act, const float* R, size_t ldr) {
+  gemm_run(M, N, K, A, lda, packed, C, ldc, act, 1, nullptr, R, ldr);
 }
 
 namespace {

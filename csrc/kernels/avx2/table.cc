@@ -20,7 +20,7 @@ const KernelTable* avx2_table() {
     t.conv2d_pack = avx2::conv2d_pack;
     t.conv2d = avx2::conv2d;
     t.conv2d_residual = avx2::conv2d_residual;
-    t.conv1x1_dwconv2d = avx2::conv1x1_dwconv2d;
+    t.dwconv2d_fused = avx2::dwconv2d_fused;
     t.gemm_residual = avx2::gemm_residual;
     t.dwconv2d = avx2::dwconv2d;
     t.deconv2d_packed_size = avx2::deconv2d_packed_size;

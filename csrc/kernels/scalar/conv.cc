@@ -190,13 +190,24 @@ void dwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in
 }
 
 // The expanded tensor in full, then the depthwise convolution over it (the reference the fused kernels match).
-void conv1x1_dwconv2d(size_t cin, const void* pw_packed, Activation pw_act, const ConvParams& p, size_t N, size_t H,
-                      size_t W, const float* in, size_t OH, size_t OW, const void* dw_packed, float* out,
-                      Parallel& par) {
+void dwconv2d_fused(const PointwiseConv* expand, const ConvParams& p, size_t N, size_t H, size_t W, const float* in,
+                    size_t OH, size_t OW, const void* dw_packed, const PointwiseConv* project, const float* residual,
+                    float* out, Parallel& par) {
   const size_t C = p.groups;
-  std::vector<float> mid(N * H * W * C);
-  gemm(N * H * W, C, cin, in, cin, pw_packed, mid.data(), C, pw_act, par);
-  dwconv2d(p, N, H, W, mid.data(), OH, OW, dw_packed, out, par);
+  std::vector<float> mid, dw_out;
+  if (expand) {
+    mid.resize(N * H * W * C);
+    gemm(N * H * W, C, expand->channels, in, expand->channels, expand->packed, mid.data(), C, expand->act, par);
+    in = mid.data();
+  }
+  if (!project) return dwconv2d(p, N, H, W, in, OH, OW, dw_packed, out, par);
+  dw_out.resize(N * OH * OW * C);
+  dwconv2d(p, N, H, W, in, OH, OW, dw_packed, dw_out.data(), par);
+  const size_t M = N * OH * OW, cout = project->channels;
+  if (residual) {
+    return gemm_residual(M, cout, C, dw_out.data(), C, project->packed, residual, cout, out, cout, project->act, par);
+  }
+  gemm(M, cout, C, dw_out.data(), C, project->packed, out, cout, project->act, par);
 }
 
 // ---------------------------------------------------------------------------------------------- deconv2d

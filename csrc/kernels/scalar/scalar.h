@@ -28,9 +28,9 @@ size_t dwconv2d_packed_size(const ConvParams& p);
 void dwconv2d_pack(const ConvParams& p, const float* filter_1hwo, const float* bias, void* packed);
 void dwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
               const void* packed, float* out, Parallel& par);
-void conv1x1_dwconv2d(size_t cin, const void* pw_packed, Activation pw_act, const ConvParams& p, size_t N, size_t H,
-                      size_t W, const float* in, size_t OH, size_t OW, const void* dw_packed, float* out,
-                      Parallel& par);
+void dwconv2d_fused(const PointwiseConv* expand, const ConvParams& p, size_t N, size_t H, size_t W, const float* in,
+                    size_t OH, size_t OW, const void* dw_packed, const PointwiseConv* project, const float* residual,
+                    float* out, Parallel& par);
 size_t deconv2d_packed_size(const ConvParams& p);
 void deconv2d_pack(const ConvParams& p, const float* filter_ohwi, const float* bias, void* packed);
 void deconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,

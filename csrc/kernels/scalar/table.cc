@@ -18,7 +18,7 @@ const KernelTable& scalar_table() {
     t.conv2d_pack = scalar::conv2d_pack;
     t.conv2d = scalar::conv2d;
     t.conv2d_residual = scalar::conv2d_residual;
-    t.conv1x1_dwconv2d = scalar::conv1x1_dwconv2d;
+    t.dwconv2d_fused = scalar::dwconv2d_fused;
     t.gemm_residual = scalar::gemm_residual;
     t.dwconv2d_packed_size = scalar::dwconv2d_packed_size;
     t.dwconv2d_pack = scalar::dwconv2d_pack;
