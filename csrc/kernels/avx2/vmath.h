@@ -46,12 +46,14 @@ inline __m256 exp_core(__m256 x) {
   return _mm256_mul_ps(_mm256_mul_ps(p, pow2i(n1)), pow2i(_mm256_sub_epi32(ni, n1)));
 }
 
-// e^x for x in [-87.3, 88.7] (clamped to it), where 2^n is one normal float: one scaling instead of two, and
-// the polynomial by Estrin's scheme. Below e^-87.3 (~1e-38) it returns that value instead of denormals (its
-// one caller, erfc, zeroes those results itself).
+// e^x for x in [-87.3, 88.7], where 2^n is one normal float: one scaling instead of two, and the polynomial
+// by Estrin's scheme. kClamp: x is clamped to that range first (below e^-87.3, ~1e-38, it returns that value
+// instead of denormals: its callers zero those results themselves); without it the caller guarantees it.
+template <bool kClamp = true>
 inline __m256 exp_narrow(__m256 x) {
   __m256 n;
-  const __m256 r = exp_reduce(_mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.7f)), &n);
+  if (kClamp) x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.7f));
+  const __m256 r = exp_reduce(x, &n);
   const __m256 r2 = _mm256_mul_ps(r, r);
   const __m256 a = _mm256_add_ps(_mm256_set1_ps(1.f), r);
   const __m256 b = _mm256_fmadd_ps(_mm256_set1_ps(1.f / 6.f), r, _mm256_set1_ps(0.5f));
@@ -70,15 +72,18 @@ inline __m256 sigmoid_ps(__m256 x) {
   return _mm256_blendv_ps(_mm256_div_ps(num, d), x, nan_mask(x));
 }
 
-// erfcx(z) = e^(z^2) erfc(z) for 0 <= z <= 9.3 (relative error < 4e-7): t Q(t), t = 1 / (1 + z/2), Q a
-// degree-8 polynomial fitted here (weighted least squares toward minimax, relative error 4e-8 in exact
+// S erfcx(z) = S e^(z^2) erfc(z) for 0 <= z <= 9.3 (relative error < 4e-7), z = kZ a: t Q(t), t = 1 / (1 + z/2),
+// Q a degree-8 polynomial fitted here (weighted least squares toward minimax, relative error 4e-8 in exact
 // arithmetic; the rest is float32 rounding). t by the reciprocal estimate and one Newton step (no divide), Q
-// by Estrin's scheme: a short chain that runs beside the caller's e^(-z^2).
-inline __m256 erfcx_small(__m256 z) {
-  const __m256 d = _mm256_fmadd_ps(_mm256_set1_ps(0.5f), z, _mm256_set1_ps(1.f));  // 1 <= d <= 5.65
+// by Estrin's scheme: a short chain that runs beside the caller's e^(-z^2). The scales kZ (of the argument)
+// and S (of the result, folded into Q's coefficients) save the callers two multiplies.
+template <int kVariant>  // 0: kZ = 1, S = 1 (erfc); 1: kZ = 1 / sqrt 2, S = 1/2 (gelu)
+inline __m256 erfcx_small(__m256 a) {
+  constexpr float kZ = kVariant == 0 ? 1.f : 0.70710678118654752f, S = kVariant == 0 ? 1.f : 0.5f;
+  const __m256 d = _mm256_fmadd_ps(_mm256_set1_ps(0.5f * kZ), a, _mm256_set1_ps(1.f));  // 1 <= d <= 5.65
   const __m256 t0 = _mm256_rcp_ps(d);
   const __m256 t = _mm256_mul_ps(t0, _mm256_fnmadd_ps(d, t0, _mm256_set1_ps(2.f)));
-  auto c = [](float v) { return _mm256_set1_ps(v); };
+  auto c = [](float v) { return _mm256_set1_ps(v * S); };
   const __m256 t2 = _mm256_mul_ps(t, t), t4 = _mm256_mul_ps(t2, t2), t8 = _mm256_mul_ps(t4, t4);
   const __m256 q01 = _mm256_fmadd_ps(c(0.28237539529800415f), t, c(0.28208640217781067f));
   const __m256 q23 = _mm256_fmadd_ps(c(0.2026902437210083f), t, c(0.24310307204723358f));
@@ -89,13 +94,15 @@ inline __m256 erfcx_small(__m256 z) {
   return _mm256_mul_ps(t, q);
 }
 
-// e^(-k a^2) for k = 1 or 1/2 and k a^2 <= 86.5 (the caller clamps a), with a^2 carried exactly as hi + lo
-// (lo by an FMA): the rounding of a^2 would cost erfc a relative error of up to ~a^2 ulp.
-inline __m256 exp_neg_square(__m256 a, float k) {
-  const __m256 hi = _mm256_mul_ps(a, a), lo = _mm256_fmsub_ps(a, a, hi);
-  const __m256 vk = _mm256_set1_ps(k);
-  const __m256 e = exp_narrow(_mm256_mul_ps(_mm256_set1_ps(-k), hi));
-  return _mm256_fnmadd_ps(_mm256_mul_ps(e, vk), lo, e);  // e (1 - k lo)
+// e^(-s^2) for s = a (k = 1) or a / sqrt 2 (k = 1/2, s^2 = a^2 / 2), s^2 <= 86.5 (the caller clamps a), with s^2
+// carried exactly as hi + lo (lo by an FMA; halving is exact): the rounding of s^2 would cost erfc a relative
+// error of up to ~s^2 ulp. e^(-hi - lo) = e^(-hi) (1 - lo) to float precision (|lo| <= ulp(hi) / 2).
+template <int kHalf>
+inline __m256 exp_neg_square(__m256 a) {
+  const __m256 ak = kHalf ? _mm256_mul_ps(a, _mm256_set1_ps(0.5f)) : a;
+  const __m256 hi = _mm256_mul_ps(ak, a), lo = _mm256_fmsub_ps(ak, a, hi);
+  const __m256 e = exp_narrow<false>(_mm256_xor_ps(hi, _mm256_set1_ps(-0.f)));
+  return _mm256_fnmadd_ps(e, lo, e);
 }
 
 // erfc(z) for z >= 0 with small *relative* error: e^(-z^2) erfcx(z). Below 1e-39 (z >= 9.3) it returns 0;
@@ -103,11 +110,10 @@ inline __m256 exp_neg_square(__m256 a, float k) {
 inline __m256 erfc_pos(__m256 z) {
   const __m256 beyond = _mm256_cmp_ps(z, _mm256_set1_ps(9.3f), _CMP_GE_OQ);
   z = _mm256_min_ps(z, _mm256_set1_ps(9.3f));
-  const __m256 e = exp_neg_square(z, 1.f);
-  return _mm256_andnot_ps(beyond, _mm256_mul_ps(erfcx_small(z), e));
+  return _mm256_andnot_ps(beyond, _mm256_mul_ps(erfcx_small<0>(z), exp_neg_square<0>(z)));
 }
 
-// gelu = x/2 (1 + erf(x/sqrt 2)) = x/2 (2 - erfc(z)) for x >= 0 and x/2 erfc(|z|) for x < 0, z = x/sqrt 2.
+// gelu = x/2 (1 + erf(x/sqrt 2)) = x (1 - erfc(z)/2) for x >= 0 and x erfc(|z|)/2 for x < 0, z = x/sqrt 2.
 // 1 + erf(z) >= 1 - erf(0.5) ~ 0.48 wherever erfc's form could lose relative accuracy (z near 0), so the
 // erfc form alone is accurate everywhere and the small-|z| polynomial of erf is not needed here. The
 // exponent e^(-x^2/2) is taken from x itself (x^2 split exactly), not from the rounded z: that rounding cost
@@ -115,11 +121,9 @@ inline __m256 erfc_pos(__m256 z) {
 inline __m256 gelu_ps(__m256 x) {
   const __m256 a = _mm256_min_ps(vabs(x), _mm256_set1_ps(13.15f));  // erfc(13.15 / sqrt 2) < 1e-39
   const __m256 beyond = _mm256_cmp_ps(vabs(x), _mm256_set1_ps(13.15f), _CMP_GE_OQ);
-  const __m256 ec = _mm256_andnot_ps(
-      beyond, _mm256_mul_ps(erfcx_small(_mm256_mul_ps(a, _mm256_set1_ps(0.70710678118654752f))),
-                            exp_neg_square(a, 0.5f)));
-  const __m256 f = _mm256_blendv_ps(_mm256_sub_ps(_mm256_set1_ps(2.f), ec), ec, x);  // sign bit of x selects
-  return _mm256_blendv_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x), f), x, nan_mask(x));
+  const __m256 hc = _mm256_andnot_ps(beyond, _mm256_mul_ps(erfcx_small<1>(a), exp_neg_square<1>(a)));  // erfc/2
+  const __m256 f = _mm256_blendv_ps(_mm256_sub_ps(_mm256_set1_ps(1.f), hc), hc, x);  // sign bit of x selects
+  return _mm256_mul_ps(x, f);  // a NaN x stays NaN
 }
 
 // hardswish = x * clamp(x + 3, 0, 6) / 6 (a true divide, as the scalar kernel does).
