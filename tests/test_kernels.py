@@ -505,14 +505,23 @@ def test_pools_threads_and_global():
     for fn in (K.max_pool2d, K.avg_pool2d):
         same_bytes(fn(x, (3, 3), pads=(1, 1, 1, 1), strides=(2, 2)),
                    fn(x, (3, 3), pads=(1, 1, 1, 1), strides=(2, 2), threads=2))
-    for shape in [(1, 1, 1, 1), (2, 7, 7, 17), (3, 13, 11, 300)]:
+    shapes = [(1, 1, 1, 1), (2, 7, 7, 17), (3, 13, 11, 300), (1, 7, 7, 1280), (2, 1, 3, 64), (1, 5, 5, 71)]
+    for shape in shapes:
         x = rand(*shape)
         want = x.astype(np.float64).mean(axis=(1, 2), keepdims=True)
         got = K.global_avg_pool(x)
         close(got, want, shape[1] * shape[2])
         same_bytes(got, K.global_avg_pool(x, threads=2))
-        close(K.global_avg_pool(x, isa="best"), want, shape[1] * shape[2])
-        close(K.global_avg_pool(x, min=0.0, max=0.1), clamp(want, 0.0, 0.1), shape[1] * shape[2])
+        # The vector kernel sums each channel over the pixels in the same order: the same bits.
+        same_bytes(got, K.global_avg_pool(x, isa="best"))
+        same_bytes(got, K.global_avg_pool(x, isa="best", threads=2))
+        lo_hi = K.global_avg_pool(x, min=0.0, max=0.1)
+        close(lo_hi, clamp(want, 0.0, 0.1), shape[1] * shape[2])
+        same_bytes(lo_hi, K.global_avg_pool(x, min=0.0, max=0.1, isa="best"))
+    x = rand(2, 3, 3, 20)
+    x[1, 2, 1, 5] = np.nan
+    got = K.global_avg_pool(x, min=0.0, max=0.1, isa="best")
+    assert np.isnan(got[1, 0, 0, 5]) and not np.isnan(np.delete(got.ravel(), 20 + 5)).any()
 
 
 # --------------------------------------------------------------------------------------------- element-wise

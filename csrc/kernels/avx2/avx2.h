@@ -51,6 +51,7 @@ void dwconv2d_fused(const PointwiseConv* expand, const ConvParams& p, size_t N, 
                     size_t OH, size_t OW, const void* dw_packed, const PointwiseConv* project, const float* residual,
                     float* out, Parallel& par);
 
+void global_avg_pool(size_t N, size_t HW, size_t C, const float* in, float* out, Activation act, Parallel& par);
 void max_pool2d(const PoolParams& p, size_t N, size_t H, size_t W, size_t C, const float* in, size_t OH,
                 size_t OW, float* out, Parallel& par);
 void avg_pool2d(const PoolParams& p, size_t N, size_t H, size_t W, size_t C, const float* in, size_t OH,

@@ -1,4 +1,4 @@
-// AVX2+FMA depthwise convolution and 2-D pooling.
+// AVX2+FMA depthwise convolution and 2-D / global pooling.
 //
 // Depthwise, per output row: the columns whose whole window lies inside the input ("interior") run in strips
 // of 4-8 output pixels x 8 channels, one accumulator register per pixel (8 independent FMA chains cover the
@@ -509,6 +509,45 @@ void pool(bool is_max, const PoolParams& p, size_t N, size_t H, size_t W, size_t
   internal::parallel_run(par, x.tasks, pool_task, &x);
 }
 
+// Global average pooling: per (image, block of 64 channels) eight accumulators summed over the pixels in
+// order, then divided by the pixel count: the scalar kernel's operations in its order (same bits).
+struct GapCtx {
+  size_t HW, C, cblocks, units, tasks;
+  const float* in;
+  float* out;
+  float vmin, vmax;
+};
+
+void gap_task(const void* vctx, size_t task) {
+  const GapCtx& x = *static_cast<const GapCtx*>(vctx);
+  const size_t u0 = x.units * task / x.tasks, u1 = x.units * (task + 1) / x.tasks;
+  const __m256 vmin = _mm256_set1_ps(x.vmin), vmax = _mm256_set1_ps(x.vmax);
+  const __m256 div = _mm256_set1_ps(static_cast<float>(x.HW));
+  for (size_t u = u0; u < u1; ++u) {
+    const size_t n = u / x.cblocks, c0 = (u % x.cblocks) * 64, cn = min_sz(64, x.C - c0);
+    const size_t nv = div_up(cn, 8);
+    __m256i mask[8];
+    for (size_t v = 0; v < nv; ++v) mask[v] = lane_mask(min_sz(8, cn - v * 8));
+    __m256 acc[8];
+    for (size_t v = 0; v < 8; ++v) acc[v] = _mm256_setzero_ps();
+    const float* a = x.in + n * x.HW * x.C + c0;
+    if (cn == 64) {
+      for (size_t i = 0; i < x.HW; ++i, a += x.C) {
+#pragma GCC unroll 8
+        for (size_t v = 0; v < 8; ++v) acc[v] = _mm256_add_ps(acc[v], _mm256_loadu_ps(a + v * 8));
+      }
+    } else {
+      for (size_t i = 0; i < x.HW; ++i, a += x.C)
+        for (size_t v = 0; v < nv; ++v) acc[v] = _mm256_add_ps(acc[v], _mm256_maskload_ps(a + v * 8, mask[v]));
+    }
+    float* o = x.out + n * x.C + c0;
+    for (size_t v = 0; v < nv; ++v) {
+      const __m256 r = x.HW ? _mm256_div_ps(acc[v], div) : _mm256_setzero_ps();
+      _mm256_maskstore_ps(o + v * 8, mask[v], clamp8(r, vmin, vmax));
+    }
+  }
+}
+
 }  // namespace
 
 // Bound on one task's ring of expanded input rows (depth multiplier > 1, or a fused pointwise conv); beyond it
@@ -628,6 +667,21 @@ void dwconv2d_fused(const PointwiseConv* expand, const ConvParams& p, size_t N, 
     return internal::aligned_free(mid);
   }
   run_dw(p, N, H, W, in, OH, OW, dw_packed, out, par, expand, project, residual);
+}
+
+void global_avg_pool(size_t N, size_t HW, size_t C, const float* in, float* out, Activation act, Parallel& par) {
+  if (N == 0 || C == 0) return;
+  GapCtx x;
+  x.HW = HW;
+  x.C = C;
+  x.cblocks = div_up(C, 64);
+  x.units = N * x.cblocks;
+  x.in = in;
+  x.out = out;
+  x.vmin = act.min;
+  x.vmax = act.max;
+  x.tasks = internal::task_count(x.units, static_cast<double>(HW) * min_sz(C, 64), internal::parallel_threads(par), 1);
+  internal::parallel_run(par, x.tasks, gap_task, &x);
 }
 
 void max_pool2d(const PoolParams& p, size_t N, size_t H, size_t W, size_t C, const float* in, size_t OH,

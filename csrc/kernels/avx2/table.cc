@@ -28,6 +28,7 @@ const KernelTable* avx2_table() {
     t.deconv2d = avx2::deconv2d;
     t.max_pool2d = avx2::max_pool2d;
     t.avg_pool2d = avx2::avg_pool2d;
+    t.global_avg_pool = avx2::global_avg_pool;
     t.binary = avx2::binary;
     t.unary = avx2::unary;
     t.softmax = avx2::softmax;
