@@ -1,4 +1,5 @@
-"""Load speed: verify + plan time of a `.xnn` blob with ~N MB of weights, from bytes and from a file."""
+"""Load speed: verify + plan time of a `.xnn` blob with ~N MB of weights, from bytes and from a file; and the
+fixed cost of one `run` from Python (a 1-element graph: argument checks, binding, the call, the result)."""
 
 from __future__ import annotations
 
@@ -59,4 +60,24 @@ def main(argv: list[str] | None = None) -> int:
             from_bytes = _median_ms(lambda b=blob: webxnn.load(b, threads=1), args.repeat)
             from_file = _median_ms(lambda p=str(path): webxnn.load(p, threads=1), args.repeat)
         print(f"| {mb:g} | {len(blob):,} | {compile_ms:.0f} | {from_bytes:.2f} | {from_file:.2f} |")
+    print()
+    us = run_overhead_us()
+    print(f"`run` of a 1-element graph from Python: {us:.2f} µs (best of 10 averages over 2000 calls)")
     return 0
+
+
+def run_overhead_us() -> float:
+    """Microseconds per `Program.run` of y = x + x on one float: what a call costs before any kernel work."""
+    text = ('webnn_graph "one" v1 {\n  inputs { x: f32[1]; }\n  nodes { y = add(x, x); }\n'
+            "  outputs { y; }\n}\n")
+    prog = webxnn.load(webxnn.compile(webxnn.parse(text)), threads=1)
+    feeds = {"x": np.ones(1, np.float32)}
+    for _ in range(2000):
+        prog.run(feeds)
+    best = float("inf")
+    for _ in range(10):
+        t0 = time.perf_counter()
+        for _ in range(2000):
+            prog.run(feeds)
+        best = min(best, (time.perf_counter() - t0) / 2000 * 1e6)
+    return best

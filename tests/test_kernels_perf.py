@@ -204,6 +204,12 @@ def test_bench_entry_points():
         assert K.peak_fma(threads=1, iters=10000, repeat=1) > 0
 
 
+def test_bench_load_run_overhead_graph():
+    """`python -m bench load` times `run` on a 1-element graph (x + x): it loads and runs."""
+    load = pytest.importorskip("bench.load")
+    assert load.run_overhead_us() > 0
+
+
 def test_bench_contention_warning():
     """The benches flag runs during which another tenant used the machine: the second vCPU busy (2-thread peak
     < 1.8x the best 1-thread one), a core shared (1-thread peak < 90 % of its best) or memory bandwidth taken
