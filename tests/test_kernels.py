@@ -285,6 +285,19 @@ def test_conv2d_pixel_tile_splits(hw):
         same_bytes(got, K.conv2d(x, f, b, pads=pads, residual=r, isa="best", threads=2))
 
 
+@pytest.mark.parametrize("hw, oc", [((224, 224), 32), ((17, 30), 48), ((9, 7), 16)])
+def test_conv2d_rgb_stem(hw, oc):
+    """3x3 stride-2 convs of an RGB image (MobileNet stems; the AVX2 IGEMM's inlined path for whole tiles of
+    whole panels, the border tiles gathered): against numpy, with and without a clamp, on 1 and 2 threads."""
+    x, f, b = rand(1, *hw, 3, seed=21), rand(oc, 3, 3, 3, seed=22), rand(oc, seed=23)
+    want = conv2d_ref(x, f, b, (1, 1, 1, 1), (2, 2), (1, 1), 1)
+    for lo, hi in ((-np.inf, np.inf), (0.0, 6.0)):
+        geo = dict(pads=(1, 1, 1, 1), strides=(2, 2), min=lo, max=hi, isa="best")
+        got = K.conv2d(x, f, b, **geo)
+        close(got, clamp(want, lo, hi), 27)
+        same_bytes(got, K.conv2d(x, f, b, threads=2, **geo))
+
+
 @SETTINGS
 @given(h=st.integers(1, 9), w=st.sampled_from([1, 3, 7, 17, 40]), cin=st.sampled_from([1, 3, 16]),
        c=st.sampled_from([1, 8, 19]), k=st.sampled_from([(3, 3), (5, 5), (1, 3), (3, 1)]),

@@ -40,8 +40,9 @@ inline void store16(float* c, size_t nc, __m256 lo, __m256 hi) {
 // KC > 0: the per-tap input depth is the compile-time KC (small-channel convs such as RGB stems, where a
 // runtime-count loop of 3 would cost more than its FMAs); KC = 0: runtime kc.
 template <int MR, int KC>
-void ukernel(size_t ks, size_t kc_rt, const float* const* a, const float* w, float* c, size_t ldc, size_t nc,
-             __m256 vmin, __m256 vmax, const float* r) {
+__attribute__((always_inline)) inline void ukernel_inl(size_t ks, size_t kc_rt, const float* const* a, const float* w,
+                                                       float* c, size_t ldc, size_t nc, __m256 vmin, __m256 vmax,
+                                                       const float* r) {
   const size_t kc = KC > 0 ? size_t{KC} : kc_rt;
   __m256 acc0[MR], acc1[MR];
   {
@@ -86,6 +87,12 @@ void ukernel(size_t ks, size_t kc_rt, const float* const* a, const float* w, flo
 #pragma GCC unroll 6
   for (int m = 0; m < MR; ++m)
     store16(c + m * ldc, nc, clamp8(acc0[m], vmin, vmax), clamp8(acc1[m], vmin, vmax));
+}
+
+template <int MR, int KC>
+void ukernel(size_t ks, size_t kc_rt, const float* const* a, const float* w, float* c, size_t ldc, size_t nc,
+             __m256 vmin, __m256 vmax, const float* r) {
+  ukernel_inl<MR, KC>(ks, kc_rt, a, w, c, ldc, nc, vmin, vmax, r);
 }
 
 template <int KC>
@@ -253,9 +260,16 @@ void conv_task(const void* vctx, size_t task) {
         }
         for (size_t ky = 0; ky < kh; ++ky) krows[ky * mr + m] = row + ky * kc;
       }
-      for (size_t q = q0; q < q1; ++q)
-        run_ukernel(mr, kh, kc, krows, wg + q * panel_floats, c + q * kNR, x.OC, min_sz(kNR, x.goc - q * kNR),
-                    vmin, vmax, x.residual ? x.residual + (c - x.out) + q * kNR : nullptr);
+      if (mr == kMR && kc == 9 && kh == 3 && !x.residual && x.goc % kNR == 0) {
+        // A 3x3 RGB stem's full tiles: the microkernel inlined, every size known (a call and two dispatches
+        // per panel cost ~7 % of such a stem, whose panels are ~160 cycles of FMAs each).
+        for (size_t q = q0; q < q1; ++q)
+          ukernel_inl<kMR, 9>(3, 9, krows, wg + q * panel_floats, c + q * kNR, x.OC, kNR, vmin, vmax, nullptr);
+      } else {
+        for (size_t q = q0; q < q1; ++q)
+          run_ukernel(mr, kh, kc, krows, wg + q * panel_floats, c + q * kNR, x.OC, min_sz(kNR, x.goc - q * kNR),
+                      vmin, vmax, x.residual ? x.residual + (c - x.out) + q * kNR : nullptr);
+      }
     } else if (gbuf) {
       // Few input channels (RGB stems): gather the tile's windows into mr contiguous rows of taps * gic
       // (row order = the packed weights' tap-major order), then one long k loop per panel instead of many
