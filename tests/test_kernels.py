@@ -645,6 +645,20 @@ def test_gelu_within_wpt_ulp(isa):
     assert ulp_distance_f32(got[normal], want[normal]).max() <= 18
 
 
+@pytest.mark.parametrize("op", sorted(UN_REF))
+def test_unary_nan_propagates(op):
+    """A NaN input gives a NaN output on both tables (numpy's result for every op here), in full vectors and
+    in a tail, with and without a clamp (the AVX2 hard_sigmoid used to clamp NaN to 0)."""
+    x = rand(19, lo=0.5, hi=2.0, seed=41)
+    x[[0, 9, 18]] = np.nan
+    alpha, beta = UN_ALPHA.get(op, 0.0), (0.5 if op == "hard_sigmoid" else 0.0)
+    for isa in ("scalar", "best"):
+        for lo, hi in ((-np.inf, np.inf), (-0.5, 0.25)):
+            got = K.unary(op, x, alpha=alpha, beta=beta, min=lo, max=hi, isa=isa)
+            nan = [0, 9, 18]
+            assert np.isnan(got[nan]).all() and not np.isnan(np.delete(got, nan)).any(), (op, isa)
+
+
 def test_unary_edge_values():
     x = np.array([np.inf, -np.inf, np.nan, -0.0, 1e-30, 88.0, -88.0, 200.0, -200.0], np.float32)
     with np.errstate(all="ignore"):
@@ -673,6 +687,30 @@ def test_softmax_threads_and_large_values():
     x = rand(500, 333) * 100
     same_bytes(K.softmax(x), K.softmax(x, threads=2))
     assert np.all(np.isfinite(K.softmax(np.array([[1e30, 0.0, -1e30]], np.float32))))
+
+
+@pytest.mark.parametrize("cols", [3, 16, 21])
+def test_softmax_nan_inf_rows(cols):
+    """A row with a NaN, a +inf or only -inf has a NaN in x - max, so every output is NaN (numpy's result);
+    -inf entries of a finite row give 0, and values far below the max give denormals or 0 as in float64. The
+    vector kernel used to drop a NaN (vmaxps ignores NaN operands) and return numbers."""
+    x = rand(7, cols, seed=31)
+    x[0, 1] = np.nan
+    x[1, cols - 1] = np.nan
+    x[2, 0] = np.inf
+    x[3, :] = -np.inf
+    x[4, 0] = -np.inf
+    x[5, 0] = -95.0  # e^(x - max) is a denormal
+    x[6, :] = np.float32(-100.0)
+    x[6, cols - 1] = 0.0
+    x64 = x.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(x64 - x64.max(axis=-1, keepdims=True))
+        want = e / e.sum(axis=-1, keepdims=True)
+    for isa in ("scalar", "best"):
+        got = K.softmax(x, isa=isa)
+        assert np.isnan(got[:4]).all() and not np.isnan(got[4:]).any()
+        close(got[4:], want[4:], 4)
 
 
 # ------------------------------------------------------------------------------------------------- int8

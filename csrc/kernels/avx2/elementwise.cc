@@ -116,9 +116,9 @@ inline __m256 unv(__m256 x, __m256 alpha, __m256 beta) {
     case UnaryOp::kHardswish: return hswish_ps(x);
     case UnaryOp::kSoftsign:
       return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.f), _mm256_andnot_ps(_mm256_set1_ps(-0.f), x)));
-    case UnaryOp::kHardSigmoid: {
+    case UnaryOp::kHardSigmoid: {  // vmaxps / vminps return their second operand on NaN: y last keeps a NaN
       const __m256 y = _mm256_fmadd_ps(alpha, x, beta);
-      return _mm256_min_ps(_mm256_max_ps(y, zero), _mm256_set1_ps(1.f));
+      return _mm256_min_ps(_mm256_set1_ps(1.f), _mm256_max_ps(zero, y));
     }
     default: return x;  // kClamp, kCopy
   }

@@ -124,6 +124,13 @@ struct RowCtx {
   float eps;
 };
 
+// e^d for d <= 0 (x - the row's max): where the whole vector is above -87.3 (a normal float result) the
+// one-scaling exp_narrow, else exp_core (denormal results, and 0 for -inf).
+inline __m256 exp_nonpos(__m256 d) {
+  if (_mm256_movemask_ps(_mm256_cmp_ps(d, _mm256_set1_ps(-87.3f), _CMP_LT_OQ)) == 0) return exp_narrow<false>(d);
+  return exp_core(d);
+}
+
 void softmax_task(const void* vctx, size_t task) {
   const RowCtx& x = *static_cast<const RowCtx*>(vctx);
   const size_t r0 = x.rows * task / x.tasks, r1 = x.rows * (task + 1) / x.tasks;
@@ -133,35 +140,50 @@ void softmax_task(const void* vctx, size_t task) {
   for (size_t r = r0; r < r1; ++r) {
     const float* in = x.in + r * n;
     float* out = x.out + r * n;
-    // pass 1: max
-    __m256 vmx0 = ninf, vmx1 = ninf;
+    // pass 1: max, and whether the row holds a NaN (vmaxps drops NaN operands)
+    __m256 vmx0 = ninf, vmx1 = ninf, nan = _mm256_setzero_ps();
     size_t i = 0;
     for (; i + 16 <= nv; i += 16) {
-      vmx0 = _mm256_max_ps(vmx0, _mm256_loadu_ps(in + i));
-      vmx1 = _mm256_max_ps(vmx1, _mm256_loadu_ps(in + i + 8));
+      const __m256 a = _mm256_loadu_ps(in + i), b = _mm256_loadu_ps(in + i + 8);
+      vmx0 = _mm256_max_ps(vmx0, a);
+      vmx1 = _mm256_max_ps(vmx1, b);
+      nan = _mm256_or_ps(nan, _mm256_cmp_ps(a, b, _CMP_UNORD_Q));
     }
-    for (; i < nv; i += 8) vmx0 = _mm256_max_ps(vmx0, _mm256_loadu_ps(in + i));
-    if (nv < n) vmx1 = _mm256_max_ps(vmx1, _mm256_blendv_ps(ninf, _mm256_maskload_ps(in + nv, m),
-                                                            _mm256_castsi256_ps(m)));
+    for (; i < nv; i += 8) {
+      const __m256 a = _mm256_loadu_ps(in + i);
+      vmx0 = _mm256_max_ps(vmx0, a);
+      nan = _mm256_or_ps(nan, _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
+    }
+    if (nv < n) {
+      const __m256 a = _mm256_blendv_ps(ninf, _mm256_maskload_ps(in + nv, m), _mm256_castsi256_ps(m));
+      vmx1 = _mm256_max_ps(vmx1, a);
+      nan = _mm256_or_ps(nan, _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
+    }
     const float mx = hmax(_mm256_max_ps(vmx0, vmx1));
+    if (_mm256_movemask_ps(nan) != 0 || !(mx > -__builtin_inff() && mx < __builtin_inff())) {
+      // A NaN, a +inf, or nothing but -inf: x - max has a NaN, and so does every output (as in the scalar
+      // kernel: the sum is NaN).
+      for (i = 0; i < n; ++i) out[i] = __builtin_nanf("");
+      continue;
+    }
     const __m256 vmx = _mm256_set1_ps(mx);
     // pass 2: e = exp(x - max), stored, summed
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
     for (i = 0; i + 16 <= nv; i += 16) {
-      const __m256 e0 = exp_core(_mm256_sub_ps(_mm256_loadu_ps(in + i), vmx));
-      const __m256 e1 = exp_core(_mm256_sub_ps(_mm256_loadu_ps(in + i + 8), vmx));
+      const __m256 e0 = exp_nonpos(_mm256_sub_ps(_mm256_loadu_ps(in + i), vmx));
+      const __m256 e1 = exp_nonpos(_mm256_sub_ps(_mm256_loadu_ps(in + i + 8), vmx));
       _mm256_storeu_ps(out + i, e0);
       _mm256_storeu_ps(out + i + 8, e1);
       s0 = _mm256_add_ps(s0, e0);
       s1 = _mm256_add_ps(s1, e1);
     }
     for (; i < nv; i += 8) {
-      const __m256 e0 = exp_core(_mm256_sub_ps(_mm256_loadu_ps(in + i), vmx));
+      const __m256 e0 = exp_nonpos(_mm256_sub_ps(_mm256_loadu_ps(in + i), vmx));
       _mm256_storeu_ps(out + i, e0);
       s0 = _mm256_add_ps(s0, e0);
     }
     if (nv < n) {
-      const __m256 e1 = _mm256_and_ps(exp_core(_mm256_sub_ps(_mm256_maskload_ps(in + nv, m), vmx)),
+      const __m256 e1 = _mm256_and_ps(exp_nonpos(_mm256_sub_ps(_mm256_maskload_ps(in + nv, m), vmx)),
                                       _mm256_castsi256_ps(m));
       _mm256_maskstore_ps(out + nv, m, e1);
       s1 = _mm256_add_ps(s1, e1);
