@@ -317,20 +317,22 @@ py::array dwconv2d_block(const char* w, const FArr& x, const PwArgs& ex, const F
   if (f.shape(1) == 0 || f.shape(2) == 0) bad(w, "empty kernel");
   if (bias && (bias->ndim() != 1 || static_cast<size_t>(bias->shape(0)) != C)) bad(w, "bias must be [C]");
   // Checks a pointwise filter [rows, cols] and its bias [rows]; returns its conv2d geometry.
-  auto pointwise = [&](const PwArgs& a, const char* name, size_t cols) {
+  auto pointwise = [&](const PwArgs& a, const char* name, const char* bias_name, size_t cols) {
     need_ndim(w, name, *a.filter, 2);
     const size_t rows = a.filter->shape(0);
-    if (static_cast<size_t>(a.filter->shape(1)) != cols) bad(w, std::string(name) + " has the wrong input channels");
+    if (static_cast<size_t>(a.filter->shape(1)) != cols)
+      bad(w, std::string(name) + " must be [output channels, " + std::to_string(cols) + "], not [" +
+                 std::to_string(rows) + ", " + std::to_string(a.filter->shape(1)) + "]");
     if (*a.bias && ((*a.bias)->ndim() != 1 || static_cast<size_t>((*a.bias)->shape(0)) != rows))
-      bad(w, std::string(name) + "'s bias must be [its output channels]");
+      bad(w, std::string(bias_name) + " must be [" + std::to_string(rows) + "]");
     ConvParams q;
     q.group_input_channels = cols;
     q.group_output_channels = rows;
     return q;
   };
   ConvParams qe, qp;
-  if (ex.filter) qe = pointwise(ex, "pw_filter", x.shape(3));
-  if (pr.filter) qp = pointwise(pr, "project_filter", C);
+  if (ex.filter) qe = pointwise(ex, "pw_filter", "pw_bias", x.shape(3));
+  if (pr.filter) qp = pointwise(pr, "project_filter", "project_bias", C);
   ConvParams p;
   set_geometry(w, p, pads, strides, dil);
   p.kernel_h = f.shape(1);
@@ -343,7 +345,8 @@ py::array dwconv2d_block(const char* w, const FArr& x, const PwArgs& ex, const F
   if (residual && (!pr.filter || residual->ndim() != 4 || static_cast<size_t>(residual->shape(0)) != N ||
                    static_cast<size_t>(residual->shape(1)) != OH || static_cast<size_t>(residual->shape(2)) != OW ||
                    static_cast<size_t>(residual->shape(3)) != co))
-    bad(w, "residual needs a project and must be [N, OH, OW, project channels]");
+    bad(w, "residual must be [" + std::to_string(N) + ", " + std::to_string(OH) + ", " + std::to_string(OW) +
+               ", " + std::to_string(co) + "] (the project conv's output)");
   const KernelTable& t = table_for(w, isa);
   Parallel& par = pool_for(w, threads);
   auto out = make_out<float>({N, OH, OW, co});

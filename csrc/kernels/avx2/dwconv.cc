@@ -556,15 +556,18 @@ void gap_task(const void* vctx, size_t task) {
 
 }  // namespace
 
-// Bound on one task's ring of expanded input rows (depth multiplier > 1, or a fused pointwise conv); beyond it
-// (absurd dilations or widths) the unfused / scalar path runs instead.
-constexpr double kMaxRingBytes = 16.0 * (1 << 20);
+// Bound on one task's row work space: the ring of expanded input rows (depth multiplier > 1, or a fused
+// expand) and a fused project's output row; beyond it (absurd dilations or widths) the unfused / scalar path
+// runs instead.
+constexpr double kMaxRowSpaceBytes = 16.0 * (1 << 20);
 
 namespace {
 
-bool dw_fits(const ConvParams& p, size_t W, size_t OC, size_t ring_rows) {
-  return p.kernel_h <= 64 &&
-         static_cast<double>(ring_rows) * static_cast<double>(W) * static_cast<double>(OC) * 4.0 <= kMaxRingBytes;
+// ring_rows input rows of W pixels plus (out_row) one output row of OW pixels, OC channels each, fit the bound.
+bool dw_fits(const ConvParams& p, size_t W, size_t OC, size_t ring_rows, size_t out_row_pixels = 0) {
+  const double floats = (static_cast<double>(ring_rows) * static_cast<double>(W) +
+                         static_cast<double>(out_row_pixels)) * static_cast<double>(OC);
+  return p.kernel_h <= 64 && floats * 4.0 <= kMaxRowSpaceBytes;
 }
 
 // The depthwise convolution p over [N, H, W, p.groups * dm] computed from `in`: that tensor itself, or (pw
@@ -649,8 +652,8 @@ void dwconv2d_fused(const PointwiseConv* expand, const ConvParams& p, size_t N, 
   const size_t C = p.groups;
   if (N == 0 || OH == 0 || OW == 0 || C == 0) return;
   const size_t ring_rows = expand ? (size_t{p.kernel_h} - 1) * p.dilation_h + 1 : 0;
-  if (p.group_output_channels != 1 || (expand && expand->channels == 0) || (project && C * OW > (1 << 20)) ||
-      !dw_fits(p, W, C, ring_rows)) {
+  if (p.group_output_channels != 1 || (expand && expand->channels == 0) ||
+      !dw_fits(p, W, C, ring_rows, project ? OW : 0)) {
     // The intermediate tensors in full (depth multiplier > 1, empty input channels, absurd geometry).
     float* mid = nullptr;
     if (expand) {
