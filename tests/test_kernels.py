@@ -298,6 +298,60 @@ def test_conv2d_rgb_stem(hw, oc):
         same_bytes(got, K.conv2d(x, f, b, threads=2, **geo))
 
 
+def _nchw(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+
+
+@SETTINGS
+@given(n=st.sampled_from([1, 2]), h=st.sampled_from([1, 2, 7, 17]), w=st.sampled_from([1, 6, 7, 13, 30]),
+       k=st.sampled_from([(3, 3), (7, 7), (1, 1), (2, 3), (3, 7)]),
+       s=st.sampled_from([(1, 1), (2, 2), (1, 2), (3, 1)]), d=st.sampled_from([(1, 1), (2, 1)]),
+       pads=st.tuples(*[st.integers(0, 3)] * 4), groups=st.sampled_from([1, 2]),
+       gic=st.sampled_from([1, 3, 4]), goc=st.sampled_from([1, 8, 16, 17, 40]), residual=st.booleans(),
+       post=st.sampled_from(["none", "hardswish"]))
+def test_conv2d_reads_nchw(n, h, w, k, s, d, pads, groups, gic, goc, residual, post):
+    """An NCHW input read in place (layout='nchw': a graph's image, its transpose fused away) gives the bits
+    of the conv of the NHWC input on both tables and 1 or 2 threads: through the AVX2 planar kernels (3x3
+    and 7x7 RGB stems: tiles inside the image in place, border tiles from a zero-padded copy) and the
+    gathered path for every other geometry. Against numpy too."""
+    assume(h + pads[0] + pads[2] >= d[0] * (k[0] - 1) + 1 and w + pads[1] + pads[3] >= d[1] * (k[1] - 1) + 1)
+    x = rand(n, h, w, groups * gic)
+    f = rand(groups * goc, *k, gic)
+    b = rand(groups * goc)
+    want = conv2d_ref(x, f, b, pads, s, d, groups)
+    r = rand(*want.shape) if residual else None
+    geo = dict(pads=pads, strides=s, dilations=d, groups=groups, min=-1.0, max=1.5, post=post, residual=r)
+    for isa in ("scalar", "best"):
+        nhwc = K.conv2d(x, f, b, isa=isa, **geo)
+        for threads in (1, 2):
+            same_bytes(K.conv2d(_nchw(x), f, b, isa=isa, threads=threads, layout="nchw", **geo), nhwc)
+    if post == "none":
+        close(nhwc, clamp(want + (r if residual else 0), -1.0, 1.5), k[0] * k[1] * gic)
+
+
+@pytest.mark.parametrize("hw, k, s, pads, oc", [((224, 224), 3, 2, (1, 1, 1, 1), 32),
+                                                ((17, 30), 3, 2, (0, 1, 1, 0), 24),
+                                                ((9, 7), 3, 1, (1, 1, 1, 1), 17),
+                                                ((61, 45), 7, 2, (3, 3, 3, 3), 64)])
+def test_conv2d_rgb_stem_from_planes(hw, k, s, pads, oc):
+    """Full-size and odd RGB stems read from NCHW planes (MobileNet's 3x3 / ResNet's 7x7, stride 2): the bits
+    of the NHWC stem, and numpy's values."""
+    x, f, b = rand(1, *hw, 3, seed=31), rand(oc, k, k, 3, seed=32), rand(oc, seed=33)
+    geo = dict(pads=pads, strides=(s, s), min=0.0, max=6.0, isa="best")
+    got = K.conv2d(_nchw(x), f, b, layout="nchw", **geo)
+    close(got, clamp(conv2d_ref(x, f, b, pads, (s, s), (1, 1), 1), 0.0, 6.0), k * k * 3)
+    same_bytes(got, K.conv2d(x, f, b, **geo))
+    same_bytes(got, K.conv2d(_nchw(x), f, b, layout="nchw", threads=2, **geo))
+
+
+def test_conv2d_layout_is_checked():
+    x, f = rand(1, 3, 5, 5), rand(4, 3, 3, 3)
+    with pytest.raises(InputError, match="layout must be 'nhwc' or 'nchw', not 'chw'"):
+        K.conv2d(x, f, layout="chw")
+    with pytest.raises(InputError, match="channels"):
+        K.conv2d(rand(1, 5, 5, 3), f, layout="nchw")  # 5 channels in NCHW
+
+
 @SETTINGS
 @given(h=st.integers(1, 9), w=st.sampled_from([1, 3, 7, 17, 40]), cin=st.sampled_from([1, 3, 16]),
        c=st.sampled_from([1, 8, 19]), k=st.sampled_from([(3, 3), (5, 5), (1, 3), (3, 1)]),

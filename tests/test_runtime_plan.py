@@ -254,6 +254,57 @@ def test_rgb_image_transposes(pixels: tuple[int, int], to_nhwc: bool, threads: i
     np.testing.assert_array_equal(got, xv.transpose(perm))
 
 
+def _image_stem(hw: tuple[int, int], k: int, stride: int, pads: tuple[int, int, int, int], cout: int,
+                expose: bool, act: str | None) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """An NCHW RGB image -> XNNStaticTranspose to NHWC -> the stem conv (relu6), then `act` if given, as ONNX
+    models arrive. `expose` also makes the transposed image a graph output (so it must exist). Returns the
+    blob, an input and the float64 reference of y."""
+    draw = partial(rand, rng=np.random.default_rng(9))
+    h, w = hw
+    oh, ow = (h + pads[0] + pads[2] - k) // stride + 1, (w + pads[1] + pads[3] - k) // stride + 1
+    xv, wc, bc = draw(1, 3, h, w), draw(cout, k, k, 3) * 0.3, draw(cout)
+    b = GraphBuilder()
+    x = b.input("x", [1, 3, h, w])
+    t = b.value([1, h, w, 3])
+    b.node("XNNStaticTranspose", perm=[0, 2, 3, 1], num_dims=4, input_id=x, output_id=t, flags=0)
+    if expose:
+        b.output(t, "t")
+    c = b.value([1, oh, ow, cout])
+    b.node("XNNConv2d", output_min_max=(0.0, 6.0),
+           **conv_fields((k, k), pads, (stride, stride), gic=3, goc=cout), input1_id=t, filter_id=b.const(wc),
+           bias_id=b.const(bc), output_id=c, flags=0)
+    if act:
+        a = b.value([1, oh, ow, cout])
+        b.node(act, input_id=c, output_id=a, flags=0)
+        c = a
+    b.output(c, "y")
+    x64 = xv.transpose(0, 2, 3, 1).astype(np.float64)
+    want = np.clip(conv2d_ref(x64, wc, bc, pads, (stride, stride), (1, 1), 1), 0, 6)
+    return b.build(), xv, ACT_REF[act](want) if act else want
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("act", [None, "XNNHardswish"])
+@pytest.mark.parametrize("hw, k, stride, pads, cout", [((224, 224), 3, 2, (1, 1, 1, 1), 32),
+                                                      ((17, 30), 7, 2, (3, 3, 3, 3), 64),
+                                                      ((9, 7), 3, 1, (0, 1, 1, 0), 17)])
+def test_image_transpose_fuses_into_stem(hw: tuple[int, int], k: int, stride: int,
+                                         pads: tuple[int, int, int, int], cout: int, act: str | None,
+                                         threads: int) -> None:
+    """The NCHW -> NHWC transpose of an image read only by the stem conv never runs: the conv reads the planes
+    in place (one step, the transpose listed as fused). Same bits as with the transposed image in memory."""
+    blob, xv, want = _image_stem(hw, k, stride, pads, cout, expose=False, act=act)
+    apart_blob, _, _ = _image_stem(hw, k, stride, pads, cout, expose=True, act=act)
+    p = runtime.load(blob, threads=threads)
+    got = p.run({"x": xv})["y"]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(got, runtime.load(apart_blob, threads=threads).run({"x": xv})["y"])
+    rows = steps(p, {"x": xv})
+    assert [(r["kind"], r["fused"]) for r in rows] == [("XNNConv2d", [0] + ([2] if act else []))]
+    assert [r["kind"] for r in steps(runtime.load(apart_blob), {"x": xv})][:2] == ["XNNStaticTranspose",
+                                                                                   "XNNConv2d"]
+
+
 # ---------------------------------------------------------------- residual fusion
 
 

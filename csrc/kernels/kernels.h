@@ -51,6 +51,11 @@ struct ConvParams {
   // table may pack and run differently for small images (e.g. no Winograd on 7x7 maps, where its tiles
   // would be mostly padding and its bigger weights would dominate). Changes results only within rounding.
   uint32_t input_h = 0, input_w = 0;
+  // conv2d / conv2d_residual only: the input is [N, C, H, W] (planes, e.g. a graph's image input read in
+  // place) instead of NHWC. Every table takes it for any geometry (packed with the same params); wherever
+  // conv2d_reads_nchw(p), the packing is the one without it, the results are those of the conv of the
+  // transposed input, bit for bit, and the speed is NHWC's.
+  bool input_nchw = false;
 };
 
 // A pointwise convolution fused into another kernel: its channels (input channels of an expand, output
@@ -114,6 +119,9 @@ struct KernelTable {
   void (*conv2d_pack)(const ConvParams& p, const float* filter_ohwi, const float* bias, void* packed);
   void (*conv2d)(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
                  const void* packed, float* out, Parallel& par);
+  // (additive) Whether conv2d / conv2d_residual read an NCHW input (p.input_nchw) for p at NHWC speed; the
+  // runtime reads an image through its NCHW -> NHWC transpose (the transpose never runs) only there.
+  bool (*conv2d_reads_nchw)(const ConvParams& p);
 
   size_t (*dwconv2d_packed_size)(const ConvParams& p);
   void (*dwconv2d_pack)(const ConvParams& p, const float* filter_1hwo, const float* bias, void* packed);

@@ -199,16 +199,24 @@ size_t conv_out(const char* w, size_t in, size_t pa, size_t pb, size_t k, size_t
   return (in + pa + pb - eff) / s + 1;
 }
 
-// The ConvParams of a dense (grouped) conv or transposed conv from the binding's arguments: x [N,H,W,IC],
-// filter OHWI [OC, kh, kw, IC/groups], bias [OC]; everything checked, with `w` naming the function.
+// Whether a conv's x is NCHW ("nchw") rather than NHWC ("nhwc").
+bool nchw_layout(const char* w, const std::string& layout) {
+  if (layout != "nhwc" && layout != "nchw") bad(w, "layout must be 'nhwc' or 'nchw', not '" + layout + "'");
+  return layout == "nchw";
+}
+
+// The ConvParams of a dense (grouped) conv or transposed conv from the binding's arguments: x [N,H,W,IC]
+// ([N,IC,H,W] when nchw), filter OHWI [OC, kh, kw, IC/groups], bias [OC]; everything checked, with `w` naming
+// the function.
 ConvParams dense_conv_params(const char* w, const FArr& x, const FArr& f, const std::optional<FArr>& bias,
                              const Pads& pads, const Pair& strides, const Pair& dil, uint32_t groups,
-                             Activation act) {
+                             Activation act, bool nchw = false) {
   need_ndim(w, "x", x, 4);
   need_ndim(w, "filter", f, 4);
   ConvParams p;
   set_geometry(w, p, pads, strides, dil);
-  const size_t IC = x.shape(3), OC = f.shape(0);
+  p.input_nchw = nchw;
+  const size_t IC = x.shape(nchw ? 1 : 3), OC = f.shape(0);
   if (groups == 0 || OC % groups) bad(w, "output channels must be a multiple of groups");
   if (IC != groups * static_cast<size_t>(f.shape(3))) bad(w, "x channels != groups * filter input channels");
   if (f.shape(1) == 0 || f.shape(2) == 0) bad(w, "empty kernel");
@@ -224,10 +232,11 @@ ConvParams dense_conv_params(const char* w, const FArr& x, const FArr& f, const 
 
 py::array conv2d_t(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
                  const Pair& strides, const Pair& dil, uint32_t groups, Activation act, const std::string& isa,
-                 size_t threads, const Timing& tm, const std::optional<FArr>& residual = std::nullopt) {
+                 size_t threads, const Timing& tm, const std::optional<FArr>& residual = std::nullopt,
+                 bool nchw = false) {
   const char* w = "conv2d";
-  const ConvParams p = dense_conv_params(w, x, f, bias, pads, strides, dil, groups, act);
-  const size_t N = x.shape(0), H = x.shape(1), W = x.shape(2), OC = f.shape(0);
+  const ConvParams p = dense_conv_params(w, x, f, bias, pads, strides, dil, groups, act, nchw);
+  const size_t N = x.shape(0), H = x.shape(nchw ? 2 : 1), W = x.shape(nchw ? 3 : 2), OC = f.shape(0);
   const size_t OH = conv_out(w, H, p.pad_top, p.pad_bottom, p.kernel_h, p.stride_h, p.dilation_h);
   const size_t OW = conv_out(w, W, p.pad_left, p.pad_right, p.kernel_w, p.stride_w, p.dilation_w);
   const KernelTable& t = table_for(w, isa);
@@ -285,9 +294,10 @@ py::array dwconv2d_t(const FArr& x, const FArr& f, const std::optional<FArr>& bi
 
 py::array conv2d(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
                  const Pair& strides, const Pair& dil, uint32_t groups, float mn, float mx, const std::string& isa,
-                 size_t threads, const std::optional<FArr>& residual, const std::string& post) {
+                 size_t threads, const std::optional<FArr>& residual, const std::string& post,
+                 const std::string& layout) {
   return conv2d_t(x, f, bias, pads, strides, dil, groups, act_of("conv2d", mn, mx, post), isa, threads, Timing{},
-                  residual);
+                  residual, nchw_layout("conv2d", layout));
 }
 
 py::array dwconv2d(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
@@ -779,8 +789,9 @@ void bind_kernels(py::module_& parent) {
   m.def("conv2d", &conv2d, py::arg("x"), py::arg("filter"), py::arg("bias") = py::none(),
         py::arg("pads") = no_pads, py::arg("strides") = ones, py::arg("dilations") = ones,
         py::arg("groups") = uint32_t{1}, mn, mx, isa, thr, py::arg("residual") = py::none(),
-        py::arg("post") = "none",
-        "NHWC conv (+ residual before the clamp, then post); filter OHWI; pads (top, right, bottom, left)");
+        py::arg("post") = "none", py::arg("layout") = "nhwc",
+        "NHWC conv (+ residual before the clamp, then post); filter OHWI; pads (top, right, bottom, left); "
+        "layout 'nchw': x is [N, C, H, W] (the output stays NHWC)");
   m.def("dwconv2d", &dwconv2d, py::arg("x"), py::arg("filter"), py::arg("bias") = py::none(),
         py::arg("pads") = no_pads, py::arg("strides") = ones, py::arg("dilations") = ones, mn, mx, isa, thr,
         py::arg("post") = "none", "NHWC depthwise conv (clamp, then post); filter [1, kh, kw, C*depth_multiplier]");
@@ -847,13 +858,14 @@ void bind_kernels(py::module_& parent) {
   m.def(
       "time_conv2d",
       [](const FArr& x, const FArr& f, const Pads& pads, const Pair& s, uint32_t g, const std::string& i, size_t t,
-         size_t r) {
+         size_t r, const std::string& layout) {
         std::vector<double> times;
-        conv2d_t(x, f, std::nullopt, pads, s, Pair{1, 1}, g, Activation{}, i, t, Timing{r, &times});
+        conv2d_t(x, f, std::nullopt, pads, s, Pair{1, 1}, g, Activation{}, i, t, Timing{r, &times}, std::nullopt,
+                 nchw_layout("time_conv2d", layout));
         return times;
       },
       py::arg("x"), py::arg("filter"), py::arg("pads") = no_pads, py::arg("strides") = ones,
-      py::arg("groups") = uint32_t{1}, isa, thr, rep);
+      py::arg("groups") = uint32_t{1}, isa, thr, rep, py::arg("layout") = "nhwc");
   m.def(
       "time_dwconv2d",
       [](const FArr& x, const FArr& f, const Pads& pads, const Pair& s, const std::string& i, size_t t, size_t r) {

@@ -130,16 +130,16 @@ class PyProgram {
   }
 
   // The declared shapes' plan: (node, kind, source, output shape, [fused nodes], None when the node needs no
-  // step else [ns per run] (empty without timings), runs serially). The fused nodes: the pointwise producer
-  // of a depthwise step and its activation, the depthwise producer of a pointwise step, then the consumer
-  // whose output the step writes.
+  // step else [ns per run] (empty without timings), runs serially). The fused nodes: the image transpose a
+  // conv reads through, the pointwise producer of a depthwise step and its activation, the depthwise
+  // producer of a pointwise step, then the consumer whose output the step writes.
   py::list describe_plan(const Plan& plan, const std::vector<std::vector<uint64_t>>* times) const {
     const Model& m = p_->model();
     auto entry = [&](uint32_t node, const Step& st, py::object ns) {
       const Node& nd = m.nodes[node];
       const uint32_t out = st.into != kNoValue ? m.nodes[st.into].outputs[0] : nd.outputs[0];
       py::list fused;
-      for (uint32_t f : {st.pre, st.pre_act, st.dw, st.dw_act, st.into}) {
+      for (uint32_t f : {st.transpose, st.pre, st.pre_act, st.dw, st.dw_act, st.into}) {
         if (f != kNoValue) fused.append(f);
       }
       const char* kind = node_type_name(static_cast<uint8_t>(nd.type));

@@ -734,12 +734,15 @@ void Program::plan_steps(Plan& plan, std::vector<int64_t>& last_use) const {
   //  * Expand -> depthwise (MobileNet blocks): a pointwise Conv2d (1x1, stride 1, unpadded, one group) read
   //    only by a DepthwiseConv2d with depth multiplier 1; the depthwise step computes the expanded rows it
   //    needs (`pre`), and may itself fuse into its activation.
+  //  * NCHW image -> Conv2d: a StaticTranspose (0, 2, 3, 1) read only by a Conv2d whose kernel table reads
+  //    planes as fast (an ONNX model's RGB stem); the conv reads the transpose's input in place.
   std::vector<uint32_t> fused_into(nn, kNoValue);  // conv/FC node -> the consumer node
   std::vector<Step> fused(nn);                     // consumer node -> its fused step
   std::vector<uint32_t> pre_of(nn, kNoValue);      // depthwise node -> its fused pointwise producer
   std::vector<uint32_t> pre_act_of(nn, kNoValue);  // depthwise node -> the activation after that producer
   std::vector<uint32_t> dw_of(nn, kNoValue);       // pointwise conv node -> its fused depthwise producer
   std::vector<uint32_t> dw_act_of(nn, kNoValue);   // pointwise conv node -> the activation after that producer
+  std::vector<uint32_t> transpose_of(nn, kNoValue);  // Conv2d node -> the NCHW -> NHWC transpose it reads through
   std::vector<bool> elided(nv, false);             // the values that never materialize
   // The node producing pv if pv can stay inside a fused step (a computed fp32 value with one reader, made by a
   // node that runs, with weights packed at load, from an fp32 input), else -1.
@@ -774,10 +777,12 @@ void Program::plan_steps(Plan& plan, std::vector<int64_t>& last_use) const {
     fused[i].pre_act = pre_act_of[j];
     fused[i].dw = dw_of[j];
     fused[i].dw_act = dw_act_of[j];
+    fused[i].transpose = transpose_of[j];
     elided[pv] = true;
     inputs_live_until(j, i);
     if (pre_of[j] != kNoValue) inputs_live_until(pre_of[j], i);
     if (dw_of[j] != kNoValue) inputs_live_until(dw_of[j], i);
+    if (transpose_of[j] != kNoValue) inputs_live_until(transpose_of[j], i);
   };
   // Only where the tensor between two fused steps would not stay in L2 (~1 MB per core here) from one step to
   // the next: on small maps the row-by-row pointwise GEMM (M = one row of pixels) re-reads its weights for
@@ -796,7 +801,7 @@ void Program::plan_steps(Plan& plan, std::vector<int64_t>& last_use) const {
       *act = static_cast<uint32_t>(j);  // the node it runs (fused[j].node) passed sole_producer when it fused
       j = fused[j].node;
     }
-    if (model_.nodes[j].type != type || fused_into[j] != *act) return -1;
+    if (model_.nodes[j].type != type || fused_into[j] != *act || transpose_of[j] != kNoValue) return -1;
     return static_cast<int64_t>(j);
   };
   // The block's expand: the pointwise conv making a depthwise node's input, if the two can run as one step.
@@ -813,6 +818,17 @@ void Program::plan_steps(Plan& plan, std::vector<int64_t>& last_use) const {
     const int64_t d = block_producer(cv.inputs[0], NodeType::kDepthwiseConv2d, act);
     return d >= 0 && model_.nodes[static_cast<size_t>(d)].conv.group_output_channels == 1 ? d : -1;
   };
+  // The image transpose (NCHW -> NHWC) making Conv2d node i's input, if the conv can read its planes instead.
+  auto planes_producer = [&](size_t i) -> int64_t {
+    static const uint32_t kToNhwc[4] = {0, 2, 3, 1};
+    const Node& cv = model_.nodes[i];
+    const int64_t t = sole_producer(cv.inputs[0]);
+    if (t < 0 || !kernels_->conv2d_reads_nchw || !kernels_->conv2d_reads_nchw(cv.conv)) return -1;
+    const Node& tn = model_.nodes[static_cast<size_t>(t)];
+    const bool nhwc = tn.type == NodeType::kStaticTranspose && tn.ints_a.size() == 4 &&
+                      std::equal(kToNhwc, kToNhwc + 4, tn.ints_a.begin());
+    return nhwc && shapes[tn.inputs[0]].size() == 4 ? t : -1;
+  };
   // Node i's step absorbs the step of the activation node act (if any) that a producer had fused into.
   auto absorb_act = [&](uint32_t act, size_t i) {
     if (act == kNoValue) return;
@@ -825,6 +841,14 @@ void Program::plan_steps(Plan& plan, std::vector<int64_t>& last_use) const {
     const uint32_t out = nd.outputs[0];
     if (model_.values[out].dtype != DType::kFp32 || numel(shapes[out]) == 0) continue;
     if (nd.type == NodeType::kConv2d) {
+      const int64_t t = needs_run_packing(i) ? -1 : planes_producer(i);
+      if (t >= 0) {  // the transpose becomes part of this step (or of the step this conv fuses into)
+        fused_into[static_cast<size_t>(t)] = static_cast<uint32_t>(i);
+        transpose_of[i] = static_cast<uint32_t>(t);
+        elided[nd.inputs[0]] = true;
+        inputs_live_until(static_cast<size_t>(t), i);
+        continue;
+      }
       uint32_t act = kNoValue;
       const int64_t d = depthwise_producer(i, &act);
       if (d >= 0) {  // the depthwise step (its expand and activations too) becomes part of this one
@@ -917,6 +941,7 @@ void Program::plan_steps(Plan& plan, std::vector<int64_t>& last_use) const {
     st.pre_act = pre_act_of[i];
     st.dw = dw_of[i];
     st.dw_act = dw_act_of[i];
+    st.transpose = transpose_of[i];
     plan.steps.push_back(st);
     // In place: an element-wise fp32 node may write over an input of its size that no later node reads.
     BinaryOp bop;
@@ -1304,14 +1329,22 @@ void Program::exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel&
                          fused_out, par);
         return;
       }
+      const float* src = inf(0);
+      size_t N = x[0], H = x[1], W = x[2];
+      if (step && step->transpose != kNoValue) {  // the planes the fused image transpose would have read
+        const uint32_t planes = model_.nodes[step->transpose].inputs[0];
+        const Shape& s = plan.shapes[planes];
+        src = static_cast<const float*>(ptrs[planes]);
+        N = s[0], H = s[2], W = s[3];
+        p.input_nchw = true;
+      }
       if (residual) {
-        K.conv2d_residual(p, x[0], x[1], x[2], inf(0), out_shape[1], out_shape[2], packed, residual, fused_out,
-                          par);
+        K.conv2d_residual(p, N, H, W, src, out_shape[1], out_shape[2], packed, residual, fused_out, par);
         return;
       }
       auto fn = nd.type == NodeType::kConv2d ? K.conv2d
                 : nd.type == NodeType::kDepthwiseConv2d ? K.dwconv2d : K.deconv2d;
-      fn(p, x[0], x[1], x[2], inf(0), out_shape[1], out_shape[2], packed, fused_out, par);
+      fn(p, N, H, W, src, out_shape[1], out_shape[2], packed, fused_out, par);
       return;
     }
     case NodeType::kMaxPooling2d: case NodeType::kAvgPooling2d: {

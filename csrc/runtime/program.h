@@ -61,6 +61,9 @@ struct Step {
   // project) reads, computed row by row inside the step; its own expand, if fused, is `pre`.
   uint32_t dw = kNoValue;
   uint32_t dw_act = kNoValue;  // the HardSwish / Sigmoid / Gelu between `dw` and this step, if any
+  // A fused layout change: the StaticTranspose (NCHW -> NHWC) making this Conv2d step's input; the conv reads
+  // the transpose's input planes in place (ConvParams::input_nchw) and the transpose never runs.
+  uint32_t transpose = kNoValue;
 };
 
 // Shapes and memory for one tuple of input shapes.

@@ -85,9 +85,10 @@ class Program:
     ) -> list[dict[str, Any]]:
         """Run `repeat` times timing every step, in execution order. One dict per step: `node` (index in the
         blob), `kind` ("XNNConv2d", ...), `source` (the WebNN op it came from, when the blob says), `shape`
-        (output shape), `fused` (indices of nodes folded into this step: the 1x1 XNNConv2d expanding a
-        depthwise step's input, a residual XNNAdd, or the HardSwish / Sigmoid / Gelu that was its only
-        reader), `ms` (median over the runs), `total_ms` (sum over the runs).
+        (output shape), `fused` (indices of nodes folded into this step: the NCHW -> NHWC XNNStaticTranspose
+        of an image a conv reads in place, the 1x1 XNNConv2d expanding a depthwise step's input, a residual
+        XNNAdd, or the HardSwish / Sigmoid / Gelu that was its only reader), `ms` (median over the runs),
+        `total_ms` (sum over the runs).
         Nodes that need no work of their own (a reshape or copy whose output shares its input's memory) follow
         with `ms` 0.0 and `aliased` True."""
         if repeat < 1:

@@ -35,6 +35,7 @@ size_t conv2d_packed_size(const ConvParams& p);
 void conv2d_pack(const ConvParams& p, const float* filter_ohwi, const float* bias, void* packed);
 void conv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
             const void* packed, float* out, Parallel& par);
+bool conv2d_reads_nchw(const ConvParams& p);
 void conv2d_residual(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
                      const void* packed, const float* residual, float* out, Parallel& par);
 

@@ -37,6 +37,41 @@ inline void store16(float* c, size_t nc, __m256 lo, __m256 hi) {
   for (size_t j = 0; j < nc; ++j) c[j] = tmp[j];
 }
 
+// The tile's accumulators start from the bias at the head of the panel.
+template <int MR>
+__attribute__((always_inline)) inline void start_tile(const float* w, __m256 (&acc0)[MR], __m256 (&acc1)[MR]) {
+  const __m256 b0 = _mm256_loadu_ps(w), b1 = _mm256_loadu_ps(w + 8);
+#pragma GCC unroll 6
+  for (int m = 0; m < MR; ++m) {
+    acc0[m] = b0;
+    acc1[m] = b1;
+  }
+}
+
+// Adds the fused residual r (dense rows with the output's stride; null: none) before the clamp, then stores
+// the tile's nc columns.
+template <int MR>
+__attribute__((always_inline)) inline void finish_tile(__m256 (&acc0)[MR], __m256 (&acc1)[MR], float* c, size_t ldc,
+                                                       size_t nc, __m256 vmin, __m256 vmax, const float* r) {
+  if (r) {
+#pragma GCC unroll 6
+    for (int m = 0; m < MR; ++m) {
+      if (nc == kNR) {
+        acc0[m] = _mm256_add_ps(acc0[m], _mm256_loadu_ps(r + m * ldc));
+        acc1[m] = _mm256_add_ps(acc1[m], _mm256_loadu_ps(r + m * ldc + 8));
+      } else {
+        alignas(32) float tmp[kNR] = {};
+        for (size_t j = 0; j < nc; ++j) tmp[j] = r[m * ldc + j];
+        acc0[m] = _mm256_add_ps(acc0[m], _mm256_load_ps(tmp));
+        acc1[m] = _mm256_add_ps(acc1[m], _mm256_load_ps(tmp + 8));
+      }
+    }
+  }
+#pragma GCC unroll 6
+  for (int m = 0; m < MR; ++m)
+    store16(c + m * ldc, nc, clamp8(acc0[m], vmin, vmax), clamp8(acc1[m], vmin, vmax));
+}
+
 // KC > 0: the per-tap input depth is the compile-time KC (small-channel convs such as RGB stems, where a
 // runtime-count loop of 3 would cost more than its FMAs); KC = 0: runtime kc.
 template <int MR, int KC>
@@ -45,14 +80,7 @@ __attribute__((always_inline)) inline void ukernel_inl(size_t ks, size_t kc_rt, 
                                                        const float* r) {
   const size_t kc = KC > 0 ? size_t{KC} : kc_rt;
   __m256 acc0[MR], acc1[MR];
-  {
-    const __m256 b0 = _mm256_loadu_ps(w), b1 = _mm256_loadu_ps(w + 8);
-#pragma GCC unroll 6
-    for (int m = 0; m < MR; ++m) {
-      acc0[m] = b0;
-      acc1[m] = b1;
-    }
-  }
+  start_tile<MR>(w, acc0, acc1);
   w += kNR;
   for (size_t t = 0; t < ks; ++t, a += MR) {
     const float* ap[MR];
@@ -70,23 +98,76 @@ __attribute__((always_inline)) inline void ukernel_inl(size_t ks, size_t kc_rt, 
       }
     }
   }
-  if (r) {  // fused residual (dense rows with the output's stride), added before the clamp
+  finish_tile<MR>(acc0, acc1, c, ldc, nc, vmin, vmax, r);
+}
+
+// A tile of an RGB conv reading planes (NCHW): kernel_w KW, stride SW, 3 input channels, the tile's MR
+// pixels consecutive in one output row. `base` is the top-left input of the first window in plane 0; `row`
+// and `plane` are the element strides of an input row and plane (the image's, or a zero-padded copy's).
+// Taps are taken in the packed (ky, kx, ci) order, so the sums are those of the NHWC kernel, bit for bit.
+template <int MR, int KW, int SW>
+__attribute__((always_inline)) inline void ukernel_planar(size_t kh, const float* base, size_t row, size_t plane,
+                                                          const float* w, float* c, size_t ldc, size_t nc,
+                                                          __m256 vmin, __m256 vmax, const float* r) {
+  __m256 acc0[MR], acc1[MR];
+  start_tile<MR>(w, acc0, acc1);
+  w += kNR;
+  for (size_t ky = 0; ky < kh; ++ky, base += row) {
+#pragma GCC unroll 7
+    for (int kx = 0; kx < KW; ++kx) {
+      // Opaque to the compiler, so it does not keep the broadcasts that the next kx re-reads at stride 2
+      // (pixel m + 1's kx - 2): 9 more live vectors than there are registers, spilled and reloaded.
+      const float* pc[3] = {base + kx, base + plane + kx, base + 2 * plane + kx};
+      asm("" : "+r"(pc[0]), "+r"(pc[1]), "+r"(pc[2]));
+#pragma GCC unroll 3
+      for (int ci = 0; ci < 3; ++ci, w += kNR) {
+        const __m256 b0 = _mm256_loadu_ps(w), b1 = _mm256_loadu_ps(w + 8);
 #pragma GCC unroll 6
-    for (int m = 0; m < MR; ++m) {
-      if (nc == kNR) {
-        acc0[m] = _mm256_add_ps(acc0[m], _mm256_loadu_ps(r + m * ldc));
-        acc1[m] = _mm256_add_ps(acc1[m], _mm256_loadu_ps(r + m * ldc + 8));
-      } else {
-        alignas(32) float tmp[kNR] = {};
-        for (size_t j = 0; j < nc; ++j) tmp[j] = r[m * ldc + j];
-        acc0[m] = _mm256_add_ps(acc0[m], _mm256_load_ps(tmp));
-        acc1[m] = _mm256_add_ps(acc1[m], _mm256_load_ps(tmp + 8));
+        for (int m = 0; m < MR; ++m) {
+          const __m256 va = _mm256_broadcast_ss(pc[ci] + m * SW);
+          acc0[m] = _mm256_fmadd_ps(va, b0, acc0[m]);
+          acc1[m] = _mm256_fmadd_ps(va, b1, acc1[m]);
+        }
       }
     }
   }
-#pragma GCC unroll 6
-  for (int m = 0; m < MR; ++m)
-    store16(c + m * ldc, nc, clamp8(acc0[m], vmin, vmax), clamp8(acc1[m], vmin, vmax));
+  finish_tile<MR>(acc0, acc1, c, ldc, nc, vmin, vmax, r);
+}
+
+// The planar kernels there are: 3x3 (stride 1 or 2) and 7x7 (stride 2) RGB stems.
+bool planar_tiles(const ConvParams& p) {
+  return p.group_input_channels == 3 && p.groups == 1 && p.dilation_h == 1 && p.dilation_w == 1 &&
+         ((p.kernel_w == 3 && (p.stride_w == 1 || p.stride_w == 2)) || (p.kernel_w == 7 && p.stride_w == 2));
+}
+
+template <int MR>
+void planar_panels(const ConvParams& p, const float* base, size_t row, size_t plane, const float* w,
+                   size_t panel_floats, size_t panels, float* c, size_t ldc, size_t goc, __m256 vmin, __m256 vmax,
+                   const float* r) {
+  for (size_t q = 0; q < panels; ++q, w += panel_floats, c += kNR, r = r ? r + kNR : nullptr) {
+    const size_t nc = min_sz(kNR, goc - q * kNR);
+    if (p.kernel_w == 7) {
+      ukernel_planar<MR, 7, 2>(p.kernel_h, base, row, plane, w, c, ldc, nc, vmin, vmax, r);
+    } else if (p.stride_w == 2) {
+      ukernel_planar<MR, 3, 2>(p.kernel_h, base, row, plane, w, c, ldc, nc, vmin, vmax, r);
+    } else {
+      ukernel_planar<MR, 3, 1>(p.kernel_h, base, row, plane, w, c, ldc, nc, vmin, vmax, r);
+    }
+  }
+}
+
+// Runs ukernel_planar over `panels` consecutive panels from w for one tile of mr pixels (planar_tiles(p)).
+void planar_tile(size_t mr, const ConvParams& p, const float* base, size_t row, size_t plane, const float* w,
+                 size_t panel_floats, size_t panels, float* c, size_t ldc, size_t goc, __m256 vmin, __m256 vmax,
+                 const float* r) {
+  switch (mr) {
+    case 6: return planar_panels<6>(p, base, row, plane, w, panel_floats, panels, c, ldc, goc, vmin, vmax, r);
+    case 5: return planar_panels<5>(p, base, row, plane, w, panel_floats, panels, c, ldc, goc, vmin, vmax, r);
+    case 4: return planar_panels<4>(p, base, row, plane, w, panel_floats, panels, c, ldc, goc, vmin, vmax, r);
+    case 3: return planar_panels<3>(p, base, row, plane, w, panel_floats, panels, c, ldc, goc, vmin, vmax, r);
+    case 2: return planar_panels<2>(p, base, row, plane, w, panel_floats, panels, c, ldc, goc, vmin, vmax, r);
+    default: return planar_panels<1>(p, base, row, plane, w, panel_floats, panels, c, ldc, goc, vmin, vmax, r);
+  }
 }
 
 template <int MR, int KC>
@@ -155,7 +236,9 @@ struct ConvCtx {
   const float* residual;  // dense like out, or null
   const size_t* tap_off;  // element offset of each tap from the window's top-left pixel
   size_t span_h, span_w;  // dilation * (kernel - 1)
-  bool rows_contig;       // one group, dilation_w 1: a kernel row's kw * gic inputs are contiguous
+  size_t pix, chs;        // element strides between adjacent input pixels and between input channels
+  bool rows_contig;       // NHWC, one group, dilation_w 1: a kernel row's kw * gic inputs are contiguous
+  bool planar;            // NCHW input (p.input_nchw): conv_task gathers windows, planar_task reads planes
   float vmin, vmax;
 };
 
@@ -167,7 +250,7 @@ void conv_task(const void* vctx, size_t task) {
   const size_t group_floats = x.panels * panel_floats;
   const __m256 vmin = _mm256_set1_ps(x.vmin), vmax = _mm256_set1_ps(x.vmax);
   const float** ind = static_cast<const float**>(internal::aligned_alloc64(x.taps * kMR * sizeof(float*)));
-  float* gbuf = x.gic < 8 && x.taps > 1
+  float* gbuf = (x.gic < 8 && x.taps > 1) || x.planar
                     ? static_cast<float*>(
                           internal::scratch(internal::Scratch::kIgemmGather, kMR * x.taps * x.gic * sizeof(float)))
                     : nullptr;
@@ -199,7 +282,7 @@ void conv_task(const void* vctx, size_t task) {
       }
       mr = tiles.rows(pt);
     }
-    const float* in_n = x.in + n * x.H * x.W * x.IC + g * x.gic;
+    const float* in_n = x.in + n * x.H * x.W * x.IC + g * x.gic * x.chs;
     size_t oy = toy, ox = tox;  // of pixel px0 + m, stepped (no division per pixel)
     // Row-contiguous path, whole tile in one output row and inside the input (most tiles of a stem): the
     // kernel rows' pointers are a 2-D progression, no per-pixel checks.
@@ -220,7 +303,7 @@ void conv_task(const void* vctx, size_t task) {
       if (iy0 >= p.pad_top && iy0 + x.span_h - p.pad_top < x.H && ix0 >= p.pad_left &&
           ix0 + x.span_w - p.pad_left < x.W) {
         // Whole window inside the input: the pixel's base plus the per-tap offsets.
-        const float* base = in_n + ((iy0 - p.pad_top) * x.W + (ix0 - p.pad_left)) * x.IC;
+        const float* base = in_n + ((iy0 - p.pad_top) * x.W + (ix0 - p.pad_left)) * x.pix;
         inner[m] = true;
         if (krows) {  // the kernel rows read in place (see below)
           const float* rp = base;
@@ -238,7 +321,7 @@ void conv_task(const void* vctx, size_t task) {
           const size_t ix_p = ox * p.stride_w + kx * p.dilation_w;
           const bool ok = y_ok && ix_p >= p.pad_left && ix_p - p.pad_left < x.W;
           ind[(ky * p.kernel_w + kx) * kMR + m] =
-              ok ? in_n + ((iy_p - p.pad_top) * x.W + (ix_p - p.pad_left)) * x.IC : x.zero;
+              ok ? in_n + ((iy_p - p.pad_top) * x.W + (ix_p - p.pad_left)) * x.pix : x.zero;
         }
       }
     }
@@ -271,16 +354,17 @@ void conv_task(const void* vctx, size_t task) {
                       vmin, vmax, x.residual ? x.residual + (c - x.out) + q * kNR : nullptr);
       }
     } else if (gbuf) {
-      // Few input channels (RGB stems): gather the tile's windows into mr contiguous rows of taps * gic
-      // (row order = the packed weights' tap-major order), then one long k loop per panel instead of many
-      // taps of a 1-3 step loop.
+      // Few input channels (RGB stems), or planes: gather the tile's windows into mr contiguous rows of
+      // taps * gic (row order = the packed weights' tap-major order), then one long k loop per panel instead
+      // of many taps of a 1-3 step loop.
       const size_t kk = x.taps * x.gic;
       const float* rows[kMR];
       for (size_t m = 0; m < mr; ++m) {
         float* row = gbuf + m * kk;
         for (size_t t = 0; t < x.taps; ++t, row += x.gic) {
           const float* src = ind[t * kMR + m];
-          for (size_t ci = 0; ci < x.gic; ++ci) row[ci] = src[ci];
+          const size_t cs = src == x.zero ? 0 : x.chs;  // the zero row is one channel long
+          for (size_t ci = 0; ci < x.gic; ++ci) row[ci] = src[ci * cs];
         }
         rows[m] = gbuf + m * kk;
       }
@@ -302,6 +386,69 @@ void conv_task(const void* vctx, size_t task) {
   }
   internal::aligned_free(ind);
   if (krows) internal::aligned_free(krows);
+}
+
+// An RGB conv reading planes (planar_tiles(p)): tiles of pixels within one output row (RowTiles of OW), so
+// every tile runs ukernel_planar: on the image in place when its windows are inside it, else on a zero-padded
+// copy of the few input rows and columns the tile reads.
+void planar_task(const void* vctx, size_t task) {
+  const ConvCtx& x = *static_cast<const ConvCtx*>(vctx);
+  const ConvParams& p = *x.p;
+  const size_t u0 = x.units * task / x.tasks, u1 = x.units * (task + 1) / x.tasks;
+  const size_t panel_floats = kNR + x.taps * 3 * kNR, plane = x.H * x.W;
+  const __m256 vmin = _mm256_set1_ps(x.vmin), vmax = _mm256_set1_ps(x.vmax);
+  const size_t patch_w = (kMR - 1) * p.stride_w + p.kernel_w;  // columns of the widest tile's windows
+  float* patch = static_cast<float*>(
+      internal::scratch(internal::Scratch::kIgemmGather, 3 * size_t{p.kernel_h} * patch_w * sizeof(float)));
+  const RowTiles tiles(x.OW);
+  // unit = ((n * n_pgroups + pg) * OH + oy) * tiles.count + j: pixel tiles innermost (weight panels reused).
+  size_t j = u0 % tiles.count, oy = u0 / tiles.count % x.OH, pg = u0 / tiles.count / x.OH % x.n_pgroups;
+  size_t n = u0 / tiles.count / x.OH / x.n_pgroups;
+  for (size_t u = u0; u < u1; ++u) {
+    if (u != u0 && ++j == tiles.count) {
+      j = 0;
+      if (++oy == x.OH) {
+        oy = 0;
+        if (++pg == x.n_pgroups) pg = 0, ++n;
+      }
+    }
+    const size_t mr = tiles.rows(j), ox = tiles.start(j);
+    const size_t iy0 = oy * p.stride_h, ix0 = ox * p.stride_w;  // padded coordinates of the first window
+    const size_t cols = (mr - 1) * p.stride_w + p.kernel_w;
+    const float* in_n = x.in + n * 3 * plane;
+    const float* base;
+    size_t row = x.W, pl = plane;
+    if (iy0 >= p.pad_top && iy0 + x.span_h - p.pad_top < x.H && ix0 >= p.pad_left &&
+        ix0 + cols - 1 - p.pad_left < x.W) {
+      base = in_n + (iy0 - p.pad_top) * x.W + (ix0 - p.pad_left);
+    } else {  // [3][kh][cols] copy of what the windows read, zeros for padding
+      row = cols;
+      pl = size_t{p.kernel_h} * cols;
+      // Columns [k0, k1) of the copy are inside the image.
+      const size_t k0 = min_sz(cols, ix0 < p.pad_left ? p.pad_left - ix0 : 0);
+      const size_t k1 = max_sz(k0, x.W + p.pad_left > ix0 ? min_sz(cols, x.W + p.pad_left - ix0) : 0);
+      for (size_t ci = 0; ci < 3; ++ci) {
+        for (size_t ky = 0; ky < p.kernel_h; ++ky) {
+          float* dst = patch + ci * pl + ky * cols;
+          const size_t iy = iy0 + ky;
+          if (iy < p.pad_top || iy - p.pad_top >= x.H) {
+            std::memset(dst, 0, cols * sizeof(float));
+            continue;
+          }
+          const float* src = in_n + ci * plane + (iy - p.pad_top) * x.W;
+          std::memset(dst, 0, k0 * sizeof(float));
+          std::memcpy(dst + k0, src + (ix0 + k0 - p.pad_left), (k1 - k0) * sizeof(float));
+          std::memset(dst + k1, 0, (cols - k1) * sizeof(float));
+        }
+      }
+      base = patch;
+    }
+    const size_t q0 = pg * x.group, q1 = min_sz(x.panels, q0 + x.group);
+    float* c = x.out + ((n * x.OH + oy) * x.OW + ox) * x.OC;
+    planar_tile(mr, p, base, row, pl, x.packed + q0 * panel_floats, panel_floats, q1 - q0, c + q0 * kNR, x.OC,
+                x.goc - q0 * kNR, vmin, vmax, x.residual ? x.residual + (c - x.out) + q0 * kNR : nullptr);
+    apply_post(p.act.post, c + q0 * kNR, mr, min_sz(x.goc, q1 * kNR) - q0 * kNR, x.OC);
+  }
 }
 
 }  // namespace
@@ -334,7 +481,7 @@ void conv2d_impl(const ConvParams& p, size_t N, size_t H, size_t W, const float*
                  const void* packed, const float* residual, float* out, Parallel& par) {
   if (N == 0 || OH == 0 || OW == 0 || p.groups == 0 || p.group_output_channels == 0) return;
   if (winograd_applies(p)) return winograd_conv2d(p, N, H, W, in, OH, OW, packed, residual, out, par);
-  if (p.kernel_h == 1 && p.kernel_w == 1 && p.stride_h == 1 && p.stride_w == 1 && p.groups == 1 &&
+  if (!p.input_nchw && p.kernel_h == 1 && p.kernel_w == 1 && p.stride_h == 1 && p.stride_w == 1 && p.groups == 1 &&
       p.pad_top == 0 && p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0 && OH == H && OW == W) {
     // 1x1, stride 1, no padding: a GEMM on the [N*H*W, C] view; the packed panels ([16 bias][gic x 16]) are
     // exactly gemm.cc's layout.
@@ -359,9 +506,13 @@ void conv2d_impl(const ConvParams& p, size_t N, size_t H, size_t W, const float*
   x.packed = static_cast<const float*>(packed);
   x.out = out;
   x.residual = residual;
+  x.planar = p.input_nchw;
+  x.pix = x.planar ? 1 : x.IC;
+  x.chs = x.planar ? H * W : 1;
   x.vmin = p.act.min;
   x.vmax = p.act.max;
-  x.ptiles = RowTiles(OH * OW).count;
+  const bool by_rows = p.input_nchw && planar_tiles(p);  // planar_task's tiles stay within output rows
+  x.ptiles = by_rows ? OH * RowTiles(OW).count : RowTiles(OH * OW).count;
   x.panels = div_up(x.goc, kNR);
   const size_t threads = internal::parallel_threads(par);
   x.group = panels_per_group(kNR + x.taps * x.gic * kNR, x.panels, x.ptiles * N * p.groups, threads);
@@ -374,15 +525,15 @@ void conv2d_impl(const ConvParams& p, size_t N, size_t H, size_t W, const float*
   size_t* tap_off = static_cast<size_t*>(internal::aligned_alloc64(x.taps * sizeof(size_t)));
   for (size_t ky = 0; ky < p.kernel_h; ++ky)
     for (size_t kx = 0; kx < p.kernel_w; ++kx)
-      tap_off[ky * p.kernel_w + kx] = (ky * p.dilation_h * W + kx * p.dilation_w) * x.IC;
+      tap_off[ky * p.kernel_w + kx] = (ky * p.dilation_h * W + kx * p.dilation_w) * x.pix;
   x.tap_off = tap_off;
   x.span_h = size_t{p.dilation_h} * (p.kernel_h - 1);
   x.span_w = size_t{p.dilation_w} * (p.kernel_w - 1);
-  x.rows_contig = p.groups == 1 && p.dilation_w == 1;
+  x.rows_contig = !x.planar && p.groups == 1 && p.dilation_w == 1;
   float* zero = static_cast<float*>(internal::aligned_alloc64(max_sz(x.gic, 1) * sizeof(float)));
   std::memset(zero, 0, max_sz(x.gic, 1) * sizeof(float));
   x.zero = zero;
-  internal::parallel_run(par, x.tasks, conv_task, &x);
+  internal::parallel_run(par, x.tasks, by_rows ? planar_task : conv_task, &x);
   internal::aligned_free(zero);
   internal::aligned_free(tap_off);
 }
@@ -396,6 +547,9 @@ void conv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, 
   }
   conv2d_impl(p, N, H, W, in, OH, OW, packed, nullptr, out, par);
 }
+
+// Planes are read in place by the kernels planar_tiles names, gathered per tile by the rest (see conv_task).
+bool conv2d_reads_nchw(const ConvParams& p) { return planar_tiles(p); }
 
 void conv2d_residual(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
                      const void* packed, const float* residual, float* out, Parallel& par) {

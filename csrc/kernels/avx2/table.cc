@@ -19,6 +19,7 @@ const KernelTable* avx2_table() {
     t.conv2d_packed_size = avx2::conv2d_packed_size;
     t.conv2d_pack = avx2::conv2d_pack;
     t.conv2d = avx2::conv2d;
+    t.conv2d_reads_nchw = avx2::conv2d_reads_nchw;
     t.conv2d_residual = avx2::conv2d_residual;
     t.dwconv2d_fused = avx2::dwconv2d_fused;
     t.gemm_residual = avx2::gemm_residual;

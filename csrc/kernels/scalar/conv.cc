@@ -74,7 +74,8 @@ void for_each_output_pixel(const ConvParams& p, Parallel& par, size_t N, size_t 
 }
 
 // Calls fn(px, t) for each filter tap t = ky*KW + kx of output pixel (oy, ox) that lands inside the H x W
-// input, in (ky, kx) order; px points at that input pixel (C channels per pixel). Padding taps are skipped.
+// input, in (ky, kx) order; px points at that input pixel (C elements between adjacent pixels: the channels
+// of NHWC, 1 for planes). Padding taps are skipped.
 template <typename Fn>
 void for_each_tap(const ConvParams& p, size_t H, size_t W, size_t C, const float* in_n, size_t oy, size_t ox,
                   Fn&& fn) {
@@ -89,17 +90,18 @@ void for_each_tap(const ConvParams& p, size_t H, size_t W, size_t C, const float
   }
 }
 
-// acc[group g] += the input pixel px (groups * gic channels) times tap t of the packed dense filter
-// ([groups][taps][gic][goc]); output channels innermost, so the inner loop streams a weight row.
-void accumulate_grouped_tap(const ConvParams& p, const float* px, const float* wts, size_t t, float* acc) {
+// acc[group g] += the input pixel px (groups * gic channels, cs elements apart) times tap t of the packed
+// dense filter ([groups][taps][gic][goc]); output channels innermost, so the inner loop streams a weight row.
+void accumulate_grouped_tap(const ConvParams& p, const float* px, size_t cs, const float* wts, size_t t,
+                            float* acc) {
   const size_t gic = p.group_input_channels, goc = p.group_output_channels;
   const size_t taps = size_t{p.kernel_h} * p.kernel_w;
   for (size_t g = 0; g < p.groups; ++g) {
-    const float* a = px + g * gic;
+    const float* a = px + g * gic * cs;
     const float* w = wts + (g * taps + t) * gic * goc;
     float* c = acc + g * goc;
     for (size_t ci = 0; ci < gic; ++ci) {
-      const float av = a[ci];
+      const float av = a[ci * cs];
       const float* wr = w + ci * goc;
       for (size_t co = 0; co < goc; ++co) c[co] += av * wr[co];
     }
@@ -135,13 +137,17 @@ void conv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, 
   const float* bias = static_cast<const float*>(packed);
   const float* wts = bias + OC;
   const double cost = static_cast<double>(taps) * p.group_input_channels * OC;
+  // Element strides between adjacent pixels and between channels: NHWC, or planes (p.input_nchw).
+  const size_t pix = p.input_nchw ? 1 : IC, cs = p.input_nchw ? H * W : 1;
   for_each_output_pixel(p, par, N, H * W * IC, OH, OW, OC, cost, in, bias, out,
                         [&](const float* in_n, size_t oy, size_t ox, float* acc) {
-                          for_each_tap(p, H, W, IC, in_n, oy, ox, [&](const float* px, size_t t) {
-                            accumulate_grouped_tap(p, px, wts, t, acc);
+                          for_each_tap(p, H, W, pix, in_n, oy, ox, [&](const float* px, size_t t) {
+                            accumulate_grouped_tap(p, px, cs, wts, t, acc);
                           });
                         });
 }
+
+bool conv2d_reads_nchw(const ConvParams&) { return true; }  // the same loop either way
 
 // ---------------------------------------------------------------------------------------------- dwconv2d
 void conv2d_residual(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
@@ -240,7 +246,7 @@ void deconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in
         if (tx < 0 || tx % static_cast<isize>(sw) != 0) continue;
         const size_t ix = static_cast<size_t>(tx) / sw;
         if (ix >= W) continue;
-        accumulate_grouped_tap(p, in_n + (iy * W + ix) * IC, wts, ky * KW + kx, acc);
+        accumulate_grouped_tap(p, in_n + (iy * W + ix) * IC, 1, wts, ky * KW + kx, acc);
       }
     }
   });

@@ -17,6 +17,7 @@ const KernelTable& scalar_table() {
     t.conv2d_packed_size = scalar::conv2d_packed_size;
     t.conv2d_pack = scalar::conv2d_pack;
     t.conv2d = scalar::conv2d;
+    t.conv2d_reads_nchw = scalar::conv2d_reads_nchw;
     t.conv2d_residual = scalar::conv2d_residual;
     t.dwconv2d_fused = scalar::dwconv2d_fused;
     t.gemm_residual = scalar::gemm_residual;
