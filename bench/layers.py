@@ -8,10 +8,12 @@ ONNX graph: every webxnn step starts at the ONNX node its source names (an expan
 depthwise step that reads it counts from the expand conv), and every ORT node is charged to the last step that
 starts at or before it. ORT fuses differently (Conv + Clip into one node named after the Clip, a layout
 reorder before the first conv), and nodes it creates under new names (`/MatMulAddFusion`, `ReorderOutput`)
-match no step: they are listed apart, by ORT op type. ORT renames most nodes of transformer graphs, so there
-the op-type list is the comparison. Single rows can pair a little differently; the kind totals and the big
-differences are what to read. Printed: the totals, the time per webxnn step kind on each side, the unmatched
-ORT nodes, and the steps where webxnn loses and wins most.
+match no step by name. Those of an op type with a webxnn counterpart (Gemm, MatMul: a fully connected
+step) then pair in order with the steps of that kind that took nothing, when there are as many of each
+(MobileNetV2's classifier); the rest are listed apart, by ORT op type. ORT renames most nodes of transformer
+graphs, so there the op-type list is the comparison. Single rows can pair a little differently; the kind
+totals and the big differences are what to read. Printed: the totals, the time per webxnn step kind on each
+side, the unmatched ORT nodes, and the steps where webxnn loses and wins most.
 """
 
 from __future__ import annotations
@@ -65,6 +67,10 @@ def _layout_glue(step: dict[str, Any]) -> bool:
     return step["kind"] == "XNNStaticTranspose" and not (step["source"] or "").endswith(":transpose")
 
 
+# ORT op types whose renamed nodes (fusions) pair with webxnn steps of one kind when their counts agree.
+_STEP_KIND_OF_OP = {"Gemm": "XNNFullyConnected", "MatMul": "XNNFullyConnected"}
+
+
 def match(model_bytes: bytes, steps: list[dict[str, Any]], ort_nodes: list[tuple[str, str, float]]
           ) -> tuple[list[float], dict[str, list[float]]]:
     """ORT time charged to each step, and the ORT nodes no step could take (names not in the ONNX graph, or
@@ -88,16 +94,26 @@ def match(model_bytes: bytes, steps: list[dict[str, Any]], ort_nodes: list[tuple
     order = sorted((k, i) for i, k in enumerate(starts) if k >= 0)
     keys = [k for k, _ in order]
     charged = [0.0] * len(steps)
-    unmatched: dict[str, list[float]] = {}
+    leftover: list[tuple[str, float]] = []
     for name, op, ms in ort_nodes:
         j = index.get(name)
         p = bisect.bisect_right(keys, j) - 1 if j is not None else -1
         if p < 0:
-            u = unmatched.setdefault(op, [0, 0.0])
-            u[0] += 1
-            u[1] += ms
+            leftover.append((op, ms))
         else:
             charged[order[p][1]] += ms
+    for op, kind in _STEP_KIND_OF_OP.items():
+        idle = [i for i, s in enumerate(steps) if s["kind"] == kind and charged[i] == 0.0]
+        times = [ms for o, ms in leftover if o == op]
+        if idle and len(idle) == len(times):
+            for i, ms in zip(idle, times, strict=True):
+                charged[i] = ms
+            leftover = [(o, ms) for o, ms in leftover if o != op]
+    unmatched: dict[str, list[float]] = {}
+    for op, ms in leftover:
+        u = unmatched.setdefault(op, [0, 0.0])
+        u[0] += 1
+        u[1] += ms
     return charged, unmatched
 
 

@@ -381,3 +381,25 @@ def test_bench_layers_matches_steps_to_onnx_nodes():
     assert steps[1]["fused"] and charged == [0.0, 5.0, 0.0]
     text = layers.report("tiny", 1, steps, charged, unmatched, top=2)
     assert "Conv2d + fused" in text and "Gemm x2 0.750 ms" in text
+
+
+def test_bench_layers_pairs_renamed_fusions_by_kind():
+    """ORT's renamed fusions (a classifier's `/MatMulAddFusion` Gemm) pair with the webxnn steps of their
+    kind that took nothing when the counts agree; otherwise they stay listed apart."""
+    pytest.importorskip("onnx")
+    layers = pytest.importorskip("bench.layers")
+    from bench.models import Builder, webxnn_compile
+
+    b = Builder(0)
+    x = b.conv("input", 3, 8, 3)
+    x = b.node("GlobalAveragePool", [x])
+    x = b.node("Flatten", [x])
+    y = b.linear(x, 8, 10)
+    model = b.model([("input", [1, 3, 8, 8])], [y])
+    steps = layers.webxnn_steps(webxnn_compile(model), {"input": rand(1, 3, 8, 8)}, threads=1, repeat=1)
+    fc = [i for i, s in enumerate(steps) if s["kind"] == "XNNFullyConnected"]
+    assert len(fc) == 1
+    charged, unmatched = layers.match(model, steps, [("/MatMulAddFusion", "Gemm", 0.25)])
+    assert unmatched == {} and charged[fc[0]] == 0.25
+    charged, unmatched = layers.match(model, steps, [("/A", "Gemm", 0.25), ("/B", "Gemm", 0.5)])
+    assert unmatched == {"Gemm": [2, 0.75]} and charged[fc[0]] == 0.0
