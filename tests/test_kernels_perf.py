@@ -263,12 +263,12 @@ def test_pools_large_vs_scalar_threads_nan():
         same_bytes(got, fn(x, (3, 3), isa="best", threads=2, **kw))
 
 
-@pytest.mark.parametrize("c", [1, 5, 8, 16, 24, 64])
+@pytest.mark.parametrize("c", [1, 5, 8, 16, 24, 64, 95, 136])
 @pytest.mark.parametrize("pool,dil,pads", [((3, 3), (1, 1), (1, 1, 1, 1)), ((2, 3), (1, 1), (0, 0, 1, 1)),
                                            ((5, 3), (2, 1), (2, 1, 2, 0)), ((1, 3), (1, 1), (0, 0, 0, 0))])
 def test_max_pool_3wide_stride2_nan(c, pool, dil, pads):
-    """The separable 3-wide stride-2 max pool path: channel blocks and tails, 1 to 5 valid rows, NaN at
-    window corners (a NaN anywhere in a window gives NaN), the clamp, and thread counts."""
+    """The separable 3-wide stride-2 max pool path: channel blocks of 64, 16 and 8 and tails, 1 to 5 valid
+    rows, NaN at window corners (a NaN anywhere in a window gives NaN), the clamp, and thread counts."""
     x = rand(1, 11, 13, c)
     x[0, 0, 0, 0] = np.nan
     x[0, 4, 6, c - 1] = np.nan
