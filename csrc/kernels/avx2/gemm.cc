@@ -218,12 +218,9 @@ constexpr size_t kMR24 = 4;  // rows of a 24-column tile
 void run_ukernel24(size_t mr, size_t kc, const float* a, size_t lda, const float* b, const float* b2, float* c,
                    size_t ldc, const float* bias, const float* bias2, bool last, __m256 vmin, __m256 vmax,
                    const Tail& tail, const float* r, size_t ldr) {
-  switch (mr) {
-    case 4: return ukernel24<4>(kc, a, lda, b, b2, c, ldc, bias, bias2, last, vmin, vmax, tail, r, ldr);
-    case 3: return ukernel24<3>(kc, a, lda, b, b2, c, ldc, bias, bias2, last, vmin, vmax, tail, r, ldr);
-    case 2: return ukernel24<2>(kc, a, lda, b, b2, c, ldc, bias, bias2, last, vmin, vmax, tail, r, ldr);
-    default: return ukernel24<1>(kc, a, lda, b, b2, c, ldc, bias, bias2, last, vmin, vmax, tail, r, ldr);
-  }
+  with_rows<kMR24>(mr, [&](auto m) {
+    ukernel24<decltype(m)::value>(kc, a, lda, b, b2, c, ldc, bias, bias2, last, vmin, vmax, tail, r, ldr);
+  });
 }
 
 // Rows per tile of an <= 8-column panel tail: 12 while that many are left, else tile_rows' split.
@@ -232,29 +229,19 @@ inline size_t tail8_rows(size_t rows_left) { return rows_left >= 2 * kMR ? 2 * k
 void run_ukernel8(size_t mr, size_t kc, const float* a, size_t lda, const float* b, float* c, size_t ldc,
                   const float* bias, bool last, __m256 vmin, __m256 vmax, __m256i mask, const float* r,
                   size_t ldr) {
-  switch (mr) {
-    case 12: return ukernel8<12>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, mask, r, ldr);
-    case 6: return ukernel8<6>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, mask, r, ldr);
-    case 5: return ukernel8<5>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, mask, r, ldr);
-    case 4: return ukernel8<4>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, mask, r, ldr);
-    case 3: return ukernel8<3>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, mask, r, ldr);
-    case 2: return ukernel8<2>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, mask, r, ldr);
-    default: return ukernel8<1>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, mask, r, ldr);
-  }
+  if (mr == 2 * kMR) return ukernel8<2 * kMR>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, mask, r, ldr);
+  with_rows<kMR>(mr, [&](auto m) {
+    ukernel8<decltype(m)::value>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, mask, r, ldr);
+  });
 }
 
 template <bool kFull>
 void run_ukernel(size_t mr, size_t kc, const float* a, size_t lda, const float* b, float* c, size_t ldc,
                  const float* bias, bool last, __m256 vmin, __m256 vmax, const Tail& tail, const float* r,
                  size_t ldr) {
-  switch (mr) {
-    case 6: return ukernel<6, kFull>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
-    case 5: return ukernel<5, kFull>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
-    case 4: return ukernel<4, kFull>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
-    case 3: return ukernel<3, kFull>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
-    case 2: return ukernel<2, kFull>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
-    default: return ukernel<1, kFull>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
-  }
+  with_rows<kMR>(mr, [&](auto m) {
+    ukernel<decltype(m)::value, kFull>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
+  });
 }
 
 // One full 16-column panel over the M chunk's row tiles: the MR = 6 tiles inlined in one loop (no call and

@@ -160,14 +160,9 @@ void planar_panels(const ConvParams& p, const float* base, size_t row, size_t pl
 void planar_tile(size_t mr, const ConvParams& p, const float* base, size_t row, size_t plane, const float* w,
                  size_t panel_floats, size_t panels, float* c, size_t ldc, size_t goc, __m256 vmin, __m256 vmax,
                  const float* r) {
-  switch (mr) {
-    case 6: return planar_panels<6>(p, base, row, plane, w, panel_floats, panels, c, ldc, goc, vmin, vmax, r);
-    case 5: return planar_panels<5>(p, base, row, plane, w, panel_floats, panels, c, ldc, goc, vmin, vmax, r);
-    case 4: return planar_panels<4>(p, base, row, plane, w, panel_floats, panels, c, ldc, goc, vmin, vmax, r);
-    case 3: return planar_panels<3>(p, base, row, plane, w, panel_floats, panels, c, ldc, goc, vmin, vmax, r);
-    case 2: return planar_panels<2>(p, base, row, plane, w, panel_floats, panels, c, ldc, goc, vmin, vmax, r);
-    default: return planar_panels<1>(p, base, row, plane, w, panel_floats, panels, c, ldc, goc, vmin, vmax, r);
-  }
+  with_rows<kMR>(mr, [&](auto m) {
+    planar_panels<decltype(m)::value>(p, base, row, plane, w, panel_floats, panels, c, ldc, goc, vmin, vmax, r);
+  });
 }
 
 template <int MR, int KC>
@@ -179,14 +174,7 @@ void ukernel(size_t ks, size_t kc_rt, const float* const* a, const float* w, flo
 template <int KC>
 void run_ukernel_kc(size_t mr, size_t ks, size_t kc, const float* const* a, const float* w, float* c, size_t ldc,
                     size_t nc, __m256 vmin, __m256 vmax, const float* r) {
-  switch (mr) {
-    case 6: return ukernel<6, KC>(ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
-    case 5: return ukernel<5, KC>(ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
-    case 4: return ukernel<4, KC>(ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
-    case 3: return ukernel<3, KC>(ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
-    case 2: return ukernel<2, KC>(ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
-    default: return ukernel<1, KC>(ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
-  }
+  with_rows<kMR>(mr, [&](auto m) { ukernel<decltype(m)::value, KC>(ks, kc, a, w, c, ldc, nc, vmin, vmax, r); });
 }
 
 void run_ukernel(size_t mr, size_t ks, size_t kc, const float* const* a, const float* w, float* c, size_t ldc,

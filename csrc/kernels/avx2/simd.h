@@ -31,6 +31,21 @@ inline size_t tile_rows(size_t r) {
   }
 }
 
+// A tile's row count as a compile-time constant (the microkernels are templates on it).
+template <int N>
+struct Rows {
+  static constexpr int value = N;
+};
+
+// Calls f(Rows<mr>{}) for a tile of mr = 1..kMax rows (mr > kMax runs kMax, mr 0 runs 1: callers pass tiles).
+template <int kMax, typename F>
+inline void with_rows(size_t mr, F&& f) {
+  if constexpr (kMax > 1) {
+    if (mr < size_t{kMax}) return with_rows<kMax - 1>(mr, f);
+  }
+  f(Rows<kMax>{});
+}
+
 // The tiles tile_rows cuts m rows into, by index (for kernels whose tasks start at an arbitrary tile):
 // `lead` tiles of kMR rows, then the tail of the last 8-13 rows (or all of m < 14) in at most 3 tiles.
 struct RowTiles {
