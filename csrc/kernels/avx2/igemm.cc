@@ -4,6 +4,8 @@
 // rows given as pointers (GEMM: one tap, row pointers into A; conv: per tap, pointers to input pixels or to a
 // zero row for padding — the indirection of the Indirect Convolution Algorithm, built per tile, no im2col).
 // Accumulators (2*MR ymm) start from the bias stored at the head of each packed 16-column panel.
+// RGB stems can read an NCHW image in place (ConvParams::input_nchw): ukernel_planar takes the tile's
+// pixels as one base pointer and the row / plane strides, over the same packed panels.
 //
 // Packed layouts (private to this table):
 //   gemm:  per 16-column panel  [16 bias][K x 16 weights]                 (N zero-padded to 16)
@@ -115,8 +117,9 @@ __attribute__((always_inline)) inline void ukernel_planar(size_t kh, const float
   for (size_t ky = 0; ky < kh; ++ky, base += row) {
 #pragma GCC unroll 7
     for (int kx = 0; kx < KW; ++kx) {
-      // Opaque to the compiler, so it does not keep the broadcasts that the next kx re-reads at stride 2
-      // (pixel m + 1's kx - 2): 9 more live vectors than there are registers, spilled and reloaded.
+      // Opaque to the compiler, so it does not keep the broadcasts that a later kx re-reads (pixel m + 1's
+      // tap kx - SW is pixel m's tap kx): more live vectors than there are registers, spilled and reloaded
+      // (3x3 stride-2 stem: 287 -> 247 us).
       const float* pc[3] = {base + kx, base + plane + kx, base + 2 * plane + kx};
       asm("" : "+r"(pc[0]), "+r"(pc[1]), "+r"(pc[2]));
 #pragma GCC unroll 3
