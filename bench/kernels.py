@@ -22,6 +22,7 @@ import numpy as np
 from bench.common import (
     can_limit_numpy_threads,
     contention_warning,
+    copy_bandwidth,
     fma_peaks,
     median_ms,
     numpy_threads,
@@ -188,11 +189,14 @@ def run(cases: list[Case], threads_list: list[int], repeat: int, isa: str, with_
         show_progress: bool, rounds: int = 3) -> dict[str, Any]:
     """Times every (case, threads) in `rounds` passes over the whole list; each runtime keeps the median of
     its best pass (other processes on a small machine come and go; this keeps a burst from landing on one
-    row or one runtime only). The FMA peak is the best of its passes."""
+    row or one runtime only). The FMA peak is the best of its samples: one before every case (~50 ms), so a
+    tenant that comes and goes within a pass still shows in the warning, and a copy's bandwidth at the start
+    of each pass (another tenant streaming memory)."""
     from webxnn._runtime import kernels as K  # noqa: PLC0415
 
     info = dict(K.cpu_info())
-    samples: list[dict[int, float]] = []  # the FMA peaks at the start of each pass
+    samples: list[dict[int, float]] = []  # the FMA peaks before each case
+    copies: list[float] = []  # copy bandwidth at the start of each pass
     rng = np.random.default_rng(0)
     datas = {c.name: _inputs(c, rng) for c in cases}
     best: dict[tuple[str, int, str], float] = {}
@@ -203,6 +207,8 @@ def run(cases: list[Case], threads_list: list[int], repeat: int, isa: str, with_
 
     for _round, case, t in progress(work, "kernels", show_progress):
         if case is cases[0] and t == threads_list[0]:
+            copies.append(copy_bandwidth())
+        if t == threads_list[0]:
             samples.append(fma_peaks(threads_list))
         data = datas[case.name]
         keep((case.name, t, "webxnn_ms"), median_ms(_webxnn_times(case, data, t, repeat, isa)))
@@ -223,7 +229,7 @@ def run(cases: list[Case], threads_list: list[int], repeat: int, isa: str, with_
             row["pct_peak"] = 100.0 * row["gflops"] / peaks[t] if case.kind != "maxpool" else None
             rows.append(row)
     return {"cpu": info, "isa": isa, "rounds": rounds, "peak_gflops": {str(t): p for t, p in peaks.items()},
-            "warning": contention_warning(samples), "rows": rows}
+            "copy_gbs": copies, "warning": contention_warning(samples, copies), "rows": rows}
 
 
 def _fmt(v: float | None, spec: str) -> str:
