@@ -210,8 +210,9 @@ def test_conv2d_3x3_stride1_winograd(n, h, w, pads, gic, goc, act, has_bias, res
 
 def test_conv2d_winograd_large_and_wide():
     """Many tile blocks (56x56x64: 3 blocks on 1 thread, 4 on 2), two blocks of a big U (28x28x128: output
-    channels split over the threads as well) and few tiles with many channels (7x7x160 -> 200): byte-identical
-    across thread counts whatever the blocking."""
+    channels split over the threads as well) and few tiles with many channels (7x7x160 -> 200: one block in 4
+    channel groups on 2 threads, each thread transforming the block once for its two groups; one group on 1
+    thread): byte-identical across thread counts whatever the blocking."""
     for shape, goc in (((1, 56, 56, 64), 64), ((1, 28, 28, 128), 128), ((1, 7, 7, 160), 200)):
         x = rand(*shape)
         f = rand(goc, 3, 3, shape[3], lo=-0.1, hi=0.1)

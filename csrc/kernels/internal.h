@@ -47,7 +47,8 @@ enum class Scratch : unsigned {
   kGemmA,        // gemm: copied A rows (per task)
   kBmmB,         // batch_matmul: one product's packed B (per task)
   kIgemmGather,  // igemm: gathered input rows of narrow-channel convs (per task)
-  kWinogradV,    // winograd: transformed input and products (per task)
+  kWinogradV,    // winograd: transformed input and products (per task; the input kept for the next task)
+  kWinogradKey,  // winograd: the call and tile block whose transformed input kWinogradV holds
   kDwRing,       // depthwise: ring of expanded input rows (kept across a thread's tasks of one call)
   kDwRingKeys,   // depthwise: the call the ring belongs to, then which input row each ring slot holds
   kDwRow,        // depthwise with a fused project: one output row, the project's input (per task)

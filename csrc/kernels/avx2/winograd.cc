@@ -57,6 +57,7 @@ struct WinoCtx {
   float* out;
   float vmin, vmax;
   PostOp post;
+  uint64_t call;  // internal::unique_call_id() of this call: a thread's V from an earlier call is stale
 };
 
 // Floats between the 36 matrices of V (rows of ldv) and of M (rows of ldm): one cache line more than a block,
@@ -195,7 +196,15 @@ void wino_task(const void* vctx, size_t task) {
   // (and blocks of unequal size cost every group the same).
   const size_t kg = task / x.tblocks, blk = task % x.tblocks;
   const size_t t0 = blk * x.tb, tcount = min_sz(x.tb, x.tiles - t0);
-  input_transform(x, t0, tcount, V);
+  // A thread's consecutive tasks of one block (several channel groups of one block: 14x14x256 runs 4 groups
+  // of its 16 tiles on 2 threads) transform the block once. Sharing one V between the threads instead was
+  // slower: half of it then crosses from the other core's cache (14x14x256 at 2 threads 413 -> 499 us).
+  uint64_t* key = static_cast<uint64_t*>(internal::scratch(internal::Scratch::kWinogradKey, 2 * sizeof(uint64_t)));
+  if (key[0] != x.call || key[1] != blk) {
+    input_transform(x, t0, tcount, V);
+    key[0] = x.call;
+    key[1] = blk;
+  }
   const size_t p0 = x.panels * kg / x.kgroups, p1 = x.panels * (kg + 1) / x.kgroups;
   const size_t k0 = p0 * kNR, kc = min_sz(x.K, p1 * kNR) - k0;
   const size_t panel_floats = kNR + x.C * kNR;
@@ -259,11 +268,14 @@ void run(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, siz
   }
   x.tblocks = div_up(x.tiles, x.tb);
   // Fewer blocks than twice the threads: split the output channels too (each split redoes the blocks' input
-  // transforms but reads only its share of U). Not more than that: at four units per thread, ResNet-50's 3x3
-  // convs ran 15-20 % slower (the transform of 64-256 channels is not that cheap next to the 36 GEMMs).
-  x.kgroups = x.tblocks >= 2 * threads ? 1 : min_sz(x.panels, div_up(2 * threads, x.tblocks));
+  // transforms, unless the same thread ran the block's previous group, but reads only its share of U). Not
+  // more than that: at four units per thread, ResNet-50's 3x3 convs ran 15-20 % slower (the transform of
+  // 64-256 channels is not that cheap next to the 36 GEMMs: 25 us for 14x14x256). One thread runs whole
+  // blocks (14x14x256 split in two groups did the transform twice: 770 -> 745 us without).
+  x.kgroups = threads == 1 || x.tblocks >= 2 * threads ? 1 : min_sz(x.panels, div_up(2 * threads, x.tblocks));
   x.panels_per_group = div_up(x.panels, x.kgroups);  // the widest group (groups differ by one panel at most)
   const size_t units = x.tblocks * x.kgroups;
+  x.call = internal::unique_call_id();
   if (threads > 1 && units > 1) return internal::parallel_run(par, units, wino_task, &x);
   for (size_t u = 0; u < units; ++u) wino_task(&x, u);
 }
