@@ -227,9 +227,9 @@ struct ConvCtx {
   const float* residual;  // dense like out, or null
   const size_t* tap_off;  // element offset of each tap from the window's top-left pixel
   size_t span_h, span_w;  // dilation * (kernel - 1)
-  size_t pix, chs;        // element strides between adjacent input pixels and between input channels
+  size_t pix, chs;        // element strides between adjacent input pixels and between input channels (NCHW
+                          // input, p.input_nchw: conv_task gathers the windows, planar_task reads the planes)
   bool rows_contig;       // NHWC, one group, dilation_w 1: a kernel row's kw * gic inputs are contiguous
-  bool planar;            // NCHW input (p.input_nchw): conv_task gathers windows, planar_task reads planes
   float vmin, vmax;
 };
 
@@ -241,7 +241,7 @@ void conv_task(const void* vctx, size_t task) {
   const size_t group_floats = x.panels * panel_floats;
   const __m256 vmin = _mm256_set1_ps(x.vmin), vmax = _mm256_set1_ps(x.vmax);
   const float** ind = static_cast<const float**>(internal::aligned_alloc64(x.taps * kMR * sizeof(float*)));
-  float* gbuf = (x.gic < 8 && x.taps > 1) || x.planar
+  float* gbuf = (x.gic < 8 && x.taps > 1) || p.input_nchw
                     ? static_cast<float*>(
                           internal::scratch(internal::Scratch::kIgemmGather, kMR * x.taps * x.gic * sizeof(float)))
                     : nullptr;
@@ -386,11 +386,11 @@ void planar_task(const void* vctx, size_t task) {
   const ConvCtx& x = *static_cast<const ConvCtx*>(vctx);
   const ConvParams& p = *x.p;
   const size_t u0 = x.units * task / x.tasks, u1 = x.units * (task + 1) / x.tasks;
-  const size_t panel_floats = kNR + x.taps * 3 * kNR, plane = x.H * x.W;
+  const size_t panel_floats = kNR + x.taps * x.gic * kNR, plane = x.chs;
   const __m256 vmin = _mm256_set1_ps(x.vmin), vmax = _mm256_set1_ps(x.vmax);
   const size_t patch_w = (kMR - 1) * p.stride_w + p.kernel_w;  // columns of the widest tile's windows
   float* patch = static_cast<float*>(
-      internal::scratch(internal::Scratch::kIgemmGather, 3 * size_t{p.kernel_h} * patch_w * sizeof(float)));
+      internal::scratch(internal::Scratch::kIgemmGather, x.gic * p.kernel_h * patch_w * sizeof(float)));
   const RowTiles tiles(x.OW);
   // unit = ((n * n_pgroups + pg) * OH + oy) * tiles.count + j: pixel tiles innermost (weight panels reused).
   size_t j = u0 % tiles.count, oy = u0 / tiles.count % x.OH, pg = u0 / tiles.count / x.OH % x.n_pgroups;
@@ -406,7 +406,7 @@ void planar_task(const void* vctx, size_t task) {
     const size_t mr = tiles.rows(j), ox = tiles.start(j);
     const size_t iy0 = oy * p.stride_h, ix0 = ox * p.stride_w;  // padded coordinates of the first window
     const size_t cols = (mr - 1) * p.stride_w + p.kernel_w;
-    const float* in_n = x.in + n * 3 * plane;
+    const float* in_n = x.in + n * x.IC * plane;
     const float* base;
     size_t row = x.W, pl = plane;
     if (iy0 >= p.pad_top && iy0 + x.span_h - p.pad_top < x.H && ix0 >= p.pad_left &&
@@ -418,7 +418,7 @@ void planar_task(const void* vctx, size_t task) {
       // Columns [k0, k1) of the copy are inside the image.
       const size_t k0 = min_sz(cols, ix0 < p.pad_left ? p.pad_left - ix0 : 0);
       const size_t k1 = max_sz(k0, x.W + p.pad_left > ix0 ? min_sz(cols, x.W + p.pad_left - ix0) : 0);
-      for (size_t ci = 0; ci < 3; ++ci) {
+      for (size_t ci = 0; ci < x.gic; ++ci) {
         for (size_t ky = 0; ky < p.kernel_h; ++ky) {
           float* dst = patch + ci * pl + ky * cols;
           const size_t iy = iy0 + ky;
@@ -497,9 +497,8 @@ void conv2d_impl(const ConvParams& p, size_t N, size_t H, size_t W, const float*
   x.packed = static_cast<const float*>(packed);
   x.out = out;
   x.residual = residual;
-  x.planar = p.input_nchw;
-  x.pix = x.planar ? 1 : x.IC;
-  x.chs = x.planar ? H * W : 1;
+  x.pix = p.input_nchw ? 1 : x.IC;
+  x.chs = p.input_nchw ? H * W : 1;
   x.vmin = p.act.min;
   x.vmax = p.act.max;
   const bool by_rows = p.input_nchw && planar_tiles(p);  // planar_task's tiles stay within output rows
@@ -520,7 +519,7 @@ void conv2d_impl(const ConvParams& p, size_t N, size_t H, size_t W, const float*
   x.tap_off = tap_off;
   x.span_h = size_t{p.dilation_h} * (p.kernel_h - 1);
   x.span_w = size_t{p.dilation_w} * (p.kernel_w - 1);
-  x.rows_contig = !x.planar && p.groups == 1 && p.dilation_w == 1;
+  x.rows_contig = !p.input_nchw && p.groups == 1 && p.dilation_w == 1;
   float* zero = static_cast<float*>(internal::aligned_alloc64(max_sz(x.gic, 1) * sizeof(float)));
   std::memset(zero, 0, max_sz(x.gic, 1) * sizeof(float));
   x.zero = zero;
