@@ -19,9 +19,12 @@ void batch_matmul(size_t batch, size_t M, size_t N, size_t K, const float* A, si
                   const float* B, size_t b_batch_stride, bool b_is_nk, float* C, Parallel& par);
 
 // gemm.cc: C = act(A * packed + the panels' bias [+ R]) on the calling thread (the building block of other
-// kernels' own task splits); R (null: none) has row stride ldr.
+// kernels' own task splits); R (null: none) has row stride ldr. next_packed (null: none): the packed B the
+// caller multiplies next; its first panel block is prefetched during the last panel (Winograd's 36 GEMMs
+// read their weights from DRAM one after the other).
 void gemm_serial(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, float* C, size_t ldc,
-                 Activation act = Activation(), const float* R = nullptr, size_t ldr = 0);
+                 Activation act = Activation(), const float* R = nullptr, size_t ldr = 0,
+                 const void* next_packed = nullptr);
 
 // winograd.cc: 3x3 stride-1 convolution by Winograd F(4x4, 3x3) when winograd_applies(p); igemm.cc's conv2d
 // entries route there, so its packed layout is the conv2d one for those params.

@@ -298,6 +298,7 @@ struct GemmCtx {
   const float* R;  // residual [M, N] (ldr) or null
   size_t ldr;
   const float* packed;
+  const float* next;  // the packed B the caller multiplies next (null: none), prefetched after the last panel
   float* C;
   float vmin, vmax;
   bool clamp;  // vmin > -inf or vmax < +inf
@@ -363,6 +364,8 @@ void gemm_task(const void* vctx, size_t task) {
           next_b = reinterpret_cast<const char*>(x.packed + p0 * panel_floats + kNR + (k0 + kc) * kNR);
         } else if (p1 < x.panels) {
           next_b = reinterpret_cast<const char*>(x.packed + p1 * panel_floats + kNR);
+        } else if (x.next && u + 1 == x.units) {
+          next_b = reinterpret_cast<const char*>(x.next + kNR);
         }
         if (pair) {
           const float* panel2 = panel + panel_floats;
@@ -514,7 +517,8 @@ namespace {
 // Runs C = act(A * packed + bias) with the work split for `threads` threads; on `par` when given, else
 // serially on the calling thread (the per-batch path of batch_matmul).
 void gemm_run(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, float* C, size_t ldc,
-              Activation act, size_t threads, Parallel* par, const float* R = nullptr, size_t ldr = 0) {
+              Activation act, size_t threads, Parallel* par, const float* R = nullptr, size_t ldr = 0,
+              const void* next = nullptr) {
   if (M == 0 || N == 0) return;
   const size_t panels = div_up(N, kNR);
   const double flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K + 1);
@@ -547,6 +551,7 @@ void gemm_run(size_t M, size_t N, size_t K, const float* A, size_t lda, const vo
   x.R = R;
   x.ldr = ldr;
   x.packed = static_cast<const float*>(packed);
+  x.next = static_cast<const float*>(next);
   x.C = C;
   x.vmin = act.min;
   x.vmax = act.max;
@@ -600,8 +605,8 @@ void gemm_run(size_t M, size_t N, size_t K, const float* A, size_t lda, const vo
 }  // namespace
 
 void gemm_serial(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, float* C, size_t ldc,
-                 Activation act, const float* R, size_t ldr) {
-  gemm_run(M, N, K, A, lda, packed, C, ldc, act, 1, nullptr, R, ldr);
+                 Activation act, const float* R, size_t ldr, const void* next_packed) {
+  gemm_run(M, N, K, A, lda, packed, C, ldc, act, 1, nullptr, R, ldr, next_packed);
 }
 
 namespace {
