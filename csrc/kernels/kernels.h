@@ -98,6 +98,11 @@ struct BinaryShape {
   size_t b_strides[kMaxBinaryRank] = {};
 };
 
+// Element offsets into a and b of the start of output row `row` (a row: the innermost dim). Out of line in
+// layout.cc, which is built for the baseline ISA (an inline function here would be compiled per ISA and one
+// copy picked by the linker for all).
+void binary_row_offsets(const BinaryShape& s, size_t row, size_t* oa, size_t* ob);
+
 struct KernelTable {
   const char* name;  // "scalar", "avx2"
 

@@ -54,6 +54,12 @@ void copy_block(size_t rank, const size_t* dims, const size_t* dst_strides, cons
                src + i * src_strides[0]);
 }
 
+// Row-major byte strides of dims (rank >= 1): stride[rank - 1] = es.
+void byte_strides(size_t es, size_t rank, const size_t* dims, size_t* stride) {
+  stride[rank - 1] = es;
+  for (size_t d = rank - 1; d-- > 0;) stride[d] = stride[d + 1] * dims[d + 1];
+}
+
 size_t product(size_t rank, const size_t* dims) {
   size_t n = 1;
   for (size_t i = 0; i < rank; ++i) n *= dims[i];
@@ -115,14 +121,12 @@ void transpose_bytes(size_t es, size_t rank, const size_t* in_dims, const size_t
   }
   // Byte strides: input strides per input dim, output dims/strides per output position.
   size_t in_stride[kMaxRank], odims[kMaxRank], ostride[kMaxRank], src_stride_o[kMaxRank];
-  in_stride[r - 1] = es;
-  for (size_t d = r - 1; d-- > 0;) in_stride[d] = in_stride[d + 1] * mdims[d + 1];
+  byte_strides(es, r, mdims, in_stride);
   for (size_t i = 0; i < r; ++i) {
     odims[i] = mdims[mperm[i]];
     src_stride_o[i] = in_stride[mperm[i]];
   }
-  ostride[r - 1] = es;
-  for (size_t i = r - 1; i-- > 0;) ostride[i] = ostride[i + 1] * odims[i + 1];
+  byte_strides(es, r, odims, ostride);
   if (mperm[r - 1] == r - 1) {
     // The last dim stays last (e.g. swapping outer dims): whole contiguous rows move.
     const size_t row_bytes = odims[r - 1] * es;
@@ -194,12 +198,8 @@ void slice_bytes(size_t es, size_t rank, const size_t* in_dims, const size_t* of
     return;
   }
   size_t in_stride[kMaxRank], out_stride[kMaxRank];
-  in_stride[rank - 1] = es;
-  out_stride[rank - 1] = es;
-  for (size_t d = rank - 1; d-- > 0;) {
-    in_stride[d] = in_stride[d + 1] * in_dims[d + 1];
-    out_stride[d] = out_stride[d + 1] * out_dims[d + 1];
-  }
+  byte_strides(es, rank, in_dims, in_stride);
+  byte_strides(es, rank, out_dims, out_stride);
   // The innermost contiguous run: trailing dims taken whole, plus the first partial one.
   size_t j = rank - 1;
   while (j > 0 && out_dims[j] == in_dims[j]) --j;
@@ -233,12 +233,8 @@ void pad_bytes(size_t es, size_t rank, const size_t* in_dims, const size_t* pre,
     return;
   }
   size_t in_stride[kMaxRank], out_stride[kMaxRank];
-  in_stride[rank - 1] = es;
-  out_stride[rank - 1] = es;
-  for (size_t d = rank - 1; d-- > 0;) {
-    in_stride[d] = in_stride[d + 1] * in_dims[d + 1];
-    out_stride[d] = out_stride[d + 1] * out_dims[d + 1];
-  }
+  byte_strides(es, rank, in_dims, in_stride);
+  byte_strides(es, rank, out_dims, out_stride);
   size_t dst_off = 0;
   for (size_t d = 0; d < rank; ++d) dst_off += pre[d] * out_stride[d];
   size_t j = rank - 1;
@@ -316,6 +312,20 @@ bool make_binary_shape(size_t a_rank, const size_t* a_dims, size_t b_rank, const
     s->b_strides[i] = cb[i];
   }
   return true;
+}
+
+// From the row's multi-index: the kernels visit rows sparsely enough (a task's rows, each a whole inner run)
+// that no odometer is needed.
+void binary_row_offsets(const BinaryShape& s, size_t row, size_t* oa, size_t* ob) {
+  size_t a = 0, b = 0;
+  for (size_t d = s.rank - 1; d-- > 0;) {
+    const size_t idx = row % s.out_dims[d];
+    row /= s.out_dims[d];
+    a += idx * s.a_strides[d];
+    b += idx * s.b_strides[d];
+  }
+  *oa = a;
+  *ob = b;
 }
 
 }  // namespace webxnn

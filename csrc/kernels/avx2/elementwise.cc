@@ -62,13 +62,8 @@ void bin_task(const void* vctx, size_t task) {
   for (size_t u = u0; u < u1; ++u) {
     const size_t row = u / x.chunks, chunk = u % x.chunks;
     const size_t i0 = x.inner * chunk / x.chunks, i1 = x.inner * (chunk + 1) / x.chunks;
-    size_t rem = row, oa = 0, ob = 0;
-    for (size_t d = rank - 1; d-- > 0;) {
-      const size_t idx = rem % s.out_dims[d];
-      rem /= s.out_dims[d];
-      oa += idx * s.a_strides[d];
-      ob += idx * s.b_strides[d];
-    }
+    size_t oa, ob;
+    binary_row_offsets(s, row, &oa, &ob);
     const float* pa = x.a + oa + i0 * sa;
     const float* pb = x.b + ob + i0 * sb;
     float* o = x.out + row * x.inner + i0;

@@ -487,17 +487,6 @@ void gemv_task(const void* vctx, size_t task) {
   }
 }
 
-template <typename Get>
-void pack_panels(size_t K, size_t N, const float* bias, Get get, float* out) {
-  const size_t panels = div_up(N, kNR);
-  for (size_t p = 0; p < panels; ++p) {
-    float* o = out + p * (kNR + K * kNR);
-    const size_t n0 = p * kNR, nc = min_sz(kNR, N - n0);
-    for (size_t j = 0; j < kNR; ++j) o[j] = (j < nc && bias) ? bias[n0 + j] : 0.f;
-    for (size_t k = 0; k < K; ++k)
-      for (size_t j = 0; j < kNR; ++j) o[kNR + k * kNR + j] = j < nc ? get(k, n0 + j) : 0.f;
-  }
-}
 
 }  // namespace
 

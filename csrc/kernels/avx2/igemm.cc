@@ -193,20 +193,6 @@ void run_ukernel(size_t mr, size_t ks, size_t kc, const float* const* a, const f
   }
 }
 
-// Packs `count` output columns (each given by a column reader) of a [rows x count] weight block into 16-wide
-// panels: [16 bias][rows x 16]. get(r, j) returns weight row r of column j.
-template <typename Get>
-void pack_panels(size_t rows, size_t count, const float* bias, Get get, float* out) {
-  const size_t panels = div_up(count, kNR);
-  for (size_t p = 0; p < panels; ++p) {
-    float* o = out + p * (kNR + rows * kNR);
-    const size_t n0 = p * kNR, nc = min_sz(kNR, count - n0);
-    for (size_t j = 0; j < kNR; ++j) o[j] = (j < nc && bias) ? bias[n0 + j] : 0.f;
-    for (size_t r = 0; r < rows; ++r)
-      for (size_t j = 0; j < kNR; ++j) o[kNR + r * kNR + j] = j < nc ? get(r, n0 + j) : 0.f;
-  }
-}
-
 // Panels per task group: keep one group's packed weights within ~256 KB (L2) and, when M is small, leave
 // enough groups for every thread.
 size_t panels_per_group(size_t panel_floats, size_t panels, size_t m_tiles, size_t threads) {

@@ -90,6 +90,21 @@ inline __m256i lane_mask(size_t n) {
 // v clamped to [vmin, vmax]; NaN passes through (max_ps/min_ps return the second operand when either is NaN).
 inline __m256 clamp8(__m256 v, __m256 vmin, __m256 vmax) { return _mm256_min_ps(vmax, _mm256_max_ps(vmin, v)); }
 
+// Packs `count` output columns (each given by a column reader) of a [rows x count] weight block into 16-wide
+// panels: [16 bias][rows x 16], zero-padded to whole panels. get(r, j) returns weight row r of column j. The
+// GEMM's B and the convolutions' filters share this layout (and so the microkernels).
+template <typename Get>
+void pack_panels(size_t rows, size_t count, const float* bias, Get get, float* out) {
+  const size_t panels = div_up(count, kNR);
+  for (size_t p = 0; p < panels; ++p) {
+    float* o = out + p * (kNR + rows * kNR);
+    const size_t n0 = p * kNR, nc = min_sz(kNR, count - n0);
+    for (size_t j = 0; j < kNR; ++j) o[j] = (j < nc && bias) ? bias[n0 + j] : 0.f;
+    for (size_t r = 0; r < rows; ++r)
+      for (size_t j = 0; j < kNR; ++j) o[kNR + r * kNR + j] = j < nc ? get(r, n0 + j) : 0.f;
+  }
+}
+
 }  // namespace
 }  // namespace avx2
 }  // namespace webxnn

@@ -72,14 +72,8 @@ void binary_impl(const BinaryShape& s, const float* a, const float* b, float* ou
       const size_t row = u / chunks, chunk = u % chunks;
       size_t i0, i1;
       chunk_range(inner, chunks, chunk, &i0, &i1);
-      // Offsets of this row from its multi-index (rows are visited sparsely enough that no odometer is needed).
-      size_t rem = row, oa = 0, ob = 0;
-      for (size_t d = rank - 1; d-- > 0;) {
-        const size_t idx = rem % s.out_dims[d];
-        rem /= s.out_dims[d];
-        oa += idx * s.a_strides[d];
-        ob += idx * s.b_strides[d];
-      }
+      size_t oa, ob;
+      binary_row_offsets(s, row, &oa, &ob);
       float* o = out + row * inner + i0;
       bin_row<kOp>(i1 - i0, a + oa + i0 * sa, sa, b + ob + i0 * sb, sb, o);
       clamp.apply(o, i1 - i0);
