@@ -137,6 +137,21 @@ __attribute__((always_inline)) inline void ukernel_planar(size_t kh, const float
   finish_tile<MR>(acc0, acc1, c, ldc, nc, vmin, vmax, r);
 }
 
+// Pixels per planar tile: 5 for the 3-wide kernels. With 6, the 12 accumulators, 2 weight vectors and the
+// broadcast leave one spare register, and GCC spilled an accumulator (and swapped a weight vector through the
+// stack) in the tap loop: the 224x224 3x3 stride-2 stem ran 241 us with 6-pixel tiles, 230 with 5. The 7-wide
+// ones keep 6 (2133 us; 2165 with 5).
+size_t planar_mr(const ConvParams& p) { return p.kernel_w == 3 ? 5 : kMR; }
+
+// An output row of OW pixels cut into div_up(OW, mr) planar tiles, as equal as possible (so none has fewer
+// than 4 pixels once OW >= 4: fewer than 8 accumulator chains would wait on the FMA latency).
+struct PlanarTiles {
+  size_t count, ow;
+  PlanarTiles(size_t OW, size_t mr) : count(div_up(OW, mr)), ow(OW) {}
+  size_t start(size_t j) const { return ow * j / count; }
+  size_t rows(size_t j) const { return start(j + 1) - start(j); }
+};
+
 // The planar kernels there are: 3x3 (stride 1 or 2) and 7x7 (stride 2) RGB stems.
 bool planar_tiles(const ConvParams& p) {
   return p.group_input_channels == 3 && p.groups == 1 && p.dilation_h == 1 && p.dilation_w == 1 &&
@@ -365,7 +380,7 @@ void conv_task(const void* vctx, size_t task) {
   if (krows) internal::aligned_free(krows);
 }
 
-// An RGB conv reading planes (planar_tiles(p)): tiles of pixels within one output row (RowTiles of OW), so
+// An RGB conv reading planes (planar_tiles(p)): tiles of pixels within one output row (PlanarTiles), so
 // every tile runs ukernel_planar: on the image in place when its windows are inside it, else on a zero-padded
 // copy of the few input rows and columns the tile reads.
 void planar_task(const void* vctx, size_t task) {
@@ -377,7 +392,7 @@ void planar_task(const void* vctx, size_t task) {
   const size_t patch_w = (kMR - 1) * p.stride_w + p.kernel_w;  // columns of the widest tile's windows
   float* patch = static_cast<float*>(
       internal::scratch(internal::Scratch::kIgemmGather, x.gic * p.kernel_h * patch_w * sizeof(float)));
-  const RowTiles tiles(x.OW);
+  const PlanarTiles tiles(x.OW, planar_mr(p));
   // unit = ((n * n_pgroups + pg) * OH + oy) * tiles.count + j: pixel tiles innermost (weight panels reused).
   size_t j = u0 % tiles.count, oy = u0 / tiles.count % x.OH, pg = u0 / tiles.count / x.OH % x.n_pgroups;
   size_t n = u0 / tiles.count / x.OH / x.n_pgroups;
@@ -488,7 +503,7 @@ void conv2d_impl(const ConvParams& p, size_t N, size_t H, size_t W, const float*
   x.vmin = p.act.min;
   x.vmax = p.act.max;
   const bool by_rows = p.input_nchw && planar_tiles(p);  // planar_task's tiles stay within output rows
-  x.ptiles = by_rows ? OH * RowTiles(OW).count : RowTiles(OH * OW).count;
+  x.ptiles = by_rows ? OH * PlanarTiles(OW, planar_mr(p)).count : RowTiles(OH * OW).count;
   x.panels = div_up(x.goc, kNR);
   const size_t threads = internal::parallel_threads(par);
   x.group = panels_per_group(kNR + x.taps * x.gic * kNR, x.panels, x.ptiles * N * p.groups, threads);
