@@ -134,18 +134,25 @@ _CONV_OPTS = {
 }
 
 
-def _conv2d(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
+def _conv_operands(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> tuple:
+    """The checks conv2d and convTranspose2d share (operand dtypes, options, the filter's rank). Returns the
+    output dtype, the input's N and C, the filter, its O and I, the spatial and kernel sizes as ints, and
+    what a channel-count error is about."""
     x, f, bias = t["input"], t["filter"], t["bias"]
     dt = same_dtype(ctx, {"input": x, "filter": f, "bias": bias})
     dtype_in(ctx, x, "input", FLOAT)
     _check_conv_opts(ctx, opts)
     n, c, h, w = _nchw(ctx, x, opts["inputLayout"])
     rank_is(ctx, f, "filter", 4)
-    fl = opts["filterLayout"]
-    dims = dict(zip(fl, f.shape))
-    o, i, kh, kw = dims["o"], dims["i"], dims["h"], dims["w"]
-    g = opts["groups"]
-    what = f"{ctx.op} channels"
+    dims = dict(zip(opts["filterLayout"], f.shape))
+    hw = (need_int(h, f"{ctx.op} spatial size"), need_int(w, f"{ctx.op} spatial size"))
+    k = (need_int(dims["h"], f"{ctx.op} kernel size"), need_int(dims["w"], f"{ctx.op} kernel size"))
+    return dt, n, c, f, dims["o"], dims["i"], hw, k, f"{ctx.op} channels"
+
+
+def _conv2d(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
+    dt, n, c, f, o, i, hw, k, what = _conv_operands(ctx, t, opts)
+    bias, fl, g = t["bias"], opts["filterLayout"], opts["groups"]
     c_int = need_int(c, what)
     if c_int != need_int(i, what) * g:
         ctx.fail(f"input has {c} channels but filter ({fl} {shape_str(f.shape)}) with groups={g} "
@@ -155,8 +162,6 @@ def _conv2d(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
         ctx.fail(f"filter output channels {o} are not divisible by groups={g}")
     if bias is not None:
         shape_is(ctx, bias, "bias", (o,))
-    hw = (need_int(h, "conv2d spatial size"), need_int(w, "conv2d spatial size"))
-    k = (need_int(kh, "conv2d kernel size"), need_int(kw, "conv2d kernel size"))
     pads = _spatial_padding(ctx, opts, hw, k)
     opts["padding"] = pads
     oh = conv_out_size(hw[0], k[0], opts["strides"][0], opts["dilations"][0], pads[0], pads[1])
@@ -177,17 +182,8 @@ define("conv2d", ["input", "filter"], _conv2d,
 
 
 def _conv_transpose2d(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
-    x, f, bias = t["input"], t["filter"], t["bias"]
-    dt = same_dtype(ctx, {"input": x, "filter": f, "bias": bias})
-    dtype_in(ctx, x, "input", FLOAT)
-    _check_conv_opts(ctx, opts)
-    n, c, h, w = _nchw(ctx, x, opts["inputLayout"])
-    rank_is(ctx, f, "filter", 4)
-    fl = opts["filterLayout"]
-    dims = dict(zip(fl, f.shape))
-    o, i, kh, kw = dims["o"], dims["i"], dims["h"], dims["w"]
-    g = opts["groups"]
-    what = f"{ctx.op} channels"
+    dt, n, c, f, o, i, hw, k, what = _conv_operands(ctx, t, opts)
+    bias, fl, g = t["bias"], opts["filterLayout"], opts["groups"]
     if need_int(c, what) != need_int(i, what):
         ctx.fail(f"input has {c} channels but filter ({fl} {shape_str(f.shape)}) expects {i}")
     if need_int(c, what) % g:
@@ -195,8 +191,6 @@ def _conv_transpose2d(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list
     out_c = need_int(o, what) * g
     if bias is not None:
         shape_is(ctx, bias, "bias", (out_c,))
-    hw = (need_int(h, "convTranspose2d spatial size"), need_int(w, "convTranspose2d spatial size"))
-    k = (need_int(kh, "convTranspose2d kernel size"), need_int(kw, "convTranspose2d kernel size"))
     s, d = opts["strides"], opts["dilations"]
     for j in range(2):
         if opts["outputPadding"][j] < 0 or opts["outputPadding"][j] >= max(s[j], d[j]):
