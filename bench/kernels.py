@@ -258,7 +258,8 @@ def markdown(result: dict[str, Any]) -> str:
 
 
 def plot(result: dict[str, Any], path: pathlib.Path) -> bool:
-    """A bar chart of GFLOP/s per kernel and thread count (webxnn vs ORT); False when matplotlib is absent."""
+    """A bar chart of GFLOP/s per kernel and thread count (webxnn vs ORT); False when matplotlib is absent or
+    no row has flops (a max-pool-only run)."""
     try:
         import matplotlib  # noqa: PLC0415
 
@@ -267,6 +268,8 @@ def plot(result: dict[str, Any], path: pathlib.Path) -> bool:
     except ImportError:
         return False
     rows = [r for r in result["rows"] if r["kind"] != "maxpool"]
+    if not rows:
+        return False
     names = list(dict.fromkeys(r["case"] for r in rows))
     threads = sorted({r["threads"] for r in rows})
     flops = {c.name: c.flops for c in CASES}
@@ -304,8 +307,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", default=None, help="substrings of case names to keep")
     parser.add_argument("--no-ort", action="store_true")
     parser.add_argument("--no-numpy", action="store_true")
-    parser.add_argument("--json", type=pathlib.Path, default=pathlib.Path("bench/out/kernels.json"))
-    parser.add_argument("--png", type=pathlib.Path, default=pathlib.Path("bench/out/kernels.png"))
+    parser.add_argument("--json", type=pathlib.Path, default=None,
+                        help="default: bench/out/kernels.json for the full suite, else kernels-partial.json")
+    parser.add_argument("--png", type=pathlib.Path, default=None,
+                        help="default: bench/out/kernels.png for the full suite, else kernels-partial.png")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
     cases = [c for c in CASES if not args.only or any(s in c.name for s in args.only)]
@@ -315,9 +320,15 @@ def main(argv: list[str] | None = None) -> int:
     result = run(cases, args.threads, args.repeat, args.isa, with_ort, not args.no_numpy,
                  not args.no_progress, args.rounds)
     print(markdown(result))
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(result, indent=2))
-    print(f"\nJSON: {args.json}")
-    if plot(result, args.png):
-        print(f"plot: {args.png}")
+    # Only the full suite replaces the README's results; a partial run (--only, other threads, isa or
+    # comparisons) gets files of its own.
+    full = (not args.only and sorted(args.threads) == [1, 2] and args.isa == "best" and with_ort
+            and not args.no_numpy)
+    stem = "bench/out/kernels" if full else "bench/out/kernels-partial"
+    json_path, png_path = args.json or pathlib.Path(stem + ".json"), args.png or pathlib.Path(stem + ".png")
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_text(json.dumps(result, indent=2))
+    print(f"\nJSON: {json_path}")
+    if plot(result, png_path):
+        print(f"plot: {png_path}")
     return 0

@@ -315,7 +315,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=10, help="calls per round")
     parser.add_argument("--rounds", type=int, default=3,
                         help="alternating rounds; the best round's median counts")
-    parser.add_argument("--json", type=pathlib.Path, default=pathlib.Path("bench/out/models.json"))
+    parser.add_argument("--json", type=pathlib.Path, default=None,
+                        help="where the JSON goes (default: bench/out/models.json for a run of every model "
+                             "at 1 and 2 threads, else bench/out/models-partial.json)")
     parser.add_argument("--save-onnx", type=pathlib.Path, default=None,
                         help="also write the ONNX models here")
     parser.add_argument("--no-progress", action="store_true")
@@ -331,7 +333,16 @@ def main(argv: list[str] | None = None) -> int:
             (args.save_onnx / f"{n}.onnx").write_bytes(MODELS[n]()[0])
     result = run(args.models, args.threads, args.repeat, not args.no_progress, args.rounds)
     print(markdown(result))
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(result, indent=2))
-    print(f"\nJSON: {args.json}")
+    path = args.json or default_json_path(args.models, args.threads)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2))
+    print(f"\nJSON: {path}")
     return 0
+
+
+def default_json_path(models: list[str], threads: list[int]) -> pathlib.Path:
+    """bench/out/models.json for the full suite (the README's table); a partial run (some models, other
+    thread counts) goes to bench/out/models-partial.json, so a quick look at one model does not overwrite
+    the full run's results."""
+    full = sorted(models) == sorted(MODELS) and sorted(threads) == [1, 2]
+    return pathlib.Path("bench/out/models.json" if full else "bench/out/models-partial.json")

@@ -229,6 +229,17 @@ def test_bench_contention_warning():
     assert common.copy_bandwidth() > 0
 
 
+def test_bench_models_partial_run_keeps_the_full_results():
+    """Only the full models suite writes bench/out/models.json (the README's table); a run of some models or
+    thread counts goes to a file of its own (two partial runs had overwritten the committed results)."""
+    pytest.importorskip("onnx")
+    models = pytest.importorskip("bench.models")
+    full = sorted(models.MODELS)
+    assert str(models.default_json_path(full, [2, 1])) == "bench/out/models.json"
+    assert str(models.default_json_path(["mobilenetv2"], [1, 2])) == "bench/out/models-partial.json"
+    assert str(models.default_json_path(full, [1])) == "bench/out/models-partial.json"
+
+
 # ---------------------------------------------------------------------------------------- depthwise / pool
 @SETTINGS
 @given(w=st.sampled_from([4, 5, 9, 13, 23, 40]), c=st.sampled_from([1, 8, 19, 32]),
