@@ -139,12 +139,12 @@ __attribute__((always_inline)) inline void ukernel_planar(size_t kh, const float
 
 // Pixels per planar tile: 5 for the 3-wide kernels. With 6, the 12 accumulators, 2 weight vectors and the
 // broadcast leave one spare register, and GCC spilled an accumulator (and swapped a weight vector through the
-// stack) in the tap loop: the 224x224 3x3 stride-2 stem ran 241 us with 6-pixel tiles, 230 with 5. The 7-wide
-// ones keep 6 (2133 us; 2165 with 5).
+// stack) in the tap loop: the 224x224 3x3 stride-2 stem ran 241 us with 6-pixel tiles, 230 with 5 (stride 1,
+// 112x112 -> 32: 239-245 -> 232-236 us). The 7-wide ones keep 6 (2133 us; 2165 with 5).
 size_t planar_mr(const ConvParams& p) { return p.kernel_w == 3 ? 5 : kMR; }
 
-// An output row of OW pixels cut into div_up(OW, mr) planar tiles, as equal as possible (so none has fewer
-// than 4 pixels once OW >= 4: fewer than 8 accumulator chains would wait on the FMA latency).
+// An output row of OW pixels cut into div_up(OW, mr) planar tiles as equal as possible: their sizes differ by
+// one pixel at most (4-5 pixels for rows of 16 or more at mr = 5).
 struct PlanarTiles {
   size_t count, ow;
   PlanarTiles(size_t OW, size_t mr) : count(div_up(OW, mr)), ow(OW) {}
