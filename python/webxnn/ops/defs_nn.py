@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from .common import FLOAT, TT, define, dtype_in, length_is, rank_is, same_dtype, shape_is
 from .registry import Ctx
@@ -134,10 +134,21 @@ _CONV_OPTS = {
 }
 
 
-def _conv_operands(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> tuple:
-    """The checks conv2d and convTranspose2d share (operand dtypes, options, the filter's rank). Returns the
-    output dtype, the input's N and C, the filter, its O and I, the spatial and kernel sizes as ints, and
-    what a channel-count error is about."""
+class _ConvOperands(NamedTuple):
+    dtype: Any  # the output's
+    n: Any  # the input's batch and channels (static or not)
+    c: Any
+    filter: Any
+    o: Any  # the filter's output and input channels
+    i: Any
+    hw: tuple[int, int]  # input spatial size
+    k: tuple[int, int]  # kernel size
+    what: str  # what a channel-count error is about
+
+
+def _conv_operands(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> _ConvOperands:
+    """The checks conv2d and convTranspose2d share: operand dtypes, options, the filter's rank, static spatial
+    and kernel sizes."""
     x, f, bias = t["input"], t["filter"], t["bias"]
     dt = same_dtype(ctx, {"input": x, "filter": f, "bias": bias})
     dtype_in(ctx, x, "input", FLOAT)
@@ -147,7 +158,7 @@ def _conv_operands(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> tuple:
     dims = dict(zip(opts["filterLayout"], f.shape))
     hw = (need_int(h, f"{ctx.op} spatial size"), need_int(w, f"{ctx.op} spatial size"))
     k = (need_int(dims["h"], f"{ctx.op} kernel size"), need_int(dims["w"], f"{ctx.op} kernel size"))
-    return dt, n, c, f, dims["o"], dims["i"], hw, k, f"{ctx.op} channels"
+    return _ConvOperands(dt, n, c, f, dims["o"], dims["i"], hw, k, f"{ctx.op} channels")
 
 
 def _conv2d(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
