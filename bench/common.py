@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pathlib
 import statistics
 import sys
 import time
@@ -61,6 +62,13 @@ def contention_warning(samples: Iterable[dict[int, float]], copies: Iterable[flo
         problems.append(f"the 2-thread FMA peak fell to {min(twos):.2f}x the best 1-thread one (the second "
                         "vCPU was busy elsewhere): 2-thread figures, and speed-ups, are not reliable")
     return "warning: during this run " + "; ".join(problems) if problems else None
+
+
+def result_path(suite: str, full: bool, ext: str) -> pathlib.Path:
+    """Where a bench suite writes its results by default: bench/out/<suite>.<ext> for the full suite (the
+    README's tables), bench/out/<suite>-partial.<ext> for anything less, so a quick look at one case does not
+    replace the full run's results."""
+    return pathlib.Path(f"bench/out/{suite}{'' if full else '-partial'}.{ext}")
 
 
 def median_ms(times_s: Iterable[float]) -> float:

@@ -29,6 +29,7 @@ from bench.common import (
     onnxruntime_or_none,
     ort_session,
     progress,
+    result_path,
     time_calls,
 )
 
@@ -324,8 +325,8 @@ def main(argv: list[str] | None = None) -> int:
     # comparisons) gets files of its own.
     full = (not args.only and sorted(args.threads) == [1, 2] and args.isa == "best" and with_ort
             and not args.no_numpy)
-    stem = "bench/out/kernels" if full else "bench/out/kernels-partial"
-    json_path, png_path = args.json or pathlib.Path(stem + ".json"), args.png or pathlib.Path(stem + ".png")
+    json_path = args.json or result_path("kernels", full, "json")
+    png_path = args.png or result_path("kernels", full, "png")
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.write_text(json.dumps(result, indent=2))
     print(f"\nJSON: {json_path}")

@@ -31,6 +31,7 @@ from bench.common import (
     onnxruntime_or_none,
     ort_session,
     progress,
+    result_path,
     time_calls,
 )
 
@@ -341,8 +342,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def default_json_path(models: list[str], threads: list[int]) -> pathlib.Path:
-    """bench/out/models.json for the full suite (the README's table); a partial run (some models, other
-    thread counts) goes to bench/out/models-partial.json, so a quick look at one model does not overwrite
-    the full run's results."""
-    full = sorted(models) == sorted(MODELS) and sorted(threads) == [1, 2]
-    return pathlib.Path("bench/out/models.json" if full else "bench/out/models-partial.json")
+    """The JSON's default place: the full suite is every model at 1 and 2 threads (see result_path)."""
+    return result_path("models", sorted(models) == sorted(MODELS) and sorted(threads) == [1, 2], "json")

@@ -238,6 +238,8 @@ def test_bench_models_partial_run_keeps_the_full_results():
     assert str(models.default_json_path(full, [2, 1])) == "bench/out/models.json"
     assert str(models.default_json_path(["mobilenetv2"], [1, 2])) == "bench/out/models-partial.json"
     assert str(models.default_json_path(full, [1])) == "bench/out/models-partial.json"
+    common = pytest.importorskip("bench.common")
+    assert str(common.result_path("kernels", False, "png")) == "bench/out/kernels-partial.png"
 
 
 # ---------------------------------------------------------------------------------------- depthwise / pool

@@ -39,8 +39,6 @@ constexpr size_t kMC = 144;  // rows of A per M chunk
 constexpr size_t kKCMax = 1536;
 constexpr size_t kCBlockBytes = 128 * 1024;  // C block of one (M chunk, N group) unit, kept in L2
 
-
-
 struct Tail {  // masks for a partial 16-column panel, and whether the output is clamped at all
   __m256i lo, hi;
   bool clamp;  // false for {-inf, +inf}: skips 2 * MR min/max per tile (they share ports with the FMAs)
@@ -486,7 +484,6 @@ void gemv_task(const void* vctx, size_t task) {
     p += np;
   }
 }
-
 
 }  // namespace
 

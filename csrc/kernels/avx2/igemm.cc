@@ -389,7 +389,7 @@ void planar_task(const void* vctx, size_t task) {
   const size_t u0 = x.units * task / x.tasks, u1 = x.units * (task + 1) / x.tasks;
   const size_t panel_floats = kNR + x.taps * x.gic * kNR, plane = x.chs;
   const __m256 vmin = _mm256_set1_ps(x.vmin), vmax = _mm256_set1_ps(x.vmax);
-  const size_t patch_w = (kMR - 1) * p.stride_w + p.kernel_w;  // columns of the widest tile's windows
+  const size_t patch_w = (planar_mr(p) - 1) * p.stride_w + p.kernel_w;  // columns of the widest tile's windows
   float* patch = static_cast<float*>(
       internal::scratch(internal::Scratch::kIgemmGather, x.gic * p.kernel_h * patch_w * sizeof(float)));
   const PlanarTiles tiles(x.OW, planar_mr(p));

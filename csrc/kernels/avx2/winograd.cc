@@ -291,8 +291,8 @@ void run(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, siz
 // the transforms (measured here: narrower convs are faster as an IGEMM).
 bool winograd_applies(const ConvParams& p) {
   return !p.input_nchw && p.kernel_h == 3 && p.kernel_w == 3 && p.stride_h == 1 && p.stride_w == 1 &&
-         p.dilation_h == 1 && p.dilation_w == 1 && p.groups == 1 && p.group_input_channels >= 16 && p.group_output_channels >= 16 &&
-         (p.input_h == 0 || size_t{p.input_h} * p.input_w >= 100);
+         p.dilation_h == 1 && p.dilation_w == 1 && p.groups == 1 && p.group_input_channels >= 16 &&
+         p.group_output_channels >= 16 && (p.input_h == 0 || size_t{p.input_h} * p.input_w >= 100);
 }
 
 size_t winograd_packed_size(const ConvParams& p) {

@@ -149,7 +149,6 @@ void conv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, 
 
 bool conv2d_reads_nchw(const ConvParams&) { return true; }  // the same loop either way
 
-// ---------------------------------------------------------------------------------------------- dwconv2d
 void conv2d_residual(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
                      const void* packed, const float* residual, float* out, Parallel& par) {
   ConvParams q = p;
@@ -160,6 +159,7 @@ void conv2d_residual(const ConvParams& p, size_t N, size_t H, size_t W, const fl
   for (size_t i = 0; i < n; ++i) out[i] = clamp(out[i] + residual[i]);
 }
 
+// ---------------------------------------------------------------------------------------------- dwconv2d
 size_t dwconv2d_packed_size(const ConvParams& p) {
   const size_t oc = out_channels(p);
   return (oc + oc * size_t{p.kernel_h} * p.kernel_w) * sizeof(float);
