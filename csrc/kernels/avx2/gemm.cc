@@ -277,15 +277,15 @@ void sweep16(size_t mc, size_t kc, const float* a, size_t lda, const float* b, f
              const char* next_b, size_t pf_per_tile, bool c_prefetch) {
   size_t pf = 0, t0 = 0;
   const size_t a_step = kMR * lda;
+  // The tile's share of the next block's lines: one every kc / pf_per_tile steps of its k loop (bursts of
+  // ~30 prefetches at the tile's start left some unserved: measured 5 % slower on weights from DRAM at
+  // M = 49), or all at its start when the share is over half the steps.
+  const bool spread_pf = next_b && pf_per_tile * 2 <= kc;
+  const size_t spread_step = spread_pf ? kc / pf_per_tile : 0;
   for (; tile_rows(mc - t0) == kMR; t0 += kMR, a += a_step, c += kMR * ldc, r = r ? r + kMR * ldr : nullptr) {
-    // The tile's share of the next block's lines: one every kc / pf_per_tile steps of its k loop (bursts of
-    // ~30 prefetches at the tile's start left some unserved: measured 5 % slower on weights from DRAM at
-    // M = 49), or all at its start when the share is over half the steps.
     const char* spread = nullptr;
-    size_t spread_step = 0;
-    if (next_b && pf_per_tile * 2 <= kc) {
+    if (spread_pf) {
       spread = next_b + pf * 64;
-      spread_step = kc / pf_per_tile;
       pf = min_sz(kc, pf + pf_per_tile);
     } else if (next_b) {
       for (const size_t e = min_sz(kc, pf + pf_per_tile); pf < e; ++pf) _mm_prefetch(next_b + pf * 64, _MM_HINT_T1);
