@@ -40,7 +40,8 @@ def gemm_ref(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None, lo: float, h
 
 # ------------------------------------------------------------------------------------------------ GEMM
 @SETTINGS
-@given(m=st.sampled_from([1, 2, 5, 6, 7, 13, 145, 150]), n=st.sampled_from([1, 7, 16, 17, 33, 65]),
+@given(m=st.sampled_from([1, 2, 5, 6, 7, 13, 145, 150]),
+       n=st.sampled_from([1, 7, 8, 12, 16, 17, 24, 33, 40, 65]),
        k=st.sampled_from([1, 3, 16, 255, 321, 700]), act=st.booleans(), bias=st.booleans())
 def test_gemm_blocking_tails(m, n, k, act, bias):
     """M across MR tiles and MC chunks, N across panel tails, K across KC blocks: vs numpy and scalar."""
@@ -55,6 +56,19 @@ def test_gemm_blocking_tails(m, n, k, act, bias):
     np.testing.assert_allclose(best, want, **tol)
     np.testing.assert_allclose(best, scalar, **tol)
     same_bytes(best, K.gemm(a, b, bv, min=lo, max=hi, isa="best", threads=2))
+
+
+@pytest.mark.parametrize("n", [8, 12, 24, 28, 40])
+@pytest.mark.parametrize("m,k", [(7, 16), (150, 70)])
+def test_gemm_panel_tails(m, n, k):
+    """Partial panels whose first 8 columns are full (N = 16 p + 8: the 24-wide pass, or the 8-wide tiles;
+    N = 16 p + 12: the masked 16-wide tile) store those columns unmasked: every column still right, with a
+    residual and a clamp, at 1 and 2 threads."""
+    a, b, bias, r = rand(m, k), rand(k, n), rand(n), rand(m, n)
+    want = np.clip(a.astype(np.float64) @ b + bias + r, -1.0, 2.0)
+    got = K.gemm(a, b, bias, min=-1.0, max=2.0, isa="best", residual=r)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=3e-6 * k + 1e-6)
+    same_bytes(got, K.gemm(a, b, bias, min=-1.0, max=2.0, isa="best", residual=r, threads=2))
 
 
 @pytest.mark.parametrize("m,n,k", [(1, 1000, 300), (1, 70, 9), (1, 4096, 33), (3, 500, 700), (300, 40, 20)])
@@ -328,8 +342,8 @@ def test_batch_matmul_best_threads(ba, bb, m, n, k, nk):
 
 # ---------------------------------------------------------------------------------------- fused residual
 @SETTINGS
-@given(m=st.sampled_from([1, 5, 6, 150]), n=st.sampled_from([3, 16, 40]), k=st.sampled_from([1, 16, 64, 400]),
-       act=st.booleans())
+@given(m=st.sampled_from([1, 5, 6, 150]), n=st.sampled_from([3, 8, 16, 24, 40]),
+       k=st.sampled_from([1, 16, 64, 400]), act=st.booleans())
 def test_gemm_residual(m, n, k, act):
     a, b, bias, r = rand(m, k), rand(k, n), rand(n), rand(m, n)
     lo, hi = (0.0, 6.0) if act else (-np.inf, np.inf)
