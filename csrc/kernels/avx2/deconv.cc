@@ -96,7 +96,7 @@ void gather_task(const void* vctx, size_t task) {
         if (full) {
           _mm256_storeu_ps(o + c, acc);
         } else {
-          _mm256_maskstore_ps(o + c, m, acc);
+          store_lanes(o + c, m, acc);
         }
       }
     }

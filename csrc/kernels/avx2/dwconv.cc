@@ -137,7 +137,7 @@ inline void strip_ch(const DwCtx& x, const TapRows& rows, size_t col, size_t c, 
   for (int i = 0; i < NP; ++i, o += C) {
     const __m256 r = kClamp ? clamp8(acc[i], vmin, vmax) : acc[i];
     if (kMask) {
-      _mm256_maskstore_ps(o + c, m, r);
+      store_lanes(o + c, m, r);
     } else {
       _mm256_storeu_ps(o + c, r);
     }
@@ -204,7 +204,7 @@ void expand_row(const DwCtx& x, const float* src, float* dst) {
       if (g * 8 < cfull) {
         _mm256_storeu_ps(dst + g * 8, v);
       } else {
-        _mm256_maskstore_ps(dst + g * 8, tail, v);
+        store_lanes(dst + g * 8, tail, v);
       }
     }
   }
@@ -344,7 +344,7 @@ void dw_task(const void* vctx, size_t task) {
         if (full) {
           _mm256_storeu_ps(o + c, a0);
         } else {
-          _mm256_maskstore_ps(o + c, cmask, a0);
+          store_lanes(o + c, cmask, a0);
         }
       }
     }
@@ -424,7 +424,7 @@ void max3s2_span(const float* const* rowp, size_t ny, size_t C, size_t c0, size_
       const __m256 r = clamp8(max3(prev[v], c1, c2), vmin, vmax);
       prev[v] = c2;
       if (kMask) {
-        _mm256_maskstore_ps(o + 8 * v, m, r);
+        store_lanes(o + 8 * v, m, r);
       } else {
         _mm256_storeu_ps(o + 8 * v, r);
       }
@@ -492,7 +492,7 @@ void pool_task(const void* vctx, size_t task) {
         if (full) {
           _mm256_storeu_ps(o + c, acc);
         } else {
-          _mm256_maskstore_ps(o + c, cmask, acc);
+          store_lanes(o + c, cmask, acc);
         }
       }
     }
@@ -553,7 +553,7 @@ void gap_task(const void* vctx, size_t task) {
     float* o = x.out + n * x.C + c0;
     for (size_t v = 0; v < nv; ++v) {
       const __m256 r = x.HW ? _mm256_div_ps(acc[v], div) : _mm256_setzero_ps();
-      _mm256_maskstore_ps(o + v * 8, mask[v], clamp8(r, vmin, vmax));
+      store_lanes(o + v * 8, mask[v], clamp8(r, vmin, vmax));
     }
   }
 }

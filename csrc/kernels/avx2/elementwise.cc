@@ -80,7 +80,7 @@ void bin_task(const void* vctx, size_t task) {
         const __m256i m = lane_mask(n - i);
         const __m256 va = sa ? _mm256_maskload_ps(pa + i, m) : ca;
         const __m256 vb = sb ? _mm256_maskload_ps(pb + i, m) : cb;
-        _mm256_maskstore_ps(o + i, m, clamp8(binv<kOp>(va, vb), vmin, vmax));
+        store_lanes(o + i, m, clamp8(binv<kOp>(va, vb), vmin, vmax));
       }
     } else {
       for (; i < n; ++i) {
@@ -139,7 +139,7 @@ void un_task(const void* vctx, size_t task) {
     _mm256_storeu_ps(x.out + i, clamp8(unv<kOp>(_mm256_loadu_ps(x.in + i), alpha, beta), vmin, vmax));
   if (i < i1) {
     const __m256i m = lane_mask(i1 - i);
-    _mm256_maskstore_ps(x.out + i, m, clamp8(unv<kOp>(_mm256_maskload_ps(x.in + i, m), alpha, beta), vmin, vmax));
+    store_lanes(x.out + i, m, clamp8(unv<kOp>(_mm256_maskload_ps(x.in + i, m), alpha, beta), vmin, vmax));
   }
 }
 

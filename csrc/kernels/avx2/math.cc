@@ -97,7 +97,7 @@ void un_task(const void* vctx, size_t task) {
   if (i < i1) {
     const __m256i m = lane_mask(i1 - i);
     const __m256 v = tv<kOp>(_mm256_maskload_ps(x.in + i, m));
-    _mm256_maskstore_ps(x.out + i, m, _mm256_min_ps(vmax, _mm256_max_ps(vmin, v)));
+    store_lanes(x.out + i, m, _mm256_min_ps(vmax, _mm256_max_ps(vmin, v)));
   }
 }
 
@@ -185,13 +185,13 @@ void softmax_task(const void* vctx, size_t task) {
     if (nv < n) {
       const __m256 e1 = _mm256_and_ps(exp_nonpos(_mm256_sub_ps(_mm256_maskload_ps(in + nv, m), vmx)),
                                       _mm256_castsi256_ps(m));
-      _mm256_maskstore_ps(out + nv, m, e1);
+      store_lanes(out + nv, m, e1);
       s1 = _mm256_add_ps(s1, e1);
     }
     // pass 3 (over the output, in L1): scale by 1 / sum
     const __m256 inv = _mm256_set1_ps(1.f / hsum(_mm256_add_ps(s0, s1)));
     for (i = 0; i < nv; i += 8) _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(out + i), inv));
-    if (nv < n) _mm256_maskstore_ps(out + nv, m, _mm256_mul_ps(_mm256_maskload_ps(out + nv, m), inv));
+    if (nv < n) store_lanes(out + nv, m, _mm256_mul_ps(_mm256_maskload_ps(out + nv, m), inv));
   }
 }
 
@@ -248,7 +248,7 @@ void normalize_task(const void* vctx, size_t task) {
       const __m256 g = x.scale ? _mm256_maskload_ps(x.scale + nv, m) : one;
       const __m256 b = x.bias ? _mm256_maskload_ps(x.bias + nv, m) : zero;
       const __m256 y = _mm256_mul_ps(_mm256_sub_ps(_mm256_sub_ps(_mm256_maskload_ps(in + nv, m), shift), vmean), rstd);
-      _mm256_maskstore_ps(out + nv, m, _mm256_fmadd_ps(y, g, b));
+      store_lanes(out + nv, m, _mm256_fmadd_ps(y, g, b));
     }
   }
 }

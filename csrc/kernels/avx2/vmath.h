@@ -155,7 +155,7 @@ void post_rows_op(float* c, size_t rows, size_t cols, size_t ldc) {
       _mm256_storeu_ps(c + j + 8, b);
     }
     if (j < full) _mm256_storeu_ps(c + j, post8<kOp>(_mm256_loadu_ps(c + j)));
-    if (full < cols) _mm256_maskstore_ps(c + full, m, post8<kOp>(_mm256_maskload_ps(c + full, m)));
+    if (full < cols) store_lanes(c + full, m, post8<kOp>(_mm256_maskload_ps(c + full, m)));
   }
 }
 

@@ -131,7 +131,7 @@ void input_transform(const WinoCtx& x, size_t t0, size_t tcount, float* V) {
           if (full) {
             _mm256_storeu_ps(o + j * vstride, row[j]);
           } else {
-            _mm256_maskstore_ps(o + j * vstride, mask, row[j]);
+            store_lanes(o + j * vstride, mask, row[j]);
           }
         }
       }
@@ -177,7 +177,7 @@ void output_transform(const WinoCtx& x, size_t t0, size_t tcount, size_t k0, siz
           if (full) {
             _mm256_storeu_ps(x.out + off, v);
           } else {
-            _mm256_maskstore_ps(x.out + off, mask, v);
+            store_lanes(x.out + off, mask, v);
           }
         }
       }
@@ -328,7 +328,7 @@ void winograd_pack(const ConvParams& p, const float* filter_ohwi, const float* b
         for (size_t i = 0; i < kA; ++i) gg[i * 3 + j] = col[i];
       }
       for (size_t i = 0; i < kA; ++i) g_1d(gg + i * 3, 1, u + i * kA);  // rows: (G g) G^T
-      for (size_t xi = 0; xi < kXi; ++xi) _mm256_maskstore_ps(U + (xi * K + k) * C + c, mask, u[xi]);
+      for (size_t xi = 0; xi < kXi; ++xi) store_lanes(U + (xi * K + k) * C + c, mask, u[xi]);
     }
   }
   char* out = static_cast<char*>(packed);
