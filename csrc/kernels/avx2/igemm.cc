@@ -223,10 +223,10 @@ struct ConvCtx {
   size_t ptiles, panels, group, n_pgroups, units, tasks;
   const float* in;
   const float* packed;
-  const float* zero;
+  const float* zero = nullptr;  // conv_task's zero row (padding taps)
   float* out;
-  const float* residual;  // dense like out, or null
-  const size_t* tap_off;  // element offset of each tap from the window's top-left pixel
+  const float* residual;            // dense like out, or null
+  const size_t* tap_off = nullptr;  // conv_task: element offset of each tap from the window's top-left pixel
   size_t span_h, span_w;  // dilation * (kernel - 1)
   size_t pix, chs;        // element strides between adjacent input pixels and between input channels (NCHW
                           // input, p.input_nchw: conv_task gathers the windows, planar_task reads the planes)
@@ -513,18 +513,20 @@ void conv2d_impl(const ConvParams& p, size_t N, size_t H, size_t W, const float*
   // unequal speeds left one waiting up to a task at the end.
   x.tasks =
       internal::task_count(x.units, static_cast<double>(kMR) * kNR * x.group * (x.taps * x.gic + 1), threads, 16);
+  x.span_h = size_t{p.dilation_h} * (p.kernel_h - 1);
+  x.span_w = size_t{p.dilation_w} * (p.kernel_w - 1);
+  x.rows_contig = !p.input_nchw && p.groups == 1 && p.dilation_w == 1;
+  if (by_rows) return internal::parallel_run(par, x.tasks, planar_task, &x);
+  // conv_task's tap offsets and zero row (padding taps point at it); planar_task needs neither.
   size_t* tap_off = static_cast<size_t*>(internal::aligned_alloc64(x.taps * sizeof(size_t)));
   for (size_t ky = 0; ky < p.kernel_h; ++ky)
     for (size_t kx = 0; kx < p.kernel_w; ++kx)
       tap_off[ky * p.kernel_w + kx] = (ky * p.dilation_h * W + kx * p.dilation_w) * x.pix;
   x.tap_off = tap_off;
-  x.span_h = size_t{p.dilation_h} * (p.kernel_h - 1);
-  x.span_w = size_t{p.dilation_w} * (p.kernel_w - 1);
-  x.rows_contig = !p.input_nchw && p.groups == 1 && p.dilation_w == 1;
   float* zero = static_cast<float*>(internal::aligned_alloc64(max_sz(x.gic, 1) * sizeof(float)));
   std::memset(zero, 0, max_sz(x.gic, 1) * sizeof(float));
   x.zero = zero;
-  internal::parallel_run(par, x.tasks, by_rows ? planar_task : conv_task, &x);
+  internal::parallel_run(par, x.tasks, conv_task, &x);
   internal::aligned_free(zero);
   internal::aligned_free(tap_off);
 }
