@@ -5,15 +5,17 @@
 // FMA latency), each weight vector loaded once per strip; 3-wide kernels at stride 1 or 2 also load each
 // input column once per kernel row (these kernels are bound by loads more than by FMAs). Strips are sized to
 // split the interior evenly, so there is no tail. Border columns (and interiors under 4 pixels) take a
-// per-pixel path over the valid taps only. Channel tails use masked loads/stores. A depth multiplier > 1
-// reads expanded copies of the input rows (each channel repeated; a small per-task ring), then runs the
-// same code.
+// per-pixel path over the valid taps only. 3x3 stride-1 convs run two output rows per pass where their four
+// input rows are inside (pair_strips): 4-pixel strips whose input columns feed both rows, so each output row
+// reads two input rows instead of three (these kernels are bound by reading their rows from L2). Channel
+// tails use masked loads and store_lanes. A depth multiplier > 1 reads expanded copies of the input rows
+// (each channel repeated; a small per-task ring), then runs the same code.
 // A MobileNet block in one call (dwconv2d_fused): a fused expand computes the input rows into that ring with
 // the GEMM (each row once per task, carried between a thread's tasks); a fused project takes each output
-// row from a per-task row buffer, still in L1, through the GEMM (+ the residual row) into the output. In
-// both the GEMM's sums are the unfused ones, so fusing never changes results. Measured on this machine:
-// the row-by-row GEMM loses to separate steps unless the tensor between them would not stay in L2 (the
-// runtime fuses only from 1 MB).
+// row (or row pair) from a per-task row buffer, still in L1, through the GEMM (+ the residual) into the
+// output. In both the GEMM's sums are the unfused ones, so fusing never changes results. Measured on this
+// machine: the row-by-row GEMM loses to separate steps unless the tensor between them would not stay in L2
+// (the runtime fuses only from 1 MB).
 // Taps are always accumulated in (ky, kx) order starting from the bias, padding taps skipped (adding 0), as
 // in the scalar kernel. Packed layout = the scalar one: [C bias][kh*kw][C].
 //
@@ -64,6 +66,9 @@ struct DwCtx {
   // skipping the left padding column (when there is one) and the last one the right
   bool edge_strips;
   bool clamp;   // false for {-inf, +inf}
+  // 3x3, stride 1, no dilation, edge_strips: pairs of output rows whose four input rows are all inside run
+  // as one pass (pair_strips).
+  bool pair_rows;
   // The rows of the per-thread ring of expanded input rows (0: the kernel reads `in` directly), filled by one of:
   //  * depth multiplier > 1: per 8 output channels [first input channel, input lanes, 8 lane indices];
   //  * a fused pointwise conv (conv1x1_dwconv2d): its packed filter, clamp; `in` is its input (Cin channels).
@@ -191,6 +196,116 @@ void strip(const DwCtx& x, const TapRows& rows, size_t col, float* o, __m256 vmi
   }
 }
 
+// Two output rows (o0, o1: rows oy and oy + 1) x NP pixels x 8 channels [c, c + 8) of a 3x3 stride-1
+// depthwise conv, from the four input rows in[0..3] (oy - 1 .. oy + 2 in padded terms), starting at input
+// element offset col; kL / kR as in strip_ch. Each input column is loaded once per input row and feeds both
+// output rows: input row k is kernel row k of o0 and kernel row k - 1 of o1, so the middle two rows are read
+// once for two outputs. Against one-row strips that reads 2 input rows per output row instead of 3: the
+// depthwise steps are bound by those reads from L2 (three input rows of a 14x14x384 map are 64 KB). NP <= 4:
+// 8 accumulators, the 6 weight vectors of the two kernel rows and the column fill the 16 registers. Each
+// output still sums bias + taps in (ky, kx) order: the bits of the one-row strip.
+template <bool B>
+struct Flag {  // a bool as a type: a template argument chosen at run time through a generic lambda
+  static constexpr bool value = B;
+};
+
+template <int NP, bool kMask, bool kClamp, bool kL, bool kR>
+inline void pair_strip_ch(const DwCtx& x, const float* const* in, size_t col, size_t c, float* o0, float* o1,
+                          __m256 vmin, __m256 vmax, __m256i m) {
+  const size_t C = x.C;
+  __m256 a[NP], b[NP];
+  const __m256 bias = load8<kMask>(x.bias + c, m);
+#pragma GCC unroll 4
+  for (int i = 0; i < NP; ++i) a[i] = b[i] = bias;
+#pragma GCC unroll 4
+  for (int r = 0; r < 4; ++r) {
+    const float* wa = x.w + (r < 3 ? r : 0) * 3 * C + c;  // kernel row r of o0 (r < 3)
+    const float* wb = x.w + (r > 0 ? r - 1 : 0) * 3 * C + c;  // kernel row r - 1 of o1 (r > 0)
+    __m256 a0 = bias, a1 = bias, a2 = bias, b0 = bias, b1 = bias, b2 = bias;
+    if (r < 3) a0 = load8<kMask>(wa, m), a1 = load8<kMask>(wa + C, m), a2 = load8<kMask>(wa + 2 * C, m);
+    if (r > 0) b0 = load8<kMask>(wb, m), b1 = load8<kMask>(wb + C, m), b2 = load8<kMask>(wb + 2 * C, m);
+    const float* ip = in[r] + col + c;
+#pragma GCC unroll 8
+    // Column q is tap t of pixel q - t.
+    for (int q = kL ? 1 : 0; q < NP - 1 + (kR ? 2 : 3); ++q, ip += C) {
+      const __m256 v = load8<kMask>(ip, m);
+      if (q < NP) {
+        if (r < 3) a[q] = _mm256_fmadd_ps(v, a0, a[q]);
+        if (r > 0) b[q] = _mm256_fmadd_ps(v, b0, b[q]);
+      }
+      if (q >= 1 && q - 1 < NP) {
+        if (r < 3) a[q - 1] = _mm256_fmadd_ps(v, a1, a[q - 1]);
+        if (r > 0) b[q - 1] = _mm256_fmadd_ps(v, b1, b[q - 1]);
+      }
+      if (q >= 2) {
+        if (r < 3) a[q - 2] = _mm256_fmadd_ps(v, a2, a[q - 2]);
+        if (r > 0) b[q - 2] = _mm256_fmadd_ps(v, b2, b[q - 2]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < NP; ++i) {
+    const __m256 ra = kClamp ? clamp8(a[i], vmin, vmax) : a[i];
+    const __m256 rb = kClamp ? clamp8(b[i], vmin, vmax) : b[i];
+    if (kMask) {
+      store_lanes(o0 + i * C + c, m, ra);
+      store_lanes(o1 + i * C + c, m, rb);
+    } else {
+      _mm256_storeu_ps(o0 + i * C + c, ra);
+      _mm256_storeu_ps(o1 + i * C + c, rb);
+    }
+  }
+}
+
+template <int NP, bool kClamp, bool kL, bool kR>
+void pair_strip_c(const DwCtx& x, const float* const* in, size_t col, float* o0, float* o1, __m256 vmin,
+                  __m256 vmax, __m256i m) {
+  const size_t cfull = x.C & ~size_t{7};
+  for (size_t c = 0; c < cfull; c += 8)
+    pair_strip_ch<NP, false, kClamp, kL, kR>(x, in, col, c, o0, o1, vmin, vmax, m);
+  if (cfull < x.C) pair_strip_ch<NP, true, kClamp, kL, kR>(x, in, col, cfull, o0, o1, vmin, vmax, m);
+}
+
+template <int NP, bool kClamp>
+void pair_strip_edge(int edge, const DwCtx& x, const float* const* in, size_t col, float* o0, float* o1,
+                     __m256 vmin, __m256 vmax, __m256i m) {
+  switch (edge) {
+    case 1: return pair_strip_c<NP, kClamp, true, false>(x, in, col, o0, o1, vmin, vmax, m);
+    case 2: return pair_strip_c<NP, kClamp, false, true>(x, in, col, o0, o1, vmin, vmax, m);
+    case 3: return pair_strip_c<NP, kClamp, true, true>(x, in, col, o0, o1, vmin, vmax, m);
+    default: return pair_strip_c<NP, kClamp, false, false>(x, in, col, o0, o1, vmin, vmax, m);
+  }
+}
+
+// Output rows o0 and o1 (the next one) whole, from input rows in[0..3] (x.pair_rows): strips of 3-4 pixels
+// as equal as possible, the first and last skipping their padding column (see edge_strips).
+void pair_strips(const DwCtx& x, const float* const* in, float* o0, float* o1, __m256 vmin, __m256 vmax,
+                 __m256i m) {
+  const size_t C = x.C, strips = div_up(x.OW, 4), base = x.OW / strips, extra = x.OW % strips;
+  for (size_t s = 0, ox = 0; s < strips; ++s) {
+    const size_t np = base + (s < extra ? 1 : 0);
+    const int edge = (ox < x.ox_lo ? 1 : 0) | (ox + np > x.ox_hi ? 2 : 0);
+    const size_t col = (ox + (edge & 1) - x.p->pad_left) * C;  // the first column read
+    float* a = o0 + ox * C;
+    float* b = o1 + ox * C;
+    const auto run = [&](auto clamp) {
+      constexpr bool kC = decltype(clamp)::value;
+      switch (np) {
+        case 4: return pair_strip_edge<4, kC>(edge, x, in, col, a, b, vmin, vmax, m);
+        case 3: return pair_strip_edge<3, kC>(edge, x, in, col, a, b, vmin, vmax, m);
+        case 2: return pair_strip_edge<2, kC>(edge, x, in, col, a, b, vmin, vmax, m);
+        default: return pair_strip_edge<1, kC>(edge, x, in, col, a, b, vmin, vmax, m);
+      }
+    };
+    if (x.clamp) {
+      run(Flag<true>{});
+    } else {
+      run(Flag<false>{});
+    }
+    ox += np;
+  }
+}
+
 // One input row [W][Cin] expanded to [W][C] (channel c repeated C / Cin times): per 8 output channels one
 // masked load and one lane permute, as x.expand_plan says.
 void expand_row(const DwCtx& x, const float* src, float* dst) {
@@ -215,7 +330,10 @@ template <size_t KWC>
 void dw_task(const void* vctx, size_t task) {
   const DwCtx& x = *static_cast<const DwCtx*>(vctx);
   const ConvParams& p = *x.p;
-  const size_t r0 = x.rows * task / x.tasks, r1 = x.rows * (task + 1) / x.tasks;
+  // Rows [r0, r1); with pair_rows whole pairs of rows (units of 2), so tasks do not split a pair.
+  const size_t unit = x.pair_rows ? 2 : 1, units = div_up(x.rows, unit);
+  const size_t r0 = min_sz(x.rows, unit * (units * task / x.tasks));
+  const size_t r1 = min_sz(x.rows, unit * (units * (task + 1) / x.tasks));
   const __m256 vmin = _mm256_set1_ps(x.vmin), vmax = _mm256_set1_ps(x.vmax);
   const size_t C = x.C, KW = KWC > 0 ? KWC : p.kernel_w, sw = p.stride_w, dw = p.dilation_w;
   const size_t cfull = C & ~size_t{7};
@@ -240,31 +358,52 @@ void dw_task(const void* vctx, size_t task) {
       for (size_t i = 0; i < x.ring_rows; ++i) ring_key[i] = ~uint64_t{0};
     }
   }
-  float* row_buf =
-      x.project ? static_cast<float*>(internal::scratch(internal::Scratch::kDwRow, x.OW * C * sizeof(float))) : nullptr;
+  // A fused project's input: one output row, or two (pair_rows).
+  const size_t buf_rows = x.pair_rows ? 2 : 1;
+  float* row_buf = x.project ? static_cast<float*>(internal::scratch(internal::Scratch::kDwRow,
+                                                                      buf_rows * x.OW * C * sizeof(float)))
+                             : nullptr;
+  // Input row iy of image n as the kernel reads it: in place, or its slot of the ring (expanded first if the
+  // slot holds another row).
+  const auto input_row = [&](size_t n, size_t iy) -> const float* {
+    const float* src = x.in + (n * x.H + iy) * x.W * x.Cin;
+    if (!ring) return src;
+    const size_t key = n * x.H + iy, slot = key % x.ring_rows;
+    float* dst = ring + slot * x.W * C;
+    if (ring_key[slot] != key) {
+      if (x.pw_packed) {
+        gemm_serial(x.W, C, x.Cin, src, x.Cin, x.pw_packed, dst, C, x.pw_act);
+      } else {
+        expand_row(x, src, dst);
+      }
+      ring_key[slot] = key;
+    }
+    return dst;
+  };
+  // The project conv (+ residual) of output rows [r, r + count) in row_buf, while they are in L1.
+  const auto project_rows = [&](size_t r, size_t count) {
+    const size_t co = x.project->channels;
+    gemm_serial(count * x.OW, co, C, row_buf, C, x.project->packed, x.out + r * x.OW * co, co, x.project->act,
+                x.residual ? x.residual + r * x.OW * co : nullptr, co);
+  };
   for (size_t r = r0; r < r1; ++r) {
     const size_t n = r / x.OH, oy = r % x.OH;
-    const float* in_n = x.in + n * x.H * x.W * x.Cin;
+    // Rows oy and oy + 1 together when their input rows oy - pad_top .. oy - pad_top + 3 are all inside.
+    if (x.pair_rows && r + 1 < r1 && oy + 1 < x.OH && oy >= p.pad_top && oy - p.pad_top + 3 < x.H) {
+      const float* in4[4];
+      for (size_t k = 0; k < 4; ++k) in4[k] = input_row(n, oy - p.pad_top + k);
+      float* o0 = row_buf ? row_buf : x.out + r * x.OW * C;
+      pair_strips(x, in4, o0, o0 + x.OW * C, vmin, vmax, cmask);
+      apply_post(p.act.post, o0, 1, 2 * x.OW * C, 0);
+      if (row_buf) project_rows(r, 2);
+      ++r;
+      continue;
+    }
     TapRows rows;
     for (size_t ky = 0; ky < p.kernel_h; ++ky) {
       const size_t iy_p = oy * p.stride_h + ky * p.dilation_h;
       if (iy_p < p.pad_top || iy_p - p.pad_top >= x.H) continue;
-      const size_t iy = iy_p - p.pad_top;
-      const float* src = in_n + iy * x.W * x.Cin;
-      if (ring) {
-        const size_t key = n * x.H + iy, slot = key % x.ring_rows;
-        float* dst = ring + slot * x.W * C;
-        if (ring_key[slot] != key) {
-          if (x.pw_packed) {
-            gemm_serial(x.W, C, x.Cin, src, x.Cin, x.pw_packed, dst, C, x.pw_act);
-          } else {
-            expand_row(x, src, dst);
-          }
-          ring_key[slot] = key;
-        }
-        src = dst;
-      }
-      rows.in[rows.n] = src;
+      rows.in[rows.n] = input_row(n, iy_p - p.pad_top);
       rows.w[rows.n] = x.w + ky * KW * C;
       ++rows.n;
     }
@@ -349,11 +488,7 @@ void dw_task(const void* vctx, size_t task) {
       }
     }
     apply_post(p.act.post, orow, 1, x.OW * C, 0);  // the fused post-op over the row just written (in L1/L2)
-    if (row_buf) {  // the project conv of the row, while it is in L1
-      const size_t co = x.project->channels;
-      gemm_serial(x.OW, co, C, row_buf, C, x.project->packed, x.out + r * x.OW * co, co, x.project->act,
-                  x.residual ? x.residual + r * x.OW * co : nullptr, co);
-    }
+    if (row_buf) project_rows(r, 1);
   }
   internal::aligned_free(tin);
   internal::aligned_free(twt);
@@ -581,7 +716,11 @@ void run_dw(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, 
             const void* packed, float* out, Parallel& par, const PointwiseConv* pw,
             const PointwiseConv* project = nullptr, const float* residual = nullptr) {
   const size_t dm = p.group_output_channels, OC = size_t{p.groups} * dm;
-  const size_t ring_rows = dm == 1 && !pw ? 0 : (size_t{p.kernel_h} - 1) * p.dilation_h + 1;
+  const bool pair_rows = p.kernel_h == 3 && p.kernel_w == 3 && p.stride_h == 1 && p.stride_w == 1 &&
+                         p.dilation_h == 1 && p.dilation_w == 1;  // and edge_strips: see below
+  // A pair of output rows reads four input rows, distinct modulo 4.
+  const size_t ring_rows =
+      dm == 1 && !pw ? 0 : (size_t{p.kernel_h} - 1) * p.dilation_h + 1 + (pair_rows ? 1 : 0);
   int32_t* plan = nullptr;
   if (ring_rows && !pw) {
     const size_t groups = div_up(OC, 8);
@@ -622,7 +761,13 @@ void run_dw(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, 
   // depthwise conv, for 2 pixels of 14 and 7.
   x.edge_strips = x.stride3 != 0 && OW >= 4 && x.ox_lo <= 1 && (x.ox_lo == 0 || p.pad_left == 1) &&
                   x.ox_hi + 1 >= OW && (x.ox_hi == OW || (OW - 1) * p.stride_w + 2 == W + p.pad_left);
+  x.pair_rows = pair_rows && x.edge_strips;
   const size_t threads = internal::parallel_threads(par);
+  // Row pairs are the units of work then: kept only if no thread gets more rows than with single rows. 14
+  // rows on 2 threads as 7 pairs split 4 : 3, and the 14x14 steps of MobileNetV2 ran 12 -> 14 us.
+  if (x.pair_rows && 2 * div_up(div_up(x.rows, 2), threads) > div_up(x.rows, threads) + x.rows % 2) {
+    x.pair_rows = false;
+  }
   x.call = internal::unique_call_id();
   // A few tasks per thread, so the pool can even out threads that run at different speeds. With a fused
   // pointwise conv that costs no recomputation unless a thread takes another's task: its ring then lacks the
@@ -631,7 +776,8 @@ void run_dw(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, 
   // pairs left one thread waiting 30-70 us each.
   const double row_cost = static_cast<double>(OW) * x.C *
                           ((pw ? x.Cin + 9.0 : double(p.kernel_h) * p.kernel_w) + (project ? project->channels : 0));
-  x.tasks = internal::task_count(x.rows, row_cost, threads, 4);
+  const size_t unit = x.pair_rows ? 2 : 1;  // rows per unit of work (see dw_task)
+  x.tasks = internal::task_count(div_up(x.rows, unit), row_cost * unit, threads, 4);
   const internal::TaskFn fn = p.kernel_w == 3 ? dw_task<3> : p.kernel_w == 5 ? dw_task<5> : dw_task<0>;
   internal::parallel_run(par, x.tasks, fn, &x);
   internal::aligned_free(plan);
@@ -642,7 +788,7 @@ void run_dw(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, 
 void dwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
               const void* packed, float* out, Parallel& par) {
   const size_t dm = p.group_output_channels, OC = size_t{p.groups} * dm;
-  if (dm == 0 || !dw_fits(p, W, OC, dm == 1 ? 0 : (size_t{p.kernel_h} - 1) * p.dilation_h + 1)) {
+  if (dm == 0 || !dw_fits(p, W, OC, dm == 1 ? 0 : (size_t{p.kernel_h} - 1) * p.dilation_h + 2)) {
     scalar::dwconv2d(without_post(p), N, H, W, in, OH, OW, packed, out, par);
     return apply_post(p.act.post, out, 1, N * OH * OW * OC, 0);
   }
@@ -655,9 +801,9 @@ void dwconv2d_fused(const PointwiseConv* expand, const ConvParams& p, size_t N, 
                     float* out, Parallel& par) {
   const size_t C = p.groups;
   if (N == 0 || OH == 0 || OW == 0 || C == 0) return;
-  const size_t ring_rows = expand ? (size_t{p.kernel_h} - 1) * p.dilation_h + 1 : 0;
+  const size_t ring_rows = expand ? (size_t{p.kernel_h} - 1) * p.dilation_h + 2 : 0;  // + 1 for pair_rows
   if (p.group_output_channels != 1 || (expand && expand->channels == 0) ||
-      !dw_fits(p, W, C, ring_rows, project ? OW : 0)) {
+      !dw_fits(p, W, C, ring_rows, project ? 2 * OW : 0)) {
     // The intermediate tensors in full (depth multiplier > 1, empty input channels, absurd geometry).
     float* mid = nullptr;
     if (expand) {
