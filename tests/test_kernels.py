@@ -170,22 +170,26 @@ def test_dwconv2d_3x3_row_edges(stride, pads):
 
 @pytest.mark.parametrize("c", [8, 19, 32])
 @pytest.mark.parametrize("w", [4, 7, 14])
-def test_dwconv2d_3x3_row_pairs(w, c):
-    """3x3 stride-1 rows run in pairs where all four input rows are inside, else alone: starting the image
-    one row lower moves every pair boundary, and the rows both outputs share keep their bits (1 and 2
-    threads; with and without a fused expand and project)."""
-    for h in range(4, 11):
-        x, f, b = rand(1, h, w, c), rand(1, 3, 3, c), rand(c)
+@pytest.mark.parametrize("s", [1, 2])
+def test_dwconv2d_3x3_row_pairs(s, w, c):
+    """3x3 rows of stride 1 or 2 run in pairs where all the input rows the two read are inside, else alone:
+    starting the image lower moves every pair boundary, and the rows both outputs share keep their bits (1
+    and 2 threads; with and without a fused expand and project)."""
+    # The image from row 1 (stride 1) or 3 (stride 2) without top padding gives rows 2.. of the full one, and
+    # pairs them differently: (0, 1) there is (2, 3) here, whose pairs are (1, 2), (3, 4), ...
+    shift, pads2, skip = (1 if s == 1 else 3), (0, 1, 1, 1), 2
+    for h in range(5, 13):
+        x, f, b = rand(1, h, w * s, c), rand(1, 3, 3, c), rand(c)
         pw, pj = rand(c, 5), rand(6, c)
-        xe = rand(1, h, w, 5)
+        xe = rand(1, h, w * s, 5)
         for threads in (1, 2):
-            geo = dict(strides=(1, 1), min=-0.25, max=0.75, isa="best", threads=threads)
+            geo = dict(strides=(s, s), min=-0.25, max=0.75, isa="best", threads=threads)
             full = K.dwconv2d(x, f, b, pads=(1, 1, 1, 1), **geo)
-            close(full, clamp(dwconv2d_ref(x, f, b, (1, 1, 1, 1), (1, 1), (1, 1)), -0.25, 0.75), 9)
-            same_bytes(K.dwconv2d(x[:, 1:], f, b, pads=(0, 1, 1, 1), **geo), full[:, 2:])
+            close(full, clamp(dwconv2d_ref(x, f, b, (1, 1, 1, 1), (s, s), (1, 1)), -0.25, 0.75), 9)
+            same_bytes(K.dwconv2d(x[:, shift:], f, b, pads=pads2, **geo), full[:, skip:])
             blk = dict(pw_filter=pw, filter=f, bias=b, project_filter=pj, pw_min=0.0, pw_max=6.0, **geo)
-            same_bytes(K.dwconv2d_conv1x1(xe[:, 1:], pads=(0, 1, 1, 1), **blk),
-                       K.dwconv2d_conv1x1(xe, pads=(1, 1, 1, 1), **blk)[:, 2:])
+            same_bytes(K.dwconv2d_conv1x1(xe[:, shift:], pads=pads2, **blk),
+                       K.dwconv2d_conv1x1(xe, pads=(1, 1, 1, 1), **blk)[:, skip:])
 
 
 @SETTINGS

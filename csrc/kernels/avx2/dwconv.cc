@@ -5,9 +5,9 @@
 // FMA latency), each weight vector loaded once per strip; 3-wide kernels at stride 1 or 2 also load each
 // input column once per kernel row (these kernels are bound by loads more than by FMAs). Strips are sized to
 // split the interior evenly, so there is no tail. Border columns (and interiors under 4 pixels) take a
-// per-pixel path over the valid taps only. 3x3 stride-1 convs run two output rows per pass where their four
+// per-pixel path over the valid taps only. 3x3 convs of stride 1 or 2 run two output rows per pass where their
 // input rows are inside (pair_strips): 4-pixel strips whose input columns feed both rows, so each output row
-// reads two input rows instead of three (these kernels are bound by reading their rows from L2). Channel
+// reads 2 (2.5) input rows instead of 3 (these kernels are bound by reading their rows from L2). Channel
 // tails use masked loads and store_lanes. A depth multiplier > 1 reads expanded copies of the input rows
 // (each channel repeated; a small per-task ring), then runs the same code.
 // A MobileNet block in one call (dwconv2d_fused): a fused expand computes the input rows into that ring with
@@ -66,8 +66,8 @@ struct DwCtx {
   // skipping the left padding column (when there is one) and the last one the right
   bool edge_strips;
   bool clamp;   // false for {-inf, +inf}
-  // 3x3, stride 1, no dilation, edge_strips: pairs of output rows whose four input rows are all inside run
-  // as one pass (pair_strips).
+  // 3x3, stride 1 or 2 both ways, no dilation, edge_strips: pairs of output rows whose input rows are all
+  // inside run as one pass (pair_strips).
   bool pair_rows;
   // The rows of the per-thread ring of expanded input rows (0: the kernel reads `in` directly), filled by one of:
   //  * depth multiplier > 1: per 8 output channels [first input channel, input lanes, 8 lane indices];
@@ -196,20 +196,20 @@ void strip(const DwCtx& x, const TapRows& rows, size_t col, float* o, __m256 vmi
   }
 }
 
-// Two output rows (o0, o1: rows oy and oy + 1) x NP pixels x 8 channels [c, c + 8) of a 3x3 stride-1
-// depthwise conv, from the four input rows in[0..3] (oy - 1 .. oy + 2 in padded terms), starting at input
-// element offset col; kL / kR as in strip_ch. Each input column is loaded once per input row and feeds both
-// output rows: input row k is kernel row k of o0 and kernel row k - 1 of o1, so the middle two rows are read
-// once for two outputs. Against one-row strips that reads 2 input rows per output row instead of 3: the
-// depthwise steps are bound by those reads from L2 (three input rows of a 14x14x384 map are 64 KB). NP <= 4:
-// 8 accumulators, the 6 weight vectors of the two kernel rows and the column fill the 16 registers. Each
-// output still sums bias + taps in (ky, kx) order: the bits of the one-row strip.
+// Two output rows (o0, o1: rows oy and oy + 1) x NP pixels x 8 channels [c, c + 8) of a 3x3 depthwise conv
+// with stride kS (1 or 2) in both directions, from the 3 + kS input rows in[] that the two read (o0 reads
+// rows 0-2, o1 rows kS to kS + 2), starting at input element offset col; kL / kR as in strip_ch. Each input
+// column is loaded once per input row and feeds both output rows where they share it. Against one-row strips
+// that reads 2 input rows per output row instead of 3 at stride 1 (2.5 at stride 2): these kernels are bound
+// by reading their rows from L2 (three input rows of a 14x14x384 map are 64 KB). NP <= 4: 8 accumulators,
+// the 6 weight vectors of two kernel rows and the column fill the 16 registers. Each output still sums bias +
+// taps in (ky, kx) order: the bits of the one-row strip.
 template <bool B>
 struct Flag {  // a bool as a type: a template argument chosen at run time through a generic lambda
   static constexpr bool value = B;
 };
 
-template <int NP, bool kMask, bool kClamp, bool kL, bool kR>
+template <int NP, int kS, bool kMask, bool kClamp, bool kL, bool kR>
 inline void pair_strip_ch(const DwCtx& x, const float* const* in, size_t col, size_t c, float* o0, float* o1,
                           __m256 vmin, __m256 vmax, __m256i m) {
   const size_t C = x.C;
@@ -217,29 +217,30 @@ inline void pair_strip_ch(const DwCtx& x, const float* const* in, size_t col, si
   const __m256 bias = load8<kMask>(x.bias + c, m);
 #pragma GCC unroll 4
   for (int i = 0; i < NP; ++i) a[i] = b[i] = bias;
-#pragma GCC unroll 4
-  for (int r = 0; r < 4; ++r) {
-    const float* wa = x.w + (r < 3 ? r : 0) * 3 * C + c;  // kernel row r of o0 (r < 3)
-    const float* wb = x.w + (r > 0 ? r - 1 : 0) * 3 * C + c;  // kernel row r - 1 of o1 (r > 0)
+#pragma GCC unroll 5
+  for (int r = 0; r < 3 + kS; ++r) {
+    const bool ua = r < 3, ub = r >= kS;                       // row r feeds o0 / o1
+    const float* wa = x.w + (ua ? r : 0) * 3 * C + c;         // kernel row r of o0
+    const float* wb = x.w + (ub ? r - kS : 0) * 3 * C + c;    // kernel row r - kS of o1
     __m256 a0 = bias, a1 = bias, a2 = bias, b0 = bias, b1 = bias, b2 = bias;
-    if (r < 3) a0 = load8<kMask>(wa, m), a1 = load8<kMask>(wa + C, m), a2 = load8<kMask>(wa + 2 * C, m);
-    if (r > 0) b0 = load8<kMask>(wb, m), b1 = load8<kMask>(wb + C, m), b2 = load8<kMask>(wb + 2 * C, m);
+    if (ua) a0 = load8<kMask>(wa, m), a1 = load8<kMask>(wa + C, m), a2 = load8<kMask>(wa + 2 * C, m);
+    if (ub) b0 = load8<kMask>(wb, m), b1 = load8<kMask>(wb + C, m), b2 = load8<kMask>(wb + 2 * C, m);
     const float* ip = in[r] + col + c;
-#pragma GCC unroll 8
-    // Column q is tap t of pixel q - t.
-    for (int q = kL ? 1 : 0; q < NP - 1 + (kR ? 2 : 3); ++q, ip += C) {
+#pragma GCC unroll 16
+    // Column q is tap t of pixel (q - t) / kS.
+    for (int q = kL ? 1 : 0; q < kS * (NP - 1) + (kR ? 2 : 3); ++q, ip += C) {
       const __m256 v = load8<kMask>(ip, m);
-      if (q < NP) {
-        if (r < 3) a[q] = _mm256_fmadd_ps(v, a0, a[q]);
-        if (r > 0) b[q] = _mm256_fmadd_ps(v, b0, b[q]);
+      if (q % kS == 0 && q / kS < NP) {
+        if (ua) a[q / kS] = _mm256_fmadd_ps(v, a0, a[q / kS]);
+        if (ub) b[q / kS] = _mm256_fmadd_ps(v, b0, b[q / kS]);
       }
-      if (q >= 1 && q - 1 < NP) {
-        if (r < 3) a[q - 1] = _mm256_fmadd_ps(v, a1, a[q - 1]);
-        if (r > 0) b[q - 1] = _mm256_fmadd_ps(v, b1, b[q - 1]);
+      if (q >= 1 && (q - 1) % kS == 0 && (q - 1) / kS < NP) {
+        if (ua) a[(q - 1) / kS] = _mm256_fmadd_ps(v, a1, a[(q - 1) / kS]);
+        if (ub) b[(q - 1) / kS] = _mm256_fmadd_ps(v, b1, b[(q - 1) / kS]);
       }
-      if (q >= 2) {
-        if (r < 3) a[q - 2] = _mm256_fmadd_ps(v, a2, a[q - 2]);
-        if (r > 0) b[q - 2] = _mm256_fmadd_ps(v, b2, b[q - 2]);
+      if (q >= 2 && (q - 2) % kS == 0) {
+        if (ua) a[(q - 2) / kS] = _mm256_fmadd_ps(v, a2, a[(q - 2) / kS]);
+        if (ub) b[(q - 2) / kS] = _mm256_fmadd_ps(v, b2, b[(q - 2) / kS]);
       }
     }
   }
@@ -257,44 +258,46 @@ inline void pair_strip_ch(const DwCtx& x, const float* const* in, size_t col, si
   }
 }
 
-template <int NP, bool kClamp, bool kL, bool kR>
+template <int NP, int kS, bool kClamp, bool kL, bool kR>
 void pair_strip_c(const DwCtx& x, const float* const* in, size_t col, float* o0, float* o1, __m256 vmin,
                   __m256 vmax, __m256i m) {
   const size_t cfull = x.C & ~size_t{7};
   for (size_t c = 0; c < cfull; c += 8)
-    pair_strip_ch<NP, false, kClamp, kL, kR>(x, in, col, c, o0, o1, vmin, vmax, m);
-  if (cfull < x.C) pair_strip_ch<NP, true, kClamp, kL, kR>(x, in, col, cfull, o0, o1, vmin, vmax, m);
+    pair_strip_ch<NP, kS, false, kClamp, kL, kR>(x, in, col, c, o0, o1, vmin, vmax, m);
+  if (cfull < x.C) pair_strip_ch<NP, kS, true, kClamp, kL, kR>(x, in, col, cfull, o0, o1, vmin, vmax, m);
 }
 
-template <int NP, bool kClamp>
+template <int NP, int kS, bool kClamp>
 void pair_strip_edge(int edge, const DwCtx& x, const float* const* in, size_t col, float* o0, float* o1,
                      __m256 vmin, __m256 vmax, __m256i m) {
   switch (edge) {
-    case 1: return pair_strip_c<NP, kClamp, true, false>(x, in, col, o0, o1, vmin, vmax, m);
-    case 2: return pair_strip_c<NP, kClamp, false, true>(x, in, col, o0, o1, vmin, vmax, m);
-    case 3: return pair_strip_c<NP, kClamp, true, true>(x, in, col, o0, o1, vmin, vmax, m);
-    default: return pair_strip_c<NP, kClamp, false, false>(x, in, col, o0, o1, vmin, vmax, m);
+    case 1: return pair_strip_c<NP, kS, kClamp, true, false>(x, in, col, o0, o1, vmin, vmax, m);
+    case 2: return pair_strip_c<NP, kS, kClamp, false, true>(x, in, col, o0, o1, vmin, vmax, m);
+    case 3: return pair_strip_c<NP, kS, kClamp, true, true>(x, in, col, o0, o1, vmin, vmax, m);
+    default: return pair_strip_c<NP, kS, kClamp, false, false>(x, in, col, o0, o1, vmin, vmax, m);
   }
 }
 
-// Output rows o0 and o1 (the next one) whole, from input rows in[0..3] (x.pair_rows): strips of 3-4 pixels
-// as equal as possible, the first and last skipping their padding column (see edge_strips).
+// Output rows o0 and o1 (the next one) whole, from the 3 + stride input rows in[] they read (x.pair_rows):
+// strips of 3-4 pixels as equal as possible, the first and last skipping their padding column (see
+// edge_strips).
+template <int kS>
 void pair_strips(const DwCtx& x, const float* const* in, float* o0, float* o1, __m256 vmin, __m256 vmax,
                  __m256i m) {
   const size_t C = x.C, strips = div_up(x.OW, 4), base = x.OW / strips, extra = x.OW % strips;
   for (size_t s = 0, ox = 0; s < strips; ++s) {
     const size_t np = base + (s < extra ? 1 : 0);
     const int edge = (ox < x.ox_lo ? 1 : 0) | (ox + np > x.ox_hi ? 2 : 0);
-    const size_t col = (ox + (edge & 1) - x.p->pad_left) * C;  // the first column read
+    const size_t col = (ox * kS + (edge & 1) - x.p->pad_left) * C;  // the first column read
     float* a = o0 + ox * C;
     float* b = o1 + ox * C;
     const auto run = [&](auto clamp) {
       constexpr bool kC = decltype(clamp)::value;
       switch (np) {
-        case 4: return pair_strip_edge<4, kC>(edge, x, in, col, a, b, vmin, vmax, m);
-        case 3: return pair_strip_edge<3, kC>(edge, x, in, col, a, b, vmin, vmax, m);
-        case 2: return pair_strip_edge<2, kC>(edge, x, in, col, a, b, vmin, vmax, m);
-        default: return pair_strip_edge<1, kC>(edge, x, in, col, a, b, vmin, vmax, m);
+        case 4: return pair_strip_edge<4, kS, kC>(edge, x, in, col, a, b, vmin, vmax, m);
+        case 3: return pair_strip_edge<3, kS, kC>(edge, x, in, col, a, b, vmin, vmax, m);
+        case 2: return pair_strip_edge<2, kS, kC>(edge, x, in, col, a, b, vmin, vmax, m);
+        default: return pair_strip_edge<1, kS, kC>(edge, x, in, col, a, b, vmin, vmax, m);
       }
     };
     if (x.clamp) {
@@ -388,12 +391,18 @@ void dw_task(const void* vctx, size_t task) {
   };
   for (size_t r = r0; r < r1; ++r) {
     const size_t n = r / x.OH, oy = r % x.OH;
-    // Rows oy and oy + 1 together when their input rows oy - pad_top .. oy - pad_top + 3 are all inside.
-    if (x.pair_rows && r + 1 < r1 && oy + 1 < x.OH && oy >= p.pad_top && oy - p.pad_top + 3 < x.H) {
-      const float* in4[4];
-      for (size_t k = 0; k < 4; ++k) in4[k] = input_row(n, oy - p.pad_top + k);
+    // Rows oy and oy + 1 together when the 3 + stride input rows they read (from padded row oy * stride) are
+    // all inside.
+    const size_t ps = p.stride_h, pr = 3 + ps;
+    if (x.pair_rows && r + 1 < r1 && oy + 1 < x.OH && oy * ps >= p.pad_top && oy * ps - p.pad_top + pr <= x.H) {
+      const float* in[5];
+      for (size_t k = 0; k < pr; ++k) in[k] = input_row(n, oy * ps - p.pad_top + k);
       float* o0 = row_buf ? row_buf : x.out + r * x.OW * C;
-      pair_strips(x, in4, o0, o0 + x.OW * C, vmin, vmax, cmask);
+      if (ps == 1) {
+        pair_strips<1>(x, in, o0, o0 + x.OW * C, vmin, vmax, cmask);
+      } else {
+        pair_strips<2>(x, in, o0, o0 + x.OW * C, vmin, vmax, cmask);
+      }
       apply_post(p.act.post, o0, 1, 2 * x.OW * C, 0);
       if (row_buf) project_rows(r, 2);
       ++r;
@@ -716,11 +725,11 @@ void run_dw(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, 
             const void* packed, float* out, Parallel& par, const PointwiseConv* pw,
             const PointwiseConv* project = nullptr, const float* residual = nullptr) {
   const size_t dm = p.group_output_channels, OC = size_t{p.groups} * dm;
-  const bool pair_rows = p.kernel_h == 3 && p.kernel_w == 3 && p.stride_h == 1 && p.stride_w == 1 &&
+  const bool pair_rows = p.kernel_h == 3 && p.kernel_w == 3 && p.stride_h == p.stride_w && p.stride_w <= 2 &&
                          p.dilation_h == 1 && p.dilation_w == 1;  // and edge_strips: see below
-  // A pair of output rows reads four input rows, distinct modulo 4.
+  // A pair of output rows reads 3 + stride input rows, distinct modulo that.
   const size_t ring_rows =
-      dm == 1 && !pw ? 0 : (size_t{p.kernel_h} - 1) * p.dilation_h + 1 + (pair_rows ? 1 : 0);
+      dm == 1 && !pw ? 0 : (size_t{p.kernel_h} - 1) * p.dilation_h + 1 + (pair_rows ? p.stride_h : 0);
   int32_t* plan = nullptr;
   if (ring_rows && !pw) {
     const size_t groups = div_up(OC, 8);
@@ -788,7 +797,7 @@ void run_dw(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, 
 void dwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
               const void* packed, float* out, Parallel& par) {
   const size_t dm = p.group_output_channels, OC = size_t{p.groups} * dm;
-  if (dm == 0 || !dw_fits(p, W, OC, dm == 1 ? 0 : (size_t{p.kernel_h} - 1) * p.dilation_h + 2)) {
+  if (dm == 0 || !dw_fits(p, W, OC, dm == 1 ? 0 : (size_t{p.kernel_h} - 1) * p.dilation_h + 3)) {
     scalar::dwconv2d(without_post(p), N, H, W, in, OH, OW, packed, out, par);
     return apply_post(p.act.post, out, 1, N * OH * OW * OC, 0);
   }
@@ -801,7 +810,7 @@ void dwconv2d_fused(const PointwiseConv* expand, const ConvParams& p, size_t N, 
                     float* out, Parallel& par) {
   const size_t C = p.groups;
   if (N == 0 || OH == 0 || OW == 0 || C == 0) return;
-  const size_t ring_rows = expand ? (size_t{p.kernel_h} - 1) * p.dilation_h + 2 : 0;  // + 1 for pair_rows
+  const size_t ring_rows = expand ? (size_t{p.kernel_h} - 1) * p.dilation_h + 3 : 0;  // + 2 for pair_rows
   if (p.group_output_channels != 1 || (expand && expand->channels == 0) ||
       !dw_fits(p, W, C, ring_rows, project ? 2 * OW : 0)) {
     // The intermediate tensors in full (depth multiplier > 1, empty input channels, absurd geometry).
