@@ -5,9 +5,9 @@
 // FMA latency), each weight vector loaded once per strip; 3-wide kernels at stride 1 or 2 also load each
 // input column once per kernel row (these kernels are bound by loads more than by FMAs). Strips are sized to
 // split the interior evenly, so there is no tail. Border columns (and interiors under 4 pixels) take a
-// per-pixel path over the valid taps only. 3x3 convs of stride 1 or 2 run two output rows per pass where their
-// input rows are inside (pair_strips): 4-pixel strips whose input columns feed both rows, so each output row
-// reads 2 (2.5) input rows instead of 3 (these kernels are bound by reading their rows from L2). Channel
+// per-pixel path over the valid taps only. 3x3 convs of stride 1 or 2 run two output rows per pass where
+// their input rows are inside (pair_strips): 4-pixel strips whose input columns feed both rows, so each output
+// row reads 2 (2.5) input rows instead of 3 (these kernels are bound by reading their rows from L2). Channel
 // tails use masked loads and store_lanes. A depth multiplier > 1 reads expanded copies of the input rows
 // (each channel repeated; a small per-task ring), then runs the same code.
 // A MobileNet block in one call (dwconv2d_fused): a fused expand computes the input rows into that ring with
@@ -394,7 +394,8 @@ void dw_task(const void* vctx, size_t task) {
     // Rows oy and oy + 1 together when the 3 + stride input rows they read (from padded row oy * stride) are
     // all inside.
     const size_t ps = p.stride_h, pr = 3 + ps;
-    if (x.pair_rows && r + 1 < r1 && oy + 1 < x.OH && oy * ps >= p.pad_top && oy * ps - p.pad_top + pr <= x.H) {
+    const bool pair_inside = oy * ps >= p.pad_top && oy * ps - p.pad_top + pr <= x.H;
+    if (x.pair_rows && r + 1 < r1 && oy + 1 < x.OH && pair_inside) {
       const float* in[5];
       for (size_t k = 0; k < pr; ++k) in[k] = input_row(n, oy * ps - p.pad_top + k);
       float* o0 = row_buf ? row_buf : x.out + r * x.OW * C;
