@@ -315,6 +315,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
     cases = [c for c in CASES if not args.only or any(s in c.name for s in args.only)]
+    if not cases:
+        parser.error(f"--only {' '.join(args.only)}: no case name contains that; the cases are: "
+                     + "; ".join(c.name for c in CASES))
     with_ort = not args.no_ort and onnxruntime_or_none() is not None
     if not args.no_ort and not with_ort:
         print("onnxruntime not installed: ORT columns skipped")

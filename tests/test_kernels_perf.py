@@ -256,6 +256,17 @@ def test_bench_models_partial_run_keeps_the_full_results():
     assert str(common.result_path("kernels", False, "png")) == "bench/out/kernels-partial.png"
 
 
+def test_bench_kernels_only_matching_nothing_says_so(capsys):
+    """`python -m bench kernels --only X` with no case named like X stops with the list of case names (it
+    crashed on an empty result before)."""
+    kernels = pytest.importorskip("bench.kernels")
+    with pytest.raises(SystemExit) as exc:
+        kernels.main(["--only", "depthwise", "--no-progress"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "--only depthwise: no case name contains that" in err and "dwconv 3x3 112x112x32" in err
+
+
 # ---------------------------------------------------------------------------------------- depthwise / pool
 @SETTINGS
 @given(w=st.sampled_from([4, 5, 9, 13, 23, 40]), c=st.sampled_from([1, 8, 19, 32]),
