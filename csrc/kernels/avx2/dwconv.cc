@@ -6,10 +6,10 @@
 // input column once per kernel row (these kernels are bound by loads more than by FMAs). Strips are sized to
 // split the interior evenly, so there is no tail. Border columns (and interiors under 4 pixels) take a
 // per-pixel path over the valid taps only. 3x3 convs of stride 1 or 2 run two output rows per pass where
-// their input rows are inside (pair_strips): 4-pixel strips whose input columns feed both rows, so each output
-// row reads 2 (2.5) input rows instead of 3 (these kernels are bound by reading their rows from L2). Channel
-// tails use masked loads and store_lanes. A depth multiplier > 1 reads expanded copies of the input rows
-// (each channel repeated; a small per-task ring), then runs the same code.
+// their input rows are inside (pair_strips): 4-pixel strips whose input columns feed both rows, so each
+// output row reads 2 (2.5) input rows instead of 3 (these kernels are bound by reading their rows from L2).
+// Channel tails use masked loads and store_lanes. A depth multiplier > 1 reads expanded copies of the input
+// rows (each channel repeated; a small per-task ring), then runs the same code.
 // A MobileNet block in one call (dwconv2d_fused): a fused expand computes the input rows into that ring with
 // the GEMM (each row once per task, carried between a thread's tasks); a fused project takes each output
 // row (or row pair) from a per-task row buffer, still in L1, through the GEMM (+ the residual) into the

@@ -38,10 +38,10 @@ constexpr size_t kMC = 144;  // rows of A per M chunk
 // 196x256x1024 100-106 -> 108, 1024^3 108 -> 110-111; a 6-layer FC chain with cold weights -2 %.
 constexpr size_t kKCMax = 1536;
 constexpr size_t kCBlockBytes = 128 * 1024;  // C block of one (M chunk, N group) unit, kept in L2
-// The K of MobileNets' first expand (12544 x 96 x 16 in MobileNetV2): sweep16's 6 x 16 tiles run it with the k
-// loop unrolled whole. Measured: that GEMM 425 -> 390 us in isolation, MobileNetV2's first stride-2 block
-// 643 -> 620 us. Unrolled for K = 24 and 32 as well, the blocks using them did not get faster; a 4x unroll of
-// the general loop gained 6 us.
+// The K of MobileNets' first expand (12544 x 96 x 16 in MobileNetV2): sweep16's 6 x 16 tiles run it with the
+// k loop unrolled whole. Measured: that GEMM 425 -> 390 us in isolation, MobileNetV2's first stride-2 block
+// 643 -> 620 us. Unrolled for K = 24 and 32 as well, the blocks using them did not get faster; a 4x unroll
+// of the general loop gained 6 us.
 constexpr size_t kShortK = 16;
 
 struct Tail {  // masks for a partial 16-column panel, and whether the output is clamped at all
@@ -60,10 +60,10 @@ struct Tail {  // masks for a partial 16-column panel, and whether the output is
 // KC > 0: kc is KC, known at compile time: the k loop is unrolled whole (see kShortK), pf's lines are all
 // prefetched at the start.
 template <int MR, bool kFull, size_t KC = 0>
-__attribute__((always_inline)) inline void ukernel(size_t kc_rt, const float* a, size_t lda, const float* b, float* c,
-                                                   size_t ldc, const float* bias, bool last, __m256 vmin,
-                                                   __m256 vmax, const Tail& tail, const float* r, size_t ldr,
-                                                   const char* pf = nullptr, size_t pf_step = 0) {
+__attribute__((always_inline)) inline void ukernel(size_t kc_rt, const float* a, size_t lda, const float* b,
+                                                   float* c, size_t ldc, const float* bias, bool last,
+                                                   __m256 vmin, __m256 vmax, const Tail& tail, const float* r,
+                                                   size_t ldr, const char* pf = nullptr, size_t pf_step = 0) {
   __m256 acc0[MR], acc1[MR];
   if (bias) {
     const __m256 b0 = _mm256_load_ps(bias), b1 = _mm256_load_ps(bias + 8);
@@ -270,7 +270,9 @@ void run_ukernel8(size_t mr, size_t kc, const float* a, size_t lda, const float*
                   size_t ldr) {
   const __m256i mask = tail.lo;
   const bool full = tail.lo_full;
-  if (mr == 2 * kMR) return ukernel8<2 * kMR>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, mask, full, r, ldr);
+  if (mr == 2 * kMR) {
+    return ukernel8<2 * kMR>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, mask, full, r, ldr);
+  }
   with_rows<kMR>(mr, [&](auto m) {
     ukernel8<decltype(m)::value>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, mask, full, r, ldr);
   });
@@ -316,7 +318,8 @@ void sweep16(size_t mc, size_t kc, const float* a, size_t lda, const float* b, f
       }
     }
     if (kc == kShortK) {
-      ukernel<kMR, true, kShortK>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr, spread, spread_step);
+      ukernel<kMR, true, kShortK>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr, spread,
+                                  spread_step);
     } else {
       ukernel<kMR, true>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr, spread, spread_step);
     }
