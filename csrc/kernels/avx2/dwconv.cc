@@ -66,8 +66,8 @@ struct DwCtx {
   // skipping the left padding column (when there is one) and the last one the right
   bool edge_strips;
   bool clamp;   // false for {-inf, +inf}
-  // 3x3, stride 1 or 2 both ways, no dilation, edge_strips: pairs of output rows whose input rows are all
-  // inside run as one pass (pair_strips).
+  // pairable(p), edge_strips and balanced threads: pairs of output rows whose input rows are all inside run
+  // as one pass (pair_strips).
   bool pair_rows;
   // The rows of the per-thread ring of expanded input rows (0: the kernel reads `in` directly), filled by one of:
   //  * depth multiplier > 1: per 8 output channels [first input channel, input lanes, 8 lane indices];
@@ -712,7 +712,21 @@ constexpr double kMaxRowSpaceBytes = 16.0 * (1 << 20);
 
 namespace {
 
-// ring_rows input rows of W pixels plus (out_row) one output row of OW pixels, OC channels each, fit the bound.
+// 3x3, stride 1 or 2 both ways, no dilation: output rows can run in pairs (pair_strips; run_dw also needs
+// edge_strips, and keeps them only where they balance the threads).
+bool pairable(const ConvParams& p) {
+  return p.kernel_h == 3 && p.kernel_w == 3 && p.stride_h == p.stride_w && p.stride_w <= 2 &&
+         p.dilation_h == 1 && p.dilation_w == 1;
+}
+
+// Rows of the ring of expanded input rows: the rows one output row reads, distinct modulo that, or those of a
+// pair of output rows (3 + stride).
+size_t ring_rows_for(const ConvParams& p) {
+  return (size_t{p.kernel_h} - 1) * p.dilation_h + 1 + (pairable(p) ? p.stride_h : 0);
+}
+
+// ring_rows input rows of W pixels plus out_row_pixels output pixels (a fused project's row buffer), OC
+// channels each, fit the bound.
 bool dw_fits(const ConvParams& p, size_t W, size_t OC, size_t ring_rows, size_t out_row_pixels = 0) {
   const double floats = (static_cast<double>(ring_rows) * static_cast<double>(W) +
                          static_cast<double>(out_row_pixels)) * static_cast<double>(OC);
@@ -726,11 +740,7 @@ void run_dw(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, 
             const void* packed, float* out, Parallel& par, const PointwiseConv* pw,
             const PointwiseConv* project = nullptr, const float* residual = nullptr) {
   const size_t dm = p.group_output_channels, OC = size_t{p.groups} * dm;
-  const bool pair_rows = p.kernel_h == 3 && p.kernel_w == 3 && p.stride_h == p.stride_w && p.stride_w <= 2 &&
-                         p.dilation_h == 1 && p.dilation_w == 1;  // and edge_strips: see below
-  // A pair of output rows reads 3 + stride input rows, distinct modulo that.
-  const size_t ring_rows =
-      dm == 1 && !pw ? 0 : (size_t{p.kernel_h} - 1) * p.dilation_h + 1 + (pair_rows ? p.stride_h : 0);
+  const size_t ring_rows = dm == 1 && !pw ? 0 : ring_rows_for(p);
   int32_t* plan = nullptr;
   if (ring_rows && !pw) {
     const size_t groups = div_up(OC, 8);
@@ -771,7 +781,7 @@ void run_dw(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, 
   // depthwise conv, for 2 pixels of 14 and 7.
   x.edge_strips = x.stride3 != 0 && OW >= 4 && x.ox_lo <= 1 && (x.ox_lo == 0 || p.pad_left == 1) &&
                   x.ox_hi + 1 >= OW && (x.ox_hi == OW || (OW - 1) * p.stride_w + 2 == W + p.pad_left);
-  x.pair_rows = pair_rows && x.edge_strips;
+  x.pair_rows = pairable(p) && x.edge_strips;
   const size_t threads = internal::parallel_threads(par);
   // Row pairs are the units of work then: kept only if no thread gets more rows than with single rows. 14
   // rows on 2 threads as 7 pairs split 4 : 3, and the 14x14 steps of MobileNetV2 ran 12 -> 14 us.
@@ -798,7 +808,7 @@ void run_dw(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, 
 void dwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
               const void* packed, float* out, Parallel& par) {
   const size_t dm = p.group_output_channels, OC = size_t{p.groups} * dm;
-  if (dm == 0 || !dw_fits(p, W, OC, dm == 1 ? 0 : (size_t{p.kernel_h} - 1) * p.dilation_h + 3)) {
+  if (dm == 0 || !dw_fits(p, W, OC, dm == 1 ? 0 : ring_rows_for(p))) {
     scalar::dwconv2d(without_post(p), N, H, W, in, OH, OW, packed, out, par);
     return apply_post(p.act.post, out, 1, N * OH * OW * OC, 0);
   }
@@ -811,9 +821,10 @@ void dwconv2d_fused(const PointwiseConv* expand, const ConvParams& p, size_t N, 
                     float* out, Parallel& par) {
   const size_t C = p.groups;
   if (N == 0 || OH == 0 || OW == 0 || C == 0) return;
-  const size_t ring_rows = expand ? (size_t{p.kernel_h} - 1) * p.dilation_h + 3 : 0;  // + 2 for pair_rows
+  const size_t ring_rows = expand ? ring_rows_for(p) : 0;
+  const size_t buf_pixels = project ? (pairable(p) ? 2 : 1) * OW : 0;  // the project's row buffer
   if (p.group_output_channels != 1 || (expand && expand->channels == 0) ||
-      !dw_fits(p, W, C, ring_rows, project ? 2 * OW : 0)) {
+      !dw_fits(p, W, C, ring_rows, buf_pixels)) {
     // The intermediate tensors in full (depth multiplier > 1, empty input channels, absurd geometry).
     float* mid = nullptr;
     if (expand) {
