@@ -369,6 +369,24 @@ def test_conv2d_rgb_stem_from_planes(hw, k, s, pads, oc):
     same_bytes(got, K.conv2d(_nchw(x), f, b, layout="nchw", threads=2, **geo))
 
 
+@pytest.mark.parametrize("hw, cin, cout", [((7, 7), 320, 1280), ((7, 7), 16, 40), ((3, 5), 1600, 17),
+                                             ((17, 1), 7, 33), ((1, 1), 64, 16), ((14, 14), 96, 576)])
+def test_conv2d_pointwise_prefetch_never_changes_results(hw, cin, cout):
+    """A pointwise conv given a later step's weights to prefetch (ahead: MobileNetV2's 1x1 conv before its
+    classifier) gives the same bits as without, on 1 and 2 threads, with and without a residual: the prefetch
+    stream is shared out over the GEMM's tiles (K = 16 tiles, two K blocks, N tails, M = 1 included) and read
+    for nothing else. Prefetch areas smaller and larger than the tiles can take."""
+    x, f, b = rand(1, *hw, cin, seed=41), rand(cout, 1, 1, cin, seed=42), rand(cout, seed=43)
+    r = rand(1, *hw, cout, seed=44)
+    close(K.conv2d(x, f, b), conv2d_ref(x, f, b, (0, 0, 0, 0), (1, 1), (1, 1), 1), cin)
+    for residual in (None, r):
+        for threads in (1, 2):
+            want = K.conv2d(x, f, b, min=-1.0, max=2.0, threads=threads, residual=residual)
+            for ahead in (rand(3), rand(5 << 18)):
+                got = K.conv2d(x, f, b, min=-1.0, max=2.0, threads=threads, residual=residual, ahead=ahead)
+                same_bytes(got, want)
+
+
 def test_conv2d_layout_is_checked():
     x, f = rand(1, 3, 5, 5), rand(4, 3, 3, 3)
     with pytest.raises(InputError, match="layout must be 'nhwc' or 'nchw', not 'chw'"):

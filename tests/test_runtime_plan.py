@@ -305,6 +305,74 @@ def test_image_transpose_fuses_into_stem(hw: tuple[int, int], k: int, stride: in
                                                                                    "XNNConv2d"]
 
 
+# ---------------------------------------------------------------- weights fetched ahead
+
+
+def _classifier(cin: int, hidden: int, classes: int, pool: bool = True,
+                ks: tuple[int, ...] = (1,)) -> tuple[bytes, dict, np.ndarray]:
+    """MobileNetV2's head: convs (kernel sizes ks, cin -> hidden -> ... -> hidden, relu6) on a 3x3 map, then
+    a fully connected layer (hidden -> classes) on the globally average-pooled row (pool) or on the 9 pixels'
+    rows."""
+    b = GraphBuilder()
+    x = b.input("x", [1, 3, 3, cin])
+    xv = rand(1, 3, 3, cin)
+    c, feat = x, xv
+    for i, k in enumerate(ks):
+        c, w, bias = _conv(b, c, cin if i == 0 else hidden, hidden, 3, k=k, act=(0.0, 6.0))
+        feat = np.clip(_cref(feat, w, bias), 0, 6).astype(np.float32)
+    rows = b.value([1 if pool else 9, hidden])
+    if pool:
+        b.node("XNNGlobalAvgPooling2d", input_id=c, output_id=rows, flags=0)
+    else:
+        b.node("XNNStaticReshape", new_shape=[9, hidden], input_id=c, output_id=rows, flags=0)
+    fw, fb = rand(classes, hidden) * 0.1, rand(classes)
+    y = b.output(b.value([1 if pool else 9, classes]), "y")
+    b.node("XNNFullyConnected", input1_id=rows, filter_id=b.const(fw), bias_id=b.const(fb), output_id=y,
+           flags=0)
+    f64 = feat.astype(np.float64).reshape(9, hidden)
+    if pool:
+        f64 = f64.mean(axis=0, keepdims=True)
+    return b.build(), {"x": xv}, f64 @ fw.T.astype(np.float64) + fb
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_big_classifier_weights_prefetched_by_the_convs_before(threads: int) -> None:
+    """A fully connected layer on one row with weights bigger than L2 (here 2.5 MB) runs at the speed of
+    memory: the two pointwise convs before it prefetch them, half each (plan: `prefetches` names the FC node);
+    a 3x3 conv before those does not. Results as numpy's."""
+    blob, feeds, want = _classifier(64, 640, 1000, ks=(3, 1, 1))
+    p = runtime.load(blob, threads=threads)
+    np.testing.assert_allclose(p.run(feeds)["y"], want, rtol=1e-4, atol=1e-4)
+    rows = [r for r in p.plan() if not r["aliased"]]
+    fc = rows[-1]["node"]
+    assert [(r["kind"], r["prefetches"]) for r in rows] == [
+        ("XNNConv2d", None), ("XNNConv2d", fc), ("XNNConv2d", fc), ("XNNGlobalAvgPooling2d", None),
+        ("XNNFullyConnected", None)]
+
+
+def test_profile_says_which_steps_prefetch(tmp_path, capsys) -> None:
+    from webxnn.cli import main
+
+    blob, _, _ = _classifier(64, 640, 1000, ks=(1, 1))
+    path = tmp_path / "head.xnn"
+    path.write_bytes(blob)
+    assert main(["run", str(path), "--random-inputs", "--profile", "2"]) == 0
+    fc = runtime.load(blob).plan()[-1]["node"]
+    assert capsys.readouterr().out.count(f"prefetching node {fc}'s weights") == 2
+
+
+@pytest.mark.parametrize("hidden, pool, ks", [
+    (64, True, (1,)),     # weights of 256 KB: they stay in the caches
+    (640, False, (1,)),   # 9 rows: each weight read 9 times, a GEMM rather than a stream of weights
+    (640, True, (1, 3)),  # the conv just before is 3x3 (IGEMM, no prefetch stream)
+])
+def test_classifier_weights_not_prefetched(hidden: int, pool: bool, ks: tuple[int, ...]) -> None:
+    blob, feeds, want = _classifier(64, hidden, 1000, pool, ks)
+    p = runtime.load(blob)
+    np.testing.assert_allclose(p.run(feeds)["y"], want, rtol=1e-4, atol=1e-4)
+    assert all(r["prefetches"] is None for r in p.plan())
+
+
 # ---------------------------------------------------------------- residual fusion
 
 

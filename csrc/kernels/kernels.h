@@ -33,6 +33,14 @@ struct Activation {
   PostOp post = PostOp::kNone;  // after the clamp
 };
 
+// A read-only byte range a kernel may pull toward its core's cache while it computes, for a later step: the
+// weights of a bandwidth-bound fully connected layer (MobileNetV2's classifier reads 5 MB once per run, from
+// DRAM unless something fetched it ahead). A hint only: never read for results, and a kernel may ignore it.
+struct Prefetch {
+  const void* data = nullptr;
+  size_t bytes = 0;
+};
+
 // Convolution geometry (XNNPACK's _XNNNodeConv). Filter as stored in the blob:
 //   conv:       [groups*goc, kh, kw, gic]   (OHWI)
 //   depthwise:  [1, kh, kw, channels*depth_multiplier]   (1HWO; groups = channels, gic = 1)
@@ -56,6 +64,9 @@ struct ConvParams {
   // conv2d_reads_nchw(p), the packing is the one without it, the results are those of the conv of the
   // transposed input, bit for bit, and the speed is NHWC's.
   bool input_nchw = false;
+  // Set by the runtime per run, not part of the packing: what conv2d / conv2d_residual may prefetch (AVX2: the
+  // 1x1 stride-1 path, a share per GEMM tile, spread over its k loop).
+  Prefetch ahead;
 };
 
 // A pointwise convolution fused into another kernel: its channels (input channels of an expand, output

@@ -233,9 +233,10 @@ ConvParams dense_conv_params(const char* w, const FArr& x, const FArr& f, const 
 py::array conv2d_t(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
                  const Pair& strides, const Pair& dil, uint32_t groups, Activation act, const std::string& isa,
                  size_t threads, const Timing& tm, const std::optional<FArr>& residual = std::nullopt,
-                 bool nchw = false) {
+                 bool nchw = false, const std::optional<FArr>& ahead = std::nullopt) {
   const char* w = "conv2d";
-  const ConvParams p = dense_conv_params(w, x, f, bias, pads, strides, dil, groups, act, nchw);
+  ConvParams p = dense_conv_params(w, x, f, bias, pads, strides, dil, groups, act, nchw);
+  if (ahead) p.ahead = {ahead->data(), static_cast<size_t>(ahead->nbytes())};
   const size_t N = x.shape(0), H = x.shape(nchw ? 2 : 1), W = x.shape(nchw ? 3 : 2), OC = f.shape(0);
   const size_t OH = conv_out(w, H, p.pad_top, p.pad_bottom, p.kernel_h, p.stride_h, p.dilation_h);
   const size_t OW = conv_out(w, W, p.pad_left, p.pad_right, p.kernel_w, p.stride_w, p.dilation_w);
@@ -295,9 +296,9 @@ py::array dwconv2d_t(const FArr& x, const FArr& f, const std::optional<FArr>& bi
 py::array conv2d(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
                  const Pair& strides, const Pair& dil, uint32_t groups, float mn, float mx, const std::string& isa,
                  size_t threads, const std::optional<FArr>& residual, const std::string& post,
-                 const std::string& layout) {
+                 const std::string& layout, const std::optional<FArr>& ahead) {
   return conv2d_t(x, f, bias, pads, strides, dil, groups, act_of("conv2d", mn, mx, post), isa, threads, Timing{},
-                  residual, nchw_layout("conv2d", layout));
+                  residual, nchw_layout("conv2d", layout), ahead);
 }
 
 py::array dwconv2d(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
@@ -789,9 +790,10 @@ void bind_kernels(py::module_& parent) {
   m.def("conv2d", &conv2d, py::arg("x"), py::arg("filter"), py::arg("bias") = py::none(),
         py::arg("pads") = no_pads, py::arg("strides") = ones, py::arg("dilations") = ones,
         py::arg("groups") = uint32_t{1}, mn, mx, isa, thr, py::arg("residual") = py::none(),
-        py::arg("post") = "none", py::arg("layout") = "nhwc",
+        py::arg("post") = "none", py::arg("layout") = "nhwc", py::arg("ahead") = py::none(),
         "NHWC conv (+ residual before the clamp, then post); filter OHWI; pads (top, right, bottom, left); "
-        "layout 'nchw': x is [N, C, H, W] (the output stays NHWC)");
+        "layout 'nchw': x is [N, C, H, W] (the output stays NHWC); ahead: an array the kernel may prefetch "
+        "while it computes (a later step's weights; never changes the result)");
   m.def("dwconv2d", &dwconv2d, py::arg("x"), py::arg("filter"), py::arg("bias") = py::none(),
         py::arg("pads") = no_pads, py::arg("strides") = ones, py::arg("dilations") = ones, mn, mx, isa, thr,
         py::arg("post") = "none", "NHWC depthwise conv (clamp, then post); filter [1, kh, kw, C*depth_multiplier]");

@@ -130,7 +130,8 @@ class PyProgram {
   }
 
   // The declared shapes' plan: (node, kind, source, output shape, [fused nodes], None when the node needs no
-  // step else [ns per run] (empty without timings), runs serially). The fused nodes: the image transpose a
+  // step else [ns per run] (empty without timings), runs serially, the node whose weights the step prefetches
+  // or None). The fused nodes: the image transpose a
   // conv reads through, the pointwise producer of a depthwise step and its activation, the depthwise
   // producer of a pointwise step, then the consumer whose output the step writes.
   py::list describe_plan(const Plan& plan, const std::vector<std::vector<uint64_t>>* times) const {
@@ -146,7 +147,8 @@ class PyProgram {
       const std::string src = node < m.node_sources.size() ? m.node_sources[node] : std::string();
       py::list shape;
       for (size_t d : plan.shapes[out]) shape.append(d);
-      return py::make_tuple(node, kind ? kind : "?", src, shape, fused, ns, st.serial);
+      py::object ahead = st.ahead != kNoValue ? py::object(py::int_(st.ahead)) : py::object(py::none());
+      return py::make_tuple(node, kind ? kind : "?", src, shape, fused, ns, st.serial, ahead);
     };
     py::list r;
     for (size_t s = 0; s < plan.steps.size(); ++s) {

@@ -64,6 +64,10 @@ struct Step {
   // A fused layout change: the StaticTranspose (NCHW -> NHWC) making this Conv2d step's input; the conv reads
   // the transpose's input planes in place (ConvParams::input_nchw) and the transpose never runs.
   uint32_t transpose = kNoValue;
+  // A later FullyConnected step whose packed weights (ahead_bytes of them from ahead_offset) this pointwise
+  // Conv2d step pulls toward the cache while it computes (ConvParams::ahead; see plan_ahead).
+  uint32_t ahead = kNoValue;
+  size_t ahead_offset = 0, ahead_bytes = 0;
 };
 
 // Shapes and memory for one tuple of input shapes.
@@ -134,6 +138,7 @@ class Program {
   void plan_steps(Plan& plan, std::vector<int64_t>& last_use) const;
   void allocate(Plan& plan, const std::vector<uint32_t>& group, const std::vector<int64_t>& last_use) const;
   bool small_step(const Plan& plan, const Step& s) const;
+  void plan_ahead(Plan& plan) const;
   AlignedBuffer acquire_arena(size_t bytes) const;
   void release_arena(AlignedBuffer buf) const;
   void exec_wx(size_t i, const Plan& plan, void* const* ptrs, Parallel& par) const;

@@ -172,8 +172,9 @@ def _print_profile(prog, feeds: dict[str, np.ndarray], repeat: int) -> None:
         if r.get("aliased"):
             continue
         fused = f" +{len(r['fused'])} fused" if r.get("fused") else ""
+        ahead = f", prefetching node {r['prefetches']}'s weights" if r.get("prefetches") is not None else ""
         print(f"  {r['ms']:8.3f} ms {100 * r['ms'] / total:5.1f}%  node {r['node']:<4} {r['kind']:<26}"
-              f"{list(r['shape'])} {r.get('source') or ''}{fused}")
+              f"{list(r['shape'])} {r.get('source') or ''}{fused}{ahead}")
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

@@ -87,8 +87,9 @@ class Program:
         blob), `kind` ("XNNConv2d", ...), `source` (the WebNN op it came from, when the blob says), `shape`
         (output shape), `fused` (indices of nodes folded into this step: the NCHW -> NHWC XNNStaticTranspose
         of an image a conv reads in place, the 1x1 XNNConv2d expanding a depthwise step's input, a residual
-        XNNAdd, or the HardSwish / Sigmoid / Gelu that was its only reader), `ms` (median over the runs),
-        `total_ms` (sum over the runs).
+        XNNAdd, or the HardSwish / Sigmoid / Gelu that was its only reader), `prefetches` (the fully
+        connected node whose weights this step pulls toward the cache while it computes, or None), `ms`
+        (median over the runs), `total_ms` (sum over the runs).
         Nodes that need no work of their own (a reshape or copy whose output shares its input's memory) follow
         with `ms` 0.0 and `aliased` True."""
         if repeat < 1:
@@ -104,8 +105,9 @@ class Program:
 
     def plan(self) -> list[dict[str, Any]]:
         """How the declared input shapes run, without running: one dict per step in execution order (`node`,
-        `kind`, `source`, `shape`, `fused`, `serial`: too small to split over threads), then the nodes that
-        need no step (`aliased` True: a reshape/copy sharing its input's memory)."""
+        `kind`, `source`, `shape`, `fused`, `serial`: too small to split over threads, `prefetches`: the node
+        whose weights the step pulls toward the cache for a later step, or None), then the nodes that need no
+        step (`aliased` True: a reshape/copy sharing its input's memory)."""
         return [_step_row(raw) for raw in self._impl.plan]
 
     @property
@@ -156,7 +158,7 @@ class Program:
 
 
 def _step_row(raw: tuple) -> dict[str, Any]:
-    node, kind, source, shape, fused, ns, serial = raw
+    node, kind, source, shape, fused, ns, serial, ahead = raw
     return {
         "node": node,
         "kind": kind,
@@ -165,6 +167,7 @@ def _step_row(raw: tuple) -> dict[str, Any]:
         "fused": list(fused),
         "aliased": ns is None,
         "serial": bool(serial),
+        "prefetches": ahead,
     }
 
 

@@ -15,6 +15,9 @@ void gemm(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* 
           Activation act, Parallel& par);
 void gemm_residual(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, const float* R,
                    size_t ldr, float* C, size_t ldc, Activation act, Parallel& par);
+// gemm (R null) or gemm_residual that also pulls `ahead` toward L2 while it computes: conv2d's 1x1 path.
+void gemm_ahead(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, const float* R,
+                size_t ldr, float* C, size_t ldc, Activation act, const Prefetch& ahead, Parallel& par);
 void batch_matmul(size_t batch, size_t M, size_t N, size_t K, const float* A, size_t a_batch_stride,
                   const float* B, size_t b_batch_stride, bool b_is_nk, float* C, Parallel& par);
 

@@ -59,11 +59,15 @@ struct Tail {  // masks for a partial 16-column panel, and whether the output is
 // pf (null: none): a line to prefetch toward L2 every pf_step steps of the k loop, advancing 64 bytes each time.
 // KC > 0: kc is KC, known at compile time: the k loop is unrolled whole (see kShortK), pf's lines are all
 // prefetched at the start.
-template <int MR, bool kFull, size_t KC = 0>
+// kAhead: a second stream, ah_n lines from ah, one every ah_step steps of the k loop, the last at kc - ah_step
+// (all at the start when KC > 0; ah_n * ah_step <= kc): a later step's weights (Prefetch). A template flag so
+// the tiles without one keep their loop as it was.
+template <int MR, bool kFull, size_t KC = 0, bool kAhead = false>
 __attribute__((always_inline)) inline void ukernel(size_t kc_rt, const float* a, size_t lda, const float* b,
                                                    float* c, size_t ldc, const float* bias, bool last,
                                                    __m256 vmin, __m256 vmax, const Tail& tail, const float* r,
-                                                   size_t ldr, const char* pf = nullptr, size_t pf_step = 0) {
+                                                   size_t ldr, const char* pf = nullptr, size_t pf_step = 0,
+                                                   const char* ah = nullptr, size_t ah_step = 0, size_t ah_n = 0) {
   __m256 acc0[MR], acc1[MR];
   if (bias) {
     const __m256 b0 = _mm256_load_ps(bias), b1 = _mm256_load_ps(bias + 8);
@@ -93,6 +97,9 @@ __attribute__((always_inline)) inline void ukernel(size_t kc_rt, const float* a,
     if (pf && pf_step > 0) {
       for (size_t kk = pf_step; kk < KC; kk += pf_step, pf += 64) _mm_prefetch(pf, _MM_HINT_T1);
     }
+    if (kAhead) {
+      for (size_t i = 0; i < ah_n; ++i) _mm_prefetch(ah + i * 64, _MM_HINT_T1);
+    }
 #pragma GCC unroll 32
     for (; k < KC; ++k) {
       const __m256 b0 = _mm256_load_ps(b + k * kNR), b1 = _mm256_load_ps(b + k * kNR + 8);
@@ -106,11 +113,17 @@ __attribute__((always_inline)) inline void ukernel(size_t kc_rt, const float* a,
     pf = nullptr;
   }
   size_t k_pf = pf ? pf_step : kc + 1;
+  size_t k_ah = kAhead ? kc - ah_n * ah_step : 0;  // kc when ah_n = 0: never reached
   for (; k < kc; ++k) {
     if (k == k_pf) {
       _mm_prefetch(pf, _MM_HINT_T1);
       pf += 64;
       k_pf += pf_step;
+    }
+    if (kAhead && k == k_ah) {  // ah_n of these
+      _mm_prefetch(ah, _MM_HINT_T1);
+      ah += 64;
+      k_ah += ah_step;
     }
     const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
     b += kNR;
@@ -291,12 +304,18 @@ void run_ukernel(size_t mr, size_t kc, const float* a, size_t lda, const float* 
 // no dispatch per tile: with short K those cost as much as the tile's FMAs), the last partial tile dispatched.
 // a: the chunk's first row (row stride lda).
 // Prefetches a slice of the next panel's block per kMR-row tile (next_b, pf_per_tile lines, spread over the
-// tile's k loop) and, when C is read back by a later K block (c_prefetch), the next tile's C rows.
+// tile's k loop) and, when C is read back by a later K block (c_prefetch), the next tile's C rows. The
+// ahead_n lines at ahead (a later step's weights: Prefetch) are shared out over the kMR-row tiles likewise, at
+// most one per step of a tile's k loop.
 void sweep16(size_t mc, size_t kc, const float* a, size_t lda, const float* b, float* c, size_t ldc,
              const float* r, size_t ldr, const float* bias, bool last, __m256 vmin, __m256 vmax, const Tail& tail,
-             const char* next_b, size_t pf_per_tile, bool c_prefetch) {
+             const char* next_b, size_t pf_per_tile, bool c_prefetch, const char* ahead, size_t ahead_n) {
   size_t pf = 0, t0 = 0;
   const size_t a_step = kMR * lda;
+  const size_t tiles = ahead_n ? RowTiles(mc).full() : 0;  // the kMR-row tiles, which run the loop below
+  if (tiles == 0 || kc == 0) ahead_n = 0;
+  const size_t ah_per_tile = ahead_n ? min_sz(kc, div_up(ahead_n, tiles)) : 0;
+  const size_t ah_step = ah_per_tile ? kc / ah_per_tile : 0;
   // The tile's share of the next block's lines: one every kc / pf_per_tile steps of its k loop (bursts of
   // ~30 prefetches at the tile's start left some unserved: measured 5 % slower on weights from DRAM at
   // M = 49), or all at its start when the share is over half the steps.
@@ -317,7 +336,18 @@ void sweep16(size_t mc, size_t kc, const float* a, size_t lda, const float* b, f
         _mm_prefetch(cn + m * ldc * sizeof(float) + 60, _MM_HINT_T0);
       }
     }
-    if (kc == kShortK) {
+    if (ahead_n) {
+      const size_t n = min_sz(ahead_n, ah_per_tile);
+      if (kc == kShortK) {
+        ukernel<kMR, true, kShortK, true>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr, spread,
+                                          spread_step, ahead, ah_step, n);
+      } else {
+        ukernel<kMR, true, 0, true>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr, spread,
+                                    spread_step, ahead, ah_step, n);
+      }
+      ahead += n * 64;
+      ahead_n -= n;
+    } else if (kc == kShortK) {
       ukernel<kMR, true, kShortK>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr, spread,
                                   spread_step);
     } else {
@@ -347,6 +377,8 @@ struct GemmCtx {
   size_t ldr;
   const float* packed;
   const float* next;  // the packed B the caller multiplies next (null: none), prefetched after the last panel
+  const char* ahead;   // Prefetch: ahead_lines lines for a later step, shared out over the units' panels
+  size_t ahead_lines;
   float* C;
   float vmin, vmax;
   bool clamp;  // vmin > -inf or vmax < +inf
@@ -436,8 +468,12 @@ void gemm_task(const void* vctx, size_t task) {
         if (nc == kNR) {
           float* c = x.C + m0 * x.ldc + n0;
           const float* rt = x.R ? x.R + m0 * x.ldr + n0 : nullptr;
+          // This (M chunk, panel, K block)'s share of the Prefetch lines.
+          const size_t items = x.m_chunks * x.panels * x.kc_blocks;
+          const size_t item = (mch * x.panels + p) * x.kc_blocks + kb;
+          const size_t l0 = x.ahead_lines * item / items, l1 = x.ahead_lines * (item + 1) / items;
           sweep16(mc, kc, a_base, a_ld, b, c, x.ldc, rt, x.ldr, bias, last, vmin, vmax, tail, next_b,
-                  pf_per_tile, x.kc_blocks > 1);
+                  pf_per_tile, x.kc_blocks > 1, x.ahead ? x.ahead + l0 * 64 : nullptr, l1 - l0);
           continue;
         }
         size_t pf = 0;
@@ -556,7 +592,7 @@ namespace {
 // serially on the calling thread (the per-batch path of batch_matmul).
 void gemm_run(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, float* C, size_t ldc,
               Activation act, size_t threads, Parallel* par, const float* R = nullptr, size_t ldr = 0,
-              const void* next = nullptr) {
+              const void* next = nullptr, const Prefetch& ahead = Prefetch()) {
   if (M == 0 || N == 0) return;
   const size_t panels = div_up(N, kNR);
   const double flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K + 1);
@@ -590,6 +626,8 @@ void gemm_run(size_t M, size_t N, size_t K, const float* A, size_t lda, const vo
   x.ldr = ldr;
   x.packed = static_cast<const float*>(packed);
   x.next = static_cast<const float*>(next);
+  x.ahead = static_cast<const char*>(ahead.data);
+  x.ahead_lines = ahead.data ? ahead.bytes / 64 : 0;
   x.C = C;
   x.vmin = act.min;
   x.vmax = act.max;
@@ -679,6 +717,11 @@ void gemm(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* 
 void gemm_residual(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, const float* R,
                    size_t ldr, float* C, size_t ldc, Activation act, Parallel& par) {
   gemm_run(M, N, K, A, lda, packed, C, ldc, act, internal::parallel_threads(par), &par, R, ldr);
+}
+
+void gemm_ahead(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, const float* R,
+                size_t ldr, float* C, size_t ldc, Activation act, const Prefetch& ahead, Parallel& par) {
+  gemm_run(M, N, K, A, lda, packed, C, ldc, act, internal::parallel_threads(par), &par, R, ldr, nullptr, ahead);
 }
 
 void batch_matmul(size_t batch, size_t M, size_t N, size_t K, const float* A, size_t a_batch_stride,

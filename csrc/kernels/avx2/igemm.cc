@@ -478,9 +478,8 @@ void conv2d_impl(const ConvParams& p, size_t N, size_t H, size_t W, const float*
     // 1x1, stride 1, no padding: a GEMM on the [N*H*W, C] view; the packed panels ([16 bias][gic x 16]) are
     // exactly gemm.cc's layout.
     const size_t oc = p.group_output_channels;
-    if (residual) return gemm_residual(N * H * W, oc, p.group_input_channels, in, p.group_input_channels, packed,
-                                       residual, oc, out, oc, p.act, par);
-    return gemm(N * H * W, oc, p.group_input_channels, in, p.group_input_channels, packed, out, oc, p.act, par);
+    return gemm_ahead(N * H * W, oc, p.group_input_channels, in, p.group_input_channels, packed, residual, oc, out,
+                      oc, p.act, p.ahead, par);
   }
   ConvCtx x;
   x.p = &p;
