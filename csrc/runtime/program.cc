@@ -1014,10 +1014,7 @@ void Program::plan_ahead(Plan& plan) const {
       Step& st = plan.steps[s];
       const Node& cn = model_.nodes[st.node];
       if (cn.type != NodeType::kConv2d) continue;
-      const ConvParams& c = cn.conv;
-      const bool pointwise = c.kernel_h == 1 && c.kernel_w == 1 && c.stride_h == 1 && c.stride_w == 1 &&
-                             c.groups == 1 && c.pad_top + c.pad_bottom + c.pad_left + c.pad_right == 0;
-      if (!pointwise || st.dw != kNoValue || st.transpose != kNoValue || st.ahead != kNoValue || st.serial) break;
+      if (!is_pointwise(cn.conv) || st.dw != kNoValue || st.transpose != kNoValue || st.ahead != kNoValue || st.serial) break;
       convs.push_back(&st);
     }
     // In execution order, equal shares of the lines: the earlier conv the first share.
