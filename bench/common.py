@@ -11,6 +11,21 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
+TESTING_BUILD = 'pip install -Ccmake.define.WEBXNN_TESTING=ON ".[bench]"'
+
+
+def testing_kernels() -> Any:
+    """webxnn._testing.kernels: the kernels one by one, their timed entries and the FMA peak probe. Not in the
+    product module: built with the CMake option WEBXNN_TESTING (README, Benchmarks)."""
+    try:
+        from webxnn._testing import kernels  # noqa: PLC0415
+    except ModuleNotFoundError as e:
+        if e.name != "webxnn._testing":
+            raise
+        msg = f"bench needs webxnn._testing (the CMake option WEBXNN_TESTING): {TESTING_BUILD}"
+        raise SystemExit(msg) from None
+    return kernels
+
 
 # On a shared VM other tenants can take a vCPU for minutes: timings taken then mean little. Each sample of the
 # FMA peak is compared with the best 1-thread one of the run: a 1-thread peak below MIN_1T_PEAK_SHARE of it
@@ -24,8 +39,7 @@ MIN_COPY_SHARE = 0.8
 
 def fma_peaks(threads_list: Iterable[int]) -> dict[int, float]:
     """The machine's FMA peak (GFLOP/s) on each thread count, measured now."""
-    from webxnn._runtime import kernels as K  # noqa: PLC0415
-
+    K = testing_kernels()
     return {t: K.peak_fma(threads=t) for t in threads_list}
 
 

@@ -30,6 +30,7 @@ from bench.common import (
     ort_session,
     progress,
     result_path,
+    testing_kernels,
     time_calls,
 )
 
@@ -103,7 +104,7 @@ def _raw_inputs(case: Case, rng: np.random.Generator) -> dict[str, np.ndarray]:
 
 def _webxnn_times(case: Case, data: dict[str, np.ndarray], threads: int, repeat: int,
                   isa: str) -> list[float]:
-    from webxnn._runtime import kernels as K  # noqa: PLC0415
+    K = testing_kernels()
 
     p = case.params
     if case.kind == "gemm":
@@ -193,7 +194,7 @@ def run(cases: list[Case], threads_list: list[int], repeat: int, isa: str, with_
     row or one runtime only). The FMA peak is the best of its samples: one before every case (~50 ms), so a
     tenant that comes and goes within a pass still shows in the warning, and a copy's bandwidth at the start
     of each pass (another tenant streaming memory)."""
-    from webxnn._runtime import kernels as K  # noqa: PLC0415
+    K = testing_kernels()
 
     info = dict(K.cpu_info())
     samples: list[dict[int, float]] = []  # the FMA peaks before each case

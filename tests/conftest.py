@@ -1,9 +1,11 @@
 """Shared test fixtures and helpers: where the conformance data lives (../shared/conformance beside the repo),
-and the field sets of 2-D convolution and pooling nodes."""
+the test-only native module (webxnn._testing), and the field sets of 2-D convolution and pooling nodes."""
 
 from __future__ import annotations
 
+import importlib
 import pathlib
+from types import ModuleType
 
 import pytest
 
@@ -16,6 +18,22 @@ def conformance_dir() -> pathlib.Path:
     if not CONFORMANCE.is_dir():
         pytest.skip(f"conformance data not found at {CONFORMANCE}")
     return CONFORMANCE
+
+
+TESTING_BUILD = 'pip install -Ccmake.define.WEBXNN_TESTING=ON ".[test]"'
+
+
+def testing_module() -> ModuleType:
+    """webxnn._testing: the kernels (`.kernels`) and the arena placement bound one by one, which the product
+    module leaves out. Built only with the CMake option WEBXNN_TESTING; when it is absent, the calling test
+    module (called at module level) or test skips, with a reason that gives the command that builds it."""
+    try:
+        return importlib.import_module("webxnn._testing")
+    except ModuleNotFoundError as e:
+        if e.name != "webxnn._testing":
+            raise
+        pytest.skip(f"webxnn._testing is not built (the CMake option WEBXNN_TESTING is off): build it with "
+                    f"{TESTING_BUILD}", allow_module_level=True)
 
 
 Pads = tuple[int, int, int, int]

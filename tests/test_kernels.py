@@ -1,4 +1,4 @@
-"""Kernel tables checked against numpy written straightforwardly here (webxnn._runtime.kernels).
+"""Kernel tables checked against numpy written straightforwardly here (webxnn._testing.kernels).
 
 Every kernel: scalar table vs an independent numpy reference; threads=1 vs threads=2 byte-identical;
 the "best" table (AVX2 when available) vs scalar within tolerance.
@@ -14,8 +14,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-runtime = pytest.importorskip("webxnn._runtime")
-K = runtime.kernels
+from conftest import testing_module  # noqa: E402
+
+K = testing_module().kernels
 
 from test_runtime_util import conv2d_ref, deconv2d_ref, dwconv2d_ref, pool_ref  # noqa: E402
 from webxnn.conformance import ulp_distance_f32  # noqa: E402
@@ -967,7 +968,7 @@ def test_isa_selection_env_and_avx2_table():
     import subprocess
     import sys
 
-    code = "from webxnn._runtime import kernels as K; print(K.cpu_info()['isa'])"
+    code = "import webxnn; print(webxnn.cpu_info()['isa'])"
     env = dict(os.environ, WEBXNN_ISA="scalar")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "scalar"

@@ -13,8 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-runtime = pytest.importorskip("webxnn._runtime")
-K = runtime.kernels
+from conftest import testing_module  # noqa: E402
+
+K = testing_module().kernels
 
 from webxnn.errors import InputError  # noqa: E402
 

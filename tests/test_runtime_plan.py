@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import conv_fields
+from conftest import conv_fields, testing_module
 from test_runtime_util import GraphBuilder, conv2d_ref
 from webxnn import runtime
 from webxnn.xnn.ir import INVALID_ID
@@ -803,12 +803,10 @@ def test_models_identical_for_any_thread_count(make) -> None:
 def test_arena_layout_separates_live_tensors(tensors: list[tuple[int, int, int]], centred: bool) -> None:
     """Tensors whose lifetimes intersect never share bytes; offsets stay 64-byte aligned; the arena holds them
     all. Centred: tensors sharing memory share a slot and its middle (within 64 bytes)."""
-    from webxnn import _runtime
-
     sizes = [64 * s for s, _, _ in tensors]
     starts = [a for _, a, _ in tensors]
     ends = [a + d for _, a, d in tensors]
-    offsets, arena = _runtime._arena_layout(sizes, starts, ends, centred)
+    offsets, arena = testing_module().arena_layout(sizes, starts, ends, centred)
     n = len(sizes)
     for i in range(n):
         assert offsets[i] % 64 == 0 and offsets[i] + sizes[i] <= arena
@@ -825,23 +823,20 @@ def test_arena_layout_centres_a_chain() -> None:
     """A chain of steps (each tensor read by the next step only) whose tensors shrink and grow: two slots take
     turns, every tensor on its slot's middle, so the first half of each (thread 0's rows) lies in the lines
     thread 0 wrote before; the greedy placement packs them from offset 0, in the same arena size."""
-    from webxnn import _runtime
-
     sizes = [64 * k for k in (8, 6, 4, 6, 8, 2)]
     starts = list(range(6))
     ends = [s + 1 for s in starts]
-    assert _runtime._arena_layout(sizes, starts, ends, True) == ([0, 512, 128, 512, 0, 640], 896)
-    assert _runtime._arena_layout(sizes, starts, ends, False) == ([0, 512, 0, 512, 0, 512], 896)
+    assert testing_module().arena_layout(sizes, starts, ends, True) == ([0, 512, 128, 512, 0, 640], 896)
+    assert testing_module().arena_layout(sizes, starts, ends, False) == ([0, 512, 0, 512, 0, 512], 896)
 
 
 def test_arena_layout_rejects_calls_outside_its_contract() -> None:
     """The test hook checks place_tensors' contract and says which tensor broke it, as webxnn's error."""
-    from webxnn import _runtime
     from webxnn.errors import WebxnnError
 
     with pytest.raises(WebxnnError, match="differ in length"):
-        _runtime._arena_layout([64], [0, 1], [0], True)
+        testing_module().arena_layout([64], [0, 1], [0], True)
     with pytest.raises(WebxnnError, match="tensor 1's size 100 is not a multiple of 64"):
-        _runtime._arena_layout([64, 100], [0, 0], [0, 0], False)
+        testing_module().arena_layout([64, 100], [0, 0], [0, 0], False)
     with pytest.raises(WebxnnError, match="tensor 0 ends before it starts"):
-        _runtime._arena_layout([64], [3], [2], True)
+        testing_module().arena_layout([64], [3], [2], True)

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "python/bindings.h"
-#include "runtime/arena_layout.h"
+#include "kernels/kernels.h"
+#include "python/errors.h"
 #include "runtime/memory.h"
 #include "runtime/program.h"
 #include "runtime/status.h"
@@ -19,18 +19,6 @@ namespace py = pybind11;
 
 namespace webxnn {
 namespace {
-
-py::object error_class(StatusCode code) {
-  py::module_ errors = py::module_::import("webxnn.errors");
-  switch (code) {
-    case StatusCode::kFormat: return errors.attr("FormatError");
-    case StatusCode::kInput: return errors.attr("InputError");
-    case StatusCode::kUnsupported: return errors.attr("UnsupportedError");
-    case StatusCode::kInvalidArgument: return errors.attr("InputError");
-    case StatusCode::kIO: return py::module_::import("builtins").attr("OSError");
-    default: return py::module_::import("builtins").attr("RuntimeError");
-  }
-}
 
 struct DtypeSpec {
   char kind;
@@ -231,14 +219,7 @@ PYBIND11_MODULE(_runtime, m) {
   using webxnn::PyProgram;
   m.doc() = "webxnn runtime: load, verify, plan and run .xnn blobs";
 
-  py::register_exception_translator([](std::exception_ptr p) {
-    try {
-      if (p) std::rethrow_exception(p);
-    } catch (const webxnn::Error& e) {
-      py::object cls = webxnn::error_class(e.code());
-      PyErr_SetString(cls.ptr(), e.what());
-    }
-  });
+  webxnn::register_error_translator();
 
   py::class_<PyProgram>(m, "Program")
       .def_static("from_buffer", &PyProgram::from_buffer, py::arg("data"), py::arg("threads") = 0,
@@ -260,36 +241,18 @@ PYBIND11_MODULE(_runtime, m) {
            "Run `repeat` times timing every step: a list of (node, kind, source, output shape, fused node or -1, "
            "[ns per run] or None for a node that needs no step, serial).");
 
-  // The arena placement on its own (tests): offsets and the arena size for tensors given as parallel lists,
-  // under place_tensors' contract (sizes multiples of the arena alignment, start <= end); a call outside it
-  // raises webxnn's InvalidArgument error.
   m.def(
-      "_arena_layout",
-      [](const std::vector<size_t>& sizes, const std::vector<size_t>& starts, const std::vector<size_t>& ends,
-         bool centred) {
-        using webxnn::StatusCode;
-        if (sizes.size() != starts.size() || sizes.size() != ends.size())
-          webxnn::fail(StatusCode::kInvalidArgument, "_arena_layout: sizes, starts and ends differ in length");
-        std::vector<webxnn::ArenaTensor> ts;
-        size_t steps = 0;
-        for (size_t k = 0; k < sizes.size(); ++k) {
-          if (sizes[k] % webxnn::kArenaAlignment != 0)
-            webxnn::fail(StatusCode::kInvalidArgument, "_arena_layout: tensor " + std::to_string(k) + "'s size " +
-                                                           std::to_string(sizes[k]) + " is not a multiple of " +
-                                                           std::to_string(webxnn::kArenaAlignment));
-          if (starts[k] > ends[k])
-            webxnn::fail(StatusCode::kInvalidArgument,
-                         "_arena_layout: tensor " + std::to_string(k) + " ends before it starts");
-          ts.push_back({static_cast<uint32_t>(k), sizes[k], starts[k], ends[k], 0});
-          steps = std::max(steps, ends[k] + 1);
-        }
-        const size_t arena = webxnn::place_tensors(ts, steps, centred);
-        std::vector<size_t> offsets;
-        for (const auto& t : ts) offsets.push_back(t.offset);
-        return py::make_tuple(offsets, arena);
+      "cpu_info",
+      [] {
+        const webxnn::CpuFeatures& f = webxnn::cpu_features();
+        py::dict d;
+        d["isa"] = webxnn::best_kernels().name;
+        d["avx2"] = f.avx2;
+        d["fma"] = f.fma;
+        d["f16c"] = f.f16c;
+        d["avx512f"] = f.avx512f;
+        d["cores"] = f.cores;
+        return d;
       },
-      py::arg("sizes"), py::arg("starts"), py::arg("ends"), py::arg("centred"));
-
-  // kernels_binding.cc creates the `kernels` submodule itself.
-  webxnn::bind_kernels(m);
+      "dict(isa, avx2, fma, f16c, avx512f, cores): what the CPU offers and the kernel table in use");
 }

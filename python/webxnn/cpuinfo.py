@@ -13,4 +13,4 @@ def cpu_info() -> dict[str, Any]:
     # Imported lazily so that `import webxnn` works (for compiling graphs) without the native module built.
     from webxnn import _runtime
 
-    return dict(_runtime.kernels.cpu_info())
+    return dict(_runtime.cpu_info())

@@ -1,4 +1,4 @@
-// webxnn._runtime.kernels — numpy-level access to the kernel tables, for kernel tests and benchmarks.
+// webxnn._testing.kernels — numpy-level access to the kernel tables, for kernel tests and benchmarks.
 // Every entry takes isa="scalar"|"avx2"|"best" and threads=N (a cached ThreadPool per thread count).
 // Bad arguments raise webxnn.errors.InputError naming the function and the problem.
 #include <pybind11/numpy.h>
@@ -20,7 +20,7 @@
 #include "kernels/internal.h"
 #include "kernels/kernels.h"
 #include "kernels/thread_pool.h"
-#include "python/bindings.h"
+#include "testing/bindings.h"
 
 namespace py = pybind11;
 
@@ -760,22 +760,9 @@ double peak_fma(size_t threads, size_t iters, size_t repeat) {
 #endif
 }
 
-py::dict cpu_info() {
-  const CpuFeatures& f = cpu_features();
-  py::dict d;
-  d["isa"] = best_kernels().name;
-  d["avx2"] = f.avx2;
-  d["fma"] = f.fma;
-  d["f16c"] = f.f16c;
-  d["avx512f"] = f.avx512f;
-  d["cores"] = f.cores;
-  return d;
-}
-
 }  // namespace
 
-void bind_kernels(py::module_& parent) {
-  py::module_ m = parent.def_submodule("kernels", "Direct access to the kernel tables (tests, benchmarks)");
+void bind_kernels(py::module_& m) {
   const auto isa = py::arg("isa") = "scalar";
   const auto thr = py::arg("threads") = size_t{1};
   const auto mn = py::arg("min") = -kInf;
@@ -920,7 +907,6 @@ void bind_kernels(py::module_& parent) {
       py::arg("x"), py::arg("scale") = py::none(), py::arg("bias") = py::none(), isa, thr, rep);
   m.def("peak_fma", &peak_fma, thr, py::arg("iters") = size_t{2000000}, py::arg("repeat") = size_t{5},
         "GFLOP/s of 12 independent 8-wide FMA chains per thread (the machine's attainable fp32 peak)");
-  m.def("cpu_info", &cpu_info, "dict(isa, avx2, fma, f16c, avx512f, cores)");
   m.def("binary_ops", [] {
     std::vector<std::string> v;
     for (const auto& kv : binary_names()) v.push_back(kv.first);

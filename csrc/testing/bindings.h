@@ -1,0 +1,14 @@
+// Pieces of the webxnn._testing module (built only with -DWEBXNN_TESTING=ON), each bound in its own file of
+// this directory; module.cc assembles them. A new piece: a .cc file here defining one bind_* function
+// declared below, called from module.cc. Nothing here is part of the installed product.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace webxnn {
+// webxnn._testing.kernels: each kernel table entry on numpy arrays, the timed entries bench/ uses, the FMA
+// peak probe (kernels_binding.cc). `kernels` is the submodule module.cc created.
+void bind_kernels(pybind11::module_& kernels);
+// webxnn._testing.arena_layout: the arena placement on its own (arena_binding.cc).
+void bind_arena_layout(pybind11::module_& m);
+}  // namespace webxnn
