@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from webxnn.dsl import parse, parse_json, to_json, to_text
-from webxnn.dsl.structure import FLOAT_MAX, INT_RANGES, scalar_problem
+from webxnn.dtypes import FLOAT_MAX, INT_RANGES, scalar_problem
 from webxnn.errors import ParseError, ValidationError
 from webxnn.graph import DTYPES, Const, ConstInit, DynDim, Graph, Node, Operand
 

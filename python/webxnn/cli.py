@@ -206,7 +206,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 
 def cmd_weights(args: argparse.Namespace) -> int:
-    from .dsl.weights import pack_weights, unpack_weights
+    from .constants import pack_weights, unpack_weights
 
     if args.action == "pack":
         arrays = {}

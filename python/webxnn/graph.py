@@ -1,6 +1,7 @@
 """The WebNN graph AST: what the `.webnn` text and its JSON form say, nothing more.
 
-Small, stable dataclasses. Parsing lives in `dsl`, op semantics in `ops`, lowering in `lower`.
+Small, stable dataclasses. Parsing lives in `dsl`, const data in `constants` (below this module), op semantics
+in `ops`, lowering in `lower`.
 Shapes may hold `DynDim` entries (input shapes only). Dtype names are WebNN's: "float32", "float16",
 "int4", "uint4", "int8", "uint8", "int32", "uint32", "int64", "uint64".
 """
@@ -11,6 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from .constants import const_array
+from .dtypes import DTYPES as DTYPES  # re-exported: most modules take the dtype table from here
 
 
 @dataclass(frozen=True)
@@ -101,16 +105,5 @@ class Graph:
 
     def const_array(self, name: str) -> np.ndarray:
         """The data of const `name` as an array of its declared dtype and shape."""
-        from .dsl.weights import const_array
-
         return const_array(self, name)
 
-
-DTYPES: dict[str, np.dtype] = {
-    "float32": np.dtype("<f4"), "float16": np.dtype("<f2"),
-    "int8": np.dtype("i1"), "uint8": np.dtype("u1"),
-    "int32": np.dtype("<i4"), "uint32": np.dtype("<u4"),
-    "int64": np.dtype("<i8"), "uint64": np.dtype("<u8"),
-    # int4/uint4 are stored one value per byte in `.weights` (webnn-graph's convention)
-    "int4": np.dtype("i1"), "uint4": np.dtype("u1"),
-}

@@ -102,7 +102,7 @@ def run_case(case: dict[str, Any], op: str = "", *, compile_fn: CompileFn | None
              load_fn: LoadFn | None = None) -> CaseResult:
     """Build, compile, load, run and check one case. Never raises for a bad case: the verdict says it."""
     from .. import parse
-    from ..dsl import attach_weights
+    from ..constants import attach_weights
     from ..ops.wpt import case_array, case_to_graph
 
     compile_fn = compile_fn or _default_compile

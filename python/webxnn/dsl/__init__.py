@@ -13,12 +13,8 @@ No op semantics live here: option values are passed through, operand-valued opti
 
 from __future__ import annotations
 
-from .emit_js import to_js
-from .json_codec import parse_json, to_json
-from .loader import load_graph
-from .parser import parse
-from .printer import to_text
-from .weights import (
+# the weights manifest and const data live in ..constants (below the graph AST); re-exported here as before
+from ..constants import (
     Manifest,
     TensorEntry,
     attach_weights,
@@ -27,6 +23,11 @@ from .weights import (
     pack_weights,
     unpack_weights,
 )
+from .emit_js import to_js
+from .json_codec import parse_json, to_json
+from .loader import load_graph
+from .parser import parse
+from .printer import to_text
 
 __all__ = [
     "parse", "parse_json", "load_graph", "to_text", "to_json", "const_array", "attach_weights",

@@ -20,11 +20,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..constants import Manifest
+from ..dtypes import dtype_size
 from ..errors import UnsupportedError
 from ..graph import Const, Dim, DynDim, Graph, Node
 from ..ops import REGISTRY, OpSpec
-from .structure import dtype_size, numel
-from .weights import Manifest
+from .structure import numel
 
 # Option keys that are aliases of a method parameter (converter spellings).
 KEY_ALIASES: dict[str, dict[str, str]] = {"cast": {"to": "type", "dataType": "type"}}

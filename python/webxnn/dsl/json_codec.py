@@ -13,10 +13,11 @@ import math
 import re
 from typing import Any, NoReturn
 
+from ..dtypes import DTYPES, I64_MAX, I64_MIN, MAX_DIM
 from ..errors import ParseError, ValidationError
-from ..graph import DTYPES, Const, ConstInit, Dim, DynDim, Graph, Node, Operand
+from ..graph import Const, ConstInit, Dim, DynDim, Graph, Node, Operand
 from .parser import MAX_DEPTH
-from .structure import I64_MAX, I64_MIN, MAX_DIM, Key, check_graph
+from .structure import Key, check_graph
 
 FORMAT = "webnn-graph-json"
 _SIMPLE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

@@ -1,67 +1,18 @@
-"""Load a graph file (`.webnn` text or GraphJson) and its weight sidecars, found the way webnn-graph 0.3
-finds them."""
+"""Load a graph file (`.webnn` text or GraphJson) and its weight sidecars (found by
+`constants.find_sidecars`, the way webnn-graph 0.3 finds them)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
-from ..errors import ParseError, UnsupportedError, WeightsError
+from ..constants import Manifest, PathLike, attach_weights, find_sidecars
+from ..errors import ParseError
 from ..graph import Graph
 from .json_codec import parse_json
 from .parser import parse
-from .weights import Manifest, attach_weights
-
-PathLike = Union[str, "os.PathLike[str]"]
-
-
-def _resolve(base: Path, p: PathLike) -> Path:
-    """Explicit sidecar paths are relative to the graph file (as in 0.3), falling back to the cwd."""
-    q = Path(os.fspath(p))
-    if q.is_absolute():
-        return q
-    rel = base.parent / q
-    return rel if rel.exists() or not q.exists() else q
-
-
-def find_sidecars(graph_path: Path, weights: PathLike | None,
-                  manifest: PathLike | Manifest | None) -> tuple[Path, Path | Manifest] | None:
-    """(weights file, manifest) for a graph file, or None when there is no weights file to use.
-    Weights: explicit, else the first existing of `<stem>.weights`, `model.weights`. Manifest: explicit,
-    else `<stem>.manifest.json`, else `manifest.json` (all next to the graph)."""
-    d, stem = graph_path.parent, graph_path.stem
-    if weights is not None:
-        wpath = _resolve(graph_path, weights)
-        if not wpath.is_file():
-            raise WeightsError(f"weights file not found: {wpath}")
-    else:
-        cands = [d / f"{stem}.weights", d / "model.weights"]
-        found = [c for c in cands if c.is_file()]
-        if not found:
-            for st in (d / f"{stem}.safetensors", d / "model.safetensors"):
-                if st.is_file():
-                    raise UnsupportedError(
-                        f"{graph_path}: weights are in {st.name}, but safetensors files are not supported; "
-                        "convert them to a .weights file and manifest (pack_weights)")
-            if manifest is not None:
-                raise WeightsError(f"{graph_path}: a manifest was given but no weights file was found "
-                                   f"(looked for {stem}.weights and model.weights)")
-            return None
-        wpath = found[0]
-    if isinstance(manifest, Manifest):
-        return wpath, manifest
-    if manifest is not None:
-        mpath = _resolve(graph_path, manifest)
-        if not mpath.is_file():
-            raise WeightsError(f"manifest not found: {mpath}")
-        return wpath, mpath
-    for cand in (d / f"{stem}.manifest.json", d / "manifest.json"):
-        if cand.is_file():
-            return wpath, cand
-    raise WeightsError(f"{graph_path}: found weights file {wpath.name} but no manifest (looked for "
-                       f"{stem}.manifest.json and manifest.json); pass manifest=")
 
 
 def read_graph_file(path: PathLike) -> Graph:

@@ -15,10 +15,11 @@ from __future__ import annotations
 import math
 from typing import Any, NoReturn
 
+from ..dtypes import I64_MAX, I64_MIN, MAX_DIM
 from ..errors import ParseError
 from ..graph import Const, ConstInit, Dim, DynDim, Graph, Node, Operand
 from .lexer import Tokens, describe, tokenize, unescape
-from .structure import I64_MAX, I64_MIN, MAX_DIM, TEXT_DTYPES, Key, check_graph
+from .structure import TEXT_DTYPES, Key, check_graph
 
 _LITERAL_WORDS = {"true": True, "false": False, "null": None}
 _QUIRK_PREFIXES = ("true", "false", "null")

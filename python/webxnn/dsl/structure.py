@@ -8,13 +8,11 @@ which turns a message and a location key into an exception carrying line:col (te
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-import numpy as np
-
-from ..graph import DTYPES, Const, DynDim, Graph
+from ..dtypes import dtype_size, scalar_problem
+from ..graph import Const, DynDim, Graph
 
 TEXT_DTYPES: dict[str, str] = {
     "f32": "float32", "f16": "float16", "i4": "int4", "u4": "uint4", "i32": "int32", "u32": "uint32",
@@ -22,24 +20,10 @@ TEXT_DTYPES: dict[str, str] = {
 }
 DTYPE_TEXT: dict[str, str] = {v: k for k, v in TEXT_DTYPES.items()}
 
-INT_RANGES: dict[str, tuple[int, int]] = {
-    "int4": (-8, 7), "uint4": (0, 15), "int8": (-(2**7), 2**7 - 1), "uint8": (0, 2**8 - 1),
-    "int32": (-(2**31), 2**31 - 1), "uint32": (0, 2**32 - 1),
-    "int64": (-(2**63), 2**63 - 1), "uint64": (0, 2**64 - 1),
-}
-FLOAT_MAX = {"float32": float(np.finfo(np.float32).max), "float16": float(np.finfo(np.float16).max)}
-MAX_DIM = 2**32 - 1
-I64_MIN, I64_MAX = -(2**63), 2**63 - 1
-
 # Location keys passed to `fail`: ("input", name) ("const", name) ("node", i) ("node_input", i, j)
 # ("node_output", i, j) ("output", name) ("graph",)
 Key = tuple[str | int, ...]
 Fail = Callable[[str, Key], NoReturn]
-
-
-def dtype_size(dtype: str) -> int:
-    """Bytes per element in `.weights` / `@bytes` (int4/uint4: one byte per value, unpacked)."""
-    return DTYPES[dtype].itemsize
 
 
 def numel(shape: list[Any]) -> int:
@@ -47,30 +31,6 @@ def numel(shape: list[Any]) -> int:
     for d in shape:
         n *= d.max_size if isinstance(d, DynDim) else d
     return n
-
-
-def scalar_problem(dtype: str, value: Any) -> str | None:
-    """Why `value` cannot fill a const of `dtype`, or None when it can."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return f"scalar value must be a number, got {value!r}"
-    if isinstance(value, float) and not math.isfinite(value):
-        return f"scalar value {value!r} is not finite"
-    if isinstance(value, int) and not I64_MIN <= value <= I64_MAX:
-        # The DSL reads integers beyond i64 as doubles (as webnn-graph does), so such an int could not be
-        # written and read back as itself.
-        return (f"scalar value {value} is outside the 64-bit signed integer range; the DSL holds such "
-                "numbers as doubles: give it as a float")
-    if dtype in INT_RANGES:
-        if isinstance(value, float):
-            if not value.is_integer():
-                return f"scalar value {value!r} is not an integer, but the const is {dtype}"
-            value = int(value)
-        lo, hi = INT_RANGES[dtype]
-        if not lo <= value <= hi:
-            return f"scalar value {value} is out of range for {dtype} [{lo}, {hi}]"
-    elif dtype in FLOAT_MAX and abs(float(value)) > FLOAT_MAX[dtype]:
-        return f"scalar value {value!r} overflows {dtype} (max {FLOAT_MAX[dtype]:g})"
-    return None
 
 
 def const_problem(c: Const) -> str | None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..constants import attach_weights
 from ..graph import Const, DynDim, Graph
 from ..ops.base import BoundNode
 from .ir import LGraph, LNode
@@ -22,11 +23,9 @@ def _static_shape(shape: Any) -> tuple[int, ...]:
 
 def with_weights(graph: Graph, weights: dict[str, np.ndarray] | None) -> Graph:
     """`graph` with `weights` (keyed by const name or weights ref) overriding its own, without touching the
-    caller's graph. Resolution and checks (dtype, shape, naming the const) are the dsl's `attach_weights`."""
+    caller's graph. Resolution and checks (dtype, shape, naming the const) are `constants.attach_weights`."""
     if not weights:
         return graph
-    from ..dsl.weights import attach_weights
-
     return attach_weights(dataclasses.replace(graph, weights=dict(graph.weights)), weights)
 
 

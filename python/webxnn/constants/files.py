@@ -1,4 +1,5 @@
-"""The weights manifest, the `.weights` file, and const data.
+"""The weights manifest and the `.weights` file: read (memory-mapped), checked against a graph's consts,
+written (pack) and split into `.npy` files (unpack).
 
 `.weights` files come in two layouts (see reference/webnn-graph-dsl.md §3): `pack-weights` writes an 8-byte
 `WGWT` + u32 version header with absolute offsets; `convert-onnx` writes raw, headerless, unaligned bytes.
@@ -10,19 +11,22 @@ never copied into Python objects.
 from __future__ import annotations
 
 import json
+import math
 import mmap
 import os
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 
-from ..errors import ValidationError, WeightsError
-from ..graph import DTYPES, Const, Graph
-from .structure import MAX_DIM, dtype_size, numel, scalar_problem
+from ..dtypes import DTYPES, MAX_DIM, dtype_size
+from ..errors import WeightsError
+
+if TYPE_CHECKING:  # the graph AST sits above this package (graph.py reads const data through it)
+    from ..graph import Const, Graph
 
 MANIFEST_FORMATS = ("wg-weights-manifest", "webnn-weights-manifest")
 MAGIC = b"WGWT"
@@ -181,17 +185,17 @@ def _check_entry(c: Const, entry: TensorEntry, what: str) -> None:
     if list(entry.shape) != list(c.shape):
         raise WeightsError(f"{what}: manifest shape {list(entry.shape)} does not match the const's "
                            f"{list(c.shape)}")
-    want = numel(c.shape) * dtype_size(c.dtype)
+    want = math.prod(c.shape) * dtype_size(c.dtype)  # const shapes are static (checked by the readers)
     if entry.byte_length != want:
         raise WeightsError(f"{what}: byteLength {entry.byte_length} but {c.dtype}{list(c.shape)} needs "
                            f"{want} bytes")
 
 
-def _weights_consts(g: Graph) -> list[Const]:
+def weights_consts(g: Graph) -> list[Const]:
     return [c for c in g.consts.values() if c.init.kind == "weights"]
 
 
-def _ref(c: Const) -> str:
+def weights_ref(c: Const) -> str:
     return c.init.ref if c.init.ref is not None else c.name
 
 
@@ -201,8 +205,8 @@ def read_weights(g: Graph, weights_path: PathLike, manifest: Manifest | PathLike
     wf = WeightsFile(weights_path)
     wf.check_header(m)
     out: dict[str, np.ndarray] = {}
-    for c in _weights_consts(g):
-        ref = _ref(c)
+    for c in weights_consts(g):
+        ref = weights_ref(c)
         what = f"const '{c.name}' (weights key {ref!r})"
         entry = m.lookup(ref)
         if entry is None:
@@ -210,98 +214,6 @@ def read_weights(g: Graph, weights_path: PathLike, manifest: Manifest | PathLike
         _check_entry(c, entry, what)
         out[c.name] = wf.array(entry, what)
     return out
-
-
-# -- const data ------------------------------------------------------------------------------------------
-
-def const_array(g: Graph, name: str) -> np.ndarray:
-    """The data of const `name` as an array of its declared dtype and shape: `@weights` data from
-    `g.weights` (see attach_weights), `@scalar` filled over the shape, `@bytes` reinterpreted."""
-    c = g.consts.get(name)
-    if c is None:
-        raise ValidationError(f"no const named {name!r}")
-    dt = DTYPES[c.dtype]
-    shape = tuple(int(d) for d in c.shape)  # consts are static (checked by the parsers)
-    init = c.init
-    if init.kind == "weights":
-        arr = g.weights.get(name)
-        if arr is None:
-            src = f" of {g.source}" if g.source else ""
-            raise WeightsError(f"const '{name}'{src} uses external weights @weights({_ref(c)!r}) but no "
-                               "weights are loaded: pass weights= and manifest= (a .weights file and its "
-                               "manifest, or a dict of arrays)")
-        return arr
-    if init.kind == "scalar":
-        problem = scalar_problem(c.dtype, init.value)
-        if problem:
-            raise WeightsError(f"const '{name}': {problem}")
-        return np.full(shape, init.value, dtype=dt)
-    if init.kind == "bytes":
-        data = init.data or b""
-        if len(data) != numel(list(shape)) * dt.itemsize:
-            raise WeightsError(f"const '{name}': @bytes has {len(data)} bytes, {c.dtype}{list(shape)} needs "
-                               f"{numel(list(shape)) * dt.itemsize}")
-        return np.frombuffer(data, dtype=dt).reshape(shape)
-    raise WeightsError(f"const '{name}': unknown init kind {init.kind!r}")
-
-
-def _from_dict(g: Graph, arrays: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    out: dict[str, np.ndarray] = {}
-    for c in _weights_consts(g):
-        ref = _ref(c)
-        key = ref if ref in arrays else c.name if c.name in arrays else None
-        if key is None:
-            continue  # left unresolved; const_array names it if someone needs it
-        arr = np.asarray(arrays[key])
-        dt = DTYPES[c.dtype]
-        if arr.dtype != dt:
-            raise WeightsError(f"const '{c.name}': array {key!r} has dtype {arr.dtype}, expected "
-                               f"{c.dtype} ({dt})")
-        if list(arr.shape) != list(c.shape):
-            raise WeightsError(f"const '{c.name}': array {key!r} has shape {list(arr.shape)}, expected "
-                               f"{list(c.shape)}")
-        out[c.name] = arr
-    return out
-
-
-def attach_weights(g: Graph, weights: PathLike | Mapping[str, Any] | None = None,
-                   manifest: PathLike | Manifest | None = None) -> Graph:
-    """Resolve the graph's `@weights` consts into `g.weights` (keyed by const name) and return `g`.
-
-    `weights` is a dict (keyed by weights ref or const name), a `.weights` path, or None to look for
-    sidecars next to `g.source` (<stem>.weights / model.weights with <stem>.manifest.json / manifest.json).
-    A `.weights` path needs a manifest: explicit, else `<weights stem>.manifest.json` or `manifest.json`
-    next to it. A graph without weights consts is returned unchanged."""
-    if not _weights_consts(g):
-        return g
-    if isinstance(weights, Mapping):
-        g.weights.update(_from_dict(g, weights))
-        return g
-    if weights is None:
-        from .loader import find_sidecars
-
-        if g.source is None:
-            if manifest is not None:
-                raise WeightsError("a manifest was given without a weights file")
-            return g
-        found = find_sidecars(Path(g.source), None, manifest)
-        if found is None:
-            return g
-        weights, manifest = found
-    wpath = Path(os.fspath(weights))
-    if manifest is None:
-        manifest = _manifest_next_to(wpath)
-    g.weights.update(read_weights(g, wpath, manifest))
-    return g
-
-
-def _manifest_next_to(wpath: Path) -> Path:
-    stem = wpath.name[: -len(".weights")] if wpath.name.endswith(".weights") else wpath.stem
-    for cand in (wpath.with_name(stem + ".manifest.json"), wpath.with_name("manifest.json")):
-        if cand.is_file():
-            return cand
-    raise WeightsError(f"no manifest for {wpath}: looked for {stem}.manifest.json and manifest.json next to "
-                       "it; pass manifest=")
 
 
 # -- pack / unpack ---------------------------------------------------------------------------------------
