@@ -1,5 +1,5 @@
 """Every WPT case in ../shared/conformance/wpt and wpt-extra, compiled by the lowering and executed by the
-numpy reference interpreter (`webxnn.lower.reference`) instead of the C++ runtime, judged with WPT's rules
+numpy reference interpreter (`webxnn.xnn.reference`) instead of the C++ runtime, judged with WPT's rules
 (`webxnn.conformance.compare`). This pins the lowering (and the WX tables' semantics the runtime follows)
 independently of the runtime: float32 and integer cases must all pass, float16 cases ≥ 98%."""
 
@@ -10,7 +10,7 @@ import pathlib
 import pytest
 
 from webxnn.conformance.runner import case_files, load_cases, run_case
-from webxnn.lower import reference
+from webxnn.xnn import reference
 
 CONFORMANCE = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "conformance"
 DIRS = [CONFORMANCE / "wpt", CONFORMANCE / "wpt-extra"]

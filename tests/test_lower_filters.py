@@ -9,7 +9,7 @@ import pytest
 from test_lower_ops import ref_conv2d, ref_conv_transpose2d
 from webxnn.compiler import compile_graph
 from webxnn.dsl import parse
-from webxnn.lower import reference
+from webxnn.xnn import reference
 
 # logical OIHW → the layout the graph declares
 TO_CONV_LAYOUT = {"oihw": (0, 1, 2, 3), "hwio": (2, 3, 1, 0), "ohwi": (0, 2, 3, 1), "ihwo": (1, 2, 3, 0)}

@@ -6,7 +6,7 @@ import numpy as np
 
 from webxnn.compiler import compile_graph
 from webxnn.dsl import parse
-from webxnn.lower import reference
+from webxnn.xnn import reference
 
 
 def _kinds(xg) -> list[str]:

@@ -1,5 +1,5 @@
 """Lowering, checked numerically: each case is a small WebNN graph, compiled to XNN IR and executed by the
-numpy reference interpreter (`webxnn.lower.reference`), compared with numpy written straightforwardly on the
+numpy reference interpreter (`webxnn.xnn.reference`), compared with numpy written straightforwardly on the
 WebNN semantics (NCHW, OIHW, ...). `test_end_to_end.py` runs the same CASES through the C++ runtime."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 from webxnn.compiler import compile_graph
 from webxnn.dsl import parse
-from webxnn.lower import reference
+from webxnn.xnn import reference
 
 # ---------------------------------------------------------------------------------------------- numpy refs
 

@@ -10,8 +10,9 @@ import webxnn
 from webxnn.compiler import compile, compile_graph
 from webxnn.dsl import parse
 from webxnn.errors import UnsupportedError, WeightsError
-from webxnn.lower import decompose, fold, normalize, reference
+from webxnn.lower import decompose, fold, normalize
 from webxnn.ops import bind_all
+from webxnn.xnn import reference
 from webxnn.xnn.ir import FLAG_EXTERNAL_INPUT, FLAG_EXTERNAL_OUTPUT, INVALID_ID, Datatype
 
 

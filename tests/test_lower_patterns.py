@@ -10,7 +10,7 @@ import pytest
 
 from webxnn.compiler import compile_graph
 from webxnn.dsl import parse
-from webxnn.lower import reference
+from webxnn.xnn import reference
 
 RNG = np.random.default_rng(11)
 _erf = np.vectorize(math.erf, otypes=[np.float64])

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from webxnn.compiler import compile, compile_graph
 from webxnn.dsl import parse
 from webxnn.errors import UnsupportedError
-from webxnn.lower import reference
+from webxnn.xnn import reference
 from webxnn.xnn.ir import Datatype
 from webxnn.xnn.reader import read
 

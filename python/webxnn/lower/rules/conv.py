@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...ops.shapes import auto_pad, auto_pad_transpose, need_int
+from ...ops.shapes import need_int
 from ..ir import LNode
 from ..registry import LayoutRule, RuleCtx, layout_rule, lowers, operand
 
@@ -22,28 +22,16 @@ CONV_FILTER_TO_OHWI = {"oihw": (0, 2, 3, 1), "hwio": (3, 0, 1, 2), "ohwi": (0, 1
 DECONV_FILTER_TO_IOHW = {"iohw": (0, 1, 2, 3), "hwoi": (3, 2, 0, 1), "ohwi": (3, 0, 1, 2)}
 
 
-def _pair(v: Any, default: int) -> tuple[int, int]:
+def pair(v: Any, default: int) -> tuple[int, int]:
     if v is None:
         return default, default
     return int(v[0]), int(v[1])
 
 
-def _explicit_padding(node: LNode, in_hw: tuple[int, int], k_hw: tuple[int, int], strides: tuple[int, int],
-                      dils: tuple[int, int], transposed: bool = False,
-                      out_pad: tuple[int, int] = (0, 0)) -> tuple[int, int, int, int]:
-    """(top, bottom, left, right) from `padding` or `autoPad`."""
-    mode = node.attrs.get("autoPad") or "explicit"
-    if mode == "explicit":
-        p = node.attrs.get("padding") or [0, 0, 0, 0]
-        return int(p[0]), int(p[1]), int(p[2]), int(p[3])
-    upper = mode == "same-upper"
-    if transposed:
-        t, b = auto_pad_transpose(in_hw[0], k_hw[0], strides[0], dils[0], out_pad[0], upper)
-        left, r = auto_pad_transpose(in_hw[1], k_hw[1], strides[1], dils[1], out_pad[1], upper)
-    else:
-        t, b = auto_pad(in_hw[0], k_hw[0], strides[0], dils[0], upper)
-        left, r = auto_pad(in_hw[1], k_hw[1], strides[1], dils[1], upper)
-    return t, b, left, r
+def padding(node: LNode) -> tuple[int, int, int, int]:
+    """(top, bottom, left, right): `ops.bind` resolved autoPad into explicit `padding` already."""
+    t, b, left, r = node.attrs.get("padding") or (0, 0, 0, 0)
+    return int(t), int(b), int(left), int(r)
 
 
 def _bias(ctx: RuleCtx, node: LNode) -> str | None:
@@ -69,9 +57,9 @@ def lower_conv2d(ctx: RuleCtx, node: LNode) -> None:
     layout = node.attrs.get("filterLayout") or "oihw"
     w = ctx.transpose(w, CONV_FILTER_TO_OHWI[layout], "ohwi")
     o, kh, kw, gic = (int(d) for d in ctx.shape(w))
-    strides, dils = _pair(node.attrs.get("strides"), 1), _pair(node.attrs.get("dilations"), 1)
-    in_hw = (need_int(h, "conv2d input height"), need_int(wd, "conv2d input width"))
-    pads = _explicit_padding(node, in_hw, (kh, kw), strides, dils)
+    strides, dils = pair(node.attrs.get("strides"), 1), pair(node.attrs.get("dilations"), 1)
+    need_int(h, "conv2d input height"), need_int(wd, "conv2d input width")  # XNN convs have static geometry
+    pads = padding(node)
     goc = o // groups
     bias = _bias(ctx, node)
     operands = {"input1_id": x, "filter_id": w, "bias_id": bias}
@@ -103,10 +91,9 @@ def lower_conv_transpose2d(ctx: RuleCtx, node: LNode) -> None:
         w = ctx.reshape(w, (groups, gic, goc, kh, kw), "grouped")
         w = ctx.transpose(w, (0, 2, 3, 4, 1), "gohwi")
         w = ctx.reshape(w, (groups * goc, kh, kw, gic), "ohwi")
-    strides, dils = _pair(node.attrs.get("strides"), 1), _pair(node.attrs.get("dilations"), 1)
-    out_pad = _pair(node.attrs.get("outputPadding"), 0)
+    strides, dils = pair(node.attrs.get("strides"), 1), pair(node.attrs.get("dilations"), 1)
     in_hw = (need_int(h, "convTranspose2d input height"), need_int(wd, "convTranspose2d input width"))
-    pads = _explicit_padding(node, in_hw, (kh, kw), strides, dils, transposed=True, out_pad=out_pad)
+    pads = padding(node)
     # the output size (from outputSizes or outputPadding) decides XNN's adjustment
     _, oh, ow, _ = ctx.shape(node.outputs[0])
     adj = []

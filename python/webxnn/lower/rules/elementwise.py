@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ...xnn.reference import int_div, int_pow
 from ..ir import LGraph, LNode
 from ..registry import LayoutRule, RuleCtx, folds, layout_rule, lowers, operand
 
@@ -165,9 +166,7 @@ def lower_softmax(ctx: RuleCtx, node: LNode) -> None:
 def fold_binary(node: LNode, args: dict[str, Any]) -> list[np.ndarray]:
     a, b = args[operand(node, "a", 0)], args[operand(node, "b", 1)]
     if np.issubdtype(a.dtype, np.integer) and node.kind in ("div", "pow"):
-        from ..reference import _int_div, _int_pow  # the runtime's integer rules, shared with the tests
-
-        return [(_int_div if node.kind == "div" else _int_pow)(a, b)]
+        return [(int_div if node.kind == "div" else int_pow)(a, b)]  # the runtime's integer rules
     return [BINARY_NP[node.kind](a, b)]
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ...xnn.reference import clamp_indices
 from ..ir import LNode
 from ..registry import RuleCtx, folds, lowers, operand
 
@@ -54,8 +55,6 @@ def lower_scatter_nd(ctx: RuleCtx, node: LNode) -> None:
 
 @folds("gather")
 def fold_gather(node: LNode, args: dict[str, Any]) -> list[np.ndarray]:
-    from ..reference import _indices
-
     x, i = (args[n] for n in _xi(node))
     axis = int(node.attrs.get("axis", 0))
-    return [np.take(x, _indices(i, x.shape[axis]), axis=axis)]
+    return [np.take(x, clamp_indices(i, x.shape[axis]), axis=axis)]

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ...graph import DTYPES
+from ...xnn.reference import convert
 from ..ir import LNode
 from ..registry import LayoutRule, RuleCtx, folds, layout_rule, lowers, operand
 
@@ -73,6 +74,5 @@ def fold_where(node: LNode, args: dict[str, Any]) -> list[np.ndarray]:
 
 @folds("cast")
 def fold_cast(node: LNode, args: dict[str, Any]) -> list[np.ndarray]:
-    from ..reference import _convert  # the runtime's conversion rule (truncate, saturate)
-
-    return [_convert(args[operand(node, "input", 0)], np.dtype(DTYPES[node.attrs["type"]]))]
+    # the runtime's conversion rule (truncate, saturate)
+    return [convert(args[operand(node, "input", 0)], np.dtype(DTYPES[node.attrs["type"]]))]

@@ -8,10 +8,10 @@ and XNN leave padding out of the average's divisor, so padded average pools lowe
 from __future__ import annotations
 
 from ...graph import DynDim
-from ...ops.shapes import auto_pad, need_int
+from ...ops.shapes import need_int
 from ..ir import LNode
 from ..registry import LayoutRule, RuleCtx, enum_value, layout_rule, lowers, operand
-from .conv import _pair
+from .conv import padding, pair
 
 layout_rule(LayoutRule("sensitive", option="layout", nchw="nchw", data_role="input"),
             "maxPool2d", "averagePool2d", "l2Pool2d")
@@ -28,16 +28,9 @@ def _lower_pool(ctx: RuleCtx, node: LNode, kind: str) -> None:
     if win is None:
         kh, kw = need_int(h, "pool input height"), need_int(w, "pool input width")
     else:
-        kh, kw = _pair(win, 1)
-    strides, dils = _pair(node.attrs.get("strides"), 1), _pair(node.attrs.get("dilations"), 1)
-    mode = node.attrs.get("autoPad") or "explicit"
-    if mode == "explicit":
-        p = node.attrs.get("padding") or [0, 0, 0, 0]
-        t, b, left, r = (int(v) for v in p)
-    else:
-        ih, iw = need_int(h, "pool input height"), need_int(w, "pool input width")
-        t, b = auto_pad(ih, kh, strides[0], dils[0], mode == "same-upper")
-        left, r = auto_pad(iw, kw, strides[1], dils[1], mode == "same-upper")
+        kh, kw = pair(win, 1)
+    strides, dils = pair(node.attrs.get("strides"), 1), pair(node.attrs.get("dilations"), 1)
+    t, b, left, r = padding(node)
     if isinstance(h, DynDim) or isinstance(w, DynDim):
         ctx.unsupported("pooling over a dynamic spatial dimension")
     whole = global_window or (kh, kw) == (h, w)

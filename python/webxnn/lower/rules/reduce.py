@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ...xnn.reference import reduce_wx
 from ..ir import NCHW_TO_NHWC, LGraph, LNode
 from ..registry import LayoutRule, RuleCtx, folds, layout_rule, lowers, operand
 
@@ -52,9 +53,8 @@ def lower_arg(ctx: RuleCtx, node: LNode) -> None:
 
 
 def _np_reduce(kind: str, x: np.ndarray, axes: tuple[int, ...], keep: bool) -> np.ndarray:
-    from ..reference import _reduce_wx  # one definition of the reductions, shared with the runtime tests
-
-    return _reduce_wx({"op": REDUCE[kind], "axes": list(axes), "keep_dims": keep}, x)
+    # one definition of the reductions, shared with the runtime tests
+    return reduce_wx({"op": REDUCE[kind], "axes": list(axes), "keep_dims": keep}, x)
 
 
 @folds(*REDUCE)

@@ -1,6 +1,9 @@
 """A slow, plain numpy interpreter of XNN IR (`xnn.ir.XnnGraph`), used to check lowering without the C++
 runtime: run the lowered graph here and compare with numpy written straightforwardly on the WebNN graph.
 
+The lowering's constant folding calls the helpers that define the runtime's exact rules (`convert`,
+`int_div`, `int_pow`, `reduce_wx`, `clamp_indices`), so folded and run results agree by construction.
+
 Semantics follow design/reference/executorch-xnnpack-format.md §4 (NHWC activations, OHWI / 1HWO filters,
 padding excluded from averages, output_min_max clamps). Every node's result is checked against the dims
 its output value declares, so shape mistakes in lowering fail loudly here.
@@ -14,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..xnn.ir import FLAG_EXTERNAL_INPUT, FLAG_EXTERNAL_OUTPUT, INVALID_ID, NUMPY_DTYPE, Node, XnnGraph
+from .ir import FLAG_EXTERNAL_INPUT, FLAG_EXTERNAL_OUTPUT, INVALID_ID, NUMPY_DTYPE, Node, XnnGraph
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
@@ -133,7 +136,7 @@ def _enum_name(enum: str, value: Any) -> str:
     """An enum field as its schema name: IR built in Python holds names, IR read from a blob holds ints."""
     if isinstance(value, str):
         return value
-    from ..xnn import _layout as L
+    from . import _layout as L
 
     for name, v in L.enum_values(enum).items():
         if v == int(value):
@@ -145,7 +148,7 @@ def _is_int(dt: np.dtype) -> bool:
     return np.issubdtype(dt, np.integer)
 
 
-def _convert(x: np.ndarray, dt: np.dtype) -> np.ndarray:
+def convert(x: np.ndarray, dt: np.dtype) -> np.ndarray:
     """Element-wise conversion to `dt` (XNNConvert, WXUnary cast): floats → integers truncate toward zero
     and saturate to the target's range (NaN → 0); integers → integers wrap (two's complement); anything →
     float rounds to nearest."""
@@ -163,7 +166,7 @@ def _convert(x: np.ndarray, dt: np.dtype) -> np.ndarray:
     return x.astype(dt)
 
 
-def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Integer division truncating toward zero (C); division by zero gives 0."""
     a, b = np.broadcast_arrays(a, b)
     safe = np.where(b == 0, 1, b)
@@ -172,7 +175,7 @@ def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(b == 0, 0, q).astype(a.dtype)
 
 
-def _int_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def int_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Integer power with wrap-around; a negative exponent gives 1/a^|e| truncated (0 unless |a| = 1)."""
     a, b = np.broadcast_arrays(a, b)
     out = np.empty(a.shape, dtype=a.dtype)
@@ -192,7 +195,7 @@ def _unary_wx(f: dict[str, Any], x: np.ndarray, out_dt: np.dtype) -> np.ndarray:
     op = _enum_name("WXUnaryOp", f["op"])
     a, b = float(f.get("alpha", 0.0)), float(f.get("beta", 0.0))
     if op == "cast":
-        return _convert(x, out_dt)
+        return convert(x, out_dt)
     if op == "identity":
         return x.copy()
     if op == "logical_not":
@@ -240,13 +243,13 @@ def _binary_wx(f: dict[str, Any], a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if op in _ARITH:
         return _ARITH[op](a, b)
     if op == "div":
-        return _int_div(a, b) if _is_int(a.dtype) else np.divide(a, b)
+        return int_div(a, b) if _is_int(a.dtype) else np.divide(a, b)
     if op == "pow":
-        return _int_pow(a, b) if _is_int(a.dtype) else np.power(a.astype(np.float64), b)
+        return int_pow(a, b) if _is_int(a.dtype) else np.power(a.astype(np.float64), b)
     raise NotImplementedError(f"reference interpreter: WXBinary {op}")
 
 
-def _reduce_wx(f: dict[str, Any], x: np.ndarray) -> np.ndarray:
+def reduce_wx(f: dict[str, Any], x: np.ndarray) -> np.ndarray:
     op = _enum_name("WXReduceOp", f["op"])
     axes = tuple(int(a) for a in f.get("axes", []))
     keep = bool(f.get("keep_dims", False))
@@ -285,7 +288,7 @@ def _reduce_wx(f: dict[str, Any], x: np.ndarray) -> np.ndarray:
     raise NotImplementedError(f"reference interpreter: WXReduce {op}")
 
 
-def _indices(idx: np.ndarray, dim: int | np.ndarray) -> np.ndarray:
+def clamp_indices(idx: np.ndarray, dim: int | np.ndarray) -> np.ndarray:
     """WebNN index rule: negative counts from the end, then clamp into [0, dim - 1]."""
     i = idx.astype(np.int64)
     i = np.where(i < 0, i + dim, i)
@@ -296,7 +299,7 @@ def _gather_nd(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
     k = idx.shape[-1]
     flat = idx.reshape(-1, k)
     dims = np.array(x.shape[:k])
-    flat = _indices(flat, dims)
+    flat = clamp_indices(flat, dims)
     parts = [x[tuple(row)] for row in flat]
     return np.stack(parts).reshape((*idx.shape[:-1], *x.shape[k:]))
 
@@ -304,7 +307,7 @@ def _gather_nd(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
 def _scatter_nd(x: np.ndarray, idx: np.ndarray, upd: np.ndarray) -> np.ndarray:
     out = x.copy()
     k = idx.shape[-1]
-    flat = _indices(idx.reshape(-1, k), np.array(x.shape[:k]))
+    flat = clamp_indices(idx.reshape(-1, k), np.array(x.shape[:k]))
     u = upd.reshape(-1, *x.shape[k:])
     for row, val in zip(flat, u):
         out[tuple(row)] = val
@@ -425,18 +428,19 @@ def _run_wx(n: Node, get: Callable[[int], np.ndarray], out_dt: np.dtype,
     if k == "WXBinary":
         return _binary_wx(f, get(f["input1_id"]), get(f["input2_id"]))
     if k == "WXReduce":
-        return _reduce_wx(f, get(f["input_id"]))
+        return reduce_wx(f, get(f["input_id"]))
     if k == "WXGather":
         x, axis = get(f["input_id"]), int(f["axis"])
-        return np.take(x, _indices(get(f["indices_id"]), x.shape[axis]), axis=axis)
+        return np.take(x, clamp_indices(get(f["indices_id"]), x.shape[axis]), axis=axis)
     if k == "WXGatherElements":
         x, axis = get(f["input_id"]), int(f["axis"])
-        return np.take_along_axis(x, _indices(get(f["indices_id"]), x.shape[axis]), axis=axis)
+        return np.take_along_axis(x, clamp_indices(get(f["indices_id"]), x.shape[axis]), axis=axis)
     if k == "WXGatherND":
         return _gather_nd(get(f["input_id"]), get(f["indices_id"]))
     if k == "WXScatterElements":
         x, axis = get(f["input_id"]).copy(), int(f["axis"])
-        np.put_along_axis(x, _indices(get(f["indices_id"]), x.shape[axis]), get(f["updates_id"]), axis=axis)
+        idx = clamp_indices(get(f["indices_id"]), x.shape[axis])
+        np.put_along_axis(x, idx, get(f["updates_id"]), axis=axis)
         return x
     if k == "WXScatterND":
         return _scatter_nd(get(f["input_id"]), get(f["indices_id"]), get(f["updates_id"]))
@@ -513,7 +517,7 @@ def run(xg: XnnGraph, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         if k.startswith("WX"):
             y = _run_wx(n, get, out_dt, list(out.dims))
         elif k == "XNNConvert":
-            y = _convert(get(f["input_id"]), out_dt)
+            y = convert(get(f["input_id"]), out_dt)
         elif k == "XNNStaticResizeBilinear2D":
             y = _resize_bilinear_xnn(get(f["input_id"]), f)
         elif k in _BINARY:
@@ -574,7 +578,7 @@ def run(xg: XnnGraph, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         if list(y.shape) != list(out.dims):
             raise AssertionError(f"{k} (value {out.id}): computed shape {list(y.shape)}, declared {out.dims}")
         env[out.id] = y if y.dtype == out_dt else \
-            (_convert(y, out_dt) if _is_int(out_dt) and not _is_int(y.dtype) else y.astype(out_dt))
+            (convert(y, out_dt) if _is_int(out_dt) and not _is_int(y.dtype) else y.astype(out_dt))
     n_in = len(names_in)
     return {names_out[v.external_id - n_in]: env[v.id] for v in xg.values if v.flags & FLAG_EXTERNAL_OUTPUT}
 
@@ -584,7 +588,7 @@ class Program:
     the conformance runner can judge the lowering before the C++ runtime has every node."""
 
     def __init__(self, blob: bytes) -> None:
-        from ..xnn.reader import read
+        from .reader import read
 
         self.graph = read(blob)
 
