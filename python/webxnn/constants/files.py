@@ -18,7 +18,7 @@ import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Union, cast
 
 import numpy as np
 
@@ -185,10 +185,15 @@ def _check_entry(c: Const, entry: TensorEntry, what: str) -> None:
     if list(entry.shape) != list(c.shape):
         raise WeightsError(f"{what}: manifest shape {list(entry.shape)} does not match the const's "
                            f"{list(c.shape)}")
-    want = math.prod(c.shape) * dtype_size(c.dtype)  # const shapes are static (checked by the readers)
+    want = math.prod(const_shape(c)) * dtype_size(c.dtype)
     if entry.byte_length != want:
         raise WeightsError(f"{what}: byteLength {entry.byte_length} but {c.dtype}{list(c.shape)} needs "
                            f"{want} bytes")
+
+
+def const_shape(c: Const) -> tuple[int, ...]:
+    """A const's shape as ints: const shapes are static (the readers reject dyn() there)."""
+    return cast("tuple[int, ...]", tuple(c.shape))
 
 
 def weights_consts(g: Graph) -> list[Const]:

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..dtypes import DTYPES, scalar_problem
 from ..errors import UnsupportedError, ValidationError, WeightsError
-from .files import Manifest, PathLike, read_weights, weights_consts, weights_ref
+from .files import Manifest, PathLike, const_shape, read_weights, weights_consts, weights_ref
 
 if TYPE_CHECKING:  # the graph AST sits above this package (graph.py reads const data through it)
     from ..graph import Graph
@@ -29,7 +29,7 @@ def const_array(g: Graph, name: str) -> np.ndarray:
     if c is None:
         raise ValidationError(f"no const named {name!r}")
     dt = DTYPES[c.dtype]
-    shape = tuple(int(d) for d in c.shape)  # consts are static (checked by the parsers)
+    shape = const_shape(c)
     init = c.init
     if init.kind == "weights":
         arr = g.weights.get(name)
