@@ -281,9 +281,9 @@ def make_cases() -> list[Case]:
         "reshape_conv_unary",
         _graph("x: f32[4, 6];",
                'w: f32[2, 1, 2, 2] @weights("w"); k: f32[] @scalar(0.1); f: f32[] @scalar(4.0);',
-               "x4 = reshape(x, newShape=[1, 1, 4, 6]);\n c = conv2d(x4, w);\n s = mul(c, k);\n e = exp(s);\n"
-               " n = neg(e);\n a = abs(n);\n q = sqrt(a);\n q4 = mul(q, f);\n fl = floor(q4);\n"
-               " u = ceil(fl);",
+               "x4 = reshape(x, newShape=[1, 1, 4, 6]);\n c = conv2d(x4, w);\n s = mul(c, k);\n"
+               " e = exp(s);\n n = neg(e);\n a = abs(n);\n q = sqrt(a);\n q4 = mul(q, f);\n"
+               " fl = floor(q4);\n u = ceil(fl);",
                "u;"),
         {"w": uw}, {"x": _f32(r, 4, 6)}, unary))
     return cases
