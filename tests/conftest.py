@@ -23,7 +23,7 @@ def conformance_dir() -> pathlib.Path:
 TESTING_BUILD = 'pip install -Ccmake.define.WEBXNN_TESTING=ON ".[test]"'
 
 
-def testing_module() -> ModuleType:
+def load_testing_module() -> ModuleType:
     """webxnn._testing: the kernels (`.kernels`) and the arena placement bound one by one, which the product
     module leaves out. Built only with the CMake option WEBXNN_TESTING; when it is absent, the calling test
     module (called at module level) or test skips, with a reason that gives the command that builds it."""

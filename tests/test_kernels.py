@@ -14,13 +14,12 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from conftest import testing_module  # noqa: E402
+from conftest import load_testing_module
+from test_runtime_util import conv2d_ref, deconv2d_ref, dwconv2d_ref, pool_ref
+from webxnn.conformance import ulp_distance_f32
+from webxnn.errors import InputError
 
-K = testing_module().kernels
-
-from test_runtime_util import conv2d_ref, deconv2d_ref, dwconv2d_ref, pool_ref  # noqa: E402
-from webxnn.conformance import ulp_distance_f32  # noqa: E402
-from webxnn.errors import InputError  # noqa: E402
+K = load_testing_module().kernels
 
 SETTINGS = settings(max_examples=25, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])

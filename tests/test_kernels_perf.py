@@ -13,11 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import testing_module  # noqa: E402
+from conftest import load_testing_module
+from webxnn.errors import InputError
 
-K = testing_module().kernels
-
-from webxnn.errors import InputError  # noqa: E402
+K = load_testing_module().kernels
 
 SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 RNG = np.random.default_rng(99)

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import conv_fields, testing_module
+from conftest import conv_fields, load_testing_module
 from test_runtime_util import GraphBuilder, conv2d_ref
 from webxnn import runtime
 from webxnn.xnn.ir import INVALID_ID
@@ -806,7 +806,7 @@ def test_arena_layout_separates_live_tensors(tensors: list[tuple[int, int, int]]
     sizes = [64 * s for s, _, _ in tensors]
     starts = [a for _, a, _ in tensors]
     ends = [a + d for _, a, d in tensors]
-    offsets, arena = testing_module().arena_layout(sizes, starts, ends, centred)
+    offsets, arena = load_testing_module().arena_layout(sizes, starts, ends, centred)
     n = len(sizes)
     for i in range(n):
         assert offsets[i] % 64 == 0 and offsets[i] + sizes[i] <= arena
@@ -826,8 +826,8 @@ def test_arena_layout_centres_a_chain() -> None:
     sizes = [64 * k for k in (8, 6, 4, 6, 8, 2)]
     starts = list(range(6))
     ends = [s + 1 for s in starts]
-    assert testing_module().arena_layout(sizes, starts, ends, True) == ([0, 512, 128, 512, 0, 640], 896)
-    assert testing_module().arena_layout(sizes, starts, ends, False) == ([0, 512, 0, 512, 0, 512], 896)
+    assert load_testing_module().arena_layout(sizes, starts, ends, True) == ([0, 512, 128, 512, 0, 640], 896)
+    assert load_testing_module().arena_layout(sizes, starts, ends, False) == ([0, 512, 0, 512, 0, 512], 896)
 
 
 def test_arena_layout_rejects_calls_outside_its_contract() -> None:
@@ -835,8 +835,8 @@ def test_arena_layout_rejects_calls_outside_its_contract() -> None:
     from webxnn.errors import WebxnnError
 
     with pytest.raises(WebxnnError, match="differ in length"):
-        testing_module().arena_layout([64], [0, 1], [0], True)
+        load_testing_module().arena_layout([64], [0, 1], [0], True)
     with pytest.raises(WebxnnError, match="tensor 1's size 100 is not a multiple of 64"):
-        testing_module().arena_layout([64, 100], [0, 0], [0, 0], False)
+        load_testing_module().arena_layout([64, 100], [0, 0], [0, 0], False)
     with pytest.raises(WebxnnError, match="tensor 0 ends before it starts"):
-        testing_module().arena_layout([64], [3], [2], True)
+        load_testing_module().arena_layout([64], [3], [2], True)
