@@ -9,7 +9,7 @@ import pathlib
 
 import numpy as np
 
-from webxnn.dsl.weights import pack_weights
+from webxnn.constants import pack_weights
 
 HERE = pathlib.Path(__file__).resolve().parents[1] / "python" / "webxnn" / "examples"
 
