@@ -4,14 +4,12 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "kernels/kernels.h"
 #include "python/errors.h"
-#include "runtime/memory.h"
 #include "runtime/program.h"
 #include "runtime/status.h"
 
