@@ -20,7 +20,7 @@ from webxnn.dsl import (
     parse,
     unpack_weights,
 )
-from webxnn.errors import ParseError, UnsupportedError, ValidationError, WeightsError
+from webxnn.errors import FileError, ParseError, UnsupportedError, ValidationError, WeightsError
 from webxnn.graph import DTYPES
 
 CONF = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "conformance" / "webnn-graph"
@@ -133,7 +133,7 @@ def test_json_graph_file_sniffed(tmp_path: pathlib.Path) -> None:
     (tmp_path / "bad.json").write_bytes(b"\xff\xfe")
     with pytest.raises(ParseError, match="UTF-8"):
         load_graph(tmp_path / "bad.json")
-    with pytest.raises(ParseError, match="cannot read"):
+    with pytest.raises(FileError, match="missing.webnn: no such file"):
         load_graph(tmp_path / "missing.webnn")
 
 

@@ -18,7 +18,10 @@ from typing import Any, Union
 import numpy as np
 
 from . import _runtime
-from .errors import InputError
+from .compiler import GRAPH_KINDS
+from .compiler import compile as compile_model
+from .errors import InputError, UnsupportedError
+from .filekind import KINDS, expect
 
 BlobOrPath = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]"]
 
@@ -172,16 +175,21 @@ def _step_row(raw: tuple) -> dict[str, Any]:
 
 
 def load(blob_or_path: BlobOrPath, threads: int | None = None) -> Program:
-    """Verify and plan a `.xnn` blob given as bytes or a file path (memory-mapped). `threads`: threads per
-    run (None or 0 = one per core). Raises FormatError / UnsupportedError for bad blobs, OSError for files
+    """Verify and plan a `.xnn` blob given as bytes or a file path (memory-mapped); a `.webnn` / `.json`
+    graph or `.onnx` model path is compiled on the fly. `threads`: threads per run (None or 0 = one per
+    core). Raises FormatError / UnsupportedError for bad blobs or wrong kinds of file, FileError for files
     that cannot be read."""
     n = 0 if threads is None else int(threads)
     if n < 0:
         raise ValueError(f"threads must be >= 0, got {threads}")
     if isinstance(blob_or_path, (str, os.PathLike)):
         path = os.fspath(blob_or_path)
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"no such file: '{path}'")
+        kind = expect(path, ("xnn", "pte", *GRAPH_KINDS), what="a model (.xnn, .webnn, .json or .onnx)")
+        if kind == "pte":
+            raise UnsupportedError(f"{path}: {KINDS['pte'][0]}: {KINDS['pte'][1]}; export the model to ONNX "
+                                   "and run that, or extract the delegate payload")
+        if kind != "xnn":  # a graph or ONNX model: compiled here, in memory
+            return Program(_runtime.Program.from_buffer(compile_model(path), n))
         return Program(_runtime.Program.from_path(path, n))
     if isinstance(blob_or_path, memoryview) and not blob_or_path.contiguous:
         blob_or_path = blob_or_path.tobytes()
