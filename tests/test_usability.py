@@ -154,3 +154,65 @@ def test_cli_runs_a_webnn_graph(tmp_path: pathlib.Path) -> None:
     r = cli("run", str(EXAMPLE), "--random-inputs", "--repeat", "2", "-o", str(tmp_path))
     assert r.returncode == 0, r.stderr
     assert "probs: float32[1, 10]" in r.stdout and (tmp_path / "probs.npy").is_file()
+
+
+# 5. validate checks weights; weights unpack -o; inspect --json shapes are lists
+
+def test_validate_needs_the_weights(tmp_path: pathlib.Path) -> None:
+    import shutil
+
+    from webxnn.cli import main
+
+    graph = tmp_path / "tiny_cnn.webnn"
+    shutil.copy(EXAMPLE, graph)
+    r = cli("validate", str(graph))
+    assert_one_line_error(r, "6 of 6 consts use @weights", "tiny_cnn.weights", "--no-weights")
+    assert main(["validate", str(graph), "--no-weights"]) == 0
+    assert main(["validate", str(EXAMPLE)]) == 0
+    short = tmp_path / "short.weights"
+    short.write_bytes(EXAMPLE.with_suffix(".weights").read_bytes()[:100])
+    assert_one_line_error(cli("validate", str(graph), "--weights", str(short), "--manifest",
+                              str(EXAMPLE.with_suffix(".manifest.json"))), "past the end")
+
+
+def test_weights_unpack_short_output_option(tmp_path: pathlib.Path) -> None:
+    r = cli("weights", "unpack", "--weights", str(EXAMPLE.with_suffix(".weights")), "--manifest",
+            str(EXAMPLE.with_suffix(".manifest.json")), "-o", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "conv1_w.npy").is_file()
+
+
+def test_inspect_json_shapes_are_lists(blob: pathlib.Path, tmp_path: pathlib.Path, capsys) -> None:
+    import json
+
+    from webxnn.cli import main
+
+    assert main(["inspect", str(EXAMPLE), "--json"]) == 0
+    g = json.loads(capsys.readouterr().out)
+    assert g["inputs"]["x"] == {"dtype": "float32", "shape": [1, 3, 32, 32]}
+    assert g["outputs"]["probs"]["shape"] == [1, 10]
+    assert main(["inspect", str(blob), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["inputs"][0]["dims"] == [1, 3, 32, 32]
+    dyn = tmp_path / "dyn.webnn"
+    dyn.write_text('webnn_graph "d" v1 {\n  inputs { x: f32[dyn("batch", 4), 3]; }\n'
+                   '  nodes { y = relu(x); }\n  outputs { y; }\n}\n')
+    assert main(["inspect", str(dyn), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["inputs"]["x"] == {
+        "dtype": "float32", "shape": [4, 3], "dynamic": ["batch", None]}
+
+
+# 6. run(inputs, outputs=[names])
+
+def test_run_selected_outputs(tmp_path: pathlib.Path) -> None:
+    g = webxnn.parse('webnn_graph "two" v1 {\n  inputs { x: f32[2]; }\n  nodes {\n    a = relu(x);\n'
+                     '    b = neg(x);\n  }\n  outputs { a; b; }\n}\n')
+    prog = webxnn.load(webxnn.compile(g))
+    x = np.array([-1, 2], np.float32)
+    assert list(prog.run([x])) == ["a", "b"]
+    only = prog.run([x], outputs=["b"])
+    assert list(only) == ["b"] and only["b"].tolist() == [1, -2]
+    assert list(prog.run({"x": x}, outputs=["b", "a"])) == ["b", "a"]
+    with pytest.raises(webxnn.InputError, match=r"unknown output\(s\) \['c'\]; the outputs are \['a', 'b'\]"):
+        prog.run([x], outputs=["c"])
+    with pytest.raises(webxnn.InputError, match="list of output names"):
+        prog.run([x], outputs="a")  # type: ignore[arg-type]

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .errors import InputError, WebxnnError
+from .errors import InputError, WebxnnError, WeightsError
 from .filekind import expect, sniff
 
 
@@ -206,8 +206,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     graph = _load_graph(args)
     validate(graph)
+    external = [n for n, c in graph.consts.items() if c.init.kind == "weights"]
+    unresolved = [n for n in external if n not in graph.weights]
+    if unresolved and not args.no_weights:
+        # the sidecars were neither found nor named (found or named ones were read and checked by the loader):
+        # compile would fail, so this graph is not valid as given
+        stem = pathlib.Path(args.model).stem
+        raise WeightsError(f"{args.model}: {len(unresolved)} of {len(graph.consts)} consts use @weights "
+                           f"({', '.join(unresolved[:3])}{', ...' if len(unresolved) > 3 else ''}) but no "
+                           f"weights file was found beside it (looked for {stem}.weights and model.weights); "
+                           "pass --weights and --manifest, or --no-weights to check the graph alone")
+    checked = "weights not checked" if unresolved else f"{len(external)} weights checked"
     print(f"{args.model}: valid ({len(graph.inputs)} inputs, {len(graph.consts)} consts, "
-          f"{len(graph.nodes)} nodes, {len(graph.outputs)} outputs)")
+          f"{len(graph.nodes)} nodes, {len(graph.outputs)} outputs; {checked})")
     return 0
 
 
@@ -309,6 +320,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("validate", help="check a graph's ops, operands, options, weights")
     _add_graph_args(p)
+    p.add_argument("--no-weights", action="store_true",
+                   help="check the graph without its weights (when they are not at hand)")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("convert", help="convert a graph to JSON, .webnn text or WebNN JavaScript")

@@ -75,13 +75,26 @@ class Program:
         """Name of the kernel table chosen for this CPU ("scalar", "avx2", ...)."""
         return str(self._impl.kernels)
 
-    def run(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+    def run(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray],
+            outputs: Sequence[str] | None = None) -> dict[str, np.ndarray]:
         """Run once. `inputs` maps input names to arrays, or lists arrays in input order. Returns the outputs
-        by name, in output order. Arrays of the right dtype that are C-contiguous are used without a copy."""
+        by name, in output order, or only those named in `outputs`, in that order (all are still computed).
+        Arrays of the right dtype that are C-contiguous are used without a copy."""
+        wanted = self._wanted(outputs)  # before running: a wrong name fails fast
         # dtype, shape and contiguity are checked (and non-contiguous arrays copied) by the C++ module, whose
         # InputError names the input with expected vs got.
-        outs = self._impl.run(self._ordered(inputs))
-        return dict(zip(self._out_names, outs))
+        got = dict(zip(self._out_names, self._impl.run(self._ordered(inputs))))
+        return got if wanted is None else {k: got[k] for k in wanted}
+
+    def _wanted(self, outputs: Sequence[str] | None) -> list[str] | None:
+        if outputs is None:
+            return None
+        if isinstance(outputs, str) or not isinstance(outputs, Sequence):
+            raise InputError(f"outputs must be a list of output names; the outputs are {self._out_names}")
+        unknown = [k for k in outputs if k not in self._out_names]
+        if unknown:
+            raise InputError(f"unknown output(s) {unknown}; the outputs are {self._out_names}")
+        return list(outputs)
 
     def profile(
         self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray], repeat: int = 10
