@@ -216,3 +216,12 @@ def test_run_selected_outputs(tmp_path: pathlib.Path) -> None:
         prog.run([x], outputs=["c"])
     with pytest.raises(webxnn.InputError, match="list of output names"):
         prog.run([x], outputs="a")  # type: ignore[arg-type]
+
+
+def test_load_names_wrong_bytes_and_leaves_junk_to_the_verifier(tmp_path: pathlib.Path) -> None:
+    with pytest.raises(webxnn.FormatError, match=r"these bytes are a \.webnn text file.*webxnn compile"):
+        webxnn.load(EXAMPLE.read_bytes())
+    junk = tmp_path / "junk.xnn"
+    junk.write_bytes(b"\x01\x02" * 30)
+    with pytest.raises(webxnn.FormatError, match="file identifier"):  # the blob verifier's own words
+        webxnn.load(junk)

@@ -20,10 +20,12 @@ import numpy as np
 from . import _runtime
 from .compiler import GRAPH_KINDS
 from .compiler import compile as compile_model
-from .errors import InputError, UnsupportedError
-from .filekind import KINDS, expect
+from .errors import FormatError, InputError, UnsupportedError
+from .filekind import KINDS, expect, sniff_bytes
 
 BlobOrPath = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]"]
+
+_MODEL = "a compiled .xnn blob"
 
 
 @dataclass(frozen=True)
@@ -197,11 +199,12 @@ def load(blob_or_path: BlobOrPath, threads: int | None = None) -> Program:
         raise ValueError(f"threads must be >= 0, got {threads}")
     if isinstance(blob_or_path, (str, os.PathLike)):
         path = os.fspath(blob_or_path)
-        kind = expect(path, ("xnn", "pte", *GRAPH_KINDS), what="a model (.xnn, .webnn, .json or .onnx)")
+        # an unknown kind goes to the blob verifier, which says which bytes are wrong
+        kind = expect(path, ("xnn", "unknown", "pte", *GRAPH_KINDS), what=_MODEL)
         if kind == "pte":
             raise UnsupportedError(f"{path}: {KINDS['pte'][0]}: {KINDS['pte'][1]}; export the model to ONNX "
                                    "and run that, or extract the delegate payload")
-        if kind != "xnn":  # a graph or ONNX model: compiled here, in memory
+        if kind in GRAPH_KINDS:  # a graph or ONNX model: compiled here, in memory
             return Program(_runtime.Program.from_buffer(compile_model(path), n))
         return Program(_runtime.Program.from_path(path, n))
     if isinstance(blob_or_path, memoryview) and not blob_or_path.contiguous:
@@ -210,6 +213,9 @@ def load(blob_or_path: BlobOrPath, threads: int | None = None) -> Program:
         raise TypeError(
             f"load() takes bytes, bytearray, memoryview or a path, not {type(blob_or_path).__name__}"
         )
+    kind = sniff_bytes(bytes(blob_or_path[:256]))
+    if kind not in ("xnn", "unknown"):
+        raise FormatError(f"these bytes are {KINDS[kind][0]}, not {_MODEL}; {KINDS[kind][1]}")
     return Program(_runtime.Program.from_buffer(blob_or_path, n))
 
 
