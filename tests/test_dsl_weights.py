@@ -108,8 +108,10 @@ def test_model_sidecars_and_missing_weights(tmp_path: pathlib.Path) -> None:
     (tmp_path / "manifest.json").unlink()
     with pytest.raises(WeightsError, match="no manifest"):
         load_graph(tmp_path / "a.webnn")
-    with pytest.raises(WeightsError, match="weights file not found"):
+    with pytest.raises(FileError, match=r"nope\.weights: no such file \(the weights file\)"):
         load_graph(tmp_path / "a.webnn", weights="nope.weights")
+    with pytest.raises(FileError, match=r"nope\.json: no such file \(the weights manifest\)"):
+        load_graph(tmp_path / "a.webnn", weights="model.weights", manifest="nope.json")
 
 
 def test_safetensors_unsupported(tmp_path: pathlib.Path) -> None:
