@@ -67,7 +67,7 @@ def test_errors_are_one_line_and_exit_2(tmp_path: pathlib.Path, capsys) -> None:
     bad.write_text('webnn_graph "b" v1 {\n  nodes { y = relu(; }\n}\n')
     assert main(["compile", str(bad)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: ") and "bad.webnn:2:" in err
+    assert err.startswith("webxnn: error: ") and "bad.webnn:2:" in err
     junk = tmp_path / "junk.xnn"
     junk.write_bytes(b"\0\0\0\0XH00" + b"\xff" * 40)
     assert main(["run", str(junk), "--random-inputs"]) == 2

@@ -20,7 +20,7 @@ from webxnn.dsl import (
     parse,
     unpack_weights,
 )
-from webxnn.errors import ParseError, UnsupportedError, ValidationError, WeightsError
+from webxnn.errors import FileError, ParseError, UnsupportedError, ValidationError, WeightsError
 from webxnn.graph import DTYPES
 
 CONF = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "conformance" / "webnn-graph"
@@ -108,8 +108,10 @@ def test_model_sidecars_and_missing_weights(tmp_path: pathlib.Path) -> None:
     (tmp_path / "manifest.json").unlink()
     with pytest.raises(WeightsError, match="no manifest"):
         load_graph(tmp_path / "a.webnn")
-    with pytest.raises(WeightsError, match="weights file not found"):
+    with pytest.raises(FileError, match=r"nope\.weights: no such file \(the weights file\)"):
         load_graph(tmp_path / "a.webnn", weights="nope.weights")
+    with pytest.raises(FileError, match=r"nope\.json: no such file \(the weights manifest\)"):
+        load_graph(tmp_path / "a.webnn", weights="model.weights", manifest="nope.json")
 
 
 def test_safetensors_unsupported(tmp_path: pathlib.Path) -> None:
@@ -133,7 +135,7 @@ def test_json_graph_file_sniffed(tmp_path: pathlib.Path) -> None:
     (tmp_path / "bad.json").write_bytes(b"\xff\xfe")
     with pytest.raises(ParseError, match="UTF-8"):
         load_graph(tmp_path / "bad.json")
-    with pytest.raises(ParseError, match="cannot read"):
+    with pytest.raises(FileError, match="missing.webnn: no such file"):
         load_graph(tmp_path / "missing.webnn")
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .errors import (
+    FileError,
     FormatError,
     InputError,
     ParseError,
@@ -71,17 +72,19 @@ def infer(graph: Graph) -> dict[str, TensorType]:
     return _infer(graph)
 
 
-def compile(graph: Graph, weights: dict[str, np.ndarray] | None = None,  # noqa: A001
+def compile(graph: Graph | PathLike, weights: dict[str, np.ndarray] | None = None,  # noqa: A001
             profile: str = "webxnn") -> bytes:
-    """Lower and serialize `graph` into `.xnn` bytes. `profile="executorch"` emits only upstream XNNPACK
-    node types and fails naming every op it cannot express that way."""
+    """Lower and serialize `graph` (a Graph, or a `.webnn` / `.json` / `.onnx` path) into `.xnn` bytes.
+    `profile="executorch"` emits only upstream XNNPACK node types and fails naming every op it cannot
+    express that way."""
     from .compiler import compile as _compile
 
     return _compile(graph, weights=weights, profile=profile)
 
 
 def load(blob_or_path: bytes | bytearray | memoryview | PathLike, threads: int | None = None) -> Program:
-    """Verify and load a `.xnn` blob (bytes) or file (memory-mapped) into a runnable `Program`."""
+    """Verify and load a `.xnn` blob (bytes) or file (memory-mapped) into a runnable `Program`; a `.webnn`,
+    `.json` or `.onnx` path is compiled on the fly."""
     from .runtime import load as _load
 
     return _load(blob_or_path, threads=threads)
@@ -111,8 +114,8 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "WebxnnError", "ParseError", "ValidationError", "WeightsError", "FormatError", "UnsupportedError",
-    "InputError", "Graph", "Node", "Operand", "Const", "ConstInit", "DynDim",
+    "WebxnnError", "FileError", "ParseError", "ValidationError", "WeightsError", "FormatError",
+    "UnsupportedError", "InputError", "Graph", "Node", "Operand", "Const", "ConstInit", "DynDim",
     "parse", "parse_json", "load_graph", "from_onnx", "validate", "infer", "compile", "load", "cpu_info",
     "Program",
     "__version__",

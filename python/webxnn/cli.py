@@ -1,7 +1,8 @@
 """The `webxnn` command line: compile, run, inspect, validate, convert, weights, demo, info.
 
-Every subcommand reports bad input as one line `error: ...` on stderr and exit status 2; nothing here holds
-logic the Python API lacks.
+Every subcommand reports bad input (any WebxnnError, or an OSError such as an output path that is a folder)
+as one line `webxnn: error: ...` on stderr and exit status 2, the way argparse reports bad arguments; the
+global `--debug` shows the traceback instead. Nothing here holds logic the Python API lacks.
 """
 
 from __future__ import annotations
@@ -16,24 +17,43 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .errors import InputError, WebxnnError
+from .errors import InputError, WebxnnError, WeightsError
+from .filekind import expect, sniff
+
+
+def _count(minimum: int):
+    """An argparse type: an integer >= `minimum`, refused by argparse (usage + exit 2) otherwise."""
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if n < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {n}")
+        return n
+
+    parse.__name__ = "positive_int" if minimum > 0 else "non_negative_int"
+    return parse
+
+
+positive_int = _count(1)
+non_negative_int = _count(0)
 
 
 def _load_graph(args: argparse.Namespace):
-    if str(args.model).lower().endswith(".onnx"):
-        from .onnx import load_onnx_graph
-        from .onnx.cli import parse_override_dims
+    from .compiler import read_model
+    from .onnx.cli import parse_override_dims
 
-        return load_onnx_graph(args.model, parse_override_dims(getattr(args, "override_dim", None)))
-    from .dsl import load_graph
-
-    return load_graph(args.model, weights=args.weights, manifest=args.manifest)
+    return read_model(args.model, args.weights, args.manifest,
+                      parse_override_dims(getattr(args, "override_dim", None)))
 
 
-def _is_blob(path: str) -> bool:
-    with open(path, "rb") as f:
-        head = f.read(8)
-    return head[4:8] in (b"XH00", b"XN00", b"XN01")
+def _load_array(path: str, what: str) -> np.ndarray:
+    expect(path, ("npy",), InputError, what=f"a .npy array ({what})")
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise InputError(f"{what}: cannot read {path!r}: {e}") from None
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
@@ -42,6 +62,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
     graph = _load_graph(args)
     out = args.output or str(pathlib.Path(args.model).with_suffix(".xnn"))
+    if os.path.isdir(out):
+        raise WebxnnError(f"-o {out}: is a folder; name the .xnn file to write")
     # streamed: each constant is laid out and written in turn, so the blob is never whole in memory
     size = serialize_to_file(compile_graph(graph, profile=args.profile), out)
     print(f"wrote {out} ({size:,} bytes)")
@@ -54,10 +76,7 @@ def _parse_inputs(specs: Sequence[str], prog) -> dict[str, np.ndarray]:
         name, sep, path = spec.partition("=")
         if not sep:
             raise InputError(f"--input {spec!r}: expected NAME=FILE.npy")
-        try:
-            feeds[name] = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise InputError(f"--input {name}: cannot read {path!r}: {e}") from None
+        feeds[name] = _load_array(path, f"--input {name}")
     return feeds
 
 
@@ -92,7 +111,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .runtime import load
 
     t0 = time.perf_counter()
-    prog = load(args.model, threads=args.threads)
+    if sniff(args.model) in ("webnn", "json", "onnx"):  # compiled in memory first, with its sidecar options
+        from .compiler import compile as compile_model
+
+        prog = load(compile_model(_load_graph(args)), threads=args.threads)
+    else:
+        prog = load(args.model, threads=args.threads)
     load_ms = (time.perf_counter() - t0) * 1e3
     if not args.input and not args.random_inputs and prog.inputs:
         wanted = ", ".join(f"{i.name}: {i.dtype}{list(i.shape)}" for i in prog.inputs)
@@ -100,7 +124,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                          "or --random-inputs")
     feeds = _random_inputs(prog) if args.random_inputs else _parse_inputs(args.input, prog)
     outputs = prog.run(feeds)
-    times = _time_runs(prog, feeds, args.repeat) if args.repeat > 0 else []
+    times = _time_runs(prog, feeds, args.repeat) if args.repeat else []
     print(f"{args.model}: loaded in {load_ms:.2f} ms, threads={prog.threads}")
     for name, arr in outputs.items():
         print(f"  {name}: {_describe_array(arr)}")
@@ -123,7 +147,7 @@ def _safe_filename(name: str) -> str:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    if _is_blob(args.model):
+    if sniff(args.model) == "xnn":
         from .xnn.describe import describe, summary_dict
         from .xnn.reader import read
 
@@ -182,8 +206,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     graph = _load_graph(args)
     validate(graph)
+    external = [n for n, c in graph.consts.items() if c.init.kind == "weights"]
+    unresolved = [n for n in external if n not in graph.weights]
+    if unresolved and not args.no_weights:
+        # the sidecars were neither found nor named (found or named ones were read and checked by the loader):
+        # compile would fail, so this graph is not valid as given
+        stem = pathlib.Path(args.model).stem
+        raise WeightsError(f"{args.model}: {len(unresolved)} of {len(graph.consts)} consts use @weights "
+                           f"({', '.join(unresolved[:3])}{', ...' if len(unresolved) > 3 else ''}) but no "
+                           f"weights file was found beside it (looked for {stem}.weights and model.weights); "
+                           "pass --weights and --manifest, or --no-weights to check the graph alone")
+    checked = "weights not checked" if unresolved else f"{len(external)} weights checked"
     print(f"{args.model}: valid ({len(graph.inputs)} inputs, {len(graph.consts)} consts, "
-          f"{len(graph.nodes)} nodes, {len(graph.outputs)} outputs)")
+          f"{len(graph.nodes)} nodes, {len(graph.outputs)} outputs; {checked})")
     return 0
 
 
@@ -214,7 +249,7 @@ def cmd_weights(args: argparse.Namespace) -> int:
             name, sep, path = spec.partition("=")
             if not sep:
                 path, name = spec, pathlib.Path(spec).stem
-            arrays[name] = np.load(path, allow_pickle=False)
+            arrays[name] = _load_array(path, name)
         pack_weights(arrays, args.weights, args.manifest)
         print(f"wrote {args.weights} and {args.manifest} ({len(arrays)} tensors)")
     else:
@@ -240,8 +275,11 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_graph_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", help="a .webnn or .json graph, or an .onnx model (needs webxnn[onnx])")
+_GRAPH_HELP = "a .webnn or .json graph, or an .onnx model (needs webxnn[onnx])"
+
+
+def _add_graph_args(p: argparse.ArgumentParser, model_help: str = _GRAPH_HELP) -> None:
+    p.add_argument("model", help=model_help)
     p.add_argument("--weights", help=".weights file (default: found beside the graph)")
     p.add_argument("--manifest", help="weights manifest (default: found beside the graph)")
     p.add_argument("--override-dim", action="append", metavar="NAME=N",
@@ -251,6 +289,10 @@ def _add_graph_args(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="webxnn",
                                      description="WebNN graphs to .xnn blobs, and a CPU runtime")
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"webxnn {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("compile", help="compile a .webnn/.json graph to a .xnn blob")
@@ -260,14 +302,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="executorch: only node types ExecuTorch's XNNPACK runtime knows")
     p.set_defaults(func=cmd_compile)
 
-    p = sub.add_parser("run", help="run a .xnn blob on inputs from .npy files")
-    p.add_argument("model", help="a .xnn blob")
+    p = sub.add_parser("run", help="run a .xnn blob (or a graph / ONNX model, compiled first) on .npy inputs")
+    _add_graph_args(p, "a .xnn blob, or a .webnn/.json graph or .onnx model (compiled in memory first)")
     p.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
     p.add_argument("--random-inputs", action="store_true", help="feed seeded random inputs instead")
-    p.add_argument("--output-dir", help="write each output as NAME.npy here")
-    p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--repeat", type=int, default=0, help="also time this many runs")
-    p.add_argument("--profile", type=int, default=0, metavar="N",
+    p.add_argument("-o", "--output-dir", help="write each output as NAME.npy here")
+    p.add_argument("--threads", type=non_negative_int, default=None, help="threads per run (0: one per core)")
+    p.add_argument("--repeat", type=positive_int, default=None, metavar="N", help="also time N runs")
+    p.add_argument("--profile", type=positive_int, default=None, metavar="N",
                    help="time every step over N runs and print them, slowest first")
     p.set_defaults(func=cmd_run)
 
@@ -278,6 +320,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("validate", help="check a graph's ops, operands, options, weights")
     _add_graph_args(p)
+    p.add_argument("--no-weights", action="store_true",
+                   help="check the graph without its weights (when they are not at hand)")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("convert", help="convert a graph to JSON, .webnn text or WebNN JavaScript")
@@ -291,15 +335,15 @@ def build_parser() -> argparse.ArgumentParser:
     pack = actions.add_parser("pack", help="write NAME=FILE.npy arrays as a WGWT .weights + manifest")
     pack.add_argument("arrays", nargs="+", metavar="NAME=FILE.npy")
     unpack = actions.add_parser("unpack", help="write each tensor of a .weights file as NAME.npy")
-    unpack.add_argument("--output-dir", default=".")
+    unpack.add_argument("-o", "--output-dir", default=".")
     for q in (pack, unpack):
         q.add_argument("--weights", required=True)
         q.add_argument("--manifest", required=True)
         q.set_defaults(func=cmd_weights)
 
     p = sub.add_parser("demo", help="compile and run the bundled example model")
-    p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--repeat", type=int, default=200)
+    p.add_argument("--threads", type=non_negative_int, default=None, help="threads per run (0: one per core)")
+    p.add_argument("--repeat", type=positive_int, default=200)
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("info", help="version, CPU features and the chosen kernels")
@@ -313,19 +357,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _error(message: str) -> int:
+    print(f"webxnn: error: {message}", file=sys.stderr)
+    return 2
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except WebxnnError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except FileNotFoundError as e:
-        print(f"error: {e.filename or e}: no such file", file=sys.stderr)
-        return 2
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except (WebxnnError, OSError) as e:
+        if args.debug:
+            raise
+        if isinstance(e, WebxnnError):
+            return _error(str(e))
+        # an OSError of ours (reading an input, writing an output): the file and the reason, once
+        return _error(f"{e.filename}: {e.strerror}" if e.filename and e.strerror else str(e))
 
 
 if __name__ == "__main__":

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+from typing import Any, Union
+
 import numpy as np
 
 from .errors import UnsupportedError
 from .graph import Graph
 from .xnn.ir import XnnGraph
 
+PathLike = Union[str, "os.PathLike[str]"]
+
 PROFILES = ("webxnn", "executorch")
+GRAPH_KINDS = ("webnn", "json", "onnx")
 # union values and datatypes from 128 up are webxnn's own; ExecuTorch's runtime does not know them
 _WEBXNN_ONLY = 128
 
@@ -56,12 +63,34 @@ def compile_graph(graph: Graph, weights: dict[str, np.ndarray] | None = None,
     return xg
 
 
-def compile(graph: Graph, weights: dict[str, np.ndarray] | None = None,  # noqa: A001 - public API name
+def read_model(path: PathLike, weights: PathLike | Mapping[str, Any] | None = None,
+               manifest: PathLike | None = None, override_dims: dict[str, int] | None = None) -> Graph:
+    """A `.webnn` / `.json` graph (weights from `weights`/`manifest` or its sidecars) or an `.onnx` model
+    (symbolic dims fixed by `override_dims`) as a Graph; any other kind of file is a FormatError saying what
+    it is."""
+    from .filekind import expect
+
+    kind = expect(path, GRAPH_KINDS, what="a .webnn/.json graph or an .onnx model")
+    if kind == "onnx":
+        from .onnx import load_onnx_graph
+
+        return load_onnx_graph(path, override_dims)
+    from .dsl import load_graph
+
+    return load_graph(path, weights=weights, manifest=manifest)
+
+
+def compile(graph: Graph | PathLike, weights: dict[str, np.ndarray] | None = None,  # noqa: A001
             profile: str = "webxnn") -> bytes:
-    """`graph` → the bytes of a `.xnn` blob."""
+    """`graph` (a Graph, or the path of a `.webnn` / `.json` graph or `.onnx` model) → the bytes of a `.xnn`
+    blob."""
     from .xnn.writer import serialize
 
+    if isinstance(graph, (str, os.PathLike)):
+        graph = read_model(graph)
+    elif not isinstance(graph, Graph):
+        raise TypeError(f"compile() takes a Graph or a path, not {type(graph).__name__}")
     return serialize(compile_graph(graph, weights, profile))
 
 
-__all__ = ["compile", "compile_graph", "PROFILES"]
+__all__ = ["compile", "compile_graph", "read_model", "GRAPH_KINDS", "PROFILES"]

@@ -3,9 +3,33 @@ byte offset or value id for blobs, input name for run-time mismatches."""
 
 from __future__ import annotations
 
+import errno
+import os
+
 
 class WebxnnError(Exception):
     """Base class of every error webxnn raises on bad input."""
+
+
+class FileError(WebxnnError, FileNotFoundError):
+    """A file that does not exist or cannot be read (a folder, no permission). Also a `FileNotFoundError`, so
+    `except OSError` and `except WebxnnError` both catch it; `path` (and `filename`) name the file."""
+
+    def __init__(self, path: str | os.PathLike[str], reason: str = "no such file") -> None:
+        super().__init__(errno.ENOENT, reason, os.fspath(path))
+        self.path, self.reason = os.fspath(path), reason
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+    @classmethod
+    def from_os_error(cls, path: str | os.PathLike[str], e: OSError) -> FileError:
+        """The one wording of every OSError met opening or reading `path`."""
+        if isinstance(e, FileNotFoundError):
+            return cls(path)
+        if isinstance(e, IsADirectoryError):
+            return cls(path, "is a folder, not a file")
+        return cls(path, f"cannot read ({e.strerror or e})")
 
 
 class ParseError(WebxnnError):
@@ -45,6 +69,6 @@ class InputError(WebxnnError):
 
 
 __all__ = [
-    "WebxnnError", "ParseError", "ValidationError", "WeightsError", "FormatError", "UnsupportedError",
-    "InputError",
+    "WebxnnError", "FileError", "ParseError", "ValidationError", "WeightsError", "FormatError",
+    "UnsupportedError", "InputError",
 ]

@@ -10,9 +10,13 @@ import numpy as np
 from .graph import DTYPES, DynDim, Graph
 
 
-def _shape_str(shape) -> str:
-    dims = (f"{d.name}<={d.max_size}" if isinstance(d, DynDim) else str(d) for d in shape)
-    return "[" + ", ".join(dims) + "]"
+def _typed(dtype: str, shape) -> dict:
+    """A value's JSON entry: `shape` a list of ints (a dynamic dim gives its upper bound), and `dynamic` (one
+    entry per dim: None, or the dynamic dim's name) only when some dim is dynamic."""
+    out: dict = {"dtype": dtype, "shape": [d.max_size if isinstance(d, DynDim) else int(d) for d in shape]}
+    if any(isinstance(d, DynDim) for d in shape):
+        out["dynamic"] = [d.name if isinstance(d, DynDim) else None for d in shape]
+    return out
 
 
 def _numel(shape) -> int:
@@ -52,16 +56,21 @@ def summarize_graph(graph: Graph) -> dict:
     const_bytes = sum(_numel(c.shape) * DTYPES[c.dtype].itemsize for c in graph.consts.values())
     return {
         "name": graph.name,
-        "inputs": {n: {"dtype": o.dtype, "shape": _shape_str(o.shape)} for n, o in graph.inputs.items()},
-        "outputs": {n: {"ref": ref, "dtype": types[ref].dtype, "shape": _shape_str(types[ref].shape)}
+        "inputs": {n: _typed(o.dtype, o.shape) for n, o in graph.inputs.items()},
+        "outputs": {n: {"ref": ref, **_typed(types[ref].dtype, types[ref].shape)}
                     for n, ref in graph.outputs.items()},
         "nodes": len(graph.nodes),
         "op_counts": dict(sorted(op_counts.items())),
         "parameters": params,
         "constant_bytes": const_bytes,
         "macs": macs,
-        "values": {n: {"dtype": t.dtype, "shape": _shape_str(t.shape)} for n, t in types.items()},
+        "values": {n: _typed(t.dtype, t.shape) for n, t in types.items()},
     }
+
+
+def _typed_str(v: dict) -> str:
+    dyn = v.get("dynamic") or [None] * len(v["shape"])
+    return v["dtype"] + "[" + ", ".join(f"{d}<={n}" if d else str(n) for n, d in zip(v["shape"], dyn)) + "]"
 
 
 def describe_graph(graph: Graph, as_json: bool = False) -> str:
@@ -71,10 +80,10 @@ def describe_graph(graph: Graph, as_json: bool = False) -> str:
     lines = [f"graph {s['name']!r}: {s['nodes']} nodes, {s['parameters']:,} parameters "
              f"({s['constant_bytes']:,} bytes), {s['macs']:,} MACs"]
     lines.append("inputs:")
-    lines += [f"  {n}: {v['dtype']}{v['shape']}" for n, v in s["inputs"].items()]
+    lines += [f"  {n}: {_typed_str(v)}" for n, v in s["inputs"].items()]
     lines.append("outputs:")
-    lines += [f"  {n} = {v['ref']}: {v['dtype']}{v['shape']}" for n, v in s["outputs"].items()]
+    lines += [f"  {n} = {v['ref']}: {_typed_str(v)}" for n, v in s["outputs"].items()]
     lines.append("ops: " + ", ".join(f"{op} x{n}" for op, n in s["op_counts"].items()))
     lines.append("values:")
-    lines += [f"  {n}: {v['dtype']}{v['shape']}" for n, v in s["values"].items()]
+    lines += [f"  {n}: {_typed_str(v)}" for n, v in s["values"].items()]
     return "\n".join(lines)

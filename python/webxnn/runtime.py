@@ -18,9 +18,14 @@ from typing import Any, Union
 import numpy as np
 
 from . import _runtime
-from .errors import InputError
+from .compiler import GRAPH_KINDS
+from .compiler import compile as compile_model
+from .errors import FormatError, InputError, UnsupportedError
+from .filekind import KINDS, expect, sniff_bytes
 
 BlobOrPath = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]"]
+
+_MODEL = "a compiled .xnn blob"
 
 
 @dataclass(frozen=True)
@@ -72,13 +77,26 @@ class Program:
         """Name of the kernel table chosen for this CPU ("scalar", "avx2", ...)."""
         return str(self._impl.kernels)
 
-    def run(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+    def run(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray],
+            outputs: Sequence[str] | None = None) -> dict[str, np.ndarray]:
         """Run once. `inputs` maps input names to arrays, or lists arrays in input order. Returns the outputs
-        by name, in output order. Arrays of the right dtype that are C-contiguous are used without a copy."""
+        by name, in output order, or only those named in `outputs`, in that order (all are still computed).
+        Arrays of the right dtype that are C-contiguous are used without a copy."""
+        wanted = self._wanted(outputs)  # before running: a wrong name fails fast
         # dtype, shape and contiguity are checked (and non-contiguous arrays copied) by the C++ module, whose
         # InputError names the input with expected vs got.
-        outs = self._impl.run(self._ordered(inputs))
-        return dict(zip(self._out_names, outs))
+        got = dict(zip(self._out_names, self._impl.run(self._ordered(inputs))))
+        return got if wanted is None else {k: got[k] for k in wanted}
+
+    def _wanted(self, outputs: Sequence[str] | None) -> list[str] | None:
+        if outputs is None:
+            return None
+        if isinstance(outputs, str) or not isinstance(outputs, Sequence):
+            raise InputError(f"outputs must be a list of output names; the outputs are {self._out_names}")
+        unknown = [k for k in outputs if k not in self._out_names]
+        if unknown:
+            raise InputError(f"unknown output(s) {unknown}; the outputs are {self._out_names}")
+        return list(outputs)
 
     def profile(
         self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray], repeat: int = 10
@@ -172,16 +190,22 @@ def _step_row(raw: tuple) -> dict[str, Any]:
 
 
 def load(blob_or_path: BlobOrPath, threads: int | None = None) -> Program:
-    """Verify and plan a `.xnn` blob given as bytes or a file path (memory-mapped). `threads`: threads per
-    run (None or 0 = one per core). Raises FormatError / UnsupportedError for bad blobs, OSError for files
+    """Verify and plan a `.xnn` blob given as bytes or a file path (memory-mapped); a `.webnn` / `.json`
+    graph or `.onnx` model path is compiled on the fly. `threads`: threads per run (None or 0 = one per
+    core). Raises FormatError / UnsupportedError for bad blobs or wrong kinds of file, FileError for files
     that cannot be read."""
     n = 0 if threads is None else int(threads)
     if n < 0:
         raise ValueError(f"threads must be >= 0, got {threads}")
     if isinstance(blob_or_path, (str, os.PathLike)):
         path = os.fspath(blob_or_path)
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"no such file: '{path}'")
+        # an unknown kind goes to the blob verifier, which says which bytes are wrong
+        kind = expect(path, ("xnn", "unknown", "pte", *GRAPH_KINDS), what=_MODEL)
+        if kind == "pte":
+            raise UnsupportedError(f"{path}: {KINDS['pte'][0]}: {KINDS['pte'][1]}; export the model to ONNX "
+                                   "and run that, or extract the delegate payload")
+        if kind in GRAPH_KINDS:  # a graph or ONNX model: compiled here, in memory
+            return Program(_runtime.Program.from_buffer(compile_model(path), n))
         return Program(_runtime.Program.from_path(path, n))
     if isinstance(blob_or_path, memoryview) and not blob_or_path.contiguous:
         blob_or_path = blob_or_path.tobytes()
@@ -189,6 +213,9 @@ def load(blob_or_path: BlobOrPath, threads: int | None = None) -> Program:
         raise TypeError(
             f"load() takes bytes, bytearray, memoryview or a path, not {type(blob_or_path).__name__}"
         )
+    kind = sniff_bytes(bytes(blob_or_path[:256]))
+    if kind not in ("xnn", "unknown"):
+        raise FormatError(f"these bytes are {KINDS[kind][0]}, not {_MODEL}; {KINDS[kind][1]}")
     return Program(_runtime.Program.from_buffer(blob_or_path, n))
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..dtypes import DTYPES, scalar_problem
-from ..errors import UnsupportedError, ValidationError, WeightsError
+from ..errors import FileError, UnsupportedError, ValidationError, WeightsError
 from .files import Manifest, PathLike, const_shape, read_weights, weights_consts, weights_ref
 
 if TYPE_CHECKING:  # the graph AST sits above this package (graph.py reads const data through it)
@@ -128,7 +128,7 @@ def find_sidecars(graph_path: Path, weights: PathLike | None,
     if weights is not None:
         wpath = _resolve(graph_path, weights)
         if not wpath.is_file():
-            raise WeightsError(f"weights file not found: {wpath}")
+            raise FileError(wpath, "no such file (the weights file)")
     else:
         cands = [d / f"{stem}.weights", d / "model.weights"]
         found = [c for c in cands if c.is_file()]
@@ -148,7 +148,7 @@ def find_sidecars(graph_path: Path, weights: PathLike | None,
     if manifest is not None:
         mpath = _resolve(graph_path, manifest)
         if not mpath.is_file():
-            raise WeightsError(f"manifest not found: {mpath}")
+            raise FileError(mpath, "no such file (the weights manifest)")
         return wpath, mpath
     for cand in (d / f"{stem}.manifest.json", d / "manifest.json"):
         if cand.is_file():

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..constants import Manifest, PathLike, attach_weights, find_sidecars
-from ..errors import ParseError
+from ..errors import FileError, ParseError
 from ..graph import Graph
 from .json_codec import parse_json
 from .parser import parse
@@ -22,10 +22,16 @@ def read_graph_file(path: PathLike) -> Graph:
         with open(p, "rb") as f:
             raw = f.read()
     except OSError as e:
-        raise ParseError(f"cannot read graph file: {e.strerror or e}", file=p) from None
+        raise FileError.from_os_error(p, e) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
+        from ..filekind import KINDS, sniff_bytes
+
+        kind = sniff_bytes(raw[:4096], os.path.splitext(p)[1])
+        if kind not in ("unknown", "webnn", "json"):  # a known binary kind: say which, and what to do
+            desc, hint = KINDS[kind]
+            raise ParseError(f"this is {desc}, not a .webnn/.json graph; {hint}", file=p) from None
         raise ParseError(f"not UTF-8 text (bad byte at offset {e.start})", file=p) from None
     if text.lstrip(" \t\r\n").startswith("{"):
         return parse_json(text, file=p)

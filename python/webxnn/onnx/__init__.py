@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from ..errors import InputError, ParseError, UnsupportedError
+from ..filekind import require_file
 from ..graph import Graph
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -34,9 +35,7 @@ def _load_model(model: Any) -> tuple[Any, Path | None, dict[str, Any]]:
     onnx = _onnx()
     if isinstance(model, onnx.ModelProto):
         return model, None, {}
-    path = Path(os.fspath(model))
-    if not path.is_file():
-        raise InputError(f"ONNX model {path} not found")
+    path = Path(require_file(model))
     from .mapped import load_mapped
 
     got = load_mapped(path)  # weights stay in the file: no copy (see mapped.py)
