@@ -122,7 +122,7 @@ inline void map_task(const float* in, float* out, size_t n, size_t task, size_t 
                      F f) {
   const size_t blocks = (n + 7) / 8;
   const size_t b0 = blocks * task / tasks, b1 = blocks * (task + 1) / tasks;
-  const size_t i1 = b1 * 8 < n ? b1 * 8 : n;
+  const size_t i1 = min_sz(n, b1 * 8);
   size_t i = b0 * 8;
   if constexpr (kPairs) {
     for (; i + 16 <= i1; i += 16) {
