@@ -12,6 +12,7 @@
 //  * Every entry may split its work with `Parallel`; results must not depend on the thread count.
 //  * The table is filled once from CPU features (dispatch.cc): the scalar table is the portable baseline
 //    and the reference the faster tables are tested against.
+//  * The entries, their signatures and their contracts: table.def (one list, read by every table).
 #pragma once
 
 #include <cmath>
@@ -114,112 +115,23 @@ struct BinaryShape {
 // copy picked by the linker for all).
 void binary_row_offsets(const BinaryShape& s, size_t row, size_t* oa, size_t* ob);
 
+// Each entry's function type, by name: kernel_fn::gemm is `void(size_t M, ..., Parallel& par)`. An ISA declares
+// its implementation of an entry with it (`kernel_fn::gemm gemm;` in its namespace), so no signature is
+// written twice.
+namespace kernel_fn {
+#define WEBXNN_KERNEL(fn, ret, params) using fn = ret params;
+#include "kernels/table.def"
+#undef WEBXNN_KERNEL
+}  // namespace kernel_fn
+
+// The kernels of one ISA: a pointer per entry of table.def (which holds every entry's signature and contract),
+// under the entry's name (table.gemm(...)). Every pointer is set: an ISA without its own implementation of an
+// entry has the scalar one there.
 struct KernelTable {
   const char* name;  // "scalar", "avx2"
-
-  // ---- GEMM: C[M,N] = act(A[M,K] * B[K,N] + bias) ----
-  // B is given as [K,N] row-major, or as [N,K] when b_is_nk (a Linear/FullyConnected filter [O,I]).
-  // bias may be null (zero).
-  size_t (*gemm_packed_size)(size_t K, size_t N);
-  void (*gemm_pack)(size_t K, size_t N, const float* B, bool b_is_nk, const float* bias, void* packed);
-  void (*gemm)(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, float* C,
-               size_t ldc, Activation act, Parallel& par);
-
-  // ---- Batch matmul with both operands dynamic: C[b] = A[b] x B[b], shapes already broadcast by the
-  // caller into per-batch pointers' strides. A [M,K] (lda), B [K,N] (ldb) or [N,K] when b_is_nk.
-  void (*batch_matmul)(size_t batch, size_t M, size_t N, size_t K, const float* A, size_t a_batch_stride,
-                       const float* B, size_t b_batch_stride, bool b_is_nk, float* C, Parallel& par);
-
-  // ---- Convolution, NHWC ----
-  size_t (*conv2d_packed_size)(const ConvParams& p);
-  void (*conv2d_pack)(const ConvParams& p, const float* filter_ohwi, const float* bias, void* packed);
-  void (*conv2d)(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
-                 const void* packed, float* out, Parallel& par);
-  // (additive) Whether conv2d / conv2d_residual read an NCHW input (p.input_nchw) for p at NHWC speed; the
-  // runtime reads an image through its NCHW -> NHWC transpose (the transpose never runs) only there.
-  bool (*conv2d_reads_nchw)(const ConvParams& p);
-
-  size_t (*dwconv2d_packed_size)(const ConvParams& p);
-  void (*dwconv2d_pack)(const ConvParams& p, const float* filter_1hwo, const float* bias, void* packed);
-  void (*dwconv2d)(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
-                   const void* packed, float* out, Parallel& par);
-
-  size_t (*deconv2d_packed_size)(const ConvParams& p);
-  void (*deconv2d_pack)(const ConvParams& p, const float* filter_ohwi, const float* bias, void* packed);
-  void (*deconv2d)(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
-                   const void* packed, float* out, Parallel& par);
-
-  // ---- Pooling, NHWC. Average pooling excludes padding from the divisor. ----
-  void (*max_pool2d)(const PoolParams& p, size_t N, size_t H, size_t W, size_t C, const float* in, size_t OH,
-                     size_t OW, float* out, Parallel& par);
-  void (*avg_pool2d)(const PoolParams& p, size_t N, size_t H, size_t W, size_t C, const float* in, size_t OH,
-                     size_t OW, float* out, Parallel& par);
-  // mean over H and W of [N, H, W, C] -> [N, C]
-  void (*global_avg_pool)(size_t N, size_t HW, size_t C, const float* in, float* out, Activation act,
-                          Parallel& par);
-
-  // ---- Element-wise ----
-  // Aliasing contract (the runtime relies on it to run element-wise ops in place): `unary` must give the same
-  // result when `out == in`, and `binary` when `out == a` or `out == b` for an operand whose strides are the
-  // dense strides of `out` (no broadcast along any dim) — including `out == a` while `b` is broadcast.
-  // So a kernel reads the input element(s) of an index before it writes that index's output, and never reads
-  // an index after writing it (no staging of outputs over not-yet-read inputs). A broadcast operand is never
-  // the output, and any other (partial) overlap between out and an input is not allowed.
-  void (*binary)(BinaryOp op, const BinaryShape& s, const float* a, const float* b, float* out,
-                 Activation act, Parallel& par);
-  void (*unary)(UnaryOp op, size_t n, const float* in, float* out, const UnaryParams& p, Parallel& par);
-
-  // softmax over the last dim of [rows, cols]
-  void (*softmax)(size_t rows, size_t cols, const float* in, float* out, Parallel& par);
-
-  // ---- Quantization (qint8: real = (q - zp) * scale; rounding to nearest even, saturating) ----
-  void (*quantize_qs8)(size_t n, const float* in, int8_t* out, float scale, int32_t zero_point);
-  void (*dequantize_qs8)(size_t n, const int8_t* in, float* out, float scale, int32_t zero_point);
-
-  // Fully connected, qint8 activations x per-channel symmetric qcint8 weights [N,K] (b_is_nk) or [K,N],
-  // int32 bias (scale in_scale*w_scale[n]), qint8 output. Requantization in fp32, round to nearest even.
-  size_t (*qs8_gemm_packed_size)(size_t K, size_t N);
-  void (*qs8_gemm_pack)(size_t K, size_t N, const int8_t* B, bool b_is_nk, const int32_t* bias,
-                        const float* w_scales, float in_scale, int32_t in_zero_point, float out_scale,
-                        int32_t out_zero_point, void* packed);
-  void (*qs8_gemm)(size_t M, size_t N, size_t K, const int8_t* A, size_t lda, const void* packed, int8_t* C,
-                   size_t ldc, int8_t out_min, int8_t out_max, Parallel& par);
-
-  // (additive) Layer normalization over the last dim of [rows, cols] in one fused row kernel:
-  // out = (x - mean) / sqrt(var + epsilon) * scale + bias, population variance; scale and bias are [cols]
-  // vectors or null (1 and 0). WXNormalize whose axes are just the last one (scale/bias absent or [cols]).
-  void (*normalize)(size_t rows, size_t cols, const float* in, const float* scale, const float* bias,
-                    float epsilon, float* out, Parallel& par);
-
-  // (additive) Fused residual epilogues (ResNet / MobileNetV2 skip connections), same packed weights as gemm /
-  // conv2d: out = clamp(op(x) + bias + R), the residual added before the clamp. R must not overlap the
-  // output. gemm_residual: R is [M, N] with row stride ldr. conv2d_residual: R is dense NHWC
-  // [N, OH, OW, groups*goc]; the clamp is p.act.
-  void (*gemm_residual)(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed,
-                        const float* R, size_t ldr, float* C, size_t ldc, Activation act, Parallel& par);
-  void (*conv2d_residual)(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH,
-                          size_t OW, const void* packed, const float* residual, float* out, Parallel& par);
-
-  // (additive) A depthwise convolution with depth multiplier 1 and pointwise convolutions (1x1, stride 1,
-  // unpadded, one group) fused on either side: MobileNet's expand -> depthwise -> project block, or a part.
-  //  * expand (null: none): `in` is [N, H, W, expand->channels] and the depthwise input is its pointwise conv
-  //    (expand->packed, expand->act: clamp and post-op, e.g. MobileNetV3's HardSwish); else `in` is the
-  //    depthwise input [N, H, W, p.groups].
-  //  * p, dw_packed: the depthwise convolution (p.act its clamp and post-op).
-  //  * project (null: none): `out` is [N, OH, OW, project->channels], the pointwise conv of the depthwise
-  //    output plus `residual` (same shape, null: none) before project->act; else `out` is the depthwise output.
-  // The 1x1 filters are packed by conv2d_pack (= gemm_pack). The kernel may compute the intermediate tensors
-  // row by row as they are needed, so they never exist in memory; results are those of the separate ops.
-  void (*dwconv2d_fused)(const PointwiseConv* expand, const ConvParams& p, size_t N, size_t H, size_t W,
-                         const float* in, size_t OH, size_t OW, const void* dw_packed, const PointwiseConv* project,
-                         const float* residual, float* out, Parallel& par);
-
-  // (additive) The layout change of an image at a graph's boundary, for the channel counts the table has a
-  // vector loop for: x [batch][channels][pixels] -> y [batch][pixels][channels] (NCHW -> NHWC), or the reverse
-  // when to_planar. Returns false, writing nothing, for other channel counts (the caller's generic loop does
-  // those; the scalar table has none).
-  bool (*image_layout_f32)(size_t batch, size_t channels, size_t pixels, bool to_planar, const float* x,
-                           float* y, Parallel& par);
+#define WEBXNN_KERNEL(fn, ret, params) kernel_fn::fn* fn;
+#include "kernels/table.def"
+#undef WEBXNN_KERNEL
 };
 
 // The scalar baseline (always available) and the table chosen for this CPU.

@@ -1,4 +1,5 @@
-// The AVX2+FMA KernelTable entries (declarations only: no inline code may be shared with generic TUs).
+// The AVX2+FMA KernelTable entries and the helpers its translation units share (declarations only: no inline
+// code may be shared with generic TUs).
 #pragma once
 
 #include <cstddef>
@@ -6,20 +7,33 @@
 
 #include "kernels/kernels.h"
 
+// The entries of table.def that the AVX2 table implements, X(name) each; its other entries are the scalar ones
+// (table.cc starts from the scalar table): dwconv2d_packed_size / dwconv2d_pack (dwconv2d reads the scalar
+// packed layout) and the qs8 entries. Where they are defined:
+//   gemm.cc     gemm_packed_size gemm_pack gemm gemm_residual batch_matmul
+//   igemm.cc    conv2d_packed_size conv2d_pack conv2d conv2d_reads_nchw conv2d_residual (Winograd: winograd.cc)
+//   dwconv.cc   dwconv2d dwconv2d_fused max_pool2d avg_pool2d global_avg_pool
+//   deconv.cc   deconv2d_packed_size deconv2d_pack deconv2d
+//   elementwise.cc binary unary; math.cc softmax normalize; layout.cc image_layout_f32 (3-channel images)
+#define WEBXNN_AVX2_KERNELS(X)                                                                           \
+  X(gemm_packed_size) X(gemm_pack) X(gemm) X(gemm_residual) X(batch_matmul)                               \
+  X(conv2d_packed_size) X(conv2d_pack) X(conv2d) X(conv2d_reads_nchw) X(conv2d_residual)                  \
+  X(dwconv2d) X(dwconv2d_fused) X(max_pool2d) X(avg_pool2d) X(global_avg_pool)                            \
+  X(deconv2d_packed_size) X(deconv2d_pack) X(deconv2d)                                                    \
+  X(binary) X(unary) X(softmax) X(normalize) X(image_layout_f32)
+
 namespace webxnn {
 namespace avx2 {
 
-size_t gemm_packed_size(size_t K, size_t N);
-void gemm_pack(size_t K, size_t N, const float* B, bool b_is_nk, const float* bias, void* packed);
-void gemm(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, float* C, size_t ldc,
-          Activation act, Parallel& par);
-void gemm_residual(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, const float* R,
-                   size_t ldr, float* C, size_t ldc, Activation act, Parallel& par);
-// gemm (R null) or gemm_residual that also pulls `ahead` toward L2 while it computes: conv2d's 1x1 path.
+// The entries, with table.def's signatures.
+#define WEBXNN_AVX2_DECLARE(fn) kernel_fn::fn fn;
+WEBXNN_AVX2_KERNELS(WEBXNN_AVX2_DECLARE)
+#undef WEBXNN_AVX2_DECLARE
+
+// gemm.cc: gemm (R null) or gemm_residual that also pulls `ahead` toward L2 while it computes: conv2d's 1x1
+// path.
 void gemm_ahead(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, const float* R,
                 size_t ldr, float* C, size_t ldc, Activation act, const Prefetch& ahead, Parallel& par);
-void batch_matmul(size_t batch, size_t M, size_t N, size_t K, const float* A, size_t a_batch_stride,
-                  const float* B, size_t b_batch_stride, bool b_is_nk, float* C, Parallel& par);
 
 // gemm.cc: C = act(A * packed + the panels' bias [+ R]) on the calling thread (the building block of other
 // kernels' own task splits); R (null: none) has row stride ldr. next_packed (null: none): the packed B the
@@ -37,46 +51,8 @@ void winograd_pack(const ConvParams& p, const float* filter_ohwi, const float* b
 void winograd_conv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
                      const void* packed, const float* residual, float* out, Parallel& par);
 
-size_t conv2d_packed_size(const ConvParams& p);
-void conv2d_pack(const ConvParams& p, const float* filter_ohwi, const float* bias, void* packed);
-void conv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
-            const void* packed, float* out, Parallel& par);
-bool conv2d_reads_nchw(const ConvParams& p);
-void conv2d_residual(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
-                     const void* packed, const float* residual, float* out, Parallel& par);
-
-// deconv.cc: transposed convolution as one GEMM per image and group plus a gather (own packed layout).
-size_t deconv2d_packed_size(const ConvParams& p);
-void deconv2d_pack(const ConvParams& p, const float* filter_ohwi, const float* bias, void* packed);
-void deconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
-              const void* packed, float* out, Parallel& par);
-
-// Same packed layout as the scalar dwconv (so pack/packed_size are the scalar ones).
-void dwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
-              const void* packed, float* out, Parallel& par);
-void dwconv2d_fused(const PointwiseConv* expand, const ConvParams& p, size_t N, size_t H, size_t W, const float* in,
-                    size_t OH, size_t OW, const void* dw_packed, const PointwiseConv* project, const float* residual,
-                    float* out, Parallel& par);
-
-void global_avg_pool(size_t N, size_t HW, size_t C, const float* in, float* out, Activation act, Parallel& par);
-void max_pool2d(const PoolParams& p, size_t N, size_t H, size_t W, size_t C, const float* in, size_t OH,
-                size_t OW, float* out, Parallel& par);
-void avg_pool2d(const PoolParams& p, size_t N, size_t H, size_t W, size_t C, const float* in, size_t OH,
-                size_t OW, float* out, Parallel& par);
-
-void binary(BinaryOp op, const BinaryShape& s, const float* a, const float* b, float* out, Activation act,
-            Parallel& par);
-void unary(UnaryOp op, size_t n, const float* in, float* out, const UnaryParams& p, Parallel& par);
-
-// math.cc: exp, sigmoid, tanh, erf, gelu (returns false for other ops), softmax, layer norm.
+// math.cc: exp, sigmoid, tanh, erf, gelu (returns false for other ops; elementwise.cc's unary routes there).
 bool unary_transcendental(UnaryOp op, size_t n, const float* in, float* out, const UnaryParams& p, Parallel& par);
-void softmax(size_t rows, size_t cols, const float* in, float* out, Parallel& par);
-void normalize(size_t rows, size_t cols, const float* in, const float* scale, const float* bias, float epsilon,
-               float* out, Parallel& par);
-
-// layout.cc: NCHW <-> NHWC of 3-channel images (false for other channel counts).
-bool image_layout_f32(size_t batch, size_t channels, size_t pixels, bool to_planar, const float* x, float* y,
-                      Parallel& par);
 
 }  // namespace avx2
 }  // namespace webxnn

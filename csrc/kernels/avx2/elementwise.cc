@@ -129,18 +129,9 @@ struct UnCtx {
 template <UnaryOp kOp>
 void un_task(const void* vctx, size_t task) {
   const UnCtx& x = *static_cast<const UnCtx*>(vctx);
-  const size_t blocks = (x.n + 7) / 8;
-  const size_t b0 = blocks * task / x.tasks, b1 = blocks * (task + 1) / x.tasks;
-  const size_t i0 = b0 * 8, i1 = min_sz(x.n, b1 * 8);
   const __m256 alpha = _mm256_set1_ps(x.alpha), beta = _mm256_set1_ps(x.beta);
-  const __m256 vmin = _mm256_set1_ps(x.vmin), vmax = _mm256_set1_ps(x.vmax);
-  size_t i = i0;
-  for (; i + 8 <= i1; i += 8)
-    _mm256_storeu_ps(x.out + i, clamp8(unv<kOp>(_mm256_loadu_ps(x.in + i), alpha, beta), vmin, vmax));
-  if (i < i1) {
-    const __m256i m = lane_mask(i1 - i);
-    store_lanes(x.out + i, m, clamp8(unv<kOp>(_mm256_maskload_ps(x.in + i, m), alpha, beta), vmin, vmax));
-  }
+  map_task<false>(x.in, x.out, x.n, task, x.tasks, _mm256_set1_ps(x.vmin), _mm256_set1_ps(x.vmax),
+                  [&](__m256 v) { return unv<kOp>(v, alpha, beta); });
 }
 
 }  // namespace

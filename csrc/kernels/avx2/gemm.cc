@@ -22,6 +22,7 @@
 #include <cstring>
 
 #include "kernels/avx2/avx2.h"
+#include "kernels/avx2/gemm_microkernel.h"
 #include "kernels/avx2/simd.h"
 #include "kernels/avx2/vmath.h"
 #include "kernels/internal.h"
@@ -53,7 +54,8 @@ struct Tail {  // masks for a partial 16-column panel, and whether the output is
   bool lo_full = false;
 };
 
-// One MR x 16 tile over kc: acc = (bias ? bias : C) + sum_k A[m][k] * b[k][:]; then act when `last`.
+// One MR x 16 tile (gemm_microkernel.h) over kc: acc = (bias ? bias : C) + sum_k A[m][k] * b[k][:]; then act
+// when `last`.
 // A's rows are a + m * lda.
 // r: the residual tile added at the last K block before the clamp (null: none), row stride ldr.
 // pf (null: none): a line to prefetch toward L2 every pf_step steps of the k loop, advancing 64 bytes each time.
@@ -70,12 +72,7 @@ __attribute__((always_inline)) inline void ukernel(size_t kc_rt, const float* a,
                                                    const char* ah = nullptr, size_t ah_step = 0, size_t ah_n = 0) {
   __m256 acc0[MR], acc1[MR];
   if (bias) {
-    const __m256 b0 = _mm256_load_ps(bias), b1 = _mm256_load_ps(bias + 8);
-#pragma GCC unroll 6
-    for (int m = 0; m < MR; ++m) {
-      acc0[m] = b0;
-      acc1[m] = b1;
-    }
+    tile16_load_bias<MR>(bias, acc0, acc1);
   } else {
 #pragma GCC unroll 6
     for (int m = 0; m < MR; ++m) {
@@ -101,15 +98,7 @@ __attribute__((always_inline)) inline void ukernel(size_t kc_rt, const float* a,
       for (size_t i = 0; i < ah_n; ++i) _mm_prefetch(ah + i * 64, _MM_HINT_T1);
     }
 #pragma GCC unroll 32
-    for (; k < KC; ++k) {
-      const __m256 b0 = _mm256_load_ps(b + k * kNR), b1 = _mm256_load_ps(b + k * kNR + 8);
-#pragma GCC unroll 6
-      for (int m = 0; m < MR; ++m) {
-        const __m256 va = _mm256_broadcast_ss(ar[m] + k);
-        acc0[m] = _mm256_fmadd_ps(va, b0, acc0[m]);
-        acc1[m] = _mm256_fmadd_ps(va, b1, acc1[m]);
-      }
-    }
+    for (; k < KC; ++k) tile16_fma<MR>(b + k * kNR, ar, k, acc0, acc1);
     pf = nullptr;
   }
   size_t k_pf = pf ? pf_step : kc + 1;
@@ -125,34 +114,21 @@ __attribute__((always_inline)) inline void ukernel(size_t kc_rt, const float* a,
       ah += 64;
       k_ah += ah_step;
     }
-    const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
+    tile16_fma<MR>(b, ar, k, acc0, acc1);
     b += kNR;
-#pragma GCC unroll 6
-    for (int m = 0; m < MR; ++m) {
-      const __m256 va = _mm256_broadcast_ss(ar[m] + k);
-      acc0[m] = _mm256_fmadd_ps(va, b0, acc0[m]);
-      acc1[m] = _mm256_fmadd_ps(va, b1, acc1[m]);
-    }
   }
   if (last && r) {
+    if (kFull) {
+      tile16_add_rows<MR>(r, ldr, acc0, acc1);
+    } else {
 #pragma GCC unroll 6
-    for (int m = 0; m < MR; ++m) {
-      if (kFull) {
-        acc0[m] = _mm256_add_ps(acc0[m], _mm256_loadu_ps(r + m * ldr));
-        acc1[m] = _mm256_add_ps(acc1[m], _mm256_loadu_ps(r + m * ldr + 8));
-      } else {
+      for (int m = 0; m < MR; ++m) {
         acc0[m] = _mm256_add_ps(acc0[m], _mm256_maskload_ps(r + m * ldr, tail.lo));
         acc1[m] = _mm256_add_ps(acc1[m], _mm256_maskload_ps(r + m * ldr + 8, tail.hi));
       }
     }
   }
-  if (last && tail.clamp) {
-#pragma GCC unroll 6
-    for (int m = 0; m < MR; ++m) {
-      acc0[m] = _mm256_min_ps(vmax, _mm256_max_ps(vmin, acc0[m]));
-      acc1[m] = _mm256_min_ps(vmax, _mm256_max_ps(vmin, acc1[m]));
-    }
-  }
+  if (last && tail.clamp) tile16_clamp<MR>(vmin, vmax, acc0, acc1);
 #pragma GCC unroll 6
   for (int m = 0; m < MR; ++m) {
     if (kFull) {

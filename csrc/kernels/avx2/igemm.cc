@@ -1,8 +1,9 @@
 // AVX2+FMA dense convolution (IGEMM; the plain GEMM is in gemm.cc) (compiled with -mavx2 -mfma -mf16c).
 //
-// One microkernel serves both: an MR x 16 (MR <= 6) tile of C computed over `ks` taps of `kc` inputs each, A
-// rows given as pointers (GEMM: one tap, row pointers into A; conv: per tap, pointers to input pixels or to a
-// zero row for padding — the indirection of the Indirect Convolution Algorithm, built per tile, no im2col).
+// One microkernel serves both: an MR x 16 (MR <= 6) tile of C (gemm_microkernel.h's, as in gemm.cc) computed
+// over `ks` taps of `kc` inputs each, A rows given as pointers (GEMM: one tap, row pointers into A; conv: per
+// tap, pointers to input pixels or to a zero row for padding — the indirection of the Indirect Convolution
+// Algorithm, built per tile, no im2col).
 // Accumulators (2*MR ymm) start from the bias stored at the head of each packed 16-column panel.
 // RGB stems can read an NCHW image in place (ConvParams::input_nchw): ukernel_planar takes the tile's
 // pixels as one base pointer and the row / plane strides, over the same packed panels.
@@ -18,6 +19,7 @@
 #include <cstring>
 
 #include "kernels/avx2/avx2.h"
+#include "kernels/avx2/gemm_microkernel.h"
 #include "kernels/avx2/simd.h"
 #include "kernels/avx2/vmath.h"
 #include "kernels/internal.h"
@@ -37,17 +39,6 @@ inline void store16(float* c, size_t nc, __m256 lo, __m256 hi) {
   _mm256_store_ps(tmp, lo);
   _mm256_store_ps(tmp + 8, hi);
   for (size_t j = 0; j < nc; ++j) c[j] = tmp[j];
-}
-
-// The tile's accumulators start from the bias at the head of the panel.
-template <int MR>
-__attribute__((always_inline)) inline void start_tile(const float* w, __m256 (&acc0)[MR], __m256 (&acc1)[MR]) {
-  const __m256 b0 = _mm256_loadu_ps(w), b1 = _mm256_loadu_ps(w + 8);
-#pragma GCC unroll 6
-  for (int m = 0; m < MR; ++m) {
-    acc0[m] = b0;
-    acc1[m] = b1;
-  }
 }
 
 // Adds the fused residual r (dense rows with the output's stride; null: none) before the clamp, then stores
@@ -82,23 +73,14 @@ __attribute__((always_inline)) inline void ukernel_inl(size_t ks, size_t kc_rt, 
                                                        const float* r) {
   const size_t kc = KC > 0 ? size_t{KC} : kc_rt;
   __m256 acc0[MR], acc1[MR];
-  start_tile<MR>(w, acc0, acc1);
+  tile16_load_bias<MR>(w, acc0, acc1);
   w += kNR;
   for (size_t t = 0; t < ks; ++t, a += MR) {
     const float* ap[MR];
 #pragma GCC unroll 6
     for (int m = 0; m < MR; ++m) ap[m] = a[m];
 #pragma GCC unroll 4
-    for (size_t k = 0; k < kc; ++k) {
-      const __m256 b0 = _mm256_loadu_ps(w), b1 = _mm256_loadu_ps(w + 8);
-      w += kNR;
-#pragma GCC unroll 6
-      for (int m = 0; m < MR; ++m) {
-        const __m256 va = _mm256_broadcast_ss(ap[m] + k);
-        acc0[m] = _mm256_fmadd_ps(va, b0, acc0[m]);
-        acc1[m] = _mm256_fmadd_ps(va, b1, acc1[m]);
-      }
-    }
+    for (size_t k = 0; k < kc; ++k, w += kNR) tile16_fma<MR>(w, ap, k, acc0, acc1);
   }
   finish_tile<MR>(acc0, acc1, c, ldc, nc, vmin, vmax, r);
 }
@@ -112,7 +94,7 @@ __attribute__((always_inline)) inline void ukernel_planar(size_t kh, const float
                                                           const float* w, float* c, size_t ldc, size_t nc,
                                                           __m256 vmin, __m256 vmax, const float* r) {
   __m256 acc0[MR], acc1[MR];
-  start_tile<MR>(w, acc0, acc1);
+  tile16_load_bias<MR>(w, acc0, acc1);
   w += kNR;
   for (size_t ky = 0; ky < kh; ++ky, base += row) {
 #pragma GCC unroll 7
@@ -124,13 +106,10 @@ __attribute__((always_inline)) inline void ukernel_planar(size_t kh, const float
       asm("" : "+r"(pc[0]), "+r"(pc[1]), "+r"(pc[2]));
 #pragma GCC unroll 3
       for (int ci = 0; ci < 3; ++ci, w += kNR) {
-        const __m256 b0 = _mm256_loadu_ps(w), b1 = _mm256_loadu_ps(w + 8);
+        const float* px[MR];  // the tile's pixels of this tap and channel
 #pragma GCC unroll 6
-        for (int m = 0; m < MR; ++m) {
-          const __m256 va = _mm256_broadcast_ss(pc[ci] + m * SW);
-          acc0[m] = _mm256_fmadd_ps(va, b0, acc0[m]);
-          acc1[m] = _mm256_fmadd_ps(va, b1, acc1[m]);
-        }
+        for (int m = 0; m < MR; ++m) px[m] = pc[ci] + m * SW;
+        tile16_fma<MR>(w, px, 0, acc0, acc1);
       }
     }
   }

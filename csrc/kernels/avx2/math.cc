@@ -81,24 +81,9 @@ struct UnCtx {
 template <UnaryOp kOp>
 void un_task(const void* vctx, size_t task) {
   const UnCtx& x = *static_cast<const UnCtx*>(vctx);
-  const size_t blocks = (x.n + 7) / 8;
-  const size_t b0 = blocks * task / x.tasks, b1 = blocks * (task + 1) / x.tasks;
-  const size_t i0 = b0 * 8, i1 = min_sz(x.n, b1 * 8);
-  const __m256 vmin = _mm256_set1_ps(x.vmin), vmax = _mm256_set1_ps(x.vmax);
-  size_t i = i0;
-  // Two independent vectors per step: the polynomial chains are long, and the second one fills their latency.
-  for (; i + 16 <= i1; i += 16) {
-    const __m256 a = tv<kOp>(_mm256_loadu_ps(x.in + i)), b = tv<kOp>(_mm256_loadu_ps(x.in + i + 8));
-    _mm256_storeu_ps(x.out + i, _mm256_min_ps(vmax, _mm256_max_ps(vmin, a)));
-    _mm256_storeu_ps(x.out + i + 8, _mm256_min_ps(vmax, _mm256_max_ps(vmin, b)));
-  }
-  for (; i + 8 <= i1; i += 8)
-    _mm256_storeu_ps(x.out + i, _mm256_min_ps(vmax, _mm256_max_ps(vmin, tv<kOp>(_mm256_loadu_ps(x.in + i)))));
-  if (i < i1) {
-    const __m256i m = lane_mask(i1 - i);
-    const __m256 v = tv<kOp>(_mm256_maskload_ps(x.in + i, m));
-    store_lanes(x.out + i, m, _mm256_min_ps(vmax, _mm256_max_ps(vmin, v)));
-  }
+  // Pairs of vectors: the polynomial chains are long, and the second one fills their latency.
+  map_task<true>(x.in, x.out, x.n, task, x.tasks, _mm256_set1_ps(x.vmin), _mm256_set1_ps(x.vmax),
+                 [](__m256 v) { return tv<kOp>(v); });
 }
 
 // Horizontal sum/max of 8 lanes in a fixed order (the same for any thread split).

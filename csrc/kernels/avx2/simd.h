@@ -113,6 +113,31 @@ inline void store_lanes(float* p, __m256i mask, __m256 v) {
 // v clamped to [vmin, vmax]; NaN passes through (max_ps/min_ps return the second operand when either is NaN).
 inline __m256 clamp8(__m256 v, __m256 vmin, __m256 vmax) { return _mm256_min_ps(vmax, _mm256_max_ps(vmin, v)); }
 
+// An element-wise map's task: out[i] = clamp8(f(in[i])) over task `task` of `tasks`' share of n floats, the
+// shares cut at whole 8-float vectors (the last one ends in a masked tail). out may be in (reads before writes).
+// kPairs: two independent vectors per step, for an f with long dependency chains (vmath.h's polynomials: the
+// second vector fills the first one's latency).
+template <bool kPairs, typename F>
+inline void map_task(const float* in, float* out, size_t n, size_t task, size_t tasks, __m256 vmin, __m256 vmax,
+                     F f) {
+  const size_t blocks = (n + 7) / 8;
+  const size_t b0 = blocks * task / tasks, b1 = blocks * (task + 1) / tasks;
+  const size_t i1 = b1 * 8 < n ? b1 * 8 : n;
+  size_t i = b0 * 8;
+  if constexpr (kPairs) {
+    for (; i + 16 <= i1; i += 16) {
+      const __m256 a = f(_mm256_loadu_ps(in + i)), b = f(_mm256_loadu_ps(in + i + 8));
+      _mm256_storeu_ps(out + i, clamp8(a, vmin, vmax));
+      _mm256_storeu_ps(out + i + 8, clamp8(b, vmin, vmax));
+    }
+  }
+  for (; i + 8 <= i1; i += 8) _mm256_storeu_ps(out + i, clamp8(f(_mm256_loadu_ps(in + i)), vmin, vmax));
+  if (i < i1) {
+    const __m256i m = lane_mask(i1 - i);
+    store_lanes(out + i, m, clamp8(f(_mm256_maskload_ps(in + i, m)), vmin, vmax));
+  }
+}
+
 // Packs `count` output columns (each given by a column reader) of a [rows x count] weight block into 16-wide
 // panels: [16 bias][rows x 16], zero-padded to whole panels. get(r, j) returns weight row r of column j. The
 // GEMM's B and the convolutions' filters share this layout (and so the microkernels).

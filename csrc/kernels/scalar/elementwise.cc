@@ -279,5 +279,8 @@ void dequantize_qs8(size_t n, const int8_t* in, float* out, float scale, int32_t
   for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(static_cast<int32_t>(in[i]) - zero_point) * scale;
 }
 
+// No vector loop to offer: the caller's generic few-channel loop is the scalar kernel.
+bool image_layout_f32(size_t, size_t, size_t, bool, const float*, float*, Parallel&) { return false; }
+
 }  // namespace scalar
 }  // namespace webxnn
