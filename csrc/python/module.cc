@@ -292,4 +292,5 @@ PYBIND11_MODULE(_runtime, m) {
 
   // kernels_binding.cc creates the `kernels` submodule itself.
   webxnn::bind_kernels(m);
+  webxnn::bind_qs8(m);
 }

@@ -1,0 +1,274 @@
+// AVX2 int8 GEMM (qs8.h), exact: compiled with -mavx2 -mfma.
+//
+// The u8 x s8 step vpmaddubsw (+ vpmaddwd with ones, + vpaddd) sums two products into an int16, which saturates
+// for 255 * 127 * 2. The kernels keep it exact with the sign trick: activations are s8 (u8 ones shifted by
+// -128, folded into the packed bias), and a * w is computed as |a| * sign(w, a) (vpabsb, vpsignb): |a| <= 128
+// and |w| <= 127 give |pair| <= 32512. That needs no weight to be -128 (symmetric quantizers -- onnxruntime's,
+// PyTorch's -- use [-127, 127]); a node with a -128 weight (qgemm_pack records it) takes the 16-bit path
+// (vpmovsxbw + vpmaddwd), exact for any weights at about half the speed. Measured on this machine (loaded,
+// 12 independent chains): the sign trick's four ops per step ran as fast as the plain three (the extra
+// vpsignb goes to an ALU pipe, not to the multipliers), the 16-bit path at ~55 %. (7-bit weights, plain
+// vpmaddubsw on u8 activations, would gain nothing over the sign trick, so there is no such path.)
+//
+// Tiles: 4 rows x 16 columns (8 int32 accumulators, 2 weight vectors, the broadcast row group, its |a|, two
+// products and the ones vector: 15 ymm registers) over the full K, the accumulators started from the packed
+// bias. M = 1 (GEMV, batch-1 FC layers) runs 1 x 64 tiles: 4 panels at once, 8 independent chains, streaming
+// the weights. A row group (4 bytes) is broadcast from memory; a partial last group is assembled from the
+// row's remaining bytes (no reads past K). Requantization per qs8.h.
+//
+// ODR hygiene: no std:: templates here; parallelism goes through internal.h.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/avx2/avx2.h"
+#include "kernels/avx2/simd.h"
+#include "kernels/internal.h"
+#include "kernels/qs8.h"
+
+namespace webxnn {
+namespace avx2 {
+namespace {
+
+constexpr size_t kQMR = 4;    // rows per tile (sign path)
+constexpr size_t kQMC = 192;  // rows of A per M chunk: a chunk's rows stay in L2 while its panels sweep them
+
+struct QCtx {
+  size_t M, N, K, lda, ldc, panels, pb, groups, krem;
+  size_t m_chunks, n_groups, tasks;
+  size_t pstep;  // N groups hold whole tiles of this many panels (4 for the GEMV)
+  const uint8_t* A;
+  const uint8_t* panels0;  // first panel
+  uint8_t* C;
+  float flo, fhi;  // the clamp, relative to the output zero point
+  int32_t zy;
+  uint32_t flip;   // 0x80808080 for u8 activations (a - 128 as s8), else 0
+  bool out_u8, wide;
+};
+
+// Row group g of a (4 bytes, as s8) broadcast: a whole group, or (tail) the zero-filled partial last one.
+__attribute__((always_inline)) inline __m256i row_group(const QCtx& x, const uint8_t* a, size_t g, bool tail) {
+  uint32_t v = 0;
+  if (tail) {
+    std::memcpy(&v, a + 4 * g, x.krem);
+  } else {
+    std::memcpy(&v, a + 4 * g, 4);
+  }
+  return _mm256_set1_epi32(static_cast<int32_t>(v ^ x.flip));
+}
+
+// Requantizes 16 int32 sums (columns n0..n0+nc of one row; scale: the panel's 16 scales) and stores nc bytes.
+__attribute__((always_inline)) inline void store16(const QCtx& x, __m256i s0, __m256i s1, const float* scale,
+                                                   uint8_t* c, size_t nc) {
+  const __m256 lo = _mm256_set1_ps(x.flo), hi = _mm256_set1_ps(x.fhi);
+  const __m256i zy = _mm256_set1_epi32(x.zy);
+  // vmaxps(v, lo) first: a NaN v gives lo (its second operand), as the scalar reference does.
+  __m256 f0 = _mm256_mul_ps(_mm256_cvtepi32_ps(s0), _mm256_load_ps(scale));
+  __m256 f1 = _mm256_mul_ps(_mm256_cvtepi32_ps(s1), _mm256_load_ps(scale + 8));
+  f0 = _mm256_min_ps(_mm256_max_ps(f0, lo), hi);
+  f1 = _mm256_min_ps(_mm256_max_ps(f1, lo), hi);
+  const __m256i r0 = _mm256_add_epi32(_mm256_cvtps_epi32(f0), zy);  // round to nearest even (MXCSR default)
+  const __m256i r1 = _mm256_add_epi32(_mm256_cvtps_epi32(f1), zy);
+  // Values are in the output type's range already; the packs only narrow. Lane order after the packs:
+  // dwords [r0 0-3, r1 0-3, .., .. | r0 4-7, r1 4-7, .., ..] -> gather dwords 0, 4, 1, 5.
+  const __m256i p16 = _mm256_packs_epi32(r0, r1);
+  const __m256i p8 = x.out_u8 ? _mm256_packus_epi16(p16, p16) : _mm256_packs_epi16(p16, p16);
+  const __m128i v = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5)));
+  if (nc == kQNR) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(c), v);
+  } else {
+    alignas(16) uint8_t tmp[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(tmp), v);
+    std::memcpy(c, tmp, nc);
+  }
+}
+
+// MR rows x NP panels (16 columns each) over the full K, sign trick: acc += maddwd(maddubs(|a|, sign(w, a)), 1).
+// a: the tile's first row; panel: its first panel; c: its first output; nc: columns of the last panel.
+template <int MR, int NP>
+void tile_sign(const QCtx& x, const uint8_t* a, const uint8_t* panel, uint8_t* c, size_t nc) {
+  __m256i acc[MR][2 * NP];
+  const int8_t* w[NP];
+#pragma GCC unroll 4
+  for (int p = 0; p < NP; ++p) {
+    const uint8_t* pp = panel + p * x.pb;
+    const __m256i b0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(pp));
+    const __m256i b1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(pp + 32));
+#pragma GCC unroll 4
+    for (int m = 0; m < MR; ++m) {
+      acc[m][2 * p] = b0;
+      acc[m][2 * p + 1] = b1;
+    }
+    w[p] = reinterpret_cast<const int8_t*>(pp + kQNR * 8);
+  }
+  const __m256i ones = _mm256_set1_epi16(1);
+  const auto step = [&](size_t g, bool tail) __attribute__((always_inline)) {
+    __m256i w0[NP], w1[NP];
+#pragma GCC unroll 4
+    for (int p = 0; p < NP; ++p) {
+      w0[p] = _mm256_load_si256(reinterpret_cast<const __m256i*>(w[p] + g * 64));
+      w1[p] = _mm256_load_si256(reinterpret_cast<const __m256i*>(w[p] + g * 64 + 32));
+    }
+#pragma GCC unroll 4
+    for (int m = 0; m < MR; ++m) {
+      const __m256i va = row_group(x, a + m * x.lda, g, tail);
+      const __m256i ua = _mm256_abs_epi8(va);
+#pragma GCC unroll 4
+      for (int p = 0; p < NP; ++p) {
+        const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(ua, _mm256_sign_epi8(w0[p], va)), ones);
+        const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(ua, _mm256_sign_epi8(w1[p], va)), ones);
+        acc[m][2 * p] = _mm256_add_epi32(acc[m][2 * p], p0);
+        acc[m][2 * p + 1] = _mm256_add_epi32(acc[m][2 * p + 1], p1);
+      }
+    }
+  };
+  for (size_t g = 0; g < x.groups; ++g) step(g, false);
+  if (x.krem) step(x.groups, true);
+#pragma GCC unroll 4
+  for (int m = 0; m < MR; ++m) {
+#pragma GCC unroll 4
+    for (int p = 0; p < NP; ++p) {
+      const float* scale = reinterpret_cast<const float*>(panel + p * x.pb + kQNR * 4);
+      store16(x, acc[m][2 * p], acc[m][2 * p + 1], scale, c + m * x.ldc + p * kQNR, p == NP - 1 ? nc : kQNR);
+    }
+  }
+}
+
+// MR rows x 16 columns, 16-bit path (any weights, -128 included): per row group, the 4 activations as int16
+// broadcast to every 64-bit lane, the weights sign-extended to int16 (4 columns x 4 k per vector), vpmaddwd
+// into 4 accumulators per row holding 2 partial sums per column; vphaddd + vpermq reduce them at the end.
+template <int MR>
+void tile_wide(const QCtx& x, const uint8_t* a, const uint8_t* panel, uint8_t* c, size_t nc) {
+  __m256i acc[MR][4];
+#pragma GCC unroll 4
+  for (int m = 0; m < MR; ++m)
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) acc[m][q] = _mm256_setzero_si256();
+  const int8_t* w = reinterpret_cast<const int8_t*>(panel + kQNR * 8);
+  const auto step = [&](size_t g, bool tail) __attribute__((always_inline)) {
+    __m256i w16[4];
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q)
+      w16[q] = _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(w + g * 64 + q * 16)));
+#pragma GCC unroll 4
+    for (int m = 0; m < MR; ++m) {
+      const __m128i a8 = _mm256_castsi256_si128(row_group(x, a + m * x.lda, g, tail));
+      const __m256i va = _mm256_broadcastq_epi64(_mm_cvtepi8_epi16(a8));
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) acc[m][q] = _mm256_add_epi32(acc[m][q], _mm256_madd_epi16(va, w16[q]));
+    }
+  };
+  for (size_t g = 0; g < x.groups; ++g) step(g, false);
+  if (x.krem) step(x.groups, true);
+  const __m256i b0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(panel));
+  const __m256i b1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(panel + 32));
+  const float* scale = reinterpret_cast<const float*>(panel + kQNR * 4);
+#pragma GCC unroll 4
+  for (int m = 0; m < MR; ++m) {
+    // hadd lanes: [c0 c1 c4 c5 | c2 c3 c6 c7] -> vpermq 0, 2, 1, 3.
+    const __m256i s0 = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[m][0], acc[m][1]), 0xD8);
+    const __m256i s1 = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[m][2], acc[m][3]), 0xD8);
+    store16(x, _mm256_add_epi32(s0, b0), _mm256_add_epi32(s1, b1), scale, c + m * x.ldc, nc);
+  }
+}
+
+// Rows [m0, m1) x panels [p0, p1).
+void run_block(const QCtx& x, size_t m0, size_t m1, size_t p0, size_t p1) {
+  const uint8_t* a0 = x.A + m0 * x.lda;
+  uint8_t* c0 = x.C + m0 * x.ldc;
+  const size_t rows = m1 - m0;
+  if (x.wide) {
+    for (size_t p = p0; p < p1; ++p) {
+      const uint8_t* panel = x.panels0 + p * x.pb;
+      const size_t nc = min_sz(kQNR, x.N - p * kQNR);
+      size_t m = 0;
+      for (; m + 2 <= rows; m += 2) tile_wide<2>(x, a0 + m * x.lda, panel, c0 + m * x.ldc + p * kQNR, nc);
+      if (m < rows) tile_wide<1>(x, a0 + m * x.lda, panel, c0 + m * x.ldc + p * kQNR, nc);
+    }
+    return;
+  }
+  if (rows == 1) {  // GEMV: 4 panels at a time
+    size_t p = p0;
+    for (; p + 4 <= p1; p += 4)
+      tile_sign<1, 4>(x, a0, x.panels0 + p * x.pb, c0 + p * kQNR, min_sz(kQNR, x.N - (p + 3) * kQNR));
+    for (; p < p1; ++p) tile_sign<1, 1>(x, a0, x.panels0 + p * x.pb, c0 + p * kQNR, min_sz(kQNR, x.N - p * kQNR));
+    return;
+  }
+  for (size_t p = p0; p < p1; ++p) {
+    const uint8_t* panel = x.panels0 + p * x.pb;
+    const size_t nc = min_sz(kQNR, x.N - p * kQNR);
+    size_t m = 0;
+    for (; m + kQMR <= rows; m += kQMR) tile_sign<4, 1>(x, a0 + m * x.lda, panel, c0 + m * x.ldc + p * kQNR, nc);
+    const uint8_t* a = a0 + m * x.lda;
+    uint8_t* c = c0 + m * x.ldc + p * kQNR;
+    switch (rows - m) {
+      case 3: tile_sign<3, 1>(x, a, panel, c, nc); break;
+      case 2: tile_sign<2, 1>(x, a, panel, c, nc); break;
+      case 1: tile_sign<1, 1>(x, a, panel, c, nc); break;
+      default: break;
+    }
+  }
+}
+
+// Units are (M chunk, N group) pairs, M chunk fastest; a task runs a contiguous range of them.
+void qgemm_task(const void* vctx, size_t task) {
+  const QCtx& x = *static_cast<const QCtx*>(vctx);
+  const size_t units = x.m_chunks * x.n_groups;
+  const size_t u0 = units * task / x.tasks, u1 = units * (task + 1) / x.tasks;
+  for (size_t u = u0; u < u1; ++u) {
+    const size_t mc = u % x.m_chunks, ngi = u / x.m_chunks;
+    const size_t m0 = x.M * mc / x.m_chunks, m1 = x.M * (mc + 1) / x.m_chunks;
+    const size_t tiles = div_up(x.panels, x.pstep);
+    const size_t p0 = min_sz(x.panels, tiles * ngi / x.n_groups * x.pstep);
+    const size_t p1 = min_sz(x.panels, tiles * (ngi + 1) / x.n_groups * x.pstep);
+    if (m1 > m0 && p1 > p0) run_block(x, m0, m1, p0, p1);
+  }
+}
+
+}  // namespace
+
+void qgemm(size_t M, size_t N, size_t K, const void* A, size_t lda, const void* packed, void* C, size_t ldc,
+           int32_t out_min, int32_t out_max, Parallel& par) {
+  if (M == 0 || N == 0) return;
+  const uint8_t* base = static_cast<const uint8_t*>(packed);
+  QGemmHeader h;
+  std::memcpy(&h, base, sizeof(h));
+  QCtx x;
+  x.M = M;
+  x.N = N;
+  x.K = K;
+  x.lda = lda;
+  x.ldc = ldc;
+  x.panels = div_up(N, kQNR);
+  x.groups = K / 4;
+  x.krem = K % 4;
+  x.pb = kQNR * 8 + div_up(K, 4) * 4 * kQNR;
+  x.A = static_cast<const uint8_t*>(A);
+  x.panels0 = base + kQHeaderBytes;
+  x.C = static_cast<uint8_t*>(C);
+  x.out_u8 = h.out_type == QType::kU8;
+  const int32_t lo = out_min > (x.out_u8 ? 0 : -128) ? out_min : (x.out_u8 ? 0 : -128);
+  const int32_t hi = out_max < (x.out_u8 ? 255 : 127) ? out_max : (x.out_u8 ? 255 : 127);
+  x.flo = static_cast<float>(lo - h.out_zero_point);
+  x.fhi = static_cast<float>(hi - h.out_zero_point);
+  x.zy = h.out_zero_point;
+  x.flip = h.a_type == QType::kU8 ? 0x80808080u : 0u;
+  x.wide = h.has_min_weight;
+  // The split: M chunks of <= kQMC rows (4-row multiples when there are several), then more chunks or N groups
+  // until there are a few units per thread. Any split gives the same bits (exact int32 sums).
+  const size_t threads = internal::parallel_threads(par);
+  const double macs = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K + 1);
+  const size_t want = threads > 1 && macs > 4e5 ? threads * 4 : 1;
+  x.m_chunks = M == 1 ? 1 : div_up(M, kQMC);
+  while (x.m_chunks < want && M / (x.m_chunks * 2) >= 4 * kQMR) x.m_chunks *= 2;
+  x.n_groups = 1;
+  x.pstep = M == 1 && !x.wide ? 4 : 1;
+  const size_t max_groups = div_up(x.panels, x.pstep);
+  while (x.m_chunks * x.n_groups < want && x.n_groups < max_groups) ++x.n_groups;
+  x.tasks = min_sz(want, x.m_chunks * x.n_groups);
+  if (x.tasks > 1) return internal::parallel_run(par, x.tasks, qgemm_task, &x);
+  qgemm_task(&x, 0);
+}
+
+}  // namespace avx2
+}  // namespace webxnn

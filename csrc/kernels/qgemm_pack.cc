@@ -1,0 +1,50 @@
+// int8 GEMM weight packing (qs8.h), shared by the scalar and AVX2 kernels: generic code, run once at load.
+#include <cstring>
+
+#include "kernels/qs8.h"
+
+namespace webxnn {
+
+namespace {
+size_t k_padded(size_t K) { return (K + 3) / 4 * 4; }
+size_t panel_bytes(size_t K) { return kQNR * 8 + k_padded(K) * kQNR; }
+}  // namespace
+
+size_t qgemm_packed_size(size_t K, size_t N) { return kQHeaderBytes + (N + kQNR - 1) / kQNR * panel_bytes(K); }
+
+void qgemm_pack(size_t K, size_t N, const int8_t* B, bool b_is_nk, const int32_t* bias, const QGemmQuant& q,
+                void* packed) {
+  uint8_t* base = static_cast<uint8_t*>(packed);
+  std::memset(base, 0, qgemm_packed_size(K, N));
+  QGemmHeader h{};
+  h.K = K;
+  h.N = N;
+  h.out_zero_point = q.out_zero_point;
+  h.a_type = q.a_type;
+  h.out_type = q.out_type;
+  // The kernels see a + d (s8) instead of a, so they add d * sum_k w too much: fold -(za + d) * sum_k w.
+  const uint32_t za_d = static_cast<uint32_t>(q.a_zero_point + (q.a_type == QType::kU8 ? -128 : 0));
+  const size_t pb = panel_bytes(K);
+  for (size_t n = 0; n < N; ++n) {
+    uint8_t* panel = base + kQHeaderBytes + n / kQNR * pb;
+    const size_t j = n % kQNR;
+    int8_t* w = reinterpret_cast<int8_t*>(panel + kQNR * 8);
+    // Unsigned arithmetic: wraps like the kernels' int32 accumulators instead of overflowing (UB) on hostile
+    // weights.
+    uint32_t wsum = 0;
+    for (size_t k = 0; k < K; ++k) {
+      const int8_t v = b_is_nk ? B[n * K + k] : B[k * N + n];
+      w[(k / 4) * kQNR * 4 + j * 4 + k % 4] = v;
+      wsum += static_cast<uint32_t>(static_cast<int32_t>(v));
+      h.has_min_weight |= v == -128;
+    }
+    const int32_t b = static_cast<int32_t>((bias ? static_cast<uint32_t>(bias[n]) : 0u) - za_d * wsum);
+    const float sw = q.w_scales[q.w_scale_count > 1 ? n : 0];
+    const float scale = q.a_scale * sw / q.out_scale;
+    std::memcpy(panel + j * 4, &b, 4);
+    std::memcpy(panel + kQNR * 4 + j * 4, &scale, 4);
+  }
+  std::memcpy(base, &h, sizeof(h));
+}
+
+}  // namespace webxnn

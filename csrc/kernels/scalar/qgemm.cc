@@ -1,0 +1,54 @@
+// Scalar int8 GEMM (qs8.h): the reference the AVX2 kernel is tested against, on the same packed panels.
+#include <cstring>
+
+#include "kernels/qs8.h"
+#include "kernels/scalar/common.h"
+
+namespace webxnn {
+namespace scalar {
+
+void qgemm(size_t M, size_t N, size_t K, const void* A, size_t lda, const void* packed, void* C, size_t ldc,
+           int32_t out_min, int32_t out_max, Parallel& par) {
+  if (M == 0 || N == 0) return;
+  const uint8_t* base = static_cast<const uint8_t*>(packed);
+  QGemmHeader h;
+  std::memcpy(&h, base, sizeof(h));
+  const size_t kp = (K + 3) / 4 * 4, pb = kQNR * 8 + kp * kQNR;
+  const bool a_u8 = h.a_type == QType::kU8, out_u8 = h.out_type == QType::kU8;
+  const int32_t lo = std::max(out_min, out_u8 ? 0 : -128), hi = std::min(out_max, out_u8 ? 255 : 127);
+  const float flo = static_cast<float>(lo - h.out_zero_point), fhi = static_cast<float>(hi - h.out_zero_point);
+  const uint8_t* a_base = static_cast<const uint8_t*>(A);
+  uint8_t* c_base = static_cast<uint8_t*>(C);
+  const size_t tasks = pick_tasks(par, M, static_cast<double>(N) * (K + 1));
+  par.run(tasks, [&](size_t task) {
+    size_t m0, m1;
+    chunk_range(M, tasks, task, &m0, &m1);
+    for (size_t m = m0; m < m1; ++m) {
+      const uint8_t* a = a_base + m * lda;
+      for (size_t n = 0; n < N; ++n) {
+        const uint8_t* panel = base + kQHeaderBytes + n / kQNR * pb;
+        const size_t j = n % kQNR;
+        const int8_t* w = reinterpret_cast<const int8_t*>(panel + kQNR * 8) + j * 4;
+        int32_t b;
+        float scale;
+        std::memcpy(&b, panel + j * 4, 4);
+        std::memcpy(&scale, panel + kQNR * 4 + j * 4, 4);
+        // The kernels' s8 view of a (a - 128 for u8, see qs8.h); the packed bias holds the correction.
+        // Unsigned arithmetic: wraps like int32 would, without UB.
+        uint32_t acc = static_cast<uint32_t>(b);
+        for (size_t k = 0; k < K; ++k) {
+          const int32_t ak = a_u8 ? static_cast<int32_t>(a[k]) - 128 : static_cast<int32_t>(static_cast<int8_t>(a[k]));
+          acc += static_cast<uint32_t>(ak * w[(k / 4) * kQNR * 4 + k % 4]);
+        }
+        float v = static_cast<float>(static_cast<int32_t>(acc)) * scale;
+        v = v >= flo ? v : flo;  // NaN -> lo, like vmaxps(v, lo)
+        v = v <= fhi ? v : fhi;
+        const int32_t y = static_cast<int32_t>(round_even(v)) + h.out_zero_point;
+        c_base[m * ldc + n] = static_cast<uint8_t>(y);  // in range: lo <= y <= hi (or hi when lo > hi)
+      }
+    }
+  });
+}
+
+}  // namespace scalar
+}  // namespace webxnn

@@ -1,0 +1,182 @@
+// webxnn._runtime.qs8 — numpy-level access to the int8 GEMM kernels (kernels/qs8.h), for their tests and bench/.
+// Every entry takes isa="scalar"|"avx2"|"best" and threads=N. Bad arguments raise webxnn.errors.InputError.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/internal.h"
+#include "kernels/kernels.h"
+#include "kernels/qs8.h"
+#include "kernels/thread_pool.h"
+#include "python/bindings.h"
+
+namespace py = pybind11;
+
+namespace webxnn {
+namespace {
+
+using I8Arr = py::array_t<int8_t, py::array::c_style | py::array::forcecast>;
+using I32Arr = py::array_t<int32_t, py::array::c_style | py::array::forcecast>;
+using FArr = py::array_t<float, py::array::c_style | py::array::forcecast>;
+using QgemmFn = void (*)(size_t, size_t, size_t, const void*, size_t, const void*, void*, size_t, int32_t, int32_t,
+                         Parallel&);
+
+[[noreturn]] void bad(const std::string& what) {
+  py::object cls = py::module_::import("webxnn.errors").attr("InputError");
+  PyErr_SetObject(cls.ptr(), py::str("qs8.qgemm: " + what).ptr());
+  throw py::error_already_set();
+}
+
+QgemmFn qgemm_for(const std::string& isa) {
+#if defined(WEBXNN_HAVE_X86)
+  const bool avx2 = cpu_features().avx2;
+  if (isa == "avx2" && avx2) return avx2::qgemm;
+  if (isa == "best") return avx2 ? avx2::qgemm : scalar::qgemm;
+#else
+  if (isa == "best") return scalar::qgemm;
+#endif
+  if (isa == "scalar") return scalar::qgemm;
+  bad("unknown or unsupported isa '" + isa + "' (scalar, avx2, best)");
+}
+
+Parallel& pool(size_t threads) {
+  static SerialParallel serial;
+  static std::mutex mu;
+  static std::map<size_t, std::unique_ptr<ThreadPool>> pools;
+  if (threads == 0 || threads > 256) bad("threads must be in [1, 256]");
+  if (threads == 1) return serial;
+  std::lock_guard<std::mutex> lk(mu);
+  auto& p = pools[threads];
+  if (!p) p = std::make_unique<ThreadPool>(threads);
+  return *p;
+}
+
+QType qtype(const std::string& name, const char* what) {
+  if (name == "uint8") return QType::kU8;
+  if (name == "int8") return QType::kS8;
+  bad(std::string(what) + " must be uint8 or int8, not " + name);
+}
+
+struct Packed {
+  void* p;
+  explicit Packed(size_t bytes) : p(internal::aligned_alloc64(bytes)) {}
+  ~Packed() { internal::aligned_free(p); }
+  Packed(const Packed&) = delete;
+  Packed& operator=(const Packed&) = delete;
+};
+
+// C = qgemm(A[:, :K], B) into an [M, ldc] array prefilled with `fill` (columns past N must stay untouched).
+// A is uint8 or int8 [M, lda >= K]; B int8 [N, K] (b_is_nk) or [K, N]. With `times`, the kernel call (packing
+// excluded) runs once more to warm up, then `repeat` times, each wall time appended.
+py::array qgemm(const py::array& A, const I8Arr& B, const std::optional<I32Arr>& bias, const FArr& w_scales,
+                float a_scale, int32_t a_zp, float out_scale, int32_t out_zp, const std::string& out_dtype,
+                int32_t out_min, int32_t out_max, bool b_is_nk, std::optional<size_t> k_arg, std::optional<size_t> ldc_arg,
+                int fill, const std::string& isa, size_t threads, size_t repeat, std::vector<double>* times) {
+  if (A.ndim() != 2 || B.ndim() != 2) bad("A and B must be 2-D");
+  if (!(A.flags() & py::array::c_style)) bad("A must be C-contiguous");
+  const QType at = qtype(py::str(A.dtype()).cast<std::string>(), "A");
+  const QType ot = qtype(out_dtype, "out_dtype");
+  const size_t M = A.shape(0), lda = A.shape(1), K = k_arg.value_or(lda);
+  const size_t N = b_is_nk ? B.shape(0) : B.shape(1), bk = b_is_nk ? B.shape(1) : B.shape(0);
+  if (K > lda || bk != K) bad("K mismatch between A, B and k");
+  const size_t ldc = ldc_arg.value_or(N);
+  if (ldc < N) bad("ldc < N");
+  if (bias && (bias->ndim() != 1 || static_cast<size_t>(bias->shape(0)) != N)) bad("bias must be [N]");
+  const size_t ns = static_cast<size_t>(w_scales.size());
+  if (w_scales.ndim() != 1 || (ns != 1 && ns != N)) bad("w_scales must be [N] or [1]");
+  const QgemmFn fn = qgemm_for(isa);
+  Parallel& par = pool(threads);
+  QGemmQuant q;
+  q.a_type = at;
+  q.a_zero_point = a_zp;
+  q.a_scale = a_scale;
+  q.w_scales = w_scales.data();
+  q.w_scale_count = ns;
+  q.out_type = ot;
+  q.out_zero_point = out_zp;
+  q.out_scale = out_scale;
+  py::array C = ot == QType::kU8 ? py::array(py::array_t<uint8_t>({M, ldc})) : py::array(py::array_t<int8_t>({M, ldc}));
+  std::fill_n(static_cast<uint8_t*>(C.mutable_data()), M * ldc, static_cast<uint8_t>(fill));
+  Packed packed(qgemm_packed_size(K, N));
+  {
+    py::gil_scoped_release nogil;
+    qgemm_pack(K, N, B.data(), b_is_nk, bias ? bias->data() : nullptr, q, packed.p);
+    const auto call = [&] { fn(M, N, K, A.data(), lda, packed.p, C.mutable_data(), ldc, out_min, out_max, par); };
+    call();
+    if (times) {
+      for (size_t i = 0; i < repeat; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        call();
+        times->push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+    }
+  }
+  return C;
+}
+
+// GOP/s (2 ops per multiply-add) of `threads` cores each running int8_peak_loop(iters); median of `repeat` runs.
+double peak_int8(size_t threads, size_t iters, size_t repeat) {
+#if !defined(WEBXNN_HAVE_X86)
+  bad("built without the x86 kernels");
+#else
+  if (!cpu_features().avx2) bad("this CPU has no AVX2");
+  Parallel& par = pool(threads);
+  std::vector<double> t;
+  volatile int32_t sink = 0;
+  {
+    py::gil_scoped_release nogil;
+    for (size_t r = 0; r < repeat + 1; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      par.run(threads, [&](size_t) { sink = sink + internal::int8_peak_loop(iters); });
+      if (r) t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
+  std::sort(t.begin(), t.end());
+  return 768.0 * static_cast<double>(iters) * static_cast<double>(threads) / t[t.size() / 2] * 1e-9;
+#endif
+}
+
+}  // namespace
+
+void bind_qs8(py::module_& parent) {
+  py::module_ m = parent.def_submodule("qs8", "The int8 GEMM kernels (kernels/qs8.h), for tests and benchmarks");
+  m.def(
+      "qgemm",
+      [](const py::array& A, const I8Arr& B, const std::optional<I32Arr>& bias, const FArr& w_scales, float a_scale,
+         int32_t a_zp, float out_scale, int32_t out_zp, const std::string& out_dtype, int32_t out_min,
+         int32_t out_max, bool b_is_nk, std::optional<size_t> k, std::optional<size_t> ldc, int fill,
+         const std::string& isa, size_t threads) {
+        return qgemm(A, B, bias, w_scales, a_scale, a_zp, out_scale, out_zp, out_dtype, out_min, out_max, b_is_nk,
+                     k, ldc, fill, isa, threads, 0, nullptr);
+      },
+      py::arg("A"), py::arg("B"), py::arg("bias"), py::arg("w_scales"), py::arg("a_scale"), py::arg("a_zero_point"),
+      py::arg("out_scale"), py::arg("out_zero_point"), py::arg("out_dtype") = "int8", py::arg("out_min") = -1024,
+      py::arg("out_max") = 1024, py::arg("b_is_nk") = true, py::arg("k") = py::none(), py::arg("ldc") = py::none(),
+      py::arg("fill") = 0, py::arg("isa") = "scalar", py::arg("threads") = size_t{1},
+      "C = requantized A[:, :k] x B (B [N, K] when b_is_nk); C is [M, ldc], columns past N keep `fill`");
+  m.def(
+      "time_qgemm",
+      [](const py::array& A, const I8Arr& B, const FArr& w_scales, const std::string& isa, size_t threads,
+         size_t repeat) {
+        std::vector<double> times;
+        qgemm(A, B, std::nullopt, w_scales, 0.02f, A.dtype().kind() == 'u' ? 128 : 0, 0.5f, 0, "int8", -128, 127,
+              true, std::nullopt, std::nullopt, 0, isa, threads, repeat, &times);
+        return times;
+      },
+      py::arg("A"), py::arg("B"), py::arg("w_scales"), py::arg("isa") = "best", py::arg("threads") = size_t{1},
+      py::arg("repeat") = size_t{10}, "wall times (s) of `repeat` qgemm calls after a warm-up one; B is [N, K]");
+  m.def("peak_int8", &peak_int8, py::arg("threads") = size_t{1}, py::arg("iters") = size_t{2000000},
+        py::arg("repeat") = size_t{5},
+        "GOP/s of 12 independent vpmaddubsw + vpmaddwd + vpaddd chains per thread (the AVX2 int8 peak)");
+}
+
+}  // namespace webxnn
