@@ -88,8 +88,8 @@ WEBXNN_QGEMM_DECL;
 #undef WEBXNN_QGEMM_DECL
 
 namespace internal {
-// avx2/peak.cc (x86 builds only): `iters` steps of 12 independent u8 x s8 steps (vpmaddubsw + vpmaddwd +
-// vpaddd, 32 multiply-adds = 64 ops each; 768 ops per step), the int8 peak yardstick of the benchmark. Only call
+// avx2/peak.cc (x86 builds only): `iters` steps of 10 independent u8 x s8 steps (vpmaddubsw + vpmaddwd +
+// vpaddd, 32 multiply-adds = 64 ops each; 640 ops per step), the int8 peak yardstick of the benchmark. Only call
 // after checking cpu_features().avx2.
 int32_t int8_peak_loop(size_t iters);
 }  // namespace internal

@@ -5,13 +5,17 @@
 // -128, folded into the packed bias), and a * w is computed as |a| * sign(w, a) (vpabsb, vpsignb): |a| <= 128
 // and |w| <= 127 give |pair| <= 32512. That needs no weight to be -128 (symmetric quantizers -- onnxruntime's,
 // PyTorch's -- use [-127, 127]); a node with a -128 weight (qgemm_pack records it) takes the 16-bit path
-// (vpmovsxbw + vpmaddwd), exact for any weights at about half the speed. Measured on this machine (loaded,
-// 12 independent chains): the sign trick's four ops per step ran as fast as the plain three (the extra
-// vpsignb goes to an ALU pipe, not to the multipliers), the 16-bit path at ~55 %. (7-bit weights, plain
-// vpmaddubsw on u8 activations, would gain nothing over the sign trick, so there is no such path.)
+// (vpmovsxbw + vpmaddwd), exact for any weights. Measured on this machine (loaded, so ratios only): chains of
+// the plain step 60 GOP/s, with vpsignb 49-58 (the extra op goes to an ALU pipe, not the multipliers), the 16-bit
+// step 38; in the GEMM the 16-bit path ran at 60-85 % of the sign path (4 x 16 / 2 x 16 tiles), 40 % in the GEMV.
+// (7-bit weights, plain vpmaddubsw on u8 activations, would save only the vpsignb; no such path.)
 //
-// Tiles: 4 rows x 16 columns (8 int32 accumulators, 2 weight vectors, the broadcast row group, its |a|, two
-// products and the ones vector: 15 ymm registers) over the full K, the accumulators started from the packed
+// Tiles: 2 rows x 32 columns (two panels): 8 int32 accumulators, the panels' 4 weight vectors, the broadcast
+// row group, its |a|, a product and the ones vector -- 16 ymm registers, no spills (the compiler reloads a
+// weight vector rather than spill). Per row group and row: 1 broadcast (+ 1 xor for u8) and 1 vpabsb shared by
+// 4 steps of vpsignb + vpmaddubsw + vpmaddwd + vpaddd; 4 x 16 tiles pay the broadcast and vpabsb per 2 steps.
+// Measured here against 4 x 16 (1 thread, CPU time, the machine loaded, so +-15 %): level or ahead on 5 of
+// 8 shapes; a lone last panel runs 4 x 16 tiles. Full K per tile, the accumulators started from the packed
 // bias. M = 1 (GEMV, batch-1 FC layers) runs 1 x 64 tiles: 4 panels at once, 8 independent chains, streaming
 // the weights. A row group (4 bytes) is broadcast from memory; a partial last group is assembled from the
 // row's remaining bytes (no reads past K). Requantization per qs8.h.
@@ -30,7 +34,6 @@ namespace webxnn {
 namespace avx2 {
 namespace {
 
-constexpr size_t kQMR = 4;    // rows per tile (sign path)
 constexpr size_t kQMC = 192;  // rows of A per M chunk: a chunk's rows stay in L2 while its panels sweep them
 
 struct QCtx {
@@ -42,19 +45,22 @@ struct QCtx {
   uint8_t* C;
   float flo, fhi;  // the clamp, relative to the output zero point
   int32_t zy;
-  uint32_t flip;   // 0x80808080 for u8 activations (a - 128 as s8), else 0
-  bool out_u8, wide;
+  bool a_u8, out_u8, wide;
 };
 
-// Row group g of a (4 bytes, as s8) broadcast: a whole group, or (tail) the zero-filled partial last one.
+// Row group g of a (4 bytes) broadcast, as s8 (kU8: shifted by -128): a whole group straight from memory
+// (vpbroadcastd m32: no trip through a general register), or (tail) the zero-filled partial last one.
+template <bool kU8>
 __attribute__((always_inline)) inline __m256i row_group(const QCtx& x, const uint8_t* a, size_t g, bool tail) {
-  uint32_t v = 0;
+  __m256i v;
   if (tail) {
-    std::memcpy(&v, a + 4 * g, x.krem);
+    uint32_t t = 0;
+    std::memcpy(&t, a + 4 * g, x.krem);
+    v = _mm256_set1_epi32(static_cast<int32_t>(t));
   } else {
-    std::memcpy(&v, a + 4 * g, 4);
+    v = _mm256_castps_si256(_mm256_broadcast_ss(reinterpret_cast<const float*>(a + 4 * g)));
   }
-  return _mm256_set1_epi32(static_cast<int32_t>(v ^ x.flip));
+  return kU8 ? _mm256_xor_si256(v, _mm256_set1_epi8(static_cast<char>(0x80))) : v;
 }
 
 // Requantizes 16 int32 sums (columns n0..n0+nc of one row; scale: the panel's 16 scales) and stores nc bytes.
@@ -85,7 +91,7 @@ __attribute__((always_inline)) inline void store16(const QCtx& x, __m256i s0, __
 
 // MR rows x NP panels (16 columns each) over the full K, sign trick: acc += maddwd(maddubs(|a|, sign(w, a)), 1).
 // a: the tile's first row; panel: its first panel; c: its first output; nc: columns of the last panel.
-template <int MR, int NP>
+template <int MR, int NP, bool kU8>
 void tile_sign(const QCtx& x, const uint8_t* a, const uint8_t* panel, uint8_t* c, size_t nc) {
   __m256i acc[MR][2 * NP];
   const int8_t* w[NP];
@@ -111,7 +117,7 @@ void tile_sign(const QCtx& x, const uint8_t* a, const uint8_t* panel, uint8_t* c
     }
 #pragma GCC unroll 4
     for (int m = 0; m < MR; ++m) {
-      const __m256i va = row_group(x, a + m * x.lda, g, tail);
+      const __m256i va = row_group<kU8>(x, a + m * x.lda, g, tail);
       const __m256i ua = _mm256_abs_epi8(va);
 #pragma GCC unroll 4
       for (int p = 0; p < NP; ++p) {
@@ -137,7 +143,7 @@ void tile_sign(const QCtx& x, const uint8_t* a, const uint8_t* panel, uint8_t* c
 // MR rows x 16 columns, 16-bit path (any weights, -128 included): per row group, the 4 activations as int16
 // broadcast to every 64-bit lane, the weights sign-extended to int16 (4 columns x 4 k per vector), vpmaddwd
 // into 4 accumulators per row holding 2 partial sums per column; vphaddd + vpermq reduce them at the end.
-template <int MR>
+template <int MR, bool kU8>
 void tile_wide(const QCtx& x, const uint8_t* a, const uint8_t* panel, uint8_t* c, size_t nc) {
   __m256i acc[MR][4];
 #pragma GCC unroll 4
@@ -152,7 +158,7 @@ void tile_wide(const QCtx& x, const uint8_t* a, const uint8_t* panel, uint8_t* c
       w16[q] = _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(w + g * 64 + q * 16)));
 #pragma GCC unroll 4
     for (int m = 0; m < MR; ++m) {
-      const __m128i a8 = _mm256_castsi256_si128(row_group(x, a + m * x.lda, g, tail));
+      const __m128i a8 = _mm256_castsi256_si128(row_group<kU8>(x, a + m * x.lda, g, tail));
       const __m256i va = _mm256_broadcastq_epi64(_mm_cvtepi8_epi16(a8));
 #pragma GCC unroll 4
       for (int q = 0; q < 4; ++q) acc[m][q] = _mm256_add_epi32(acc[m][q], _mm256_madd_epi16(va, w16[q]));
@@ -173,6 +179,7 @@ void tile_wide(const QCtx& x, const uint8_t* a, const uint8_t* panel, uint8_t* c
 }
 
 // Rows [m0, m1) x panels [p0, p1).
+template <bool kU8>
 void run_block(const QCtx& x, size_t m0, size_t m1, size_t p0, size_t p1) {
   const uint8_t* a0 = x.A + m0 * x.lda;
   uint8_t* c0 = x.C + m0 * x.ldc;
@@ -182,29 +189,40 @@ void run_block(const QCtx& x, size_t m0, size_t m1, size_t p0, size_t p1) {
       const uint8_t* panel = x.panels0 + p * x.pb;
       const size_t nc = min_sz(kQNR, x.N - p * kQNR);
       size_t m = 0;
-      for (; m + 2 <= rows; m += 2) tile_wide<2>(x, a0 + m * x.lda, panel, c0 + m * x.ldc + p * kQNR, nc);
-      if (m < rows) tile_wide<1>(x, a0 + m * x.lda, panel, c0 + m * x.ldc + p * kQNR, nc);
+      for (; m + 2 <= rows; m += 2) tile_wide<2, kU8>(x, a0 + m * x.lda, panel, c0 + m * x.ldc + p * kQNR, nc);
+      if (m < rows) tile_wide<1, kU8>(x, a0 + m * x.lda, panel, c0 + m * x.ldc + p * kQNR, nc);
     }
     return;
   }
   if (rows == 1) {  // GEMV: 4 panels at a time
     size_t p = p0;
     for (; p + 4 <= p1; p += 4)
-      tile_sign<1, 4>(x, a0, x.panels0 + p * x.pb, c0 + p * kQNR, min_sz(kQNR, x.N - (p + 3) * kQNR));
-    for (; p < p1; ++p) tile_sign<1, 1>(x, a0, x.panels0 + p * x.pb, c0 + p * kQNR, min_sz(kQNR, x.N - p * kQNR));
+      tile_sign<1, 4, kU8>(x, a0, x.panels0 + p * x.pb, c0 + p * kQNR, min_sz(kQNR, x.N - (p + 3) * kQNR));
+    for (; p < p1; ++p)
+      tile_sign<1, 1, kU8>(x, a0, x.panels0 + p * x.pb, c0 + p * kQNR, min_sz(kQNR, x.N - p * kQNR));
     return;
   }
-  for (size_t p = p0; p < p1; ++p) {
+  size_t p = p0;
+  for (; p + 2 <= p1; p += 2) {
+    const uint8_t* panel = x.panels0 + p * x.pb;
+    const size_t nc = min_sz(kQNR, x.N - (p + 1) * kQNR);
+    size_t m = 0;
+    for (; m + 2 <= rows; m += 2)
+      tile_sign<2, 2, kU8>(x, a0 + m * x.lda, panel, c0 + m * x.ldc + p * kQNR, nc);
+    if (m < rows) tile_sign<1, 2, kU8>(x, a0 + m * x.lda, panel, c0 + m * x.ldc + p * kQNR, nc);
+  }
+  for (; p < p1; ++p) {
     const uint8_t* panel = x.panels0 + p * x.pb;
     const size_t nc = min_sz(kQNR, x.N - p * kQNR);
     size_t m = 0;
-    for (; m + kQMR <= rows; m += kQMR) tile_sign<4, 1>(x, a0 + m * x.lda, panel, c0 + m * x.ldc + p * kQNR, nc);
+    for (; m + 4 <= rows; m += 4)
+      tile_sign<4, 1, kU8>(x, a0 + m * x.lda, panel, c0 + m * x.ldc + p * kQNR, nc);
     const uint8_t* a = a0 + m * x.lda;
     uint8_t* c = c0 + m * x.ldc + p * kQNR;
     switch (rows - m) {
-      case 3: tile_sign<3, 1>(x, a, panel, c, nc); break;
-      case 2: tile_sign<2, 1>(x, a, panel, c, nc); break;
-      case 1: tile_sign<1, 1>(x, a, panel, c, nc); break;
+      case 3: tile_sign<3, 1, kU8>(x, a, panel, c, nc); break;
+      case 2: tile_sign<2, 1, kU8>(x, a, panel, c, nc); break;
+      case 1: tile_sign<1, 1, kU8>(x, a, panel, c, nc); break;
       default: break;
     }
   }
@@ -221,7 +239,12 @@ void qgemm_task(const void* vctx, size_t task) {
     const size_t tiles = div_up(x.panels, x.pstep);
     const size_t p0 = min_sz(x.panels, tiles * ngi / x.n_groups * x.pstep);
     const size_t p1 = min_sz(x.panels, tiles * (ngi + 1) / x.n_groups * x.pstep);
-    if (m1 > m0 && p1 > p0) run_block(x, m0, m1, p0, p1);
+    if (m1 <= m0 || p1 <= p0) continue;
+    if (x.a_u8) {
+      run_block<true>(x, m0, m1, p0, p1);
+    } else {
+      run_block<false>(x, m0, m1, p0, p1);
+    }
   }
 }
 
@@ -252,7 +275,7 @@ void qgemm(size_t M, size_t N, size_t K, const void* A, size_t lda, const void* 
   x.flo = static_cast<float>(lo - h.out_zero_point);
   x.fhi = static_cast<float>(hi - h.out_zero_point);
   x.zy = h.out_zero_point;
-  x.flip = h.a_type == QType::kU8 ? 0x80808080u : 0u;
+  x.a_u8 = h.a_type == QType::kU8;
   x.wide = h.has_min_weight;
   // The split: M chunks of <= kQMC rows (4-row multiples when there are several), then more chunks or N groups
   // until there are a few units per thread. Any split gives the same bits (exact int32 sums).
@@ -260,7 +283,7 @@ void qgemm(size_t M, size_t N, size_t K, const void* A, size_t lda, const void* 
   const double macs = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K + 1);
   const size_t want = threads > 1 && macs > 4e5 ? threads * 4 : 1;
   x.m_chunks = M == 1 ? 1 : div_up(M, kQMC);
-  while (x.m_chunks < want && M / (x.m_chunks * 2) >= 4 * kQMR) x.m_chunks *= 2;
+  while (x.m_chunks < want && M / (x.m_chunks * 2) >= 16) x.m_chunks *= 2;
   x.n_groups = 1;
   x.pstep = M == 1 && !x.wide ? 4 : 1;
   const size_t max_groups = div_up(x.panels, x.pstep);
