@@ -23,10 +23,17 @@ MIN_COPY_SHARE = 0.8
 
 
 def fma_peaks(threads_list: Iterable[int]) -> dict[int, float]:
-    """The machine's FMA peak (GFLOP/s) on each thread count, measured now."""
+    """The machine's FMA peak (GFLOP/s) per thread count, measured now."""
     from webxnn._runtime import kernels as K  # noqa: PLC0415
 
     return {t: K.peak_fma(threads=t) for t in threads_list}
+
+
+def int8_peaks(threads_list: Iterable[int]) -> dict[int, float]:
+    """The AVX2 int8 peak (GOP/s: vpmaddubsw + vpmaddwd + vpaddd chains) per thread count, measured now."""
+    from webxnn._runtime import qs8  # noqa: PLC0415
+
+    return {t: qs8.peak_int8(threads=t) for t in threads_list}
 
 
 def copy_bandwidth() -> float:
