@@ -42,12 +42,12 @@ def reference(a: np.ndarray, b_nk: np.ndarray, bias: np.ndarray | None, w_scales
 
 
 def case(m: int, n: int, k: int, a_dtype: str = "uint8", out_dtype: str = "int8", a_zp: int | None = None,
-         out_zp: int = 0, per_channel: bool = True, seed: int = 0, w_lo: int = -127,
+         out_zp: int = 0, per_channel: bool = True, seed: int = 0, w_lo: int = -127, w_hi: int = 127,
          out_scale: float | None = None, has_bias: bool = True) -> dict:
     rng = np.random.default_rng(seed)
     lo, hi = RANGE[a_dtype]
     a = rng.integers(lo, hi + 1, (m, k)).astype(a_dtype)
-    b = rng.integers(w_lo, 128, (n, k)).astype(np.int8)
+    b = rng.integers(w_lo, w_hi + 1, (n, k)).astype(np.int8)
     bias = rng.integers(-5000, 5000, n).astype(np.int32) if has_bias else None
     w_scales = rng.uniform(0.002, 0.02, n if per_channel else 1).astype(np.float32)
     if a_zp is None:
@@ -124,14 +124,25 @@ def test_min_weight_takes_the_exact_path(a_dtype, m, n, k):
     check(c)
 
 
+@pytest.mark.parametrize("a_dtype", ["uint8", "int8"])
+@pytest.mark.parametrize("m,n,k", [(1, 70, 129), (5, 40, 65), (2, 32, 4), (7, 33, 3)])
+def test_small_weights_take_the_u8_path(a_dtype, m, n, k):
+    """|w| <= 64 everywhere: plain vpmaddubsw on u8 activations (s8 ones shifted by +128)."""
+    c = case(m, n, k, a_dtype, "int8", w_lo=-64, w_hi=64, seed=k)
+    c["B"][0, :] = 64
+    c["B"][1, :] = -64
+    check(c, threads=(1, 2))
+
+
 @pytest.mark.parametrize("a_dtype,a_value", [("uint8", 0), ("uint8", 255), ("int8", -128), ("int8", 127)])
-@pytest.mark.parametrize("w_value", [-128, -127, 127])
+@pytest.mark.parametrize("w_value", [-128, -127, -65, -64, 64, 65, 127])
 def test_worst_case_pairs(a_dtype, a_value, w_value):
     """Every pair at the largest magnitude vpmaddubsw could see: the sums must stay exact."""
     c = case(5, 20, 64, a_dtype, "int8", a_zp=0 if a_dtype == "int8" else 128, out_scale=2.0)
     c["A"][:] = a_value
     c["B"][:] = w_value
     c["B"][3, ::2] = -w_value if w_value != -128 else 127
+    c["B"][4, :] = abs(w_value) if abs(w_value) < 128 else 127
     check(c)
 
 
@@ -175,13 +186,13 @@ def test_int32_wraparound_and_nan_scale():
 @SETTINGS
 @given(m=st.integers(1, 20), n=st.integers(1, 40), k=st.integers(0, 80), a_u8=st.booleans(),
        out_u8=st.booleans(), per_channel=st.booleans(), zp_seed=st.integers(0, 10**6),
-       min_weight=st.booleans())
-def test_property_shapes(m, n, k, a_u8, out_u8, per_channel, zp_seed, min_weight):
+       w_bound=st.sampled_from([64, 127, 128]))
+def test_property_shapes(m, n, k, a_u8, out_u8, per_channel, zp_seed, w_bound):
     a_dtype, out_dtype = ("uint8" if a_u8 else "int8"), ("uint8" if out_u8 else "int8")
     rng = np.random.default_rng(zp_seed)
     out_zp = int(rng.integers(*RANGE[out_dtype]))
     c = case(m, n, k, a_dtype, out_dtype, out_zp=out_zp, per_channel=per_channel, seed=zp_seed,
-             w_lo=-128 if min_weight else -127)
+             w_lo=-w_bound, w_hi=min(w_bound, 127))
     if k == 0:
         c["A"] = np.zeros((m, 4), c["A"].dtype)
         want = want_of(dict(c, A=c["A"][:, :0]))

@@ -22,8 +22,17 @@ void qgemm_pack(size_t K, size_t N, const int8_t* B, bool b_is_nk, const int32_t
   h.out_zero_point = q.out_zero_point;
   h.a_type = q.a_type;
   h.out_type = q.out_type;
-  // The kernels see a + d (s8) instead of a, so they add d * sum_k w too much: fold -(za + d) * sum_k w.
-  const uint32_t za_d = static_cast<uint32_t>(q.a_zero_point + (q.a_type == QType::kU8 ? -128 : 0));
+  const auto w_at = [&](size_t n, size_t k) { return b_is_nk ? B[n * K + k] : B[k * N + n]; };
+  int w_min = 0, w_max = 0;
+  for (size_t i = 0; i < N * K; ++i) {
+    w_min = B[i] < w_min ? B[i] : w_min;
+    w_max = B[i] > w_max ? B[i] : w_max;
+  }
+  h.path = w_min >= -64 && w_max <= 64 ? QPath::kSmall : w_min == -128 ? QPath::kWide : QPath::kSign;
+  const bool a_u8 = q.a_type == QType::kU8;
+  h.a_shift = h.path == QPath::kSmall ? (a_u8 ? 0 : 128) : (a_u8 ? -128 : 0);
+  // The kernels see a + d instead of a, so they add d * sum_k w too much: fold -(za + d) * sum_k w.
+  const uint32_t za_d = static_cast<uint32_t>(q.a_zero_point + h.a_shift);
   const size_t pb = panel_bytes(K);
   for (size_t n = 0; n < N; ++n) {
     uint8_t* panel = base + kQHeaderBytes + n / kQNR * pb;
@@ -33,10 +42,9 @@ void qgemm_pack(size_t K, size_t N, const int8_t* B, bool b_is_nk, const int32_t
     // weights.
     uint32_t wsum = 0;
     for (size_t k = 0; k < K; ++k) {
-      const int8_t v = b_is_nk ? B[n * K + k] : B[k * N + n];
+      const int8_t v = w_at(n, k);
       w[(k / 4) * kQNR * 4 + j * 4 + k % 4] = v;
       wsum += static_cast<uint32_t>(static_cast<int32_t>(v));
-      h.has_min_weight |= v == -128;
     }
     const int32_t b = static_cast<int32_t>((bias ? static_cast<uint32_t>(bias[n]) : 0u) - za_d * wsum);
     const float sw = q.w_scales[q.w_scale_count > 1 ? n : 0];

@@ -55,17 +55,24 @@ struct QGemmQuant {
 // where group g of column n holds w[n, 4g .. 4g+3] (zero past K). Four consecutive k bytes per int32 lane is
 // the operand order of vpdpbusd (AVX-VNNI / AVX512-VNNI), so a VNNI kernel can read these panels as they are;
 // AVX2 reads them with vpmaddubsw, whose int16 pair sums are the lane's two k pairs.
-// The kernels multiply s8 activations: u8 ones are shifted by -128 (a ^ 0x80), so with d = -128 for u8 and 0
-// for s8 the packed bias is bias'[n] = bias[n] - (za + d) * sum_k w[n, k] (wrapping int32).
+// The kernels multiply a' = a + d with d chosen by the path (QPath): d = -128 for u8 activations on the s8
+// paths (a ^ 0x80), d = +128 for s8 activations on the u8 path (also a ^ 0x80), else 0; the packed bias is
+// bias'[n] = bias[n] - (za + d) * sum_k w[n, k] (wrapping int32).
 constexpr size_t kQNR = 16;           // columns per panel
 constexpr size_t kQHeaderBytes = 64;  // QGemmHeader, padded
+
+// How the AVX2 kernel multiplies, chosen at pack time from the weights (avx2/qgemm.cc says why):
+//   kSmall: every |w| <= 64: u8 activations straight into vpmaddubsw (255 * 64 * 2 < 2^15);
+//   kSign:  no w is -128: s8 activations, |a| x sign(w, a);
+//   kWide:  some w is -128: the 16-bit path.
+enum class QPath : uint8_t { kSmall, kSign, kWide };
 
 struct QGemmHeader {
   uint64_t K, N;
   int32_t out_zero_point;
+  int32_t a_shift;  // d above: -128, 0 or +128 (a ^ 0x80 whenever it is not 0)
   QType a_type, out_type;
-  // Some weight is -128: the sign trick (|a| x sign(w, a), avx2/qgemm.cc) would overflow; take the 16-bit path.
-  bool has_min_weight;
+  QPath path;
 };
 
 // Packs B (s8, [N, K] when b_is_nk, else [K, N]) with bias (null: zero) and the quantization q.

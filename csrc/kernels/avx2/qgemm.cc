@@ -1,14 +1,16 @@
 // AVX2 int8 GEMM (qs8.h), exact: compiled with -mavx2 -mfma.
 //
 // The u8 x s8 step vpmaddubsw (+ vpmaddwd with ones, + vpaddd) sums two products into an int16, which saturates
-// for 255 * 127 * 2. The kernels keep it exact with the sign trick: activations are s8 (u8 ones shifted by
-// -128, folded into the packed bias), and a * w is computed as |a| * sign(w, a) (vpabsb, vpsignb): |a| <= 128
-// and |w| <= 127 give |pair| <= 32512. That needs no weight to be -128 (symmetric quantizers -- onnxruntime's,
-// PyTorch's -- use [-127, 127]); a node with a -128 weight (qgemm_pack records it) takes the 16-bit path
-// (vpmovsxbw + vpmaddwd), exact for any weights. Measured on this machine (loaded, so ratios only): chains of
-// the plain step 60 GOP/s, with vpsignb 49-58 (the extra op goes to an ALU pipe, not the multipliers), the 16-bit
-// step 38; in the GEMM the 16-bit path ran at 60-85 % of the sign path (4 x 16 / 2 x 16 tiles), 40 % in the GEMV.
-// (7-bit weights, plain vpmaddubsw on u8 activations, would save only the vpsignb; no such path.)
+// for 255 * 127 * 2. Three exact paths, chosen at pack time from the weights (QPath, qs8.h):
+//  * kSmall, every |w| <= 64 (7-bit weights, e.g. onnxruntime's reduce_range): u8 activations (s8 ones shifted
+//    by +128) straight into vpmaddubsw: 255 * 64 * 2 = 32640 < 2^15.
+//  * kSign, no w is -128 (symmetric 8-bit quantizers -- onnxruntime's, PyTorch's -- use [-127, 127]): s8
+//    activations (u8 ones shifted by -128) and a * w as |a| * sign(w, a) (vpabsb, vpsignb): |pair| <= 32512.
+//  * kWide, some w is -128: vpmovsxbw + vpmaddwd, exact for any weights.
+// The shifts are folded into the packed bias. Measured (1 thread, CPU time, loaded machine, GOP/s, kSmall /
+// kSign / kWide): 384^3 158 / 101 / 86, 128x3072x768 139 / 105 / 75, 3136x64x576 155 / 106 / 82. The vpsignb
+// is what kSign pays: without it (wrong results, same tiles) 384^3 ran at 182. onnxruntime's AVX2 u8s8 kernel
+// (plain vpmaddubsw on 8-bit weights, which may saturate) ran at 124-143 on these shapes in the same runs.
 //
 // Tiles: 2 rows x 32 columns (two panels): 8 int32 accumulators, the panels' 4 weight vectors, the broadcast
 // row group, its |a|, a product and the ones vector -- 16 ymm registers, no spills (the compiler reloads a
@@ -45,12 +47,12 @@ struct QCtx {
   uint8_t* C;
   float flo, fhi;  // the clamp, relative to the output zero point
   int32_t zy;
-  bool a_u8, out_u8, wide;
+  bool flip, out_u8, wide, small;
 };
 
-// Row group g of a (4 bytes) broadcast, as s8 (kU8: shifted by -128): a whole group straight from memory
+// Row group g of a (4 bytes) broadcast (kFlip: a ^ 0x80, the shift d of qs8.h): a whole group straight from memory
 // (vpbroadcastd m32: no trip through a general register), or (tail) the zero-filled partial last one.
-template <bool kU8>
+template <bool kFlip>
 __attribute__((always_inline)) inline __m256i row_group(const QCtx& x, const uint8_t* a, size_t g, bool tail) {
   __m256i v;
   if (tail) {
@@ -60,7 +62,7 @@ __attribute__((always_inline)) inline __m256i row_group(const QCtx& x, const uin
   } else {
     v = _mm256_castps_si256(_mm256_broadcast_ss(reinterpret_cast<const float*>(a + 4 * g)));
   }
-  return kU8 ? _mm256_xor_si256(v, _mm256_set1_epi8(static_cast<char>(0x80))) : v;
+  return kFlip ? _mm256_xor_si256(v, _mm256_set1_epi8(static_cast<char>(0x80))) : v;
 }
 
 // Requantizes 16 int32 sums (columns n0..n0+nc of one row; scale: the panel's 16 scales) and stores nc bytes.
@@ -91,7 +93,7 @@ __attribute__((always_inline)) inline void store16(const QCtx& x, __m256i s0, __
 
 // MR rows x NP panels (16 columns each) over the full K, sign trick: acc += maddwd(maddubs(|a|, sign(w, a)), 1).
 // a: the tile's first row; panel: its first panel; c: its first output; nc: columns of the last panel.
-template <int MR, int NP, bool kU8>
+template <int MR, int NP, bool kFlip, bool kSmall>
 void tile_sign(const QCtx& x, const uint8_t* a, const uint8_t* panel, uint8_t* c, size_t nc) {
   __m256i acc[MR][2 * NP];
   const int8_t* w[NP];
@@ -117,12 +119,14 @@ void tile_sign(const QCtx& x, const uint8_t* a, const uint8_t* panel, uint8_t* c
     }
 #pragma GCC unroll 4
     for (int m = 0; m < MR; ++m) {
-      const __m256i va = row_group<kU8>(x, a + m * x.lda, g, tail);
-      const __m256i ua = _mm256_abs_epi8(va);
+      const __m256i va = row_group<kFlip>(x, a + m * x.lda, g, tail);
+      const __m256i ua = kSmall ? va : _mm256_abs_epi8(va);
 #pragma GCC unroll 4
       for (int p = 0; p < NP; ++p) {
-        const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(ua, _mm256_sign_epi8(w0[p], va)), ones);
-        const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(ua, _mm256_sign_epi8(w1[p], va)), ones);
+        const __m256i s0 = kSmall ? w0[p] : _mm256_sign_epi8(w0[p], va);
+        const __m256i s1 = kSmall ? w1[p] : _mm256_sign_epi8(w1[p], va);
+        const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(ua, s0), ones);
+        const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(ua, s1), ones);
         acc[m][2 * p] = _mm256_add_epi32(acc[m][2 * p], p0);
         acc[m][2 * p + 1] = _mm256_add_epi32(acc[m][2 * p + 1], p1);
       }
@@ -143,7 +147,7 @@ void tile_sign(const QCtx& x, const uint8_t* a, const uint8_t* panel, uint8_t* c
 // MR rows x 16 columns, 16-bit path (any weights, -128 included): per row group, the 4 activations as int16
 // broadcast to every 64-bit lane, the weights sign-extended to int16 (4 columns x 4 k per vector), vpmaddwd
 // into 4 accumulators per row holding 2 partial sums per column; vphaddd + vpermq reduce them at the end.
-template <int MR, bool kU8>
+template <int MR, bool kFlip>
 void tile_wide(const QCtx& x, const uint8_t* a, const uint8_t* panel, uint8_t* c, size_t nc) {
   __m256i acc[MR][4];
 #pragma GCC unroll 4
@@ -158,7 +162,7 @@ void tile_wide(const QCtx& x, const uint8_t* a, const uint8_t* panel, uint8_t* c
       w16[q] = _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(w + g * 64 + q * 16)));
 #pragma GCC unroll 4
     for (int m = 0; m < MR; ++m) {
-      const __m128i a8 = _mm256_castsi256_si128(row_group<kU8>(x, a + m * x.lda, g, tail));
+      const __m128i a8 = _mm256_castsi256_si128(row_group<kFlip>(x, a + m * x.lda, g, tail));
       const __m256i va = _mm256_broadcastq_epi64(_mm_cvtepi8_epi16(a8));
 #pragma GCC unroll 4
       for (int q = 0; q < 4; ++q) acc[m][q] = _mm256_add_epi32(acc[m][q], _mm256_madd_epi16(va, w16[q]));
@@ -179,7 +183,7 @@ void tile_wide(const QCtx& x, const uint8_t* a, const uint8_t* panel, uint8_t* c
 }
 
 // Rows [m0, m1) x panels [p0, p1).
-template <bool kU8>
+template <bool kFlip, bool kSmall>
 void run_block(const QCtx& x, size_t m0, size_t m1, size_t p0, size_t p1) {
   const uint8_t* a0 = x.A + m0 * x.lda;
   uint8_t* c0 = x.C + m0 * x.ldc;
@@ -189,17 +193,17 @@ void run_block(const QCtx& x, size_t m0, size_t m1, size_t p0, size_t p1) {
       const uint8_t* panel = x.panels0 + p * x.pb;
       const size_t nc = min_sz(kQNR, x.N - p * kQNR);
       size_t m = 0;
-      for (; m + 2 <= rows; m += 2) tile_wide<2, kU8>(x, a0 + m * x.lda, panel, c0 + m * x.ldc + p * kQNR, nc);
-      if (m < rows) tile_wide<1, kU8>(x, a0 + m * x.lda, panel, c0 + m * x.ldc + p * kQNR, nc);
+      for (; m + 2 <= rows; m += 2) tile_wide<2, kFlip>(x, a0 + m * x.lda, panel, c0 + m * x.ldc + p * kQNR, nc);
+      if (m < rows) tile_wide<1, kFlip>(x, a0 + m * x.lda, panel, c0 + m * x.ldc + p * kQNR, nc);
     }
     return;
   }
   if (rows == 1) {  // GEMV: 4 panels at a time
     size_t p = p0;
     for (; p + 4 <= p1; p += 4)
-      tile_sign<1, 4, kU8>(x, a0, x.panels0 + p * x.pb, c0 + p * kQNR, min_sz(kQNR, x.N - (p + 3) * kQNR));
+      tile_sign<1, 4, kFlip, kSmall>(x, a0, x.panels0 + p * x.pb, c0 + p * kQNR, min_sz(kQNR, x.N - (p + 3) * kQNR));
     for (; p < p1; ++p)
-      tile_sign<1, 1, kU8>(x, a0, x.panels0 + p * x.pb, c0 + p * kQNR, min_sz(kQNR, x.N - p * kQNR));
+      tile_sign<1, 1, kFlip, kSmall>(x, a0, x.panels0 + p * x.pb, c0 + p * kQNR, min_sz(kQNR, x.N - p * kQNR));
     return;
   }
   size_t p = p0;
@@ -208,21 +212,21 @@ void run_block(const QCtx& x, size_t m0, size_t m1, size_t p0, size_t p1) {
     const size_t nc = min_sz(kQNR, x.N - (p + 1) * kQNR);
     size_t m = 0;
     for (; m + 2 <= rows; m += 2)
-      tile_sign<2, 2, kU8>(x, a0 + m * x.lda, panel, c0 + m * x.ldc + p * kQNR, nc);
-    if (m < rows) tile_sign<1, 2, kU8>(x, a0 + m * x.lda, panel, c0 + m * x.ldc + p * kQNR, nc);
+      tile_sign<2, 2, kFlip, kSmall>(x, a0 + m * x.lda, panel, c0 + m * x.ldc + p * kQNR, nc);
+    if (m < rows) tile_sign<1, 2, kFlip, kSmall>(x, a0 + m * x.lda, panel, c0 + m * x.ldc + p * kQNR, nc);
   }
   for (; p < p1; ++p) {
     const uint8_t* panel = x.panels0 + p * x.pb;
     const size_t nc = min_sz(kQNR, x.N - p * kQNR);
     size_t m = 0;
     for (; m + 4 <= rows; m += 4)
-      tile_sign<4, 1, kU8>(x, a0 + m * x.lda, panel, c0 + m * x.ldc + p * kQNR, nc);
+      tile_sign<4, 1, kFlip, kSmall>(x, a0 + m * x.lda, panel, c0 + m * x.ldc + p * kQNR, nc);
     const uint8_t* a = a0 + m * x.lda;
     uint8_t* c = c0 + m * x.ldc + p * kQNR;
     switch (rows - m) {
-      case 3: tile_sign<3, 1, kU8>(x, a, panel, c, nc); break;
-      case 2: tile_sign<2, 1, kU8>(x, a, panel, c, nc); break;
-      case 1: tile_sign<1, 1, kU8>(x, a, panel, c, nc); break;
+      case 3: tile_sign<3, 1, kFlip, kSmall>(x, a, panel, c, nc); break;
+      case 2: tile_sign<2, 1, kFlip, kSmall>(x, a, panel, c, nc); break;
+      case 1: tile_sign<1, 1, kFlip, kSmall>(x, a, panel, c, nc); break;
       default: break;
     }
   }
@@ -240,10 +244,16 @@ void qgemm_task(const void* vctx, size_t task) {
     const size_t p0 = min_sz(x.panels, tiles * ngi / x.n_groups * x.pstep);
     const size_t p1 = min_sz(x.panels, tiles * (ngi + 1) / x.n_groups * x.pstep);
     if (m1 <= m0 || p1 <= p0) continue;
-    if (x.a_u8) {
-      run_block<true>(x, m0, m1, p0, p1);
+    if (x.small) {
+      if (x.flip) {
+        run_block<true, true>(x, m0, m1, p0, p1);
+      } else {
+        run_block<false, true>(x, m0, m1, p0, p1);
+      }
+    } else if (x.flip) {
+      run_block<true, false>(x, m0, m1, p0, p1);
     } else {
-      run_block<false>(x, m0, m1, p0, p1);
+      run_block<false, false>(x, m0, m1, p0, p1);
     }
   }
 }
@@ -275,8 +285,9 @@ void qgemm(size_t M, size_t N, size_t K, const void* A, size_t lda, const void* 
   x.flo = static_cast<float>(lo - h.out_zero_point);
   x.fhi = static_cast<float>(hi - h.out_zero_point);
   x.zy = h.out_zero_point;
-  x.a_u8 = h.a_type == QType::kU8;
-  x.wide = h.has_min_weight;
+  x.flip = h.a_shift != 0;
+  x.wide = h.path == QPath::kWide;
+  x.small = h.path == QPath::kSmall;
   // The split: M chunks of <= kQMC rows (4-row multiples when there are several), then more chunks or N groups
   // until there are a few units per thread. Any split gives the same bits (exact int32 sums).
   const size_t threads = internal::parallel_threads(par);

@@ -33,12 +33,12 @@ void qgemm(size_t M, size_t N, size_t K, const void* A, size_t lda, const void* 
         float scale;
         std::memcpy(&b, panel + j * 4, 4);
         std::memcpy(&scale, panel + kQNR * 4 + j * 4, 4);
-        // The kernels' s8 view of a (a - 128 for u8, see qs8.h); the packed bias holds the correction.
+        // The kernels' view of a, a + d (qs8.h); the packed bias holds the correction.
         // Unsigned arithmetic: wraps like int32 would, without UB.
         uint32_t acc = static_cast<uint32_t>(b);
         for (size_t k = 0; k < K; ++k) {
-          const int32_t ak = a_u8 ? static_cast<int32_t>(a[k]) - 128 : static_cast<int32_t>(static_cast<int8_t>(a[k]));
-          acc += static_cast<uint32_t>(ak * w[(k / 4) * kQNR * 4 + k % 4]);
+          const int32_t ak = (a_u8 ? static_cast<int32_t>(a[k]) : static_cast<int32_t>(static_cast<int8_t>(a[k])));
+          acc += static_cast<uint32_t>((ak + h.a_shift) * w[(k / 4) * kQNR * 4 + k % 4]);
         }
         float v = static_cast<float>(static_cast<int32_t>(acc)) * scale;
         v = v >= flo ? v : flo;  // NaN -> lo, like vmaxps(v, lo)
