@@ -55,4 +55,16 @@ void qgemm_pack(size_t K, size_t N, const int8_t* B, bool b_is_nk, const int32_t
   std::memcpy(base, &h, sizeof(h));
 }
 
+QGemmRun qgemm_run_params(const void* packed, size_t K, int32_t out_min, int32_t out_max) {
+  QGemmRun r;
+  std::memcpy(&r.h, packed, sizeof(r.h));
+  r.panel_bytes = panel_bytes(K);
+  const bool out_u8 = r.h.out_type == QType::kU8;
+  const int32_t lo = out_min > (out_u8 ? 0 : -128) ? out_min : (out_u8 ? 0 : -128);
+  const int32_t hi = out_max < (out_u8 ? 255 : 127) ? out_max : (out_u8 ? 255 : 127);
+  r.lo = static_cast<float>(lo - r.h.out_zero_point);
+  r.hi = static_cast<float>(hi - r.h.out_zero_point);
+  return r;
+}
+
 }  // namespace webxnn

@@ -75,6 +75,15 @@ struct QGemmHeader {
   QPath path;
 };
 
+// What every qgemm reads from the packed buffer, and its clamp: [out_min, out_max] clipped to the output type's
+// range, minus the output zero point, as floats (the bounds the kernels clamp v to before rounding).
+struct QGemmRun {
+  QGemmHeader h;
+  size_t panel_bytes;  // one panel of K
+  float lo, hi;
+};
+QGemmRun qgemm_run_params(const void* packed, size_t K, int32_t out_min, int32_t out_max);
+
 // Packs B (s8, [N, K] when b_is_nk, else [K, N]) with bias (null: zero) and the quantization q.
 size_t qgemm_packed_size(size_t K, size_t N);
 void qgemm_pack(size_t K, size_t N, const int8_t* B, bool b_is_nk, const int32_t* bias, const QGemmQuant& q,

@@ -263,9 +263,8 @@ void qgemm_task(const void* vctx, size_t task) {
 void qgemm(size_t M, size_t N, size_t K, const void* A, size_t lda, const void* packed, void* C, size_t ldc,
            int32_t out_min, int32_t out_max, Parallel& par) {
   if (M == 0 || N == 0) return;
-  const uint8_t* base = static_cast<const uint8_t*>(packed);
-  QGemmHeader h;
-  std::memcpy(&h, base, sizeof(h));
+  const QGemmRun run = qgemm_run_params(packed, K, out_min, out_max);
+  const QGemmHeader& h = run.h;
   QCtx x;
   x.M = M;
   x.N = N;
@@ -275,15 +274,13 @@ void qgemm(size_t M, size_t N, size_t K, const void* A, size_t lda, const void* 
   x.panels = div_up(N, kQNR);
   x.groups = K / 4;
   x.krem = K % 4;
-  x.pb = kQNR * 8 + div_up(K, 4) * 4 * kQNR;
+  x.pb = run.panel_bytes;
   x.A = static_cast<const uint8_t*>(A);
-  x.panels0 = base + kQHeaderBytes;
+  x.panels0 = static_cast<const uint8_t*>(packed) + kQHeaderBytes;
   x.C = static_cast<uint8_t*>(C);
   x.out_u8 = h.out_type == QType::kU8;
-  const int32_t lo = out_min > (x.out_u8 ? 0 : -128) ? out_min : (x.out_u8 ? 0 : -128);
-  const int32_t hi = out_max < (x.out_u8 ? 255 : 127) ? out_max : (x.out_u8 ? 255 : 127);
-  x.flo = static_cast<float>(lo - h.out_zero_point);
-  x.fhi = static_cast<float>(hi - h.out_zero_point);
+  x.flo = run.lo;
+  x.fhi = run.hi;
   x.zy = h.out_zero_point;
   x.flip = h.a_shift != 0;
   x.wide = h.path == QPath::kWide;

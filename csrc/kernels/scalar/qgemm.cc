@@ -11,12 +11,11 @@ void qgemm(size_t M, size_t N, size_t K, const void* A, size_t lda, const void* 
            int32_t out_min, int32_t out_max, Parallel& par) {
   if (M == 0 || N == 0) return;
   const uint8_t* base = static_cast<const uint8_t*>(packed);
-  QGemmHeader h;
-  std::memcpy(&h, base, sizeof(h));
-  const size_t kp = (K + 3) / 4 * 4, pb = kQNR * 8 + kp * kQNR;
-  const bool a_u8 = h.a_type == QType::kU8, out_u8 = h.out_type == QType::kU8;
-  const int32_t lo = std::max(out_min, out_u8 ? 0 : -128), hi = std::min(out_max, out_u8 ? 255 : 127);
-  const float flo = static_cast<float>(lo - h.out_zero_point), fhi = static_cast<float>(hi - h.out_zero_point);
+  const QGemmRun run = qgemm_run_params(packed, K, out_min, out_max);
+  const QGemmHeader& h = run.h;
+  const size_t pb = run.panel_bytes;
+  const bool a_u8 = h.a_type == QType::kU8;
+  const float flo = run.lo, fhi = run.hi;
   const uint8_t* a_base = static_cast<const uint8_t*>(A);
   uint8_t* c_base = static_cast<uint8_t*>(C);
   const size_t tasks = pick_tasks(par, M, static_cast<double>(N) * (K + 1));
