@@ -1,5 +1,6 @@
 // int8 GEMM weight packing (qs8.h), shared by the scalar and AVX2 kernels: generic code, run once at load.
 #include <cstring>
+#include <vector>
 
 #include "kernels/qs8.h"
 
@@ -53,6 +54,26 @@ void qgemm_pack(size_t K, size_t N, const int8_t* B, bool b_is_nk, const int32_t
     std::memcpy(panel + kQNR * 4 + j * 4, &scale, 4);
   }
   std::memcpy(base, &h, sizeof(h));
+}
+
+size_t qconv2d_packed_k(const ConvParams& p) {
+  return size_t{p.kernel_h} * p.kernel_w * k_padded(p.group_input_channels);
+}
+
+size_t qconv2d_packed_size(const ConvParams& p) {
+  return qgemm_packed_size(qconv2d_packed_k(p), p.group_output_channels) + k_padded(p.group_input_channels);
+}
+
+void qconv2d_pack(const ConvParams& p, const int8_t* filter_ohwi, const int32_t* bias, const QGemmQuant& q,
+                  void* packed) {
+  const size_t taps = size_t{p.kernel_h} * p.kernel_w, C = p.group_input_channels, cp = k_padded(C);
+  const size_t OC = p.group_output_channels, K = taps * cp;
+  std::vector<int8_t> b(OC * K, 0);  // [OC, taps x Cp]: each tap's channels zero-padded to the row groups
+  for (size_t o = 0; o < OC; ++o)
+    for (size_t t = 0; t < taps; ++t) std::memcpy(&b[o * K + t * cp], filter_ohwi + (o * taps + t) * C, C);
+  qgemm_pack(K, OC, b.data(), true, bias, q, packed);
+  uint8_t* zero_row = static_cast<uint8_t*>(packed) + qgemm_packed_size(K, OC);
+  std::memset(zero_row, static_cast<uint8_t>(q.a_zero_point), cp);  // the raw byte of za (u8 or s8)
 }
 
 QGemmRun qgemm_run_params(const void* packed, size_t K, int32_t out_min, int32_t out_max) {

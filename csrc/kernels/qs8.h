@@ -31,6 +31,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/kernels.h"
 #include "kernels/parallel.h"
 
 namespace webxnn {
@@ -89,19 +90,37 @@ size_t qgemm_packed_size(size_t K, size_t N);
 void qgemm_pack(size_t K, size_t N, const int8_t* B, bool b_is_nk, const int32_t* bias, const QGemmQuant& q,
                 void* packed);
 
+// ---- int8 convolution, NHWC, by IGEMM on the GEMM's tiles (groups = 1; depthwise has kernels of its own) ----
+// The same quantization and requantization as qgemm: out[n, oy, ox, :] is the qgemm row of the input pixels the
+// filter taps cover (ConvParams: pads, strides, dilations; p.act is ignored, the clamp is out_min / out_max),
+// padding read as the input zero point. The filter is OHWI [OC, kh, kw, C] (s8), bias [OC] (null: zero).
+// Packed: qgemm's layout for K = kh * kw * Cp (Cp = C rounded up to 4, each tap's channels zero-padded), then
+// a row of Cp input zero points (the padding taps' row). Input rows are read only within [0, C).
+size_t qconv2d_packed_k(const ConvParams& p);  // kh * kw * Cp
+size_t qconv2d_packed_size(const ConvParams& p);
+void qconv2d_pack(const ConvParams& p, const int8_t* filter_ohwi, const int32_t* bias, const QGemmQuant& q,
+                  void* packed);
+
 // C = requantized A x packed. A and C are u8 or s8 as packed; [out_min, out_max] is the clamp (clipped to the
 // output type's range; out_min > out_max gives out_max everywhere).
 #define WEBXNN_QGEMM_DECL                                                                                     \
   void qgemm(size_t M, size_t N, size_t K, const void* A, size_t lda, const void* packed, void* C, size_t ldc, \
              int32_t out_min, int32_t out_max, Parallel& par)
 
+#define WEBXNN_QCONV_DECL                                                                                     \
+  void qconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, size_t OH, size_t OW,       \
+               const void* packed, void* out, int32_t out_min, int32_t out_max, Parallel& par)
+
 namespace scalar {
 WEBXNN_QGEMM_DECL;
+WEBXNN_QCONV_DECL;
 }
 namespace avx2 {
 WEBXNN_QGEMM_DECL;
+WEBXNN_QCONV_DECL;
 }
 #undef WEBXNN_QGEMM_DECL
+#undef WEBXNN_QCONV_DECL
 
 namespace internal {
 // avx2/peak.cc (x86 builds only): `iters` steps of 10 independent u8 x s8 steps (vpmaddubsw + vpmaddwd +

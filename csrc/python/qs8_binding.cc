@@ -32,20 +32,37 @@ using QgemmFn = void (*)(size_t, size_t, size_t, const void*, size_t, const void
 
 [[noreturn]] void bad(const std::string& what) {
   py::object cls = py::module_::import("webxnn.errors").attr("InputError");
-  PyErr_SetObject(cls.ptr(), py::str("qs8.qgemm: " + what).ptr());
+  PyErr_SetObject(cls.ptr(), py::str("qs8: " + what).ptr());
   throw py::error_already_set();
+}
+
+using QconvFn = void (*)(const ConvParams&, size_t, size_t, size_t, const void*, size_t, size_t, const void*, void*,
+                         int32_t, int32_t, Parallel&);
+
+// Whether `isa` names the AVX2 kernels (else the scalar ones).
+bool use_avx2(const std::string& isa) {
+  bool avx2 = false;
+#if defined(WEBXNN_HAVE_X86)
+  avx2 = cpu_features().avx2;
+#endif
+  if (isa == "scalar") return false;
+  if (isa == "best") return avx2;
+  if (isa == "avx2" && avx2) return true;
+  bad("unknown or unsupported isa '" + isa + "' (scalar, avx2, best)");
 }
 
 QgemmFn qgemm_for(const std::string& isa) {
 #if defined(WEBXNN_HAVE_X86)
-  const bool avx2 = cpu_features().avx2;
-  if (isa == "avx2" && avx2) return avx2::qgemm;
-  if (isa == "best") return avx2 ? avx2::qgemm : scalar::qgemm;
-#else
-  if (isa == "best") return scalar::qgemm;
+  if (use_avx2(isa)) return avx2::qgemm;
 #endif
-  if (isa == "scalar") return scalar::qgemm;
-  bad("unknown or unsupported isa '" + isa + "' (scalar, avx2, best)");
+  return scalar::qgemm;
+}
+
+QconvFn qconv_for(const std::string& isa) {
+#if defined(WEBXNN_HAVE_X86)
+  if (use_avx2(isa)) return avx2::qconv2d;
+#endif
+  return scalar::qconv2d;
 }
 
 Parallel& pool(size_t threads) {
@@ -74,6 +91,9 @@ struct Packed {
   Packed& operator=(const Packed&) = delete;
 };
 
+QGemmQuant quant_of(const py::array& A, const FArr& w_scales, size_t N, float a_scale, int32_t a_zp,
+                    float out_scale, int32_t out_zp, const std::string& out_dtype);
+
 // C = qgemm(A[:, :K], B) into an [M, ldc] array prefilled with `fill` (columns past N must stay untouched).
 // A is uint8 or int8 [M, lda >= K]; B int8 [N, K] (b_is_nk) or [K, N]. With `times`, the kernel call (packing
 // excluded) runs once more to warm up, then `repeat` times, each wall time appended.
@@ -83,28 +103,16 @@ py::array qgemm(const py::array& A, const I8Arr& B, const std::optional<I32Arr>&
                 int fill, const std::string& isa, size_t threads, size_t repeat, std::vector<double>* times) {
   if (A.ndim() != 2 || B.ndim() != 2) bad("A and B must be 2-D");
   if (!(A.flags() & py::array::c_style)) bad("A must be C-contiguous");
-  const QType at = qtype(py::str(A.dtype()).cast<std::string>(), "A");
-  const QType ot = qtype(out_dtype, "out_dtype");
   const size_t M = A.shape(0), lda = A.shape(1), K = k_arg.value_or(lda);
   const size_t N = b_is_nk ? B.shape(0) : B.shape(1), bk = b_is_nk ? B.shape(1) : B.shape(0);
   if (K > lda || bk != K) bad("K mismatch between A, B and k");
   const size_t ldc = ldc_arg.value_or(N);
   if (ldc < N) bad("ldc < N");
   if (bias && (bias->ndim() != 1 || static_cast<size_t>(bias->shape(0)) != N)) bad("bias must be [N]");
-  const size_t ns = static_cast<size_t>(w_scales.size());
-  if (w_scales.ndim() != 1 || (ns != 1 && ns != N)) bad("w_scales must be [N] or [1]");
+  const QGemmQuant q = quant_of(A, w_scales, N, a_scale, a_zp, out_scale, out_zp, out_dtype);
   const QgemmFn fn = qgemm_for(isa);
   Parallel& par = pool(threads);
-  QGemmQuant q;
-  q.a_type = at;
-  q.a_zero_point = a_zp;
-  q.a_scale = a_scale;
-  q.w_scales = w_scales.data();
-  q.w_scale_count = ns;
-  q.out_type = ot;
-  q.out_zero_point = out_zp;
-  q.out_scale = out_scale;
-  py::array C = ot == QType::kU8 ? py::array(py::array_t<uint8_t>({M, ldc})) : py::array(py::array_t<int8_t>({M, ldc}));
+  py::array C = q.out_type == QType::kU8 ? py::array(py::array_t<uint8_t>({M, ldc})) : py::array(py::array_t<int8_t>({M, ldc}));
   std::fill_n(static_cast<uint8_t*>(C.mutable_data()), M * ldc, static_cast<uint8_t>(fill));
   Packed packed(qgemm_packed_size(K, N));
   {
@@ -121,6 +129,67 @@ py::array qgemm(const py::array& A, const I8Arr& B, const std::optional<I32Arr>&
     }
   }
   return C;
+}
+
+// The quantization of a call: A's dtype gives its type.
+QGemmQuant quant_of(const py::array& A, const FArr& w_scales, size_t N, float a_scale, int32_t a_zp,
+                    float out_scale, int32_t out_zp, const std::string& out_dtype) {
+  const size_t ns = static_cast<size_t>(w_scales.size());
+  if (w_scales.ndim() != 1 || (ns != 1 && ns != N)) bad("w_scales must be [N] or [1]");
+  QGemmQuant q;
+  q.a_type = qtype(py::str(A.dtype()).cast<std::string>(), "A");
+  q.a_zero_point = a_zp;
+  q.a_scale = a_scale;
+  q.w_scales = w_scales.data();
+  q.w_scale_count = ns;
+  q.out_type = qtype(out_dtype, "out_dtype");
+  q.out_zero_point = out_zp;
+  q.out_scale = out_scale;
+  return q;
+}
+
+// out = qconv2d(x, filter): x NHWC uint8 or int8, filter OHWI int8, pads (top, right, bottom, left).
+py::array qconv2d(const py::array& x, const I8Arr& f, const std::optional<I32Arr>& bias, const FArr& w_scales,
+                  float a_scale, int32_t a_zp, float out_scale, int32_t out_zp, const std::string& out_dtype,
+                  int32_t out_min, int32_t out_max, const std::vector<uint32_t>& pads,
+                  const std::vector<uint32_t>& strides, const std::vector<uint32_t>& dil, const std::string& isa,
+                  size_t threads) {
+  if (x.ndim() != 4 || f.ndim() != 4) bad("x must be NHWC and filter OHWI (4-D)");
+  if (!(x.flags() & py::array::c_style)) bad("x must be C-contiguous");
+  if (pads.size() != 4 || strides.size() != 2 || dil.size() != 2) bad("pads has 4 values, strides and dilations 2");
+  const size_t N = x.shape(0), H = x.shape(1), W = x.shape(2), C = x.shape(3), OC = f.shape(0);
+  if (static_cast<size_t>(f.shape(3)) != C) bad("filter channels != input channels");
+  ConvParams p;
+  p.pad_top = pads[0];
+  p.pad_right = pads[1];
+  p.pad_bottom = pads[2];
+  p.pad_left = pads[3];
+  p.kernel_h = static_cast<uint32_t>(f.shape(1));
+  p.kernel_w = static_cast<uint32_t>(f.shape(2));
+  p.stride_h = strides[0];
+  p.stride_w = strides[1];
+  p.dilation_h = dil[0];
+  p.dilation_w = dil[1];
+  p.group_input_channels = static_cast<uint32_t>(C);
+  p.group_output_channels = static_cast<uint32_t>(OC);
+  if (!p.stride_h || !p.stride_w || !p.dilation_h || !p.dilation_w) bad("strides and dilations must be >= 1");
+  const size_t eh = (p.kernel_h - 1) * size_t{p.dilation_h} + 1, ew = (p.kernel_w - 1) * size_t{p.dilation_w} + 1;
+  if (H + p.pad_top + p.pad_bottom < eh || W + p.pad_left + p.pad_right < ew) bad("filter larger than input");
+  const size_t OH = (H + p.pad_top + p.pad_bottom - eh) / p.stride_h + 1;
+  const size_t OW = (W + p.pad_left + p.pad_right - ew) / p.stride_w + 1;
+  if (bias && (bias->ndim() != 1 || static_cast<size_t>(bias->shape(0)) != OC)) bad("bias must be [OC]");
+  const QGemmQuant q = quant_of(x, w_scales, OC, a_scale, a_zp, out_scale, out_zp, out_dtype);
+  const QconvFn fn = qconv_for(isa);
+  Parallel& par = pool(threads);
+  py::array out = q.out_type == QType::kU8 ? py::array(py::array_t<uint8_t>({N, OH, OW, OC}))
+                                           : py::array(py::array_t<int8_t>({N, OH, OW, OC}));
+  Packed packed(qconv2d_packed_size(p));
+  {
+    py::gil_scoped_release nogil;
+    qconv2d_pack(p, f.data(), bias ? bias->data() : nullptr, q, packed.p);
+    fn(p, N, H, W, x.data(), OH, OW, packed.p, out.mutable_data(), out_min, out_max, par);
+  }
+  return out;
 }
 
 // GOP/s (2 ops per multiply-add) of `threads` cores each running int8_peak_loop(iters); median of `repeat` runs.
@@ -174,6 +243,13 @@ void bind_qs8(py::module_& parent) {
       },
       py::arg("A"), py::arg("B"), py::arg("w_scales"), py::arg("isa") = "best", py::arg("threads") = size_t{1},
       py::arg("repeat") = size_t{10}, "wall times (s) of `repeat` qgemm calls after a warm-up one; B is [N, K]");
+  m.def("qconv2d", &qconv2d, py::arg("x"), py::arg("filter"), py::arg("bias"), py::arg("w_scales"),
+        py::arg("a_scale"), py::arg("a_zero_point"), py::arg("out_scale"), py::arg("out_zero_point"),
+        py::arg("out_dtype") = "int8", py::arg("out_min") = -1024, py::arg("out_max") = 1024,
+        py::arg("pads") = std::vector<uint32_t>{0, 0, 0, 0}, py::arg("strides") = std::vector<uint32_t>{1, 1},
+        py::arg("dilations") = std::vector<uint32_t>{1, 1}, py::arg("isa") = "scalar",
+        py::arg("threads") = size_t{1},
+        "NHWC int8 convolution (IGEMM), filter OHWI; pads (top, right, bottom, left); quantization as qgemm");
   m.def("peak_int8", &peak_int8, py::arg("threads") = size_t{1}, py::arg("iters") = size_t{2000000},
         py::arg("repeat") = size_t{5},
         "GOP/s of 10 independent vpmaddubsw + vpmaddwd + vpaddd chains per thread (the AVX2 int8 peak)");

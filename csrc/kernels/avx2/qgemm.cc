@@ -38,8 +38,19 @@ namespace {
 
 constexpr size_t kQMC = 192;  // rows of A per M chunk: a chunk's rows stay in L2 while its panels sweep them
 
+// A convolution's geometry for IGEMM tiles (qconv2d); null for a plain GEMM.
+struct QConvGeom {
+  size_t H, W, C, OH, OW;
+  ConvParams p;
+  const uint8_t* zero_row;  // C bytes of the input zero point: the rows of padding taps
+};
+
 struct QCtx {
-  size_t M, N, K, lda, ldc, panels, pb, groups, krem;
+  size_t M, N, K, lda, ldc, panels, pb;
+  // The k loop: `taps` row pointers per output row (1 for a GEMM), each read in `groups` whole row groups and
+  // a partial one of `krem` bytes; the weights of tap t start at group t * tap_groups.
+  size_t taps, tap_groups, groups, krem;
+  const QConvGeom* conv;
   size_t m_chunks, n_groups, tasks;
   size_t pstep;  // N groups hold whole tiles of this many panels (4 for the GEMV)
   const uint8_t* A;
@@ -64,6 +75,36 @@ __attribute__((always_inline)) inline __m256i row_group(const QCtx& x, const uin
   }
   return kFlip ? _mm256_xor_si256(v, _mm256_set1_epi8(static_cast<char>(0x80))) : v;
 }
+
+// Where a tile's rows come from, per tap: a GEMM's A rows, or a convolution's input pixels (IGEMM: the row
+// of input pixel (iy, ix) for output pixel m and tap (ky, kx), the zero-point row where that is padding).
+struct GemmRows {
+  const uint8_t* a;
+  size_t lda;
+  template <int MR>
+  __attribute__((always_inline)) void rows(size_t m0, size_t, const uint8_t* (&ar)[MR]) const {
+#pragma GCC unroll 4
+    for (int m = 0; m < MR; ++m) ar[m] = a + (m0 + m) * lda;
+  }
+};
+
+struct ConvRows {
+  const QConvGeom& g;
+  const uint8_t* in;
+  template <int MR>
+  void rows(size_t m0, size_t t, const uint8_t* (&ar)[MR]) const {
+    const ConvParams& p = g.p;
+    const size_t ky = t / p.kernel_w, kx = t % p.kernel_w;
+    for (int m = 0; m < MR; ++m) {
+      const size_t pix = m0 + m, n = pix / (g.OH * g.OW), r = pix % (g.OH * g.OW);
+      const size_t oy = r / g.OW, ox = r % g.OW;
+      // Unsigned wrap-around maps the negative (top / left padding) coordinates past H / W.
+      const size_t iy = oy * p.stride_h + ky * p.dilation_h - p.pad_top;
+      const size_t ix = ox * p.stride_w + kx * p.dilation_w - p.pad_left;
+      ar[m] = iy < g.H && ix < g.W ? in + ((n * g.H + iy) * g.W + ix) * g.C : g.zero_row;
+    }
+  }
+};
 
 // Requantizes 16 int32 sums (columns n0..n0+nc of one row; scale: the panel's 16 scales) and stores nc bytes.
 __attribute__((always_inline)) inline void store16(const QCtx& x, __m256i s0, __m256i s1, const float* scale,
@@ -93,8 +134,8 @@ __attribute__((always_inline)) inline void store16(const QCtx& x, __m256i s0, __
 
 // MR rows x NP panels (16 columns each) over the full K, sign trick: acc += maddwd(maddubs(|a|, sign(w, a)), 1).
 // a: the tile's first row; panel: its first panel; c: its first output; nc: columns of the last panel.
-template <int MR, int NP, bool kFlip, bool kSmall>
-void tile_sign(const QCtx& x, const uint8_t* a, const uint8_t* panel, uint8_t* c, size_t nc) {
+template <int MR, int NP, bool kFlip, bool kSmall, typename Src>
+void tile_sign(const QCtx& x, const Src& src, size_t m0, const uint8_t* panel, uint8_t* c, size_t nc) {
   __m256i acc[MR][2 * NP];
   const int8_t* w[NP];
 #pragma GCC unroll 4
@@ -110,16 +151,18 @@ void tile_sign(const QCtx& x, const uint8_t* a, const uint8_t* panel, uint8_t* c
     w[p] = reinterpret_cast<const int8_t*>(pp + kQNR * 8);
   }
   const __m256i ones = _mm256_set1_epi16(1);
-  const auto step = [&](size_t g, bool tail) __attribute__((always_inline)) {
+  const uint8_t* ar[MR];
+  // Row group ga of the rows, weight group gw.
+  const auto step = [&](size_t gw, size_t ga, bool tail) __attribute__((always_inline)) {
     __m256i w0[NP], w1[NP];
 #pragma GCC unroll 4
     for (int p = 0; p < NP; ++p) {
-      w0[p] = _mm256_load_si256(reinterpret_cast<const __m256i*>(w[p] + g * 64));
-      w1[p] = _mm256_load_si256(reinterpret_cast<const __m256i*>(w[p] + g * 64 + 32));
+      w0[p] = _mm256_load_si256(reinterpret_cast<const __m256i*>(w[p] + gw * 64));
+      w1[p] = _mm256_load_si256(reinterpret_cast<const __m256i*>(w[p] + gw * 64 + 32));
     }
 #pragma GCC unroll 4
     for (int m = 0; m < MR; ++m) {
-      const __m256i va = row_group<kFlip>(x, a + m * x.lda, g, tail);
+      const __m256i va = row_group<kFlip>(x, ar[m], ga, tail);
       const __m256i ua = kSmall ? va : _mm256_abs_epi8(va);
 #pragma GCC unroll 4
       for (int p = 0; p < NP; ++p) {
@@ -132,8 +175,12 @@ void tile_sign(const QCtx& x, const uint8_t* a, const uint8_t* panel, uint8_t* c
       }
     }
   };
-  for (size_t g = 0; g < x.groups; ++g) step(g, false);
-  if (x.krem) step(x.groups, true);
+  for (size_t t = 0; t < x.taps; ++t) {
+    src.rows(m0, t, ar);
+    const size_t gb = t * x.tap_groups;
+    for (size_t g = 0; g < x.groups; ++g) step(gb + g, g, false);
+    if (x.krem) step(gb + x.groups, x.groups, true);
+  }
 #pragma GCC unroll 4
   for (int m = 0; m < MR; ++m) {
 #pragma GCC unroll 4
@@ -147,29 +194,34 @@ void tile_sign(const QCtx& x, const uint8_t* a, const uint8_t* panel, uint8_t* c
 // MR rows x 16 columns, 16-bit path (any weights, -128 included): per row group, the 4 activations as int16
 // broadcast to every 64-bit lane, the weights sign-extended to int16 (4 columns x 4 k per vector), vpmaddwd
 // into 4 accumulators per row holding 2 partial sums per column; vphaddd + vpermq reduce them at the end.
-template <int MR, bool kFlip>
-void tile_wide(const QCtx& x, const uint8_t* a, const uint8_t* panel, uint8_t* c, size_t nc) {
+template <int MR, bool kFlip, typename Src>
+void tile_wide(const QCtx& x, const Src& src, size_t m0, const uint8_t* panel, uint8_t* c, size_t nc) {
   __m256i acc[MR][4];
 #pragma GCC unroll 4
   for (int m = 0; m < MR; ++m)
 #pragma GCC unroll 4
     for (int q = 0; q < 4; ++q) acc[m][q] = _mm256_setzero_si256();
   const int8_t* w = reinterpret_cast<const int8_t*>(panel + kQNR * 8);
-  const auto step = [&](size_t g, bool tail) __attribute__((always_inline)) {
+  const uint8_t* ar[MR];
+  const auto step = [&](size_t gw, size_t ga, bool tail) __attribute__((always_inline)) {
     __m256i w16[4];
 #pragma GCC unroll 4
     for (int q = 0; q < 4; ++q)
-      w16[q] = _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(w + g * 64 + q * 16)));
+      w16[q] = _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(w + gw * 64 + q * 16)));
 #pragma GCC unroll 4
     for (int m = 0; m < MR; ++m) {
-      const __m128i a8 = _mm256_castsi256_si128(row_group<kFlip>(x, a + m * x.lda, g, tail));
+      const __m128i a8 = _mm256_castsi256_si128(row_group<kFlip>(x, ar[m], ga, tail));
       const __m256i va = _mm256_broadcastq_epi64(_mm_cvtepi8_epi16(a8));
 #pragma GCC unroll 4
       for (int q = 0; q < 4; ++q) acc[m][q] = _mm256_add_epi32(acc[m][q], _mm256_madd_epi16(va, w16[q]));
     }
   };
-  for (size_t g = 0; g < x.groups; ++g) step(g, false);
-  if (x.krem) step(x.groups, true);
+  for (size_t t = 0; t < x.taps; ++t) {
+    src.rows(m0, t, ar);
+    const size_t gb = t * x.tap_groups;
+    for (size_t g = 0; g < x.groups; ++g) step(gb + g, g, false);
+    if (x.krem) step(gb + x.groups, x.groups, true);
+  }
   const __m256i b0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(panel));
   const __m256i b1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(panel + 32));
   const float* scale = reinterpret_cast<const float*>(panel + kQNR * 4);
@@ -183,9 +235,8 @@ void tile_wide(const QCtx& x, const uint8_t* a, const uint8_t* panel, uint8_t* c
 }
 
 // Rows [m0, m1) x panels [p0, p1).
-template <bool kFlip, bool kSmall>
-void run_block(const QCtx& x, size_t m0, size_t m1, size_t p0, size_t p1) {
-  const uint8_t* a0 = x.A + m0 * x.lda;
+template <bool kFlip, bool kSmall, typename Src>
+void run_block(const QCtx& x, const Src& src, size_t m0, size_t m1, size_t p0, size_t p1) {
   uint8_t* c0 = x.C + m0 * x.ldc;
   const size_t rows = m1 - m0;
   if (x.wide) {
@@ -193,17 +244,19 @@ void run_block(const QCtx& x, size_t m0, size_t m1, size_t p0, size_t p1) {
       const uint8_t* panel = x.panels0 + p * x.pb;
       const size_t nc = min_sz(kQNR, x.N - p * kQNR);
       size_t m = 0;
-      for (; m + 2 <= rows; m += 2) tile_wide<2, kFlip>(x, a0 + m * x.lda, panel, c0 + m * x.ldc + p * kQNR, nc);
-      if (m < rows) tile_wide<1, kFlip>(x, a0 + m * x.lda, panel, c0 + m * x.ldc + p * kQNR, nc);
+      for (; m + 2 <= rows; m += 2) tile_wide<2, kFlip>(x, src, m0 + m, panel, c0 + m * x.ldc + p * kQNR, nc);
+      if (m < rows) tile_wide<1, kFlip>(x, src, m0 + m, panel, c0 + m * x.ldc + p * kQNR, nc);
     }
     return;
   }
   if (rows == 1) {  // GEMV: 4 panels at a time
     size_t p = p0;
-    for (; p + 4 <= p1; p += 4)
-      tile_sign<1, 4, kFlip, kSmall>(x, a0, x.panels0 + p * x.pb, c0 + p * kQNR, min_sz(kQNR, x.N - (p + 3) * kQNR));
+    for (; p + 4 <= p1; p += 4) {
+      tile_sign<1, 4, kFlip, kSmall>(x, src, m0, x.panels0 + p * x.pb, c0 + p * kQNR,
+                                     min_sz(kQNR, x.N - (p + 3) * kQNR));
+    }
     for (; p < p1; ++p)
-      tile_sign<1, 1, kFlip, kSmall>(x, a0, x.panels0 + p * x.pb, c0 + p * kQNR, min_sz(kQNR, x.N - p * kQNR));
+      tile_sign<1, 1, kFlip, kSmall>(x, src, m0, x.panels0 + p * x.pb, c0 + p * kQNR, min_sz(kQNR, x.N - p * kQNR));
     return;
   }
   size_t p = p0;
@@ -212,23 +265,37 @@ void run_block(const QCtx& x, size_t m0, size_t m1, size_t p0, size_t p1) {
     const size_t nc = min_sz(kQNR, x.N - (p + 1) * kQNR);
     size_t m = 0;
     for (; m + 2 <= rows; m += 2)
-      tile_sign<2, 2, kFlip, kSmall>(x, a0 + m * x.lda, panel, c0 + m * x.ldc + p * kQNR, nc);
-    if (m < rows) tile_sign<1, 2, kFlip, kSmall>(x, a0 + m * x.lda, panel, c0 + m * x.ldc + p * kQNR, nc);
+      tile_sign<2, 2, kFlip, kSmall>(x, src, m0 + m, panel, c0 + m * x.ldc + p * kQNR, nc);
+    if (m < rows) tile_sign<1, 2, kFlip, kSmall>(x, src, m0 + m, panel, c0 + m * x.ldc + p * kQNR, nc);
   }
   for (; p < p1; ++p) {
     const uint8_t* panel = x.panels0 + p * x.pb;
     const size_t nc = min_sz(kQNR, x.N - p * kQNR);
     size_t m = 0;
     for (; m + 4 <= rows; m += 4)
-      tile_sign<4, 1, kFlip, kSmall>(x, a0 + m * x.lda, panel, c0 + m * x.ldc + p * kQNR, nc);
-    const uint8_t* a = a0 + m * x.lda;
+      tile_sign<4, 1, kFlip, kSmall>(x, src, m0 + m, panel, c0 + m * x.ldc + p * kQNR, nc);
     uint8_t* c = c0 + m * x.ldc + p * kQNR;
     switch (rows - m) {
-      case 3: tile_sign<3, 1, kFlip, kSmall>(x, a, panel, c, nc); break;
-      case 2: tile_sign<2, 1, kFlip, kSmall>(x, a, panel, c, nc); break;
-      case 1: tile_sign<1, 1, kFlip, kSmall>(x, a, panel, c, nc); break;
+      case 3: tile_sign<3, 1, kFlip, kSmall>(x, src, m0 + m, panel, c, nc); break;
+      case 2: tile_sign<2, 1, kFlip, kSmall>(x, src, m0 + m, panel, c, nc); break;
+      case 1: tile_sign<1, 1, kFlip, kSmall>(x, src, m0 + m, panel, c, nc); break;
       default: break;
     }
+  }
+}
+
+template <typename Src>
+void run_block_src(const QCtx& x, const Src& src, size_t m0, size_t m1, size_t p0, size_t p1) {
+  if (x.small) {
+    if (x.flip) {
+      run_block<true, true>(x, src, m0, m1, p0, p1);
+    } else {
+      run_block<false, true>(x, src, m0, m1, p0, p1);
+    }
+  } else if (x.flip) {
+    run_block<true, false>(x, src, m0, m1, p0, p1);
+  } else {
+    run_block<false, false>(x, src, m0, m1, p0, p1);
   }
 }
 
@@ -244,24 +311,17 @@ void qgemm_task(const void* vctx, size_t task) {
     const size_t p0 = min_sz(x.panels, tiles * ngi / x.n_groups * x.pstep);
     const size_t p1 = min_sz(x.panels, tiles * (ngi + 1) / x.n_groups * x.pstep);
     if (m1 <= m0 || p1 <= p0) continue;
-    if (x.small) {
-      if (x.flip) {
-        run_block<true, true>(x, m0, m1, p0, p1);
-      } else {
-        run_block<false, true>(x, m0, m1, p0, p1);
-      }
-    } else if (x.flip) {
-      run_block<true, false>(x, m0, m1, p0, p1);
+    if (x.conv) {
+      run_block_src(x, ConvRows{*x.conv, x.A}, m0, m1, p0, p1);
     } else {
-      run_block<false, false>(x, m0, m1, p0, p1);
+      run_block_src(x, GemmRows{x.A, x.lda}, m0, m1, p0, p1);
     }
   }
 }
 
-}  // namespace
-
-void qgemm(size_t M, size_t N, size_t K, const void* A, size_t lda, const void* packed, void* C, size_t ldc,
-           int32_t out_min, int32_t out_max, Parallel& par) {
+// The one driver of qgemm and qconv2d. K: the packed K (taps x C rounded up to 4 for a convolution).
+void qrun(size_t M, size_t N, size_t K, const QConvGeom* conv, const void* A, size_t lda, const void* packed,
+          void* C, size_t ldc, int32_t out_min, int32_t out_max, Parallel& par) {
   if (M == 0 || N == 0) return;
   const QGemmRun run = qgemm_run_params(packed, K, out_min, out_max);
   const QGemmHeader& h = run.h;
@@ -272,8 +332,12 @@ void qgemm(size_t M, size_t N, size_t K, const void* A, size_t lda, const void* 
   x.lda = lda;
   x.ldc = ldc;
   x.panels = div_up(N, kQNR);
-  x.groups = K / 4;
-  x.krem = K % 4;
+  x.conv = conv;
+  const size_t row_k = conv ? conv->C : K;  // bytes read per row and tap
+  x.taps = conv ? size_t{conv->p.kernel_h} * conv->p.kernel_w : 1;
+  x.tap_groups = div_up(row_k, 4);
+  x.groups = row_k / 4;
+  x.krem = row_k % 4;
   x.pb = run.panel_bytes;
   x.A = static_cast<const uint8_t*>(A);
   x.panels0 = static_cast<const uint8_t*>(packed) + kQHeaderBytes;
@@ -285,8 +349,8 @@ void qgemm(size_t M, size_t N, size_t K, const void* A, size_t lda, const void* 
   x.flip = h.a_shift != 0;
   x.wide = h.path == QPath::kWide;
   x.small = h.path == QPath::kSmall;
-  // The split: M chunks of <= kQMC rows (4-row multiples when there are several), then more chunks or N groups
-  // until there are a few units per thread. Any split gives the same bits (exact int32 sums).
+  // The split: M chunks of <= kQMC rows, then more chunks or N groups until there are a few units per thread.
+  // Any split gives the same bits (exact int32 sums).
   const size_t threads = internal::parallel_threads(par);
   const double macs = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K + 1);
   const size_t want = threads > 1 && macs > 4e5 ? threads * 4 : 1;
@@ -299,6 +363,27 @@ void qgemm(size_t M, size_t N, size_t K, const void* A, size_t lda, const void* 
   x.tasks = min_sz(want, x.m_chunks * x.n_groups);
   if (x.tasks > 1) return internal::parallel_run(par, x.tasks, qgemm_task, &x);
   qgemm_task(&x, 0);
+}
+
+}  // namespace
+
+void qgemm(size_t M, size_t N, size_t K, const void* A, size_t lda, const void* packed, void* C, size_t ldc,
+           int32_t out_min, int32_t out_max, Parallel& par) {
+  qrun(M, N, K, nullptr, A, lda, packed, C, ldc, out_min, out_max, par);
+}
+
+void qconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, size_t OH, size_t OW,
+             const void* packed, void* out, int32_t out_min, int32_t out_max, Parallel& par) {
+  QConvGeom g;
+  g.H = H;
+  g.W = W;
+  g.C = p.group_input_channels;
+  g.OH = OH;
+  g.OW = OW;
+  g.p = p;
+  const size_t K = qconv2d_packed_k(p), OC = p.group_output_channels;
+  g.zero_row = static_cast<const uint8_t*>(packed) + qgemm_packed_size(K, OC);
+  qrun(N * OH * OW, OC, K, &g, in, 0, packed, out, OC, out_min, out_max, par);
 }
 
 }  // namespace avx2

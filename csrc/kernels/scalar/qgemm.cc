@@ -1,5 +1,6 @@
 // Scalar int8 GEMM (qs8.h): the reference the AVX2 kernel is tested against, on the same packed panels.
 #include <cstring>
+#include <vector>
 
 #include "kernels/qs8.h"
 #include "kernels/scalar/common.h"
@@ -47,6 +48,31 @@ void qgemm(size_t M, size_t N, size_t K, const void* A, size_t lda, const void* 
       }
     }
   });
+}
+
+// The reference IGEMM: each output pixel's taps gathered into one row (im2col, padding taps as the zero-point
+// row the packing stored), then qgemm over those rows.
+void qconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, size_t OH, size_t OW,
+             const void* packed, void* out, int32_t out_min, int32_t out_max, Parallel& par) {
+  const size_t K = qconv2d_packed_k(p), OC = p.group_output_channels, C = p.group_input_channels;
+  const size_t taps = size_t{p.kernel_h} * p.kernel_w, cp = K / (taps ? taps : 1), M = N * OH * OW;
+  if (M == 0 || OC == 0) return;
+  const uint8_t* zero_row = static_cast<const uint8_t*>(packed) + qgemm_packed_size(K, OC);
+  const uint8_t* x = static_cast<const uint8_t*>(in);
+  std::vector<uint8_t> rows(M * K, 0);
+  for (size_t m = 0; m < M; ++m) {
+    const size_t n = m / (OH * OW), oy = m % (OH * OW) / OW, ox = m % OW;
+    for (size_t t = 0; t < taps; ++t) {
+      const size_t ky = t / p.kernel_w, kx = t % p.kernel_w;
+      const long iy = static_cast<long>(oy * p.stride_h + ky * p.dilation_h) - static_cast<long>(p.pad_top);
+      const long ix = static_cast<long>(ox * p.stride_w + kx * p.dilation_w) - static_cast<long>(p.pad_left);
+      const bool inside = iy >= 0 && ix >= 0 && iy < static_cast<long>(H) && ix < static_cast<long>(W);
+      const uint8_t* src = inside ? x + ((n * H + static_cast<size_t>(iy)) * W + static_cast<size_t>(ix)) * C
+                                  : zero_row;
+      std::memcpy(&rows[m * K + t * cp], src, C);
+    }
+  }
+  qgemm(M, OC, K, rows.data(), K, packed, out, OC, out_min, out_max, par);
 }
 
 }  // namespace scalar
