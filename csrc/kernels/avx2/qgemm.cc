@@ -354,11 +354,16 @@ void qrun(size_t M, size_t N, size_t K, const QConvGeom* conv, const void* A, si
   const size_t threads = internal::parallel_threads(par);
   const double macs = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K + 1);
   const size_t want = threads > 1 && macs > 4e5 ? threads * 4 : 1;
+  // Weight-heavy products (N > M: FC layers at small batch) split N first, so each core reads only its share
+  // of the weights; the rest split M, keeping output rows on one core.
   x.m_chunks = M == 1 ? 1 : div_up(M, kQMC);
-  while (x.m_chunks < want && M / (x.m_chunks * 2) >= 16) x.m_chunks *= 2;
   x.n_groups = 1;
   x.pstep = M == 1 && !x.wide ? 4 : 1;
   const size_t max_groups = div_up(x.panels, x.pstep);
+  if (N > M) {
+    while (x.m_chunks * x.n_groups < want && x.n_groups < max_groups) ++x.n_groups;
+  }
+  while (x.m_chunks * x.n_groups < want && M / (x.m_chunks * 2) >= 16) x.m_chunks *= 2;
   while (x.m_chunks * x.n_groups < want && x.n_groups < max_groups) ++x.n_groups;
   x.tasks = min_sz(want, x.m_chunks * x.n_groups);
   if (x.tasks > 1) return internal::parallel_run(par, x.tasks, qgemm_task, &x);
