@@ -60,6 +60,8 @@ def _conv(name: str, h: int, w: int, c: int, oc: int, k: int, s: int, pad: int) 
                 {"H": h, "W": w, "C": c, "OC": oc, "k": k, "s": s, "pad": pad})
 
 
+INT8_KINDS = ("qgemm", "qconv")  # rows measured against the int8 peak, in a table of their own
+
 CASES: list[Case] = [
     _gemm(384, 384, 384),
     _gemm(1024, 1024, 1024),
@@ -80,6 +82,8 @@ CASES: list[Case] = [
     _qgemm(128, 3072, 768),
     _qgemm(1, 4096, 4096),
     _qgemm(3136, 64, 576, " (conv 3x3 56x56x64->64 as GEMM)"),
+    Case("int8 conv 3x3 56x56x64->64", "qconv", 2.0 * 56 * 56 * 64 * 64 * 9,
+         {"H": 56, "W": 56, "C": 64, "OC": 64, "k": 3, "s": 1, "pad": 1}),
 ]
 
 
@@ -110,6 +114,12 @@ def _raw_inputs(case: Case, rng: np.random.Generator) -> dict[str, np.ndarray]:
                 "w_scales": rng.uniform(0.005, 0.02, p["N"]).astype(f32),
                 "Af": rng.standard_normal((p["M"], p["K"]), f32),
                 "Bf": rng.standard_normal((p["K"], p["N"]), f32)}
+    if case.kind == "qconv":  # and the fp32 conv of the same shape
+        return {"x": rng.integers(0, 256, (1, p["H"], p["W"], p["C"])).astype(np.uint8),
+                "w": rng.integers(-127, 128, (p["OC"], p["k"], p["k"], p["C"])).astype(np.int8),
+                "w_scales": rng.uniform(0.005, 0.02, p["OC"]).astype(f32),
+                "xf": rng.standard_normal((1, p["H"], p["W"], p["C"]), f32),
+                "wf": rng.standard_normal((p["OC"], p["k"], p["k"], p["C"]), f32) * f32(0.1)}
     if case.kind in ("conv", "deconv"):
         return {"x": rng.standard_normal((1, p["H"], p["W"], p["C"]), f32),
                 "w": rng.standard_normal((p["OC"], p["k"], p["k"], p["C"]), f32) * f32(0.1)}
@@ -130,6 +140,12 @@ def _webxnn_times(case: Case, data: dict[str, np.ndarray], threads: int, repeat:
         from webxnn._runtime import qs8  # noqa: PLC0415
 
         return qs8.time_qgemm(data["A"], data["B"], data["w_scales"], isa=isa, threads=threads, repeat=repeat)
+    if case.kind == "qconv":
+        from webxnn._runtime import qs8  # noqa: PLC0415
+
+        pad = p["pad"]
+        return qs8.time_qconv2d(data["x"], data["w"], data["w_scales"], pads=[pad] * 4, strides=[p["s"]] * 2,
+                                isa=isa, threads=threads, repeat=repeat)
     if case.kind == "conv":
         pad = p["pad"]
         return K.time_conv2d(data["x"], data["w"], pads=(pad, pad, pad, pad), strides=(p["s"], p["s"]),
@@ -154,21 +170,12 @@ def _onnx_model(case: Case, data: dict[str, np.ndarray]) -> tuple[bytes, dict[st
 
     p = case.params
     f = TensorProto.FLOAT
-    if case.kind == "qgemm":  # u8 x s8 per-column -> u8, as the int8 quantizers emit it
-        b = np.ascontiguousarray(data["B"].T)
-        scalars = [numpy_helper.from_array(np.array(v, dt), n) for n, v, dt in (
-            ("a_scale", 0.02, np.float32), ("a_zp", 128, np.uint8), ("y_scale", 0.5, np.float32),
-            ("y_zp", 128, np.uint8))]
-        inits = [numpy_helper.from_array(b, "B"), numpy_helper.from_array(data["w_scales"], "b_scale"),
-                 numpy_helper.from_array(np.zeros(p["N"], np.int8), "b_zp"), *scalars]
-        node = helper.make_node("QLinearMatMul", ["A", "a_scale", "a_zp", "B", "b_scale", "b_zp", "y_scale",
-                                                  "y_zp"], ["Y"])
-        inputs = [helper.make_tensor_value_info("A", TensorProto.UINT8, list(data["A"].shape))]
-        graph = helper.make_graph([node], "k", inputs, [helper.make_tensor_value_info("Y", TensorProto.UINT8,
-                                                                                      None)], inits)
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
-        model.ir_version = 10
-        return model.SerializeToString(), {"A": data["A"]}
+    if case.kind == "qgemm":  # QLinearMatMul, u8 x s8 per-column -> u8, as the int8 quantizers emit it
+        return _qlinear_model("QLinearMatMul", data["A"], np.ascontiguousarray(data["B"].T), data["w_scales"])
+    if case.kind == "qconv":  # QLinearConv, NCHW
+        return _qlinear_model("QLinearConv", np.ascontiguousarray(data["x"].transpose(0, 3, 1, 2)),
+                              np.ascontiguousarray(data["w"].transpose(0, 3, 1, 2)), data["w_scales"],
+                              kernel_shape=[p["k"], p["k"]], strides=[p["s"]] * 2, pads=[p["pad"]] * 4)
     if case.kind == "gemm":
         node = helper.make_node("MatMul", ["A", "B"], ["Y"])
         inits = [numpy_helper.from_array(data["B"], "B")]
@@ -202,6 +209,27 @@ def _onnx_model(case: Case, data: dict[str, np.ndarray]) -> tuple[bytes, dict[st
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     return model.SerializeToString(), feeds
+
+
+def _qlinear_model(op: str, x: np.ndarray, w: np.ndarray, w_scales: np.ndarray,
+                   **attrs: Any) -> tuple[bytes, dict[str, np.ndarray]]:
+    """A one-node QLinearMatMul / QLinearConv model: u8 input x (zero point 128), s8 weights w with
+    per-output-channel scales, u8 output; and its feeds."""
+    from onnx import TensorProto, helper, numpy_helper  # noqa: PLC0415
+
+    n_out = w.shape[1] if op == "QLinearMatMul" else w.shape[0]
+    inits = [numpy_helper.from_array(v, n) for n, v in (
+        ("x_scale", np.array(0.02, np.float32)), ("x_zp", np.array(128, np.uint8)), ("W", w),
+        ("w_scale", w_scales), ("w_zp", np.zeros(n_out, np.int8)), ("y_scale", np.array(0.5, np.float32)),
+        ("y_zp", np.array(128, np.uint8)))]
+    node = helper.make_node(op, ["X", "x_scale", "x_zp", "W", "w_scale", "w_zp", "y_scale", "y_zp"], ["Y"],
+                            **attrs)
+    u8 = TensorProto.UINT8
+    graph = helper.make_graph([node], "k", [helper.make_tensor_value_info("X", u8, list(x.shape))],
+                              [helper.make_tensor_value_info("Y", u8, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    model.ir_version = 10
+    return model.SerializeToString(), {"X": x}
 
 
 def _ort_times(case: Case, data: dict[str, np.ndarray], threads: int, repeat: int) -> list[float]:
@@ -249,12 +277,16 @@ def run(cases: list[Case], threads_list: list[int], repeat: int, isa: str, with_
             copies.append(copy_bandwidth())
         if t == threads_list[0]:
             samples.append(fma_peaks(threads_list))
-            if case.kind == "qgemm":
+            if case.kind in INT8_KINDS:
                 int8_samples.append(int8_peaks(threads_list))
         data = datas[case.name]
         keep((case.name, t, "webxnn_ms"), median_ms(_webxnn_times(case, data, t, repeat, isa)))
         if case.kind == "qgemm":
             fp32 = K.time_gemm(data["Af"], data["Bf"], isa=isa, threads=t, repeat=repeat)
+            keep((case.name, t, "fp32_ms"), median_ms(fp32))
+        if case.kind == "qconv":
+            pad = case.params["pad"]
+            fp32 = K.time_conv2d(data["xf"], data["wf"], pads=(pad,) * 4, isa=isa, threads=t, repeat=repeat)
             keep((case.name, t, "fp32_ms"), median_ms(fp32))
         if with_numpy:
             nt = _numpy_times(case, data, t, repeat)
@@ -271,7 +303,7 @@ def run(cases: list[Case], threads_list: list[int], repeat: int, isa: str, with_
             for key in ("webxnn_ms", "numpy_ms", "ort_ms", "fp32_ms"):
                 row[key] = best.get((case.name, t, key))
             row["gflops"] = case.flops / (row["webxnn_ms"] * 1e-3) * 1e-9  # GOP/s for int8 rows
-            peak = int8_peaks_best.get(t) if case.kind == "qgemm" else peaks[t]
+            peak = int8_peaks_best.get(t) if case.kind in INT8_KINDS else peaks[t]
             row["pct_peak"] = 100.0 * row["gflops"] / peak if case.kind != "maxpool" else None
             rows.append(row)
     return {"cpu": info, "isa": isa, "rounds": rounds, "peak_gflops": {str(t): p for t, p in peaks.items()},
@@ -290,7 +322,7 @@ def markdown(result: dict[str, Any]) -> str:
              "| kernel | thr | webxnn ms | GFLOP/s | % peak | numpy ms | ORT ms | webxnn/ORT |",
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in result["rows"]:
-        if r["kind"] == "qgemm":
+        if r["kind"] in INT8_KINDS:
             continue
         ort = r.get("ort_ms")
         ratio = r["webxnn_ms"] / ort if ort else None
@@ -308,13 +340,13 @@ def markdown(result: dict[str, Any]) -> str:
 
 
 def _int8_markdown(result: dict[str, Any]) -> list[str]:
-    rows = [r for r in result["rows"] if r["kind"] == "qgemm"]
+    rows = [r for r in result["rows"] if r["kind"] in INT8_KINDS]
     if not rows:
         return []
     peaks = ", ".join(f"{t} thread{'s' if t != '1' else ''}: {p:.1f}"
                       for t, p in result.get("int8_peak_gops", {}).items())
     lines = ["", f"int8 peak (GOP/s, vpmaddubsw + vpmaddwd + vpaddd) — {peaks}", "",
-             "| int8 GEMM (u8 x s8 -> s8) | thr | webxnn ms | GOP/s | % int8 peak | fp32 gemm ms "
+             "| int8 (u8 x s8 -> s8) | thr | webxnn ms | GOP/s | % int8 peak | fp32 ms "
              "| int8 / fp32 speed | ORT int8 ms | webxnn/ORT |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
@@ -336,7 +368,7 @@ def plot(result: dict[str, Any], path: pathlib.Path) -> bool:
         import matplotlib.pyplot as plt  # noqa: PLC0415
     except ImportError:
         return False
-    rows = [r for r in result["rows"] if r["kind"] not in ("maxpool", "qgemm")]
+    rows = [r for r in result["rows"] if r["kind"] not in ("maxpool", *INT8_KINDS)]
     if not rows:
         return False
     names = list(dict.fromkeys(r["case"] for r in rows))

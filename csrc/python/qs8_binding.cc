@@ -153,7 +153,7 @@ py::array qconv2d(const py::array& x, const I8Arr& f, const std::optional<I32Arr
                   float a_scale, int32_t a_zp, float out_scale, int32_t out_zp, const std::string& out_dtype,
                   int32_t out_min, int32_t out_max, const std::vector<uint32_t>& pads,
                   const std::vector<uint32_t>& strides, const std::vector<uint32_t>& dil, const std::string& isa,
-                  size_t threads) {
+                  size_t threads, size_t repeat = 0, std::vector<double>* times = nullptr) {
   if (x.ndim() != 4 || f.ndim() != 4) bad("x must be NHWC and filter OHWI (4-D)");
   if (!(x.flags() & py::array::c_style)) bad("x must be C-contiguous");
   if (pads.size() != 4 || strides.size() != 2 || dil.size() != 2) bad("pads has 4 values, strides and dilations 2");
@@ -187,7 +187,13 @@ py::array qconv2d(const py::array& x, const I8Arr& f, const std::optional<I32Arr
   {
     py::gil_scoped_release nogil;
     qconv2d_pack(p, f.data(), bias ? bias->data() : nullptr, q, packed.p);
-    fn(p, N, H, W, x.data(), OH, OW, packed.p, out.mutable_data(), out_min, out_max, par);
+    const auto call = [&] { fn(p, N, H, W, x.data(), OH, OW, packed.p, out.mutable_data(), out_min, out_max, par); };
+    call();
+    for (size_t i = 0; times && i < repeat; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      call();
+      times->push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
   }
   return out;
 }
@@ -243,7 +249,26 @@ void bind_qs8(py::module_& parent) {
       },
       py::arg("A"), py::arg("B"), py::arg("w_scales"), py::arg("isa") = "best", py::arg("threads") = size_t{1},
       py::arg("repeat") = size_t{10}, "wall times (s) of `repeat` qgemm calls after a warm-up one; B is [N, K]");
-  m.def("qconv2d", &qconv2d, py::arg("x"), py::arg("filter"), py::arg("bias"), py::arg("w_scales"),
+  m.def(
+      "time_qconv2d",
+      [](const py::array& x, const I8Arr& f, const FArr& w_scales, const std::vector<uint32_t>& pads,
+         const std::vector<uint32_t>& strides, const std::string& isa, size_t threads, size_t repeat) {
+        std::vector<double> times;
+        qconv2d(x, f, std::nullopt, w_scales, 0.02f, x.dtype().kind() == 'u' ? 128 : 0, 0.5f, 0, "int8", -128, 127,
+                pads, strides, {1, 1}, isa, threads, repeat, &times);
+        return times;
+      },
+      py::arg("x"), py::arg("filter"), py::arg("w_scales"), py::arg("pads") = std::vector<uint32_t>{0, 0, 0, 0},
+      py::arg("strides") = std::vector<uint32_t>{1, 1}, py::arg("isa") = "best", py::arg("threads") = size_t{1},
+      py::arg("repeat") = size_t{10}, "wall times (s) of `repeat` qconv2d calls after a warm-up one");
+  m.def("qconv2d", [](const py::array& x, const I8Arr& f, const std::optional<I32Arr>& bias, const FArr& w_scales,
+                      float a_scale, int32_t a_zp, float out_scale, int32_t out_zp, const std::string& out_dtype,
+                      int32_t out_min, int32_t out_max, const std::vector<uint32_t>& pads,
+                      const std::vector<uint32_t>& strides, const std::vector<uint32_t>& dil, const std::string& isa,
+                      size_t threads) {
+          return qconv2d(x, f, bias, w_scales, a_scale, a_zp, out_scale, out_zp, out_dtype, out_min, out_max, pads,
+                         strides, dil, isa, threads);
+        }, py::arg("x"), py::arg("filter"), py::arg("bias"), py::arg("w_scales"),
         py::arg("a_scale"), py::arg("a_zero_point"), py::arg("out_scale"), py::arg("out_zero_point"),
         py::arg("out_dtype") = "int8", py::arg("out_min") = -1024, py::arg("out_max") = 1024,
         py::arg("pads") = std::vector<uint32_t>{0, 0, 0, 0}, py::arg("strides") = std::vector<uint32_t>{1, 1},

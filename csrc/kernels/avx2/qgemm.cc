@@ -78,13 +78,25 @@ __attribute__((always_inline)) inline __m256i row_group(const QCtx& x, const uin
 
 // Where a tile's rows come from, per tap: a GEMM's A rows, or a convolution's input pixels (IGEMM: the row
 // of input pixel (iy, ix) for output pixel m and tap (ky, kx), the zero-point row where that is padding).
+// Per tile, start() works out what the taps share (for a convolution: each output pixel's image and top-left
+// input coordinate, the divisions done once per tile, not per tap); rows() then gives the tile's row pointers
+// for each tap in turn (t = 0, 1, ...).
 struct GemmRows {
   const uint8_t* a;
   size_t lda;
   template <int MR>
-  __attribute__((always_inline)) void rows(size_t m0, size_t, const uint8_t* (&ar)[MR]) const {
+  struct Tile {
+    const uint8_t* r[MR];
+  };
+  template <int MR>
+  __attribute__((always_inline)) void start(size_t m0, Tile<MR>& tl) const {
 #pragma GCC unroll 4
-    for (int m = 0; m < MR; ++m) ar[m] = a + (m0 + m) * lda;
+    for (int m = 0; m < MR; ++m) tl.r[m] = a + (m0 + m) * lda;
+  }
+  template <int MR>
+  __attribute__((always_inline)) void rows(Tile<MR>& tl, const uint8_t* (&ar)[MR]) const {
+#pragma GCC unroll 4
+    for (int m = 0; m < MR; ++m) ar[m] = tl.r[m];
   }
 };
 
@@ -92,16 +104,33 @@ struct ConvRows {
   const QConvGeom& g;
   const uint8_t* in;
   template <int MR>
-  void rows(size_t m0, size_t t, const uint8_t* (&ar)[MR]) const {
+  struct Tile {
+    const uint8_t* img[MR];
+    size_t iy0[MR], ix0[MR];  // top-left tap's input coordinates; negative ones wrap around (unsigned)
+    size_t ky = 0, kx = 0;    // the next tap
+  };
+  template <int MR>
+  void start(size_t m0, Tile<MR>& tl) const {
     const ConvParams& p = g.p;
-    const size_t ky = t / p.kernel_w, kx = t % p.kernel_w;
     for (int m = 0; m < MR; ++m) {
       const size_t pix = m0 + m, n = pix / (g.OH * g.OW), r = pix % (g.OH * g.OW);
-      const size_t oy = r / g.OW, ox = r % g.OW;
-      // Unsigned wrap-around maps the negative (top / left padding) coordinates past H / W.
-      const size_t iy = oy * p.stride_h + ky * p.dilation_h - p.pad_top;
-      const size_t ix = ox * p.stride_w + kx * p.dilation_w - p.pad_left;
-      ar[m] = iy < g.H && ix < g.W ? in + ((n * g.H + iy) * g.W + ix) * g.C : g.zero_row;
+      tl.img[m] = in + n * g.H * g.W * g.C;
+      tl.iy0[m] = r / g.OW * p.stride_h - p.pad_top;
+      tl.ix0[m] = r % g.OW * p.stride_w - p.pad_left;
+    }
+  }
+  template <int MR>
+  void rows(Tile<MR>& tl, const uint8_t* (&ar)[MR]) const {
+    const ConvParams& p = g.p;
+    const size_t dy = tl.ky * p.dilation_h, dx = tl.kx * p.dilation_w;
+    for (int m = 0; m < MR; ++m) {
+      // Unsigned: a coordinate in the top / left padding wrapped past H / W, so one compare catches both sides.
+      const size_t iy = tl.iy0[m] + dy, ix = tl.ix0[m] + dx;
+      ar[m] = iy < g.H && ix < g.W ? tl.img[m] + (iy * g.W + ix) * g.C : g.zero_row;
+    }
+    if (++tl.kx == p.kernel_w) {
+      tl.kx = 0;
+      ++tl.ky;
     }
   }
 };
@@ -175,8 +204,10 @@ void tile_sign(const QCtx& x, const Src& src, size_t m0, const uint8_t* panel, u
       }
     }
   };
+  typename Src::template Tile<MR> tl;
+  src.start(m0, tl);
   for (size_t t = 0; t < x.taps; ++t) {
-    src.rows(m0, t, ar);
+    src.rows(tl, ar);
     const size_t gb = t * x.tap_groups;
     for (size_t g = 0; g < x.groups; ++g) step(gb + g, g, false);
     if (x.krem) step(gb + x.groups, x.groups, true);
@@ -216,8 +247,10 @@ void tile_wide(const QCtx& x, const Src& src, size_t m0, const uint8_t* panel, u
       for (int q = 0; q < 4; ++q) acc[m][q] = _mm256_add_epi32(acc[m][q], _mm256_madd_epi16(va, w16[q]));
     }
   };
+  typename Src::template Tile<MR> tl;
+  src.start(m0, tl);
   for (size_t t = 0; t < x.taps; ++t) {
-    src.rows(m0, t, ar);
+    src.rows(tl, ar);
     const size_t gb = t * x.tap_groups;
     for (size_t g = 0; g < x.groups; ++g) step(gb + g, g, false);
     if (x.krem) step(gb + x.groups, x.groups, true);
