@@ -161,6 +161,21 @@ __attribute__((always_inline)) inline void store16(const QCtx& x, __m256i s0, __
   }
 }
 
+// The k loop of a tile: for each tap, its rows into ar, then step(weight group, row group, tail) over the row
+// groups (a partial last one with tail set).
+template <int MR, typename Src, typename Step>
+__attribute__((always_inline)) inline void for_each_group(const QCtx& x, const Src& src, size_t m0,
+                                                          const uint8_t* (&ar)[MR], const Step& step) {
+  typename Src::template Tile<MR> tl;
+  src.start(m0, tl);
+  for (size_t t = 0; t < x.taps; ++t) {
+    src.rows(tl, ar);
+    const size_t gb = t * x.tap_groups;
+    for (size_t g = 0; g < x.groups; ++g) step(gb + g, g, false);
+    if (x.krem) step(gb + x.groups, x.groups, true);
+  }
+}
+
 // MR rows x NP panels (16 columns each) over the full K, sign trick: acc += maddwd(maddubs(|a|, sign(w, a)), 1).
 // a: the tile's first row; panel: its first panel; c: its first output; nc: columns of the last panel.
 template <int MR, int NP, bool kFlip, bool kSmall, typename Src>
@@ -204,14 +219,7 @@ void tile_sign(const QCtx& x, const Src& src, size_t m0, const uint8_t* panel, u
       }
     }
   };
-  typename Src::template Tile<MR> tl;
-  src.start(m0, tl);
-  for (size_t t = 0; t < x.taps; ++t) {
-    src.rows(tl, ar);
-    const size_t gb = t * x.tap_groups;
-    for (size_t g = 0; g < x.groups; ++g) step(gb + g, g, false);
-    if (x.krem) step(gb + x.groups, x.groups, true);
-  }
+  for_each_group(x, src, m0, ar, step);
 #pragma GCC unroll 4
   for (int m = 0; m < MR; ++m) {
 #pragma GCC unroll 4
@@ -247,14 +255,7 @@ void tile_wide(const QCtx& x, const Src& src, size_t m0, const uint8_t* panel, u
       for (int q = 0; q < 4; ++q) acc[m][q] = _mm256_add_epi32(acc[m][q], _mm256_madd_epi16(va, w16[q]));
     }
   };
-  typename Src::template Tile<MR> tl;
-  src.start(m0, tl);
-  for (size_t t = 0; t < x.taps; ++t) {
-    src.rows(tl, ar);
-    const size_t gb = t * x.tap_groups;
-    for (size_t g = 0; g < x.groups; ++g) step(gb + g, g, false);
-    if (x.krem) step(gb + x.groups, x.groups, true);
-  }
+  for_each_group(x, src, m0, ar, step);
   const __m256i b0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(panel));
   const __m256i b1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(panel + 32));
   const float* scale = reinterpret_cast<const float*>(panel + kQNR * 4);
