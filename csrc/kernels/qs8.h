@@ -1,8 +1,8 @@
-// int8 GEMM kernel contract (the core the quantized node kinds rest on). In a header of its own for now; the
-// entries are table-ready (same style as kernels.h) and move into the KernelTable when it is merged:
-//   qgemm_packed_size, qgemm_pack: one implementation for every table (qgemm_pack.cc, generic code), since
-//                                  the scalar and AVX2 kernels read the same packed layout;
-//   qgemm:                         scalar::qgemm (the reference) and avx2::qgemm.
+// int8 GEMM / convolution kernel contract (the core the quantized node kinds rest on). In a header of its own
+// for now; the entries are table-ready (same style as kernels.h) and move into the KernelTable when it is merged:
+//   qgemm_packed_size, qgemm_pack,        one implementation for every table (qgemm_pack.cc, generic code),
+//   qconv2d_packed_size, qconv2d_pack:    since the scalar and AVX2 kernels read the same packed layout;
+//   qgemm, qconv2d:                       scalar:: (the reference) and avx2::.
 //
 // What is computed, for m < M, n < N (a = A[m, :], w = B[n, :] as [N, K]):
 //   acc[m, n] = bias[n] + sum_k (a[k] - za) * w[n, k]                    exact, int32 (wraps modulo 2^32)
@@ -55,7 +55,9 @@ struct QGemmQuant {
 //   panel = [int32 bias'[16]][float scale[16]][Kp / 4 groups x 16 columns x 4 bytes], Kp = K rounded up to 4,
 // where group g of column n holds w[n, 4g .. 4g+3] (zero past K). Four consecutive k bytes per int32 lane is
 // the operand order of vpdpbusd (AVX-VNNI / AVX512-VNNI), so a VNNI kernel can read these panels as they are;
-// AVX2 reads them with vpmaddubsw, whose int16 pair sums are the lane's two k pairs.
+// AVX2 reads them with vpmaddubsw, whose int16 pair sums are the lane's two k pairs. (vpdpbusd multiplies u8
+// activations, as kSmall does: a VNNI table would take the panels and scales as they are and pack the bias
+// with kSmall's shift d whatever the weights, e.g. through a flag to qgemm_pack.)
 // The kernels multiply a' = a + d with d chosen by the path (QPath): d = -128 for u8 activations on the s8
 // paths (a ^ 0x80), d = +128 for s8 activations on the u8 path (also a ^ 0x80), else 0; the packed bias is
 // bias'[n] = bias[n] - (za + d) * sum_k w[n, k] (wrapping int32).
