@@ -18,7 +18,7 @@ def conv_reference(x: np.ndarray, f: np.ndarray, bias: np.ndarray | None, w_scal
                    a_scale: float, a_zp: int, out_scale: float, out_zp: int, out_dtype: str,
                    pads: tuple[int, int, int, int], strides: tuple[int, int], dil: tuple[int, int],
                    out_min: int = -1024, out_max: int = 1024) -> np.ndarray:
-    """im2col over the zero-point-padded input, then the GEMM reference (qs8.h's formula)."""
+    """im2col over the zero-point-padded input, then the GEMM reference (table.def's qgemm formula)."""
     n, h, w, c = x.shape
     oc, kh, kw, _ = f.shape
     top, right, bottom, left = pads

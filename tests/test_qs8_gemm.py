@@ -1,6 +1,6 @@
 """The int8 GEMM kernels (kernels.qgemm) against an integer numpy reference written here.
 
-Every case: the scalar and AVX2 kernels give the reference's bits exactly (the contract in qs8.h says what is
+Every case: the scalar and AVX2 kernels give the reference's bits exactly (table.def's contract says what is
 computed in fp32); 1 and 2 threads give the same bytes.
 """
 
@@ -24,7 +24,7 @@ SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[Healt
 def reference(a: np.ndarray, b_nk: np.ndarray, bias: np.ndarray | None, w_scales: np.ndarray,
               a_scale: float, a_zp: int, out_scale: float, out_zp: int, out_dtype: str, out_min: int,
               out_max: int) -> np.ndarray:
-    """qs8.h's formula: exact integer sums (wrapping like int32), fp32 scale, round half to even, clamp."""
+    """qgemm's formula (table.def): exact sums (wrapping as int32), fp32 scale, round half even, clamp."""
     acc = (a.astype(np.int64) - a_zp) @ b_nk.astype(np.int64).T
     if bias is not None:
         acc = acc + bias.astype(np.int64)

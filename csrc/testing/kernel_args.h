@@ -1,12 +1,13 @@
 // What every kernel binding of webxnn._testing.kernels shares (kernels_binding.cc, qs8_binding.cc): numpy
 // argument types, the InputError naming the entry, the table for an isa name, a cached ThreadPool per thread
-// count, 64-byte aligned packed weights and the benchmark entries' timing loop. Inline, so the pools are one
-// set for the whole module.
+// count, 64-byte aligned packed weights, and the timing loops of the benchmark entries and peak probes.
+// Inline, so the pools are one set for the whole module.
 #pragma once
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -75,6 +76,23 @@ void run_timed(const Timing& tm, Fn&& fn) {
     fn();
     tm.times->push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
+}
+
+// The peak probes' timing: the median wall time (s) of `repeat` (at least 1) runs of `per_thread` on each of
+// `threads` workers of par at once, after a warm-up run; the GIL is released meanwhile.
+template <typename Fn>
+double median_run_seconds(Parallel& par, size_t threads, size_t repeat, Fn&& per_thread) {
+  std::vector<double> times;
+  {
+    pybind11::gil_scoped_release nogil;
+    for (size_t r = 0; r < std::max<size_t>(repeat, 1) + 1; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      par.run(threads, [&](size_t) { per_thread(); });
+      if (r) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
 }
 
 }  // namespace testing

@@ -6,7 +6,6 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -689,18 +688,9 @@ double peak_fma(size_t threads, size_t iters, size_t repeat) {
   bad(w, "built without the x86 kernels");
 #else
   Parallel& par = pool_for(w, threads);
-  std::vector<double> times;
   volatile float sink = 0.f;
-  {
-    py::gil_scoped_release nogil;
-    for (size_t r = 0; r < repeat + 1; ++r) {
-      const auto t0 = std::chrono::steady_clock::now();
-      par.run(threads, [&](size_t) { sink = sink + internal::fma_peak_loop(iters); });
-      if (r) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
-  }
-  std::sort(times.begin(), times.end());
-  const double t = times[times.size() / 2];
+  const double t =
+      median_run_seconds(par, threads, repeat, [&] { sink = sink + internal::fma_peak_loop(iters); });
   return 192.0 * static_cast<double>(iters) * static_cast<double>(threads) / t * 1e-9;
 #endif
 }

@@ -1,20 +1,17 @@
 // webxnn._testing.kernels' int8 entries — numpy-level access to the int8 GEMM and IGEMM convolution kernels
-// (kernels/qs8.h), for their tests and bench/: qgemm, qconv2d, their timed entries and the int8 peak probe.
+// (table.def's qgemm, qconv2d), for their tests and bench/: the two, their timed entries, the int8 peak probe.
 // Every entry takes isa="scalar"|"avx2"|"best" and threads=N; bad arguments raise webxnn.errors.InputError.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <algorithm>
-#include <chrono>
-#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "kernels/internal.h"
 #include "kernels/kernels.h"
-#include "kernels/qs8.h"
 #include "testing/bindings.h"
 #include "testing/kernel_args.h"
 
@@ -25,26 +22,6 @@ namespace {
 
 using namespace testing;  // kernel_args.h
 
-using QgemmFn = void (*)(size_t, size_t, size_t, const void*, size_t, const void*, void*, size_t, int32_t, int32_t,
-                         Parallel&);
-using QconvFn = void (*)(const ConvParams&, size_t, size_t, size_t, const void*, size_t, size_t, const void*, void*,
-                         int32_t, int32_t, Parallel&);
-
-// The table's int8 kernels (until they are table entries: its name says which).
-bool is_avx2(const KernelTable& t) { return std::strcmp(t.name, "avx2") == 0; }
-QgemmFn qgemm_of(const KernelTable& t) {
-#if defined(WEBXNN_HAVE_X86)
-  if (is_avx2(t)) return avx2::qgemm;
-#endif
-  return scalar::qgemm;
-}
-QconvFn qconv_of(const KernelTable& t) {
-#if defined(WEBXNN_HAVE_X86)
-  if (is_avx2(t)) return avx2::qconv2d;
-#endif
-  return scalar::qconv2d;
-}
-
 QType qtype(const char* w, const std::string& name, const char* what) {
   if (name == "uint8") return QType::kU8;
   if (name == "int8") return QType::kS8;
@@ -52,8 +29,8 @@ QType qtype(const char* w, const std::string& name, const char* what) {
 }
 
 // The quantization of a call: A's dtype gives its type.
-QGemmQuant quant_of(const char* w, const py::array& A, const FArr& w_scales, size_t N, float a_scale, int32_t a_zp,
-                    float out_scale, int32_t out_zp, const std::string& out_dtype) {
+QGemmQuant quant_of(const char* w, const py::array& A, const FArr& w_scales, size_t N, float a_scale,
+                    int32_t a_zp, float out_scale, int32_t out_zp, const std::string& out_dtype) {
   const size_t ns = static_cast<size_t>(w_scales.size());
   if (w_scales.ndim() != 1 || (ns != 1 && ns != N)) bad(w, "w_scales must be [N] or [1]");
   QGemmQuant q;
@@ -79,7 +56,8 @@ py::array out_array(const QGemmQuant& q, std::vector<py::ssize_t> shape) {
 py::array qgemm(const py::array& A, const I8Arr& B, const std::optional<I32Arr>& bias, const FArr& w_scales,
                 float a_scale, int32_t a_zp, float out_scale, int32_t out_zp, const std::string& out_dtype,
                 int32_t out_min, int32_t out_max, bool b_is_nk, std::optional<size_t> k_arg,
-                std::optional<size_t> ldc_arg, int fill, const std::string& isa, size_t threads, const Timing& tm) {
+                std::optional<size_t> ldc_arg, int fill, const std::string& isa, size_t threads,
+                const Timing& tm) {
   const char* w = "qgemm";
   if (A.ndim() != 2 || B.ndim() != 2) bad(w, "A and B must be 2-D");
   if (!(A.flags() & py::array::c_style)) bad(w, "A must be C-contiguous");
@@ -90,15 +68,16 @@ py::array qgemm(const py::array& A, const I8Arr& B, const std::optional<I32Arr>&
   if (ldc < N) bad(w, "ldc < N");
   if (bias && (bias->ndim() != 1 || static_cast<size_t>(bias->shape(0)) != N)) bad(w, "bias must be [N]");
   const QGemmQuant q = quant_of(w, A, w_scales, N, a_scale, a_zp, out_scale, out_zp, out_dtype);
-  const QgemmFn fn = qgemm_of(table_for(w, isa));
+  const KernelTable& t = table_for(w, isa);
   Parallel& par = pool_for(w, threads);
   py::array C = out_array(q, {static_cast<py::ssize_t>(M), static_cast<py::ssize_t>(ldc)});
   std::fill_n(static_cast<uint8_t*>(C.mutable_data()), M * ldc, static_cast<uint8_t>(fill));
-  Aligned packed(qgemm_packed_size(K, N));
+  Aligned packed(t.qgemm_packed_size(K, N));
   {
     py::gil_scoped_release nogil;
-    qgemm_pack(K, N, B.data(), b_is_nk, bias ? bias->data() : nullptr, q, packed.p);
-    run_timed(tm, [&] { fn(M, N, K, A.data(), lda, packed.p, C.mutable_data(), ldc, out_min, out_max, par); });
+    t.qgemm_pack(K, N, B.data(), b_is_nk, bias ? bias->data() : nullptr, q, packed.p);
+    run_timed(
+        tm, [&] { t.qgemm(M, N, K, A.data(), lda, packed.p, C.mutable_data(), ldc, out_min, out_max, par); });
   }
   return C;
 }
@@ -107,8 +86,8 @@ py::array qgemm(const py::array& A, const I8Arr& B, const std::optional<I32Arr>&
 py::array qconv2d(const py::array& x, const I8Arr& f, const std::optional<I32Arr>& bias, const FArr& w_scales,
                   float a_scale, int32_t a_zp, float out_scale, int32_t out_zp, const std::string& out_dtype,
                   int32_t out_min, int32_t out_max, const std::vector<uint32_t>& pads,
-                  const std::vector<uint32_t>& strides, const std::vector<uint32_t>& dil, const std::string& isa,
-                  size_t threads, const Timing& tm) {
+                  const std::vector<uint32_t>& strides, const std::vector<uint32_t>& dil,
+                  const std::string& isa, size_t threads, const Timing& tm) {
   const char* w = "qconv2d";
   if (x.ndim() != 4 || f.ndim() != 4) bad(w, "x must be NHWC and filter OHWI (4-D)");
   if (!(x.flags() & py::array::c_style)) bad(w, "x must be C-contiguous");
@@ -129,22 +108,27 @@ py::array qconv2d(const py::array& x, const I8Arr& f, const std::optional<I32Arr
   p.dilation_w = dil[1];
   p.group_input_channels = static_cast<uint32_t>(C);
   p.group_output_channels = static_cast<uint32_t>(OC);
-  if (!p.stride_h || !p.stride_w || !p.dilation_h || !p.dilation_w) bad(w, "strides and dilations must be >= 1");
-  const size_t eh = (p.kernel_h - 1) * size_t{p.dilation_h} + 1, ew = (p.kernel_w - 1) * size_t{p.dilation_w} + 1;
-  if (H + p.pad_top + p.pad_bottom < eh || W + p.pad_left + p.pad_right < ew) bad(w, "filter larger than input");
+  if (!p.stride_h || !p.stride_w || !p.dilation_h || !p.dilation_w)
+    bad(w, "strides and dilations must be >= 1");
+  const size_t eh = (p.kernel_h - 1) * size_t{p.dilation_h} + 1,
+               ew = (p.kernel_w - 1) * size_t{p.dilation_w} + 1;
+  if (H + p.pad_top + p.pad_bottom < eh || W + p.pad_left + p.pad_right < ew)
+    bad(w, "filter larger than input");
   const size_t OH = (H + p.pad_top + p.pad_bottom - eh) / p.stride_h + 1;
   const size_t OW = (W + p.pad_left + p.pad_right - ew) / p.stride_w + 1;
   if (bias && (bias->ndim() != 1 || static_cast<size_t>(bias->shape(0)) != OC)) bad(w, "bias must be [OC]");
   const QGemmQuant q = quant_of(w, x, w_scales, OC, a_scale, a_zp, out_scale, out_zp, out_dtype);
-  const QconvFn fn = qconv_of(table_for(w, isa));
+  const KernelTable& t = table_for(w, isa);
   Parallel& par = pool_for(w, threads);
   py::array out = out_array(q, {static_cast<py::ssize_t>(N), static_cast<py::ssize_t>(OH),
                                 static_cast<py::ssize_t>(OW), static_cast<py::ssize_t>(OC)});
-  Aligned packed(qconv2d_packed_size(p));
+  Aligned packed(t.qconv2d_packed_size(p));
   {
     py::gil_scoped_release nogil;
-    qconv2d_pack(p, f.data(), bias ? bias->data() : nullptr, q, packed.p);
-    run_timed(tm, [&] { fn(p, N, H, W, x.data(), OH, OW, packed.p, out.mutable_data(), out_min, out_max, par); });
+    t.qconv2d_pack(p, f.data(), bias ? bias->data() : nullptr, q, packed.p);
+    run_timed(tm, [&] {
+      t.qconv2d(p, N, H, W, x.data(), OH, OW, packed.p, out.mutable_data(), out_min, out_max, par);
+    });
   }
   return out;
 }
@@ -157,18 +141,10 @@ double peak_int8(size_t threads, size_t iters, size_t repeat) {
 #else
   if (!cpu_features().avx2) bad(w, "this CPU has no AVX2");
   Parallel& par = pool_for(w, threads);
-  std::vector<double> t;
   volatile int32_t sink = 0;
-  {
-    py::gil_scoped_release nogil;
-    for (size_t r = 0; r < repeat + 1; ++r) {
-      const auto t0 = std::chrono::steady_clock::now();
-      par.run(threads, [&](size_t) { sink = sink + internal::int8_peak_loop(iters); });
-      if (r) t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
-  }
-  std::sort(t.begin(), t.end());
-  return 640.0 * static_cast<double>(iters) * static_cast<double>(threads) / t[t.size() / 2] * 1e-9;
+  const double t =
+      median_run_seconds(par, threads, repeat, [&] { sink = sink + internal::int8_peak_loop(iters); });
+  return 640.0 * static_cast<double>(iters) * static_cast<double>(threads) / t * 1e-9;
 #endif
 }
 
@@ -179,32 +155,33 @@ void bind_qs8(py::module_& m) {
   const auto rep = py::arg("repeat") = size_t{10};
   m.def(
       "qgemm",
-      [](const py::array& A, const I8Arr& B, const std::optional<I32Arr>& bias, const FArr& w_scales, float a_scale,
-         int32_t a_zp, float out_scale, int32_t out_zp, const std::string& out_dtype, int32_t out_min,
-         int32_t out_max, bool b_is_nk, std::optional<size_t> k, std::optional<size_t> ldc, int fill,
-         const std::string& isa, size_t threads) {
-        return qgemm(A, B, bias, w_scales, a_scale, a_zp, out_scale, out_zp, out_dtype, out_min, out_max, b_is_nk,
-                     k, ldc, fill, isa, threads, Timing{});
+      [](const py::array& A, const I8Arr& B, const std::optional<I32Arr>& bias, const FArr& w_scales,
+         float a_scale, int32_t a_zp, float out_scale, int32_t out_zp, const std::string& out_dtype,
+         int32_t out_min, int32_t out_max, bool b_is_nk, std::optional<size_t> k, std::optional<size_t> ldc,
+         int fill, const std::string& isa, size_t threads) {
+        return qgemm(A, B, bias, w_scales, a_scale, a_zp, out_scale, out_zp, out_dtype, out_min, out_max,
+                     b_is_nk, k, ldc, fill, isa, threads, Timing{});
       },
-      py::arg("A"), py::arg("B"), py::arg("bias"), py::arg("w_scales"), py::arg("a_scale"), py::arg("a_zero_point"),
-      py::arg("out_scale"), py::arg("out_zero_point"), py::arg("out_dtype") = "int8", py::arg("out_min") = -1024,
-      py::arg("out_max") = 1024, py::arg("b_is_nk") = true, py::arg("k") = py::none(), py::arg("ldc") = py::none(),
-      py::arg("fill") = 0, py::arg("isa") = "scalar", thr,
-      "C = requantized A[:, :k] x B (B [N, K] when b_is_nk); C is [M, ldc], columns past N keep `fill`");
+      py::arg("A"), py::arg("B"), py::arg("bias"), py::arg("w_scales"), py::arg("a_scale"),
+      py::arg("a_zero_point"), py::arg("out_scale"), py::arg("out_zero_point"), py::arg("out_dtype") = "int8",
+      py::arg("out_min") = -1024, py::arg("out_max") = 1024, py::arg("b_is_nk") = true,
+      py::arg("k") = py::none(), py::arg("ldc") = py::none(), py::arg("fill") = 0, py::arg("isa") = "scalar",
+      thr, "C = requantized A[:, :k] x B (B [N, K] when b_is_nk); C is [M, ldc], columns past N keep `fill`");
   m.def(
       "qconv2d",
-      [](const py::array& x, const I8Arr& f, const std::optional<I32Arr>& bias, const FArr& w_scales, float a_scale,
-         int32_t a_zp, float out_scale, int32_t out_zp, const std::string& out_dtype, int32_t out_min,
-         int32_t out_max, const std::vector<uint32_t>& pads, const std::vector<uint32_t>& strides,
-         const std::vector<uint32_t>& dil, const std::string& isa, size_t threads) {
-        return qconv2d(x, f, bias, w_scales, a_scale, a_zp, out_scale, out_zp, out_dtype, out_min, out_max, pads,
-                       strides, dil, isa, threads, Timing{});
+      [](const py::array& x, const I8Arr& f, const std::optional<I32Arr>& bias, const FArr& w_scales,
+         float a_scale, int32_t a_zp, float out_scale, int32_t out_zp, const std::string& out_dtype,
+         int32_t out_min, int32_t out_max, const std::vector<uint32_t>& pads,
+         const std::vector<uint32_t>& strides, const std::vector<uint32_t>& dil, const std::string& isa,
+         size_t threads) {
+        return qconv2d(x, f, bias, w_scales, a_scale, a_zp, out_scale, out_zp, out_dtype, out_min, out_max,
+                       pads, strides, dil, isa, threads, Timing{});
       },
       py::arg("x"), py::arg("filter"), py::arg("bias"), py::arg("w_scales"), py::arg("a_scale"),
       py::arg("a_zero_point"), py::arg("out_scale"), py::arg("out_zero_point"), py::arg("out_dtype") = "int8",
-      py::arg("out_min") = -1024, py::arg("out_max") = 1024, py::arg("pads") = std::vector<uint32_t>{0, 0, 0, 0},
-      py::arg("strides") = std::vector<uint32_t>{1, 1}, py::arg("dilations") = std::vector<uint32_t>{1, 1},
-      py::arg("isa") = "scalar", thr,
+      py::arg("out_min") = -1024, py::arg("out_max") = 1024,
+      py::arg("pads") = std::vector<uint32_t>{0, 0, 0, 0}, py::arg("strides") = std::vector<uint32_t>{1, 1},
+      py::arg("dilations") = std::vector<uint32_t>{1, 1}, py::arg("isa") = "scalar", thr,
       "NHWC int8 convolution (IGEMM), filter OHWI; pads (top, right, bottom, left); quantization as qgemm");
   // Timed entries (bench/): u8 or s8 activations (A's dtype) at fixed scales, s8 output clamped to its range.
   m.def(
@@ -212,8 +189,8 @@ void bind_qs8(py::module_& m) {
       [](const py::array& A, const I8Arr& B, const FArr& w_scales, const std::string& isa, size_t threads,
          size_t repeat) {
         std::vector<double> times;
-        qgemm(A, B, std::nullopt, w_scales, 0.02f, A.dtype().kind() == 'u' ? 128 : 0, 0.5f, 0, "int8", -128, 127,
-              true, std::nullopt, std::nullopt, 0, isa, threads, Timing{repeat, &times});
+        qgemm(A, B, std::nullopt, w_scales, 0.02f, A.dtype().kind() == 'u' ? 128 : 0, 0.5f, 0, "int8", -128,
+              127, true, std::nullopt, std::nullopt, 0, isa, threads, Timing{repeat, &times});
         return times;
       },
       py::arg("A"), py::arg("B"), py::arg("w_scales"), py::arg("isa") = "best", thr, rep,
@@ -223,13 +200,13 @@ void bind_qs8(py::module_& m) {
       [](const py::array& x, const I8Arr& f, const FArr& w_scales, const std::vector<uint32_t>& pads,
          const std::vector<uint32_t>& strides, const std::string& isa, size_t threads, size_t repeat) {
         std::vector<double> times;
-        qconv2d(x, f, std::nullopt, w_scales, 0.02f, x.dtype().kind() == 'u' ? 128 : 0, 0.5f, 0, "int8", -128, 127,
-                pads, strides, {1, 1}, isa, threads, Timing{repeat, &times});
+        qconv2d(x, f, std::nullopt, w_scales, 0.02f, x.dtype().kind() == 'u' ? 128 : 0, 0.5f, 0, "int8", -128,
+                127, pads, strides, {1, 1}, isa, threads, Timing{repeat, &times});
         return times;
       },
-      py::arg("x"), py::arg("filter"), py::arg("w_scales"), py::arg("pads") = std::vector<uint32_t>{0, 0, 0, 0},
-      py::arg("strides") = std::vector<uint32_t>{1, 1}, py::arg("isa") = "best", thr, rep,
-      "wall times (s) of `repeat` qconv2d calls after a warm-up one");
+      py::arg("x"), py::arg("filter"), py::arg("w_scales"),
+      py::arg("pads") = std::vector<uint32_t>{0, 0, 0, 0}, py::arg("strides") = std::vector<uint32_t>{1, 1},
+      py::arg("isa") = "best", thr, rep, "wall times (s) of `repeat` qconv2d calls after a warm-up one");
   m.def("peak_int8", &peak_int8, thr, py::arg("iters") = size_t{2000000}, py::arg("repeat") = size_t{5},
         "GOP/s of 10 independent vpmaddubsw + vpmaddwd + vpaddd chains per thread (the AVX2 int8 peak)");
 }

@@ -4,7 +4,6 @@
 #include <immintrin.h>
 
 #include "kernels/internal.h"
-#include "kernels/qs8.h"
 
 namespace webxnn {
 namespace internal {

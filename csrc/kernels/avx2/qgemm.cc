@@ -1,7 +1,7 @@
-// AVX2 int8 GEMM (qs8.h), exact: compiled with -mavx2 -mfma.
+// AVX2 int8 GEMM and IGEMM convolution (table.def's qgemm, qconv2d), exact: compiled with -mavx2 -mfma.
 //
 // The u8 x s8 step vpmaddubsw (+ vpmaddwd with ones, + vpaddd) sums two products into an int16, which saturates
-// for 255 * 127 * 2. Three exact paths, chosen at pack time from the weights (QPath, qs8.h):
+// for 255 * 127 * 2. Three exact paths, chosen at pack time from the weights (QPath, qgemm_layout.h):
 //  * kSmall, every |w| <= 64 (7-bit weights, e.g. onnxruntime's reduce_range): u8 activations (s8 ones shifted
 //    by +128) straight into vpmaddubsw: 255 * 64 * 2 = 32640 < 2^15.
 //  * kSign, no w is -128 (symmetric 8-bit quantizers -- onnxruntime's, PyTorch's -- use [-127, 127]): s8
@@ -20,7 +20,7 @@
 // 8 shapes; a lone last panel runs 4 x 16 tiles. Full K per tile, the accumulators started from the packed
 // bias. M = 1 (GEMV, batch-1 FC layers) runs 1 x 64 tiles: 4 panels at once, 8 independent chains, streaming
 // the weights. A row group (4 bytes) is broadcast from memory; a partial last group is assembled from the
-// row's remaining bytes (no reads past K). Requantization per qs8.h.
+// row's remaining bytes (no reads past K). Requantization per table.def.
 //
 // ODR hygiene: no std:: templates here; parallelism goes through internal.h.
 #include <immintrin.h>
@@ -30,7 +30,7 @@
 #include "kernels/avx2/avx2.h"
 #include "kernels/avx2/simd.h"
 #include "kernels/internal.h"
-#include "kernels/qs8.h"
+#include "kernels/qgemm_layout.h"
 
 namespace webxnn {
 namespace avx2 {
@@ -61,10 +61,11 @@ struct QCtx {
   bool flip, out_u8, wide, small;
 };
 
-// Row group g of a (4 bytes) broadcast (kFlip: a ^ 0x80, the shift d of qs8.h): a whole group straight from memory
+// Row group g of a (4 bytes) broadcast (kFlip: a ^ 0x80, qgemm_layout.h's shift d): a whole group straight from memory
 // (vpbroadcastd m32: no trip through a general register), or (tail) the zero-filled partial last one.
 template <bool kFlip>
-__attribute__((always_inline)) inline __m256i row_group(const QCtx& x, const uint8_t* a, size_t g, bool tail) {
+__attribute__((always_inline)) inline __m256i row_group(const QCtx& x, const uint8_t* a, size_t g,
+                                                        bool tail) {
   __m256i v;
   if (tail) {
     uint32_t t = 0;
@@ -151,7 +152,8 @@ __attribute__((always_inline)) inline void store16(const QCtx& x, __m256i s0, __
   // dwords [r0 0-3, r1 0-3, .., .. | r0 4-7, r1 4-7, .., ..] -> gather dwords 0, 4, 1, 5.
   const __m256i p16 = _mm256_packs_epi32(r0, r1);
   const __m256i p8 = x.out_u8 ? _mm256_packus_epi16(p16, p16) : _mm256_packs_epi16(p16, p16);
-  const __m128i v = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5)));
+  const __m128i v =
+      _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5)));
   if (nc == kQNR) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(c), v);
   } else {
@@ -290,7 +292,8 @@ void run_block(const QCtx& x, const Src& src, size_t m0, size_t m1, size_t p0, s
                                      min_sz(kQNR, x.N - (p + 3) * kQNR));
     }
     for (; p < p1; ++p)
-      tile_sign<1, 1, kFlip, kSmall>(x, src, m0, x.panels0 + p * x.pb, c0 + p * kQNR, min_sz(kQNR, x.N - p * kQNR));
+      tile_sign<1, 1, kFlip, kSmall>(x, src, m0, x.panels0 + p * x.pb, c0 + p * kQNR,
+                                     min_sz(kQNR, x.N - p * kQNR));
     return;
   }
   size_t p = p0;
@@ -421,7 +424,7 @@ void qconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, 
   g.OW = OW;
   g.p = p;
   const size_t K = qconv2d_packed_k(p), OC = p.group_output_channels;
-  g.zero_row = static_cast<const uint8_t*>(packed) + qgemm_packed_size(K, OC);
+  g.zero_row = static_cast<const uint8_t*>(packed) + qgemm_layout_bytes(K, OC);
   qrun(N * OH * OW, OC, K, &g, in, 0, packed, out, OC, out_min, out_max, par);
 }
 

@@ -1,9 +1,11 @@
-// Scalar int8 GEMM (qs8.h): the reference the AVX2 kernel is tested against, on the same packed panels.
+// Scalar int8 GEMM and IGEMM convolution (table.def's qgemm, qconv2d): the reference the AVX2 kernels are
+// tested against, on the same packed panels.
 #include <cstring>
 #include <vector>
 
-#include "kernels/qs8.h"
+#include "kernels/qgemm_layout.h"
 #include "kernels/scalar/common.h"
+#include "kernels/scalar/scalar.h"
 
 namespace webxnn {
 namespace scalar {
@@ -33,11 +35,12 @@ void qgemm(size_t M, size_t N, size_t K, const void* A, size_t lda, const void* 
         float scale;
         std::memcpy(&b, panel + j * 4, 4);
         std::memcpy(&scale, panel + kQNR * 4 + j * 4, 4);
-        // The kernels' view of a, a + d (qs8.h); the packed bias holds the correction.
+        // The kernels' view of a, a + d (qgemm_layout.h); the packed bias holds the correction.
         // Unsigned arithmetic: wraps like int32 would, without UB.
         uint32_t acc = static_cast<uint32_t>(b);
         for (size_t k = 0; k < K; ++k) {
-          const int32_t ak = (a_u8 ? static_cast<int32_t>(a[k]) : static_cast<int32_t>(static_cast<int8_t>(a[k])));
+          const int32_t ak =
+              (a_u8 ? static_cast<int32_t>(a[k]) : static_cast<int32_t>(static_cast<int8_t>(a[k])));
           acc += static_cast<uint32_t>((ak + h.a_shift) * w[(k / 4) * kQNR * 4 + k % 4]);
         }
         float v = static_cast<float>(static_cast<int32_t>(acc)) * scale;
@@ -57,7 +60,7 @@ void qconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, 
   const size_t K = qconv2d_packed_k(p), OC = p.group_output_channels, C = p.group_input_channels;
   const size_t taps = size_t{p.kernel_h} * p.kernel_w, cp = K / (taps ? taps : 1), M = N * OH * OW;
   if (M == 0 || OC == 0) return;
-  const uint8_t* zero_row = static_cast<const uint8_t*>(packed) + qgemm_packed_size(K, OC);
+  const uint8_t* zero_row = static_cast<const uint8_t*>(packed) + qgemm_layout_bytes(K, OC);
   const uint8_t* x = static_cast<const uint8_t*>(in);
   std::vector<uint8_t> rows(M * K, 0);
   for (size_t m = 0; m < M; ++m) {
@@ -67,8 +70,8 @@ void qconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, 
       const long iy = static_cast<long>(oy * p.stride_h + ky * p.dilation_h) - static_cast<long>(p.pad_top);
       const long ix = static_cast<long>(ox * p.stride_w + kx * p.dilation_w) - static_cast<long>(p.pad_left);
       const bool inside = iy >= 0 && ix >= 0 && iy < static_cast<long>(H) && ix < static_cast<long>(W);
-      const uint8_t* src = inside ? x + ((n * H + static_cast<size_t>(iy)) * W + static_cast<size_t>(ix)) * C
-                                  : zero_row;
+      const uint8_t* src =
+          inside ? x + ((n * H + static_cast<size_t>(iy)) * W + static_cast<size_t>(ix)) * C : zero_row;
       std::memcpy(&rows[m * K + t * cp], src, C);
     }
   }

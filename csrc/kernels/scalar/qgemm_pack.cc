@@ -1,8 +1,10 @@
-// int8 GEMM weight packing (qs8.h), shared by the scalar and AVX2 kernels: generic code, run once at load.
+// int8 GEMM weight packing (the table entries qgemm_packed_size, qgemm_pack, qconv2d_packed_size, qconv2d_pack)
+// into qgemm_layout.h's layout, which the AVX2 table's qgemm / qconv2d read too: generic code, run once at load.
 #include <cstring>
 #include <vector>
 
-#include "kernels/qs8.h"
+#include "kernels/qgemm_layout.h"
+#include "kernels/scalar/scalar.h"
 
 namespace webxnn {
 
@@ -11,12 +13,22 @@ size_t k_padded(size_t K) { return (K + 3) / 4 * 4; }
 size_t panel_bytes(size_t K) { return kQNR * 8 + k_padded(K) * kQNR; }
 }  // namespace
 
-size_t qgemm_packed_size(size_t K, size_t N) { return kQHeaderBytes + (N + kQNR - 1) / kQNR * panel_bytes(K); }
+size_t qconv2d_packed_k(const ConvParams& p) {
+  return size_t{p.kernel_h} * p.kernel_w * k_padded(p.group_input_channels);
+}
+
+size_t qgemm_layout_bytes(size_t K, size_t N) {
+  return kQHeaderBytes + (N + kQNR - 1) / kQNR * panel_bytes(K);
+}
+
+namespace scalar {
+
+size_t qgemm_packed_size(size_t K, size_t N) { return qgemm_layout_bytes(K, N); }
 
 void qgemm_pack(size_t K, size_t N, const int8_t* B, bool b_is_nk, const int32_t* bias, const QGemmQuant& q,
                 void* packed) {
   uint8_t* base = static_cast<uint8_t*>(packed);
-  std::memset(base, 0, qgemm_packed_size(K, N));
+  std::memset(base, 0, qgemm_layout_bytes(K, N));
   QGemmHeader h{};
   h.K = K;
   h.N = N;
@@ -56,12 +68,8 @@ void qgemm_pack(size_t K, size_t N, const int8_t* B, bool b_is_nk, const int32_t
   std::memcpy(base, &h, sizeof(h));
 }
 
-size_t qconv2d_packed_k(const ConvParams& p) {
-  return size_t{p.kernel_h} * p.kernel_w * k_padded(p.group_input_channels);
-}
-
 size_t qconv2d_packed_size(const ConvParams& p) {
-  return qgemm_packed_size(qconv2d_packed_k(p), p.group_output_channels) + k_padded(p.group_input_channels);
+  return qgemm_layout_bytes(qconv2d_packed_k(p), p.group_output_channels) + k_padded(p.group_input_channels);
 }
 
 void qconv2d_pack(const ConvParams& p, const int8_t* filter_ohwi, const int32_t* bias, const QGemmQuant& q,
@@ -72,9 +80,11 @@ void qconv2d_pack(const ConvParams& p, const int8_t* filter_ohwi, const int32_t*
   for (size_t o = 0; o < OC; ++o)
     for (size_t t = 0; t < taps; ++t) std::memcpy(&b[o * K + t * cp], filter_ohwi + (o * taps + t) * C, C);
   qgemm_pack(K, OC, b.data(), true, bias, q, packed);
-  uint8_t* zero_row = static_cast<uint8_t*>(packed) + qgemm_packed_size(K, OC);
+  uint8_t* zero_row = static_cast<uint8_t*>(packed) + qgemm_layout_bytes(K, OC);
   std::memset(zero_row, static_cast<uint8_t>(q.a_zero_point), cp);  // the raw byte of za (u8 or s8)
 }
+
+}  // namespace scalar
 
 QGemmRun qgemm_run_params(const void* packed, size_t K, int32_t out_min, int32_t out_max) {
   QGemmRun r;
