@@ -15,8 +15,8 @@ TESTING_BUILD = 'pip install -Ccmake.define.WEBXNN_TESTING=ON ".[bench]"'
 
 
 def testing_kernels() -> Any:
-    """webxnn._testing.kernels: the kernels one by one, their timed entries and the FMA peak probe. Not in the
-    product module: built with the CMake option WEBXNN_TESTING (README, Benchmarks)."""
+    """webxnn._testing.kernels: the kernels one by one, their timed entries and the FMA and int8 peak probes.
+    Not in the product module: built with the CMake option WEBXNN_TESTING (README, Benchmarks)."""
     try:
         from webxnn._testing import kernels  # noqa: PLC0415
     except ModuleNotFoundError as e:
@@ -41,6 +41,12 @@ def fma_peaks(threads_list: Iterable[int]) -> dict[int, float]:
     """The machine's FMA peak (GFLOP/s) on each thread count, measured now."""
     K = testing_kernels()
     return {t: K.peak_fma(threads=t) for t in threads_list}
+
+
+def int8_peaks(threads_list: Iterable[int]) -> dict[int, float]:
+    """The AVX2 int8 peak (GOP/s: vpmaddubsw + vpmaddwd + vpaddd chains) per thread count, measured now."""
+    K = testing_kernels()
+    return {t: K.peak_int8(threads=t) for t in threads_list}
 
 
 def copy_bandwidth() -> float:

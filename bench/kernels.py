@@ -5,6 +5,9 @@
 Every row times the kernel alone (weights packed once, outside the timing; activations preallocated): the
 median of `repeat` calls, best of `rounds` passes over all rows (the passes interleave webxnn, numpy and
 ORT). The peak is measured in the same run by 12 independent FMA chains per thread.
+The int8 GEMM rows (kernels.qgemm: u8 activations x per-channel s8 weights, requantized to s8) are measured
+against the int8 peak of the same run (10 independent vpmaddubsw + vpmaddwd + vpaddd chains per thread), with
+the fp32 GEMM of the same shape and onnxruntime's QLinearMatMul (u8 x s8 -> u8) beside them.
 numpy (its BLAS, GEMM rows only) and onnxruntime (a one-node ONNX model, NCHW, IO-bound buffers) run the same
 shapes with the same thread count; both are optional and their columns read "-" when absent.
 """
@@ -24,6 +27,7 @@ from bench.common import (
     contention_warning,
     copy_bandwidth,
     fma_peaks,
+    int8_peaks,
     median_ms,
     numpy_threads,
     onnxruntime_or_none,
@@ -38,8 +42,8 @@ from bench.common import (
 @dataclass
 class Case:
     name: str
-    kind: str  # gemm | conv | deconv | dwconv | maxpool
-    flops: float  # 2 * MACs (maxpool: comparisons, reported but no % of peak)
+    kind: str  # gemm | qgemm | conv | deconv | dwconv | maxpool
+    flops: float  # 2 * MACs (maxpool: comparisons, reported but no % of peak; qgemm: int8 ops)
     params: dict[str, Any] = field(default_factory=dict)
 
 
@@ -47,11 +51,17 @@ def _gemm(m: int, n: int, k: int) -> Case:
     return Case(f"gemm {m}x{n}x{k}", "gemm", 2.0 * m * n * k, {"M": m, "N": n, "K": k})
 
 
+def _qgemm(m: int, n: int, k: int, what: str = "") -> Case:
+    return Case(f"int8 gemm {m}x{n}x{k}{what}", "qgemm", 2.0 * m * n * k, {"M": m, "N": n, "K": k})
+
+
 def _conv(name: str, h: int, w: int, c: int, oc: int, k: int, s: int, pad: int) -> Case:
     oh, ow = (h + 2 * pad - k) // s + 1, (w + 2 * pad - k) // s + 1
     return Case(name, "conv", 2.0 * oh * ow * oc * c * k * k,
                 {"H": h, "W": w, "C": c, "OC": oc, "k": k, "s": s, "pad": pad})
 
+
+INT8_KINDS = ("qgemm", "qconv")  # rows measured against the int8 peak, in a table of their own
 
 CASES: list[Case] = [
     _gemm(384, 384, 384),
@@ -69,6 +79,12 @@ CASES: list[Case] = [
     # A decoder's upsampling step (not in the issue's list: transposed convolution has its own kernel).
     Case("deconv 4x4 s2 28x28x64->64", "deconv", 2.0 * 28 * 28 * 64 * 64 * 16,
          {"H": 28, "W": 28, "C": 64, "OC": 64, "k": 4, "s": 2, "pad": 1}),
+    _qgemm(384, 384, 384),
+    _qgemm(128, 3072, 768),
+    _qgemm(1, 4096, 4096),
+    _qgemm(3136, 64, 576, " (conv 3x3 56x56x64->64 as GEMM)"),
+    Case("int8 conv 3x3 56x56x64->64", "qconv", 2.0 * 56 * 56 * 64 * 64 * 9,
+         {"H": 56, "W": 56, "C": 64, "OC": 64, "k": 3, "s": 1, "pad": 1}),
 ]
 
 
@@ -76,7 +92,7 @@ CASES: list[Case] = [
 def _aligned64(a: np.ndarray) -> np.ndarray:
     """A copy of `a` starting on a 64-byte boundary, as every tensor in a Program's arena does (numpy's large
     arrays start 16 bytes past one, which splits a quarter of the 32-byte loads across cache lines)."""
-    buf = np.empty(a.size + 16, a.dtype)
+    buf = np.empty(a.size + 64 // a.itemsize, a.dtype)
     skip = (-buf.ctypes.data % 64) // a.itemsize
     out = buf[skip:skip + a.size].reshape(a.shape)
     out[...] = a
@@ -93,6 +109,18 @@ def _raw_inputs(case: Case, rng: np.random.Generator) -> dict[str, np.ndarray]:
     if case.kind == "gemm":
         return {"A": rng.standard_normal((p["M"], p["K"]), f32),
                 "B": rng.standard_normal((p["K"], p["N"]), f32)}
+    if case.kind == "qgemm":  # and the fp32 GEMM of the same shape
+        return {"A": rng.integers(0, 256, (p["M"], p["K"])).astype(np.uint8),
+                "B": rng.integers(-127, 128, (p["N"], p["K"])).astype(np.int8),
+                "w_scales": rng.uniform(0.005, 0.02, p["N"]).astype(f32),
+                "Af": rng.standard_normal((p["M"], p["K"]), f32),
+                "Bf": rng.standard_normal((p["K"], p["N"]), f32)}
+    if case.kind == "qconv":  # and the fp32 conv of the same shape
+        return {"x": rng.integers(0, 256, (1, p["H"], p["W"], p["C"])).astype(np.uint8),
+                "w": rng.integers(-127, 128, (p["OC"], p["k"], p["k"], p["C"])).astype(np.int8),
+                "w_scales": rng.uniform(0.005, 0.02, p["OC"]).astype(f32),
+                "xf": rng.standard_normal((1, p["H"], p["W"], p["C"]), f32),
+                "wf": rng.standard_normal((p["OC"], p["k"], p["k"], p["C"]), f32) * f32(0.1)}
     if case.kind in ("conv", "deconv"):
         return {"x": rng.standard_normal((1, p["H"], p["W"], p["C"]), f32),
                 "w": rng.standard_normal((p["OC"], p["k"], p["k"], p["C"]), f32) * f32(0.1)}
@@ -105,10 +133,15 @@ def _raw_inputs(case: Case, rng: np.random.Generator) -> dict[str, np.ndarray]:
 def _webxnn_times(case: Case, data: dict[str, np.ndarray], threads: int, repeat: int,
                   isa: str) -> list[float]:
     K = testing_kernels()
-
     p = case.params
     if case.kind == "gemm":
         return K.time_gemm(data["A"], data["B"], isa=isa, threads=threads, repeat=repeat)
+    if case.kind == "qgemm":
+        return K.time_qgemm(data["A"], data["B"], data["w_scales"], isa=isa, threads=threads, repeat=repeat)
+    if case.kind == "qconv":
+        pad = p["pad"]
+        return K.time_qconv2d(data["x"], data["w"], data["w_scales"], pads=[pad] * 4, strides=[p["s"]] * 2,
+                              isa=isa, threads=threads, repeat=repeat)
     if case.kind == "conv":
         pad = p["pad"]
         return K.time_conv2d(data["x"], data["w"], pads=(pad, pad, pad, pad), strides=(p["s"], p["s"]),
@@ -133,6 +166,12 @@ def _onnx_model(case: Case, data: dict[str, np.ndarray]) -> tuple[bytes, dict[st
 
     p = case.params
     f = TensorProto.FLOAT
+    if case.kind == "qgemm":  # QLinearMatMul, u8 x s8 per-column -> u8, as the int8 quantizers emit it
+        return _qlinear_model("QLinearMatMul", data["A"], np.ascontiguousarray(data["B"].T), data["w_scales"])
+    if case.kind == "qconv":  # QLinearConv, NCHW
+        return _qlinear_model("QLinearConv", np.ascontiguousarray(data["x"].transpose(0, 3, 1, 2)),
+                              np.ascontiguousarray(data["w"].transpose(0, 3, 1, 2)), data["w_scales"],
+                              kernel_shape=[p["k"], p["k"]], strides=[p["s"]] * 2, pads=[p["pad"]] * 4)
     if case.kind == "gemm":
         node = helper.make_node("MatMul", ["A", "B"], ["Y"])
         inits = [numpy_helper.from_array(data["B"], "B")]
@@ -168,6 +207,27 @@ def _onnx_model(case: Case, data: dict[str, np.ndarray]) -> tuple[bytes, dict[st
     return model.SerializeToString(), feeds
 
 
+def _qlinear_model(op: str, x: np.ndarray, w: np.ndarray, w_scales: np.ndarray,
+                   **attrs: Any) -> tuple[bytes, dict[str, np.ndarray]]:
+    """A one-node QLinearMatMul / QLinearConv model: u8 input x (zero point 128), s8 weights w with
+    per-output-channel scales, u8 output; and its feeds."""
+    from onnx import TensorProto, helper, numpy_helper  # noqa: PLC0415
+
+    n_out = w.shape[1] if op == "QLinearMatMul" else w.shape[0]
+    inits = [numpy_helper.from_array(v, n) for n, v in (
+        ("x_scale", np.array(0.02, np.float32)), ("x_zp", np.array(128, np.uint8)), ("W", w),
+        ("w_scale", w_scales), ("w_zp", np.zeros(n_out, np.int8)), ("y_scale", np.array(0.5, np.float32)),
+        ("y_zp", np.array(128, np.uint8)))]
+    node = helper.make_node(op, ["X", "x_scale", "x_zp", "W", "w_scale", "w_zp", "y_scale", "y_zp"], ["Y"],
+                            **attrs)
+    u8 = TensorProto.UINT8
+    graph = helper.make_graph([node], "k", [helper.make_tensor_value_info("X", u8, list(x.shape))],
+                              [helper.make_tensor_value_info("Y", u8, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    model.ir_version = 10
+    return model.SerializeToString(), {"X": x}
+
+
 def _ort_times(case: Case, data: dict[str, np.ndarray], threads: int, repeat: int) -> list[float]:
     model, feeds = _onnx_model(case, data)
     sess = ort_session(model, threads)
@@ -198,6 +258,7 @@ def run(cases: list[Case], threads_list: list[int], repeat: int, isa: str, with_
 
     info = dict(K.cpu_info())
     samples: list[dict[int, float]] = []  # the FMA peaks before each case
+    int8_samples: list[dict[int, float]] = []  # the int8 peaks before each int8 case
     copies: list[float] = []  # copy bandwidth at the start of each pass
     rng = np.random.default_rng(0)
     datas = {c.name: _inputs(c, rng) for c in cases}
@@ -212,8 +273,17 @@ def run(cases: list[Case], threads_list: list[int], repeat: int, isa: str, with_
             copies.append(copy_bandwidth())
         if t == threads_list[0]:
             samples.append(fma_peaks(threads_list))
+            if case.kind in INT8_KINDS:
+                int8_samples.append(int8_peaks(threads_list))
         data = datas[case.name]
         keep((case.name, t, "webxnn_ms"), median_ms(_webxnn_times(case, data, t, repeat, isa)))
+        if case.kind == "qgemm":
+            fp32 = K.time_gemm(data["Af"], data["Bf"], isa=isa, threads=t, repeat=repeat)
+            keep((case.name, t, "fp32_ms"), median_ms(fp32))
+        if case.kind == "qconv":
+            pad = case.params["pad"]
+            fp32 = K.time_conv2d(data["xf"], data["wf"], pads=(pad,) * 4, isa=isa, threads=t, repeat=repeat)
+            keep((case.name, t, "fp32_ms"), median_ms(fp32))
         if with_numpy:
             nt = _numpy_times(case, data, t, repeat)
             if nt:
@@ -221,16 +291,19 @@ def run(cases: list[Case], threads_list: list[int], repeat: int, isa: str, with_
         if with_ort:
             keep((case.name, t, "ort_ms"), median_ms(_ort_times(case, data, t, repeat)))
     peaks = {t: max(s[t] for s in samples) for t in threads_list}  # the best of the passes
+    int8_peaks_best = {t: max(s[t] for s in int8_samples) for t in threads_list} if int8_samples else {}
     rows: list[dict[str, Any]] = []
     for case in cases:
         for t in threads_list:
             row: dict[str, Any] = {"case": case.name, "kind": case.kind, "threads": t}
-            for key in ("webxnn_ms", "numpy_ms", "ort_ms"):
+            for key in ("webxnn_ms", "numpy_ms", "ort_ms", "fp32_ms"):
                 row[key] = best.get((case.name, t, key))
-            row["gflops"] = case.flops / (row["webxnn_ms"] * 1e-3) * 1e-9
-            row["pct_peak"] = 100.0 * row["gflops"] / peaks[t] if case.kind != "maxpool" else None
+            row["gflops"] = case.flops / (row["webxnn_ms"] * 1e-3) * 1e-9  # GOP/s for int8 rows
+            peak = int8_peaks_best.get(t) if case.kind in INT8_KINDS else peaks[t]
+            row["pct_peak"] = 100.0 * row["gflops"] / peak if case.kind != "maxpool" else None
             rows.append(row)
     return {"cpu": info, "isa": isa, "rounds": rounds, "peak_gflops": {str(t): p for t, p in peaks.items()},
+            "int8_peak_gops": {str(t): p for t, p in int8_peaks_best.items()},
             "copy_gbs": copies, "warning": contention_warning(samples, copies), "rows": rows}
 
 
@@ -245,18 +318,40 @@ def markdown(result: dict[str, Any]) -> str:
              "| kernel | thr | webxnn ms | GFLOP/s | % peak | numpy ms | ORT ms | webxnn/ORT |",
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in result["rows"]:
+        if r["kind"] in INT8_KINDS:
+            continue
         ort = r.get("ort_ms")
         ratio = r["webxnn_ms"] / ort if ort else None
         gf = "-" if r["kind"] == "maxpool" else f"{r['gflops']:.1f}"
         lines.append(f"| {r['case']} | {r['threads']} | {r['webxnn_ms']:.3f} | {gf} "
                      f"| {_fmt(r['pct_peak'], '.1f')} "
                      f"| {_fmt(r.get('numpy_ms'), '.3f')} | {_fmt(ort, '.3f')} | {_fmt(ratio, '.2f')} |")
+    lines += _int8_markdown(result)
     if result.get("warning"):
         lines += ["", result["warning"]]
     lines += ["", "GFLOP/s and % peak count the direct algorithm's flops (2 x multiply-adds). The AVX2 "
               "table runs 3x3 stride-1 convolutions with >= 16 channels on each side by Winograd F(4x4,3x3), "
               "which does 4x fewer multiplies, so those rows can pass 100 % of the FMA peak."]
     return "\n".join(lines)
+
+
+def _int8_markdown(result: dict[str, Any]) -> list[str]:
+    rows = [r for r in result["rows"] if r["kind"] in INT8_KINDS]
+    if not rows:
+        return []
+    peaks = ", ".join(f"{t} thread{'s' if t != '1' else ''}: {p:.1f}"
+                      for t, p in result.get("int8_peak_gops", {}).items())
+    lines = ["", f"int8 peak (GOP/s, vpmaddubsw + vpmaddwd + vpaddd) — {peaks}", "",
+             "| int8 (u8 x s8 -> s8) | thr | webxnn ms | GOP/s | % int8 peak | fp32 ms "
+             "| int8 / fp32 speed | ORT int8 ms | webxnn/ORT |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        ort, fp32 = r.get("ort_ms"), r.get("fp32_ms")
+        lines.append(f"| {r['case']} | {r['threads']} | {r['webxnn_ms']:.3f} | {r['gflops']:.1f} "
+                     f"| {_fmt(r['pct_peak'], '.1f')} | {_fmt(fp32, '.3f')} "
+                     f"| {_fmt(fp32 / r['webxnn_ms'] if fp32 else None, '.2f')} | {_fmt(ort, '.3f')} "
+                     f"| {_fmt(r['webxnn_ms'] / ort if ort else None, '.2f')} |")
+    return lines
 
 
 def plot(result: dict[str, Any], path: pathlib.Path) -> bool:
@@ -269,7 +364,7 @@ def plot(result: dict[str, Any], path: pathlib.Path) -> bool:
         import matplotlib.pyplot as plt  # noqa: PLC0415
     except ImportError:
         return False
-    rows = [r for r in result["rows"] if r["kind"] != "maxpool"]
+    rows = [r for r in result["rows"] if r["kind"] not in ("maxpool", *INT8_KINDS)]
     if not rows:
         return False
     names = list(dict.fromkeys(r["case"] for r in rows))

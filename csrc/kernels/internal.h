@@ -63,6 +63,10 @@ uint64_t unique_call_id();
 // avx2/peak.cc (x86 builds only): `iters` steps of 12 independent 8-wide FMAs (192 flops per step). Only call
 // after checking cpu_features().fma; the benchmark's FMA-peak yardstick.
 float fma_peak_loop(size_t iters);
+// avx2/peak.cc (x86 builds only): `iters` steps of 10 independent u8 x s8 steps (vpmaddubsw + vpmaddwd +
+// vpaddd, 32 multiply-adds = 64 ops each; 640 ops per step), the int8 peak yardstick of the benchmark. Only call
+// after checking cpu_features().avx2.
+int32_t int8_peak_loop(size_t iters);
 
 }  // namespace internal
 }  // namespace webxnn

@@ -115,6 +115,21 @@ struct BinaryShape {
 // copy picked by the linker for all).
 void binary_row_offsets(const BinaryShape& s, size_t row, size_t* oa, size_t* ob);
 
+// The int8 types of the qgemm / qconv2d entries: quint8 and qint8.
+enum class QType : uint8_t { kU8, kS8 };
+
+// The quantization of one int8 GEMM or convolution, fixed at pack time (qgemm_pack, qconv2d_pack).
+struct QGemmQuant {
+  QType a_type = QType::kS8;
+  int32_t a_zero_point = 0;  // in a_type's range
+  float a_scale = 1.f;
+  const float* w_scales = nullptr;  // w_scale_count scales: N (per channel) or 1 (per tensor)
+  size_t w_scale_count = 1;
+  QType out_type = QType::kS8;
+  int32_t out_zero_point = 0;  // in out_type's range
+  float out_scale = 1.f;
+};
+
 // Each entry's function type, by name: kernel_fn::gemm is `void(size_t M, ..., Parallel& par)`. An ISA declares
 // its implementation of an entry with it (`kernel_fn::gemm gemm;` in its namespace), so no signature is
 // written twice.

@@ -9,6 +9,8 @@ namespace webxnn {
 // webxnn._testing.kernels: each kernel table entry on numpy arrays, the timed entries bench/ uses, the FMA
 // peak probe (kernels_binding.cc). `kernels` is the submodule module.cc created.
 void bind_kernels(pybind11::module_& kernels);
+// Its int8 GEMM and IGEMM convolution entries, their timed entries, the int8 peak probe (qs8_binding.cc).
+void bind_qs8(pybind11::module_& kernels);
 // webxnn._testing.arena_layout: the arena placement on its own (arena_binding.cc).
 void bind_arena_layout(pybind11::module_& m);
 }  // namespace webxnn

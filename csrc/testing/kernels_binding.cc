@@ -6,64 +6,26 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <map>
 #include <optional>
-#include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "kernels/internal.h"
 #include "kernels/kernels.h"
-#include "kernels/thread_pool.h"
 #include "testing/bindings.h"
+#include "testing/kernel_args.h"
 
 namespace py = pybind11;
 
 namespace webxnn {
 namespace {
 
-using FArr = py::array_t<float, py::array::c_style | py::array::forcecast>;
-using I8Arr = py::array_t<int8_t, py::array::c_style | py::array::forcecast>;
-using I32Arr = py::array_t<int32_t, py::array::c_style | py::array::forcecast>;
+using namespace testing;  // kernel_args.h
 constexpr float kInf = std::numeric_limits<float>::infinity();
-
-[[noreturn]] void bad(const std::string& where, const std::string& what) {
-  py::object cls = py::module_::import("webxnn.errors").attr("InputError");
-  PyErr_SetObject(cls.ptr(), py::str("kernels." + where + ": " + what).ptr());
-  throw py::error_already_set();
-}
-
-const KernelTable& table_for(const char* where, const std::string& isa) {
-  const KernelTable* t = kernels_by_name(isa.c_str());
-  if (!t) bad(where, "unknown or unsupported isa '" + isa + "' (scalar, avx2, best)");
-  return *t;
-}
-
-Parallel& pool_for(const char* where, size_t threads) {
-  static SerialParallel serial;
-  static std::mutex mu;
-  static std::map<size_t, std::unique_ptr<ThreadPool>> pools;
-  if (threads == 0 || threads > 256) bad(where, "threads must be in [1, 256]");
-  if (threads == 1) return serial;
-  std::lock_guard<std::mutex> lk(mu);
-  auto& p = pools[threads];
-  if (!p) p = std::make_unique<ThreadPool>(threads);
-  return *p;
-}
-
-// 64-byte aligned scratch (packed weights).
-struct Aligned {
-  void* p = nullptr;
-  explicit Aligned(size_t bytes) : p(internal::aligned_alloc64(bytes)) {}
-  ~Aligned() { internal::aligned_free(p); }
-  Aligned(const Aligned&) = delete;
-  Aligned& operator=(const Aligned&) = delete;
-};
 
 std::vector<size_t> shape_of(const py::array& a) {
   std::vector<size_t> s(static_cast<size_t>(a.ndim()));
@@ -86,24 +48,6 @@ template <typename T>
 py::array_t<T> make_out(const std::vector<size_t>& shape) {
   std::vector<py::ssize_t> s(shape.begin(), shape.end());
   return py::array_t<T>(s);
-}
-
-// Benchmark support: when `times` is non-null the kernel call (packing excluded) runs once to warm up, then
-// `repeat` more times, each wall time in seconds appended to *times.
-struct Timing {
-  size_t repeat = 0;
-  std::vector<double>* times = nullptr;
-};
-
-template <typename Fn>
-void run_timed(const Timing& tm, Fn&& fn) {
-  fn();
-  if (!tm.times) return;
-  for (size_t i = 0; i < tm.repeat; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    fn();
-    tm.times->push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
 }
 
 // The clamp [mn, mx], then the post-op named `post` (gemm, conv2d and dwconv2d only).
@@ -744,18 +688,9 @@ double peak_fma(size_t threads, size_t iters, size_t repeat) {
   bad(w, "built without the x86 kernels");
 #else
   Parallel& par = pool_for(w, threads);
-  std::vector<double> times;
   volatile float sink = 0.f;
-  {
-    py::gil_scoped_release nogil;
-    for (size_t r = 0; r < repeat + 1; ++r) {
-      const auto t0 = std::chrono::steady_clock::now();
-      par.run(threads, [&](size_t) { sink = sink + internal::fma_peak_loop(iters); });
-      if (r) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
-  }
-  std::sort(times.begin(), times.end());
-  const double t = times[times.size() / 2];
+  const double t =
+      median_run_seconds(par, threads, repeat, [&] { sink = sink + internal::fma_peak_loop(iters); });
   return 192.0 * static_cast<double>(iters) * static_cast<double>(threads) / t * 1e-9;
 #endif
 }

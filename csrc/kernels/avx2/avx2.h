@@ -9,18 +9,22 @@
 
 // The entries of table.def that the AVX2 table implements, X(name) each; its other entries are the scalar ones
 // (table.cc starts from the scalar table): dwconv2d_packed_size / dwconv2d_pack (dwconv2d reads the scalar
-// packed layout) and the qs8 entries. Where they are defined:
+// packed layout), the int8 packers qgemm_packed_size / qgemm_pack / qconv2d_packed_size / qconv2d_pack
+// (qgemm / qconv2d read the scalar packed layout, kernels/qgemm_layout.h) and the qs8_gemm entries. Where they
+// are defined:
 //   gemm.cc     gemm_packed_size gemm_pack gemm gemm_residual batch_matmul
 //   igemm.cc    conv2d_packed_size conv2d_pack conv2d conv2d_reads_nchw conv2d_residual (Winograd: winograd.cc)
 //   dwconv.cc   dwconv2d dwconv2d_fused max_pool2d avg_pool2d global_avg_pool
 //   deconv.cc   deconv2d_packed_size deconv2d_pack deconv2d
 //   elementwise.cc binary unary; math.cc softmax normalize; layout.cc image_layout_f32 (3-channel images)
+//   qgemm.cc    qgemm qconv2d
 #define WEBXNN_AVX2_KERNELS(X)                                                                           \
   X(gemm_packed_size) X(gemm_pack) X(gemm) X(gemm_residual) X(batch_matmul)                               \
   X(conv2d_packed_size) X(conv2d_pack) X(conv2d) X(conv2d_reads_nchw) X(conv2d_residual)                  \
   X(dwconv2d) X(dwconv2d_fused) X(max_pool2d) X(avg_pool2d) X(global_avg_pool)                            \
   X(deconv2d_packed_size) X(deconv2d_pack) X(deconv2d)                                                    \
-  X(binary) X(unary) X(softmax) X(normalize) X(image_layout_f32)
+  X(binary) X(unary) X(softmax) X(normalize) X(image_layout_f32)                                          \
+  X(qgemm) X(qconv2d)
 
 namespace webxnn {
 namespace avx2 {

@@ -1,0 +1,432 @@
+// AVX2 int8 GEMM and IGEMM convolution (table.def's qgemm, qconv2d), exact: compiled with -mavx2 -mfma.
+//
+// The u8 x s8 step vpmaddubsw (+ vpmaddwd with ones, + vpaddd) sums two products into an int16, which saturates
+// for 255 * 127 * 2. Three exact paths, chosen at pack time from the weights (QPath, qgemm_layout.h):
+//  * kSmall, every |w| <= 64 (7-bit weights, e.g. onnxruntime's reduce_range): u8 activations (s8 ones shifted
+//    by +128) straight into vpmaddubsw: 255 * 64 * 2 = 32640 < 2^15.
+//  * kSign, no w is -128 (symmetric 8-bit quantizers -- onnxruntime's, PyTorch's -- use [-127, 127]): s8
+//    activations (u8 ones shifted by -128) and a * w as |a| * sign(w, a) (vpabsb, vpsignb): |pair| <= 32512.
+//  * kWide, some w is -128: vpmovsxbw + vpmaddwd, exact for any weights.
+// The shifts are folded into the packed bias. Measured (1 thread, CPU time, loaded machine, GOP/s, kSmall /
+// kSign / kWide): 384^3 158 / 101 / 86, 128x3072x768 139 / 105 / 75, 3136x64x576 155 / 106 / 82. The vpsignb
+// is what kSign pays: without it (wrong results, same tiles) 384^3 ran at 182. onnxruntime's AVX2 u8s8 kernel
+// (plain vpmaddubsw on 8-bit weights, which may saturate) ran at 124-143 on these shapes in the same runs.
+//
+// Tiles: 2 rows x 32 columns (two panels): 8 int32 accumulators, the panels' 4 weight vectors, the broadcast
+// row group, its |a|, a product and the ones vector -- 16 ymm registers, no spills (the compiler reloads a
+// weight vector rather than spill). Per row group and row: 1 broadcast (+ 1 xor for u8) and 1 vpabsb shared by
+// 4 steps of vpsignb + vpmaddubsw + vpmaddwd + vpaddd; 4 x 16 tiles pay the broadcast and vpabsb per 2 steps.
+// Measured here against 4 x 16 (1 thread, CPU time, the machine loaded, so +-15 %): level or ahead on 5 of
+// 8 shapes; a lone last panel runs 4 x 16 tiles. Full K per tile, the accumulators started from the packed
+// bias. M = 1 (GEMV, batch-1 FC layers) runs 1 x 64 tiles: 4 panels at once, 8 independent chains, streaming
+// the weights. A row group (4 bytes) is broadcast from memory; a partial last group is assembled from the
+// row's remaining bytes (no reads past K). Requantization per table.def.
+//
+// ODR hygiene: no std:: templates here; parallelism goes through internal.h.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/avx2/avx2.h"
+#include "kernels/avx2/simd.h"
+#include "kernels/internal.h"
+#include "kernels/qgemm_layout.h"
+
+namespace webxnn {
+namespace avx2 {
+namespace {
+
+constexpr size_t kQMC = 192;  // rows of A per M chunk: a chunk's rows stay in L2 while its panels sweep them
+
+// A convolution's geometry for IGEMM tiles (qconv2d); null for a plain GEMM.
+struct QConvGeom {
+  size_t H, W, C, OH, OW;
+  ConvParams p;
+  const uint8_t* zero_row;  // C bytes of the input zero point: the rows of padding taps
+};
+
+struct QCtx {
+  size_t M, N, K, lda, ldc, panels, pb;
+  // The k loop: `taps` row pointers per output row (1 for a GEMM), each read in `groups` whole row groups and
+  // a partial one of `krem` bytes; the weights of tap t start at group t * tap_groups.
+  size_t taps, tap_groups, groups, krem;
+  const QConvGeom* conv;
+  size_t m_chunks, n_groups, tasks;
+  size_t pstep;  // N groups hold whole tiles of this many panels (4 for the GEMV)
+  const uint8_t* A;
+  const uint8_t* panels0;  // first panel
+  uint8_t* C;
+  float flo, fhi;  // the clamp, relative to the output zero point
+  int32_t zy;
+  bool flip, out_u8, wide, small;
+};
+
+// Row group g of a (4 bytes) broadcast (kFlip: a ^ 0x80, qgemm_layout.h's shift d): a whole group straight from memory
+// (vpbroadcastd m32: no trip through a general register), or (tail) the zero-filled partial last one.
+template <bool kFlip>
+__attribute__((always_inline)) inline __m256i row_group(const QCtx& x, const uint8_t* a, size_t g,
+                                                        bool tail) {
+  __m256i v;
+  if (tail) {
+    uint32_t t = 0;
+    std::memcpy(&t, a + 4 * g, x.krem);
+    v = _mm256_set1_epi32(static_cast<int32_t>(t));
+  } else {
+    v = _mm256_castps_si256(_mm256_broadcast_ss(reinterpret_cast<const float*>(a + 4 * g)));
+  }
+  return kFlip ? _mm256_xor_si256(v, _mm256_set1_epi8(static_cast<char>(0x80))) : v;
+}
+
+// Where a tile's rows come from, per tap: a GEMM's A rows, or a convolution's input pixels (IGEMM: the row
+// of input pixel (iy, ix) for output pixel m and tap (ky, kx), the zero-point row where that is padding).
+// Per tile, start() works out what the taps share (for a convolution: each output pixel's image and top-left
+// input coordinate, the divisions done once per tile, not per tap); rows() then gives the tile's row pointers
+// for each tap in turn (t = 0, 1, ...).
+struct GemmRows {
+  const uint8_t* a;
+  size_t lda;
+  template <int MR>
+  struct Tile {
+    const uint8_t* r[MR];
+  };
+  template <int MR>
+  __attribute__((always_inline)) void start(size_t m0, Tile<MR>& tl) const {
+#pragma GCC unroll 4
+    for (int m = 0; m < MR; ++m) tl.r[m] = a + (m0 + m) * lda;
+  }
+  template <int MR>
+  __attribute__((always_inline)) void rows(Tile<MR>& tl, const uint8_t* (&ar)[MR]) const {
+#pragma GCC unroll 4
+    for (int m = 0; m < MR; ++m) ar[m] = tl.r[m];
+  }
+};
+
+struct ConvRows {
+  const QConvGeom& g;
+  const uint8_t* in;
+  template <int MR>
+  struct Tile {
+    const uint8_t* img[MR];
+    size_t iy0[MR], ix0[MR];  // top-left tap's input coordinates; negative ones wrap around (unsigned)
+    size_t ky = 0, kx = 0;    // the next tap
+  };
+  template <int MR>
+  void start(size_t m0, Tile<MR>& tl) const {
+    const ConvParams& p = g.p;
+    for (int m = 0; m < MR; ++m) {
+      const size_t pix = m0 + m, n = pix / (g.OH * g.OW), r = pix % (g.OH * g.OW);
+      tl.img[m] = in + n * g.H * g.W * g.C;
+      tl.iy0[m] = r / g.OW * p.stride_h - p.pad_top;
+      tl.ix0[m] = r % g.OW * p.stride_w - p.pad_left;
+    }
+  }
+  template <int MR>
+  void rows(Tile<MR>& tl, const uint8_t* (&ar)[MR]) const {
+    const ConvParams& p = g.p;
+    const size_t dy = tl.ky * p.dilation_h, dx = tl.kx * p.dilation_w;
+    for (int m = 0; m < MR; ++m) {
+      // Unsigned: a coordinate in the top / left padding wrapped past H / W, so one compare catches both sides.
+      const size_t iy = tl.iy0[m] + dy, ix = tl.ix0[m] + dx;
+      ar[m] = iy < g.H && ix < g.W ? tl.img[m] + (iy * g.W + ix) * g.C : g.zero_row;
+    }
+    if (++tl.kx == p.kernel_w) {
+      tl.kx = 0;
+      ++tl.ky;
+    }
+  }
+};
+
+// Requantizes 16 int32 sums (columns n0..n0+nc of one row; scale: the panel's 16 scales) and stores nc bytes.
+__attribute__((always_inline)) inline void store16(const QCtx& x, __m256i s0, __m256i s1, const float* scale,
+                                                   uint8_t* c, size_t nc) {
+  const __m256 lo = _mm256_set1_ps(x.flo), hi = _mm256_set1_ps(x.fhi);
+  const __m256i zy = _mm256_set1_epi32(x.zy);
+  // vmaxps(v, lo) first: a NaN v gives lo (its second operand), as the scalar reference does.
+  __m256 f0 = _mm256_mul_ps(_mm256_cvtepi32_ps(s0), _mm256_load_ps(scale));
+  __m256 f1 = _mm256_mul_ps(_mm256_cvtepi32_ps(s1), _mm256_load_ps(scale + 8));
+  f0 = _mm256_min_ps(_mm256_max_ps(f0, lo), hi);
+  f1 = _mm256_min_ps(_mm256_max_ps(f1, lo), hi);
+  const __m256i r0 = _mm256_add_epi32(_mm256_cvtps_epi32(f0), zy);  // round to nearest even (MXCSR default)
+  const __m256i r1 = _mm256_add_epi32(_mm256_cvtps_epi32(f1), zy);
+  // Values are in the output type's range already; the packs only narrow. Lane order after the packs:
+  // dwords [r0 0-3, r1 0-3, .., .. | r0 4-7, r1 4-7, .., ..] -> gather dwords 0, 4, 1, 5.
+  const __m256i p16 = _mm256_packs_epi32(r0, r1);
+  const __m256i p8 = x.out_u8 ? _mm256_packus_epi16(p16, p16) : _mm256_packs_epi16(p16, p16);
+  const __m128i v =
+      _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5)));
+  if (nc == kQNR) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(c), v);
+  } else {
+    alignas(16) uint8_t tmp[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(tmp), v);
+    std::memcpy(c, tmp, nc);
+  }
+}
+
+// The k loop of a tile: for each tap, its rows into ar, then step(weight group, row group, tail) over the row
+// groups (a partial last one with tail set).
+template <int MR, typename Src, typename Step>
+__attribute__((always_inline)) inline void for_each_group(const QCtx& x, const Src& src, size_t m0,
+                                                          const uint8_t* (&ar)[MR], const Step& step) {
+  typename Src::template Tile<MR> tl;
+  src.start(m0, tl);
+  for (size_t t = 0; t < x.taps; ++t) {
+    src.rows(tl, ar);
+    const size_t gb = t * x.tap_groups;
+    for (size_t g = 0; g < x.groups; ++g) step(gb + g, g, false);
+    if (x.krem) step(gb + x.groups, x.groups, true);
+  }
+}
+
+// MR rows x NP panels (16 columns each) over the full K, sign trick: acc += maddwd(maddubs(|a|, sign(w, a)), 1).
+// a: the tile's first row; panel: its first panel; c: its first output; nc: columns of the last panel.
+template <int MR, int NP, bool kFlip, bool kSmall, typename Src>
+void tile_sign(const QCtx& x, const Src& src, size_t m0, const uint8_t* panel, uint8_t* c, size_t nc) {
+  __m256i acc[MR][2 * NP];
+  const int8_t* w[NP];
+#pragma GCC unroll 4
+  for (int p = 0; p < NP; ++p) {
+    const uint8_t* pp = panel + p * x.pb;
+    const __m256i b0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(pp));
+    const __m256i b1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(pp + 32));
+#pragma GCC unroll 4
+    for (int m = 0; m < MR; ++m) {
+      acc[m][2 * p] = b0;
+      acc[m][2 * p + 1] = b1;
+    }
+    w[p] = reinterpret_cast<const int8_t*>(pp + kQNR * 8);
+  }
+  const __m256i ones = _mm256_set1_epi16(1);
+  const uint8_t* ar[MR];
+  // Row group ga of the rows, weight group gw.
+  const auto step = [&](size_t gw, size_t ga, bool tail) __attribute__((always_inline)) {
+    __m256i w0[NP], w1[NP];
+#pragma GCC unroll 4
+    for (int p = 0; p < NP; ++p) {
+      w0[p] = _mm256_load_si256(reinterpret_cast<const __m256i*>(w[p] + gw * 64));
+      w1[p] = _mm256_load_si256(reinterpret_cast<const __m256i*>(w[p] + gw * 64 + 32));
+    }
+#pragma GCC unroll 4
+    for (int m = 0; m < MR; ++m) {
+      const __m256i va = row_group<kFlip>(x, ar[m], ga, tail);
+      const __m256i ua = kSmall ? va : _mm256_abs_epi8(va);
+#pragma GCC unroll 4
+      for (int p = 0; p < NP; ++p) {
+        const __m256i s0 = kSmall ? w0[p] : _mm256_sign_epi8(w0[p], va);
+        const __m256i s1 = kSmall ? w1[p] : _mm256_sign_epi8(w1[p], va);
+        const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(ua, s0), ones);
+        const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(ua, s1), ones);
+        acc[m][2 * p] = _mm256_add_epi32(acc[m][2 * p], p0);
+        acc[m][2 * p + 1] = _mm256_add_epi32(acc[m][2 * p + 1], p1);
+      }
+    }
+  };
+  for_each_group(x, src, m0, ar, step);
+#pragma GCC unroll 4
+  for (int m = 0; m < MR; ++m) {
+#pragma GCC unroll 4
+    for (int p = 0; p < NP; ++p) {
+      const float* scale = reinterpret_cast<const float*>(panel + p * x.pb + kQNR * 4);
+      store16(x, acc[m][2 * p], acc[m][2 * p + 1], scale, c + m * x.ldc + p * kQNR, p == NP - 1 ? nc : kQNR);
+    }
+  }
+}
+
+// MR rows x 16 columns, 16-bit path (any weights, -128 included): per row group, the 4 activations as int16
+// broadcast to every 64-bit lane, the weights sign-extended to int16 (4 columns x 4 k per vector), vpmaddwd
+// into 4 accumulators per row holding 2 partial sums per column; vphaddd + vpermq reduce them at the end.
+template <int MR, bool kFlip, typename Src>
+void tile_wide(const QCtx& x, const Src& src, size_t m0, const uint8_t* panel, uint8_t* c, size_t nc) {
+  __m256i acc[MR][4];
+#pragma GCC unroll 4
+  for (int m = 0; m < MR; ++m)
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) acc[m][q] = _mm256_setzero_si256();
+  const int8_t* w = reinterpret_cast<const int8_t*>(panel + kQNR * 8);
+  const uint8_t* ar[MR];
+  const auto step = [&](size_t gw, size_t ga, bool tail) __attribute__((always_inline)) {
+    __m256i w16[4];
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q)
+      w16[q] = _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(w + gw * 64 + q * 16)));
+#pragma GCC unroll 4
+    for (int m = 0; m < MR; ++m) {
+      const __m128i a8 = _mm256_castsi256_si128(row_group<kFlip>(x, ar[m], ga, tail));
+      const __m256i va = _mm256_broadcastq_epi64(_mm_cvtepi8_epi16(a8));
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) acc[m][q] = _mm256_add_epi32(acc[m][q], _mm256_madd_epi16(va, w16[q]));
+    }
+  };
+  for_each_group(x, src, m0, ar, step);
+  const __m256i b0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(panel));
+  const __m256i b1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(panel + 32));
+  const float* scale = reinterpret_cast<const float*>(panel + kQNR * 4);
+#pragma GCC unroll 4
+  for (int m = 0; m < MR; ++m) {
+    // hadd lanes: [c0 c1 c4 c5 | c2 c3 c6 c7] -> vpermq 0, 2, 1, 3.
+    const __m256i s0 = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[m][0], acc[m][1]), 0xD8);
+    const __m256i s1 = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[m][2], acc[m][3]), 0xD8);
+    store16(x, _mm256_add_epi32(s0, b0), _mm256_add_epi32(s1, b1), scale, c + m * x.ldc, nc);
+  }
+}
+
+// Rows [m0, m1) x panels [p0, p1).
+template <bool kFlip, bool kSmall, typename Src>
+void run_block(const QCtx& x, const Src& src, size_t m0, size_t m1, size_t p0, size_t p1) {
+  uint8_t* c0 = x.C + m0 * x.ldc;
+  const size_t rows = m1 - m0;
+  if (x.wide) {
+    for (size_t p = p0; p < p1; ++p) {
+      const uint8_t* panel = x.panels0 + p * x.pb;
+      const size_t nc = min_sz(kQNR, x.N - p * kQNR);
+      size_t m = 0;
+      for (; m + 2 <= rows; m += 2) tile_wide<2, kFlip>(x, src, m0 + m, panel, c0 + m * x.ldc + p * kQNR, nc);
+      if (m < rows) tile_wide<1, kFlip>(x, src, m0 + m, panel, c0 + m * x.ldc + p * kQNR, nc);
+    }
+    return;
+  }
+  if (rows == 1) {  // GEMV: 4 panels at a time
+    size_t p = p0;
+    for (; p + 4 <= p1; p += 4) {
+      tile_sign<1, 4, kFlip, kSmall>(x, src, m0, x.panels0 + p * x.pb, c0 + p * kQNR,
+                                     min_sz(kQNR, x.N - (p + 3) * kQNR));
+    }
+    for (; p < p1; ++p)
+      tile_sign<1, 1, kFlip, kSmall>(x, src, m0, x.panels0 + p * x.pb, c0 + p * kQNR,
+                                     min_sz(kQNR, x.N - p * kQNR));
+    return;
+  }
+  size_t p = p0;
+  for (; p + 2 <= p1; p += 2) {
+    const uint8_t* panel = x.panels0 + p * x.pb;
+    const size_t nc = min_sz(kQNR, x.N - (p + 1) * kQNR);
+    size_t m = 0;
+    for (; m + 2 <= rows; m += 2)
+      tile_sign<2, 2, kFlip, kSmall>(x, src, m0 + m, panel, c0 + m * x.ldc + p * kQNR, nc);
+    if (m < rows) tile_sign<1, 2, kFlip, kSmall>(x, src, m0 + m, panel, c0 + m * x.ldc + p * kQNR, nc);
+  }
+  for (; p < p1; ++p) {
+    const uint8_t* panel = x.panels0 + p * x.pb;
+    const size_t nc = min_sz(kQNR, x.N - p * kQNR);
+    size_t m = 0;
+    for (; m + 4 <= rows; m += 4)
+      tile_sign<4, 1, kFlip, kSmall>(x, src, m0 + m, panel, c0 + m * x.ldc + p * kQNR, nc);
+    uint8_t* c = c0 + m * x.ldc + p * kQNR;
+    switch (rows - m) {
+      case 3: tile_sign<3, 1, kFlip, kSmall>(x, src, m0 + m, panel, c, nc); break;
+      case 2: tile_sign<2, 1, kFlip, kSmall>(x, src, m0 + m, panel, c, nc); break;
+      case 1: tile_sign<1, 1, kFlip, kSmall>(x, src, m0 + m, panel, c, nc); break;
+      default: break;
+    }
+  }
+}
+
+template <typename Src>
+void run_block_src(const QCtx& x, const Src& src, size_t m0, size_t m1, size_t p0, size_t p1) {
+  if (x.small) {
+    if (x.flip) {
+      run_block<true, true>(x, src, m0, m1, p0, p1);
+    } else {
+      run_block<false, true>(x, src, m0, m1, p0, p1);
+    }
+  } else if (x.flip) {
+    run_block<true, false>(x, src, m0, m1, p0, p1);
+  } else {
+    run_block<false, false>(x, src, m0, m1, p0, p1);
+  }
+}
+
+// Units are (M chunk, N group) pairs, M chunk fastest; a task runs a contiguous range of them.
+void qgemm_task(const void* vctx, size_t task) {
+  const QCtx& x = *static_cast<const QCtx*>(vctx);
+  const size_t units = x.m_chunks * x.n_groups;
+  const size_t u0 = units * task / x.tasks, u1 = units * (task + 1) / x.tasks;
+  for (size_t u = u0; u < u1; ++u) {
+    const size_t mc = u % x.m_chunks, ngi = u / x.m_chunks;
+    const size_t m0 = x.M * mc / x.m_chunks, m1 = x.M * (mc + 1) / x.m_chunks;
+    const size_t tiles = div_up(x.panels, x.pstep);
+    const size_t p0 = min_sz(x.panels, tiles * ngi / x.n_groups * x.pstep);
+    const size_t p1 = min_sz(x.panels, tiles * (ngi + 1) / x.n_groups * x.pstep);
+    if (m1 <= m0 || p1 <= p0) continue;
+    if (x.conv) {
+      run_block_src(x, ConvRows{*x.conv, x.A}, m0, m1, p0, p1);
+    } else {
+      run_block_src(x, GemmRows{x.A, x.lda}, m0, m1, p0, p1);
+    }
+  }
+}
+
+// The one driver of qgemm and qconv2d. K: the packed K (taps x C rounded up to 4 for a convolution).
+void qrun(size_t M, size_t N, size_t K, const QConvGeom* conv, const void* A, size_t lda, const void* packed,
+          void* C, size_t ldc, int32_t out_min, int32_t out_max, Parallel& par) {
+  if (M == 0 || N == 0) return;
+  const QGemmRun run = qgemm_run_params(packed, K, out_min, out_max);
+  const QGemmHeader& h = run.h;
+  QCtx x;
+  x.M = M;
+  x.N = N;
+  x.K = K;
+  x.lda = lda;
+  x.ldc = ldc;
+  x.panels = div_up(N, kQNR);
+  x.conv = conv;
+  const size_t row_k = conv ? conv->C : K;  // bytes read per row and tap
+  x.taps = conv ? size_t{conv->p.kernel_h} * conv->p.kernel_w : 1;
+  x.tap_groups = div_up(row_k, 4);
+  x.groups = row_k / 4;
+  x.krem = row_k % 4;
+  x.pb = run.panel_bytes;
+  x.A = static_cast<const uint8_t*>(A);
+  x.panels0 = static_cast<const uint8_t*>(packed) + kQHeaderBytes;
+  x.C = static_cast<uint8_t*>(C);
+  x.out_u8 = h.out_type == QType::kU8;
+  x.flo = run.lo;
+  x.fhi = run.hi;
+  x.zy = h.out_zero_point;
+  x.flip = h.a_shift != 0;
+  x.wide = h.path == QPath::kWide;
+  x.small = h.path == QPath::kSmall;
+  // The split: M chunks of <= kQMC rows, then more chunks or N groups until there are a few units per thread.
+  // Any split gives the same bits (exact int32 sums).
+  const size_t threads = internal::parallel_threads(par);
+  const double macs = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K + 1);
+  const size_t want = threads > 1 && macs > 4e5 ? threads * 4 : 1;
+  // Weight-heavy products (N > M: FC layers at small batch) split N first, so each core reads only its share
+  // of the weights; the rest split M, keeping output rows on one core.
+  x.m_chunks = M == 1 ? 1 : div_up(M, kQMC);
+  x.n_groups = 1;
+  x.pstep = M == 1 && !x.wide ? 4 : 1;
+  const size_t max_groups = div_up(x.panels, x.pstep);
+  if (N > M) {
+    while (x.m_chunks * x.n_groups < want && x.n_groups < max_groups) ++x.n_groups;
+  }
+  while (x.m_chunks * x.n_groups < want && M / (x.m_chunks * 2) >= 16) x.m_chunks *= 2;
+  while (x.m_chunks * x.n_groups < want && x.n_groups < max_groups) ++x.n_groups;
+  x.tasks = min_sz(want, x.m_chunks * x.n_groups);
+  if (x.tasks > 1) return internal::parallel_run(par, x.tasks, qgemm_task, &x);
+  qgemm_task(&x, 0);
+}
+
+}  // namespace
+
+void qgemm(size_t M, size_t N, size_t K, const void* A, size_t lda, const void* packed, void* C, size_t ldc,
+           int32_t out_min, int32_t out_max, Parallel& par) {
+  qrun(M, N, K, nullptr, A, lda, packed, C, ldc, out_min, out_max, par);
+}
+
+void qconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, size_t OH, size_t OW,
+             const void* packed, void* out, int32_t out_min, int32_t out_max, Parallel& par) {
+  QConvGeom g;
+  g.H = H;
+  g.W = W;
+  g.C = p.group_input_channels;
+  g.OH = OH;
+  g.OW = OW;
+  g.p = p;
+  const size_t K = qconv2d_packed_k(p), OC = p.group_output_channels;
+  g.zero_row = static_cast<const uint8_t*>(packed) + qgemm_layout_bytes(K, OC);
+  qrun(N * OH * OW, OC, K, &g, in, 0, packed, out, OC, out_min, out_max, par);
+}
+
+}  // namespace avx2
+}  // namespace webxnn

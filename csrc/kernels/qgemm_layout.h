@@ -1,0 +1,57 @@
+// The packed layout of the int8 GEMM / convolution entries (table.def: qgemm, qconv2d), private to
+// csrc/kernels: the scalar packers (scalar/qgemm_pack.cc) write it, and every table's qgemm / qconv2d reads it
+// (today scalar/qgemm.cc and avx2/qgemm.cc; AVX2 keeps the scalar packers).
+//
+//   [64-byte header][panel 0][panel 1]...  one panel per 16 output columns (N zero-padded to 16):
+//   panel = [int32 bias'[16]][float scale[16]][Kp / 4 groups x 16 columns x 4 bytes], Kp = K rounded up to 4,
+// where group g of column n holds w[n, 4g .. 4g+3] (zero past K). Four consecutive k bytes per int32 lane is
+// the operand order of vpdpbusd (AVX-VNNI / AVX512-VNNI), so a VNNI kernel can read these panels as they are;
+// AVX2 reads them with vpmaddubsw, whose int16 pair sums are the lane's two k pairs. (vpdpbusd multiplies u8
+// activations, as kSmall does: a VNNI table would take the panels and scales as they are and pack the bias
+// with kSmall's shift d whatever the weights, e.g. through packers of its own that share this code.)
+// The kernels multiply a' = a + d with d chosen by the path (QPath): d = -128 for u8 activations on the s8
+// paths (a ^ 0x80), d = +128 for s8 activations on the u8 path (also a ^ 0x80), else 0; the packed bias is
+// bias'[n] = bias[n] - (za + d) * sum_k w[n, k] (wrapping int32).
+// qconv2d's packed buffer: qgemm's layout for K = kh * kw * Cp (Cp = C rounded up to 4, each tap's channels
+// zero-padded), then a row of Cp input zero points (the padding taps' row).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/kernels.h"
+
+namespace webxnn {
+
+constexpr size_t kQNR = 16;  // columns per panel
+constexpr size_t kQHeaderBytes = 64;  // QGemmHeader, padded
+
+// How the AVX2 kernel multiplies, chosen at pack time from the weights (avx2/qgemm.cc says why):
+//   kSmall: every |w| <= 64: u8 activations straight into vpmaddubsw (255 * 64 * 2 < 2^15);
+//   kSign:  no w is -128: s8 activations, |a| x sign(w, a);
+//   kWide:  some w is -128: the 16-bit path.
+enum class QPath : uint8_t { kSmall, kSign, kWide };
+
+struct QGemmHeader {
+  uint64_t K, N;
+  int32_t out_zero_point;
+  int32_t a_shift;  // d above: -128, 0 or +128 (a ^ 0x80 whenever it is not 0)
+  QType a_type, out_type;
+  QPath path;
+};
+
+// What every qgemm reads from the packed buffer, and its clamp: [out_min, out_max] clipped to the output type's
+// range, minus the output zero point, as floats (the bounds the kernels clamp v to before rounding).
+struct QGemmRun {
+  QGemmHeader h;
+  size_t panel_bytes;  // one panel of K
+  float lo, hi;
+};
+QGemmRun qgemm_run_params(const void* packed, size_t K, int32_t out_min, int32_t out_max);
+
+// The bytes of qgemm's layout for K x N (= qgemm_packed_size), and qconv2d's GEMM depth kh * kw * Cp: where
+// qconv2d's zero-point row starts is qgemm_layout_bytes(qconv2d_packed_k(p), p.group_output_channels).
+size_t qgemm_layout_bytes(size_t K, size_t N);
+size_t qconv2d_packed_k(const ConvParams& p);
+
+}  // namespace webxnn

@@ -1,0 +1,82 @@
+// Scalar int8 GEMM and IGEMM convolution (table.def's qgemm, qconv2d): the reference the AVX2 kernels are
+// tested against, on the same packed panels.
+#include <cstring>
+#include <vector>
+
+#include "kernels/qgemm_layout.h"
+#include "kernels/scalar/common.h"
+#include "kernels/scalar/scalar.h"
+
+namespace webxnn {
+namespace scalar {
+
+void qgemm(size_t M, size_t N, size_t K, const void* A, size_t lda, const void* packed, void* C, size_t ldc,
+           int32_t out_min, int32_t out_max, Parallel& par) {
+  if (M == 0 || N == 0) return;
+  const uint8_t* base = static_cast<const uint8_t*>(packed);
+  const QGemmRun run = qgemm_run_params(packed, K, out_min, out_max);
+  const QGemmHeader& h = run.h;
+  const size_t pb = run.panel_bytes;
+  const bool a_u8 = h.a_type == QType::kU8;
+  const float flo = run.lo, fhi = run.hi;
+  const uint8_t* a_base = static_cast<const uint8_t*>(A);
+  uint8_t* c_base = static_cast<uint8_t*>(C);
+  const size_t tasks = pick_tasks(par, M, static_cast<double>(N) * (K + 1));
+  par.run(tasks, [&](size_t task) {
+    size_t m0, m1;
+    chunk_range(M, tasks, task, &m0, &m1);
+    for (size_t m = m0; m < m1; ++m) {
+      const uint8_t* a = a_base + m * lda;
+      for (size_t n = 0; n < N; ++n) {
+        const uint8_t* panel = base + kQHeaderBytes + n / kQNR * pb;
+        const size_t j = n % kQNR;
+        const int8_t* w = reinterpret_cast<const int8_t*>(panel + kQNR * 8) + j * 4;
+        int32_t b;
+        float scale;
+        std::memcpy(&b, panel + j * 4, 4);
+        std::memcpy(&scale, panel + kQNR * 4 + j * 4, 4);
+        // The kernels' view of a, a + d (qgemm_layout.h); the packed bias holds the correction.
+        // Unsigned arithmetic: wraps like int32 would, without UB.
+        uint32_t acc = static_cast<uint32_t>(b);
+        for (size_t k = 0; k < K; ++k) {
+          const int32_t ak =
+              (a_u8 ? static_cast<int32_t>(a[k]) : static_cast<int32_t>(static_cast<int8_t>(a[k])));
+          acc += static_cast<uint32_t>((ak + h.a_shift) * w[(k / 4) * kQNR * 4 + k % 4]);
+        }
+        float v = static_cast<float>(static_cast<int32_t>(acc)) * scale;
+        v = v >= flo ? v : flo;  // NaN -> lo, like vmaxps(v, lo)
+        v = v <= fhi ? v : fhi;
+        const int32_t y = static_cast<int32_t>(round_even(v)) + h.out_zero_point;
+        c_base[m * ldc + n] = static_cast<uint8_t>(y);  // in range: lo <= y <= hi (or hi when lo > hi)
+      }
+    }
+  });
+}
+
+// The reference IGEMM: each output pixel's taps gathered into one row (im2col, padding taps as the zero-point
+// row the packing stored), then qgemm over those rows.
+void qconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, size_t OH, size_t OW,
+             const void* packed, void* out, int32_t out_min, int32_t out_max, Parallel& par) {
+  const size_t K = qconv2d_packed_k(p), OC = p.group_output_channels, C = p.group_input_channels;
+  const size_t taps = size_t{p.kernel_h} * p.kernel_w, cp = K / (taps ? taps : 1), M = N * OH * OW;
+  if (M == 0 || OC == 0) return;
+  const uint8_t* zero_row = static_cast<const uint8_t*>(packed) + qgemm_layout_bytes(K, OC);
+  const uint8_t* x = static_cast<const uint8_t*>(in);
+  std::vector<uint8_t> rows(M * K, 0);
+  for (size_t m = 0; m < M; ++m) {
+    const size_t n = m / (OH * OW), oy = m % (OH * OW) / OW, ox = m % OW;
+    for (size_t t = 0; t < taps; ++t) {
+      const size_t ky = t / p.kernel_w, kx = t % p.kernel_w;
+      const long iy = static_cast<long>(oy * p.stride_h + ky * p.dilation_h) - static_cast<long>(p.pad_top);
+      const long ix = static_cast<long>(ox * p.stride_w + kx * p.dilation_w) - static_cast<long>(p.pad_left);
+      const bool inside = iy >= 0 && ix >= 0 && iy < static_cast<long>(H) && ix < static_cast<long>(W);
+      const uint8_t* src =
+          inside ? x + ((n * H + static_cast<size_t>(iy)) * W + static_cast<size_t>(ix)) * C : zero_row;
+      std::memcpy(&rows[m * K + t * cp], src, C);
+    }
+  }
+  qgemm(M, OC, K, rows.data(), K, packed, out, OC, out_min, out_max, par);
+}
+
+}  // namespace scalar
+}  // namespace webxnn

@@ -1,0 +1,101 @@
+// int8 GEMM weight packing (the table entries qgemm_packed_size, qgemm_pack, qconv2d_packed_size, qconv2d_pack)
+// into qgemm_layout.h's layout, which the AVX2 table's qgemm / qconv2d read too: generic code, run once at load.
+#include <cstring>
+#include <vector>
+
+#include "kernels/qgemm_layout.h"
+#include "kernels/scalar/scalar.h"
+
+namespace webxnn {
+
+namespace {
+size_t k_padded(size_t K) { return (K + 3) / 4 * 4; }
+size_t panel_bytes(size_t K) { return kQNR * 8 + k_padded(K) * kQNR; }
+}  // namespace
+
+size_t qconv2d_packed_k(const ConvParams& p) {
+  return size_t{p.kernel_h} * p.kernel_w * k_padded(p.group_input_channels);
+}
+
+size_t qgemm_layout_bytes(size_t K, size_t N) {
+  return kQHeaderBytes + (N + kQNR - 1) / kQNR * panel_bytes(K);
+}
+
+namespace scalar {
+
+size_t qgemm_packed_size(size_t K, size_t N) { return qgemm_layout_bytes(K, N); }
+
+void qgemm_pack(size_t K, size_t N, const int8_t* B, bool b_is_nk, const int32_t* bias, const QGemmQuant& q,
+                void* packed) {
+  uint8_t* base = static_cast<uint8_t*>(packed);
+  std::memset(base, 0, qgemm_layout_bytes(K, N));
+  QGemmHeader h{};
+  h.K = K;
+  h.N = N;
+  h.out_zero_point = q.out_zero_point;
+  h.a_type = q.a_type;
+  h.out_type = q.out_type;
+  const auto w_at = [&](size_t n, size_t k) { return b_is_nk ? B[n * K + k] : B[k * N + n]; };
+  int w_min = 0, w_max = 0;
+  for (size_t i = 0; i < N * K; ++i) {
+    w_min = B[i] < w_min ? B[i] : w_min;
+    w_max = B[i] > w_max ? B[i] : w_max;
+  }
+  h.path = w_min >= -64 && w_max <= 64 ? QPath::kSmall : w_min == -128 ? QPath::kWide : QPath::kSign;
+  const bool a_u8 = q.a_type == QType::kU8;
+  h.a_shift = h.path == QPath::kSmall ? (a_u8 ? 0 : 128) : (a_u8 ? -128 : 0);
+  // The kernels see a + d instead of a, so they add d * sum_k w too much: fold -(za + d) * sum_k w.
+  const uint32_t za_d = static_cast<uint32_t>(q.a_zero_point + h.a_shift);
+  const size_t pb = panel_bytes(K);
+  for (size_t n = 0; n < N; ++n) {
+    uint8_t* panel = base + kQHeaderBytes + n / kQNR * pb;
+    const size_t j = n % kQNR;
+    int8_t* w = reinterpret_cast<int8_t*>(panel + kQNR * 8);
+    // Unsigned arithmetic: wraps like the kernels' int32 accumulators instead of overflowing (UB) on hostile
+    // weights.
+    uint32_t wsum = 0;
+    for (size_t k = 0; k < K; ++k) {
+      const int8_t v = w_at(n, k);
+      w[(k / 4) * kQNR * 4 + j * 4 + k % 4] = v;
+      wsum += static_cast<uint32_t>(static_cast<int32_t>(v));
+    }
+    const int32_t b = static_cast<int32_t>((bias ? static_cast<uint32_t>(bias[n]) : 0u) - za_d * wsum);
+    const float sw = q.w_scales[q.w_scale_count > 1 ? n : 0];
+    const float scale = q.a_scale * sw / q.out_scale;
+    std::memcpy(panel + j * 4, &b, 4);
+    std::memcpy(panel + kQNR * 4 + j * 4, &scale, 4);
+  }
+  std::memcpy(base, &h, sizeof(h));
+}
+
+size_t qconv2d_packed_size(const ConvParams& p) {
+  return qgemm_layout_bytes(qconv2d_packed_k(p), p.group_output_channels) + k_padded(p.group_input_channels);
+}
+
+void qconv2d_pack(const ConvParams& p, const int8_t* filter_ohwi, const int32_t* bias, const QGemmQuant& q,
+                  void* packed) {
+  const size_t taps = size_t{p.kernel_h} * p.kernel_w, C = p.group_input_channels, cp = k_padded(C);
+  const size_t OC = p.group_output_channels, K = taps * cp;
+  std::vector<int8_t> b(OC * K, 0);  // [OC, taps x Cp]: each tap's channels zero-padded to the row groups
+  for (size_t o = 0; o < OC; ++o)
+    for (size_t t = 0; t < taps; ++t) std::memcpy(&b[o * K + t * cp], filter_ohwi + (o * taps + t) * C, C);
+  qgemm_pack(K, OC, b.data(), true, bias, q, packed);
+  uint8_t* zero_row = static_cast<uint8_t*>(packed) + qgemm_layout_bytes(K, OC);
+  std::memset(zero_row, static_cast<uint8_t>(q.a_zero_point), cp);  // the raw byte of za (u8 or s8)
+}
+
+}  // namespace scalar
+
+QGemmRun qgemm_run_params(const void* packed, size_t K, int32_t out_min, int32_t out_max) {
+  QGemmRun r;
+  std::memcpy(&r.h, packed, sizeof(r.h));
+  r.panel_bytes = panel_bytes(K);
+  const bool out_u8 = r.h.out_type == QType::kU8;
+  const int32_t lo = out_min > (out_u8 ? 0 : -128) ? out_min : (out_u8 ? 0 : -128);
+  const int32_t hi = out_max < (out_u8 ? 255 : 127) ? out_max : (out_u8 ? 255 : 127);
+  r.lo = static_cast<float>(lo - r.h.out_zero_point);
+  r.hi = static_cast<float>(hi - r.h.out_zero_point);
+  return r;
+}
+
+}  // namespace webxnn

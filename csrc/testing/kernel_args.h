@@ -1,0 +1,99 @@
+// What every kernel binding of webxnn._testing.kernels shares (kernels_binding.cc, qs8_binding.cc): numpy
+// argument types, the InputError naming the entry, the table for an isa name, a cached ThreadPool per thread
+// count, 64-byte aligned packed weights, and the timing loops of the benchmark entries and peak probes.
+// Inline, so the pools are one set for the whole module.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "kernels/internal.h"
+#include "kernels/kernels.h"
+#include "kernels/thread_pool.h"
+
+namespace webxnn {
+namespace testing {
+
+using FArr = pybind11::array_t<float, pybind11::array::c_style | pybind11::array::forcecast>;
+using I8Arr = pybind11::array_t<int8_t, pybind11::array::c_style | pybind11::array::forcecast>;
+using I32Arr = pybind11::array_t<int32_t, pybind11::array::c_style | pybind11::array::forcecast>;
+
+// Raises webxnn.errors.InputError("kernels.<where>: <what>").
+[[noreturn]] inline void bad(const std::string& where, const std::string& what) {
+  pybind11::object cls = pybind11::module_::import("webxnn.errors").attr("InputError");
+  PyErr_SetObject(cls.ptr(), pybind11::str("kernels." + where + ": " + what).ptr());
+  throw pybind11::error_already_set();
+}
+
+inline const KernelTable& table_for(const char* where, const std::string& isa) {
+  const KernelTable* t = kernels_by_name(isa.c_str());
+  if (!t) bad(where, "unknown or unsupported isa '" + isa + "' (scalar, avx2, best)");
+  return *t;
+}
+
+inline Parallel& pool_for(const char* where, size_t threads) {
+  static SerialParallel serial;
+  static std::mutex mu;
+  static std::map<size_t, std::unique_ptr<ThreadPool>> pools;
+  if (threads == 0 || threads > 256) bad(where, "threads must be in [1, 256]");
+  if (threads == 1) return serial;
+  std::lock_guard<std::mutex> lk(mu);
+  auto& p = pools[threads];
+  if (!p) p = std::make_unique<ThreadPool>(threads);
+  return *p;
+}
+
+// 64-byte aligned scratch (packed weights).
+struct Aligned {
+  void* p = nullptr;
+  explicit Aligned(size_t bytes) : p(internal::aligned_alloc64(bytes)) {}
+  ~Aligned() { internal::aligned_free(p); }
+  Aligned(const Aligned&) = delete;
+  Aligned& operator=(const Aligned&) = delete;
+};
+
+// Benchmark support: when `times` is non-null the kernel call (packing excluded) runs once to warm up, then
+// `repeat` more times, each wall time in seconds appended to *times.
+struct Timing {
+  size_t repeat = 0;
+  std::vector<double>* times = nullptr;
+};
+
+template <typename Fn>
+void run_timed(const Timing& tm, Fn&& fn) {
+  fn();
+  if (!tm.times) return;
+  for (size_t i = 0; i < tm.repeat; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    tm.times->push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+}
+
+// The peak probes' timing: the median wall time (s) of `repeat` (at least 1) runs of `per_thread` on each of
+// `threads` workers of par at once, after a warm-up run; the GIL is released meanwhile.
+template <typename Fn>
+double median_run_seconds(Parallel& par, size_t threads, size_t repeat, Fn&& per_thread) {
+  std::vector<double> times;
+  {
+    pybind11::gil_scoped_release nogil;
+    for (size_t r = 0; r < std::max<size_t>(repeat, 1) + 1; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      par.run(threads, [&](size_t) { per_thread(); });
+      if (r) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+}  // namespace testing
+}  // namespace webxnn
