@@ -113,7 +113,9 @@ uint64_t tensor_bytes(DType t, const Shape& dims, const std::string& what) {
   for (size_t i = 0; i < dims.size(); ++i) {
     uint64_t d = dims[i];
     if (four_bit && i + 1 == dims.size()) d = (d + 1) / 2;
-    if (d != 0 && n > kMaxTensorBytes / d) format_error(what + ": dims " + shape_str(dims) + " hold more than 2^40 bytes");
+    if (d != 0 && n > kMaxTensorBytes / d) {
+      format_error(what + ": dims " + shape_str(dims) + " hold more than 2^40 bytes");
+    }
     n *= d;
   }
   if (n != 0 && esize > kMaxTensorBytes / n) {

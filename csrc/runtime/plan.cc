@@ -347,7 +347,10 @@ void Program::plan_ahead(Plan& plan) const {
       Step& st = plan.steps[s];
       const Node& cn = model_.nodes[st.node];
       if (!def(cn).has(kBlockConv)) continue;
-      if (!is_pointwise(cn.conv) || st.dw != kNoValue || st.transpose != kNoValue || st.ahead != kNoValue || st.serial) break;
+      if (!is_pointwise(cn.conv) || st.dw != kNoValue || st.transpose != kNoValue || st.ahead != kNoValue ||
+          st.serial) {
+        break;
+      }
       convs.push_back(&st);
     }
     // In execution order, equal shares of the lines: the earlier conv the first share.

@@ -212,7 +212,9 @@ void Program::check_input_shapes(const std::vector<Shape>& input_shapes) const {
     const TensorInfo& info = inputs_[k];
     const Shape& want = info.shape;
     const std::string desc = "input '" + info.name + "': expected shape " + shape_str(want) + ", got " + shape_str(s);
-    if (s.size() != want.size()) input_error(desc + " (rank " + str(want.size()) + " expected, got " + str(s.size()) + ")");
+    if (s.size() != want.size()) {
+      input_error(desc + " (rank " + str(want.size()) + " expected, got " + str(s.size()) + ")");
+    }
     for (size_t d = 0; d < s.size(); ++d) {
       if (s[d] == want[d]) continue;
       if (!info.is_dynamic[d]) {

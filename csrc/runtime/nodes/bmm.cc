@@ -18,7 +18,9 @@ void bmm_shapes(ShapeInference& s) {
   if (K != Kb) s.fail(s.in_label(0) + " and " + s.in_label(1) + " disagree on K (" + str(K) + " vs " + str(Kb) + ")");
   if (K == 0) s.fail("K is zero");
   Shape ab(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2), ob;
-  if (!broadcast_shapes(ab, bb, ob)) s.fail("batch dims of " + s.in_label(0) + " and " + s.in_label(1) + " do not broadcast");
+  if (!broadcast_shapes(ab, bb, ob)) {
+    s.fail("batch dims of " + s.in_label(0) + " and " + s.in_label(1) + " do not broadcast");
+  }
   ob.push_back(M);
   ob.push_back(N);
   s.set_out(0, ob);

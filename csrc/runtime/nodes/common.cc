@@ -1,6 +1,7 @@
 #include "runtime/nodes/common.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace webxnn {
 
@@ -160,6 +161,7 @@ void SupportCheck::need_bytes() const {
 }
 
 void check_fp32(const SupportCheck& c) { c.need_fp32(); }
+void check_bytes(const SupportCheck& c) { c.need_bytes(); }
 
 bool wx_et(DType t, wx::ET& out) {
   switch (t) {
@@ -219,6 +221,11 @@ FusedOutput fused_output(const ExecArgs& a, const Node& nd, const Step* step) {
   f.act = f.residual ? into->act : nd.act;
   if (into && !f.residual) f.act.post = node_def(into->type).post_op;
   return f;
+}
+
+void view_exec(const ExecArgs& a, size_t i, const Step*) {
+  const NodeIo io(a, i);
+  std::memcpy(io.out(), io.in(0), numel(io.out_shape()) * io.esize());
 }
 
 const void* packed_weights(const NodeIo& io, size_t i, AlignedBuffer& buf) {

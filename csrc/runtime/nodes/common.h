@@ -143,8 +143,9 @@ class SupportCheck {
   const Node& nd_;
 };
 
-// Rows whose only check is need_fp32.
+// Rows whose only check is need_fp32 (need_bytes).
 void check_fp32(const SupportCheck& c);
+void check_bytes(const SupportCheck& c);
 
 // The WX kernels' element type of a datatype; false for quantized and other types they do not take.
 bool wx_et(DType t, wx::ET& out);
@@ -210,6 +211,9 @@ struct FusedOutput {
   Activation act;
 };
 FusedOutput fused_output(const ExecArgs& a, const Node& nd, const Step* step);
+
+// The step of a kView node whose output could not share its input's storage (see plan.cc): a copy of the bytes.
+void view_exec(const ExecArgs& a, size_t i, const Step* step);
 
 // The packed weights of kPacksWeights node i: packed at load, or (non-constant filter or bias) packed now
 // into `buf`.

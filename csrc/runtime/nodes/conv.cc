@@ -46,9 +46,12 @@ void decode_conv2d(const NodeDecoder& d, const void* table, Node& nd) {
 void conv_shapes(ShapeInference& s, bool depthwise, bool transposed) {
   const Node& nd = s.node();
   const ConvParams& c = nd.conv;
-  if (c.kernel_h == 0 || c.kernel_w == 0) s.fail("kernel size " + str(c.kernel_h) + "x" + str(c.kernel_w) + " must be > 0");
-  if (c.stride_h == 0 || c.stride_w == 0) s.fail("stride (subsampling) " + str(c.stride_h) + "x" + str(c.stride_w) + " must be > 0");
-  if (c.dilation_h == 0 || c.dilation_w == 0) s.fail("dilation " + str(c.dilation_h) + "x" + str(c.dilation_w) + " must be > 0");
+  auto hw = [](uint32_t h, uint32_t w) { return str(h) + "x" + str(w); };
+  if (c.kernel_h == 0 || c.kernel_w == 0) s.fail("kernel size " + hw(c.kernel_h, c.kernel_w) + " must be > 0");
+  if (c.stride_h == 0 || c.stride_w == 0) {
+    s.fail("stride (subsampling) " + hw(c.stride_h, c.stride_w) + " must be > 0");
+  }
+  if (c.dilation_h == 0 || c.dilation_w == 0) s.fail("dilation " + hw(c.dilation_h, c.dilation_w) + " must be > 0");
   if (c.groups == 0 || c.group_input_channels == 0 || c.group_output_channels == 0) {
     s.fail("groups (" + str(c.groups) + "), group_input_channels (" + str(c.group_input_channels) +
            ") and group_output_channels (" + str(c.group_output_channels) + ") must be > 0");
@@ -76,14 +79,18 @@ void conv_shapes(ShapeInference& s, bool depthwise, bool transposed) {
     s.fail(s.in_label(0) + " has " + str(x[3]) + " channels but groups x group_input_channels = " + str(in_c));
   }
   if (w != want_w) s.fail("filter " + s.in_label(1) + " should be " + shape_str(want_w));
-  if (s.has_in(2) && numel(s.in(2)) != out_c) s.fail("bias " + s.in_label(2) + " must have " + str(out_c) + " elements");
+  if (s.has_in(2) && numel(s.in(2)) != out_c) {
+    s.fail("bias " + s.in_label(2) + " must have " + str(out_c) + " elements");
+  }
   uint64_t oh = 0, ow = 0;
   if (transposed) {
     if (c.adjustment_h >= c.stride_h || c.adjustment_w >= c.stride_w) {
       s.fail("adjustment " + str(c.adjustment_h) + "x" + str(c.adjustment_w) + " must be smaller than the stride");
     }
-    const uint64_t fh = uint64_t(c.stride_h) * (x[1] - 1) + c.adjustment_h + uint64_t(c.dilation_h) * (c.kernel_h - 1) + 1;
-    const uint64_t fw = uint64_t(c.stride_w) * (x[2] - 1) + c.adjustment_w + uint64_t(c.dilation_w) * (c.kernel_w - 1) + 1;
+    const uint64_t fh =
+        uint64_t(c.stride_h) * (x[1] - 1) + c.adjustment_h + uint64_t(c.dilation_h) * (c.kernel_h - 1) + 1;
+    const uint64_t fw =
+        uint64_t(c.stride_w) * (x[2] - 1) + c.adjustment_w + uint64_t(c.dilation_w) * (c.kernel_w - 1) + 1;
     const uint64_t ph = uint64_t(c.pad_top) + c.pad_bottom, pw = uint64_t(c.pad_left) + c.pad_right;
     if (ph >= fh || pw >= fw) s.fail("padding crops the whole output of " + s.in_label(0));
     oh = fh - ph;
@@ -106,7 +113,9 @@ void deconv2d_shapes(ShapeInference& s) { conv_shapes(s, false, true); }
 const float* f32(const void* p) { return static_cast<const float*>(p); }
 
 size_t conv2d_size(const PackArgs& a) { return a.k.conv2d_packed_size(a.m.nodes[a.node].conv); }
-void conv2d_pack(const PackArgs& a, void* dst) { a.k.conv2d_pack(a.m.nodes[a.node].conv, f32(a.filter), f32(a.bias), dst); }
+void conv2d_pack(const PackArgs& a, void* dst) {
+  a.k.conv2d_pack(a.m.nodes[a.node].conv, f32(a.filter), f32(a.bias), dst);
+}
 size_t dwconv2d_size(const PackArgs& a) { return a.k.dwconv2d_packed_size(a.m.nodes[a.node].conv); }
 void dwconv2d_pack(const PackArgs& a, void* dst) {
   a.k.dwconv2d_pack(a.m.nodes[a.node].conv, f32(a.filter), f32(a.bias), dst);

@@ -12,8 +12,6 @@ namespace {
 
 using T = fb::XNodeUnion;
 
-void layout_check(const SupportCheck& c) { c.need_bytes(); }
-
 // A rank-0 input is one element: nothing to rearrange.
 bool copy_scalar(const NodeIo& io) {
   if (!io.in_shape(0).empty()) return false;
@@ -32,7 +30,9 @@ void decode_transpose(const NodeDecoder& d, const void* table, Node& nd) {
 void transpose_shapes(ShapeInference& s) {
   const Shape& x = s.in(0);
   const auto& perm = s.node().ints_a;
-  if (perm.size() != x.size()) s.fail("perm has " + str(perm.size()) + " entries but " + s.in_label(0) + " has rank " + str(x.size()));
+  if (perm.size() != x.size()) {
+    s.fail("perm has " + str(perm.size()) + " entries but " + s.in_label(0) + " has rank " + str(x.size()));
+  }
   std::vector<bool> seen(perm.size(), false);
   Shape o(perm.size());
   for (size_t d = 0; d < perm.size(); ++d) {
@@ -64,7 +64,7 @@ void transpose_exec(const ExecArgs& a, size_t i, const Step*) {
   transpose_bytes(esize, x.size(), x.data(), perm, io.in(0), io.out(), a.par);
 }
 
-// ---- StaticReshape, Copy ----
+// ---- StaticReshape, Copy (views: see view_exec) ----
 
 void decode_reshape(const NodeDecoder& d, const void* table, Node& nd) {
   const auto* t = static_cast<const fb::XNNStaticReshape*>(table);
@@ -96,15 +96,10 @@ void reshape_shapes(ShapeInference& s) {
     }
     o[zero_at] = static_cast<size_t>(total / known);
   } else if (known != total) {
-    s.fail("new_shape " + shape_str(o) + " has " + str(known) + " elements but " + s.in_label(0) + " has " + str(total));
+    s.fail("new_shape " + shape_str(o) + " has " + str(known) + " elements but " + s.in_label(0) + " has " +
+           str(total));
   }
   s.set_out(0, o);
-}
-
-// When it cannot share its input's storage (see plan.cc), a view copies the bytes.
-void copy_exec(const ExecArgs& a, size_t i, const Step*) {
-  const NodeIo io(a, i);
-  std::memcpy(io.out(), io.in(0), numel(io.out_shape()) * io.esize());
 }
 
 // ---- StaticSlice ----
@@ -288,16 +283,16 @@ void concat_exec(const ExecArgs& a, size_t i, const Step*) {
 }  // namespace
 
 void register_shape_ops(NodeTable& table) {
-  define_node(table, T::XNNStaticTranspose, decode_transpose, transpose_shapes, layout_check, transpose_exec).traits =
+  define_node(table, T::XNNStaticTranspose, decode_transpose, transpose_shapes, check_bytes, transpose_exec).traits =
       kImageTranspose;
-  define_node(table, T::XNNStaticReshape, decode_reshape, reshape_shapes, layout_check, copy_exec).traits = kView;
-  define_node(table, T::XNNCopy, decode_1x1, same_shape, layout_check, copy_exec).traits = kView;
-  define_node(table, T::XNNStaticSlice, decode_slice, slice_shapes, layout_check, slice_exec);
+  define_node(table, T::XNNStaticReshape, decode_reshape, reshape_shapes, check_bytes, view_exec).traits = kView;
+  define_node(table, T::XNNCopy, decode_1x1, same_shape, check_bytes, view_exec).traits = kView;
+  define_node(table, T::XNNStaticSlice, decode_slice, slice_shapes, check_bytes, slice_exec);
   define_node(table, T::XNNStaticConstantPad, decode_pad, pad_shapes, pad_check, pad_exec);
-  define_node(table, T::XNNConcatenate2, decode_concat2, concat_shapes, layout_check, concat_exec);
-  define_node(table, T::XNNConcatenate3, decode_concat3, concat_shapes, layout_check, concat_exec);
-  define_node(table, T::XNNConcatenate4, decode_concat4, concat_shapes, layout_check, concat_exec);
-  define_node(table, T::XNNConcatenate5, decode_concat5, concat_shapes, layout_check, concat_exec);
+  define_node(table, T::XNNConcatenate2, decode_concat2, concat_shapes, check_bytes, concat_exec);
+  define_node(table, T::XNNConcatenate3, decode_concat3, concat_shapes, check_bytes, concat_exec);
+  define_node(table, T::XNNConcatenate4, decode_concat4, concat_shapes, check_bytes, concat_exec);
+  define_node(table, T::XNNConcatenate5, decode_concat5, concat_shapes, check_bytes, concat_exec);
 }
 
 }  // namespace webxnn

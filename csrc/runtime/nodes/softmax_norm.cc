@@ -46,7 +46,9 @@ void normalize_shapes(ShapeInference& s) {
 
 void normalize_check(const SupportCheck& c) {
   const WxTypes t(c);
-  if ((t.has[1] && t.in[1] != t.in[0]) || (t.has[2] && t.in[2] != t.in[0])) t.bad("scale and bias must match the input");
+  if ((t.has[1] && t.in[1] != t.in[0]) || (t.has[2] && t.in[2] != t.in[0])) {
+    t.bad("scale and bias must match the input");
+  }
   if (!t.in_float()) t.bad("a float datatype is needed");
   t.need_same();
 }
