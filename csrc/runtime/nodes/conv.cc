@@ -166,8 +166,7 @@ void exec_block(const NodeIo& io, const Step& step, const ConvParams& p, const v
                      project_step ? &project : nullptr, project_step ? f.residual : nullptr, f.out, a.par);
 }
 
-using ConvFn = void (*)(const ConvParams&, size_t, size_t, size_t, const float*, size_t, size_t, const void*, float*,
-                        Parallel&);
+using ConvFn = decltype(KernelTable::conv2d);  // conv2d, dwconv2d and deconv2d share it
 
 void exec_conv(const ExecArgs& a, size_t i, const Step* step, ConvFn fn) {
   const NodeIo io(a, i);

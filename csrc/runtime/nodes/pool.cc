@@ -120,8 +120,7 @@ void wx_pool_shapes(ShapeInference& s) {
   s.set_out(0, {x[0], static_cast<size_t>(ceil_h ? ch : fh), static_cast<size_t>(ceil_w ? cw : fw), x[3]});
 }
 
-using PoolFn = void (*)(const PoolParams&, size_t, size_t, size_t, size_t, const float*, size_t, size_t, float*,
-                        Parallel&);
+using PoolFn = decltype(KernelTable::max_pool2d);  // and avg_pool2d
 
 void pool_exec(const ExecArgs& a, size_t i, PoolFn fn) {
   const NodeIo io(a, i);
