@@ -1,5 +1,5 @@
-// Layout nodes of any whole-byte element type: StaticTranspose, StaticReshape, Copy, StaticSlice,
-// StaticConstantPad, Concatenate2..5. A Reshape or Copy usually runs no step at all (its output shares its
+// Layout nodes of any whole-byte element type: StaticTranspose, StaticReshape, StaticSlice,
+// StaticConstantPad, Concatenate2..5. A Reshape usually runs no step at all (its output shares its
 // input's storage, see plan.cc); an NCHW -> NHWC transpose may be read through by the conv after it.
 #include <algorithm>
 #include <cmath>
@@ -64,7 +64,7 @@ void transpose_exec(const ExecArgs& a, size_t i, const Step*) {
   transpose_bytes(esize, x.size(), x.data(), perm, io.in(0), io.out(), a.par);
 }
 
-// ---- StaticReshape, Copy (views: see view_exec) ----
+// ---- StaticReshape (a view: see view_exec) ----
 
 void decode_reshape(const NodeDecoder& d, const void* table, Node& nd) {
   const auto* t = static_cast<const fb::XNNStaticReshape*>(table);
@@ -286,7 +286,6 @@ void register_shape_ops(NodeTable& table) {
   define_node(table, T::XNNStaticTranspose, decode_transpose, transpose_shapes, check_bytes, transpose_exec).traits =
       kImageTranspose;
   define_node(table, T::XNNStaticReshape, decode_reshape, reshape_shapes, check_bytes, view_exec).traits = kView;
-  define_node(table, T::XNNCopy, decode_1x1, same_shape, check_bytes, view_exec).traits = kView;
   define_node(table, T::XNNStaticSlice, decode_slice, slice_shapes, check_bytes, slice_exec);
   define_node(table, T::XNNStaticConstantPad, decode_pad, pad_shapes, pad_check, pad_exec);
   define_node(table, T::XNNConcatenate2, decode_concat2, concat_shapes, check_bytes, concat_exec);
