@@ -18,6 +18,9 @@
 
 namespace webxnn {
 
+struct Fusions;        // plan_fusion.h
+struct StorageGroups;  // plan.cc
+
 // Element types of graph inputs and outputs, numbered like wx_dtype (include/webxnn/runtime.h).
 enum class PublicDType : int {
   kFloat32 = 1,
@@ -90,11 +93,16 @@ class Program {
   void fold_constants(const std::vector<Shape>& shapes);
   bool needs_run_packing(size_t node) const;
   void pack_weights();
-  // plan.cc: steps, fusion, storage, prefetch
+  // plan.cc: steps, storage, prefetch; plan_fusion.cc: fusion
+  friend class FusionPlanner;
   std::shared_ptr<Plan> make_plan(std::vector<Shape> shapes) const;
-  void plan_steps(Plan& plan, std::vector<int64_t>& last_use) const;
+  Fusions plan_fusions(const std::vector<Shape>& shapes, std::vector<int64_t>& last_use) const;
+  StorageGroups plan_storage(Plan& plan, const Fusions& f, const std::vector<int64_t>& last_use) const;
+  void place_values(Plan& plan, StorageGroups& g, const std::vector<bool>& elided) const;
   bool small_step(const Plan& plan, const Step& s) const;
   void plan_ahead(Plan& plan) const;
+  // A value computed by a node, neither a constant nor a graph input / output: it needs storage of its own.
+  bool computed(uint32_t v) const;
   // run.cc: execution and arenas
   void exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel& par, const Step* step = nullptr) const;
   AlignedBuffer acquire_arena(size_t bytes) const;

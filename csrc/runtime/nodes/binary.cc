@@ -1,6 +1,6 @@
 // XNNPACK's element-wise binary nodes (fp32, numpy broadcasting): Add, Subtract, Multiply, Div, Minimum,
 // Maximum, PReLU. One kernel (KernelTable::binary) runs them all; an Add may take the conv / FC that makes one
-// of its operands into its step (a fused residual, see plan.cc).
+// of its operands into its step (a fused residual, see plan_fusion.cc).
 #include "runtime/nodes/common.h"
 
 namespace webxnn {

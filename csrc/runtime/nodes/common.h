@@ -203,7 +203,7 @@ struct NodeIo {
 // Multiply-adds of a matrix product node: output elements x K (the last dim of input 0).
 double gemm_macs(const Model& m, const Plan& plan, const Node& nd);
 
-// Where a conv / FC step writes (see plan.cc): its own output, or its fused consumer's (a residual Add's,
+// Where a conv / FC step writes (see plan_fusion.cc): its own output, or its fused consumer's (a residual Add's,
 // with the Add's clamp; or an activation's: this node's clamp, then the activation as the kernel's post-op).
 struct FusedOutput {
   const float* residual = nullptr;

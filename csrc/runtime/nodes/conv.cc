@@ -1,5 +1,5 @@
 // Convolutions (fp32, NHWC, weights packed at load): Conv2d, DepthwiseConv2d, ConvTranspose2d. A step of one
-// may carry fusions (plan.cc): the residual Add or activation after it, a MobileNet block's expand and
+// may carry fusions (plan_fusion.cc): the residual Add or activation after it, a MobileNet block's expand and
 // depthwise before a pointwise project, the image transpose before a stem, weights it fetches ahead.
 #include <algorithm>
 
@@ -134,7 +134,7 @@ double dwconv_macs(const Model&, const Plan& plan, const Node& nd) {
   return static_cast<double>(numel(plan.shapes[nd.outputs[0]])) * nd.conv.kernel_h * nd.conv.kernel_w;
 }
 
-// A fused block (see plan.cc): [expand ->] depthwise [-> the project conv this step runs, + residual].
+// A fused block (see plan_fusion.cc): [expand ->] depthwise [-> the project conv this step runs, + residual].
 void exec_block(const NodeIo& io, const Step& step, const ConvParams& p, const void* packed, const FusedOutput& f) {
   const ExecArgs& a = io.a;
   const bool project_step = step.dw != kNoValue;  // else this node is the depthwise
