@@ -13,7 +13,10 @@ namespace webxnn {
 NodeDef& claim(NodeTable& table, NodeType type) {
   NodeDef& d = table[static_cast<uint8_t>(type)];
   if (d.decode) {
-    std::fprintf(stderr, "webxnn: node type %u is registered by two families\n", unsigned(static_cast<uint8_t>(type)));
+    const uint8_t raw = static_cast<uint8_t>(type);
+    const char* name = node_type_name(raw);
+    std::fprintf(stderr, "webxnn: node type %u (%s) is registered by two families (nodes/families.def)\n",
+                 unsigned(raw), name ? name : "?");
     std::abort();
   }
   return d;
