@@ -57,6 +57,8 @@ bool dtype_known(int16_t raw);
 const char* dtype_name(DType t);  // "fp32", "qint8", ...
 // Bytes per element; 0 for the 4-bit types (see constant_nbytes).
 size_t element_size(DType t);
+// Bytes an element takes in a dense tensor at run time: element_size, or one for the 4-bit types (a byte each).
+inline size_t storage_size(DType t) { return element_size(t) ? element_size(t) : 1; }
 
 // A node's type is the schema's XNodeUnion value. Declared here without its enumerators so this header (which
 // the bindings include) stays free of the generated code; the runtime's own files include

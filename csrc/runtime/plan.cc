@@ -1,7 +1,7 @@
 // Planning: which nodes run as which steps (the fusions are decided in plan_fusion.cc), which values share
 // storage, where each value lives in the arena, which steps run serially and which prefetch weights for a
-// later one. How a node takes part is
-// its node table row's traits (node_table.h); the rules here are about steps, not node types.
+// later one. How a node takes part is its node table row's traits (node_table.h); the rules here are about
+// steps, not node types.
 #include <algorithm>
 
 #include "runtime/arena_layout.h"

@@ -14,7 +14,7 @@ constexpr size_t kTensorSlack = 16;  // readable bytes after every arena tensor 
 
 // Bytes of value v at shape s (4-bit types count a byte per element).
 inline size_t value_bytes(const Value& v, const Shape& s) {
-  return numel(s) * (element_size(v.dtype) ? element_size(v.dtype) : 1);
+  return numel(s) * storage_size(v.dtype);
 }
 
 // One unit of work of a plan: a node, or a Conv2d / FullyConnected with the Add that consumes it fused into

@@ -177,7 +177,7 @@ std::shared_ptr<const Plan> Program::plan_for(const std::vector<Shape>& input_sh
     const std::string desc = "input '" + inputs_[k].name + "': expected shape " + shape_str(inputs_[k].shape) +
                              ", got " + shape_str(s);
     if (s.size() > kMaxRank) input_error(desc + " (rank above " + str(kMaxRank) + ")");
-    uint64_t n = std::max<size_t>(1, element_size(v.dtype));
+    uint64_t n = storage_size(v.dtype);
     for (size_t d : s) {
       if (d != 0 && n > kMaxTensorBytes / d) input_error(desc + " (too large)");
       n *= d;

@@ -183,7 +183,7 @@ struct NodeIo {
   float* outf() const { return static_cast<float*>(out()); }
   const Value& out_val() const { return a.m.values[nd.outputs[0]]; }
   const Value& in_val(size_t k) const { return a.m.values[nd.inputs[k]]; }
-  size_t esize() const { return element_size(out_val().dtype) ? element_size(out_val().dtype) : 1; }
+  size_t esize() const { return storage_size(out_val().dtype); }
   // ints_a (axes, checked by the shape pass) as a mask over the dims of a rank-`rank` input.
   std::vector<bool> axes(size_t rank) const {
     std::vector<bool> m(rank, false);
