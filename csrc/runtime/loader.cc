@@ -9,13 +9,13 @@
 #include <unordered_set>
 
 #include "runtime/memory.h"
+#include "runtime/node_table.h"
+#include "runtime/nodes/common.h"
 #include "runtime/status.h"
 #include "xnngraph_generated.h"
 
 namespace webxnn {
 namespace {
-
-namespace fb = fb_xnnpack;
 
 constexpr size_t kHeaderSize = 30;
 
@@ -40,8 +40,6 @@ std::string printable4(const uint8_t* p) {
   }
   return s;
 }
-
-std::string str(uint64_t v) { return std::to_string(v); }
 
 struct Segments {
   const uint8_t* fb = nullptr;
@@ -115,7 +113,9 @@ uint64_t tensor_bytes(DType t, const Shape& dims, const std::string& what) {
   for (size_t i = 0; i < dims.size(); ++i) {
     uint64_t d = dims[i];
     if (four_bit && i + 1 == dims.size()) d = (d + 1) / 2;
-    if (d != 0 && n > kMaxTensorBytes / d) format_error(what + ": dims " + shape_str(dims) + " hold more than 2^40 bytes");
+    if (d != 0 && n > kMaxTensorBytes / d) {
+      format_error(what + ": dims " + shape_str(dims) + " hold more than 2^40 bytes");
+    }
     n *= d;
   }
   if (n != 0 && esize > kMaxTensorBytes / n) {
@@ -495,22 +495,6 @@ class Decoder {
   }
 
   // ---- nodes ----
-  uint32_t ref(size_t node, const char* tname, const char* field, uint32_t id, bool optional) {
-    if (id == kNoValue) {
-      if (optional) return kNoValue;
-      format_error("node " + str(node) + " (" + tname + "): required " + field + " is not set (0xFFFFFFFF)");
-    }
-    auto it = id_to_index_.find(id);
-    if (it == id_to_index_.end()) {
-      format_error("node " + str(node) + " (" + tname + "): " + field + " " + str(id) + " is not a value id");
-    }
-    return it->second;
-  }
-
-  static std::vector<uint32_t> uvec(const flatbuffers::Vector<uint32_t>* v) {
-    return v ? std::vector<uint32_t>(v->begin(), v->end()) : std::vector<uint32_t>();
-  }
-
   void decode_nodes() {
     const auto* xn = graph_->xnodes();
     const size_t n = xn ? xn->size() : 0;
@@ -535,333 +519,9 @@ class Decoder {
         nd.act.min = lo;
         nd.act.max = hi;
       }
-      decode_node(i, tname, obj, nd);
-    }
-  }
-
-  void decode_node(size_t i, const char* tname, const void* obj, Node& nd) {
-    auto R = [&](const char* field, uint32_t id, bool optional = false) {
-      return ref(i, tname, field, id, optional);
-    };
-    // The fields most node tables share: input_id -> output_id, flags.
-    auto out_flags = [&](const auto* t) {
-      nd.outputs = {R("output_id", t->output_id())};
-      nd.flags = t->flags();
-    };
-    auto pool_window = [](const auto* t, PoolParams& p) {
-      p.pad_top = t->padding_top();
-      p.pad_right = t->padding_right();
-      p.pad_bottom = t->padding_bottom();
-      p.pad_left = t->padding_left();
-      p.pool_h = t->pooling_height();
-      p.pool_w = t->pooling_width();
-    };
-    auto io = [&](const auto* t) {
-      nd.inputs = {R("input_id", t->input_id())};
-      out_flags(t);
-    };
-    using T = NodeType;
-    switch (nd.type) {
-      case T::kAdd: case T::kDiv: case T::kMinimum: case T::kMultiply: case T::kSubtract: case T::kMaximum:
-      case T::kPReLU: case T::kBatchMatrixMultiply: {
-        const auto* t = static_cast<const fb::_XNNNode2x1*>(obj);
-        nd.inputs = {R("input1_id", t->input1_id()), R("input2_id", t->input2_id())};
-        out_flags(t);
-        break;
-      }
-      case T::kSoftmax: case T::kSigmoid: case T::kClamp: case T::kFloor: case T::kConvert:
-      case T::kGlobalAvgPooling2d: case T::kSquareRoot: case T::kCeiling: case T::kHardswish:
-      case T::kNegate: case T::kSquare: case T::kAbs: case T::kReciprocalSquareRoot: case T::kLog:
-      case T::kGelu: case T::kTanh: case T::kExp: case T::kSin: case T::kCopy: case T::kCos: {
-        const auto* t = static_cast<const fb::_XNNNode1x1*>(obj);
-        io(t);
-        break;
-      }
-      case T::kFullyConnected: {
-        const auto* t = static_cast<const fb::XNNFullyConnected*>(obj);
-        nd.inputs = {R("input1_id", t->input1_id()), R("filter_id", t->filter_id()),
-                     R("bias_id", t->bias_id(), true)};
-        out_flags(t);
-        break;
-      }
-      case T::kStaticTranspose: {
-        const auto* t = static_cast<const fb::XNNStaticTranspose*>(obj);
-        nd.ints_a = uvec(t->perm());
-        io(t);
-        break;
-      }
-      case T::kConv2d: case T::kDepthwiseConv2d: case T::kConvTranspose2d: {
-        const auto* t = static_cast<const fb::_XNNNodeConv*>(obj);
-        ConvParams& c = nd.conv;
-        c.pad_top = t->padding_top();
-        c.pad_right = t->padding_right();
-        c.pad_bottom = t->padding_bottom();
-        c.pad_left = t->padding_left();
-        c.kernel_h = t->kernel_height();
-        c.kernel_w = t->kernel_width();
-        c.stride_h = t->subsampling_height();
-        c.stride_w = t->subsampling_width();
-        c.dilation_h = t->dilation_height();
-        c.dilation_w = t->dilation_width();
-        c.group_input_channels = t->group_input_channels();
-        c.group_output_channels = t->group_output_channels();
-        c.groups = t->groups();
-        c.adjustment_h = t->adjustment_height();
-        c.adjustment_w = t->adjustment_width();
-        c.act = nd.act;
-        nd.inputs = {R("input1_id", t->input1_id()), R("filter_id", t->filter_id()),
-                     R("bias_id", t->bias_id(), true)};
-        out_flags(t);
-        break;
-      }
-      case T::kStaticResizeBilinear2D: {
-        const auto* t = static_cast<const fb::XNNStaticResizeBilinear2D*>(obj);
-        nd.new_height = t->new_height();
-        nd.new_width = t->new_width();
-        io(t);
-        break;
-      }
-      case T::kStaticConstantPad: {
-        const auto* t = static_cast<const fb::XNNStaticConstantPad*>(obj);
-        nd.ints_a = uvec(t->pre_paddings());
-        nd.ints_b = uvec(t->post_paddings());
-        nd.alpha = t->padding_value();
-        io(t);
-        break;
-      }
-      case T::kAvgPooling2d: case T::kMaxPooling2d: {
-        const auto* t = static_cast<const fb::_XNNPooling2D*>(obj);
-        PoolParams& p = nd.pool;
-        pool_window(t, p);
-        p.stride_h = t->stride_height();
-        p.stride_w = t->stride_width();
-        // ExecuTorch writes 0 (meaning 1) for average pooling, which has no dilation.
-        p.dilation_h = nd.type == T::kAvgPooling2d ? 1 : std::max<uint32_t>(1, t->dilation_height());
-        p.dilation_w = nd.type == T::kAvgPooling2d ? 1 : std::max<uint32_t>(1, t->dilation_width());
-        p.act = nd.act;
-        io(t);
-        break;
-      }
-      case T::kStaticReshape: {
-        const auto* t = static_cast<const fb::XNNStaticReshape*>(obj);
-        nd.ints_a = uvec(t->new_shape());
-        io(t);
-        break;
-      }
-      case T::kArgMaxPooling2d: {
-        const auto* t = static_cast<const fb::XNNArgMaxPooling2d*>(obj);
-        PoolParams& p = nd.pool;
-        pool_window(t, p);
-        p.stride_h = p.pool_h;
-        p.stride_w = p.pool_w;
-        nd.inputs = {R("input_id", t->input_id())};
-        nd.outputs = {R("output_value_id", t->output_value_id()), R("output_index_id", t->output_index_id())};
-        nd.flags = t->flags();
-        break;
-      }
-      case T::kLeakyReLU: {
-        const auto* t = static_cast<const fb::XNNLeakyReLU*>(obj);
-        nd.alpha = t->negative_slope();
-        io(t);
-        break;
-      }
-      case T::kELU: {
-        const auto* t = static_cast<const fb::XNNELU*>(obj);
-        nd.alpha = t->alpha();
-        io(t);
-        break;
-      }
-      case T::kConcatenate2: case T::kConcatenate3: case T::kConcatenate4: case T::kConcatenate5: {
-        const auto* t = static_cast<const fb::_XNNCat*>(obj);
-        const size_t n_in = static_cast<size_t>(nd.type) - static_cast<size_t>(T::kConcatenate2) + 2;
-        const size_t count = nd.type == T::kConcatenate5 ? 5 : n_in;
-        const uint32_t ids[5] = {t->input1_id(), t->input2_id(), t->input3_id(), t->input4_id(), t->input5_id()};
-        const char* fields[5] = {"input1_id", "input2_id", "input3_id", "input4_id", "input5_id"};
-        for (size_t k = 0; k < count; ++k) nd.inputs.push_back(R(fields[k], ids[k]));
-        nd.axis = t->axis();
-        out_flags(t);
-        break;
-      }
-      case T::kStaticSlice: {
-        const auto* t = static_cast<const fb::XNNStaticSlice*>(obj);
-        nd.ints_a = uvec(t->offsets());
-        nd.ints_b = uvec(t->sizes());
-        io(t);
-        break;
-      }
-      case T::kScaledDotProductAttention: {
-        const auto* t = static_cast<const fb::XNNScaledDotProductAttention*>(obj);
-        nd.inputs = {R("query_id", t->query_id()), R("key_id", t->key_id()), R("value_id", t->value_id()),
-                     R("scale_id", t->scale_id()), R("mask_id", t->mask_id())};
-        out_flags(t);
-        break;
-      }
-      case T::kWXUnary: {
-        const auto* t = static_cast<const fb::WXUnary*>(obj);
-        nd.wx_op = static_cast<uint16_t>(t->op());
-        if (nd.wx_op > 16) format_error("node " + str(i) + " (" + tname + "): unknown unary op " + str(nd.wx_op));
-        nd.alpha = static_cast<float>(t->alpha());
-        nd.beta = static_cast<float>(t->beta());
-        nd.dalpha = t->alpha();
-        nd.dbeta = t->beta();
-        io(t);
-        break;
-      }
-      case T::kWXBinary: {
-        const auto* t = static_cast<const fb::WXBinary*>(obj);
-        nd.wx_op = static_cast<uint16_t>(t->op());
-        if (nd.wx_op > 15) format_error("node " + str(i) + " (" + tname + "): unknown binary op " + str(nd.wx_op));
-        nd.inputs = {R("input1_id", t->input1_id()), R("input2_id", t->input2_id())};
-        out_flags(t);
-        break;
-      }
-      case T::kWXReduce: {
-        const auto* t = static_cast<const fb::WXReduce*>(obj);
-        nd.wx_op = static_cast<uint16_t>(t->op());
-        if (nd.wx_op > 11) format_error("node " + str(i) + " (" + tname + "): unknown reduce op " + str(nd.wx_op));
-        nd.ints_a = uvec(t->axes());
-        nd.keep_dims = t->keep_dims();
-        io(t);
-        break;
-      }
-      case T::kWXGather: {
-        const auto* t = static_cast<const fb::WXGather*>(obj);
-        nd.axis = t->axis();
-        nd.inputs = {R("input_id", t->input_id()), R("indices_id", t->indices_id())};
-        out_flags(t);
-        break;
-      }
-      case T::kWXGatherElements: {
-        const auto* t = static_cast<const fb::WXGatherElements*>(obj);
-        nd.axis = t->axis();
-        nd.inputs = {R("input_id", t->input_id()), R("indices_id", t->indices_id())};
-        out_flags(t);
-        break;
-      }
-      case T::kWXGatherND: {
-        const auto* t = static_cast<const fb::WXGatherND*>(obj);
-        nd.inputs = {R("input_id", t->input_id()), R("indices_id", t->indices_id())};
-        out_flags(t);
-        break;
-      }
-      case T::kWXScatterElements: {
-        const auto* t = static_cast<const fb::WXScatterElements*>(obj);
-        nd.axis = t->axis();
-        nd.inputs = {R("input_id", t->input_id()), R("indices_id", t->indices_id()),
-                     R("updates_id", t->updates_id())};
-        out_flags(t);
-        break;
-      }
-      case T::kWXScatterND: {
-        const auto* t = static_cast<const fb::WXScatterND*>(obj);
-        nd.inputs = {R("input_id", t->input_id()), R("indices_id", t->indices_id()),
-                     R("updates_id", t->updates_id())};
-        out_flags(t);
-        break;
-      }
-      case T::kWXWhere: {
-        const auto* t = static_cast<const fb::WXWhere*>(obj);
-        nd.inputs = {R("condition_id", t->condition_id()), R("true_id", t->true_id()),
-                     R("false_id", t->false_id())};
-        out_flags(t);
-        break;
-      }
-      case T::kWXExpand: {
-        const auto* t = static_cast<const fb::WXExpand*>(obj);
-        io(t);
-        break;
-      }
-      case T::kWXTile: {
-        const auto* t = static_cast<const fb::WXTile*>(obj);
-        nd.ints_a = uvec(t->repetitions());
-        io(t);
-        break;
-      }
-      case T::kWXReverse: {
-        const auto* t = static_cast<const fb::WXReverse*>(obj);
-        nd.ints_a = uvec(t->axes());
-        io(t);
-        break;
-      }
-      case T::kWXCumulativeSum: {
-        const auto* t = static_cast<const fb::WXCumulativeSum*>(obj);
-        nd.axis = t->axis();
-        nd.flag_a = t->exclusive();
-        nd.flag_b = t->reversed();
-        io(t);
-        break;
-      }
-      case T::kWXTriangular: {
-        const auto* t = static_cast<const fb::WXTriangular*>(obj);
-        nd.flag_a = t->upper();
-        nd.diagonal = t->diagonal();
-        io(t);
-        break;
-      }
-      case T::kWXPad: {
-        const auto* t = static_cast<const fb::WXPad*>(obj);
-        nd.wx_op = static_cast<uint16_t>(t->mode());
-        if (nd.wx_op > 3) format_error("node " + str(i) + " (" + tname + "): unknown pad mode " + str(nd.wx_op));
-        nd.ints_a = uvec(t->pre_paddings());
-        nd.ints_b = uvec(t->post_paddings());
-        nd.dalpha = t->value();
-        io(t);
-        break;
-      }
-      case T::kWXSlice: {
-        const auto* t = static_cast<const fb::WXSlice*>(obj);
-        nd.ints_a = uvec(t->starts());
-        nd.ints_b = uvec(t->strides());
-        io(t);
-        break;
-      }
-      case T::kWXNormalize: {
-        const auto* t = static_cast<const fb::WXNormalize*>(obj);
-        nd.ints_a = uvec(t->axes());
-        nd.alpha = t->epsilon();
-        if (!std::isfinite(nd.alpha) || nd.alpha < 0.f) {
-          format_error("node " + str(i) + " (" + tname + "): epsilon " + std::to_string(nd.alpha) +
-                       " is not a finite non-negative number");
-        }
-        nd.inputs = {R("input_id", t->input_id()), R("scale_id", t->scale_id(), true),
-                     R("bias_id", t->bias_id(), true)};
-        out_flags(t);
-        break;
-      }
-      case T::kWXResample2d: {
-        const auto* t = static_cast<const fb::WXResample2d*>(obj);
-        nd.wx_op = static_cast<uint16_t>(t->mode());
-        if (nd.wx_op > 1) format_error("node " + str(i) + " (" + tname + "): unknown resample mode " + str(nd.wx_op));
-        nd.ints_a = uvec(t->axes());
-        if (t->scales()) nd.floats.assign(t->scales()->begin(), t->scales()->end());
-        io(t);
-        break;
-      }
-      case T::kWXPool2d: {
-        const auto* t = static_cast<const fb::WXPool2d*>(obj);
-        nd.wx_op = static_cast<uint16_t>(t->op());
-        if (nd.wx_op > 2) format_error("node " + str(i) + " (" + tname + "): unknown pool op " + str(nd.wx_op));
-        PoolParams& p = nd.pool;
-        pool_window(t, p);
-        p.stride_h = t->stride_height();
-        p.stride_w = t->stride_width();
-        p.dilation_h = std::max<uint32_t>(1, t->dilation_height());
-        p.dilation_w = std::max<uint32_t>(1, t->dilation_width());
-        io(t);
-        break;
-      }
-      case T::kWXQuantize: {
-        const auto* t = static_cast<const fb::WXQuantize*>(obj);
-        nd.wx_op = static_cast<uint16_t>(t->op());
-        if (nd.wx_op > 1) format_error("node " + str(i) + " (" + tname + "): unknown quantize op " + str(nd.wx_op));
-        nd.inputs = {R("input_id", t->input_id()), R("scale_id", t->scale_id()),
-                     R("zero_point_id", t->zero_point_id(), true)};
-        out_flags(t);
-        break;
-      }
-      default:
-        format_error("node " + str(i) + ": unknown node type (XNodeUnion value " +
-                     str(static_cast<unsigned>(nd.type)) + ")");
+      const NodeDef& def = node_def(nd.type);
+      if (!def.decode) format_error("node " + str(i) + ": unknown node type (XNodeUnion value " + str(raw) + ")");
+      def.decode(NodeDecoder(i, tname, id_to_index_, model_.values), obj, nd);
     }
   }
 

@@ -1,6 +1,9 @@
 #include "runtime/model.h"
 
+#include <cstring>
+
 #include "runtime/status.h"
+#include "xnngraph_generated.h"
 
 namespace webxnn {
 
@@ -17,32 +20,54 @@ const char* status_code_name(StatusCode code) {
   return "error";
 }
 
-bool dtype_known(int16_t raw) { return (raw >= 1 && raw <= 14) || (raw >= 128 && raw <= 132); }
+namespace {
 
+namespace fb = fb_xnnpack;
+
+// DType mirrors XNNDatatype number for number (kernels and planners switch over it without the generated
+// header); a schema change that moves one fails here.
+#define WX_SAME_DTYPE(ours, schema) \
+  static_assert(static_cast<int16_t>(DType::ours) == static_cast<int16_t>(fb::XNNDatatype::schema), #ours)
+WX_SAME_DTYPE(kInvalid, xnn_datatype_invalid);
+WX_SAME_DTYPE(kFp32, xnn_datatype_fp32);
+WX_SAME_DTYPE(kFp16, xnn_datatype_fp16);
+WX_SAME_DTYPE(kQint8, xnn_datatype_qint8);
+WX_SAME_DTYPE(kQuint8, xnn_datatype_quint8);
+WX_SAME_DTYPE(kQint32, xnn_datatype_qint32);
+WX_SAME_DTYPE(kQcint8, xnn_datatype_qcint8);
+WX_SAME_DTYPE(kQcint32, xnn_datatype_qcint32);
+WX_SAME_DTYPE(kQcint4, xnn_datatype_qcint4);
+WX_SAME_DTYPE(kQdint8, xnn_datatype_qdint8);
+WX_SAME_DTYPE(kQbint4, xnn_datatype_qbint4);
+WX_SAME_DTYPE(kQpint8, xnn_datatype_qpint8);
+WX_SAME_DTYPE(kInt32, xnn_datatype_int32);
+WX_SAME_DTYPE(kPfp32, xnn_datatype_pfp32);
+WX_SAME_DTYPE(kBf16, xnn_datatype_bf16);
+WX_SAME_DTYPE(kWxInt8, wx_datatype_int8);
+WX_SAME_DTYPE(kWxUint8, wx_datatype_uint8);
+WX_SAME_DTYPE(kWxUint32, wx_datatype_uint32);
+WX_SAME_DTYPE(kWxInt64, wx_datatype_int64);
+WX_SAME_DTYPE(kWxUint64, wx_datatype_uint64);
+static_assert(static_cast<int16_t>(fb::XNNDatatype::MAX) == static_cast<int16_t>(DType::kWxUint64),
+              "a datatype was added to the schema: add it to DType (model.h) and element_size");
+#undef WX_SAME_DTYPE
+
+// The schema's name of a datatype ("xnn_datatype_fp32"), "" when it has none.
+const char* schema_dtype_name(int16_t raw) { return fb::EnumNameXNNDatatype(static_cast<fb::XNNDatatype>(raw)); }
+
+}  // namespace
+
+bool dtype_known(int16_t raw) { return raw != 0 && *schema_dtype_name(raw) != '\0'; }
+
+// The schema's name without its prefix: "fp32", "qint8", "int8" (wx_datatype_int8), ...
 const char* dtype_name(DType t) {
-  switch (t) {
-    case DType::kInvalid: return "invalid";
-    case DType::kFp32: return "fp32";
-    case DType::kFp16: return "fp16";
-    case DType::kQint8: return "qint8";
-    case DType::kQuint8: return "quint8";
-    case DType::kQint32: return "qint32";
-    case DType::kQcint8: return "qcint8";
-    case DType::kQcint32: return "qcint32";
-    case DType::kQcint4: return "qcint4";
-    case DType::kQdint8: return "qdint8";
-    case DType::kQbint4: return "qbint4";
-    case DType::kQpint8: return "qpint8";
-    case DType::kInt32: return "int32";
-    case DType::kPfp32: return "pfp32";
-    case DType::kBf16: return "bf16";
-    case DType::kWxInt8: return "int8";
-    case DType::kWxUint8: return "uint8";
-    case DType::kWxUint32: return "uint32";
-    case DType::kWxInt64: return "int64";
-    case DType::kWxUint64: return "uint64";
+  const char* s = schema_dtype_name(static_cast<int16_t>(t));
+  if (!*s) return "unknown";
+  for (const char* prefix : {"xnn_datatype_", "wx_datatype_"}) {
+    const size_t n = std::strlen(prefix);
+    if (std::strncmp(s, prefix, n) == 0) return s + n;
   }
-  return "unknown";
+  return s;
 }
 
 size_t element_size(DType t) {
@@ -63,40 +88,8 @@ size_t element_size(DType t) {
 }
 
 const char* node_type_name(uint8_t raw) {
-  static const char* const kNames[] = {
-      "NONE", "XNNAdd", "XNNFullyConnected", "XNNSoftmax", "XNNSigmoid", "XNNStaticTranspose", "XNNClamp",
-      "XNNConv2d", "XNNDiv", "XNNStaticResizeBilinear2D", "XNNStaticConstantPad", "XNNAvgPooling2d",
-      "XNNMinimum", "XNNDepthwiseConv2d", "XNNMaxPooling2d", "XNNMultiply", "XNNSubtract", "XNNFloor",
-      "XNNConvert", "XNNGlobalAvgPooling2d", "XNNStaticReshape", "XNNArgMaxPooling2d", "XNNSquareRoot",
-      "XNNCeiling", "XNNHardswish", "XNNLeakyReLU", "XNNMaximum", "XNNNegate", "XNNSquare", "XNNELU",
-      "XNNAbs", "XNNPReLU", "XNNConcatenate2", "XNNConcatenate3", "XNNConcatenate4", "XNNStaticSlice",
-      "XNNScaledDotProductAttention", "XNNBatchMatrixMultiply", "XNNConcatenate5", "XNNConvTranspose2d",
-      "XNNReciprocalSquareRoot", "XNNLog", "XNNGelu", "XNNTanh", "XNNExp", "XNNSin", "XNNCopy", "XNNCos",
-  };
-  if (raw < sizeof(kNames) / sizeof(kNames[0])) return kNames[raw];
-  switch (raw) {
-    case 128: return "WXUnary";
-    case 129: return "WXBinary";
-    case 130: return "WXReduce";
-    case 131: return "WXGather";
-    case 132: return "WXGatherElements";
-    case 133: return "WXGatherND";
-    case 134: return "WXScatterElements";
-    case 135: return "WXScatterND";
-    case 136: return "WXWhere";
-    case 137: return "WXExpand";
-    case 138: return "WXTile";
-    case 139: return "WXReverse";
-    case 140: return "WXCumulativeSum";
-    case 141: return "WXTriangular";
-    case 142: return "WXPad";
-    case 143: return "WXSlice";
-    case 144: return "WXNormalize";
-    case 145: return "WXResample2d";
-    case 146: return "WXPool2d";
-    case 147: return "WXQuantize";
-    default: return nullptr;
-  }
+  const char* s = fb::EnumNameXNodeUnion(static_cast<fb::XNodeUnion>(raw));
+  return *s ? s : nullptr;
 }
 
 std::string Model::node_label(size_t node) const {

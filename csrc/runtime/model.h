@@ -11,6 +11,10 @@
 
 #include "kernels/kernels.h"
 
+namespace fb_xnnpack {
+enum class XNodeUnion : uint8_t;  // xnngraph_generated.h
+}  // namespace fb_xnnpack
+
 namespace webxnn {
 
 constexpr uint32_t kNoValue = 0xFFFFFFFFu;  // XNN_INVALID_VALUE_ID: an absent optional input
@@ -25,7 +29,7 @@ constexpr uint32_t kFlagTransposeWeights = 0x1;  // FullyConnected filter [I, O]
 constexpr uint32_t kFlagTensorflowSamePadding = 0x4;
 constexpr uint32_t kFlagKeepDims = 0x40;
 
-// XNNDatatype values (schema/xnngraph.fbs).
+// XNNDatatype values (schema/xnngraph.fbs; model.cc checks every number against the generated enum).
 enum class DType : int16_t {
   kInvalid = 0,
   kFp32 = 1,
@@ -53,78 +57,13 @@ bool dtype_known(int16_t raw);
 const char* dtype_name(DType t);  // "fp32", "qint8", ...
 // Bytes per element; 0 for the 4-bit types (see constant_nbytes).
 size_t element_size(DType t);
+// Bytes an element takes in a dense tensor at run time: element_size, or one for the 4-bit types (a byte each).
+inline size_t storage_size(DType t) { return element_size(t) ? element_size(t) : 1; }
 
-// XNodeUnion values (schema/xnngraph.fbs).
-enum class NodeType : uint8_t {
-  kNone = 0,
-  kAdd = 1,
-  kFullyConnected = 2,
-  kSoftmax = 3,
-  kSigmoid = 4,
-  kStaticTranspose = 5,
-  kClamp = 6,
-  kConv2d = 7,
-  kDiv = 8,
-  kStaticResizeBilinear2D = 9,
-  kStaticConstantPad = 10,
-  kAvgPooling2d = 11,
-  kMinimum = 12,
-  kDepthwiseConv2d = 13,
-  kMaxPooling2d = 14,
-  kMultiply = 15,
-  kSubtract = 16,
-  kFloor = 17,
-  kConvert = 18,
-  kGlobalAvgPooling2d = 19,
-  kStaticReshape = 20,
-  kArgMaxPooling2d = 21,
-  kSquareRoot = 22,
-  kCeiling = 23,
-  kHardswish = 24,
-  kLeakyReLU = 25,
-  kMaximum = 26,
-  kNegate = 27,
-  kSquare = 28,
-  kELU = 29,
-  kAbs = 30,
-  kPReLU = 31,
-  kConcatenate2 = 32,
-  kConcatenate3 = 33,
-  kConcatenate4 = 34,
-  kStaticSlice = 35,
-  kScaledDotProductAttention = 36,
-  kBatchMatrixMultiply = 37,
-  kConcatenate5 = 38,
-  kConvTranspose2d = 39,
-  kReciprocalSquareRoot = 40,
-  kLog = 41,
-  kGelu = 42,
-  kTanh = 43,
-  kExp = 44,
-  kSin = 45,
-  kCopy = 46,
-  kCos = 47,
-  kWXUnary = 128,
-  kWXBinary = 129,
-  kWXReduce = 130,
-  kWXGather = 131,
-  kWXGatherElements = 132,
-  kWXGatherND = 133,
-  kWXScatterElements = 134,
-  kWXScatterND = 135,
-  kWXWhere = 136,
-  kWXExpand = 137,
-  kWXTile = 138,
-  kWXReverse = 139,
-  kWXCumulativeSum = 140,
-  kWXTriangular = 141,
-  kWXPad = 142,
-  kWXSlice = 143,
-  kWXNormalize = 144,
-  kWXResample2d = 145,
-  kWXPool2d = 146,
-  kWXQuantize = 147,
-};
+// A node's type is the schema's XNodeUnion value. Declared here without its enumerators so this header (which
+// the bindings include) stays free of the generated code; the runtime's own files include
+// xnngraph_generated.h for the names.
+using NodeType = fb_xnnpack::XNodeUnion;
 
 // "XNNConv2d", ...; nullptr for a value that is not in the schema.
 const char* node_type_name(uint8_t raw);
@@ -155,7 +94,7 @@ struct Value {
 };
 
 struct Node {
-  NodeType type = NodeType::kNone;
+  NodeType type{};  // NONE
   std::vector<uint32_t> inputs;   // value indices; kNoValue for an absent optional input (bias)
   std::vector<uint32_t> outputs;  // value indices
   uint32_t flags = 0;

@@ -14,8 +14,12 @@
 #include "kernels/thread_pool.h"
 #include "runtime/memory.h"
 #include "runtime/model.h"
+#include "runtime/plan.h"
 
 namespace webxnn {
+
+struct Fusions;        // plan_fusion.h
+struct StorageGroups;  // plan.cc
 
 // Element types of graph inputs and outputs, numbered like wx_dtype (include/webxnn/runtime.h).
 enum class PublicDType : int {
@@ -41,49 +45,6 @@ struct TensorInfo {
 
 struct LoadOptions {
   size_t threads = 0;  // 0 = std::thread::hardware_concurrency()
-};
-
-// One unit of work of a plan: a node, or a Conv2d / FullyConnected with the Add that consumes it fused into
-// its epilogue (out = clamp(conv(x) + bias + residual)).
-struct Step {
-  uint32_t node = 0;               // the node run
-  // A fused consumer whose output this step writes: an Add (residual: the conv / FC output plus `residual`)
-  // or an activation (HardSwish / Sigmoid / Gelu, applied as the kernel's Activation::post).
-  uint32_t into = kNoValue;
-  uint32_t residual = kNoValue;    // fused residual: the value added (never overlaps the output)
-  bool serial = false;             // too small to be worth waking the pool: run on the calling thread
-  // A fused producer: the pointwise Conv2d whose output this DepthwiseConv2d step (or `dw`) reads; the kernel
-  // computes those expanded rows as it needs them (KernelTable::dwconv2d_fused), and the tensor never
-  // materializes.
-  uint32_t pre = kNoValue;
-  uint32_t pre_act = kNoValue;  // the HardSwish / Sigmoid / Gelu between `pre` and this step (MobileNetV3), if any
-  // A fused depthwise producer: the DepthwiseConv2d whose output this pointwise Conv2d step (the block's
-  // project) reads, computed row by row inside the step; its own expand, if fused, is `pre`.
-  uint32_t dw = kNoValue;
-  uint32_t dw_act = kNoValue;  // the HardSwish / Sigmoid / Gelu between `dw` and this step, if any
-  // A fused layout change: the StaticTranspose (NCHW -> NHWC) making this Conv2d step's input; the conv reads
-  // the transpose's input planes in place (ConvParams::input_nchw) and the transpose never runs.
-  uint32_t transpose = kNoValue;
-  // A later FullyConnected step whose packed weights (ahead_bytes of them from ahead_offset) this pointwise
-  // Conv2d step pulls toward the cache while it computes (ConvParams::ahead; see plan_ahead).
-  uint32_t ahead = kNoValue;
-  size_t ahead_offset = 0, ahead_bytes = 0;
-};
-
-// Shapes and memory for one tuple of input shapes.
-//  * Values that need memory of their own live in one arena, placed by lifetime (greedy by size).
-//  * A StaticReshape / Copy output shares its input's storage (no step runs for it); an element-wise node
-//    writes over an input that no later step reads (in place). Such values form one storage group.
-//  * A group rooted at a graph input, constant or graph output is not in the arena: its values take that
-//    root's pointer (`alias`), and nothing ever writes into it in place.
-struct Plan {
-  std::vector<Shape> shapes;     // per value
-  std::vector<size_t> offsets;   // per value: arena offset, or kNotInArena
-  std::vector<uint32_t> alias;   // per value: the external value whose pointer it takes, or kNoValue
-  std::vector<Step> steps;       // in execution order
-  std::vector<uint32_t> aliased_nodes;  // nodes that need no step (their output shares storage)
-  size_t arena_bytes = 0;
-  static constexpr size_t kNotInArena = ~size_t(0);
 };
 
 // Per-step wall time of one run (Program::run with a profile).
@@ -124,25 +85,28 @@ class Program {
 
  private:
   Program() = default;
+  // program.cc: loading
   void init(std::shared_ptr<BlobStorage> blob, const LoadOptions& opts);
   void check_supported(size_t node) const;
-  void check_wx_types(size_t node) const;
+  void check_input_shapes(const std::vector<Shape>& input_shapes) const;
+  // fold.cc, pack.cc: constants evaluated and weights packed at load
   void fold_constants(const std::vector<Shape>& shapes);
   bool needs_run_packing(size_t node) const;
-  void pack_node(size_t node, const Shape& filter_dims, const void* filter, const void* bias,
-                 AlignedBuffer& buf) const;
-  void check_input_shapes(const std::vector<Shape>& input_shapes) const;
   void pack_weights();
+  // plan.cc: steps, storage, prefetch; plan_fusion.cc: fusion
+  friend class FusionPlanner;
   std::shared_ptr<Plan> make_plan(std::vector<Shape> shapes) const;
-  void exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel& par, const Step* step = nullptr) const;
-  void plan_steps(Plan& plan, std::vector<int64_t>& last_use) const;
-  void allocate(Plan& plan, const std::vector<uint32_t>& group, const std::vector<int64_t>& last_use) const;
+  Fusions plan_fusions(const std::vector<Shape>& shapes, std::vector<int64_t>& last_use) const;
+  StorageGroups plan_storage(Plan& plan, const Fusions& f, const std::vector<int64_t>& last_use) const;
+  void place_values(Plan& plan, StorageGroups& g, const std::vector<bool>& elided) const;
   bool small_step(const Plan& plan, const Step& s) const;
   void plan_ahead(Plan& plan) const;
+  // A value computed by a node, neither a constant nor a graph input / output: it needs storage of its own.
+  bool computed(uint32_t v) const;
+  // run.cc: execution and arenas
+  void exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel& par, const Step* step = nullptr) const;
   AlignedBuffer acquire_arena(size_t bytes) const;
   void release_arena(AlignedBuffer buf) const;
-  void exec_wx(size_t i, const Plan& plan, void* const* ptrs, Parallel& par) const;
-  bool fused_normalize(size_t i, const Plan& plan) const;
 
   std::shared_ptr<BlobStorage> blob_;
   Model model_;
@@ -150,6 +114,7 @@ class Program {
   std::vector<TensorInfo> inputs_, outputs_;
   AlignedBuffer packed_all_;            // every node's packed weights
   std::vector<const void*> packed_ptr_;  // per node: its slice of packed_all_, or null
+  std::vector<size_t> packed_size_;      // per node: bytes of that slice (0 when null)
   std::vector<int64_t> producer_;      // per value: producing node, or -1
   std::vector<int64_t> last_use_;      // per value: last node reading it, or -1
   std::vector<uint32_t> consumers_;    // per value: how many input slots of non-folded nodes read it

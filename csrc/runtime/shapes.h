@@ -1,4 +1,4 @@
-// Per-node parameter checks and shape inference.
+// Per-node parameter checks and shape inference (each node type's rule lives in its family file, nodes/).
 #pragma once
 
 #include <vector>

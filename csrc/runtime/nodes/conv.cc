@@ -1,0 +1,230 @@
+// Convolutions (fp32, NHWC, weights packed at load): Conv2d, DepthwiseConv2d, ConvTranspose2d. A step of one
+// may carry fusions (plan_fusion.cc): the residual Add or activation after it, a MobileNet block's expand and
+// depthwise before a pointwise project, the image transpose before a stem, weights it fetches ahead.
+#include <algorithm>
+
+#include "runtime/nodes/common.h"
+
+namespace webxnn {
+namespace {
+
+using T = fb::XNodeUnion;
+
+void decode_conv(const NodeDecoder& d, const void* table, Node& nd) {
+  const auto* t = static_cast<const fb::_XNNNodeConv*>(table);
+  ConvParams& c = nd.conv;
+  c.pad_top = t->padding_top();
+  c.pad_right = t->padding_right();
+  c.pad_bottom = t->padding_bottom();
+  c.pad_left = t->padding_left();
+  c.kernel_h = t->kernel_height();
+  c.kernel_w = t->kernel_width();
+  c.stride_h = t->subsampling_height();
+  c.stride_w = t->subsampling_width();
+  c.dilation_h = t->dilation_height();
+  c.dilation_w = t->dilation_width();
+  c.group_input_channels = t->group_input_channels();
+  c.group_output_channels = t->group_output_channels();
+  c.groups = t->groups();
+  c.adjustment_h = t->adjustment_height();
+  c.adjustment_w = t->adjustment_width();
+  c.act = nd.act;
+  nd.inputs = {d.ref("input1_id", t->input1_id()), d.ref("filter_id", t->filter_id()),
+               d.ref("bias_id", t->bias_id(), true)};
+  d.out_flags(t, nd);
+}
+
+// Conv2d also records its declared input size: its kernel table picks an algorithm by it at pack time.
+void decode_conv2d(const NodeDecoder& d, const void* table, Node& nd) {
+  decode_conv(d, table, nd);
+  const Shape& in = d.dims(nd.inputs[0]);
+  if (in.size() != 4) return;  // the shape pass says what is wrong
+  nd.conv.input_h = static_cast<uint32_t>(std::min<size_t>(in[1], UINT32_MAX));
+  nd.conv.input_w = static_cast<uint32_t>(std::min<size_t>(in[2], UINT32_MAX));
+}
+
+void conv_shapes(ShapeInference& s, bool depthwise, bool transposed) {
+  const Node& nd = s.node();
+  const ConvParams& c = nd.conv;
+  auto hw = [](uint32_t h, uint32_t w) { return str(h) + "x" + str(w); };
+  if (c.kernel_h == 0 || c.kernel_w == 0) s.fail("kernel size " + hw(c.kernel_h, c.kernel_w) + " must be > 0");
+  if (c.stride_h == 0 || c.stride_w == 0) {
+    s.fail("stride (subsampling) " + hw(c.stride_h, c.stride_w) + " must be > 0");
+  }
+  if (c.dilation_h == 0 || c.dilation_w == 0) s.fail("dilation " + hw(c.dilation_h, c.dilation_w) + " must be > 0");
+  if (c.groups == 0 || c.group_input_channels == 0 || c.group_output_channels == 0) {
+    s.fail("groups (" + str(c.groups) + "), group_input_channels (" + str(c.group_input_channels) +
+           ") and group_output_channels (" + str(c.group_output_channels) + ") must be > 0");
+  }
+  if (nd.flags & kFlagTensorflowSamePadding) {
+    unsupported(s.model().node_label(s.index()) + ": TensorFlow SAME padding (flag 0x4) is not supported");
+  }
+  s.need_rank(0, 4, 4);
+  s.need_rank(1, 4, 4);
+  s.need_nonempty(0);
+  const Shape& x = s.in(0);
+  const Shape& w = s.in(1);
+  const uint64_t groups = c.groups, gic = c.group_input_channels, goc = c.group_output_channels;
+  const uint64_t out_c = groups * goc;
+  uint64_t in_c = groups * gic;
+  Shape want_w;
+  if (depthwise) {
+    if (gic != 1) s.fail("depthwise convolution needs group_input_channels 1, got " + str(gic));
+    in_c = groups;
+    want_w = {1, c.kernel_h, c.kernel_w, static_cast<size_t>(out_c)};
+  } else {
+    want_w = {static_cast<size_t>(out_c), c.kernel_h, c.kernel_w, static_cast<size_t>(gic)};
+  }
+  if (x[3] != in_c) {
+    s.fail(s.in_label(0) + " has " + str(x[3]) + " channels but groups x group_input_channels = " + str(in_c));
+  }
+  if (w != want_w) s.fail("filter " + s.in_label(1) + " should be " + shape_str(want_w));
+  if (s.has_in(2) && numel(s.in(2)) != out_c) {
+    s.fail("bias " + s.in_label(2) + " must have " + str(out_c) + " elements");
+  }
+  uint64_t oh = 0, ow = 0;
+  if (transposed) {
+    if (c.adjustment_h >= c.stride_h || c.adjustment_w >= c.stride_w) {
+      s.fail("adjustment " + str(c.adjustment_h) + "x" + str(c.adjustment_w) + " must be smaller than the stride");
+    }
+    const uint64_t fh =
+        uint64_t(c.stride_h) * (x[1] - 1) + c.adjustment_h + uint64_t(c.dilation_h) * (c.kernel_h - 1) + 1;
+    const uint64_t fw =
+        uint64_t(c.stride_w) * (x[2] - 1) + c.adjustment_w + uint64_t(c.dilation_w) * (c.kernel_w - 1) + 1;
+    const uint64_t ph = uint64_t(c.pad_top) + c.pad_bottom, pw = uint64_t(c.pad_left) + c.pad_right;
+    if (ph >= fh || pw >= fw) s.fail("padding crops the whole output of " + s.in_label(0));
+    oh = fh - ph;
+    ow = fw - pw;
+  } else {
+    if (!window_out(x[1], c.pad_top, c.pad_bottom, c.kernel_h, c.dilation_h, c.stride_h, oh) ||
+        !window_out(x[2], c.pad_left, c.pad_right, c.kernel_w, c.dilation_w, c.stride_w, ow)) {
+      s.fail(s.in_label(0) + " is smaller than the " + str(c.kernel_h) + "x" + str(c.kernel_w) +
+             " (dilated) kernel plus padding");
+    }
+  }
+  if (oh > kMaxTensorBytes || ow > kMaxTensorBytes) s.fail("output is too large");
+  s.set_out(0, {x[0], static_cast<size_t>(oh), static_cast<size_t>(ow), static_cast<size_t>(out_c)});
+}
+
+void conv2d_shapes(ShapeInference& s) { conv_shapes(s, false, false); }
+void dwconv2d_shapes(ShapeInference& s) { conv_shapes(s, true, false); }
+void deconv2d_shapes(ShapeInference& s) { conv_shapes(s, false, true); }
+
+const float* f32(const void* p) { return static_cast<const float*>(p); }
+
+size_t conv2d_size(const PackArgs& a) { return a.k.conv2d_packed_size(a.m.nodes[a.node].conv); }
+void conv2d_pack(const PackArgs& a, void* dst) {
+  a.k.conv2d_pack(a.m.nodes[a.node].conv, f32(a.filter), f32(a.bias), dst);
+}
+size_t dwconv2d_size(const PackArgs& a) { return a.k.dwconv2d_packed_size(a.m.nodes[a.node].conv); }
+void dwconv2d_pack(const PackArgs& a, void* dst) {
+  a.k.dwconv2d_pack(a.m.nodes[a.node].conv, f32(a.filter), f32(a.bias), dst);
+}
+size_t deconv2d_size(const PackArgs& a) { return a.k.deconv2d_packed_size(a.m.nodes[a.node].conv); }
+void deconv2d_pack(const PackArgs& a, void* dst) {
+  a.k.deconv2d_pack(a.m.nodes[a.node].conv, f32(a.filter), f32(a.bias), dst);
+}
+
+double conv_macs(const Model&, const Plan& plan, const Node& nd) {
+  const ConvParams& c = nd.conv;
+  return static_cast<double>(numel(plan.shapes[nd.outputs[0]])) * c.kernel_h * c.kernel_w * c.group_input_channels;
+}
+
+double dwconv_macs(const Model&, const Plan& plan, const Node& nd) {
+  return static_cast<double>(numel(plan.shapes[nd.outputs[0]])) * nd.conv.kernel_h * nd.conv.kernel_w;
+}
+
+// A fused block (see plan_fusion.cc): [expand ->] depthwise [-> the project conv this step runs, + residual].
+void exec_block(const NodeIo& io, const Step& step, const ConvParams& p, const void* packed, const FusedOutput& f) {
+  const ExecArgs& a = io.a;
+  const bool project_step = step.dw != kNoValue;  // else this node is the depthwise
+  const Node& dn = project_step ? a.m.nodes[step.dw] : io.nd;
+  PointwiseConv expand, project;
+  const float* src = static_cast<const float*>(a.ptrs[dn.inputs[0]]);
+  if (step.pre != kNoValue) {
+    const Node& pw = a.m.nodes[step.pre];
+    expand.channels = a.plan.shapes[pw.inputs[0]][3];
+    expand.packed = a.packed[step.pre];
+    expand.act = pw.act;
+    if (step.pre_act != kNoValue) expand.act.post = node_def(a.m.nodes[step.pre_act].type).post_op;
+    src = static_cast<const float*>(a.ptrs[pw.inputs[0]]);
+  }
+  ConvParams dp = p;
+  const void* dw_packed = packed;
+  if (project_step) {
+    dp = dn.conv;
+    dp.act = dn.act;
+    if (step.dw_act != kNoValue) dp.act.post = node_def(a.m.nodes[step.dw_act].type).post_op;
+    dw_packed = a.packed[step.dw];
+    project.channels = io.out_shape()[3];
+    project.packed = packed;
+    project.act = f.act;
+  }
+  const Shape& dx = a.plan.shapes[dn.inputs[0]];
+  const Shape& dy = a.plan.shapes[dn.outputs[0]];
+  a.k.dwconv2d_fused(step.pre != kNoValue ? &expand : nullptr, dp, dx[0], dx[1], dx[2], src, dy[1], dy[2], dw_packed,
+                     project_step ? &project : nullptr, project_step ? f.residual : nullptr, f.out, a.par);
+}
+
+using ConvFn = decltype(KernelTable::conv2d);  // conv2d, dwconv2d and deconv2d share it
+
+void exec_conv(const ExecArgs& a, size_t i, const Step* step, ConvFn fn) {
+  const NodeIo io(a, i);
+  AlignedBuffer run_packed;
+  const void* packed = packed_weights(io, i, run_packed);
+  const FusedOutput f = fused_output(a, io.nd, step);
+  const Shape& out_shape = io.out_shape();
+  ConvParams p = io.nd.conv;
+  p.act = f.act;
+  if (step && step->ahead != kNoValue) {
+    p.ahead = {static_cast<const char*>(a.packed[step->ahead]) + step->ahead_offset, step->ahead_bytes};
+  }
+  if (step && (step->pre != kNoValue || step->dw != kNoValue)) {
+    exec_block(io, *step, p, packed, f);
+    return;
+  }
+  const Shape& x = io.in_shape(0);
+  const float* src = io.inf(0);
+  size_t N = x[0], H = x[1], W = x[2];
+  if (step && step->transpose != kNoValue) {  // the planes the fused image transpose would have read
+    const uint32_t planes = a.m.nodes[step->transpose].inputs[0];
+    const Shape& s = a.plan.shapes[planes];
+    src = static_cast<const float*>(a.ptrs[planes]);
+    N = s[0], H = s[2], W = s[3];
+    p.input_nchw = true;
+  }
+  if (f.residual) {
+    a.k.conv2d_residual(p, N, H, W, src, out_shape[1], out_shape[2], packed, f.residual, f.out, a.par);
+    return;
+  }
+  fn(p, N, H, W, src, out_shape[1], out_shape[2], packed, f.out, a.par);
+}
+
+void exec_conv2d(const ExecArgs& a, size_t i, const Step* step) { exec_conv(a, i, step, a.k.conv2d); }
+void exec_dwconv2d(const ExecArgs& a, size_t i, const Step* step) { exec_conv(a, i, step, a.k.dwconv2d); }
+void exec_deconv2d(const ExecArgs& a, size_t i, const Step* step) { exec_conv(a, i, step, a.k.deconv2d); }
+
+}  // namespace
+
+// fp32 only; a non-constant filter or bias is packed by the step itself, every run.
+void register_conv(NodeTable& table) {
+  NodeDef& conv = define_node(table, T::XNNConv2d, decode_conv2d, conv2d_shapes, check_fp32, exec_conv2d);
+  conv.pack_size = conv2d_size;
+  conv.pack = conv2d_pack;
+  conv.macs = conv_macs;
+  conv.traits = kPacksWeights | kTakesActivation | kTakesResidual | kBlockConv;
+
+  NodeDef& dw = define_node(table, T::XNNDepthwiseConv2d, decode_conv, dwconv2d_shapes, check_fp32, exec_dwconv2d);
+  dw.pack_size = dwconv2d_size;
+  dw.pack = dwconv2d_pack;
+  dw.macs = dwconv_macs;
+  dw.traits = kPacksWeights | kTakesActivation | kBlockDepthwise;
+
+  NodeDef& deconv = define_node(table, T::XNNConvTranspose2d, decode_conv, deconv2d_shapes, check_fp32, exec_deconv2d);
+  deconv.pack_size = deconv2d_size;
+  deconv.pack = deconv2d_pack;
+  deconv.macs = conv_macs;
+  deconv.traits = kPacksWeights;
+}
+
+}  // namespace webxnn

@@ -1,0 +1,134 @@
+// FullyConnected: fp32 (weights packed for the GEMM at load, or per run when not constant), or qint8 x
+// qcint8 [+ qcint32 bias] -> qint8. An fp32 step may write the residual Add or the activation after it, and on
+// a few rows have its weights fetched ahead by the convs before it (plan.cc).
+#include <algorithm>
+#include <cmath>
+
+#include "runtime/nodes/common.h"
+
+namespace webxnn {
+namespace {
+
+using T = fb::XNodeUnion;
+
+void decode_fc(const NodeDecoder& d, const void* table, Node& nd) {
+  const auto* t = static_cast<const fb::XNNFullyConnected*>(table);
+  nd.inputs = {d.ref("input1_id", t->input1_id()), d.ref("filter_id", t->filter_id()),
+               d.ref("bias_id", t->bias_id(), true)};
+  d.out_flags(t, nd);
+}
+
+void fc_shapes(ShapeInference& s) {
+  s.need_rank(0, 1, kMaxRank);
+  s.need_rank(1, 2, 2);
+  const Shape& x = s.in(0);
+  const Shape& w = s.in(1);
+  const bool io = s.node().flags & kFlagTransposeWeights;
+  const size_t I = io ? w[0] : w[1];
+  const size_t O = io ? w[1] : w[0];
+  if (x.back() != I) {
+    s.fail(s.in_label(0) + " has " + str(x.back()) + " input features but filter " + s.in_label(1) +
+           (io ? " ([I, O], flag 0x1)" : " ([O, I])") + " expects " + str(I));
+  }
+  if (I == 0 || O == 0) s.fail("filter " + s.in_label(1) + " has a zero-size dimension");
+  if (s.has_in(2) && numel(s.in(2)) != O) s.fail("bias " + s.in_label(2) + " must have " + str(O) + " elements");
+  Shape o = x;
+  o.back() = O;
+  s.set_out(0, o);
+}
+
+void fc_check(const SupportCheck& c) {
+  if (c.all_fp32()) return;
+  c.need_const(1, "filter");
+  c.need_const(2, "bias");
+  const Node& nd = c.node();
+  const Model& m = c.model();
+  const Value& x = m.values[nd.inputs[0]];
+  const Value& w = m.values[nd.inputs[1]];
+  const Value& y = m.values[nd.outputs[0]];
+  const bool has_bias = nd.inputs[2] != kNoValue;
+  const bool w_ok = (w.dtype == DType::kQcint8) || (w.dtype == DType::kQint8 && w.quant.zero_point == 0);
+  const bool b_ok = !has_bias || c.dt(nd.inputs[2]) == DType::kQcint32 || c.dt(nd.inputs[2]) == DType::kQint32;
+  if (x.dtype == DType::kQint8 && y.dtype == DType::kQint8 && w_ok && b_ok) {
+    const size_t o_dim = (nd.flags & kFlagTransposeWeights) ? 1 : 0;
+    if (w.quant.kind == QuantParams::Kind::kPerChannel && size_t(w.quant.channel_dim) != o_dim) {
+      unsupported(c.label() + ": per-channel filter scales must be along the output dim " + str(o_dim) + ", not " +
+                  std::to_string(w.quant.channel_dim));
+    }
+    return;
+  }
+  unsupported(c.label() + ": datatypes " + c.describe() +
+              " are not supported (fp32, or qint8 x qcint8 [+ qcint32 bias] -> qint8)");
+}
+
+// K and N of the filter; true for fp32 weights (else qint8).
+bool fc_kn(const PackArgs& a, size_t& K, size_t& N) {
+  const Node& nd = a.m.nodes[a.node];
+  const bool io = nd.flags & kFlagTransposeWeights;
+  K = io ? a.filter_dims[0] : a.filter_dims[1];
+  N = io ? a.filter_dims[1] : a.filter_dims[0];
+  return a.m.values[nd.inputs[1]].dtype == DType::kFp32;
+}
+
+size_t fc_pack_size(const PackArgs& a) {
+  size_t K = 0, N = 0;
+  return fc_kn(a, K, N) ? a.k.gemm_packed_size(K, N) : a.k.qs8_gemm_packed_size(K, N);
+}
+
+void fc_pack(const PackArgs& a, void* dst) {
+  const Node& nd = a.m.nodes[a.node];
+  const bool io = nd.flags & kFlagTransposeWeights;
+  size_t K = 0, N = 0;
+  if (fc_kn(a, K, N)) {
+    a.k.gemm_pack(K, N, static_cast<const float*>(a.filter), !io, static_cast<const float*>(a.bias), dst);
+    return;
+  }
+  const Value& w = a.m.values[nd.inputs[1]];
+  const Value& x = a.m.values[nd.inputs[0]];
+  const Value& y = a.m.values[nd.outputs[0]];
+  std::vector<float> scales(N, w.quant.scale);
+  if (w.quant.kind == QuantParams::Kind::kPerChannel) scales = w.quant.scales;
+  a.k.qs8_gemm_pack(K, N, static_cast<const int8_t*>(a.filter), !io, static_cast<const int32_t*>(a.bias),
+                    scales.data(), x.quant.scale, x.quant.zero_point, y.quant.scale, y.quant.zero_point, dst);
+}
+
+int8_t quantize_bound(float real, const QuantParams& q) {
+  if (std::isinf(real)) return (real < 0) ? -128 : 127;
+  double x = std::nearbyint(double(real) / q.scale) + q.zero_point;
+  x = std::min(127.0, std::max(-128.0, x));
+  return static_cast<int8_t>(x);
+}
+
+void fc_exec(const ExecArgs& a, size_t i, const Step* step) {
+  const NodeIo io(a, i);
+  AlignedBuffer run_packed;
+  const void* packed = packed_weights(io, i, run_packed);
+  const FusedOutput f = fused_output(a, io.nd, step);
+  const Shape& x = io.in_shape(0);
+  const size_t Kd = x.back();
+  const size_t N = io.out_shape().back();
+  const size_t M = numel(x) / Kd;
+  const Value& out_val = io.out_val();
+  if (f.residual) {
+    a.k.gemm_residual(M, N, Kd, io.inf(0), Kd, packed, f.residual, N, f.out, N, f.act, a.par);
+  } else if (out_val.dtype == DType::kFp32) {
+    a.k.gemm(M, N, Kd, io.inf(0), Kd, packed, f.out, N, f.act, a.par);
+  } else {
+    const int8_t lo = quantize_bound(io.nd.act.min, out_val.quant);
+    const int8_t hi = quantize_bound(io.nd.act.max, out_val.quant);
+    a.k.qs8_gemm(M, N, Kd, static_cast<const int8_t*>(io.in(0)), Kd, packed, static_cast<int8_t*>(io.out()), N, lo,
+                 hi, a.par);
+  }
+}
+
+}  // namespace
+
+void register_fully_connected(NodeTable& table) {
+  NodeDef& d = define_node(table, T::XNNFullyConnected, decode_fc, fc_shapes, fc_check, fc_exec);
+  d.pack_size = fc_pack_size;
+  d.pack = fc_pack;
+  d.macs = gemm_macs;
+  d.traits = kPacksWeights | kTakesResidual | kTakesActivation | kPrefetched;
+}
+
+}  // namespace webxnn

@@ -1,0 +1,63 @@
+// A plan: the steps one run executes and where every value lives, for one tuple of input shapes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "runtime/model.h"
+#include "runtime/shapes.h"
+
+namespace webxnn {
+
+constexpr size_t kTensorSlack = 16;  // readable bytes after every arena tensor (and folded constant)
+
+// Bytes of value v at shape s (4-bit types count a byte per element).
+inline size_t value_bytes(const Value& v, const Shape& s) {
+  return numel(s) * storage_size(v.dtype);
+}
+
+// One unit of work of a plan: a node, or a Conv2d / FullyConnected with the Add that consumes it fused into
+// its epilogue (out = clamp(conv(x) + bias + residual)).
+struct Step {
+  uint32_t node = 0;               // the node run
+  // A fused consumer whose output this step writes: an Add (residual: the conv / FC output plus `residual`)
+  // or an activation (HardSwish / Sigmoid / Gelu, applied as the kernel's Activation::post).
+  uint32_t into = kNoValue;
+  uint32_t residual = kNoValue;    // fused residual: the value added (never overlaps the output)
+  bool serial = false;             // too small to be worth waking the pool: run on the calling thread
+  // A fused producer: the pointwise Conv2d whose output this DepthwiseConv2d step (or `dw`) reads; the kernel
+  // computes those expanded rows as it needs them (KernelTable::dwconv2d_fused), and the tensor never
+  // materializes.
+  uint32_t pre = kNoValue;
+  uint32_t pre_act = kNoValue;  // the HardSwish / Sigmoid / Gelu between `pre` and this step (MobileNetV3), if any
+  // A fused depthwise producer: the DepthwiseConv2d whose output this pointwise Conv2d step (the block's
+  // project) reads, computed row by row inside the step; its own expand, if fused, is `pre`.
+  uint32_t dw = kNoValue;
+  uint32_t dw_act = kNoValue;  // the HardSwish / Sigmoid / Gelu between `dw` and this step, if any
+  // A fused layout change: the StaticTranspose (NCHW -> NHWC) making this Conv2d step's input; the conv reads
+  // the transpose's input planes in place (ConvParams::input_nchw) and the transpose never runs.
+  uint32_t transpose = kNoValue;
+  // A later FullyConnected step whose packed weights (ahead_bytes of them from ahead_offset) this pointwise
+  // Conv2d step pulls toward the cache while it computes (ConvParams::ahead; see plan_ahead).
+  uint32_t ahead = kNoValue;
+  size_t ahead_offset = 0, ahead_bytes = 0;
+};
+
+// Shapes and memory for one tuple of input shapes.
+//  * Values that need memory of their own live in one arena, placed by lifetime (greedy by size).
+//  * A StaticReshape / Copy output shares its input's storage (no step runs for it); an element-wise node
+//    writes over an input that no later step reads (in place). Such values form one storage group.
+//  * A group rooted at a graph input, constant or graph output is not in the arena: its values take that
+//    root's pointer (`alias`), and nothing ever writes into it in place.
+struct Plan {
+  std::vector<Shape> shapes;     // per value
+  std::vector<size_t> offsets;   // per value: arena offset, or kNotInArena
+  std::vector<uint32_t> alias;   // per value: the external value whose pointer it takes, or kNoValue
+  std::vector<Step> steps;       // in execution order
+  std::vector<uint32_t> aliased_nodes;  // nodes that need no step (their output shares storage)
+  size_t arena_bytes = 0;
+  static constexpr size_t kNotInArena = ~size_t(0);
+};
+
+}  // namespace webxnn

@@ -1,0 +1,246 @@
+// Fusion: a node runs inside the step of the node reading its output, whose kernel computes it tile by tile
+// while in cache; the tensor between them never materializes. Each rule below is one function of
+// FusionPlanner; run() tries them per node, in node order, so a step can grow from one rule to the next
+// (a conv that read an image transpose fuses into its activation; an expand fused into its depthwise goes
+// with the depthwise into the project). A fused node runs at its consumer's position: its inputs live until
+// then (last_use).
+#include <algorithm>
+#include <cmath>
+#include <initializer_list>
+
+#include "runtime/node_table.h"
+#include "runtime/plan_fusion.h"
+#include "runtime/program.h"
+
+namespace webxnn {
+namespace {
+
+bool act_is_none(const Activation& a) { return std::isinf(a.min) && a.min < 0 && std::isinf(a.max) && a.max > 0; }
+
+const NodeDef& def(const Node& nd) { return node_def(nd.type); }
+
+// Only where the tensor between two fused block steps would not stay in L2 (~1 MB per core here) from one step
+// to the next: on small maps the row-by-row pointwise GEMM (M = one row of pixels) re-reads its weights for
+// every row and loses more than the memory traffic saves (MobileNetV2: 112x112x96 and 56x56x144 fuse;
+// 28x28x192 and smaller maps run faster apart).
+constexpr size_t kMinFusedBytes = size_t{1} << 20;
+
+}  // namespace
+
+bool is_pointwise(const ConvParams& c) {
+  return c.kernel_h == 1 && c.kernel_w == 1 && c.stride_h == 1 && c.stride_w == 1 && c.groups == 1 &&
+         !c.pad_top && !c.pad_right && !c.pad_bottom && !c.pad_left;
+}
+
+class FusionPlanner {
+ public:
+  FusionPlanner(const Program& p, const std::vector<Shape>& shapes, std::vector<int64_t>& last_use)
+      : p_(p), m_(p.model_), shapes_(shapes), last_use_(last_use) {
+    const size_t nn = m_.nodes.size();
+    f_.at.resize(nn);
+    for (size_t i = 0; i < nn; ++i) f_.at[i].node = static_cast<uint32_t>(i);
+    f_.fused_into.assign(nn, kNoValue);
+    f_.elided.assign(m_.values.size(), false);
+  }
+
+  Fusions run() {
+    for (size_t i = 0; i < m_.nodes.size(); ++i) {
+      const Node& nd = m_.nodes[i];
+      if (nd.folded || nd.outputs.size() != 1) continue;
+      const uint32_t out = nd.outputs[0];
+      if (m_.values[out].dtype != DType::kFp32 || numel(shapes_[out]) == 0) continue;
+      const NodeDef& d = def(nd);
+      if (d.has(kBlockConv)) {
+        if (!fuse_image_transpose(i)) fuse_depthwise_into_project(i);
+      } else if (d.has(kBlockDepthwise)) {
+        fuse_expand_into_depthwise(i);
+      } else if (d.post_op != PostOp::kNone && nd.inputs.size() == 1) {
+        fuse_into_activation(i);
+      } else if (d.has(kResidualAdd) && nd.inputs.size() == 2) {
+        fuse_into_residual_add(i);
+      }
+    }
+    return std::move(f_);
+  }
+
+ private:
+  // ---- the rules ----
+
+  // NCHW image -> Conv2d: a StaticTranspose (0, 2, 3, 1) read only by a Conv2d whose kernel table reads planes
+  // as fast (an ONNX model's RGB stem); the conv reads the transpose's input in place, the transpose never runs.
+  bool fuse_image_transpose(size_t i) {
+    const int64_t t = p_.needs_run_packing(i) ? -1 : planes_producer(i);
+    if (t < 0) return false;
+    f_.fused_into[static_cast<size_t>(t)] = static_cast<uint32_t>(i);
+    f_.at[i].transpose = static_cast<uint32_t>(t);
+    f_.elided[m_.nodes[i].inputs[0]] = true;
+    keep_inputs_live(static_cast<uint32_t>(t), i);
+    return true;
+  }
+
+  // MobileNet block, depthwise -> project: pointwise Conv2d i computes the rows of its depthwise producer it
+  // needs (and, through it, those of the block's expand, with the activations between).
+  void fuse_depthwise_into_project(size_t i) {
+    uint32_t act = kNoValue;
+    const int64_t d = depthwise_producer(i, &act);
+    if (d < 0) return;
+    const size_t dn = static_cast<size_t>(d);
+    f_.fused_into[dn] = static_cast<uint32_t>(i);
+    absorb_act(act, i);
+    Step& st = f_.at[i];
+    st.dw = static_cast<uint32_t>(dn);
+    st.dw_act = act;
+    st.pre = f_.at[dn].pre;
+    st.pre_act = f_.at[dn].pre_act;
+    f_.elided[m_.nodes[i].inputs[0]] = true;
+    keep_inputs_live(st.dw, i);
+    keep_inputs_live(st.pre, i);
+  }
+
+  // MobileNet block, expand -> depthwise: a pointwise Conv2d (1x1, stride 1, unpadded, one group) read only by
+  // a DepthwiseConv2d with depth multiplier 1; the depthwise step computes the expanded rows it needs (`pre`),
+  // and may itself fuse into its activation.
+  void fuse_expand_into_depthwise(size_t i) {
+    uint32_t act = kNoValue;
+    const int64_t j = p_.needs_run_packing(i) ? -1 : pointwise_producer(m_.nodes[i], &act);
+    if (j < 0) return;
+    f_.fused_into[static_cast<size_t>(j)] = static_cast<uint32_t>(i);
+    absorb_act(act, i);
+    f_.at[i].pre = static_cast<uint32_t>(j);
+    f_.at[i].pre_act = act;
+    f_.elided[m_.nodes[i].inputs[0]] = true;
+    keep_inputs_live(static_cast<uint32_t>(j), i);
+  }
+
+  // Activation: HardSwish / Sigmoid / Gelu of a Conv2d / DepthwiseConv2d / FullyConnected output (its clamp, if
+  // any, comes first, as unfused), applied by the kernel to each output tile while in cache.
+  void fuse_into_activation(size_t i) {
+    const uint32_t pv = m_.nodes[i].inputs[0];
+    const int64_t j = fusable(pv, false);
+    if (j >= 0) fuse(i, static_cast<size_t>(j), pv, kNoValue);
+  }
+
+  // Residual: Add(p, r) where p is a Conv2d / FullyConnected output with no activation of its own, and p, r
+  // and the sum all of one shape; the kernel adds r to its output tiles.
+  void fuse_into_residual_add(size_t i) {
+    const Node& nd = m_.nodes[i];
+    const Shape& out = shapes_[nd.outputs[0]];
+    for (size_t k = 0; k < 2; ++k) {
+      const uint32_t pv = nd.inputs[k], rv = nd.inputs[1 - k];
+      if (pv == rv || shapes_[pv] != out || shapes_[rv] != out) continue;
+      const int64_t j = fusable(pv, true);
+      if (j < 0) continue;
+      fuse(i, static_cast<size_t>(j), pv, rv);
+      return;
+    }
+  }
+
+  // ---- who may fuse ----
+
+  // The node producing pv if pv can stay inside a fused step (a computed fp32 value with one reader, made by
+  // a node that runs, with weights packed at load, from an fp32 input), else -1.
+  int64_t sole_producer(uint32_t pv) const {
+    if (!p_.computed(pv) || p_.consumers_[pv] != 1 || m_.values[pv].dtype != DType::kFp32) return -1;
+    const size_t j = static_cast<size_t>(p_.producer_[pv]);
+    const Node& cv = m_.nodes[j];
+    if (cv.folded || p_.needs_run_packing(j) || m_.values[cv.inputs[0]].dtype != DType::kFp32) return -1;
+    return static_cast<int64_t>(j);
+  }
+
+  // The producer of pv if it can write a residual sum / an activation's output in its epilogue, else -1.
+  int64_t fusable(uint32_t pv, bool residual) const {
+    const int64_t j = sole_producer(pv);
+    if (j < 0 || f_.fused_into[static_cast<size_t>(j)] != kNoValue) return -1;
+    const Node& cv = m_.nodes[static_cast<size_t>(j)];
+    const bool kind = def(cv).has(residual ? kTakesResidual : kTakesActivation);
+    if (!kind || (residual && !act_is_none(cv.act))) return -1;
+    return j;
+  }
+
+  // The node of `role` making pv for a fused block step (see dwconv2d_fused): pv's only producer, directly or
+  // through an activation it already fused into (*act: that activation node, else kNoValue); else -1.
+  int64_t block_producer(uint32_t pv, NodeTrait role, uint32_t* act) const {
+    if (!p_.kernels_->dwconv2d_fused || shapes_[pv].size() != 4) return -1;
+    if (value_bytes(m_.values[pv], shapes_[pv]) < kMinFusedBytes) return -1;
+    const int64_t p = sole_producer(pv);
+    if (p < 0) return -1;
+    size_t j = static_cast<size_t>(p);
+    *act = kNoValue;
+    if (def(m_.nodes[j]).post_op != PostOp::kNone && f_.at[j].into == j) {
+      *act = static_cast<uint32_t>(j);  // the node it runs (at[j].node) passed sole_producer when it fused
+      j = f_.at[j].node;
+    }
+    if (!def(m_.nodes[j]).has(role) || f_.fused_into[j] != *act || f_.at[j].transpose != kNoValue) return -1;
+    return static_cast<int64_t>(j);
+  }
+
+  // The block's expand: the pointwise conv making a depthwise node's input, if the two can run as one step.
+  int64_t pointwise_producer(const Node& dw, uint32_t* act) const {
+    if (dw.conv.group_output_channels != 1) return -1;
+    const int64_t j = block_producer(dw.inputs[0], kBlockConv, act);
+    return j >= 0 && is_pointwise(m_.nodes[static_cast<size_t>(j)].conv) ? j : -1;
+  }
+
+  // The block's depthwise: the depthwise node making pointwise conv i's input (its project), if the two can
+  // run as one step.
+  int64_t depthwise_producer(size_t i, uint32_t* act) const {
+    const Node& cv = m_.nodes[i];
+    if (!is_pointwise(cv.conv) || p_.needs_run_packing(i)) return -1;
+    const int64_t d = block_producer(cv.inputs[0], kBlockDepthwise, act);
+    return d >= 0 && m_.nodes[static_cast<size_t>(d)].conv.group_output_channels == 1 ? d : -1;
+  }
+
+  // The image transpose (NCHW -> NHWC) making Conv2d node i's input, if the conv can read its planes instead.
+  int64_t planes_producer(size_t i) const {
+    static const uint32_t kToNhwc[4] = {0, 2, 3, 1};
+    const Node& cv = m_.nodes[i];
+    const int64_t t = sole_producer(cv.inputs[0]);
+    const KernelTable& k = *p_.kernels_;
+    if (t < 0 || !k.conv2d_reads_nchw || !k.conv2d_reads_nchw(cv.conv)) return -1;
+    const Node& tn = m_.nodes[static_cast<size_t>(t)];
+    const bool nhwc = def(tn).has(kImageTranspose) && tn.ints_a.size() == 4 &&
+                      std::equal(kToNhwc, kToNhwc + 4, tn.ints_a.begin());
+    return nhwc && shapes_[tn.inputs[0]].size() == 4 ? t : -1;
+  }
+
+  // ---- recording a fusion ----
+
+  // Node j (when there is one) runs at node i's position: its inputs live until then.
+  void keep_inputs_live(uint32_t j, size_t i) {
+    if (j == kNoValue) return;
+    for (uint32_t in : m_.nodes[j].inputs) {
+      if (in != kNoValue) last_use_[in] = std::max<int64_t>(last_use_[in], static_cast<int64_t>(i));
+    }
+  }
+
+  // Producer j's step (with whatever it already fused) writes consumer i's output; pv, between them, is elided.
+  void fuse(size_t i, size_t j, uint32_t pv, uint32_t residual) {
+    f_.fused_into[j] = static_cast<uint32_t>(i);
+    Step& st = f_.at[i];
+    st = f_.at[j];
+    st.into = static_cast<uint32_t>(i);
+    st.residual = residual;
+    f_.elided[pv] = true;
+    for (uint32_t n : {st.node, st.pre, st.dw, st.transpose}) keep_inputs_live(n, i);
+  }
+
+  // Node i's step absorbs the step of the activation node act (if any) that a producer had fused into.
+  void absorb_act(uint32_t act, size_t i) {
+    if (act == kNoValue) return;
+    f_.at[act] = Step();
+    f_.at[act].node = act;
+    f_.fused_into[act] = static_cast<uint32_t>(i);
+  }
+
+  const Program& p_;
+  const Model& m_;
+  const std::vector<Shape>& shapes_;
+  std::vector<int64_t>& last_use_;
+  Fusions f_;
+};
+
+Fusions Program::plan_fusions(const std::vector<Shape>& shapes, std::vector<int64_t>& last_use) const {
+  return FusionPlanner(*this, shapes, last_use).run();
+}
+
+}  // namespace webxnn

@@ -1,0 +1,82 @@
+// Execution: one run of a plan in an arena (reused between runs), each step one call through the node table.
+#include <chrono>
+#include <cstring>
+
+#include "runtime/node_table.h"
+#include "runtime/program.h"
+#include "runtime/status.h"
+
+namespace webxnn {
+
+AlignedBuffer Program::acquire_arena(size_t bytes) const {
+  {
+    std::lock_guard<std::mutex> lk(arena_mutex_);
+    for (size_t k = 0; k < free_arenas_.size(); ++k) {
+      if (free_arenas_[k].size() >= bytes) {
+        AlignedBuffer b = std::move(free_arenas_[k]);
+        free_arenas_.erase(free_arenas_.begin() + static_cast<std::ptrdiff_t>(k));
+        return b;
+      }
+    }
+  }
+  return AlignedBuffer(bytes, false, /*huge_pages=*/true);
+}
+
+void Program::release_arena(AlignedBuffer buf) const {
+  constexpr size_t kMaxFreeArenas = 4;
+  std::lock_guard<std::mutex> lk(arena_mutex_);
+  if (free_arenas_.size() < kMaxFreeArenas) free_arenas_.push_back(std::move(buf));
+}
+
+void Program::run(const Plan& plan, const void* const* inputs, void* const* outputs, uint64_t* step_ns) const {
+  const size_t nv = model_.values.size();
+  // The arena comes from (and goes back to) a small cache: a fresh multi-megabyte allocation per run would
+  // be mapped and page-faulted anew every time.
+  struct ArenaLease {
+    const Program& p;
+    AlignedBuffer buf;
+    ~ArenaLease() { p.release_arena(std::move(buf)); }
+  } lease{*this, acquire_arena(plan.arena_bytes)};
+  uint8_t* arena = lease.buf.data();
+  std::vector<void*> ptrs(nv, nullptr);
+  for (size_t v = 0; v < nv; ++v) {
+    const Value& val = model_.values[v];
+    if (val.is_constant) ptrs[v] = const_cast<uint8_t*>(val.data);  // kernels only read constants
+    else if (plan.offsets[v] != Plan::kNotInArena) ptrs[v] = arena + plan.offsets[v];
+  }
+  for (size_t k = 0; k < model_.outputs.size(); ++k) ptrs[model_.outputs[k]] = outputs[k];
+  for (size_t k = 0; k < model_.inputs.size(); ++k) ptrs[model_.inputs[k]] = const_cast<void*>(inputs[k]);
+  for (size_t v = 0; v < nv; ++v) {
+    if (plan.alias[v] != kNoValue) ptrs[v] = ptrs[plan.alias[v]];
+  }
+  SerialParallel serial;
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const Step& st = plan.steps[s];
+    Parallel& par = st.serial ? static_cast<Parallel&>(serial) : *pool_;
+    if (!step_ns) {
+      exec_node(st.node, plan, ptrs.data(), par, &st);
+      continue;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    exec_node(st.node, plan, ptrs.data(), par, &st);
+    const auto t1 = std::chrono::steady_clock::now();
+    step_ns[s] += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
+  }
+  // An input that is also an output (flags 3) is copied through.
+  for (size_t k = 0; k < model_.outputs.size(); ++k) {
+    const uint32_t v = model_.outputs[k];
+    if (model_.values[v].flags & kFlagExternalInput) {
+      const size_t bytes = output_bytes(plan, k);
+      if (bytes && outputs[k] != ptrs[v]) std::memcpy(outputs[k], ptrs[v], bytes);
+    }
+  }
+}
+
+void Program::exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel& par, const Step* step) const {
+  const Node& nd = model_.nodes[i];
+  const NodeDef& d = node_def(nd.type);
+  if (!d.exec) fail(StatusCode::kInternal, model_.node_label(i) + ": no executor for this node type");
+  d.exec(ExecArgs{model_, *kernels_, plan, ptrs, packed_ptr_.data(), par}, i, step);
+}
+
+}  // namespace webxnn
