@@ -91,7 +91,7 @@ enum class BinaryOp : uint8_t { kAdd, kSub, kMul, kDiv, kMin, kMax, kPow, kPrelu
 enum class UnaryOp : uint8_t {
   kClamp, kAbs, kNeg, kFloor, kCeil, kSqrt, kRsqrt, kSquare, kSigmoid, kTanh, kExp, kLog, kSin, kCos,
   kHardswish, kLeakyRelu, kElu, kGelu, kErf, kRelu, kSign, kRoundEven, kReciprocal, kSoftplus, kSoftsign,
-  kTan, kHardSigmoid, kCopy,
+  kTan, kHardSigmoid, kCopy
 };
 
 // Parameters of a unary op: alpha = leaky slope / elu alpha / hard_sigmoid alpha; beta = hard_sigmoid beta.

@@ -636,7 +636,8 @@ void gemm_run(size_t M, size_t N, size_t K, const float* A, size_t lda, const vo
     // whichever side moves fewer bytes; the rest split M first, keeping rows on one core from op to op.
     const bool b_heavy = K * N > M * K + M * N / 2;
     while (x.m_chunks * n_groups < want_tasks) {
-      const bool can_n = n_groups < panels, can_m = M / kMR > x.m_chunks;
+      const bool can_n = n_groups < panels;
+      const bool can_m = M / kMR > x.m_chunks;
       if (!can_n && !can_m) break;
       if (can_n && (!can_m || (b_heavy ? M * n_groups <= N * x.m_chunks : x.m_chunks >= want_tasks))) {
         n_groups = min_sz(panels, n_groups * 2);
