@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -225,8 +226,11 @@ def _np_pool(x, o, kind):
 def _np_resample(x, o):
     n_, c, h, w = x.shape
     oh, ow = o.get("sizes") or [int(h * o["scales"][0]), int(w * o["scales"][1])]
-    if o.get("mode", "nearest-neighbor") == "nearest-neighbor":
-        return x[:, :, (np.arange(oh) * h) // oh][:, :, :, (np.arange(ow) * w) // ow]
+    if o.get("mode", "nearest-neighbor") == "nearest-neighbor":  # floor((o + 0.5) / scale)
+        sh, sw = o.get("scales") or [oh / h, ow / w]
+        iy = np.minimum(np.floor((np.arange(oh) + 0.5) / np.float32(sh)).astype(int), h - 1)
+        ix = np.minimum(np.floor((np.arange(ow) + 0.5) / np.float32(sw)).astype(int), w - 1)
+        return x[:, :, iy][:, :, :, ix]
 
     def coords(n_in, n_out):
         src = np.clip((np.arange(n_out) + 0.5) * n_in / n_out - 0.5, 0, n_in - 1)
@@ -407,11 +411,18 @@ CASES = [
     _case("MaxPool", [n("MaxPool", ["x"], "y", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])]),
     _case("MaxPool-ceil", [n("MaxPool", ["x"], "y", kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)]),
     _case("AveragePool", [n("AveragePool", ["x"], "y", kernel_shape=[3, 3], pads=[1, 1, 1, 1])]),
+    # ceil_mode, but the last window would start in the end padding: ONNX drops it (WebNN ceil keeps it)
+    _case("AveragePool-ceil-last-window-on-pad", [n("AveragePool", ["x"], "y", kernel_shape=[2, 2],
+                                                    strides=[4, 4], pads=[1, 1, 1, 1], ceil_mode=1)]),
+    _case("MaxPool-ceil-last-window-on-pad", [n("MaxPool", ["x"], "y", kernel_shape=[2, 2], strides=[4, 4],
+                                                pads=[1, 1, 1, 1], ceil_mode=1)]),
     _case("AveragePool-include-pad", [n("AveragePool", ["x"], "y", kernel_shape=[3, 3], strides=[2, 2],
                                         pads=[1, 1, 1, 1], count_include_pad=1)]),
     _case("GlobalAveragePool", [n("GlobalAveragePool", ["x"], "y")]),
     _case("GlobalMaxPool", [n("GlobalMaxPool", ["x"], "y")]),
     _case("Flatten", [n("Flatten", ["x"], "y", axis=2)]),
+    _case("Flatten-axis-minus1", [n("Flatten", ["x"], "y", axis=-1)]),  # [48, 6], not [288, 1]
+    _case("Flatten-axis-minus4", [n("Flatten", ["x"], "y", axis=-4)]),
     _case("Reshape", [n("Reshape", ["x", "s"], "y")], {"s": i64(0, -1, 3)}),
     _case("Gemm", [n("Gemm", ["v", "w", "c"], "y", transB=1, alpha=0.5, beta=2.0)],
           {"w": f32(7, 5), "c": f32(7)}, V),
@@ -424,6 +435,11 @@ CASES = [
     _case("Resize-nearest-asym", [n("Resize", ["x", "", "", "sz"], "y", mode="nearest",
                                     coordinate_transformation_mode="asymmetric", nearest_mode="floor")],
           {"sz": i64(2, 4, 18, 12)}),
+    _case("Resize-nearest-sizes", [n("Resize", ["x", "", "", "sz"], "y", mode="nearest")],
+          {"sz": i64(2, 4, 12, 18)}),
+    _case("Resize-nearest-down", [n("Resize", ["x", "", "sc"], "y", mode="nearest",
+                                    nearest_mode="round_prefer_ceil")],
+          {"sc": np.array([1, 1, 0.5, 0.5], np.float32)}),
     _case("Resize-linear", [n("Resize", ["x", "", "sc"], "y", mode="linear")],
           {"sc": np.array([1, 1, 2, 2], np.float32)}),
     _case("Pad-constant", [n("Pad", ["x", "p", "v"], "y")],
@@ -464,6 +480,8 @@ CASES = [
     _case("Gather-scalar-idx", [n("Gather", ["x", "i"], "y", axis=-1)], {"i": np.int64(-2)}),
     _case("Cast-roundtrip", [n("Cast", ["x"], "c", to=TP.INT32), n("Cast", ["c"], "y", to=TP.FLOAT)]),
     _case("DepthToSpace", [n("DepthToSpace", ["x"], "y", blocksize=2)]),
+    _case("DepthToSpace-CRD", [n("DepthToSpace", ["x"], "y", blocksize=2, mode="CRD")]),
+    _case("SpaceToDepth", [n("SpaceToDepth", ["x"], "y", blocksize=2)]),
     _case("Identity-output", [n("Identity", ["x"], "y")]),
     _case("Dropout", [n("Dropout", ["x"], "d"), n("Relu", ["d"], "y")]),
     _case("Mean", [n("Mean", ["x", "x", "x"], "y")]),
@@ -907,3 +925,71 @@ def test_large_model_import_time(tmp_path: Any) -> None:
           f"{t2 - t1:.2f} s, compile {t3 - t2:.2f} s, blob {len(blob) / 1e6:.1f} MB, "
           f".weights {written[1].stat().st_size / 1e6:.1f} MB")
     assert t1 - t0 < 10
+
+
+# --------------------------------------------------------------------------------------------- conformance
+# Cases ONNX's backend suite found (tests/test_onnx_backend_suite.py): each was a silent wrong answer.
+
+def test_space_to_depth_crd_matches_reference() -> None:
+    from onnx.reference import ReferenceEvaluator
+
+    m = model([n("SpaceToDepth", ["x"], "y", blocksize=3, mode="CRD")], X, {"y": np.float32}, opset=25)
+    feeds = feeds_for(m)
+    want = ReferenceEvaluator(m).run(None, feeds)[0]
+    got = run_webxnn(from_onnx(m), feeds)["y"]
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(  # CRD: channel c * 9 + bh * 3 + bw
+        want, feeds["x"].reshape(2, 4, 2, 3, 2, 3).transpose(0, 1, 3, 5, 2, 4).reshape(2, 36, 2, 2))
+
+
+def _refusal(nodes: list[Any], inputs: dict, outputs: dict, inits: dict | None = None, opset: int = 17,
+             io_types: dict[str, int] | None = None) -> Any:
+    m = model(nodes, inputs, outputs, inits, opset=opset)
+    for vi in list(m.graph.input) + list(m.graph.output):
+        if vi.name in (io_types or {}):
+            vi.type.tensor_type.elem_type = io_types[vi.name]
+    return m
+
+
+REFUSALS = [
+    pytest.param(_refusal([n("Relu", ["x"], "y")], X, {"y": np.float32}, io_types={"x": TP.DOUBLE}),
+                 "float64 tensors: WebNN has no float64", id="float64-input"),
+    pytest.param(_refusal([n("Cast", ["x"], "y", to=TP.DOUBLE)], X, {"y": np.float32},
+                          io_types={"y": TP.DOUBLE}), "float64 tensors", id="float64-cast"),
+    pytest.param(_refusal([n("Constant", [], "y", value=numpy_helper.from_array(np.ones(3), "c"))], {},
+                          {"y": np.float32}, io_types={"y": TP.DOUBLE}), "float64 tensors",
+                 id="float64-constant-output"),
+    pytest.param(_refusal([n("QuantizeLinear", ["x", "s"], "y", output_dtype=TP.INT16)], X, {"y": np.int8},
+                          {"s": np.float32(0.1)}, opset=21, io_types={"y": TP.INT16}),
+                 "int16 tensors", id="quantize-int16"),
+    pytest.param(_refusal([n("Relu", ["x"], "y")], X, {"y": np.float32}, io_types={"x": TP.BFLOAT16}),
+                 "bfloat16 tensors", id="bfloat16"),
+    pytest.param(_refusal([n("Relu", ["x"], "y")], X, {"y": np.float32}, io_types={"x": TP.FLOAT8E4M3FN}),
+                 "float8e4m3fn tensors", id="float8"),
+    pytest.param(_refusal([n("Dropout", ["x", "r", "t"], "y")], {**X, "t": (np.bool_, [])}, {"y": np.float32},
+                          {"r": np.float32(0.3)}), "training mode", id="dropout-training-input"),
+    pytest.param(_refusal([n("Dropout", ["x", "r", "t"], "y")], X, {"y": np.float32},
+                          {"r": np.float32(0.3), "t": np.bool_(True)}), "random ops", id="dropout-training"),
+    pytest.param(_refusal([n("RandomNormalLike", ["x"], "y")], X, {"y": np.float32}), "random ops",
+                 id="random"),
+    pytest.param(_refusal([n("MaxPool", ["x"], "y", kernel_shape=[2, 3], strides=[4, 2], pads=[1, 1, 1, 1],
+                             ceil_mode=1)], X, {"y": np.float32}), "last window starts in the padding",
+                 id="ceil-pool-mixed-axes"),
+    pytest.param(_refusal([n("Resize", ["x", "", "sc"], "y", mode="nearest")], X, {"y": np.float32},
+                          {"sc": np.array([1, 1, 0.5, 0.5], np.float32)}),
+                 "does not pick the pixels", id="resize-nearest-down-round-prefer-floor"),
+]
+
+
+@pytest.mark.parametrize("m, reason", REFUSALS)
+def test_refused_with_a_reason(m: Any, reason: str) -> None:
+    with pytest.raises(UnsupportedError, match=reason):
+        from_onnx(m)
+
+
+def test_refusal_categories_are_listed_in_the_readme() -> None:
+    from webxnn.onnx.refusals import categories
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    for what, _ in categories():
+        assert what in readme, f"README does not list the refusal category {what!r}"

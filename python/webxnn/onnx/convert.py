@@ -21,6 +21,7 @@ from ..graph import Const, ConstInit, Dim, DynDim, Graph, Node, Operand
 from ..ops.base import TensorType
 from .fold import NO_FOLD, fold_node
 from .names import Namer
+from .refusals import NON_TENSOR, op_reason, type_reason
 from .registry import TRANSLATORS
 from .tensors import as_webnn_array, to_array, webnn_dtype, webnn_dtype_of_array
 
@@ -223,7 +224,7 @@ class Converter:
             if vi.name in self.consts:
                 continue  # an old-style model listing initializers as inputs: they are constants
             if not vi.type.HasField("tensor_type"):
-                raise UnsupportedError(f"model input {vi.name!r} is not a tensor")
+                raise UnsupportedError(f"model input {vi.name!r}: {NON_TENSOR}")
             dt = webnn_dtype(vi.type.tensor_type.elem_type, f"model input {vi.name!r}")
             if not vi.type.tensor_type.HasField("shape"):
                 raise UnsupportedError(f"model input {vi.name!r} has no shape")
@@ -237,13 +238,13 @@ class Converter:
         self.node = node
         op = node.op_type
         if node.domain not in ("", "ai.onnx"):
-            self._problem(node, f"custom domain {node.domain!r}")
+            self._problem(node, op_reason(op, node.domain) or f"custom domain {node.domain!r}")
             return
         ins = [i for i in node.input if i]
         if any(i in self.poisoned for i in ins):
             self.poisoned.update(node.output)
             if op not in TRANSLATORS:
-                self._problem(node, "")
+                self._problem(node, op_reason(op) or "")
             return
         if op == "Constant":
             self.set_const(node.output[0], _constant_value(node))
@@ -263,7 +264,7 @@ class Converter:
                 return
         fn = TRANSLATORS.get(op)
         if fn is None:
-            self._problem(node, "")
+            self._problem(node, op_reason(op) or "")
             return
         try:
             fn(self, node)
@@ -309,6 +310,7 @@ class Converter:
         if not self.model.graph.output:  # e.g. an empty file parses as an empty ModelProto
             raise ValidationError("the ONNX model has no graph outputs (an empty file, or not ONNX?)")
         for o in self.model.graph.output:
+            _check_output_type(o)
             ident = self.namer.of(o.name)
             if o.name in self.consts:
                 if o.name not in self.materialized:
@@ -360,6 +362,15 @@ class Converter:
                 if d.HasField("dim_param") and d.dim_param:
                     out.add(d.dim_param)
         return out
+
+
+def _check_output_type(vi: Any) -> None:
+    """Refuse a model output declared with a type WebNN lacks (a constant would silently change type)."""
+    if vi.type.WhichOneof("value") not in (None, "tensor_type"):
+        raise UnsupportedError(f"model output {vi.name!r}: {NON_TENSOR}")
+    why = type_reason(vi.type.tensor_type.elem_type)
+    if why:
+        raise UnsupportedError(f"model output {vi.name!r}: {why}")
 
 
 def _constant_value(node: Any) -> np.ndarray:

@@ -11,6 +11,7 @@ import numpy as np
 from ..errors import UnsupportedError
 from .convert import Converter, attrs_of
 from .ops_shape import norm_axis, reshape_value
+from .refusals import TRAINING_MODE
 from .registry import onnx_op
 
 
@@ -148,6 +149,7 @@ def pool(ctx: Converter, node: Any) -> None:
             a["kernel_shape"] = kernel
     pads, strides, dil = _pads_from(a, in_sp, kernel)
     op = {"MaxPool": "maxPool2d", "AveragePool": "averagePool2d", "LpPool": "l2Pool2d"}[node.op_type]
+    ceil = bool(int(a.get("ceil_mode", 0))) and _onnx_ceil(in_sp, kernel, pads, strides, dil)
     if node.op_type == "AveragePool" and int(a.get("count_include_pad", 0)) and any(pads):
         # WebNN averages over the valid window only: pad with zeros explicitly to count the padding
         x = ctx.emit("pad", [x], {"beginningPadding": [0, 0, pads[0], pads[1]],
@@ -160,7 +162,7 @@ def pool(ctx: Converter, node: Any) -> None:
         opts["strides"] = strides
     if dil != [1, 1]:
         opts["dilations"] = dil
-    if int(a.get("ceil_mode", 0)):
+    if ceil:
         opts["roundingType"] = "ceil"
     if rank == 4:
         ctx.emit(op, [x], opts, out=node.output[0])
@@ -168,6 +170,23 @@ def pool(ctx: Converter, node: Any) -> None:
     y = ctx.emit(op, [x], opts)
     shp = list(ctx.types[y].shape)
     reshape_value(ctx, y, [shp[0], shp[1], shp[3]], out=node.output[0])
+
+
+def _onnx_ceil(in_sp: list[int], kernel: list[int], pads: list[int], strides: list[int],
+               dil: list[int]) -> bool:
+    """Whether ONNX ceil_mode pooling is WebNN's ceil rounding (True) or its floor rounding (False).
+
+    ONNX (like PyTorch) drops a last window that would start in the end padding; WebNN's ceil keeps it.
+    Dropping it gives the floor size, so each axis is one or the other; axes that disagree are refused."""
+    modes = set()
+    for j in range(2):
+        span = in_sp[j] + pads[j] + pads[j + 2] - dil[j] * (kernel[j] - 1) - 1
+        lo, hi = span // strides[j] + 1, -(-span // strides[j]) + 1
+        if hi != lo:
+            modes.add((hi - 1) * strides[j] < in_sp[j] + pads[j])  # the last window starts inside
+    if len(modes) > 1:
+        raise UnsupportedError("ceil_mode pooling whose last window starts in the padding on one axis only")
+    return modes != {False}
 
 
 def _pads_from(a: dict[str, Any], in_sp: list[int],
@@ -200,7 +219,7 @@ def global_pool(ctx: Converter, node: Any) -> None:
 def batch_norm(ctx: Converter, node: Any) -> None:
     a = attrs_of(node)
     if int(a.get("training_mode", 0)) or any(o for o in node.output[1:]):
-        raise UnsupportedError("BatchNormalization in training mode")
+        raise UnsupportedError(f"BatchNormalization {TRAINING_MODE}")
     ctx.emit("batchNormalization", [ctx.x(node, 0), ctx.x(node, 3), ctx.x(node, 4)],
              {"scale": ctx.x(node, 1), "bias": ctx.x(node, 2), "epsilon": float(a.get("epsilon", 1e-5))},
              out=node.output[0])
@@ -346,7 +365,7 @@ def resize(ctx: Converter, node: Any) -> None:
     elif mode == "nearest":
         for i in (2, 3):
             if not np.array_equal(_onnx_nearest(shape[i], out[i], scl[i], coord, nearest),
-                                  (np.arange(out[i]) * shape[i]) // out[i]):
+                                  _webnn_nearest(shape[i], out[i], scl[i])):
                 raise UnsupportedError(f"nearest Resize with {coord!r}/{nearest!r} at scale {scl[i]} "
                                        "does not pick the pixels WebNN nearest-neighbor picks")
         wmode = "nearest-neighbor"
@@ -358,6 +377,13 @@ def resize(ctx: Converter, node: Any) -> None:
     else:
         opts["scales"] = scl[2:]
     ctx.emit("resample2d", [ctx.x(node, 0)], opts, out=node.output[0])
+
+
+def _webnn_nearest(n_in: int, n_out: int, scale: float) -> np.ndarray:
+    """Which input index WebNN nearest-neighbor resample2d reads for each output index of one axis:
+    floor((o + 0.5) / scale), the scale stored as float32 (the runtime's rule, csrc/kernels/wx)."""
+    s = float(np.float32(scale))
+    return np.clip(np.floor((np.arange(n_out, dtype=np.float64) + 0.5) / s), 0, n_in - 1).astype(np.int64)
 
 
 def _onnx_nearest(n_in: int, n_out: int, scale: float, coord: str, nearest: str) -> np.ndarray:

@@ -92,7 +92,10 @@ def reshape(ctx: Converter, node: Any) -> None:
 @onnx_op("Flatten")
 def flatten(ctx: Converter, node: Any) -> None:
     shape = ctx.static_shape(node.input[0], "Flatten")
-    axis = norm_axis(int(attrs_of(node).get("axis", 1)), len(shape) + 1)
+    axis = int(attrs_of(node).get("axis", 1))
+    if not -len(shape) <= axis <= len(shape):  # Flatten's axis may equal the rank; -1 is rank - 1
+        raise UnsupportedError(f"axis {axis} is out of range for rank {len(shape)}")
+    axis = axis + len(shape) if axis < 0 else axis
     reshape_to(ctx, node.input[0], [math.prod(shape[:axis]), math.prod(shape[axis:])], node.output[0])
 
 
@@ -434,10 +437,13 @@ def depth_space(ctx: Converter, node: Any) -> None:
     a = attrs_of(node)
     n, c, h, w = ctx.static_shape(node.input[0], node.op_type)
     b = int(a["blocksize"])
+    mode = a.get("mode", b"DCR")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    if mode not in ("DCR", "CRD"):
+        raise UnsupportedError(f"{node.op_type} mode {mode!r}")
     x = ctx.x(node, 0)
+    # DCR: channel (bh * b + bw) * C + ch; CRD: ch * b * b + bh * b + bw (C: the channels of the small map)
     if node.op_type == "DepthToSpace":
-        mode = a.get("mode", b"DCR")
-        mode = mode.decode() if isinstance(mode, bytes) else mode
         if mode == "DCR":
             t = reshape_value(ctx, x, [n, b, b, c // (b * b), h, w])
             perm = [0, 3, 4, 1, 5, 2]
@@ -448,5 +454,6 @@ def depth_space(ctx: Converter, node: Any) -> None:
         reshape_value(ctx, t, [n, c // (b * b), h * b, w * b], out=node.output[0])
     else:
         t = reshape_value(ctx, x, [n, c, h // b, b, w // b, b])
-        t = ctx.emit("transpose", [t], {"permutation": [0, 3, 5, 1, 2, 4]})
+        perm = [0, 3, 5, 1, 2, 4] if mode == "DCR" else [0, 1, 3, 5, 2, 4]
+        t = ctx.emit("transpose", [t], {"permutation": perm})
         reshape_value(ctx, t, [n, c * b * b, h // b, w // b], out=node.output[0])

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from .convert import Converter, attrs_of
+from .refusals import RANDOM_DROPOUT, TRAINING_MODE
 from .registry import onnx_op
 
 _BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow", "Equal": "equal",
@@ -133,6 +134,24 @@ def cast(ctx: Converter, node: Any) -> None:
     ctx.emit("cast", [ctx.x(node, 0)], {"type": to}, out=node.output[0])
 
 
+def _dropout_is_identity(ctx: Converter, node: Any) -> bool:
+    """Dropout with a training_mode input is the identity when that is a constant 0 or the ratio is a
+    constant 0; otherwise it drops at random (refused), or may (a run-time training_mode: refused)."""
+    training = ctx.const(node.input[2]) if ctx.is_const(node.input[2]) else None
+    if training is not None and not bool(np.asarray(training).reshape(-1)[0]):
+        return True
+    ratio = 0.5
+    if ctx.has(node, 1):
+        if not ctx.is_const(node.input[1]):
+            raise UnsupportedError(f"Dropout {TRAINING_MODE}")
+        ratio = float(np.asarray(ctx.const(node.input[1])).reshape(-1)[0])
+    if ratio == 0.0:
+        return True
+    if training is None:
+        raise UnsupportedError(f"Dropout {TRAINING_MODE}")
+    return False
+
+
 def _np_of(dtype: str) -> np.dtype:
     from ..graph import DTYPES
 
@@ -141,6 +160,8 @@ def _np_of(dtype: str) -> np.dtype:
 
 @onnx_op("Identity", "Dropout")
 def identity(ctx: Converter, node: Any) -> None:
+    if node.op_type == "Dropout" and ctx.has(node, 2) and not _dropout_is_identity(ctx, node):
+        raise UnsupportedError(RANDOM_DROPOUT)
     if node.op_type == "Dropout" and len(node.output) > 1 and node.output[1]:
         # the mask is all ones in inference
         shape = ctx.static_shape(node.input[0], "Dropout mask")
