@@ -13,7 +13,7 @@ import warnings
 
 import pytest
 
-pytest.importorskip("onnx", reason="the ONNX backend suite needs the 'onnx' package: pip install webxnn[onnx]")
+pytest.importorskip("onnx", reason="the ONNX backend suite needs the 'onnx' package (webxnn[onnx])")
 
 import onnx_backend_cases as suite  # noqa: E402
 
