@@ -9,10 +9,10 @@ initializers first, as exported models have them. Each case ends as one of
 - refused: a `webxnn.WebxnnError` (import, compile or load says it cannot),
 - crashed: any other exception.
 
-Tolerances: the case's own (ONNX backend: rtol 1e-3, atol 1e-7), widened for float outputs to atol 1e-5
-relative to the output's magnitude (WebNN-style: fp32 kernels use vectorised transcendentals and different
-summation orders, so outputs near zero differ by a few ULP of the output scale, not of each element); float16
-outputs use rtol 1e-2. Integer and bool outputs are compared exactly.
+Tolerances: each case's own, as ONNX's backend test runner uses them (rtol 1e-3, atol 1e-7 for nearly all);
+every passing case also holds them on this machine's AVX2 kernels, so nothing is widened. Integer and bool
+outputs are compared exactly, and an output's dtype must be the expected one (bool comes back as uint8, the
+WebNN encoding).
 
 `python tests/onnx_backend_cases.py [names...]` prints the per-op table and each wrong / crashed case;
 `--freeze` rewrites the expected list (onnx_backend_expected.txt) that test_onnx_backend_suite.py checks.
@@ -31,8 +31,6 @@ from typing import Any
 import numpy as np
 
 PASS, WRONG, REFUSED, CRASHED = "pass", "wrong", "refused", "crashed"
-F32_ATOL_REL = 1e-5  # of max |expected|: fp32 kernels' rounding, see the module docstring
-F16_RTOL = 1e-2
 
 
 @dataclass
@@ -112,11 +110,6 @@ def compare(got: np.ndarray, want: Any, rtol: float, atol: float) -> str:
         return ""
     g = got.astype(np.float64)
     w = want.astype(np.float64)
-    finite = np.isfinite(w)
-    scale = float(np.abs(w[finite]).max()) if finite.any() else 0.0
-    if want.dtype == np.float16 or got.dtype == np.float16:
-        rtol = max(rtol, F16_RTOL)
-    atol = max(atol, F32_ATOL_REL * scale)
     with np.errstate(invalid="ignore"):
         close = np.isclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
     if close.all():

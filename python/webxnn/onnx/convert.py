@@ -23,7 +23,7 @@ from .fold import NO_FOLD, fold_node
 from .names import Namer
 from .refusals import NON_TENSOR, op_reason, type_reason
 from .registry import TRANSLATORS
-from .tensors import as_webnn_array, to_array, webnn_dtype, webnn_dtype_of_array
+from .tensors import NP_OF_ONNX, as_webnn_array, to_array, webnn_dtype, webnn_dtype_of_array
 
 # Placeholder bound for a symbolic dim nobody resolved; never written out (see `_finish`).
 _UNRESOLVED_MAX = 1 << 30
@@ -72,6 +72,7 @@ class Converter:
         self.unresolved: dict[str, list[str]] = defaultdict(list)  # dim name -> inputs using it
         self.graph = Graph(name=model.graph.name or "model", version=1)
         self.node: Any = None  # the ONNX node being translated, for messages
+        self._elem_types: dict[str, int] | None = None  # ONNX element types by value, when asked for
 
     # ------------------------------------------------------------------ values
     def is_const(self, name: str) -> bool:
@@ -107,6 +108,20 @@ class Converter:
                     f"{why} needs the static shape of {name!r}, but its dim {d.name!r} is symbolic: pass "
                     f"override_dims={{{d.name!r}: N}} (CLI: --override-dim {d.name}=N)")
         return tuple(int(d) for d in shp)
+
+    def elem_type(self, name: str) -> int:
+        """The ONNX element type of value `name` (CastLike needs it: WebNN's uint8 also stands for bool)."""
+        if name in self.consts:
+            arr = np.asarray(self.consts[name])
+            got = next((t for t, d in NP_OF_ONNX.items() if d == arr.dtype), None)
+            if got is not None:
+                return got
+        if self._elem_types is None:
+            self._elem_types = _elem_types(self.model)
+        if name not in self._elem_types:
+            raise UnsupportedError(f"the ONNX element type of {name!r} is unknown (shape inference cannot "
+                                   "tell)")
+        return self._elem_types[name]
 
     def rank(self, name: str) -> int:
         return len(self.shape(name))
@@ -362,6 +377,21 @@ class Converter:
                 if d.HasField("dim_param") and d.dim_param:
                     out.add(d.dim_param)
         return out
+
+
+def _elem_types(model: Any) -> dict[str, int]:
+    """{value name: ONNX element type} for the model's inputs, outputs and what shape inference finds."""
+    import onnx
+
+    try:
+        graph = onnx.shape_inference.infer_shapes(model).graph
+    except Exception:  # noqa: BLE001 - inference is best effort: fall back to the declared types
+        graph = model.graph
+    out = {}
+    for vi in list(graph.input) + list(graph.output) + list(graph.value_info):
+        if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type:
+            out[vi.name] = int(vi.type.tensor_type.elem_type)
+    return out
 
 
 def _check_output_type(vi: Any) -> None:

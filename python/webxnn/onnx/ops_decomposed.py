@@ -1,0 +1,160 @@
+"""ONNX ops WebNN has no op for, written as a few WebNN ops: activations (Swish, Selu, Celu, Mish, Shrink,
+ThresholdedRelu, tanh Gelu), hyperbolic functions, LpNormalization, RMSNormalization and EyeLike."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..errors import UnsupportedError
+from ..graph import DTYPES
+from .convert import Converter, attrs_of
+from .ops_shape import norm_axis
+from .registry import onnx_op
+
+
+def scalar(ctx: Converter, value: float, like: str, hint: str) -> str:
+    """A 0-D constant `value` in the dtype of WebNN value `like`."""
+    dt = ctx.types[like].dtype
+    return ctx.new_const(f"{ctx.namer.of(ctx.node.output[0])}/{hint}", np.array(value, DTYPES[dt]))
+
+
+def _float_input(ctx: Converter, node: Any) -> str:
+    x = ctx.x(node, 0)
+    if ctx.types[x].dtype not in ("float32", "float16"):
+        raise UnsupportedError(f"{node.op_type} of {ctx.types[x].dtype} (float32/float16 only)")
+    return x
+
+
+@onnx_op("Swish")
+def swish(ctx: Converter, node: Any) -> None:
+    x = _float_input(ctx, node)
+    alpha = float(attrs_of(node).get("alpha", 1.0))
+    sx = ctx.emit("mul", [x, scalar(ctx, alpha, x, "alpha")]) if alpha != 1.0 else x
+    ctx.emit("mul", [x, ctx.emit("sigmoid", [sx])], out=node.output[0])
+
+
+@onnx_op("Selu")
+def selu(ctx: Converter, node: Any) -> None:
+    a = attrs_of(node)
+    x = _float_input(ctx, node)
+    e = ctx.emit("elu", [x], {"alpha": float(a.get("alpha", 1.67326319217681884765625))})
+    ctx.emit("mul", [e, scalar(ctx, float(a.get("gamma", 1.05070102214813232421875)), x, "gamma")],
+             out=node.output[0])
+
+
+@onnx_op("Celu")
+def celu(ctx: Converter, node: Any) -> None:
+    x = _float_input(ctx, node)
+    alpha = float(attrs_of(node).get("alpha", 1.0))
+    if alpha == 1.0:
+        ctx.emit("elu", [x], {"alpha": 1.0}, out=node.output[0])
+        return
+    # celu(x) = alpha * elu(x / alpha)
+    e = ctx.emit("elu", [ctx.emit("div", [x, scalar(ctx, alpha, x, "alpha")])], {"alpha": 1.0})
+    ctx.emit("mul", [e, scalar(ctx, alpha, x, "alpha")], out=node.output[0])
+
+
+@onnx_op("Mish")
+def mish(ctx: Converter, node: Any) -> None:
+    x = _float_input(ctx, node)
+    ctx.emit("mul", [x, ctx.emit("tanh", [ctx.emit("softplus", [x])])], out=node.output[0])
+
+
+@onnx_op("ThresholdedRelu")
+def thresholded_relu(ctx: Converter, node: Any) -> None:
+    x = _float_input(ctx, node)
+    alpha = float(attrs_of(node).get("alpha", 1.0))
+    above = ctx.emit("greater", [x, scalar(ctx, alpha, x, "alpha")])
+    ctx.emit("where", [above, x, scalar(ctx, 0.0, x, "zero")], out=node.output[0])
+
+
+@onnx_op("Shrink")
+def shrink(ctx: Converter, node: Any) -> None:
+    a = attrs_of(node)
+    x = ctx.x(node, 0)
+    if ctx.types[x].dtype not in ("float32", "float16", "int32", "int8"):
+        raise UnsupportedError(f"Shrink of {ctx.types[x].dtype}")
+    lambd, bias = float(a.get("lambd", 0.5)), float(a.get("bias", 0.0))
+    lo = ctx.emit("lesser", [x, scalar(ctx, -lambd, x, "minus_lambd")])
+    hi = ctx.emit("greater", [x, scalar(ctx, lambd, x, "lambd")])
+    b = scalar(ctx, bias, x, "bias")
+    inner = ctx.emit("where", [hi, ctx.emit("sub", [x, b]), scalar(ctx, 0, x, "zero")])
+    ctx.emit("where", [lo, ctx.emit("add", [x, b]), inner], out=node.output[0])
+
+
+@onnx_op("Sinh", "Cosh")
+def sinh_cosh(ctx: Converter, node: Any) -> None:
+    x = _float_input(ctx, node)
+    ep, em = ctx.emit("exp", [x]), ctx.emit("exp", [ctx.emit("neg", [x])])
+    s = ctx.emit("sub" if node.op_type == "Sinh" else "add", [ep, em])
+    ctx.emit("mul", [s, scalar(ctx, 0.5, x, "half")], out=node.output[0])
+
+
+@onnx_op("Asinh", "Acosh")
+def asinh_acosh(ctx: Converter, node: Any) -> None:
+    # log(x + sqrt(x^2 ± 1))
+    x = _float_input(ctx, node)
+    one = scalar(ctx, 1.0, x, "one")
+    sq = ctx.emit("add" if node.op_type == "Asinh" else "sub", [ctx.emit("mul", [x, x]), one])
+    ctx.emit("log", [ctx.emit("add", [x, ctx.emit("sqrt", [sq])])], out=node.output[0])
+
+
+@onnx_op("Atanh")
+def atanh(ctx: Converter, node: Any) -> None:
+    # 0.5 * log((1 + x) / (1 - x))
+    x = _float_input(ctx, node)
+    one = scalar(ctx, 1.0, x, "one")
+    q = ctx.emit("div", [ctx.emit("add", [one, x]), ctx.emit("sub", [one, x])])
+    ctx.emit("mul", [ctx.emit("log", [q]), scalar(ctx, 0.5, x, "half")], out=node.output[0])
+
+
+@onnx_op("LpNormalization")
+def lp_normalization(ctx: Converter, node: Any) -> None:
+    a = attrs_of(node)
+    x = _float_input(ctx, node)
+    p = int(a.get("p", 2))
+    if p not in (1, 2):
+        raise UnsupportedError(f"LpNormalization p={p} (1 or 2)")
+    axis = norm_axis(int(a.get("axis", -1)), ctx.rank(node.input[0]))
+    norm = ctx.emit("reduceL2" if p == 2 else "reduceL1", [x], {"axes": [axis], "keepDimensions": True})
+    # a zero vector stays zero (ONNX), not 0/0: divide it by 1
+    zero = ctx.emit("equal", [norm, scalar(ctx, 0.0, x, "zero")])
+    norm = ctx.emit("where", [zero, scalar(ctx, 1.0, x, "one"), norm])
+    ctx.emit("div", [x, norm], out=node.output[0])
+
+
+@onnx_op("RMSNormalization")
+def rms_normalization(ctx: Converter, node: Any) -> None:
+    a = attrs_of(node)
+    x = _float_input(ctx, node)
+    rank = ctx.rank(node.input[0])
+    axes = list(range(norm_axis(int(a.get("axis", -1)), rank), rank))
+    ms = ctx.emit("reduceMean", [ctx.emit("mul", [x, x])], {"axes": axes, "keepDimensions": True})
+    rms = ctx.emit("sqrt", [ctx.emit("add", [ms, scalar(ctx, float(a.get("epsilon", 1e-5)), x, "eps")])])
+    ctx.emit("mul", [ctx.emit("div", [x, rms]), ctx.x(node, 1)], out=node.output[0])
+
+
+@onnx_op("EyeLike")
+def eye_like(ctx: Converter, node: Any) -> None:
+    from .tensors import NP_OF_ONNX
+
+    a = attrs_of(node)
+    shape = ctx.static_shape(node.input[0], "EyeLike")
+    to = int(a.get("dtype", 0))
+    dt = NP_OF_ONNX.get(to) if to else DTYPES[ctx.dtype(node.input[0])]
+    if dt is None:
+        raise UnsupportedError(f"EyeLike to ONNX type {to}")
+    ctx.set_const(node.output[0], np.eye(shape[0], shape[1], int(a.get("k", 0)), dtype=dt))
+
+
+def gelu_tanh(ctx: Converter, node: Any) -> None:
+    """0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))."""
+    x = _float_input(ctx, node)
+    x3 = ctx.emit("mul", [ctx.emit("mul", [x, x]), x])
+    inner = ctx.emit("add", [x, ctx.emit("mul", [x3, scalar(ctx, 0.044715, x, "c")])])
+    t = ctx.emit("tanh", [ctx.emit("mul", [inner, scalar(ctx, math.sqrt(2 / math.pi), x, "k")])])
+    half_x = ctx.emit("mul", [x, scalar(ctx, 0.5, x, "half")])
+    ctx.emit("mul", [half_x, ctx.emit("add", [t, scalar(ctx, 1.0, x, "one")])], out=node.output[0])
