@@ -993,3 +993,32 @@ def test_refusal_categories_are_listed_in_the_readme() -> None:
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     for what, _ in categories():
         assert what in readme, f"README does not list the refusal category {what!r}"
+
+
+def test_schema_function_is_expanded() -> None:
+    """GroupNormalization has no translator: its ONNX function body is translated instead."""
+    m = model([n("GroupNormalization", ["x", "s", "b"], "y", num_groups=2, epsilon=1e-3)], X,
+              {"y": np.float32}, {"s": f32(4), "b": f32(4)}, opset=21)
+    g = from_onnx(m)
+    assert "GroupNormalization" not in ops_of(g) and ops_of(g)["reduceMean"] >= 1
+    feeds = feeds_for(m)
+    compare(run_webxnn(g, feeds), oracle(m, feeds), 1e-4, 1e-4, "webxnn runtime")
+
+
+def test_local_function_is_expanded() -> None:
+    """A model-local function (custom domain) is inlined; one the importer cannot translate is named."""
+    body = [helper.make_node("Mul", ["a", "a"], ["sq"]), helper.make_node("Add", ["sq", "a"], ["out"])]
+    fn = helper.make_function("my.domain", "SquarePlus", ["a"], ["out"], body,
+                              [helper.make_opsetid("", 17)])
+    m = model([helper.make_node("SquarePlus", ["x"], ["y"], domain="my.domain")], X, {"y": np.float32})
+    m.functions.append(fn)
+    m.opset_import.append(helper.make_opsetid("my.domain", 1))
+    g = from_onnx(m)
+    feeds = feeds_for(m)
+    np.testing.assert_allclose(run_webxnn(g, feeds)["y"], feeds["x"] ** 2 + feeds["x"], rtol=1e-6)
+    bad = helper.make_function("my.domain", "SquarePlus", ["a"], ["out"],
+                               [helper.make_node("Unique", ["a"], ["out"])], [helper.make_opsetid("", 17)])
+    del m.functions[:]
+    m.functions.append(bad)
+    with pytest.raises(UnsupportedError, match="function body needs Unique: output shape depends"):
+        from_onnx(m)

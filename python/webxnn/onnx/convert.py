@@ -20,10 +20,11 @@ from ..errors import UnsupportedError, ValidationError, WebxnnError
 from ..graph import Const, ConstInit, Dim, DynDim, Graph, Node, Operand
 from ..ops.base import TensorType
 from .fold import NO_FOLD, fold_node
+from .functions import MAX_DEPTH, expand, function_of, function_opset
 from .names import Namer
 from .refusals import NON_TENSOR, op_reason, type_reason
 from .registry import TRANSLATORS
-from .tensors import NP_OF_ONNX, as_webnn_array, to_array, webnn_dtype, webnn_dtype_of_array
+from .tensors import NP_OF_ONNX, WEBNN_OF_ONNX, as_webnn_array, to_array, webnn_dtype, webnn_dtype_of_array
 
 # Placeholder bound for a symbolic dim nobody resolved; never written out (see `_finish`).
 _UNRESOLVED_MAX = 1 << 30
@@ -73,6 +74,8 @@ class Converter:
         self.graph = Graph(name=model.graph.name or "model", version=1)
         self.node: Any = None  # the ONNX node being translated, for messages
         self._elem_types: dict[str, int] | None = None  # ONNX element types by value, when asked for
+        self.local_functions = {(f.domain, f.name): f for f in getattr(model, "functions", [])}
+        self.depth = 0  # function expansions we are inside of
 
     # ------------------------------------------------------------------ values
     def is_const(self, name: str) -> bool:
@@ -116,6 +119,8 @@ class Converter:
             got = next((t for t, d in NP_OF_ONNX.items() if d == arr.dtype), None)
             if got is not None:
                 return got
+        if name in self.vals and self.vals[name].dtype != "uint8":  # only uint8 is two ONNX types
+            return next(t for t, d in WEBNN_OF_ONNX.items() if d == self.vals[name].dtype)
         if self._elem_types is None:
             self._elem_types = _elem_types(self.model)
         if name not in self._elem_types:
@@ -252,7 +257,8 @@ class Converter:
     def _node(self, node: Any) -> None:
         self.node = node
         op = node.op_type
-        if node.domain not in ("", "ai.onnx"):
+        custom = node.domain not in ("", "ai.onnx")
+        if custom and (node.domain, op) not in self.local_functions:
             self._problem(node, op_reason(op, node.domain) or f"custom domain {node.domain!r}")
             return
         ins = [i for i in node.input if i]
@@ -264,7 +270,7 @@ class Converter:
         if op == "Constant":
             self.set_const(node.output[0], _constant_value(node))
             return
-        if ins and all(i in self.consts for i in ins) and op not in NO_FOLD:
+        if ins and all(i in self.consts for i in ins) and op not in NO_FOLD and not custom:
             args = [self.consts[i] if i else None for i in node.input]
             try:
                 outs = fold_node(node, args, attrs_of(node), self.opset)
@@ -277,14 +283,68 @@ class Converter:
                     if name:
                         self.set_const(name, arr)
                 return
-        fn = TRANSLATORS.get(op)
-        if fn is None:
-            self._problem(node, op_reason(op) or "")
+        by_design = op_reason(op, node.domain)
+        if by_design:
+            self._problem(node, by_design)
             return
+        fn = None if custom else TRANSLATORS.get(op)
+        reason = ""
+        if fn is not None:
+            try:
+                fn(self, node)
+                return
+            except UnsupportedError as e:
+                reason = str(e)
+            if any(o in self.vals for o in node.output):  # half translated: no second attempt
+                self._problem(node, reason)
+                return
+        why = self._expand(node)
+        if why != "":  # None (no function) as well as a reason
+            self._problem(node, reason or why or "")
+
+    def _expand(self, node: Any) -> str | None:
+        """Translate `node` as the body of the ONNX function it calls. '' when that worked, why not when it
+        did not, None when the op has no function."""
+        if self.depth >= MAX_DEPTH:
+            return None
+        got = function_of(node, self.opset, self.local_functions, self._input_types(node))
+        if got is None:
+            return None
+        fp, full = got
+        body = expand(full, fp, f"{node.output[0] or node.name}/{node.op_type}/")
+        if body is None:
+            return "its ONNX function body holds subgraphs"
+        first, opset = len(self.problems), self.opset
+        self.opset, self.depth = function_opset(fp, opset), self.depth + 1
         try:
-            fn(self, node)
-        except UnsupportedError as e:
-            self._problem(node, str(e))
+            for sub in body:
+                self._node(sub)
+        finally:
+            self.opset, self.depth, self.node = opset, self.depth - 1, node
+        failed = self.problems[first:]
+        del self.problems[first:]
+        if not failed:
+            return ""
+        self.poisoned.update(o for o in node.output if o)
+        parts = [f"{op}: {why or 'not supported'}" for op, _, why in failed[:2]]
+        return "its ONNX function body needs " + "; ".join(parts)
+
+    def _input_types(self, node: Any) -> list[Any] | None:
+        """TypeProtos of `node`'s inputs (context-dependent functions are built for them), or None."""
+        from onnx import TypeProto, helper
+
+        types = []
+        for name in node.input:
+            if not name:
+                types.append(TypeProto())
+                continue
+            try:
+                elem = self.elem_type(name)
+            except (UnsupportedError, KeyError):
+                return None
+            dims = [d.name if isinstance(d, DynDim) else int(d) for d in self.shape(name)]
+            types.append(helper.make_tensor_type_proto(elem, dims))
+        return types
 
     def _problem(self, node: Any, reason: str) -> None:
         op = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
