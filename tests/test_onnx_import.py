@@ -975,6 +975,10 @@ REFUSALS = [
     pytest.param(_refusal([n("MaxPool", ["x"], "y", kernel_shape=[2, 3], strides=[4, 2], pads=[1, 1, 1, 1],
                              ceil_mode=1)], X, {"y": np.float32}), "last window starts in the padding",
                  id="ceil-pool-mixed-axes"),
+    pytest.param(_refusal([n("Mod", ["x", "x"], "y", fmod=1)], X, {"y": np.float32}),
+                 "no exact floating-point remainder", id="float-mod"),
+    pytest.param(_refusal([n("Split", ["x", "s"], ["y", "z"], axis=1)], X, {"y": np.float32, "z": np.float32},
+                          {"s": i64(4, 0)}, opset=13), "zero-sized tensors", id="zero-sized-split"),
     pytest.param(_refusal([n("Resize", ["x", "", "sc"], "y", mode="nearest")], X, {"y": np.float32},
                           {"sc": np.array([1, 1, 0.5, 0.5], np.float32)}),
                  "does not pick the pixels", id="resize-nearest-down-round-prefer-floor"),
@@ -1022,3 +1026,20 @@ def test_local_function_is_expanded() -> None:
     m.functions.append(bad)
     with pytest.raises(UnsupportedError, match="function body needs Unique: output shape depends"):
         from_onnx(m)
+
+
+@pytest.mark.parametrize("fmod", [0, 1])
+@pytest.mark.parametrize("dt", [np.int8, np.int32, np.int64, np.uint8])
+def test_integer_mod_is_exact(fmod: int, dt: Any) -> None:
+    """Mod of integers (x - trunc(x / y) * y, then the divisor's sign for fmod=0) equals numpy's, at the
+    type's extremes too."""
+    info = np.iinfo(dt)
+    m = model([n("Mod", ["x", "y"], "z", fmod=fmod)], {"x": (dt, [500]), "y": (dt, [500])}, {"z": dt},
+              opset=13)
+    rng = np.random.default_rng(3)
+    x = rng.integers(info.min, info.max, 500, dtype=dt, endpoint=True)
+    y = rng.integers(max(info.min, -9), 10, 500).astype(dt)
+    y[y == 0] = 3
+    x[:3] = [info.min, info.max, info.max - 1]
+    got = run_webxnn(from_onnx(m), {"x": x, "y": y})["z"]
+    np.testing.assert_array_equal(got, (np.fmod if fmod else np.mod)(x, y))

@@ -22,7 +22,7 @@ from ..ops.base import TensorType
 from .fold import NO_FOLD, fold_node
 from .functions import MAX_DEPTH, expand, function_of, function_opset
 from .names import Namer
-from .refusals import NON_TENSOR, op_reason, type_reason
+from .refusals import NON_TENSOR, ZERO_SIZED, op_reason, type_reason
 from .registry import TRANSLATORS
 from .tensors import NP_OF_ONNX, WEBNN_OF_ONNX, as_webnn_array, to_array, webnn_dtype, webnn_dtype_of_array
 
@@ -223,7 +223,7 @@ class Converter:
                 self.used_overrides.add(name)
                 dims.append(int(self.override[name]))
             elif d.HasField("dim_value") and d.dim_value == 0:
-                raise UnsupportedError(f"model input {vi.name!r} has a zero-sized dim {k}")
+                raise UnsupportedError(f"model input {vi.name!r} dim {k}: {ZERO_SIZED}")
             else:
                 self.unresolved[name].append(vi.name)
                 dims.append(DynDim(name, self.dyn_max or _UNRESOLVED_MAX))

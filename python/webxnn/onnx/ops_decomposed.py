@@ -158,3 +158,47 @@ def gelu_tanh(ctx: Converter, node: Any) -> None:
     t = ctx.emit("tanh", [ctx.emit("mul", [inner, scalar(ctx, math.sqrt(2 / math.pi), x, "k")])])
     half_x = ctx.emit("mul", [x, scalar(ctx, 0.5, x, "half")])
     ctx.emit("mul", [half_x, ctx.emit("add", [t, scalar(ctx, 1.0, x, "one")])], out=node.output[0])
+
+
+@onnx_op("Mod")
+def mod(ctx: Converter, node: Any) -> None:
+    """Integers, exactly: r = x - trunc(x / y) * y (WebNN integer div truncates), plus y where ONNX's
+    default (fmod=0) wants a non-zero remainder signed like the divisor. Floats are refused: without an
+    exact product (no FMA in WebNN) x - q * y rounds to the wrong side of a multiple of y, an error of up
+    to |y| (6 mod 0.1 would be 0, not 0.0999999)."""
+    x, y = ctx.x(node, 0), ctx.x(node, 1)
+    dt = ctx.types[x].dtype
+    if dt not in ("int8", "uint8", "int32", "uint32", "int64", "uint64"):
+        raise UnsupportedError(f"Mod of {dt}: WebNN has no exact floating-point remainder")
+    zero = scalar(ctx, 0, x, "zero")
+    r = ctx.emit("sub", [x, ctx.emit("mul", [ctx.emit("div", [x, y]), y])])
+    if int(attrs_of(node).get("fmod", 0)) or dt.startswith("uint"):
+        ctx.emit("identity", [r], out=node.output[0])
+        return
+    off = ctx.emit("logicalAnd", [ctx.emit("notEqual", [r, zero]),
+                                  ctx.emit("notEqual", [ctx.emit("lesser", [r, zero]),
+                                                        ctx.emit("lesser", [y, zero])])])
+    ctx.emit("add", [r, ctx.emit("where", [off, y, zero])], out=node.output[0])
+
+
+@onnx_op("Hardmax")
+def hardmax(ctx: Converter, node: Any) -> None:
+    """1 at the first largest element along `axis`, 0 elsewhere: argMax compared with the axis's indices
+    (before opset 13: over the input flattened to 2-D at `axis`)."""
+    x = _float_input(ctx, node)
+    shape = ctx.static_shape(node.input[0], "Hardmax")
+    rank = len(shape)
+    axis = norm_axis(int(attrs_of(node).get("axis", -1 if ctx.opset >= 13 else 1)), rank)
+    src, src_shape = x, list(shape)
+    if ctx.opset < 13:
+        src_shape = [math.prod(shape[:axis]), math.prod(shape[axis:])]
+        src, axis = ctx.emit("reshape", [x], {"newShape": src_shape}), 1
+    am = ctx.emit("argMax", [src], {"axis": axis, "keepDimensions": True, "outputDataType": "int32"})
+    iota_shape = [1] * len(src_shape)
+    iota_shape[axis] = src_shape[axis]
+    iota = ctx.new_const(f"{ctx.namer.of(node.output[0])}/iota",
+                         np.arange(src_shape[axis], dtype=np.int32).reshape(iota_shape))
+    y = ctx.emit("cast", [ctx.emit("equal", [am, iota])], {"type": ctx.types[x].dtype},
+                 out=None if ctx.opset < 13 else node.output[0])
+    if ctx.opset < 13:
+        ctx.emit("reshape", [y], {"newShape": list(shape)}, out=node.output[0])

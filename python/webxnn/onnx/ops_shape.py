@@ -11,6 +11,7 @@ import numpy as np
 from ..errors import UnsupportedError
 from ..graph import Dim, DynDim
 from .convert import Converter, attrs_of
+from .refusals import DATA_SHAPED, ZERO_SIZED
 from .registry import onnx_op
 
 
@@ -163,6 +164,8 @@ def split(ctx: Converter, node: Any) -> None:
         splits = [min(chunk, dim - k * chunk) for k in range(n)]
     if len(splits) != n_out:
         raise UnsupportedError(f"{len(splits)} split sizes for {n_out} outputs")
+    if 0 in splits:
+        raise UnsupportedError(f"split sizes {splits}: {ZERO_SIZED}")
     if n_out == 1:
         ctx.alias(node.output[0], node.input[0])
         return
@@ -376,8 +379,7 @@ def size_(ctx: Converter, node: Any) -> None:
 
 @onnx_op("ConstantOfShape", "Range")
 def needs_constant(ctx: Converter, node: Any) -> None:
-    raise UnsupportedError(f"{node.op_type} with inputs computed at run time (only constant shape "
-                           "inputs can be folded)")
+    raise UnsupportedError(f"{node.op_type} with inputs computed at run time: {DATA_SHAPED}")
 
 
 # -- reductions ---------------------------------------------------------------------------------------
@@ -407,12 +409,20 @@ def reduce(ctx: Converter, node: Any) -> None:
 @onnx_op("ArgMax", "ArgMin")
 def arg_reduce(ctx: Converter, node: Any) -> None:
     a = attrs_of(node)
-    if int(a.get("select_last_index", 0)):
-        raise UnsupportedError("select_last_index=1")
-    axis = norm_axis(int(a.get("axis", 0)), ctx.rank(node.input[0]))
-    ctx.emit("argMax" if node.op_type == "ArgMax" else "argMin", [ctx.x(node, 0)],
-             {"axis": axis, "keepDimensions": bool(int(a.get("keepdims", 1))), "outputDataType": "int64"},
-             out=node.output[0])
+    shape = ctx.shape(node.input[0])
+    axis = norm_axis(int(a.get("axis", 0)), len(shape))
+    op = "argMax" if node.op_type == "ArgMax" else "argMin"
+    opts = {"axis": axis, "keepDimensions": bool(int(a.get("keepdims", 1))), "outputDataType": "int64"}
+    if not int(a.get("select_last_index", 0)):
+        ctx.emit(op, [ctx.x(node, 0)], opts, out=node.output[0])
+        return
+    # the last extreme: the first one of the reversed axis, counted from the end
+    n = shape[axis]
+    if isinstance(n, DynDim):
+        raise UnsupportedError(f"select_last_index on symbolic dim {n.name!r}: pass override_dims for it")
+    first = ctx.emit(op, [ctx.emit("reverse", [ctx.x(node, 0)], {"axes": [axis]})], opts)
+    last = ctx.new_const(f"{ctx.namer.of(node.output[0])}/last", np.array(n - 1, np.int64))
+    ctx.emit("sub", [last, first], out=node.output[0])
 
 
 @onnx_op("Trilu")

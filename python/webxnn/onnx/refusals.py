@@ -25,6 +25,8 @@ _NARROW_WHY = "WebNN has none of these; dequantize to float16/float32 or use int
 for _t, _name in _NARROW.items():
     _TYPE_REASONS[_t] = f"{_name} tensors: {_NARROW_WHY}"
 
+DATA_SHAPED = "WebNN shapes are fixed when the graph is built"
+ZERO_SIZED = "zero-sized tensors: WebNN has none (every dim must be >= 1)"
 NON_TENSOR = ("sequence/optional/map values: WebNN graphs hold tensors only; keep sequences outside the "
               "model")
 
@@ -47,7 +49,7 @@ _OP_CATEGORIES: tuple[tuple[str, frozenset[str]], ...] = (
                 "OptionalGetElement", "OptionalHasElement"})),
     ("string ops: WebNN tensors are numeric; do string processing outside the model",
      frozenset({"StringNormalizer", "StringConcat", "StringSplit", "RegexFullMatch", "TfIdfVectorizer"})),
-    ("output shape depends on the data: WebNN shapes are fixed when the graph is built",
+    (f"output shape depends on the data: {DATA_SHAPED}",
      frozenset({"NonZero", "Unique", "NonMaxSuppression"})),
     ("training ops: webxnn compiles inference graphs",
      frozenset({"Gradient", "Momentum", "Adagrad", "Adam"})),
@@ -70,7 +72,7 @@ def op_reason(op_type: str, domain: str = "") -> str | None:
 def categories() -> list[tuple[str, str]]:
     """Every by-design refusal category as (what, why), for documentation and tests."""
     reasons = [why for t, why in _TYPE_REASONS.items() if t not in _NARROW]
-    reasons += [f"{NARROW_HEAD}: {_NARROW_WHY}", NON_TENSOR, TRAINING_MODE]
+    reasons += [f"{NARROW_HEAD}: {_NARROW_WHY}", NON_TENSOR, ZERO_SIZED, TRAINING_MODE]
     reasons += [why for why, _ in _OP_CATEGORIES]
     out: list[tuple[str, str]] = []
     for r in reasons:
