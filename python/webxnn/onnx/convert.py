@@ -156,6 +156,8 @@ class Converter:
     def new_const(self, hint: str, arr: np.ndarray, exact: bool = False) -> str:
         """Add `arr` as a weights const; returns its identifier (`hint` itself when `exact`)."""
         arr = as_webnn_array(np.asarray(arr))
+        if arr.size == 0:
+            raise UnsupportedError(f"{hint!r} is empty: {ZERO_SIZED}")
         ident = hint if exact else self.namer.fresh(hint)
         dt = webnn_dtype_of_array(arr)
         assert dt is not None

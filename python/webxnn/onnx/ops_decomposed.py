@@ -202,3 +202,44 @@ def hardmax(ctx: Converter, node: Any) -> None:
                  out=None if ctx.opset < 13 else node.output[0])
     if ctx.opset < 13:
         ctx.emit("reshape", [y], {"newShape": list(shape)}, out=node.output[0])
+
+
+@onnx_op("BitShift")
+def bit_shift(ctx: Converter, node: Any) -> None:
+    """Shifts as integer arithmetic, exactly: x << b = x * 2^b (wrapping, as WebNN integer mul does),
+    x >> b = floor(x / 2^b) (truncating div, one less for a negative remainder); 2^b read from a table.
+    A shift outside [0, width) gives 0, or -1 for a negative x shifted right (ONNX)."""
+    x, b = ctx.x(node, 0), ctx.x(node, 1)
+    dt = ctx.types[x].dtype
+    if dt not in ("int8", "uint8", "int32", "uint32", "int64", "uint64"):
+        raise UnsupportedError(f"BitShift of {dt}")
+    right = _s(attrs_of(node).get("direction", "LEFT")) == "RIGHT"
+    npdt = DTYPES[dt]
+    width = npdt.itemsize * 8
+    signed = dt.startswith("int")
+    # a signed right shift by width - 1 is the sign fill too (and 2^(width-1) does not fit)
+    usable = width - 1 if signed and right else width
+    powers = np.array([1 << i for i in range(usable)], dtype=f"u{npdt.itemsize}").view(npdt)
+    table = ctx.new_const(f"{ctx.namer.of(node.output[0])}/powers", powers)
+    # compared in b's own type: a cast to int32 first would wrap 2^32 + 3 to 3
+    zero_b, top = scalar(ctx, 0, b, "zero_b"), scalar(ctx, usable - 1, b, "top")
+    idx = ctx.emit("min", [ctx.emit("max", [b, zero_b]), top])
+    if ctx.types[b].dtype != "int32":
+        idx = ctx.emit("cast", [idx], {"type": "int32"})
+    p = ctx.emit("gather", [table, idx], {"axis": 0})
+    outside = ctx.emit("logicalOr", [ctx.emit("lesser", [b, zero_b]), ctx.emit("greater", [b, top])])
+    zero = scalar(ctx, 0, x, "zero")
+    if not right:
+        ctx.emit("where", [outside, zero, ctx.emit("mul", [x, p])], out=node.output[0])
+        return
+    q = ctx.emit("div", [x, p])
+    fill = zero
+    if signed:
+        r = ctx.emit("sub", [x, ctx.emit("mul", [q, p])])
+        q = ctx.emit("sub", [q, ctx.emit("cast", [ctx.emit("lesser", [r, zero])], {"type": dt})])
+        fill = ctx.emit("where", [ctx.emit("lesser", [x, zero]), scalar(ctx, -1, x, "minus_one"), zero])
+    ctx.emit("where", [outside, fill, q], out=node.output[0])
+
+
+def _s(v: Any) -> str:
+    return v.decode() if isinstance(v, bytes) else str(v)

@@ -340,12 +340,18 @@ def resize(ctx: Converter, node: Any) -> None:
         nearest = _s(a.get("nearest_mode", "round_prefer_floor"))
         if int(a.get("antialias", 0)):
             raise UnsupportedError("Resize antialias=1")
-        if a.get("axes") is not None:
-            raise UnsupportedError("Resize with axes")
     if scales is not None and scales.size == 0:
         scales = None
     if sizes is not None and sizes.size == 0:
         sizes = None
+    if sizes is not None and _s(a.get("keep_aspect_ratio_policy", "stretch")) != "stretch":
+        raise UnsupportedError(f"Resize keep_aspect_ratio_policy={_s(a['keep_aspect_ratio_policy'])!r}")
+    if a.get("axes") is not None:  # scales / sizes for these axes only: spread them over all four
+        axes = [norm_axis(int(v), 4) for v in a["axes"]]
+        if scales is not None:
+            scales = _on_axes(scales, axes, [1.0] * 4)
+        if sizes is not None:
+            sizes = _on_axes(sizes, axes, list(shape))
     if sizes is not None:
         out = [int(v) for v in sizes.reshape(-1)]
         scl = [o / i for o, i in zip(out, shape)]
@@ -377,6 +383,16 @@ def resize(ctx: Converter, node: Any) -> None:
     else:
         opts["scales"] = scl[2:]
     ctx.emit("resample2d", [ctx.x(node, 0)], opts, out=node.output[0])
+
+
+def _on_axes(values: np.ndarray, axes: list[int], full: list[Any]) -> np.ndarray:
+    """Resize's per-axis `values` for `axes` written into `full` (the values of the other axes)."""
+    flat = values.reshape(-1)
+    if len(flat) != len(axes) or len(set(axes)) != len(axes):
+        raise UnsupportedError(f"Resize axes {axes} with {len(flat)} values")
+    for ax, v in zip(axes, flat):
+        full[ax] = v
+    return np.array(full)
 
 
 def _webnn_nearest(n_in: int, n_out: int, scale: float) -> np.ndarray:

@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import UnsupportedError
-from ..graph import Dim, DynDim
+from ..graph import DTYPES, Dim, DynDim
 from .convert import Converter, attrs_of
-from .refusals import DATA_SHAPED, ZERO_SIZED
+from .refusals import DATA_SHAPED
 from .registry import onnx_op
 
 
@@ -164,12 +164,18 @@ def split(ctx: Converter, node: Any) -> None:
         splits = [min(chunk, dim - k * chunk) for k in range(n)]
     if len(splits) != n_out:
         raise UnsupportedError(f"{len(splits)} split sizes for {n_out} outputs")
-    if 0 in splits:
-        raise UnsupportedError(f"split sizes {splits}: {ZERO_SIZED}")
-    if n_out == 1:
-        ctx.alias(node.output[0], node.input[0])
-        return
     outs = [o if o else f"{node.output[0]}__unused{k}" for k, o in enumerate(node.output)]
+    if 0 in splits:  # an empty piece is an empty constant: Concat drops it, other consumers refuse it
+        empty = list(ctx.static_shape(node.input[0], f"Split with sizes {splits}"))
+        empty[axis] = 0
+        for o, s in zip(outs, splits):
+            if s == 0:
+                ctx.set_const(o, np.zeros(empty, DTYPES[ctx.dtype(node.input[0])]))
+        outs = [o for o, s in zip(outs, splits) if s]
+        splits = [s for s in splits if s]
+    if len(outs) == 1:
+        ctx.alias(outs[0], node.input[0])
+        return
     ctx.emit("split", [ctx.x(node, 0)], {"splits": splits, "axis": axis}, out=outs)
 
 
