@@ -477,6 +477,10 @@ CASES = [
     _case("Where-Equal", [n("Equal", ["x", "x"], "e"), n("Greater", ["x", "z"], "g"),
                           n("Where", ["g", "x", "z"], "y")],
           {"z": np.float32(0)}),
+    _case("Compress-const", [n("Compress", ["x", "c"], "y", axis=-1)],
+          {"c": np.array([1, 0, 1, 1, 0, 1], np.bool_)}),
+    _case("Compress-flat", [n("Compress", ["x", "c"], "y")], {"c": np.arange(50) % 3 == 0}),
+    _case("Pad-crop", [n("Pad", ["x", "p"], "y")], {"p": i64(0, 0, -1, 2, 0, 0, 1, -2)}),
     _case("Gather-const-idx", [n("Gather", ["x", "i"], "y", axis=1)], {"i": i64(3, -1, 0)}),
     _case("Gather-scalar-idx", [n("Gather", ["x", "i"], "y", axis=-1)], {"i": np.int64(-2)}),
     _case("Cast-roundtrip", [n("Cast", ["x"], "c", to=TP.INT32), n("Cast", ["c"], "y", to=TP.FLOAT)]),
@@ -1065,3 +1069,12 @@ def test_bit_shift_is_exact(direction: str, dt: Any) -> None:
     got = run_webxnn(from_onnx(m), {"x": x, "b": b})["z"]
     want = ReferenceEvaluator(m).run(None, {"x": x, "b": b})[0]
     np.testing.assert_array_equal(got, want)
+
+
+def test_pad_with_a_run_time_value_and_one_sided_isinf() -> None:
+    m = model([n("Pad", ["x", "p", "v"], "y"), n("IsInf", ["x"], "z", detect_negative=0)],
+              {**X, "v": (np.float32, [])}, {"y": np.float32, "z": np.bool_},
+              {"p": i64(0, 1, 2, 0, 0, 0, 1, 3)})
+    feeds = feeds_for(m)
+    feeds["x"][0, 0, 0, :3] = [np.inf, -np.inf, np.nan]
+    compare(run_webxnn(from_onnx(m), feeds), oracle(m, feeds), 0, 0, "webxnn runtime")

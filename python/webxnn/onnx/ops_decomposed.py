@@ -243,3 +243,26 @@ def bit_shift(ctx: Converter, node: Any) -> None:
 
 def _s(v: Any) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
+
+
+@onnx_op("LRN")
+def lrn(ctx: Converter, node: Any) -> None:
+    """x / (bias + alpha / size * sum of x^2 over a window of channels)^beta; the channel-window sum is a
+    1x1 convolution of x^2 with a band of ones."""
+    a = attrs_of(node)
+    x = _float_input(ctx, node)
+    shape = ctx.static_shape(node.input[0], "LRN")
+    if len(shape) != 4:
+        raise UnsupportedError(f"LRN of a rank-{len(shape)} tensor (4-D only)")
+    size = int(a["size"])
+    c = shape[1]
+    lo, hi = (size - 1) // 2, -(-(size - 1) // 2)
+    band = np.zeros((c, c, 1, 1), DTYPES[ctx.types[x].dtype])
+    for o in range(c):
+        band[o, max(0, o - lo):min(c, o + hi + 1)] = 1
+    sums = ctx.emit("conv2d", [ctx.emit("mul", [x, x]),
+                               ctx.new_const(f"{ctx.namer.of(node.output[0])}/band", band)])
+    k = ctx.emit("add", [ctx.emit("mul", [sums, scalar(ctx, float(a.get("alpha", 1e-4)) / size, x, "alpha")]),
+                         scalar(ctx, float(a.get("bias", 1.0)), x, "bias")])
+    ctx.emit("div", [x, ctx.emit("pow", [k, scalar(ctx, float(a.get("beta", 0.75)), x, "beta")])],
+             out=node.output[0])

@@ -65,7 +65,8 @@ def _quantized_type(ctx: Converter, node: Any, output_dtype: int) -> np.dtype:
 def qdq(ctx: Converter, node: Any) -> None:
     a = attrs_of(node)
     rank = ctx.rank(node.input[0])
-    axis = norm_axis(int(a.get("axis", 1)), max(rank, 1)) if rank else 0
+    per_axis = len(ctx.shape(node.input[1])) == 1 and rank > 1  # else axis is not used (ONNX)
+    axis = norm_axis(int(a.get("axis", 1)), rank) if per_axis else 0
     if int(a.get("block_size", 0)) and len(ctx.shape(node.input[1])) != rank:
         raise UnsupportedError("blocked quantization with a scale of another rank")
     q = node.op_type == "QuantizeLinear"
@@ -79,4 +80,11 @@ def qdq(ctx: Converter, node: Any) -> None:
             raise UnsupportedError(f"DequantizeLinear of {ctx.dtype(node.input[0])}")
     scale = _param(ctx, node, 1, rank, axis, "scale")
     zp = _zero_point(ctx, node, zdt or np.dtype("u1"), rank, axis)
-    ctx.emit("quantizeLinear" if q else "dequantizeLinear", [ctx.x(node, 0), scale, zp], out=node.output[0])
+    x = ctx.x(node, 0)
+    if q and not ctx.is_const(node.input[1]) and not int(a.get("block_size", 0)):
+        # A scale computed at run time (DynamicQuantizeLinear) makes rounding ties common: divide in the
+        # input's float type as ONNX does (WebNN div), then quantize with scale 1 — the runtime's
+        # quantizeLinear divides in double, which rounds 0.5 / (5 / 255) to 25 where ONNX gets 26.
+        x = ctx.emit("div", [x, scale])
+        scale = ctx.new_const(f"{ctx.namer.of(node.output[0])}/one", np.ones((), DTYPES[ctx.types[x].dtype]))
+    ctx.emit("quantizeLinear" if q else "dequantizeLinear", [x, scale, zp], out=node.output[0])

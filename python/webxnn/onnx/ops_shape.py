@@ -291,6 +291,25 @@ def gather(ctx: Converter, node: Any) -> None:
     ctx.emit("gather", [ctx.x(node, 0), ind], {"axis": axis}, out=node.output[0])
 
 
+@onnx_op("Compress")
+def compress(ctx: Converter, node: Any) -> None:
+    """Compress by a constant condition is a gather of the kept indices (of the flattened input when no
+    axis is given); a condition computed at run time decides the output's shape."""
+    if not ctx.is_const(node.input[1]):
+        raise UnsupportedError(f"Compress by a condition computed at run time: {DATA_SHAPED}")
+    keep = np.flatnonzero(np.asarray(ctx.const(node.input[1])).reshape(-1)).astype(np.int32)
+    if keep.size == 0:
+        raise UnsupportedError("Compress keeps nothing: zero-sized tensors have no WebNN form")
+    x = ctx.x(node, 0)
+    axis = attrs_of(node).get("axis")
+    if axis is None:
+        x = reshape_value(ctx, x, [math.prod(ctx.static_shape(node.input[0], "Compress"))])
+        axis = 0
+    axis = norm_axis(int(axis), len(ctx.types[x].shape))
+    idx = ctx.new_const(f"{ctx.namer.of(node.output[0])}/kept", keep)
+    ctx.emit("gather", [x, idx], {"axis": axis}, out=node.output[0])
+
+
 @onnx_op("GatherElements")
 def gather_elements(ctx: Converter, node: Any) -> None:
     axis = norm_axis(int(attrs_of(node).get("axis", 0)), ctx.rank(node.input[0]))
@@ -330,10 +349,14 @@ def pad(ctx: Converter, node: Any) -> None:
     wmode = {"constant": "constant", "reflect": "reflection", "edge": "edge"}.get(mode)
     if wmode is None:
         raise UnsupportedError(f"Pad mode {mode!r}")
+    run_time_value = None  # a constant_value computed at run time
     if ctx.has(node, 1):
         pads = [int(v) for v in ctx.const_input(node, 1, "pads").reshape(-1)]
-        value = ctx.opt_const(node, 2, "constant_value")
-        value = 0.0 if value is None or value.size == 0 else value.reshape(-1)[0].item()
+        if ctx.has(node, 2) and not ctx.is_const(node.input[2]) and wmode == "constant":
+            run_time_value, value = ctx.x(node, 2), 0.0
+        else:
+            value = ctx.opt_const(node, 2, "constant_value")
+            value = 0.0 if value is None or value.size == 0 else value.reshape(-1)[0].item()
         axes = axes_input(ctx, node, 3, rank)
     else:
         pads = [int(v) for v in a["pads"]]
@@ -344,17 +367,35 @@ def pad(ctx: Converter, node: Any) -> None:
     begin, end = [0] * rank, [0] * rank
     for k, ax in enumerate(axes):
         begin[ax], end[ax] = pads[k], pads[k + n]
-    if any(p < 0 for p in begin + end):
-        raise UnsupportedError("negative pads (cropping)")
+    src = ctx.x(node, 0)
+    if any(p < 0 for p in begin + end):  # negative pads crop: a slice first
+        shape = ctx.static_shape(node.input[0], "Pad with negative pads")
+        starts = [max(0, -p) for p in begin]
+        sizes = [d - s - max(0, -p) for d, s, p in zip(shape, starts, end)]
+        if min(sizes) < 1:
+            raise UnsupportedError(f"pads {pads} crop {list(shape)} to nothing")
+        src = ctx.emit("slice", [src], {"starts": starts, "sizes": sizes})
+        begin, end = [max(0, p) for p in begin], [max(0, p) for p in end]
     if not any(begin + end):
-        ctx.alias(node.output[0], node.input[0])
+        if src == ctx.x(node, 0):
+            ctx.alias(node.output[0], node.input[0])
+        else:
+            ctx.emit("identity", [src], out=node.output[0])
         return
     opts: dict[str, Any] = {"beginningPadding": begin, "endingPadding": end}
     if wmode != "constant":
         opts["mode"] = wmode
     elif value:
         opts["value"] = float(value) if not isinstance(value, bool) else float(value)
-    ctx.emit("pad", [ctx.x(node, 0)], opts, out=node.output[0])
+    if run_time_value is None:
+        ctx.emit("pad", [src], opts, out=node.output[0])
+        return
+    # the fill is a run-time value: pad with zeros, then put it where the padding is
+    padded = ctx.emit("pad", [src], opts)
+    inner = np.zeros(ctx.types[padded].shape, np.uint8)
+    inner[tuple(slice(b, b + d) for b, d in zip(begin, ctx.types[src].shape))] = 1
+    mask = ctx.new_const(f"{ctx.namer.of(node.output[0])}/inside", inner)
+    ctx.emit("where", [mask, padded, run_time_value], out=node.output[0])
 
 
 # -- shape chains: these fold to constants whenever the shapes they read are static ---------------------

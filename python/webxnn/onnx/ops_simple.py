@@ -69,9 +69,18 @@ def unary(ctx: Converter, node: Any) -> None:
 @onnx_op("IsInf")
 def is_inf(ctx: Converter, node: Any) -> None:
     a = attrs_of(node)
-    if not (a.get("detect_positive", 1) and a.get("detect_negative", 1)):
-        raise UnsupportedError("IsInf detecting only one sign")
-    ctx.emit("isInfinite", [ctx.x(node, 0)], out=node.output[0])
+    pos, neg = bool(a.get("detect_positive", 1)), bool(a.get("detect_negative", 1))
+    if pos and neg:
+        ctx.emit("isInfinite", [ctx.x(node, 0)], out=node.output[0])
+        return
+    x = ctx.x(node, 0)
+    if not (pos or neg):
+        ctx.emit("logicalAnd", [ctx.emit("isInfinite", [x]), ctx.emit("isNaN", [x])], out=node.output[0])
+        return
+    zero = ctx.new_const(f"{ctx.namer.of(node.output[0])}/zero",
+                         np.zeros((), _np_of(ctx.dtype(node.input[0]))))
+    side = ctx.emit("greater" if pos else "lesser", [x, zero])
+    ctx.emit("logicalAnd", [ctx.emit("isInfinite", [x]), side], out=node.output[0])
 
 
 @onnx_op("Elu")
