@@ -1078,3 +1078,36 @@ def test_pad_with_a_run_time_value_and_one_sided_isinf() -> None:
     feeds = feeds_for(m)
     feeds["x"][0, 0, 0, :3] = [np.inf, -np.inf, np.nan]
     compare(run_webxnn(from_onnx(m), feeds), oracle(m, feeds), 0, 0, "webxnn runtime")
+
+
+@pytest.mark.parametrize("peepholes", [False, True])
+@pytest.mark.parametrize("direction", ["forward", "bidirectional"])
+def test_lstm_matches_onnxruntime(direction: str, peepholes: bool) -> None:
+    """Peepholes are refused: ONNX's output gate reads the new cell state, WebNN's the previous one."""
+    dirs, hid, inp = (2 if direction == "bidirectional" else 1), 5, 3
+    ins = ["x", "w", "r", "b", "", "h0", "c0"] + (["p"] if peepholes else [])
+    inits = {"w": f32(dirs, 4 * hid, inp), "r": f32(dirs, 4 * hid, hid), "b": f32(dirs, 8 * hid),
+             "h0": f32(dirs, 2, hid), "c0": f32(dirs, 2, hid)}
+    if peepholes:
+        inits["p"] = f32(dirs, 3 * hid)
+    m = model([n("LSTM", ins, ["y", "yh", "yc"], hidden_size=hid, direction=direction)],
+              {"x": (np.float32, [4, 2, inp])}, {"y": np.float32, "yh": np.float32, "yc": np.float32}, inits)
+    if peepholes:
+        with pytest.raises(UnsupportedError, match="peepholes"):
+            from_onnx(m)
+        return
+    feeds = feeds_for(m)
+    compare(run_webxnn(from_onnx(m), feeds), oracle(m, feeds), 1e-5, 1e-4, "webxnn runtime")
+
+
+def test_gru_batch_major_matches_reference() -> None:
+    from onnx.reference import ReferenceEvaluator  # onnxruntime has no batch-major GRU
+
+    hid = 4
+    m = model([n("GRU", ["x", "w", "r", "b"], ["y", "yh"], hidden_size=hid, layout=1,
+                 linear_before_reset=1)],
+              {"x": (np.float32, [2, 5, 3])}, {"y": np.float32, "yh": np.float32},
+              {"w": f32(1, 3 * hid, 3), "r": f32(1, 3 * hid, hid), "b": f32(1, 6 * hid)}, opset=14)
+    feeds = feeds_for(m)
+    want = dict(zip(["y", "yh"], ReferenceEvaluator(m).run(None, feeds)))
+    compare(run_webxnn(from_onnx(m), feeds), want, 1e-5, 1e-4, "webxnn runtime")
