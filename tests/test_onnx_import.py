@@ -441,6 +441,15 @@ CASES = [
     _case("Resize-nearest-down", [n("Resize", ["x", "", "sc"], "y", mode="nearest",
                                     nearest_mode="round_prefer_ceil")],
           {"sc": np.array([1, 1, 0.5, 0.5], np.float32)}),
+    # ONNX picks other pixels than resample2d: exact gathers instead
+    _case("Resize-nearest-gather", [n("Resize", ["x", "", "sc"], "y", mode="nearest")],
+          {"sc": np.array([1, 1, 0.5, 1.5], np.float32)}),
+    _case("Resize-linear-align-corners", [n("Resize", ["x", "", "", "sz"], "y", mode="linear",
+                                            coordinate_transformation_mode="align_corners")],
+          {"sz": i64(2, 4, 11, 4)}),
+    _case("Resize-nearest-axes-keep-ratio", [n("Resize", ["x", "", "", "sz"], "y", mode="nearest",
+                                               axes=[3, 2], keep_aspect_ratio_policy="not_larger")],
+          {"sz": i64(9, 20)}, opset=18),
     _case("Resize-linear", [n("Resize", ["x", "", "sc"], "y", mode="linear")],
           {"sc": np.array([1, 1, 2, 2], np.float32)}),
     _case("Pad-constant", [n("Pad", ["x", "p", "v"], "y")],
@@ -984,9 +993,8 @@ REFUSALS = [
                  "no exact floating-point remainder", id="float-mod"),
     pytest.param(_refusal([n("Split", ["x", "s"], ["y", "z"], axis=1)], X, {"y": np.float32, "z": np.float32},
                           {"s": i64(4, 0)}, opset=13), "zero-sized", id="zero-sized-split-output"),
-    pytest.param(_refusal([n("Resize", ["x", "", "sc"], "y", mode="nearest")], X, {"y": np.float32},
-                          {"sc": np.array([1, 1, 0.5, 0.5], np.float32)}),
-                 "does not pick the pixels", id="resize-nearest-down-round-prefer-floor"),
+    pytest.param(_refusal([n("Resize", ["x", "", "sc"], "y", mode="cubic")], X, {"y": np.float32},
+                          {"sc": np.array([1, 1, 0.5, 0.5], np.float32)}), "mode 'cubic'", id="resize-cubic"),
 ]
 
 

@@ -32,7 +32,7 @@ def onnx_op(*op_types: str) -> Callable[[Translator], Translator]:
 
 def load_translators() -> None:
     """Import the ops_* modules, which register their translators."""
-    from . import ops_decomposed, ops_nn, ops_quant, ops_recurrent, ops_shape, ops_simple  # noqa: F401
+    from . import ops_decomposed, ops_nn, ops_quant, ops_recurrent, ops_resize, ops_shape, ops_simple  # noqa: F401
 
 
 def supported_ops() -> list[str]:
