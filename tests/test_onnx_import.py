@@ -1119,3 +1119,14 @@ def test_gru_batch_major_matches_reference() -> None:
     feeds = feeds_for(m)
     want = dict(zip(["y", "yh"], ReferenceEvaluator(m).run(None, feeds)))
     compare(run_webxnn(from_onnx(m), feeds), want, 1e-5, 1e-4, "webxnn runtime")
+
+
+@pytest.mark.parametrize("act", ["Tanh", "Relu"])
+def test_rnn_as_held_open_gru_matches_onnxruntime(act: str) -> None:
+    hid = 4
+    m = model([n("RNN", ["x", "w", "r", "b", "", "h0"], ["y", "yh"], hidden_size=hid, activations=[act] * 2,
+                 direction="bidirectional")],
+              {"x": (np.float32, [5, 2, 3])}, {"y": np.float32, "yh": np.float32},
+              {"w": f32(2, hid, 3), "r": f32(2, hid, hid) * 0.5, "b": f32(2, 2 * hid), "h0": f32(2, 2, hid)})
+    feeds = feeds_for(m)
+    compare(run_webxnn(from_onnx(m), feeds), oracle(m, feeds), 1e-5, 1e-4, "webxnn runtime")

@@ -1,4 +1,4 @@
-"""ONNX LSTM and GRU → WebNN lstm / gru.
+"""ONNX LSTM and GRU → WebNN lstm / gru; RNN as a gru whose gates are held open (see _rnn_as_gru).
 
 The layouts agree: ONNX's gate orders (LSTM i o f c, GRU z r h) are WebNN's `iofg` and `zrn`, and the
 outputs ([steps, dirs, batch, hidden] sequence, [dirs, batch, hidden] last states) are WebNN's. ONNX's
@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import UnsupportedError
+from ..graph import DTYPES
 from .convert import Converter, attrs_of
 from .registry import onnx_op
 
@@ -43,10 +44,11 @@ def _activations(a: dict[str, Any], dirs: int, default: list[str]) -> list[str] 
     return None if got == default else got
 
 
-@onnx_op("LSTM", "GRU")
+@onnx_op("LSTM", "GRU", "RNN")
 def recurrent(ctx: Converter, node: Any) -> None:
     a = attrs_of(node)
     lstm = node.op_type == "LSTM"
+    rnn = node.op_type == "RNN"
     gates = 4 if lstm else 3
     if a.get("clip") is not None:
         raise UnsupportedError(f"{node.op_type} clip")
@@ -69,12 +71,19 @@ def recurrent(ctx: Converter, node: Any) -> None:
         x = ctx.emit("transpose", [x], {"permutation": [1, 0, 2]})
     opts: dict[str, Any] = {"hiddenSize": hidden, "steps": steps, "direction": direction,
                             "returnSequence": bool(node.output[0])}
-    acts = _activations(a, dirs, ["sigmoid", "tanh", "tanh"] if lstm else ["sigmoid", "tanh"])
-    if acts is not None:
+    if rnn:
+        acts = ["sigmoid", *(_activations(a, dirs, ["tanh"]) or ["tanh"])]
         opts["activations"] = acts
+    else:
+        acts = _activations(a, dirs, ["sigmoid", "tanh", "tanh"] if lstm else ["sigmoid", "tanh"])
+        if acts is not None:
+            opts["activations"] = acts
     if not lstm:
         opts["resetAfter"] = bool(int(a.get("linear_before_reset", 0)))
-    if ctx.has(node, 3):
+    weights = [ctx.x(node, 1), ctx.x(node, 2)]
+    if rnn:
+        weights = _rnn_as_gru(ctx, node, hidden, dirs, opts)
+    elif ctx.has(node, 3):
         opts["bias"], opts["recurrentBias"] = _split_bias(ctx, node, gates * hidden)
     states = [(5, "initialHiddenState")] + ([(6, "initialCellState")] if lstm else [])
     for i, role in states:
@@ -85,7 +94,32 @@ def recurrent(ctx: Converter, node: Any) -> None:
         if not (ctx.is_const(node.input[7]) and not np.asarray(ctx.const(node.input[7])).any()):
             raise UnsupportedError("LSTM peepholes: ONNX's output gate reads the new cell state, WebNN's "
                                    "the previous one")
-    _emit(ctx, node, "lstm" if lstm else "gru", [x, ctx.x(node, 1), ctx.x(node, 2)], opts, batch_major)
+    _emit(ctx, node, "lstm" if lstm else "gru", [x, *weights], opts, batch_major)
+
+
+def _rnn_as_gru(ctx: Converter, node: Any, hidden: int, dirs: int, opts: dict[str, Any]) -> list[str]:
+    """A simple RNN, H = f(X W + H R + Wb + Rb), is a GRU whose update gate is 0 and reset gate 1: zero
+    weights and biases of -/+1e4 for those gates (sigmoid gives exactly 0 and 1), the RNN's weights for
+    the candidate. Returns the GRU's weight and recurrent weight (zrn layout); sets the biases."""
+    dt = DTYPES[ctx.dtype(node.input[1])]
+    z = np.zeros((dirs, hidden), dt)
+    big = np.full((dirs, hidden), 1e4, dt)
+    if ctx.has(node, 3):
+        b, rb = _split_bias(ctx, node, hidden)
+    else:
+        b = rb = ctx.new_const(f"{ctx.namer.of(node.output[0] or node.output[1])}/zero_bias", z)
+    opts["bias"] = _gates(ctx, node, [-big, big], b, "bias")
+    opts["recurrentBias"] = _gates(ctx, node, [z, z], rb, "recurrent_bias")
+    return [_gates(ctx, node, [np.zeros((dirs, hidden, d), dt)] * 2, ctx.x(node, i), what)
+            for i, what, d in ((1, "weight", ctx.static_shape(node.input[1], "RNN")[2]),
+                               (2, "recurrent_weight", hidden))]
+
+
+def _gates(ctx: Converter, node: Any, fixed: list[np.ndarray], last: str, what: str) -> str:
+    """Constant gate blocks `fixed` followed by operand `last`, along the gate axis (1)."""
+    base = ctx.namer.of(node.output[0] or node.output[1])
+    parts = [ctx.new_const(f"{base}/{what}_gate{k}", f) for k, f in enumerate(fixed)]
+    return ctx.emit("concat", [*parts, last], {"axis": 1})
 
 
 def _split_bias(ctx: Converter, node: Any, n: int) -> tuple[str, str]:
