@@ -45,6 +45,11 @@ def attrs_of(node: Any) -> dict[str, Any]:
     return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
 
+def text(v: Any) -> str:
+    """A string attribute's value as str (onnx gives bytes)."""
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
 def where(node: Any) -> str:
     return f"{node.op_type} node {node.name or node.output[0]!r}"
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from ..graph import DTYPES
-from .convert import Converter, attrs_of
+from .convert import Converter, attrs_of, text
 from .ops_shape import norm_axis
 from .registry import onnx_op
 
@@ -213,7 +213,7 @@ def bit_shift(ctx: Converter, node: Any) -> None:
     dt = ctx.types[x].dtype
     if dt not in ("int8", "uint8", "int32", "uint32", "int64", "uint64"):
         raise UnsupportedError(f"BitShift of {dt}")
-    right = _s(attrs_of(node).get("direction", "LEFT")) == "RIGHT"
+    right = text(attrs_of(node).get("direction", "LEFT")) == "RIGHT"
     npdt = DTYPES[dt]
     width = npdt.itemsize * 8
     signed = dt.startswith("int")
@@ -240,9 +240,6 @@ def bit_shift(ctx: Converter, node: Any) -> None:
         fill = ctx.emit("where", [ctx.emit("lesser", [x, zero]), scalar(ctx, -1, x, "minus_one"), zero])
     ctx.emit("where", [outside, fill, q], out=node.output[0])
 
-
-def _s(v: Any) -> str:
-    return v.decode() if isinstance(v, bytes) else str(v)
 
 
 @onnx_op("LRN")

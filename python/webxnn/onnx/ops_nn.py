@@ -8,14 +8,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import UnsupportedError
-from .convert import Converter, attrs_of
+from .convert import Converter, attrs_of, text
 from .ops_shape import norm_axis, reshape_value
 from .refusals import TRAINING_MODE
 from .registry import onnx_op
-
-
-def _s(v: Any) -> str:
-    return v.decode() if isinstance(v, bytes) else str(v)
 
 
 def _same_pads(in_hw: list[int], k: list[int], s: list[int], d: list[int], upper: bool) -> list[int]:
@@ -70,7 +66,7 @@ def conv(ctx: Converter, node: Any) -> None:
     strides = [int(v) for v in a.get("strides", [1, 1])]
     dil = [int(v) for v in a.get("dilations", [1, 1])]
     group = int(a.get("group", 1))
-    auto = _s(a.get("auto_pad", "NOTSET"))
+    auto = text(a.get("auto_pad", "NOTSET"))
     opts: dict[str, Any] = {}
     if not is_t:
         if auto in ("SAME_UPPER", "SAME_LOWER"):
@@ -192,7 +188,7 @@ def _pads_from(a: dict[str, Any], in_sp: list[int],
                kernel: list[int]) -> tuple[list[int], list[int], list[int]]:
     strides = [int(v) for v in a.get("strides", [1, 1])]
     dil = [int(v) for v in a.get("dilations", [1, 1])]
-    auto = _s(a.get("auto_pad", "NOTSET"))
+    auto = text(a.get("auto_pad", "NOTSET"))
     if auto in ("SAME_UPPER", "SAME_LOWER"):
         return _same_pads(in_sp, kernel, strides, dil, auto == "SAME_UPPER"), strides, dil
     if auto == "VALID":

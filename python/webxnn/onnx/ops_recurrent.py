@@ -15,22 +15,19 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from ..graph import DTYPES
-from .convert import Converter, attrs_of
+from .convert import Converter, attrs_of, text
 from .registry import onnx_op
 
 _ACTS = {"Sigmoid": "sigmoid", "Tanh": "tanh", "Relu": "relu"}
 _DIRECTIONS = {"forward": "forward", "reverse": "backward", "bidirectional": "both"}
 
 
-def _s(v: Any) -> str:
-    return v.decode() if isinstance(v, bytes) else str(v)
-
 
 def _activations(a: dict[str, Any], dirs: int, default: list[str]) -> list[str] | None:
     """WebNN activations for ONNX's list (one set per direction), None for the default."""
     if a.get("activation_alpha") is not None or a.get("activation_beta") is not None:
         raise UnsupportedError("recurrent activations with alpha/beta")
-    names = [_s(v) for v in a.get("activations") or []]
+    names = [text(v) for v in a.get("activations") or []]
     if not names:
         return None
     per = len(names) // dirs
@@ -54,7 +51,7 @@ def recurrent(ctx: Converter, node: Any) -> None:
         raise UnsupportedError(f"{node.op_type} clip")
     if lstm and int(a.get("input_forget", 0)):
         raise UnsupportedError("LSTM input_forget=1")
-    direction = _DIRECTIONS.get(_s(a.get("direction", "forward")))
+    direction = _DIRECTIONS.get(text(a.get("direction", "forward")))
     if direction is None:
         raise UnsupportedError(f"direction {a['direction']!r}")
     dirs = 2 if direction == "both" else 1

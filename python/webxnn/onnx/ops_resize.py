@@ -16,13 +16,9 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from ..graph import DTYPES
-from .convert import Converter, attrs_of
+from .convert import Converter, attrs_of, text
 from .ops_shape import norm_axis
 from .registry import onnx_op
-
-
-def _s(v: Any) -> str:
-    return v.decode() if isinstance(v, bytes) else str(v)
 
 
 @onnx_op("Resize", "Upsample")
@@ -30,15 +26,15 @@ def resize(ctx: Converter, node: Any) -> None:
     a = attrs_of(node)
     shape = list(ctx.static_shape(node.input[0], node.op_type))
     rank = len(shape)
-    mode = _s(a.get("mode", "nearest"))
+    mode = text(a.get("mode", "nearest"))
     if node.op_type == "Upsample" or ctx.opset < 11:
         scales = ctx.const_input(node, 1, "scales") if ctx.has(node, 1) else np.array(a["scales"])
         sizes, coord, nearest = None, "asymmetric", "floor"
     else:
         scales = ctx.opt_const(node, 2, "scales")
         sizes = ctx.opt_const(node, 3, "sizes")
-        coord = _s(a.get("coordinate_transformation_mode", "half_pixel"))
-        nearest = _s(a.get("nearest_mode", "round_prefer_floor"))
+        coord = text(a.get("coordinate_transformation_mode", "half_pixel"))
+        nearest = text(a.get("nearest_mode", "round_prefer_floor"))
         if int(a.get("antialias", 0)):
             raise UnsupportedError("Resize antialias=1")
     if mode not in ("nearest", "linear"):
@@ -82,7 +78,7 @@ def _sizes_and_scales(a: dict[str, Any], shape: list[int], axes: list[int], scal
         if len(got) != len(axes):
             raise UnsupportedError(f"Resize sizes {got} for axes {axes}")
         ratios = [g / shape[ax] for g, ax in zip(got, axes)]
-        policy = _s(a.get("keep_aspect_ratio_policy", "stretch"))
+        policy = text(a.get("keep_aspect_ratio_policy", "stretch"))
         if policy != "stretch":  # one scale for every axis, sizes rounded from it (ONNX)
             s = {"not_larger": min, "not_smaller": max}[policy](ratios)
             ratios = [s] * len(axes)
