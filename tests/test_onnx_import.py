@@ -1130,3 +1130,17 @@ def test_rnn_as_held_open_gru_matches_onnxruntime(act: str) -> None:
               {"w": f32(2, hid, 3), "r": f32(2, hid, hid) * 0.5, "b": f32(2, 2 * hid), "h0": f32(2, 2, hid)})
     feeds = feeds_for(m)
     compare(run_webxnn(from_onnx(m), feeds), oracle(m, feeds), 1e-5, 1e-4, "webxnn runtime")
+
+
+def test_quantize_rounds_ties_as_onnx() -> None:
+    # 0.5 / (5/255) is exactly 25.5 in float32 (ONNX, onnxruntime) but 25.499... in double: a runtime that
+    # divides in double quantizes it to 25 instead of 26. Constant scale, so the runtime's quantize does it.
+    scale = np.float32(5 / 255)
+    x = np.array([0.5, -0.5, 1.5 * scale, 2.5 * scale, 0.0, 1.0], np.float32)
+    m = model([n("QuantizeLinear", ["x", "s", "z"], "q")], {"x": (np.float32, [6])}, {"q": np.uint8},
+              {"s": scale, "z": np.uint8(128)})
+    assert float(np.float32(0.5) / scale) == 25.5 and round(0.5 / float(scale)) == 25
+    feeds = {"x": x}
+    got = run_webxnn(from_onnx(m), feeds)
+    compare(got, oracle(m, feeds), 0, 0, "webxnn runtime")
+    assert got["q"][0] == 128 + 26

@@ -81,10 +81,4 @@ def qdq(ctx: Converter, node: Any) -> None:
     scale = _param(ctx, node, 1, rank, axis, "scale")
     zp = _zero_point(ctx, node, zdt or np.dtype("u1"), rank, axis)
     x = ctx.x(node, 0)
-    if q and not ctx.is_const(node.input[1]) and not int(a.get("block_size", 0)):
-        # A scale computed at run time (DynamicQuantizeLinear) makes rounding ties common: divide in the
-        # input's float type as ONNX does (WebNN div), then quantize with scale 1 — the runtime's
-        # quantizeLinear divides in double, which rounds 0.5 / (5 / 255) to 25 where ONNX gets 26.
-        x = ctx.emit("div", [x, scale])
-        scale = ctx.new_const(f"{ctx.namer.of(node.output[0])}/one", np.ones((), DTYPES[ctx.types[x].dtype]))
     ctx.emit("quantizeLinear" if q else "dequantizeLinear", [x, scale, zp], out=node.output[0])
