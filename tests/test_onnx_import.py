@@ -1144,3 +1144,43 @@ def test_quantize_rounds_ties_as_onnx() -> None:
     got = run_webxnn(from_onnx(m), feeds)
     compare(got, oracle(m, feeds), 0, 0, "webxnn runtime")
     assert got["q"][0] == 128 + 26
+
+
+@pytest.mark.parametrize("dt", [np.int8, np.uint8, np.int32, np.uint32, np.int64, np.uint64])
+def test_bitwise_ops_are_exact(dt: Any) -> None:
+    info = np.iinfo(dt)
+    rng = np.random.default_rng(3)
+    edges = np.array([info.min, info.max, 0, 1, info.max // 2, info.min // 2 - 1 if info.min else 7], dt)
+    a = np.concatenate([edges, rng.integers(info.min, info.max, 30, dtype=dt, endpoint=True)])
+    b = np.concatenate([edges[::-1], rng.integers(info.min, info.max, 30, dtype=dt, endpoint=True)])
+    ops = {"BitwiseAnd": np.bitwise_and, "BitwiseOr": np.bitwise_or, "BitwiseXor": np.bitwise_xor}
+    m = model([n(op, ["a", "b"], op) for op in ops] + [n("BitwiseNot", ["a"], "not")],
+              {"a": (dt, [36]), "b": (dt, [36])}, {**{op: dt for op in ops}, "not": dt}, opset=18)
+    got = run_webxnn(from_onnx(m), {"a": a, "b": b})
+    for op, fn in ops.items():
+        np.testing.assert_array_equal(got[op], fn(a, b), err_msg=op)
+    np.testing.assert_array_equal(got["not"], np.bitwise_not(a))
+
+
+@pytest.mark.parametrize("complex_in,inverse,onesided,length", [
+    (False, False, False, None), (True, False, False, 6), (True, True, False, 11), (False, False, True, 7),
+    (True, True, True, 9), (True, True, True, None)])
+def test_dft_is_a_constant_matrix_product(complex_in: bool, inverse: bool, onesided: bool,
+                                          length: int | None) -> None:
+    rng = np.random.default_rng(5)
+    n_in = 8
+    z = rng.standard_normal((2, n_in, 3)) + (1j * rng.standard_normal((2, n_in, 3)) if complex_in else 0)
+    inits = {} if length is None else {"len": np.array(length, np.int64)}
+    m = model([n("DFT", ["x", "len" if length is not None else ""], "y", axis=1, inverse=int(inverse),
+                 onesided=int(onesided))],
+              {"x": (np.float32, [2, n_in, 3, 2 if complex_in else 1])}, {"y": np.float32}, inits)
+    x = np.stack([z.real, z.imag], -1) if complex_in else z.real[..., None]
+    got = run_webxnn(from_onnx(m), {"x": x.astype(np.float32)})["y"]
+    if inverse and onesided:
+        want = np.fft.irfft(z, n=length, axis=1)[..., None]
+    else:
+        f = np.fft.ifft if inverse else np.fft.fft
+        w = f(z, n=length, axis=1)
+        w = w[:, :(length or n_in) // 2 + 1] if onesided else w
+        want = np.stack([w.real, w.imag], -1)
+    np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-5)

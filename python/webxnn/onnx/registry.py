@@ -32,7 +32,17 @@ def onnx_op(*op_types: str) -> Callable[[Translator], Translator]:
 
 def load_translators() -> None:
     """Import the ops_* modules, which register their translators."""
-    from . import ops_decomposed, ops_nn, ops_quant, ops_recurrent, ops_resize, ops_shape, ops_simple  # noqa: F401
+    from . import (  # noqa: F401
+        ops_bitwise,
+        ops_decomposed,
+        ops_dft,
+        ops_nn,
+        ops_quant,
+        ops_recurrent,
+        ops_resize,
+        ops_shape,
+        ops_simple,
+    )
 
 
 def supported_ops() -> list[str]:
