@@ -1184,3 +1184,22 @@ def test_dft_is_a_constant_matrix_product(complex_in: bool, inverse: bool, onesi
         w = w[:, :(length or n_in) // 2 + 1] if onesided else w
         want = np.stack([w.real, w.imag], -1)
     np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("op,attrs", [
+    ("MaxPool", {"kernel_shape": [2, 3, 2], "strides": [2, 1, 2], "pads": [1, 0, 1, 0, 1, 1]}),
+    ("MaxPool", {"kernel_shape": [3, 2, 2], "dilations": [2, 1, 2], "ceil_mode": 1, "strides": [2, 2, 2]}),
+    ("AveragePool", {"kernel_shape": [3, 3, 2], "pads": [1, 1, 0, 1, 1, 1], "strides": [2, 2, 1]}),
+    ("AveragePool", {"kernel_shape": [2, 2, 3], "pads": [1, 0, 1, 0, 1, 1], "count_include_pad": 1}),
+    ("LpPool", {"kernel_shape": [2, 2, 2], "p": 2, "pads": [1, 0, 0, 0, 1, 1]}),
+    ("LpPool", {"kernel_shape": [2, 3, 2], "p": 3, "pads": [0, 1, 1, 1, 0, 0], "strides": [1, 2, 1]}),
+])
+def test_3d_pools_are_two_2d_pools(op: str, attrs: dict) -> None:
+    m = model([n(op, ["x"], "y", **attrs)], {"x": (np.float32, [2, 3, 5, 6, 7])}, {"y": np.float32}, opset=18)
+    check(m, atol=1e-5)
+
+
+def test_lp_pool_of_any_p() -> None:
+    m = model([n("LpPool", ["x"], "y", kernel_shape=[3, 2], p=3, pads=[1, 0, 1, 1], strides=[2, 1])],
+              {"x": (np.float32, [1, 2, 7, 6])}, {"y": np.float32}, opset=18)
+    check(m, atol=1e-5)

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from .convert import Converter, attrs_of, text
+from .ops_decomposed import scalar
 from .ops_shape import norm_axis, reshape_value
 from .refusals import TRAINING_MODE
 from .registry import onnx_op
@@ -118,14 +119,15 @@ def conv(ctx: Converter, node: Any) -> None:
 @onnx_op("MaxPool", "AveragePool", "LpPool")
 def pool(ctx: Converter, node: Any) -> None:
     a = attrs_of(node)
-    if node.op_type == "LpPool" and int(a.get("p", 2)) != 2:
-        raise UnsupportedError("LpPool with p != 2")
     if node.op_type == "MaxPool" and len(node.output) > 1 and node.output[1]:
         raise UnsupportedError("MaxPool Indices output")
     if node.op_type == "MaxPool" and int(a.get("storage_order", 0)):
         raise UnsupportedError("MaxPool storage_order=1")
     xshape = ctx.static_shape(node.input[0], node.op_type)
     rank = len(xshape)
+    if rank == 5:
+        _pool3d(ctx, node, a, xshape)
+        return
     if rank not in (3, 4):
         raise UnsupportedError(f"{rank - 2}-D {node.op_type}")
     kernel = [int(v) for v in a["kernel_shape"]]
@@ -142,14 +144,63 @@ def pool(ctx: Converter, node: Any) -> None:
             a["pads"] = [0, a["pads"][0], 0, a["pads"][1]]
         if "kernel_shape" in a:
             a["kernel_shape"] = kernel
+    if rank == 4:
+        _pool2d(ctx, node.op_type, x, a, in_sp, kernel, out=node.output[0])
+        return
+    y = _pool2d(ctx, node.op_type, x, a, in_sp, kernel)
+    shp = list(ctx.types[y].shape)
+    reshape_value(ctx, y, [shp[0], shp[1], shp[3]], out=node.output[0])
+
+
+def _pool3d(ctx: Converter, node: Any, a: dict[str, Any], xshape: tuple[int, ...]) -> None:
+    """A 3-D pool as two 2-D pools, exactly: the window is a box, so its max (or valid-element average,
+    or sum of squares) over (D, H, W) is that over D of that over (H, W); each axis keeps its own pads,
+    strides, dilations and ceil rounding. [N, C, D, H, W] -> [N, C*D, H, W] pooled over (H, W), then
+    [N, C, D, H'*W'] pooled over (D, 1)."""
+    if text(a.get("auto_pad", "NOTSET")) in ("SAME_UPPER", "SAME_LOWER"):
+        raise UnsupportedError(f"3-D {node.op_type} with auto_pad SAME")
+    n, c, d, h, w = xshape
+    kernel = [int(v) for v in a["kernel_shape"]]
+    strides = [int(v) for v in a.get("strides", [1, 1, 1])]
+    dil = [int(v) for v in a.get("dilations", [1, 1, 1])]
+    pads = [int(v) for v in a.get("pads", [0] * 6)] if text(a.get("auto_pad", "NOTSET")) == "NOTSET" \
+        else [0] * 6
+    common = {k: v for k, v in a.items() if k in ("ceil_mode", "count_include_pad", "p")}
+    hw = {**common, "kernel_shape": kernel[1:], "strides": strides[1:], "dilations": dil[1:],
+          "pads": [pads[1], pads[2], pads[4], pads[5]]}
+    x = reshape_value(ctx, ctx.x(node, 0), [n, c * d, h, w])
+    y = _pool2d(ctx, node.op_type, x, hw, [h, w], kernel[1:])
+    _, _, h2, w2 = ctx.types[y].shape
+    dd = {**common, "kernel_shape": [kernel[0], 1], "strides": [strides[0], 1], "dilations": [dil[0], 1],
+          "pads": [pads[0], 0, pads[3], 0]}
+    y = reshape_value(ctx, y, [n, c, d, h2 * w2])
+    z = _pool2d(ctx, node.op_type, y, dd, [d, h2 * w2], [kernel[0], 1])
+    reshape_value(ctx, z, [n, c, ctx.types[z].shape[2], h2, w2], out=node.output[0])
+
+
+def _pool2d(ctx: Converter, op_type: str, x: str, a: dict[str, Any], in_sp: list[int], kernel: list[int],
+            out: str | None = None) -> str:
+    """The WebNN pool of the 4-D value x for ONNX pool attributes `a` (2-D)."""
     pads, strides, dil = _pads_from(a, in_sp, kernel)
-    op = {"MaxPool": "maxPool2d", "AveragePool": "averagePool2d", "LpPool": "l2Pool2d"}[node.op_type]
+    op = {"MaxPool": "maxPool2d", "AveragePool": "averagePool2d", "LpPool": "l2Pool2d"}[op_type]
     ceil = bool(int(a.get("ceil_mode", 0))) and _onnx_ceil(in_sp, kernel, pads, strides, dil)
-    if node.op_type == "AveragePool" and int(a.get("count_include_pad", 0)) and any(pads):
+    if op_type == "AveragePool" and int(a.get("count_include_pad", 0)) and any(pads):
         # WebNN averages over the valid window only: pad with zeros explicitly to count the padding
         x = ctx.emit("pad", [x], {"beginningPadding": [0, 0, pads[0], pads[1]],
                                   "endingPadding": [0, 0, pads[2], pads[3]]})
         pads = [0, 0, 0, 0]
+    p = int(a.get("p", 2))
+    if op_type == "LpPool" and p != 2:
+        # (sum |x|^p)^(1/p) over the window, zero padding included: an average of |x|^p over a zero-padded
+        # x times the window size (ceil windows would be averaged over fewer elements: refused)
+        if ceil:
+            raise UnsupportedError("LpPool with p != 2 and ceil_mode")
+        op = "averagePool2d"
+        x = ctx.emit("pow", [ctx.emit("abs", [x]), scalar(ctx, p, x, "p")])
+        if any(pads):
+            x = ctx.emit("pad", [x], {"beginningPadding": [0, 0, pads[0], pads[1]],
+                                      "endingPadding": [0, 0, pads[2], pads[3]]})
+            pads = [0, 0, 0, 0]
     opts: dict[str, Any] = {"windowDimensions": kernel}
     if any(pads):
         opts["padding"] = _webnn_padding(pads)
@@ -159,12 +210,10 @@ def pool(ctx: Converter, node: Any) -> None:
         opts["dilations"] = dil
     if ceil:
         opts["roundingType"] = "ceil"
-    if rank == 4:
-        ctx.emit(op, [x], opts, out=node.output[0])
-        return
-    y = ctx.emit(op, [x], opts)
-    shp = list(ctx.types[y].shape)
-    reshape_value(ctx, y, [shp[0], shp[1], shp[3]], out=node.output[0])
+    if op_type == "LpPool" and p != 2:
+        y = ctx.emit("mul", [ctx.emit(op, [x], opts), scalar(ctx, kernel[0] * kernel[1], x, "area")])
+        return ctx.emit("pow", [y, scalar(ctx, 1.0 / p, x, "inv_p")], out=out)
+    return ctx.emit(op, [x], opts, out=out)
 
 
 def _onnx_ceil(in_sp: list[int], kernel: list[int], pads: list[int], strides: list[int],
