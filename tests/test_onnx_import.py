@@ -1203,3 +1203,16 @@ def test_lp_pool_of_any_p() -> None:
     m = model([n("LpPool", ["x"], "y", kernel_shape=[3, 2], p=3, pads=[1, 0, 1, 1], strides=[2, 1])],
               {"x": (np.float32, [1, 2, 7, 6])}, {"y": np.float32}, opset=18)
     check(m, atol=1e-5)
+
+
+@pytest.mark.parametrize("largest,axis", [(1, 1), (0, -1), (1, 0)])
+def test_top_k_without_a_sort(largest: int, axis: int) -> None:
+    rng = np.random.default_rng(7)
+    x = rng.integers(-3, 4, (4, 6, 5)).astype(np.float32)  # many ties: ONNX puts the lower index first
+    x[0, 0, 0], x[1, 1, 1] = np.inf, -np.inf
+    m = model([n("TopK", ["x", "k"], ["v", "i"], axis=axis, largest=largest)], {"x": (np.float32, [4, 6, 5])},
+              {"v": np.float32, "i": np.int64}, {"k": i64(3)})
+    got = run_webxnn(from_onnx(m), {"x": x})
+    want = oracle(m, {"x": x})
+    np.testing.assert_array_equal(got["v"], want["v"])
+    np.testing.assert_array_equal(got["i"], want["i"])

@@ -42,6 +42,7 @@ def load_translators() -> None:
         ops_resize,
         ops_shape,
         ops_simple,
+        ops_topk,
     )
 
 
