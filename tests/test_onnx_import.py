@@ -1216,3 +1216,19 @@ def test_top_k_without_a_sort(largest: int, axis: int) -> None:
     want = oracle(m, {"x": x})
     np.testing.assert_array_equal(got["v"], want["v"])
     np.testing.assert_array_equal(got["i"], want["i"])
+
+
+@pytest.mark.parametrize("reduction", ["add", "mul", "max", "min"])
+def test_scatter_reductions_with_constant_indices(reduction: str) -> None:
+    rng = np.random.default_rng(11)
+    data, upd = rng.standard_normal((4, 5)).astype(np.float32), rng.standard_normal((3, 5)).astype(np.float32)
+    nd = model([n("ScatterND", ["d", "i", "u"], "y", reduction=reduction)],
+               {"d": (np.float32, [4, 5]), "u": (np.float32, [3, 5])}, {"y": np.float32},
+               {"i": np.array([[1], [-3], [3]], np.int64)}, opset=18)
+    upd_e = rng.standard_normal((3, 2)).astype(np.float32)
+    el = model([n("ScatterElements", ["d", "i", "u"], "y", axis=1, reduction=reduction)],
+               {"d": (np.float32, [4, 5]), "u": (np.float32, [3, 2])}, {"y": np.float32},
+               {"i": np.array([[0, 0], [4, -1], [2, 0]], np.int64)}, opset=18)
+    for m, u in ((nd, upd), (el, upd_e)):
+        feeds = {"d": data, "u": u}
+        compare(run_webxnn(from_onnx(m), feeds), oracle(m, feeds), 1e-6, 1e-6, "webxnn runtime")

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import UnsupportedError
+from ..errors import UnsupportedError, ValidationError
 from ..graph import DTYPES, Dim, DynDim
-from .convert import Converter, attrs_of
+from .convert import Converter, attrs_of, text
 from .refusals import DATA_SHAPED
 from .registry import onnx_op
 
@@ -325,19 +325,70 @@ def gather_nd(ctx: Converter, node: Any) -> None:
 
 @onnx_op("ScatterND")
 def scatter_nd(ctx: Converter, node: Any) -> None:
-    if attrs_of(node).get("reduction", b"none") not in (b"none", "none"):
-        raise UnsupportedError("ScatterND with a reduction")
+    reduction = text(attrs_of(node).get("reduction", "none"))
+    if reduction != "none":
+        shape = ctx.static_shape(node.input[0], "ScatterND")
+        idx = ctx.const_input(node, 1, "indices (with a reduction)").astype(np.int64)
+        positions = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
+        _check_bounds([(idx[..., k], shape[k]) for k in range(idx.shape[-1])], node.op_type)
+        _scatter_reduce(ctx, node, positions[tuple(np.moveaxis(idx, -1, 0))], reduction)
+        return
     ctx.emit("scatterND", [ctx.x(node, 0), ctx.x(node, 1), ctx.x(node, 2)], out=node.output[0])
 
 
-@onnx_op("ScatterElements")
+@onnx_op("ScatterElements", "Scatter")
 def scatter_elements(ctx: Converter, node: Any) -> None:
     a = attrs_of(node)
-    if a.get("reduction", b"none") not in (b"none", "none"):
-        raise UnsupportedError("ScatterElements with a reduction")
+    reduction = text(a.get("reduction", "none"))
     axis = norm_axis(int(a.get("axis", 0)), ctx.rank(node.input[0]))
+    if reduction != "none":
+        shape = ctx.static_shape(node.input[0], node.op_type)
+        idx = ctx.const_input(node, 1, "indices (with a reduction)").astype(np.int64)
+        _check_bounds([(idx, shape[axis])], node.op_type)
+        positions = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
+        lead = tuple(slice(0, d) for d in idx.shape)
+        block = positions[lead[:axis] + (slice(None),) + lead[axis + 1:]]
+        _scatter_reduce(ctx, node, np.take_along_axis(block, idx % shape[axis], axis), reduction)
+        return
     ctx.emit("scatterElements", [ctx.x(node, 0), ctx.x(node, 1), ctx.x(node, 2)], {"axis": axis},
              out=node.output[0])
+
+
+def _check_bounds(cols: list[tuple[np.ndarray, int]], op: str) -> None:
+    for col, d in cols:
+        if col.size and (col.min() < -d or col.max() >= d):
+            raise ValidationError(f"{op}: an index is out of range for a dimension of {d}")
+
+
+_REDUCE_OPS = {"none": None, "add": "add", "mul": "mul", "max": "max", "min": "min"}
+
+
+def _scatter_reduce(ctx: Converter, node: Any, targets: np.ndarray, reduction: str) -> None:
+    """Scatter with a reduction and constant indices: `targets` holds each update's flat position in the
+    data. Updates meeting at one position are applied in ONNX's order, one layer at a time: layer t gathers
+    every position's t-th update (where it has one) and combines it with the running result."""
+    if reduction not in _REDUCE_OPS:
+        raise UnsupportedError(f"{node.op_type} reduction {reduction!r}")
+    shape = list(ctx.static_shape(node.input[0], node.op_type))
+    size = int(np.prod(shape))
+    flat_t = targets.reshape(-1)
+    out = ctx.emit("reshape", [ctx.x(node, 0)], {"newShape": [size]})
+    upd = ctx.emit("reshape", [ctx.x(node, 2)], {"newShape": [int(flat_t.size)]})
+    seen = np.zeros(size, np.int64)
+    layer_of = np.empty(flat_t.size, np.int64)
+    for u, p in enumerate(flat_t):
+        layer_of[u], seen[p] = seen[p], seen[p] + 1
+    name = ctx.namer.of(node.output[0])
+    for t in range(int(seen.max(initial=0))):
+        idx = np.zeros(size, np.int32)
+        mask = np.zeros(size, np.uint8)
+        us = np.flatnonzero(layer_of == t)
+        idx[flat_t[us]], mask[flat_t[us]] = us, 1
+        g = ctx.emit("gather", [upd, ctx.new_const(f"{name}/idx{t}", idx)], {"axis": 0})
+        op = _REDUCE_OPS[reduction]
+        new = ctx.emit(op, [out, g]) if op else g
+        out = ctx.emit("where", [ctx.new_const(f"{name}/mask{t}", mask), new, out])
+    ctx.emit("reshape", [out], {"newShape": shape}, out=node.output[0])
 
 
 @onnx_op("Pad")
