@@ -184,23 +184,20 @@ def _pool2d(ctx: Converter, op_type: str, x: str, a: dict[str, Any], in_sp: list
     pads, strides, dil = _pads_from(a, in_sp, kernel)
     op = {"MaxPool": "maxPool2d", "AveragePool": "averagePool2d", "LpPool": "l2Pool2d"}[op_type]
     ceil = bool(int(a.get("ceil_mode", 0))) and _onnx_ceil(in_sp, kernel, pads, strides, dil)
-    if op_type == "AveragePool" and int(a.get("count_include_pad", 0)) and any(pads):
-        # WebNN averages over the valid window only: pad with zeros explicitly to count the padding
-        x = ctx.emit("pad", [x], {"beginningPadding": [0, 0, pads[0], pads[1]],
-                                  "endingPadding": [0, 0, pads[2], pads[3]]})
-        pads = [0, 0, 0, 0]
     p = int(a.get("p", 2))
-    if op_type == "LpPool" and p != 2:
+    lp = op_type == "LpPool" and p != 2
+    if lp:
         # (sum |x|^p)^(1/p) over the window, zero padding included: an average of |x|^p over a zero-padded
         # x times the window size (ceil windows would be averaged over fewer elements: refused)
         if ceil:
             raise UnsupportedError("LpPool with p != 2 and ceil_mode")
         op = "averagePool2d"
         x = ctx.emit("pow", [ctx.emit("abs", [x]), scalar(ctx, p, x, "p")])
-        if any(pads):
-            x = ctx.emit("pad", [x], {"beginningPadding": [0, 0, pads[0], pads[1]],
-                                      "endingPadding": [0, 0, pads[2], pads[3]]})
-            pads = [0, 0, 0, 0]
+    if (lp or op_type == "AveragePool" and int(a.get("count_include_pad", 0))) and any(pads):
+        # WebNN averages over the valid window only: pad with zeros explicitly to count the padding
+        x = ctx.emit("pad", [x], {"beginningPadding": [0, 0, pads[0], pads[1]],
+                                  "endingPadding": [0, 0, pads[2], pads[3]]})
+        pads = [0, 0, 0, 0]
     opts: dict[str, Any] = {"windowDimensions": kernel}
     if any(pads):
         opts["padding"] = _webnn_padding(pads)
@@ -210,7 +207,7 @@ def _pool2d(ctx: Converter, op_type: str, x: str, a: dict[str, Any], in_sp: list
         opts["dilations"] = dil
     if ceil:
         opts["roundingType"] = "ceil"
-    if op_type == "LpPool" and p != 2:
+    if lp:
         y = ctx.emit("mul", [ctx.emit(op, [x], opts), scalar(ctx, kernel[0] * kernel[1], x, "area")])
         return ctx.emit("pow", [y, scalar(ctx, 1.0 / p, x, "inv_p")], out=out)
     return ctx.emit(op, [x], opts, out=out)

@@ -53,6 +53,8 @@ _OP_CATEGORIES: tuple[tuple[str, frozenset[str]], ...] = (
      frozenset({"NonZero", "Unique", "NonMaxSuppression"})),
     ("training ops: webxnn compiles inference graphs",
      frozenset({"Gradient", "Momentum", "Adagrad", "Adam"})),
+    ("image decoding: WebNN graphs compute on tensors, not encoded files; decode JPEG/PNG/... before the "
+     "model", frozenset({"ImageDecoder"})),
 )
 OP_REASONS: dict[str, str] = {op: why for why, ops in _OP_CATEGORIES for op in ops}
 _DOMAIN_REASONS = {"ai.onnx.preview.training": "training ops: webxnn compiles inference graphs"}
