@@ -1232,3 +1232,12 @@ def test_scatter_reductions_with_constant_indices(reduction: str) -> None:
     for m, u in ((nd, upd), (el, upd_e)):
         feeds = {"d": data, "u": u}
         compare(run_webxnn(from_onnx(m), feeds), oracle(m, feeds), 1e-6, 1e-6, "webxnn runtime")
+
+
+@pytest.mark.parametrize("axis,dt", [(-1, np.int64), (1, np.float32), (0, np.int32)])
+def test_one_hot_with_a_constant_depth(axis: int, dt: Any) -> None:
+    idx = np.array([[0, 3, -1, -5], [4, 5, 2, -4]], dt)  # -5 and 5 are out of range: rows of off
+    m = model([n("OneHot", ["i", "d", "v"], "y", axis=axis)], {"i": (dt, [2, 4])}, {"y": np.float32},
+              {"d": np.array(5.0, np.float32), "v": np.array([-1.0, 2.5], np.float32)}, opset=11)
+    feeds = {"i": idx}
+    compare(run_webxnn(from_onnx(m), feeds), oracle(m, feeds), 0, 0, "webxnn runtime")

@@ -12,6 +12,7 @@ from ..errors import UnsupportedError
 from ..graph import DTYPES
 from .convert import Converter, attrs_of, text
 from .ops_shape import norm_axis
+from .refusals import DATA_SHAPED
 from .registry import onnx_op
 
 
@@ -263,3 +264,34 @@ def lrn(ctx: Converter, node: Any) -> None:
                          scalar(ctx, float(a.get("bias", 1.0)), x, "bias")])
     ctx.emit("div", [x, ctx.emit("pow", [k, scalar(ctx, float(a.get("beta", 0.75)), x, "beta")])],
              out=node.output[0])
+
+
+@onnx_op("OneHot")
+def one_hot(ctx: Converter, node: Any) -> None:
+    """where(indices (negatives wrapped once, ONNX) == iota along the new axis, on, off); an index outside
+    [-depth, depth) matches nothing, so its row is all off, as ONNX."""
+    if not ctx.is_const(node.input[1]):
+        raise UnsupportedError(f"OneHot with a depth computed at run time (the output size): {DATA_SHAPED}")
+    depth = int(np.asarray(ctx.const(node.input[1])).reshape(-1)[0])
+    if depth < 1:
+        raise UnsupportedError(f"OneHot depth {depth}")
+    idx = ctx.x(node, 0)
+    shape = list(ctx.static_shape(node.input[0], "OneHot"))
+    axis = norm_axis(int(attrs_of(node).get("axis", -1)), len(shape) + 1)
+    if ctx.types[idx].dtype not in ("int32", "float32", "float16"):
+        # clamp in its own type first, so the int32 cast cannot wrap a far index into range
+        idx = ctx.emit("clamp", [idx], {"minValue": float(-depth - 1), "maxValue": float(depth)})
+    if ctx.types[idx].dtype != "int32":
+        idx = ctx.emit("cast", [idx], {"type": "int32"})  # float indices truncate, as ONNX casts them
+    name = ctx.namer.of(node.output[0])
+    dep = ctx.new_const(f"{name}/depth", np.array(depth, np.int32))
+    zero = ctx.new_const(f"{name}/zero", np.array(0, np.int32))
+    idx = ctx.emit("where", [ctx.emit("lesser", [idx, zero]), ctx.emit("add", [idx, dep]), idx])
+    idx = ctx.emit("reshape", [idx], {"newShape": shape[:axis] + [1] + shape[axis:]})
+    iota_shape = [1] * (len(shape) + 1)
+    iota_shape[axis] = depth
+    iota = ctx.new_const(f"{name}/iota", np.arange(depth, dtype=np.int32).reshape(iota_shape))
+    values = ctx.x(node, 2)
+    off, on = (ctx.emit("reshape", [ctx.emit("slice", [values], {"starts": [i], "sizes": [1]})],
+                        {"newShape": []}) for i in (0, 1))
+    ctx.emit("where", [ctx.emit("equal", [idx, iota]), on, off], out=node.output[0])
