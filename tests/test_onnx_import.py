@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,8 @@ from webxnn.onnx import from_onnx, import_onnx  # noqa: E402
 NEWEST = onnx.defs.onnx_opset_version()
 RNG = np.random.default_rng(1234)
 NP_TO_TP = {np.float32: TP.FLOAT, np.int64: TP.INT64, np.int32: TP.INT32, np.uint8: TP.UINT8,
-            np.int8: TP.INT8, np.bool_: TP.BOOL, np.float16: TP.FLOAT16}
+            np.int8: TP.INT8, np.bool_: TP.BOOL, np.float16: TP.FLOAT16, np.uint32: TP.UINT32,
+            np.uint64: TP.UINT64}
 
 
 # --------------------------------------------------------------------------------------------- building
@@ -225,8 +227,11 @@ def _np_pool(x, o, kind):
 def _np_resample(x, o):
     n_, c, h, w = x.shape
     oh, ow = o.get("sizes") or [int(h * o["scales"][0]), int(w * o["scales"][1])]
-    if o.get("mode", "nearest-neighbor") == "nearest-neighbor":
-        return x[:, :, (np.arange(oh) * h) // oh][:, :, :, (np.arange(ow) * w) // ow]
+    if o.get("mode", "nearest-neighbor") == "nearest-neighbor":  # floor((o + 0.5) / scale)
+        sh, sw = o.get("scales") or [oh / h, ow / w]
+        iy = np.minimum(np.floor((np.arange(oh) + 0.5) / np.float32(sh)).astype(int), h - 1)
+        ix = np.minimum(np.floor((np.arange(ow) + 0.5) / np.float32(sw)).astype(int), w - 1)
+        return x[:, :, iy][:, :, :, ix]
 
     def coords(n_in, n_out):
         src = np.clip((np.arange(n_out) + 0.5) * n_in / n_out - 0.5, 0, n_in - 1)
@@ -407,11 +412,18 @@ CASES = [
     _case("MaxPool", [n("MaxPool", ["x"], "y", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])]),
     _case("MaxPool-ceil", [n("MaxPool", ["x"], "y", kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)]),
     _case("AveragePool", [n("AveragePool", ["x"], "y", kernel_shape=[3, 3], pads=[1, 1, 1, 1])]),
+    # ceil_mode, but the last window would start in the end padding: ONNX drops it (WebNN ceil keeps it)
+    _case("AveragePool-ceil-last-window-on-pad", [n("AveragePool", ["x"], "y", kernel_shape=[2, 2],
+                                                    strides=[4, 4], pads=[1, 1, 1, 1], ceil_mode=1)]),
+    _case("MaxPool-ceil-last-window-on-pad", [n("MaxPool", ["x"], "y", kernel_shape=[2, 2], strides=[4, 4],
+                                                pads=[1, 1, 1, 1], ceil_mode=1)]),
     _case("AveragePool-include-pad", [n("AveragePool", ["x"], "y", kernel_shape=[3, 3], strides=[2, 2],
                                         pads=[1, 1, 1, 1], count_include_pad=1)]),
     _case("GlobalAveragePool", [n("GlobalAveragePool", ["x"], "y")]),
     _case("GlobalMaxPool", [n("GlobalMaxPool", ["x"], "y")]),
     _case("Flatten", [n("Flatten", ["x"], "y", axis=2)]),
+    _case("Flatten-axis-minus1", [n("Flatten", ["x"], "y", axis=-1)]),  # [48, 6], not [288, 1]
+    _case("Flatten-axis-minus4", [n("Flatten", ["x"], "y", axis=-4)]),
     _case("Reshape", [n("Reshape", ["x", "s"], "y")], {"s": i64(0, -1, 3)}),
     _case("Gemm", [n("Gemm", ["v", "w", "c"], "y", transB=1, alpha=0.5, beta=2.0)],
           {"w": f32(7, 5), "c": f32(7)}, V),
@@ -424,6 +436,20 @@ CASES = [
     _case("Resize-nearest-asym", [n("Resize", ["x", "", "", "sz"], "y", mode="nearest",
                                     coordinate_transformation_mode="asymmetric", nearest_mode="floor")],
           {"sz": i64(2, 4, 18, 12)}),
+    _case("Resize-nearest-sizes", [n("Resize", ["x", "", "", "sz"], "y", mode="nearest")],
+          {"sz": i64(2, 4, 12, 18)}),
+    _case("Resize-nearest-down", [n("Resize", ["x", "", "sc"], "y", mode="nearest",
+                                    nearest_mode="round_prefer_ceil")],
+          {"sc": np.array([1, 1, 0.5, 0.5], np.float32)}),
+    # ONNX picks other pixels than resample2d: exact gathers instead
+    _case("Resize-nearest-gather", [n("Resize", ["x", "", "sc"], "y", mode="nearest")],
+          {"sc": np.array([1, 1, 0.5, 1.5], np.float32)}),
+    _case("Resize-linear-align-corners", [n("Resize", ["x", "", "", "sz"], "y", mode="linear",
+                                            coordinate_transformation_mode="align_corners")],
+          {"sz": i64(2, 4, 11, 4)}),
+    _case("Resize-nearest-axes-keep-ratio", [n("Resize", ["x", "", "", "sz"], "y", mode="nearest",
+                                               axes=[3, 2], keep_aspect_ratio_policy="not_larger")],
+          {"sz": i64(9, 20)}, opset=18),
     _case("Resize-linear", [n("Resize", ["x", "", "sc"], "y", mode="linear")],
           {"sc": np.array([1, 1, 2, 2], np.float32)}),
     _case("Pad-constant", [n("Pad", ["x", "p", "v"], "y")],
@@ -460,10 +486,16 @@ CASES = [
     _case("Where-Equal", [n("Equal", ["x", "x"], "e"), n("Greater", ["x", "z"], "g"),
                           n("Where", ["g", "x", "z"], "y")],
           {"z": np.float32(0)}),
+    _case("Compress-const", [n("Compress", ["x", "c"], "y", axis=-1)],
+          {"c": np.array([1, 0, 1, 1, 0, 1], np.bool_)}),
+    _case("Compress-flat", [n("Compress", ["x", "c"], "y")], {"c": np.arange(50) % 3 == 0}),
+    _case("Pad-crop", [n("Pad", ["x", "p"], "y")], {"p": i64(0, 0, -1, 2, 0, 0, 1, -2)}),
     _case("Gather-const-idx", [n("Gather", ["x", "i"], "y", axis=1)], {"i": i64(3, -1, 0)}),
     _case("Gather-scalar-idx", [n("Gather", ["x", "i"], "y", axis=-1)], {"i": np.int64(-2)}),
     _case("Cast-roundtrip", [n("Cast", ["x"], "c", to=TP.INT32), n("Cast", ["c"], "y", to=TP.FLOAT)]),
     _case("DepthToSpace", [n("DepthToSpace", ["x"], "y", blocksize=2)]),
+    _case("DepthToSpace-CRD", [n("DepthToSpace", ["x"], "y", blocksize=2, mode="CRD")]),
+    _case("SpaceToDepth", [n("SpaceToDepth", ["x"], "y", blocksize=2)]),
     _case("Identity-output", [n("Identity", ["x"], "y")]),
     _case("Dropout", [n("Dropout", ["x"], "d"), n("Relu", ["d"], "y")]),
     _case("Mean", [n("Mean", ["x", "x", "x"], "y")]),
@@ -907,3 +939,305 @@ def test_large_model_import_time(tmp_path: Any) -> None:
           f"{t2 - t1:.2f} s, compile {t3 - t2:.2f} s, blob {len(blob) / 1e6:.1f} MB, "
           f".weights {written[1].stat().st_size / 1e6:.1f} MB")
     assert t1 - t0 < 10
+
+
+# --------------------------------------------------------------------------------------------- conformance
+# Cases ONNX's backend suite found (tests/test_onnx_backend_suite.py): each was a silent wrong answer.
+
+def test_space_to_depth_crd_matches_reference() -> None:
+    from onnx.reference import ReferenceEvaluator
+
+    m = model([n("SpaceToDepth", ["x"], "y", blocksize=3, mode="CRD")], X, {"y": np.float32}, opset=25)
+    feeds = feeds_for(m)
+    want = ReferenceEvaluator(m).run(None, feeds)[0]
+    got = run_webxnn(from_onnx(m), feeds)["y"]
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(  # CRD: channel c * 9 + bh * 3 + bw
+        want, feeds["x"].reshape(2, 4, 2, 3, 2, 3).transpose(0, 1, 3, 5, 2, 4).reshape(2, 36, 2, 2))
+
+
+def _refusal(nodes: list[Any], inputs: dict, outputs: dict, inits: dict | None = None, opset: int = 17,
+             io_types: dict[str, int] | None = None) -> Any:
+    m = model(nodes, inputs, outputs, inits, opset=opset)
+    for vi in list(m.graph.input) + list(m.graph.output):
+        if vi.name in (io_types or {}):
+            vi.type.tensor_type.elem_type = io_types[vi.name]
+    return m
+
+
+REFUSALS = [
+    pytest.param(_refusal([n("Relu", ["x"], "y")], X, {"y": np.float32}, io_types={"x": TP.DOUBLE}),
+                 "float64 tensors: WebNN has no float64", id="float64-input"),
+    pytest.param(_refusal([n("Cast", ["x"], "y", to=TP.DOUBLE)], X, {"y": np.float32},
+                          io_types={"y": TP.DOUBLE}), "float64 tensors", id="float64-cast"),
+    pytest.param(_refusal([n("Constant", [], "y", value=numpy_helper.from_array(np.ones(3), "c"))], {},
+                          {"y": np.float32}, io_types={"y": TP.DOUBLE}), "float64 tensors",
+                 id="float64-constant-output"),
+    pytest.param(_refusal([n("QuantizeLinear", ["x", "s"], "y", output_dtype=TP.INT16)], X, {"y": np.int8},
+                          {"s": np.float32(0.1)}, opset=21, io_types={"y": TP.INT16}),
+                 "int16 tensors", id="quantize-int16"),
+    pytest.param(_refusal([n("Relu", ["x"], "y")], X, {"y": np.float32}, io_types={"x": TP.BFLOAT16}),
+                 "bfloat16 tensors", id="bfloat16"),
+    pytest.param(_refusal([n("Relu", ["x"], "y")], X, {"y": np.float32}, io_types={"x": TP.FLOAT8E4M3FN}),
+                 "float8e4m3fn tensors", id="float8"),
+    pytest.param(_refusal([n("Dropout", ["x", "r", "t"], "y")], {**X, "t": (np.bool_, [])}, {"y": np.float32},
+                          {"r": np.float32(0.3)}), "training mode", id="dropout-training-input"),
+    pytest.param(_refusal([n("Dropout", ["x", "r", "t"], "y")], X, {"y": np.float32},
+                          {"r": np.float32(0.3), "t": np.bool_(True)}), "random ops", id="dropout-training"),
+    pytest.param(_refusal([n("RandomNormalLike", ["x"], "y")], X, {"y": np.float32}), "random ops",
+                 id="random"),
+    pytest.param(_refusal([n("MaxPool", ["x"], "y", kernel_shape=[2, 3], strides=[4, 2], pads=[1, 1, 1, 1],
+                             ceil_mode=1)], X, {"y": np.float32}), "last window starts in the padding",
+                 id="ceil-pool-mixed-axes"),
+    pytest.param(_refusal([n("Mod", ["x", "x"], "y", fmod=1)], X, {"y": np.float32}),
+                 "no exact floating-point remainder", id="float-mod"),
+    pytest.param(_refusal([n("Split", ["x", "s"], ["y", "z"], axis=1)], X, {"y": np.float32, "z": np.float32},
+                          {"s": i64(4, 0)}, opset=13), "zero-sized", id="zero-sized-split-output"),
+    pytest.param(_refusal([n("Resize", ["x", "", "sc"], "y", mode="cubic")], X, {"y": np.float32},
+                          {"sc": np.array([1, 1, 0.5, 0.5], np.float32)}), "mode 'cubic'", id="resize-cubic"),
+]
+
+
+@pytest.mark.parametrize("m, reason", REFUSALS)
+def test_refused_with_a_reason(m: Any, reason: str) -> None:
+    with pytest.raises(UnsupportedError, match=reason):
+        from_onnx(m)
+
+
+def test_refusal_categories_are_listed_in_the_readme() -> None:
+    from webxnn.onnx.refusals import categories
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    for what, _ in categories():
+        assert what in readme, f"README does not list the refusal category {what!r}"
+
+
+def test_schema_function_is_expanded() -> None:
+    """GroupNormalization has no translator: its ONNX function body is translated instead."""
+    m = model([n("GroupNormalization", ["x", "s", "b"], "y", num_groups=2, epsilon=1e-3)], X,
+              {"y": np.float32}, {"s": f32(4), "b": f32(4)}, opset=21)
+    g = from_onnx(m)
+    assert "GroupNormalization" not in ops_of(g) and ops_of(g)["reduceMean"] >= 1
+    feeds = feeds_for(m)
+    compare(run_webxnn(g, feeds), oracle(m, feeds), 1e-4, 1e-4, "webxnn runtime")
+
+
+def test_local_function_is_expanded() -> None:
+    """A model-local function (custom domain) is inlined; one the importer cannot translate is named."""
+    body = [helper.make_node("Mul", ["a", "a"], ["sq"]), helper.make_node("Add", ["sq", "a"], ["out"])]
+    fn = helper.make_function("my.domain", "SquarePlus", ["a"], ["out"], body,
+                              [helper.make_opsetid("", 17)])
+    m = model([helper.make_node("SquarePlus", ["x"], ["y"], domain="my.domain")], X, {"y": np.float32})
+    m.functions.append(fn)
+    m.opset_import.append(helper.make_opsetid("my.domain", 1))
+    g = from_onnx(m)
+    feeds = feeds_for(m)
+    np.testing.assert_allclose(run_webxnn(g, feeds)["y"], feeds["x"] ** 2 + feeds["x"], rtol=1e-6)
+    bad = helper.make_function("my.domain", "SquarePlus", ["a"], ["out"],
+                               [helper.make_node("Unique", ["a"], ["out"])], [helper.make_opsetid("", 17)])
+    del m.functions[:]
+    m.functions.append(bad)
+    with pytest.raises(UnsupportedError, match="function body needs Unique: output shape depends"):
+        from_onnx(m)
+
+
+@pytest.mark.parametrize("fmod", [0, 1])
+@pytest.mark.parametrize("dt", [np.int8, np.int32, np.int64, np.uint8])
+def test_integer_mod_is_exact(fmod: int, dt: Any) -> None:
+    """Mod of integers (x - trunc(x / y) * y, then the divisor's sign for fmod=0) equals numpy's, at the
+    type's extremes too."""
+    info = np.iinfo(dt)
+    m = model([n("Mod", ["x", "y"], "z", fmod=fmod)], {"x": (dt, [500]), "y": (dt, [500])}, {"z": dt},
+              opset=13)
+    rng = np.random.default_rng(3)
+    x = rng.integers(info.min, info.max, 500, dtype=dt, endpoint=True)
+    y = rng.integers(max(info.min, -9), 10, 500).astype(dt)
+    y[y == 0] = 3
+    x[:3] = [info.min, info.max, info.max - 1]
+    got = run_webxnn(from_onnx(m), {"x": x, "y": y})["z"]
+    np.testing.assert_array_equal(got, (np.fmod if fmod else np.mod)(x, y))
+
+
+@pytest.mark.parametrize("direction", ["LEFT", "RIGHT"])
+@pytest.mark.parametrize("dt", [np.int8, np.uint8, np.int32, np.uint64])
+def test_bit_shift_is_exact(direction: str, dt: Any) -> None:
+    """BitShift as integer arithmetic equals ONNX's reference, shifts outside [0, width) included (a
+    shift of 2^32 + 3 is outside, not 3)."""
+    from onnx.reference import ReferenceEvaluator
+
+    info = np.iinfo(dt)
+    m = model([n("BitShift", ["x", "b"], "z", direction=direction)], {"x": (dt, [300]), "b": (dt, [300])},
+              {"z": dt}, opset=11)
+    rng = np.random.default_rng(5)
+    x = rng.integers(info.min, info.max, 300, dtype=dt, endpoint=True)
+    width = info.bits
+    b = rng.integers(max(info.min, -3), width + 3, 300).astype(dt)
+    if info.max > 2**40:
+        b[:2] = [2**32 + 3, 2**63]
+    got = run_webxnn(from_onnx(m), {"x": x, "b": b})["z"]
+    want = ReferenceEvaluator(m).run(None, {"x": x, "b": b})[0]
+    np.testing.assert_array_equal(got, want)
+
+
+def test_pad_with_a_run_time_value_and_one_sided_isinf() -> None:
+    m = model([n("Pad", ["x", "p", "v"], "y"), n("IsInf", ["x"], "z", detect_negative=0)],
+              {**X, "v": (np.float32, [])}, {"y": np.float32, "z": np.bool_},
+              {"p": i64(0, 1, 2, 0, 0, 0, 1, 3)})
+    feeds = feeds_for(m)
+    feeds["x"][0, 0, 0, :3] = [np.inf, -np.inf, np.nan]
+    compare(run_webxnn(from_onnx(m), feeds), oracle(m, feeds), 0, 0, "webxnn runtime")
+
+
+@pytest.mark.parametrize("peepholes", [False, True])
+@pytest.mark.parametrize("direction", ["forward", "bidirectional"])
+def test_lstm_matches_onnxruntime(direction: str, peepholes: bool) -> None:
+    """Peepholes are refused: ONNX's output gate reads the new cell state, WebNN's the previous one."""
+    dirs, hid, inp = (2 if direction == "bidirectional" else 1), 5, 3
+    ins = ["x", "w", "r", "b", "", "h0", "c0"] + (["p"] if peepholes else [])
+    inits = {"w": f32(dirs, 4 * hid, inp), "r": f32(dirs, 4 * hid, hid), "b": f32(dirs, 8 * hid),
+             "h0": f32(dirs, 2, hid), "c0": f32(dirs, 2, hid)}
+    if peepholes:
+        inits["p"] = f32(dirs, 3 * hid)
+    m = model([n("LSTM", ins, ["y", "yh", "yc"], hidden_size=hid, direction=direction)],
+              {"x": (np.float32, [4, 2, inp])}, {"y": np.float32, "yh": np.float32, "yc": np.float32}, inits)
+    if peepholes:
+        with pytest.raises(UnsupportedError, match="peepholes"):
+            from_onnx(m)
+        return
+    feeds = feeds_for(m)
+    compare(run_webxnn(from_onnx(m), feeds), oracle(m, feeds), 1e-5, 1e-4, "webxnn runtime")
+
+
+def test_gru_batch_major_matches_reference() -> None:
+    from onnx.reference import ReferenceEvaluator  # onnxruntime has no batch-major GRU
+
+    hid = 4
+    m = model([n("GRU", ["x", "w", "r", "b"], ["y", "yh"], hidden_size=hid, layout=1,
+                 linear_before_reset=1)],
+              {"x": (np.float32, [2, 5, 3])}, {"y": np.float32, "yh": np.float32},
+              {"w": f32(1, 3 * hid, 3), "r": f32(1, 3 * hid, hid), "b": f32(1, 6 * hid)}, opset=14)
+    feeds = feeds_for(m)
+    want = dict(zip(["y", "yh"], ReferenceEvaluator(m).run(None, feeds)))
+    compare(run_webxnn(from_onnx(m), feeds), want, 1e-5, 1e-4, "webxnn runtime")
+
+
+@pytest.mark.parametrize("act", ["Tanh", "Relu"])
+def test_rnn_as_held_open_gru_matches_onnxruntime(act: str) -> None:
+    hid = 4
+    m = model([n("RNN", ["x", "w", "r", "b", "", "h0"], ["y", "yh"], hidden_size=hid, activations=[act] * 2,
+                 direction="bidirectional")],
+              {"x": (np.float32, [5, 2, 3])}, {"y": np.float32, "yh": np.float32},
+              {"w": f32(2, hid, 3), "r": f32(2, hid, hid) * 0.5, "b": f32(2, 2 * hid), "h0": f32(2, 2, hid)})
+    feeds = feeds_for(m)
+    compare(run_webxnn(from_onnx(m), feeds), oracle(m, feeds), 1e-5, 1e-4, "webxnn runtime")
+
+
+def test_quantize_rounds_ties_as_onnx() -> None:
+    # 0.5 / (5/255) is exactly 25.5 in float32 (ONNX, onnxruntime) but 25.499... in double: a runtime that
+    # divides in double quantizes it to 25 instead of 26. Constant scale, so the runtime's quantize does it.
+    scale = np.float32(5 / 255)
+    x = np.array([0.5, -0.5, 1.5 * scale, 2.5 * scale, 0.0, 1.0], np.float32)
+    m = model([n("QuantizeLinear", ["x", "s", "z"], "q")], {"x": (np.float32, [6])}, {"q": np.uint8},
+              {"s": scale, "z": np.uint8(128)})
+    assert float(np.float32(0.5) / scale) == 25.5 and round(0.5 / float(scale)) == 25
+    feeds = {"x": x}
+    got = run_webxnn(from_onnx(m), feeds)
+    compare(got, oracle(m, feeds), 0, 0, "webxnn runtime")
+    assert got["q"][0] == 128 + 26
+
+
+@pytest.mark.parametrize("dt", [np.int8, np.uint8, np.int32, np.uint32, np.int64, np.uint64])
+def test_bitwise_ops_are_exact(dt: Any) -> None:
+    info = np.iinfo(dt)
+    rng = np.random.default_rng(3)
+    edges = np.array([info.min, info.max, 0, 1, info.max // 2, info.min // 2 - 1 if info.min else 7], dt)
+    a = np.concatenate([edges, rng.integers(info.min, info.max, 30, dtype=dt, endpoint=True)])
+    b = np.concatenate([edges[::-1], rng.integers(info.min, info.max, 30, dtype=dt, endpoint=True)])
+    ops = {"BitwiseAnd": np.bitwise_and, "BitwiseOr": np.bitwise_or, "BitwiseXor": np.bitwise_xor}
+    m = model([n(op, ["a", "b"], op) for op in ops] + [n("BitwiseNot", ["a"], "not")],
+              {"a": (dt, [36]), "b": (dt, [36])}, {**{op: dt for op in ops}, "not": dt}, opset=18)
+    got = run_webxnn(from_onnx(m), {"a": a, "b": b})
+    for op, fn in ops.items():
+        np.testing.assert_array_equal(got[op], fn(a, b), err_msg=op)
+    np.testing.assert_array_equal(got["not"], np.bitwise_not(a))
+
+
+@pytest.mark.parametrize("complex_in,inverse,onesided,length", [
+    (False, False, False, None), (True, False, False, 6), (True, True, False, 11), (False, False, True, 7),
+    (True, True, True, 9), (True, True, True, None)])
+def test_dft_is_a_constant_matrix_product(complex_in: bool, inverse: bool, onesided: bool,
+                                          length: int | None) -> None:
+    rng = np.random.default_rng(5)
+    n_in = 8
+    z = rng.standard_normal((2, n_in, 3)) + (1j * rng.standard_normal((2, n_in, 3)) if complex_in else 0)
+    inits = {} if length is None else {"len": np.array(length, np.int64)}
+    m = model([n("DFT", ["x", "len" if length is not None else ""], "y", axis=1, inverse=int(inverse),
+                 onesided=int(onesided))],
+              {"x": (np.float32, [2, n_in, 3, 2 if complex_in else 1])}, {"y": np.float32}, inits)
+    x = np.stack([z.real, z.imag], -1) if complex_in else z.real[..., None]
+    got = run_webxnn(from_onnx(m), {"x": x.astype(np.float32)})["y"]
+    if inverse and onesided:
+        want = np.fft.irfft(z, n=length, axis=1)[..., None]
+    else:
+        f = np.fft.ifft if inverse else np.fft.fft
+        w = f(z, n=length, axis=1)
+        w = w[:, :(length or n_in) // 2 + 1] if onesided else w
+        want = np.stack([w.real, w.imag], -1)
+    np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("op,attrs", [
+    ("MaxPool", {"kernel_shape": [2, 3, 2], "strides": [2, 1, 2], "pads": [1, 0, 1, 0, 1, 1]}),
+    ("MaxPool", {"kernel_shape": [3, 2, 2], "dilations": [2, 1, 2], "ceil_mode": 1, "strides": [2, 2, 2]}),
+    ("AveragePool", {"kernel_shape": [3, 3, 2], "pads": [1, 1, 0, 1, 1, 1], "strides": [2, 2, 1]}),
+    ("AveragePool", {"kernel_shape": [2, 2, 3], "pads": [1, 0, 1, 0, 1, 1], "count_include_pad": 1}),
+    ("LpPool", {"kernel_shape": [2, 2, 2], "p": 2, "pads": [1, 0, 0, 0, 1, 1]}),
+    ("LpPool", {"kernel_shape": [2, 3, 2], "p": 3, "pads": [0, 1, 1, 1, 0, 0], "strides": [1, 2, 1]}),
+])
+def test_3d_pools_are_two_2d_pools(op: str, attrs: dict) -> None:
+    m = model([n(op, ["x"], "y", **attrs)], {"x": (np.float32, [2, 3, 5, 6, 7])}, {"y": np.float32}, opset=18)
+    check(m, atol=1e-5)
+
+
+def test_lp_pool_of_any_p() -> None:
+    m = model([n("LpPool", ["x"], "y", kernel_shape=[3, 2], p=3, pads=[1, 0, 1, 1], strides=[2, 1])],
+              {"x": (np.float32, [1, 2, 7, 6])}, {"y": np.float32}, opset=18)
+    check(m, atol=1e-5)
+
+
+@pytest.mark.parametrize("largest,axis", [(1, 1), (0, -1), (1, 0)])
+def test_top_k_without_a_sort(largest: int, axis: int) -> None:
+    rng = np.random.default_rng(7)
+    x = rng.integers(-3, 4, (4, 6, 5)).astype(np.float32)  # many ties: ONNX puts the lower index first
+    x[0, 0, 0], x[1, 1, 1] = np.inf, -np.inf
+    m = model([n("TopK", ["x", "k"], ["v", "i"], axis=axis, largest=largest)], {"x": (np.float32, [4, 6, 5])},
+              {"v": np.float32, "i": np.int64}, {"k": i64(3)})
+    got = run_webxnn(from_onnx(m), {"x": x})
+    want = oracle(m, {"x": x})
+    np.testing.assert_array_equal(got["v"], want["v"])
+    np.testing.assert_array_equal(got["i"], want["i"])
+
+
+@pytest.mark.parametrize("reduction", ["add", "mul", "max", "min"])
+def test_scatter_reductions_with_constant_indices(reduction: str) -> None:
+    rng = np.random.default_rng(11)
+    data, upd = rng.standard_normal((4, 5)).astype(np.float32), rng.standard_normal((3, 5)).astype(np.float32)
+    nd = model([n("ScatterND", ["d", "i", "u"], "y", reduction=reduction)],
+               {"d": (np.float32, [4, 5]), "u": (np.float32, [3, 5])}, {"y": np.float32},
+               {"i": np.array([[1], [-3], [3]], np.int64)}, opset=18)
+    upd_e = rng.standard_normal((3, 2)).astype(np.float32)
+    el = model([n("ScatterElements", ["d", "i", "u"], "y", axis=1, reduction=reduction)],
+               {"d": (np.float32, [4, 5]), "u": (np.float32, [3, 2])}, {"y": np.float32},
+               {"i": np.array([[0, 0], [4, -1], [2, 0]], np.int64)}, opset=18)
+    for m, u in ((nd, upd), (el, upd_e)):
+        feeds = {"d": data, "u": u}
+        compare(run_webxnn(from_onnx(m), feeds), oracle(m, feeds), 1e-6, 1e-6, "webxnn runtime")
+
+
+@pytest.mark.parametrize("axis,dt", [(-1, np.int64), (1, np.float32), (0, np.int32)])
+def test_one_hot_with_a_constant_depth(axis: int, dt: Any) -> None:
+    idx = np.array([[0, 3, -1, -5], [4, 5, 2, -4]], dt)  # -5 and 5 are out of range: rows of off
+    m = model([n("OneHot", ["i", "d", "v"], "y", axis=axis)], {"i": (dt, [2, 4])}, {"y": np.float32},
+              {"d": np.array(5.0, np.float32), "v": np.array([-1.0, 2.5], np.float32)}, opset=11)
+    feeds = {"i": idx}
+    compare(run_webxnn(from_onnx(m), feeds), oracle(m, feeds), 0, 0, "webxnn runtime")

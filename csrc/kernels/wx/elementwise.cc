@@ -2,6 +2,7 @@
 // quantize/dequantize.
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/wx/common.h"
 
@@ -450,7 +451,15 @@ void quantize(int op, ET in, ET out, const Dims& x, ET st, const Dims& sd, const
           const double zp = pz ? static_cast<double>(load_index(zt, pz, zi.at(it.idx))) : 0.0;
           const double v = to_double(xi[i]);
           if (op == 0) {
-            const double q = std::nearbyint(v / scale) + zp;
+            // ONNX and onnxruntime divide in float32 for float and half inputs; a double quotient can sit
+            // just off a float tie (0.5 / (5/255) is 25.5 in float) and round to the other step.
+            double r;
+            if constexpr (std::is_same_v<I, double>) {
+              r = v / scale;
+            } else {
+              r = static_cast<double>(static_cast<float>(v) / static_cast<float>(scale));
+            }
+            const double q = std::nearbyint(r) + zp;  // default rounding mode: half to even, as ONNX
             yo[i] = from_double<O>(q);
           } else {
             yo[i] = from_double<O>((v - zp) * scale);

@@ -56,8 +56,10 @@ def from_onnx(model: PathLike | Any, override_dims: dict[str, int] | None = None
     `override_dims` fixes symbolic input dims ({"batch_size": 1}). A symbolic dim that is never fixed
     is an error unless `dyn_max` is given, in which case it stays a `dyn(name, dyn_max)` input dim (as
     long as no static reshape needs it)."""
-    from . import ops_nn, ops_quant, ops_shape, ops_simple  # noqa: F401  (they register the translators)
     from .convert import Converter
+    from .registry import load_translators
+
+    load_translators()
 
     proto, base, mapped = _load_model(model)
     for k, v in (override_dims or {}).items():

@@ -20,9 +20,11 @@ from ..errors import UnsupportedError, ValidationError, WebxnnError
 from ..graph import Const, ConstInit, Dim, DynDim, Graph, Node, Operand
 from ..ops.base import TensorType
 from .fold import NO_FOLD, fold_node
+from .functions import MAX_DEPTH, expand, function_of, function_opset
 from .names import Namer
+from .refusals import NON_TENSOR, ZERO_SIZED, op_reason, type_reason
 from .registry import TRANSLATORS
-from .tensors import as_webnn_array, to_array, webnn_dtype, webnn_dtype_of_array
+from .tensors import NP_OF_ONNX, WEBNN_OF_ONNX, as_webnn_array, to_array, webnn_dtype, webnn_dtype_of_array
 
 # Placeholder bound for a symbolic dim nobody resolved; never written out (see `_finish`).
 _UNRESOLVED_MAX = 1 << 30
@@ -41,6 +43,11 @@ def attrs_of(node: Any) -> dict[str, Any]:
     from onnx import helper
 
     return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
+def text(v: Any) -> str:
+    """A string attribute's value as str (onnx gives bytes)."""
+    return v.decode() if isinstance(v, bytes) else str(v)
 
 
 def where(node: Any) -> str:
@@ -71,6 +78,9 @@ class Converter:
         self.unresolved: dict[str, list[str]] = defaultdict(list)  # dim name -> inputs using it
         self.graph = Graph(name=model.graph.name or "model", version=1)
         self.node: Any = None  # the ONNX node being translated, for messages
+        self._elem_types: dict[str, int] | None = None  # ONNX element types by value, when asked for
+        self.local_functions = {(f.domain, f.name): f for f in getattr(model, "functions", [])}
+        self.depth = 0  # function expansions we are inside of
 
     # ------------------------------------------------------------------ values
     def is_const(self, name: str) -> bool:
@@ -107,6 +117,22 @@ class Converter:
                     f"override_dims={{{d.name!r}: N}} (CLI: --override-dim {d.name}=N)")
         return tuple(int(d) for d in shp)
 
+    def elem_type(self, name: str) -> int:
+        """The ONNX element type of value `name` (CastLike needs it: WebNN's uint8 also stands for bool)."""
+        if name in self.consts:
+            arr = np.asarray(self.consts[name])
+            got = next((t for t, d in NP_OF_ONNX.items() if d == arr.dtype), None)
+            if got is not None:
+                return got
+        if name in self.vals and self.vals[name].dtype != "uint8":  # only uint8 is two ONNX types
+            return next(t for t, d in WEBNN_OF_ONNX.items() if d == self.vals[name].dtype)
+        if self._elem_types is None:
+            self._elem_types = _elem_types(self.model)
+        if name not in self._elem_types:
+            raise UnsupportedError(f"the ONNX element type of {name!r} is unknown (shape inference cannot "
+                                   "tell)")
+        return self._elem_types[name]
+
     def rank(self, name: str) -> int:
         return len(self.shape(name))
 
@@ -135,6 +161,8 @@ class Converter:
     def new_const(self, hint: str, arr: np.ndarray, exact: bool = False) -> str:
         """Add `arr` as a weights const; returns its identifier (`hint` itself when `exact`)."""
         arr = as_webnn_array(np.asarray(arr))
+        if arr.size == 0:
+            raise UnsupportedError(f"{hint!r} is empty: {ZERO_SIZED}")
         ident = hint if exact else self.namer.fresh(hint)
         dt = webnn_dtype_of_array(arr)
         assert dt is not None
@@ -202,7 +230,7 @@ class Converter:
                 self.used_overrides.add(name)
                 dims.append(int(self.override[name]))
             elif d.HasField("dim_value") and d.dim_value == 0:
-                raise UnsupportedError(f"model input {vi.name!r} has a zero-sized dim {k}")
+                raise UnsupportedError(f"model input {vi.name!r} dim {k}: {ZERO_SIZED}")
             else:
                 self.unresolved[name].append(vi.name)
                 dims.append(DynDim(name, self.dyn_max or _UNRESOLVED_MAX))
@@ -223,7 +251,7 @@ class Converter:
             if vi.name in self.consts:
                 continue  # an old-style model listing initializers as inputs: they are constants
             if not vi.type.HasField("tensor_type"):
-                raise UnsupportedError(f"model input {vi.name!r} is not a tensor")
+                raise UnsupportedError(f"model input {vi.name!r}: {NON_TENSOR}")
             dt = webnn_dtype(vi.type.tensor_type.elem_type, f"model input {vi.name!r}")
             if not vi.type.tensor_type.HasField("shape"):
                 raise UnsupportedError(f"model input {vi.name!r} has no shape")
@@ -236,19 +264,20 @@ class Converter:
     def _node(self, node: Any) -> None:
         self.node = node
         op = node.op_type
-        if node.domain not in ("", "ai.onnx"):
-            self._problem(node, f"custom domain {node.domain!r}")
+        custom = node.domain not in ("", "ai.onnx")
+        if custom and (node.domain, op) not in self.local_functions:
+            self._problem(node, op_reason(op, node.domain) or f"custom domain {node.domain!r}")
             return
         ins = [i for i in node.input if i]
         if any(i in self.poisoned for i in ins):
             self.poisoned.update(node.output)
             if op not in TRANSLATORS:
-                self._problem(node, "")
+                self._problem(node, op_reason(op) or "")
             return
         if op == "Constant":
             self.set_const(node.output[0], _constant_value(node))
             return
-        if ins and all(i in self.consts for i in ins) and op not in NO_FOLD:
+        if ins and all(i in self.consts for i in ins) and op not in NO_FOLD and not custom:
             args = [self.consts[i] if i else None for i in node.input]
             try:
                 outs = fold_node(node, args, attrs_of(node), self.opset)
@@ -261,14 +290,68 @@ class Converter:
                     if name:
                         self.set_const(name, arr)
                 return
-        fn = TRANSLATORS.get(op)
-        if fn is None:
-            self._problem(node, "")
+        by_design = op_reason(op, node.domain)
+        if by_design:
+            self._problem(node, by_design)
             return
+        fn = None if custom else TRANSLATORS.get(op)
+        reason = ""
+        if fn is not None:
+            try:
+                fn(self, node)
+                return
+            except UnsupportedError as e:
+                reason = str(e)
+            if any(o in self.vals for o in node.output):  # half translated: no second attempt
+                self._problem(node, reason)
+                return
+        why = self._expand(node)
+        if why != "":  # None (no function) as well as a reason
+            self._problem(node, reason or why or "")
+
+    def _expand(self, node: Any) -> str | None:
+        """Translate `node` as the body of the ONNX function it calls. '' when that worked, why not when it
+        did not, None when the op has no function."""
+        if self.depth >= MAX_DEPTH:
+            return None
+        got = function_of(node, self.opset, self.local_functions, self._input_types(node))
+        if got is None:
+            return None
+        fp, full = got
+        body = expand(full, fp, f"{node.output[0] or node.name}/{node.op_type}/")
+        if body is None:
+            return "its ONNX function body holds subgraphs"
+        first, opset = len(self.problems), self.opset
+        self.opset, self.depth = function_opset(fp, opset), self.depth + 1
         try:
-            fn(self, node)
-        except UnsupportedError as e:
-            self._problem(node, str(e))
+            for sub in body:
+                self._node(sub)
+        finally:
+            self.opset, self.depth, self.node = opset, self.depth - 1, node
+        failed = self.problems[first:]
+        del self.problems[first:]
+        if not failed:
+            return ""
+        self.poisoned.update(o for o in node.output if o)
+        parts = [f"{op}: {why or 'not supported'}" for op, _, why in failed[:2]]
+        return "its ONNX function body needs " + "; ".join(parts)
+
+    def _input_types(self, node: Any) -> list[Any] | None:
+        """TypeProtos of `node`'s inputs (context-dependent functions are built for them), or None."""
+        from onnx import TypeProto, helper
+
+        types = []
+        for name in node.input:
+            if not name:
+                types.append(TypeProto())
+                continue
+            try:
+                elem = self.elem_type(name)
+            except (UnsupportedError, KeyError):
+                return None
+            dims = [d.name if isinstance(d, DynDim) else int(d) for d in self.shape(name)]
+            types.append(helper.make_tensor_type_proto(elem, dims))
+        return types
 
     def _problem(self, node: Any, reason: str) -> None:
         op = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
@@ -309,6 +392,7 @@ class Converter:
         if not self.model.graph.output:  # e.g. an empty file parses as an empty ModelProto
             raise ValidationError("the ONNX model has no graph outputs (an empty file, or not ONNX?)")
         for o in self.model.graph.output:
+            _check_output_type(o)
             ident = self.namer.of(o.name)
             if o.name in self.consts:
                 if o.name not in self.materialized:
@@ -360,6 +444,30 @@ class Converter:
                 if d.HasField("dim_param") and d.dim_param:
                     out.add(d.dim_param)
         return out
+
+
+def _elem_types(model: Any) -> dict[str, int]:
+    """{value name: ONNX element type} for the model's inputs, outputs and what shape inference finds."""
+    import onnx
+
+    try:
+        graph = onnx.shape_inference.infer_shapes(model).graph
+    except Exception:  # noqa: BLE001 - inference is best effort: fall back to the declared types
+        graph = model.graph
+    out = {}
+    for vi in list(graph.input) + list(graph.output) + list(graph.value_info):
+        if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type:
+            out[vi.name] = int(vi.type.tensor_type.elem_type)
+    return out
+
+
+def _check_output_type(vi: Any) -> None:
+    """Refuse a model output declared with a type WebNN lacks (a constant would silently change type)."""
+    if vi.type.WhichOneof("value") not in (None, "tensor_type"):
+        raise UnsupportedError(f"model output {vi.name!r}: {NON_TENSOR}")
+    why = type_reason(vi.type.tensor_type.elem_type)
+    if why:
+        raise UnsupportedError(f"model output {vi.name!r}: {why}")
 
 
 def _constant_value(node: Any) -> np.ndarray:

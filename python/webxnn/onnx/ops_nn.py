@@ -1,5 +1,4 @@
-"""Neural-net ONNX ops: Conv/ConvTranspose (1-D and 2-D), pools, normalizations, Gemm/MatMul, Softmax,
-Resize."""
+"""Neural-net ONNX ops: Conv/ConvTranspose (1-D and 2-D), pools, normalizations, Gemm/MatMul, Softmax."""
 
 from __future__ import annotations
 
@@ -9,13 +8,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import UnsupportedError
-from .convert import Converter, attrs_of
+from .convert import Converter, attrs_of, text
+from .ops_decomposed import scalar
 from .ops_shape import norm_axis, reshape_value
+from .refusals import TRAINING_MODE
 from .registry import onnx_op
-
-
-def _s(v: Any) -> str:
-    return v.decode() if isinstance(v, bytes) else str(v)
 
 
 def _same_pads(in_hw: list[int], k: list[int], s: list[int], d: list[int], upper: bool) -> list[int]:
@@ -70,7 +67,7 @@ def conv(ctx: Converter, node: Any) -> None:
     strides = [int(v) for v in a.get("strides", [1, 1])]
     dil = [int(v) for v in a.get("dilations", [1, 1])]
     group = int(a.get("group", 1))
-    auto = _s(a.get("auto_pad", "NOTSET"))
+    auto = text(a.get("auto_pad", "NOTSET"))
     opts: dict[str, Any] = {}
     if not is_t:
         if auto in ("SAME_UPPER", "SAME_LOWER"):
@@ -122,14 +119,15 @@ def conv(ctx: Converter, node: Any) -> None:
 @onnx_op("MaxPool", "AveragePool", "LpPool")
 def pool(ctx: Converter, node: Any) -> None:
     a = attrs_of(node)
-    if node.op_type == "LpPool" and int(a.get("p", 2)) != 2:
-        raise UnsupportedError("LpPool with p != 2")
     if node.op_type == "MaxPool" and len(node.output) > 1 and node.output[1]:
         raise UnsupportedError("MaxPool Indices output")
     if node.op_type == "MaxPool" and int(a.get("storage_order", 0)):
         raise UnsupportedError("MaxPool storage_order=1")
     xshape = ctx.static_shape(node.input[0], node.op_type)
     rank = len(xshape)
+    if rank == 5:
+        _pool3d(ctx, node, a, xshape)
+        return
     if rank not in (3, 4):
         raise UnsupportedError(f"{rank - 2}-D {node.op_type}")
     kernel = [int(v) for v in a["kernel_shape"]]
@@ -146,9 +144,56 @@ def pool(ctx: Converter, node: Any) -> None:
             a["pads"] = [0, a["pads"][0], 0, a["pads"][1]]
         if "kernel_shape" in a:
             a["kernel_shape"] = kernel
+    if rank == 4:
+        _pool2d(ctx, node.op_type, x, a, in_sp, kernel, out=node.output[0])
+        return
+    y = _pool2d(ctx, node.op_type, x, a, in_sp, kernel)
+    shp = list(ctx.types[y].shape)
+    reshape_value(ctx, y, [shp[0], shp[1], shp[3]], out=node.output[0])
+
+
+def _pool3d(ctx: Converter, node: Any, a: dict[str, Any], xshape: tuple[int, ...]) -> None:
+    """A 3-D pool as two 2-D pools, exactly: the window is a box, so its max (or valid-element average,
+    or sum of squares) over (D, H, W) is that over D of that over (H, W); each axis keeps its own pads,
+    strides, dilations and ceil rounding. [N, C, D, H, W] -> [N, C*D, H, W] pooled over (H, W), then
+    [N, C, D, H'*W'] pooled over (D, 1)."""
+    if text(a.get("auto_pad", "NOTSET")) in ("SAME_UPPER", "SAME_LOWER"):
+        raise UnsupportedError(f"3-D {node.op_type} with auto_pad SAME")
+    n, c, d, h, w = xshape
+    kernel = [int(v) for v in a["kernel_shape"]]
+    strides = [int(v) for v in a.get("strides", [1, 1, 1])]
+    dil = [int(v) for v in a.get("dilations", [1, 1, 1])]
+    pads = [int(v) for v in a.get("pads", [0] * 6)] if text(a.get("auto_pad", "NOTSET")) == "NOTSET" \
+        else [0] * 6
+    common = {k: v for k, v in a.items() if k in ("ceil_mode", "count_include_pad", "p")}
+    hw = {**common, "kernel_shape": kernel[1:], "strides": strides[1:], "dilations": dil[1:],
+          "pads": [pads[1], pads[2], pads[4], pads[5]]}
+    x = reshape_value(ctx, ctx.x(node, 0), [n, c * d, h, w])
+    y = _pool2d(ctx, node.op_type, x, hw, [h, w], kernel[1:])
+    _, _, h2, w2 = ctx.types[y].shape
+    dd = {**common, "kernel_shape": [kernel[0], 1], "strides": [strides[0], 1], "dilations": [dil[0], 1],
+          "pads": [pads[0], 0, pads[3], 0]}
+    y = reshape_value(ctx, y, [n, c, d, h2 * w2])
+    z = _pool2d(ctx, node.op_type, y, dd, [d, h2 * w2], [kernel[0], 1])
+    reshape_value(ctx, z, [n, c, ctx.types[z].shape[2], h2, w2], out=node.output[0])
+
+
+def _pool2d(ctx: Converter, op_type: str, x: str, a: dict[str, Any], in_sp: list[int], kernel: list[int],
+            out: str | None = None) -> str:
+    """The WebNN pool of the 4-D value x for ONNX pool attributes `a` (2-D)."""
     pads, strides, dil = _pads_from(a, in_sp, kernel)
-    op = {"MaxPool": "maxPool2d", "AveragePool": "averagePool2d", "LpPool": "l2Pool2d"}[node.op_type]
-    if node.op_type == "AveragePool" and int(a.get("count_include_pad", 0)) and any(pads):
+    op = {"MaxPool": "maxPool2d", "AveragePool": "averagePool2d", "LpPool": "l2Pool2d"}[op_type]
+    ceil = bool(int(a.get("ceil_mode", 0))) and _onnx_ceil(in_sp, kernel, pads, strides, dil)
+    p = int(a.get("p", 2))
+    lp = op_type == "LpPool" and p != 2
+    if lp:
+        # (sum |x|^p)^(1/p) over the window, zero padding included: an average of |x|^p over a zero-padded
+        # x times the window size (ceil windows would be averaged over fewer elements: refused)
+        if ceil:
+            raise UnsupportedError("LpPool with p != 2 and ceil_mode")
+        op = "averagePool2d"
+        x = ctx.emit("pow", [ctx.emit("abs", [x]), scalar(ctx, p, x, "p")])
+    if (lp or op_type == "AveragePool" and int(a.get("count_include_pad", 0))) and any(pads):
         # WebNN averages over the valid window only: pad with zeros explicitly to count the padding
         x = ctx.emit("pad", [x], {"beginningPadding": [0, 0, pads[0], pads[1]],
                                   "endingPadding": [0, 0, pads[2], pads[3]]})
@@ -160,21 +205,36 @@ def pool(ctx: Converter, node: Any) -> None:
         opts["strides"] = strides
     if dil != [1, 1]:
         opts["dilations"] = dil
-    if int(a.get("ceil_mode", 0)):
+    if ceil:
         opts["roundingType"] = "ceil"
-    if rank == 4:
-        ctx.emit(op, [x], opts, out=node.output[0])
-        return
-    y = ctx.emit(op, [x], opts)
-    shp = list(ctx.types[y].shape)
-    reshape_value(ctx, y, [shp[0], shp[1], shp[3]], out=node.output[0])
+    if lp:
+        y = ctx.emit("mul", [ctx.emit(op, [x], opts), scalar(ctx, kernel[0] * kernel[1], x, "area")])
+        return ctx.emit("pow", [y, scalar(ctx, 1.0 / p, x, "inv_p")], out=out)
+    return ctx.emit(op, [x], opts, out=out)
+
+
+def _onnx_ceil(in_sp: list[int], kernel: list[int], pads: list[int], strides: list[int],
+               dil: list[int]) -> bool:
+    """Whether ONNX ceil_mode pooling is WebNN's ceil rounding (True) or its floor rounding (False).
+
+    ONNX (like PyTorch) drops a last window that would start in the end padding; WebNN's ceil keeps it.
+    Dropping it gives the floor size, so each axis is one or the other; axes that disagree are refused."""
+    modes = set()
+    for j in range(2):
+        span = in_sp[j] + pads[j] + pads[j + 2] - dil[j] * (kernel[j] - 1) - 1
+        lo, hi = span // strides[j] + 1, -(-span // strides[j]) + 1
+        if hi != lo:
+            modes.add((hi - 1) * strides[j] < in_sp[j] + pads[j])  # the last window starts inside
+    if len(modes) > 1:
+        raise UnsupportedError("ceil_mode pooling whose last window starts in the padding on one axis only")
+    return modes != {False}
 
 
 def _pads_from(a: dict[str, Any], in_sp: list[int],
                kernel: list[int]) -> tuple[list[int], list[int], list[int]]:
     strides = [int(v) for v in a.get("strides", [1, 1])]
     dil = [int(v) for v in a.get("dilations", [1, 1])]
-    auto = _s(a.get("auto_pad", "NOTSET"))
+    auto = text(a.get("auto_pad", "NOTSET"))
     if auto in ("SAME_UPPER", "SAME_LOWER"):
         return _same_pads(in_sp, kernel, strides, dil, auto == "SAME_UPPER"), strides, dil
     if auto == "VALID":
@@ -200,7 +260,7 @@ def global_pool(ctx: Converter, node: Any) -> None:
 def batch_norm(ctx: Converter, node: Any) -> None:
     a = attrs_of(node)
     if int(a.get("training_mode", 0)) or any(o for o in node.output[1:]):
-        raise UnsupportedError("BatchNormalization in training mode")
+        raise UnsupportedError(f"BatchNormalization {TRAINING_MODE}")
     ctx.emit("batchNormalization", [ctx.x(node, 0), ctx.x(node, 3), ctx.x(node, 4)],
              {"scale": ctx.x(node, 1), "bias": ctx.x(node, 2), "epsilon": float(a.get("epsilon", 1e-5))},
              out=node.output[0])
@@ -300,87 +360,3 @@ def softmax(ctx: Converter, node: Any) -> None:
         y = reshape_value(ctx, y, list(st), out=None if log else node.output[0])
     if log:
         ctx.emit("log", [y], out=node.output[0])
-
-
-@onnx_op("Resize", "Upsample")
-def resize(ctx: Converter, node: Any) -> None:
-    a = attrs_of(node)
-    shape = ctx.static_shape(node.input[0], node.op_type)
-    if len(shape) != 4:
-        raise UnsupportedError(f"resize of a rank-{len(shape)} tensor (WebNN resample2d is 4-D)")
-    mode = _s(a.get("mode", "nearest"))
-    if node.op_type == "Upsample" or ctx.opset < 11:
-        scales = ctx.const_input(node, 1, "scales") if ctx.has(node, 1) else np.array(a["scales"])
-        sizes = None
-        coord = "asymmetric"
-        nearest = "floor"
-    else:
-        scales = ctx.opt_const(node, 2, "scales")
-        sizes = ctx.opt_const(node, 3, "sizes")
-        coord = _s(a.get("coordinate_transformation_mode", "half_pixel"))
-        nearest = _s(a.get("nearest_mode", "round_prefer_floor"))
-        if int(a.get("antialias", 0)):
-            raise UnsupportedError("Resize antialias=1")
-        if a.get("axes") is not None:
-            raise UnsupportedError("Resize with axes")
-    if scales is not None and scales.size == 0:
-        scales = None
-    if sizes is not None and sizes.size == 0:
-        sizes = None
-    if sizes is not None:
-        out = [int(v) for v in sizes.reshape(-1)]
-        scl = [o / i for o, i in zip(out, shape)]
-    elif scales is not None:
-        scl = [float(v) for v in scales.reshape(-1)]
-        out = [int(math.floor(i * s)) for i, s in zip(shape, scl)]
-    else:
-        raise UnsupportedError("Resize without scales or sizes")
-    if out[:2] != list(shape[:2]):
-        raise UnsupportedError("Resize of the batch or channel dims")
-    if mode == "linear":
-        ok = coord == "half_pixel" or (coord == "pytorch_half_pixel" and min(out[2:]) > 1)
-        if not ok:
-            raise UnsupportedError(f"linear Resize with coordinate_transformation_mode {coord!r} (WebNN "
-                                   "resample2d linear is half_pixel)")
-        wmode = "linear"
-    elif mode == "nearest":
-        for i in (2, 3):
-            if not np.array_equal(_onnx_nearest(shape[i], out[i], scl[i], coord, nearest),
-                                  (np.arange(out[i]) * shape[i]) // out[i]):
-                raise UnsupportedError(f"nearest Resize with {coord!r}/{nearest!r} at scale {scl[i]} "
-                                       "does not pick the pixels WebNN nearest-neighbor picks")
-        wmode = "nearest-neighbor"
-    else:
-        raise UnsupportedError(f"Resize mode {mode!r}")
-    opts: dict[str, Any] = {"mode": wmode}
-    if sizes is not None:
-        opts["sizes"] = out[2:]
-    else:
-        opts["scales"] = scl[2:]
-    ctx.emit("resample2d", [ctx.x(node, 0)], opts, out=node.output[0])
-
-
-def _onnx_nearest(n_in: int, n_out: int, scale: float, coord: str, nearest: str) -> np.ndarray:
-    """Which input index ONNX nearest Resize reads for each output index of one axis."""
-    o = np.arange(n_out, dtype=np.float64)
-    if coord == "asymmetric":
-        x = o / scale
-    elif coord in ("half_pixel", "pytorch_half_pixel"):
-        x = (o + 0.5) / scale - 0.5
-        if coord == "pytorch_half_pixel" and n_out == 1:
-            x = np.zeros_like(o)
-    elif coord == "tf_half_pixel_for_nn":
-        x = (o + 0.5) / scale
-    elif coord == "align_corners":
-        x = o * (n_in - 1) / (n_out - 1) if n_out > 1 else np.zeros_like(o)
-    else:
-        return np.full(n_out, -1)
-    if nearest == "floor":
-        r = np.floor(x)
-    elif nearest == "ceil":
-        r = np.ceil(x)
-    elif nearest == "round_prefer_ceil":
-        r = np.floor(x + 0.5)
-    else:  # round_prefer_floor
-        r = np.ceil(x - 0.5)
-    return np.clip(r, 0, n_in - 1).astype(np.int64)

@@ -13,10 +13,12 @@ from typing import Any
 import numpy as np
 
 from ..errors import UnsupportedError
+from ..graph import DTYPES
 from .convert import Converter, attrs_of
 from .ops_shape import norm_axis
+from .refusals import type_reason
 from .registry import onnx_op
-from .tensors import NP_OF_ONNX
+from .tensors import NP_OF_ONNX, ONNX_TYPE_NAMES, UINT8
 
 
 def _param(ctx: Converter, node: Any, i: int, rank: int, axis: int, what: str) -> str:
@@ -43,23 +45,33 @@ def _zero_point(ctx: Converter, node: Any, dtype: np.dtype, rank: int, axis: int
     return ctx.new_const(f"{ctx.namer.of(node.output[0])}/zero_point", np.zeros(scale_shape, dtype))
 
 
+def _quantized_type(ctx: Converter, node: Any, output_dtype: int) -> np.dtype:
+    """QuantizeLinear's output type: the zero point's (the raw constant's, before int16 → int32 widening),
+    else `output_dtype`, else uint8. Only int8/uint8 are quantized types here."""
+    if ctx.has(node, 2):
+        name = node.input[2]
+        zdt = np.dtype(ctx.const(name).dtype) if ctx.is_const(name) else np.dtype(DTYPES[ctx.dtype(name)])
+        onnx_t = next((t for t, d in NP_OF_ONNX.items() if d == zdt), 0)
+    else:
+        onnx_t = output_dtype or UINT8
+        zdt = NP_OF_ONNX.get(onnx_t, np.dtype("V1"))
+    if zdt in (np.dtype("u1"), np.dtype("i1")):
+        return zdt
+    why = type_reason(onnx_t) or "WebNN quantizeLinear here produces int8 or uint8"
+    raise UnsupportedError(f"QuantizeLinear to {ONNX_TYPE_NAMES.get(onnx_t, zdt)}: {why}")
+
+
 @onnx_op("QuantizeLinear", "DequantizeLinear")
 def qdq(ctx: Converter, node: Any) -> None:
     a = attrs_of(node)
     rank = ctx.rank(node.input[0])
-    axis = norm_axis(int(a.get("axis", 1)), max(rank, 1)) if rank else 0
+    per_axis = len(ctx.shape(node.input[1])) == 1 and rank > 1  # else axis is not used (ONNX)
+    axis = norm_axis(int(a.get("axis", 1)), rank) if per_axis else 0
     if int(a.get("block_size", 0)) and len(ctx.shape(node.input[1])) != rank:
         raise UnsupportedError("blocked quantization with a scale of another rank")
     q = node.op_type == "QuantizeLinear"
     if q:
-        out_t = int(a.get("output_dtype", 0))
-        if ctx.has(node, 2):
-            zdt = np.dtype(ctx.dtype(node.input[2]).replace("uint8", "u1").replace("int8", "i1")) \
-                if ctx.dtype(node.input[2]) in ("uint8", "int8") else None
-        else:
-            zdt = NP_OF_ONNX.get(out_t, np.dtype("u1")) if out_t else np.dtype("u1")
-        if zdt is None and not ctx.has(node, 2):
-            raise UnsupportedError("QuantizeLinear to a type WebNN lacks")
+        zdt = _quantized_type(ctx, node, int(a.get("output_dtype", 0)))
         if not int(a.get("saturate", 1)):
             raise UnsupportedError("QuantizeLinear saturate=0")
     else:
@@ -68,4 +80,5 @@ def qdq(ctx: Converter, node: Any) -> None:
             raise UnsupportedError(f"DequantizeLinear of {ctx.dtype(node.input[0])}")
     scale = _param(ctx, node, 1, rank, axis, "scale")
     zp = _zero_point(ctx, node, zdt or np.dtype("u1"), rank, axis)
-    ctx.emit("quantizeLinear" if q else "dequantizeLinear", [ctx.x(node, 0), scale, zp], out=node.output[0])
+    x = ctx.x(node, 0)
+    ctx.emit("quantizeLinear" if q else "dequantizeLinear", [x, scale, zp], out=node.output[0])

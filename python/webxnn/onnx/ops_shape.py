@@ -8,9 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import UnsupportedError
-from ..graph import Dim, DynDim
-from .convert import Converter, attrs_of
+from ..errors import UnsupportedError, ValidationError
+from ..graph import DTYPES, Dim, DynDim
+from .convert import Converter, attrs_of, text
+from .refusals import DATA_SHAPED
 from .registry import onnx_op
 
 
@@ -92,7 +93,10 @@ def reshape(ctx: Converter, node: Any) -> None:
 @onnx_op("Flatten")
 def flatten(ctx: Converter, node: Any) -> None:
     shape = ctx.static_shape(node.input[0], "Flatten")
-    axis = norm_axis(int(attrs_of(node).get("axis", 1)), len(shape) + 1)
+    axis = int(attrs_of(node).get("axis", 1))
+    if not -len(shape) <= axis <= len(shape):  # Flatten's axis may equal the rank; -1 is rank - 1
+        raise UnsupportedError(f"axis {axis} is out of range for rank {len(shape)}")
+    axis = axis + len(shape) if axis < 0 else axis
     reshape_to(ctx, node.input[0], [math.prod(shape[:axis]), math.prod(shape[axis:])], node.output[0])
 
 
@@ -160,10 +164,18 @@ def split(ctx: Converter, node: Any) -> None:
         splits = [min(chunk, dim - k * chunk) for k in range(n)]
     if len(splits) != n_out:
         raise UnsupportedError(f"{len(splits)} split sizes for {n_out} outputs")
-    if n_out == 1:
-        ctx.alias(node.output[0], node.input[0])
-        return
     outs = [o if o else f"{node.output[0]}__unused{k}" for k, o in enumerate(node.output)]
+    if 0 in splits:  # an empty piece is an empty constant: Concat drops it, other consumers refuse it
+        empty = list(ctx.static_shape(node.input[0], f"Split with sizes {splits}"))
+        empty[axis] = 0
+        for o, s in zip(outs, splits):
+            if s == 0:
+                ctx.set_const(o, np.zeros(empty, DTYPES[ctx.dtype(node.input[0])]))
+        outs = [o for o, s in zip(outs, splits) if s]
+        splits = [s for s in splits if s]
+    if len(outs) == 1:
+        ctx.alias(outs[0], node.input[0])
+        return
     ctx.emit("split", [ctx.x(node, 0)], {"splits": splits, "axis": axis}, out=outs)
 
 
@@ -279,6 +291,25 @@ def gather(ctx: Converter, node: Any) -> None:
     ctx.emit("gather", [ctx.x(node, 0), ind], {"axis": axis}, out=node.output[0])
 
 
+@onnx_op("Compress")
+def compress(ctx: Converter, node: Any) -> None:
+    """Compress by a constant condition is a gather of the kept indices (of the flattened input when no
+    axis is given); a condition computed at run time decides the output's shape."""
+    if not ctx.is_const(node.input[1]):
+        raise UnsupportedError(f"Compress by a condition computed at run time: {DATA_SHAPED}")
+    keep = np.flatnonzero(np.asarray(ctx.const(node.input[1])).reshape(-1)).astype(np.int32)
+    if keep.size == 0:
+        raise UnsupportedError("Compress keeps nothing: zero-sized tensors have no WebNN form")
+    x = ctx.x(node, 0)
+    axis = attrs_of(node).get("axis")
+    if axis is None:
+        x = reshape_value(ctx, x, [math.prod(ctx.static_shape(node.input[0], "Compress"))])
+        axis = 0
+    axis = norm_axis(int(axis), len(ctx.types[x].shape))
+    idx = ctx.new_const(f"{ctx.namer.of(node.output[0])}/kept", keep)
+    ctx.emit("gather", [x, idx], {"axis": axis}, out=node.output[0])
+
+
 @onnx_op("GatherElements")
 def gather_elements(ctx: Converter, node: Any) -> None:
     axis = norm_axis(int(attrs_of(node).get("axis", 0)), ctx.rank(node.input[0]))
@@ -294,19 +325,70 @@ def gather_nd(ctx: Converter, node: Any) -> None:
 
 @onnx_op("ScatterND")
 def scatter_nd(ctx: Converter, node: Any) -> None:
-    if attrs_of(node).get("reduction", b"none") not in (b"none", "none"):
-        raise UnsupportedError("ScatterND with a reduction")
+    reduction = text(attrs_of(node).get("reduction", "none"))
+    if reduction != "none":
+        shape = ctx.static_shape(node.input[0], "ScatterND")
+        idx = ctx.const_input(node, 1, "indices (with a reduction)").astype(np.int64)
+        positions = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
+        _check_bounds([(idx[..., k], shape[k]) for k in range(idx.shape[-1])], node.op_type)
+        _scatter_reduce(ctx, node, positions[tuple(np.moveaxis(idx, -1, 0))], reduction)
+        return
     ctx.emit("scatterND", [ctx.x(node, 0), ctx.x(node, 1), ctx.x(node, 2)], out=node.output[0])
 
 
-@onnx_op("ScatterElements")
+@onnx_op("ScatterElements", "Scatter")
 def scatter_elements(ctx: Converter, node: Any) -> None:
     a = attrs_of(node)
-    if a.get("reduction", b"none") not in (b"none", "none"):
-        raise UnsupportedError("ScatterElements with a reduction")
+    reduction = text(a.get("reduction", "none"))
     axis = norm_axis(int(a.get("axis", 0)), ctx.rank(node.input[0]))
+    if reduction != "none":
+        shape = ctx.static_shape(node.input[0], node.op_type)
+        idx = ctx.const_input(node, 1, "indices (with a reduction)").astype(np.int64)
+        _check_bounds([(idx, shape[axis])], node.op_type)
+        positions = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
+        lead = tuple(slice(0, d) for d in idx.shape)
+        block = positions[lead[:axis] + (slice(None),) + lead[axis + 1:]]
+        _scatter_reduce(ctx, node, np.take_along_axis(block, idx % shape[axis], axis), reduction)
+        return
     ctx.emit("scatterElements", [ctx.x(node, 0), ctx.x(node, 1), ctx.x(node, 2)], {"axis": axis},
              out=node.output[0])
+
+
+def _check_bounds(cols: list[tuple[np.ndarray, int]], op: str) -> None:
+    for col, d in cols:
+        if col.size and (col.min() < -d or col.max() >= d):
+            raise ValidationError(f"{op}: an index is out of range for a dimension of {d}")
+
+
+_REDUCE_OPS = {"none": None, "add": "add", "mul": "mul", "max": "max", "min": "min"}
+
+
+def _scatter_reduce(ctx: Converter, node: Any, targets: np.ndarray, reduction: str) -> None:
+    """Scatter with a reduction and constant indices: `targets` holds each update's flat position in the
+    data. Updates meeting at one position are applied in ONNX's order, one layer at a time: layer t gathers
+    every position's t-th update (where it has one) and combines it with the running result."""
+    if reduction not in _REDUCE_OPS:
+        raise UnsupportedError(f"{node.op_type} reduction {reduction!r}")
+    shape = list(ctx.static_shape(node.input[0], node.op_type))
+    size = int(np.prod(shape))
+    flat_t = targets.reshape(-1)
+    out = ctx.emit("reshape", [ctx.x(node, 0)], {"newShape": [size]})
+    upd = ctx.emit("reshape", [ctx.x(node, 2)], {"newShape": [int(flat_t.size)]})
+    seen = np.zeros(size, np.int64)
+    layer_of = np.empty(flat_t.size, np.int64)
+    for u, p in enumerate(flat_t):
+        layer_of[u], seen[p] = seen[p], seen[p] + 1
+    name = ctx.namer.of(node.output[0])
+    for t in range(int(seen.max(initial=0))):
+        idx = np.zeros(size, np.int32)
+        mask = np.zeros(size, np.uint8)
+        us = np.flatnonzero(layer_of == t)
+        idx[flat_t[us]], mask[flat_t[us]] = us, 1
+        g = ctx.emit("gather", [upd, ctx.new_const(f"{name}/idx{t}", idx)], {"axis": 0})
+        op = _REDUCE_OPS[reduction]
+        new = ctx.emit(op, [out, g]) if op else g
+        out = ctx.emit("where", [ctx.new_const(f"{name}/mask{t}", mask), new, out])
+    ctx.emit("reshape", [out], {"newShape": shape}, out=node.output[0])
 
 
 @onnx_op("Pad")
@@ -318,10 +400,14 @@ def pad(ctx: Converter, node: Any) -> None:
     wmode = {"constant": "constant", "reflect": "reflection", "edge": "edge"}.get(mode)
     if wmode is None:
         raise UnsupportedError(f"Pad mode {mode!r}")
+    run_time_value = None  # a constant_value computed at run time
     if ctx.has(node, 1):
         pads = [int(v) for v in ctx.const_input(node, 1, "pads").reshape(-1)]
-        value = ctx.opt_const(node, 2, "constant_value")
-        value = 0.0 if value is None or value.size == 0 else value.reshape(-1)[0].item()
+        if ctx.has(node, 2) and not ctx.is_const(node.input[2]) and wmode == "constant":
+            run_time_value, value = ctx.x(node, 2), 0.0
+        else:
+            value = ctx.opt_const(node, 2, "constant_value")
+            value = 0.0 if value is None or value.size == 0 else value.reshape(-1)[0].item()
         axes = axes_input(ctx, node, 3, rank)
     else:
         pads = [int(v) for v in a["pads"]]
@@ -332,17 +418,35 @@ def pad(ctx: Converter, node: Any) -> None:
     begin, end = [0] * rank, [0] * rank
     for k, ax in enumerate(axes):
         begin[ax], end[ax] = pads[k], pads[k + n]
-    if any(p < 0 for p in begin + end):
-        raise UnsupportedError("negative pads (cropping)")
+    src = ctx.x(node, 0)
+    if any(p < 0 for p in begin + end):  # negative pads crop: a slice first
+        shape = ctx.static_shape(node.input[0], "Pad with negative pads")
+        starts = [max(0, -p) for p in begin]
+        sizes = [d - s - max(0, -p) for d, s, p in zip(shape, starts, end)]
+        if min(sizes) < 1:
+            raise UnsupportedError(f"pads {pads} crop {list(shape)} to nothing")
+        src = ctx.emit("slice", [src], {"starts": starts, "sizes": sizes})
+        begin, end = [max(0, p) for p in begin], [max(0, p) for p in end]
     if not any(begin + end):
-        ctx.alias(node.output[0], node.input[0])
+        if src == ctx.x(node, 0):
+            ctx.alias(node.output[0], node.input[0])
+        else:
+            ctx.emit("identity", [src], out=node.output[0])
         return
     opts: dict[str, Any] = {"beginningPadding": begin, "endingPadding": end}
     if wmode != "constant":
         opts["mode"] = wmode
     elif value:
         opts["value"] = float(value) if not isinstance(value, bool) else float(value)
-    ctx.emit("pad", [ctx.x(node, 0)], opts, out=node.output[0])
+    if run_time_value is None:
+        ctx.emit("pad", [src], opts, out=node.output[0])
+        return
+    # the fill is a run-time value: pad with zeros, then put it where the padding is
+    padded = ctx.emit("pad", [src], opts)
+    inner = np.zeros(ctx.types[padded].shape, np.uint8)
+    inner[tuple(slice(b, b + d) for b, d in zip(begin, ctx.types[src].shape))] = 1
+    mask = ctx.new_const(f"{ctx.namer.of(node.output[0])}/inside", inner)
+    ctx.emit("where", [mask, padded, run_time_value], out=node.output[0])
 
 
 # -- shape chains: these fold to constants whenever the shapes they read are static ---------------------
@@ -373,8 +477,7 @@ def size_(ctx: Converter, node: Any) -> None:
 
 @onnx_op("ConstantOfShape", "Range")
 def needs_constant(ctx: Converter, node: Any) -> None:
-    raise UnsupportedError(f"{node.op_type} with inputs computed at run time (only constant shape "
-                           "inputs can be folded)")
+    raise UnsupportedError(f"{node.op_type} with inputs computed at run time: {DATA_SHAPED}")
 
 
 # -- reductions ---------------------------------------------------------------------------------------
@@ -404,12 +507,20 @@ def reduce(ctx: Converter, node: Any) -> None:
 @onnx_op("ArgMax", "ArgMin")
 def arg_reduce(ctx: Converter, node: Any) -> None:
     a = attrs_of(node)
-    if int(a.get("select_last_index", 0)):
-        raise UnsupportedError("select_last_index=1")
-    axis = norm_axis(int(a.get("axis", 0)), ctx.rank(node.input[0]))
-    ctx.emit("argMax" if node.op_type == "ArgMax" else "argMin", [ctx.x(node, 0)],
-             {"axis": axis, "keepDimensions": bool(int(a.get("keepdims", 1))), "outputDataType": "int64"},
-             out=node.output[0])
+    shape = ctx.shape(node.input[0])
+    axis = norm_axis(int(a.get("axis", 0)), len(shape))
+    op = "argMax" if node.op_type == "ArgMax" else "argMin"
+    opts = {"axis": axis, "keepDimensions": bool(int(a.get("keepdims", 1))), "outputDataType": "int64"}
+    if not int(a.get("select_last_index", 0)):
+        ctx.emit(op, [ctx.x(node, 0)], opts, out=node.output[0])
+        return
+    # the last extreme: the first one of the reversed axis, counted from the end
+    n = shape[axis]
+    if isinstance(n, DynDim):
+        raise UnsupportedError(f"select_last_index on symbolic dim {n.name!r}: pass override_dims for it")
+    first = ctx.emit(op, [ctx.emit("reverse", [ctx.x(node, 0)], {"axes": [axis]})], opts)
+    last = ctx.new_const(f"{ctx.namer.of(node.output[0])}/last", np.array(n - 1, np.int64))
+    ctx.emit("sub", [last, first], out=node.output[0])
 
 
 @onnx_op("Trilu")
@@ -434,10 +545,13 @@ def depth_space(ctx: Converter, node: Any) -> None:
     a = attrs_of(node)
     n, c, h, w = ctx.static_shape(node.input[0], node.op_type)
     b = int(a["blocksize"])
+    mode = a.get("mode", b"DCR")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    if mode not in ("DCR", "CRD"):
+        raise UnsupportedError(f"{node.op_type} mode {mode!r}")
     x = ctx.x(node, 0)
+    # DCR: channel (bh * b + bw) * C + ch; CRD: ch * b * b + bh * b + bw (C: the channels of the small map)
     if node.op_type == "DepthToSpace":
-        mode = a.get("mode", b"DCR")
-        mode = mode.decode() if isinstance(mode, bytes) else mode
         if mode == "DCR":
             t = reshape_value(ctx, x, [n, b, b, c // (b * b), h, w])
             perm = [0, 3, 4, 1, 5, 2]
@@ -448,5 +562,6 @@ def depth_space(ctx: Converter, node: Any) -> None:
         reshape_value(ctx, t, [n, c // (b * b), h * b, w * b], out=node.output[0])
     else:
         t = reshape_value(ctx, x, [n, c, h // b, b, w // b, b])
-        t = ctx.emit("transpose", [t], {"permutation": [0, 3, 5, 1, 2, 4]})
+        perm = [0, 3, 5, 1, 2, 4] if mode == "DCR" else [0, 1, 3, 5, 2, 4]
+        t = ctx.emit("transpose", [t], {"permutation": perm})
         reshape_value(ctx, t, [n, c * b * b, h // b, w // b], out=node.output[0])

@@ -30,8 +30,23 @@ def onnx_op(*op_types: str) -> Callable[[Translator], Translator]:
     return deco
 
 
+def load_translators() -> None:
+    """Import the ops_* modules, which register their translators."""
+    from . import (  # noqa: F401
+        ops_bitwise,
+        ops_decomposed,
+        ops_dft,
+        ops_nn,
+        ops_quant,
+        ops_recurrent,
+        ops_resize,
+        ops_shape,
+        ops_simple,
+        ops_topk,
+    )
+
+
 def supported_ops() -> list[str]:
     """The ONNX op types the importer translates (constant-only ops are folded beyond these)."""
-    from . import ops_nn, ops_quant, ops_shape, ops_simple  # noqa: F401  (they register the ops)
-
+    load_translators()
     return sorted(TRANSLATORS)

@@ -38,6 +38,11 @@ ONNX_TYPE_NAMES = {1: "float", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6
 def webnn_dtype(elem_type: int, where: str) -> str:
     dt = WEBNN_OF_ONNX.get(elem_type)
     if dt is None:
+        from .refusals import type_reason
+
+        why = type_reason(elem_type)
+        if why:
+            raise UnsupportedError(f"{where}: {why}")
         name = ONNX_TYPE_NAMES.get(elem_type, str(elem_type))
         raise UnsupportedError(f"{where}: element type {name} has no WebNN equivalent")
     return dt
