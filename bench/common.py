@@ -70,17 +70,23 @@ def contention_warning(samples: Iterable[dict[int, float]], copies: Iterable[flo
     samples, copies = list(samples), list(copies)
     problems = []
     if copies and min(copies) < MIN_COPY_SHARE * max(copies):
-        problems.append(f"memory bandwidth fell to {min(copies) / max(copies):.0%} of its best (another "
-                        "tenant streaming memory): memory-bound figures, 2-thread ones most, are suspect")
+        problems.append(
+            f"memory bandwidth fell to {min(copies) / max(copies):.0%} of its best (another "
+            "tenant streaming memory): memory-bound figures, 2-thread ones most, are suspect"
+        )
     best = max((p[1] for p in samples if p.get(1)), default=0.0)
     ones = [p[1] / best for p in samples if p.get(1)]
     twos = [p[2] / best for p in samples if p.get(2)] if best > 0 else []
     if ones and min(ones) < MIN_1T_PEAK_SHARE:
-        problems.append(f"the 1-thread FMA peak fell to {min(ones):.0%} of its best (a core was shared): "
-                        "all figures of this run are suspect")
+        problems.append(
+            f"the 1-thread FMA peak fell to {min(ones):.0%} of its best (a core was shared): "
+            "all figures of this run are suspect"
+        )
     if twos and min(twos) < MIN_2T_PEAK_RATIO:
-        problems.append(f"the 2-thread FMA peak fell to {min(twos):.2f}x the best 1-thread one (the second "
-                        "vCPU was busy elsewhere): 2-thread figures, and speed-ups, are not reliable")
+        problems.append(
+            f"the 2-thread FMA peak fell to {min(twos):.2f}x the best 1-thread one (the second "
+            "vCPU was busy elsewhere): 2-thread figures, and speed-ups, are not reliable"
+        )
     return "warning: during this run " + "; ".join(problems) if problems else None
 
 

@@ -57,8 +57,12 @@ def _qgemm(m: int, n: int, k: int, what: str = "") -> Case:
 
 def _conv(name: str, h: int, w: int, c: int, oc: int, k: int, s: int, pad: int) -> Case:
     oh, ow = (h + 2 * pad - k) // s + 1, (w + 2 * pad - k) // s + 1
-    return Case(name, "conv", 2.0 * oh * ow * oc * c * k * k,
-                {"H": h, "W": w, "C": c, "OC": oc, "k": k, "s": s, "pad": pad})
+    return Case(
+        name,
+        "conv",
+        2.0 * oh * ow * oc * c * k * k,
+        {"H": h, "W": w, "C": c, "OC": oc, "k": k, "s": s, "pad": pad},
+    )
 
 
 INT8_KINDS = ("qgemm", "qconv")  # rows measured against the int8 peak, in a table of their own
@@ -74,17 +78,29 @@ CASES: list[Case] = [
     _conv("conv 1x1 56x56x64->256", 56, 56, 64, 256, 1, 1, 0),
     Case("dwconv 3x3 112x112x32", "dwconv", 2.0 * 112 * 112 * 32 * 9, {"H": 112, "W": 112, "C": 32, "k": 3}),
     _conv("stem 3x3 s2 224x224x3->32", 224, 224, 3, 32, 3, 2, 1),
-    Case("maxpool 3x3 s2 112x112x64", "maxpool", 56.0 * 56 * 64 * 9,
-         {"H": 112, "W": 112, "C": 64, "k": 3, "s": 2, "pad": 1}),
+    Case(
+        "maxpool 3x3 s2 112x112x64",
+        "maxpool",
+        56.0 * 56 * 64 * 9,
+        {"H": 112, "W": 112, "C": 64, "k": 3, "s": 2, "pad": 1},
+    ),
     # A decoder's upsampling step (not in the issue's list: transposed convolution has its own kernel).
-    Case("deconv 4x4 s2 28x28x64->64", "deconv", 2.0 * 28 * 28 * 64 * 64 * 16,
-         {"H": 28, "W": 28, "C": 64, "OC": 64, "k": 4, "s": 2, "pad": 1}),
+    Case(
+        "deconv 4x4 s2 28x28x64->64",
+        "deconv",
+        2.0 * 28 * 28 * 64 * 64 * 16,
+        {"H": 28, "W": 28, "C": 64, "OC": 64, "k": 4, "s": 2, "pad": 1},
+    ),
     _qgemm(384, 384, 384),
     _qgemm(128, 3072, 768),
     _qgemm(1, 4096, 4096),
     _qgemm(3136, 64, 576, " (conv 3x3 56x56x64->64 as GEMM)"),
-    Case("int8 conv 3x3 56x56x64->64", "qconv", 2.0 * 56 * 56 * 64 * 64 * 9,
-         {"H": 56, "W": 56, "C": 64, "OC": 64, "k": 3, "s": 1, "pad": 1}),
+    Case(
+        "int8 conv 3x3 56x56x64->64",
+        "qconv",
+        2.0 * 56 * 56 * 64 * 64 * 9,
+        {"H": 56, "W": 56, "C": 64, "OC": 64, "k": 3, "s": 1, "pad": 1},
+    ),
 ]
 
 
@@ -94,7 +110,7 @@ def _aligned64(a: np.ndarray) -> np.ndarray:
     arrays start 16 bytes past one, which splits a quarter of the 32-byte loads across cache lines)."""
     buf = np.empty(a.size + 64 // a.itemsize, a.dtype)
     skip = (-buf.ctypes.data % 64) // a.itemsize
-    out = buf[skip:skip + a.size].reshape(a.shape)
+    out = buf[skip : skip + a.size].reshape(a.shape)
     out[...] = a
     return out
 
@@ -107,31 +123,42 @@ def _raw_inputs(case: Case, rng: np.random.Generator) -> dict[str, np.ndarray]:
     p = case.params
     f32 = np.float32
     if case.kind == "gemm":
-        return {"A": rng.standard_normal((p["M"], p["K"]), f32),
-                "B": rng.standard_normal((p["K"], p["N"]), f32)}
+        return {
+            "A": rng.standard_normal((p["M"], p["K"]), f32),
+            "B": rng.standard_normal((p["K"], p["N"]), f32),
+        }
     if case.kind == "qgemm":  # and the fp32 GEMM of the same shape
-        return {"A": rng.integers(0, 256, (p["M"], p["K"])).astype(np.uint8),
-                "B": rng.integers(-127, 128, (p["N"], p["K"])).astype(np.int8),
-                "w_scales": rng.uniform(0.005, 0.02, p["N"]).astype(f32),
-                "Af": rng.standard_normal((p["M"], p["K"]), f32),
-                "Bf": rng.standard_normal((p["K"], p["N"]), f32)}
+        return {
+            "A": rng.integers(0, 256, (p["M"], p["K"])).astype(np.uint8),
+            "B": rng.integers(-127, 128, (p["N"], p["K"])).astype(np.int8),
+            "w_scales": rng.uniform(0.005, 0.02, p["N"]).astype(f32),
+            "Af": rng.standard_normal((p["M"], p["K"]), f32),
+            "Bf": rng.standard_normal((p["K"], p["N"]), f32),
+        }
     if case.kind == "qconv":  # and the fp32 conv of the same shape
-        return {"x": rng.integers(0, 256, (1, p["H"], p["W"], p["C"])).astype(np.uint8),
-                "w": rng.integers(-127, 128, (p["OC"], p["k"], p["k"], p["C"])).astype(np.int8),
-                "w_scales": rng.uniform(0.005, 0.02, p["OC"]).astype(f32),
-                "xf": rng.standard_normal((1, p["H"], p["W"], p["C"]), f32),
-                "wf": rng.standard_normal((p["OC"], p["k"], p["k"], p["C"]), f32) * f32(0.1)}
+        return {
+            "x": rng.integers(0, 256, (1, p["H"], p["W"], p["C"])).astype(np.uint8),
+            "w": rng.integers(-127, 128, (p["OC"], p["k"], p["k"], p["C"])).astype(np.int8),
+            "w_scales": rng.uniform(0.005, 0.02, p["OC"]).astype(f32),
+            "xf": rng.standard_normal((1, p["H"], p["W"], p["C"]), f32),
+            "wf": rng.standard_normal((p["OC"], p["k"], p["k"], p["C"]), f32) * f32(0.1),
+        }
     if case.kind in ("conv", "deconv"):
-        return {"x": rng.standard_normal((1, p["H"], p["W"], p["C"]), f32),
-                "w": rng.standard_normal((p["OC"], p["k"], p["k"], p["C"]), f32) * f32(0.1)}
+        return {
+            "x": rng.standard_normal((1, p["H"], p["W"], p["C"]), f32),
+            "w": rng.standard_normal((p["OC"], p["k"], p["k"], p["C"]), f32) * f32(0.1),
+        }
     if case.kind == "dwconv":
-        return {"x": rng.standard_normal((1, p["H"], p["W"], p["C"]), f32),
-                "w": rng.standard_normal((1, p["k"], p["k"], p["C"]), f32)}
+        return {
+            "x": rng.standard_normal((1, p["H"], p["W"], p["C"]), f32),
+            "w": rng.standard_normal((1, p["k"], p["k"], p["C"]), f32),
+        }
     return {"x": rng.standard_normal((1, p["H"], p["W"], p["C"]), f32)}
 
 
-def _webxnn_times(case: Case, data: dict[str, np.ndarray], threads: int, repeat: int,
-                  isa: str) -> list[float]:
+def _webxnn_times(
+    case: Case, data: dict[str, np.ndarray], threads: int, repeat: int, isa: str
+) -> list[float]:
     K = testing_kernels()
     p = case.params
     if case.kind == "gemm":
@@ -140,23 +167,52 @@ def _webxnn_times(case: Case, data: dict[str, np.ndarray], threads: int, repeat:
         return K.time_qgemm(data["A"], data["B"], data["w_scales"], isa=isa, threads=threads, repeat=repeat)
     if case.kind == "qconv":
         pad = p["pad"]
-        return K.time_qconv2d(data["x"], data["w"], data["w_scales"], pads=[pad] * 4, strides=[p["s"]] * 2,
-                              isa=isa, threads=threads, repeat=repeat)
+        return K.time_qconv2d(
+            data["x"],
+            data["w"],
+            data["w_scales"],
+            pads=[pad] * 4,
+            strides=[p["s"]] * 2,
+            isa=isa,
+            threads=threads,
+            repeat=repeat,
+        )
     if case.kind == "conv":
         pad = p["pad"]
-        return K.time_conv2d(data["x"], data["w"], pads=(pad, pad, pad, pad), strides=(p["s"], p["s"]),
-                             isa=isa,
-                             threads=threads, repeat=repeat)
+        return K.time_conv2d(
+            data["x"],
+            data["w"],
+            pads=(pad, pad, pad, pad),
+            strides=(p["s"], p["s"]),
+            isa=isa,
+            threads=threads,
+            repeat=repeat,
+        )
     if case.kind == "deconv":
         pad = p["pad"]
-        return K.time_deconv2d(data["x"], data["w"], pads=(pad, pad, pad, pad), strides=(p["s"], p["s"]),
-                               isa=isa, threads=threads, repeat=repeat)
+        return K.time_deconv2d(
+            data["x"],
+            data["w"],
+            pads=(pad, pad, pad, pad),
+            strides=(p["s"], p["s"]),
+            isa=isa,
+            threads=threads,
+            repeat=repeat,
+        )
     if case.kind == "dwconv":
-        return K.time_dwconv2d(data["x"], data["w"], pads=(1, 1, 1, 1), isa=isa, threads=threads,
-                               repeat=repeat)
+        return K.time_dwconv2d(
+            data["x"], data["w"], pads=(1, 1, 1, 1), isa=isa, threads=threads, repeat=repeat
+        )
     pad = p["pad"]
-    return K.time_max_pool2d(data["x"], (p["k"], p["k"]), pads=(pad, pad, pad, pad), strides=(p["s"], p["s"]),
-                             isa=isa, threads=threads, repeat=repeat)
+    return K.time_max_pool2d(
+        data["x"],
+        (p["k"], p["k"]),
+        pads=(pad, pad, pad, pad),
+        strides=(p["s"], p["s"]),
+        isa=isa,
+        threads=threads,
+        repeat=repeat,
+    )
 
 
 # ------------------------------------------------------------------------------------------ onnxruntime
@@ -169,9 +225,15 @@ def _onnx_model(case: Case, data: dict[str, np.ndarray]) -> tuple[bytes, dict[st
     if case.kind == "qgemm":  # QLinearMatMul, u8 x s8 per-column -> u8, as the int8 quantizers emit it
         return _qlinear_model("QLinearMatMul", data["A"], np.ascontiguousarray(data["B"].T), data["w_scales"])
     if case.kind == "qconv":  # QLinearConv, NCHW
-        return _qlinear_model("QLinearConv", np.ascontiguousarray(data["x"].transpose(0, 3, 1, 2)),
-                              np.ascontiguousarray(data["w"].transpose(0, 3, 1, 2)), data["w_scales"],
-                              kernel_shape=[p["k"], p["k"]], strides=[p["s"]] * 2, pads=[p["pad"]] * 4)
+        return _qlinear_model(
+            "QLinearConv",
+            np.ascontiguousarray(data["x"].transpose(0, 3, 1, 2)),
+            np.ascontiguousarray(data["w"].transpose(0, 3, 1, 2)),
+            data["w_scales"],
+            kernel_shape=[p["k"], p["k"]],
+            strides=[p["s"]] * 2,
+            pads=[p["pad"]] * 4,
+        )
     if case.kind == "gemm":
         node = helper.make_node("MatMul", ["A", "B"], ["Y"])
         inits = [numpy_helper.from_array(data["B"], "B")]
@@ -183,13 +245,25 @@ def _onnx_model(case: Case, data: dict[str, np.ndarray]) -> tuple[bytes, dict[st
         inputs = [helper.make_tensor_value_info("X", f, list(x.shape))]
         if case.kind == "maxpool":
             pad = p["pad"]
-            node = helper.make_node("MaxPool", ["X"], ["Y"], kernel_shape=[p["k"], p["k"]],
-                                    strides=[p["s"], p["s"]], pads=[pad] * 4)
+            node = helper.make_node(
+                "MaxPool",
+                ["X"],
+                ["Y"],
+                kernel_shape=[p["k"], p["k"]],
+                strides=[p["s"], p["s"]],
+                pads=[pad] * 4,
+            )
             inits = []
         elif case.kind == "deconv":
             w = np.ascontiguousarray(data["w"].transpose(3, 0, 1, 2))  # OHWI -> ONNX [C_in, C_out, kh, kw]
-            node = helper.make_node("ConvTranspose", ["X", "W"], ["Y"], kernel_shape=[p["k"], p["k"]],
-                                    strides=[p["s"], p["s"]], pads=[p["pad"]] * 4)
+            node = helper.make_node(
+                "ConvTranspose",
+                ["X", "W"],
+                ["Y"],
+                kernel_shape=[p["k"], p["k"]],
+                strides=[p["s"], p["s"]],
+                pads=[p["pad"]] * 4,
+            )
             inits = [numpy_helper.from_array(w, "W")]
         else:
             if case.kind == "conv":
@@ -198,8 +272,15 @@ def _onnx_model(case: Case, data: dict[str, np.ndarray]) -> tuple[bytes, dict[st
             else:
                 w = np.ascontiguousarray(data["w"].transpose(3, 0, 1, 2))  # [C, 1, kh, kw]
                 group, stride, pad = p["C"], 1, 1
-            node = helper.make_node("Conv", ["X", "W"], ["Y"], kernel_shape=list(w.shape[2:]), group=group,
-                                    strides=[stride, stride], pads=[pad] * 4)
+            node = helper.make_node(
+                "Conv",
+                ["X", "W"],
+                ["Y"],
+                kernel_shape=list(w.shape[2:]),
+                group=group,
+                strides=[stride, stride],
+                pads=[pad] * 4,
+            )
             inits = [numpy_helper.from_array(w, "W")]
     graph = helper.make_graph([node], "k", inputs, [helper.make_tensor_value_info("Y", f, None)], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
@@ -207,22 +288,37 @@ def _onnx_model(case: Case, data: dict[str, np.ndarray]) -> tuple[bytes, dict[st
     return model.SerializeToString(), feeds
 
 
-def _qlinear_model(op: str, x: np.ndarray, w: np.ndarray, w_scales: np.ndarray,
-                   **attrs: Any) -> tuple[bytes, dict[str, np.ndarray]]:
+def _qlinear_model(
+    op: str, x: np.ndarray, w: np.ndarray, w_scales: np.ndarray, **attrs: Any
+) -> tuple[bytes, dict[str, np.ndarray]]:
     """A one-node QLinearMatMul / QLinearConv model: u8 input x (zero point 128), s8 weights w with
     per-output-channel scales, u8 output; and its feeds."""
     from onnx import TensorProto, helper, numpy_helper  # noqa: PLC0415
 
     n_out = w.shape[1] if op == "QLinearMatMul" else w.shape[0]
-    inits = [numpy_helper.from_array(v, n) for n, v in (
-        ("x_scale", np.array(0.02, np.float32)), ("x_zp", np.array(128, np.uint8)), ("W", w),
-        ("w_scale", w_scales), ("w_zp", np.zeros(n_out, np.int8)), ("y_scale", np.array(0.5, np.float32)),
-        ("y_zp", np.array(128, np.uint8)))]
-    node = helper.make_node(op, ["X", "x_scale", "x_zp", "W", "w_scale", "w_zp", "y_scale", "y_zp"], ["Y"],
-                            **attrs)
+    inits = [
+        numpy_helper.from_array(v, n)
+        for n, v in (
+            ("x_scale", np.array(0.02, np.float32)),
+            ("x_zp", np.array(128, np.uint8)),
+            ("W", w),
+            ("w_scale", w_scales),
+            ("w_zp", np.zeros(n_out, np.int8)),
+            ("y_scale", np.array(0.5, np.float32)),
+            ("y_zp", np.array(128, np.uint8)),
+        )
+    ]
+    node = helper.make_node(
+        op, ["X", "x_scale", "x_zp", "W", "w_scale", "w_zp", "y_scale", "y_zp"], ["Y"], **attrs
+    )
     u8 = TensorProto.UINT8
-    graph = helper.make_graph([node], "k", [helper.make_tensor_value_info("X", u8, list(x.shape))],
-                              [helper.make_tensor_value_info("Y", u8, None)], inits)
+    graph = helper.make_graph(
+        [node],
+        "k",
+        [helper.make_tensor_value_info("X", u8, list(x.shape))],
+        [helper.make_tensor_value_info("Y", u8, None)],
+        inits,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
     model.ir_version = 10
     return model.SerializeToString(), {"X": x}
@@ -247,8 +343,16 @@ def _numpy_times(case: Case, data: dict[str, np.ndarray], threads: int, repeat: 
 
 
 # ------------------------------------------------------------------------------------------ driver
-def run(cases: list[Case], threads_list: list[int], repeat: int, isa: str, with_ort: bool, with_numpy: bool,
-        show_progress: bool, rounds: int = 3) -> dict[str, Any]:
+def run(
+    cases: list[Case],
+    threads_list: list[int],
+    repeat: int,
+    isa: str,
+    with_ort: bool,
+    with_numpy: bool,
+    show_progress: bool,
+    rounds: int = 3,
+) -> dict[str, Any]:
     """Times every (case, threads) in `rounds` passes over the whole list; each runtime keeps the median of
     its best pass (other processes on a small machine come and go; this keeps a burst from landing on one
     row or one runtime only). The FMA peak is the best of its samples: one before every case (~50 ms), so a
@@ -302,9 +406,16 @@ def run(cases: list[Case], threads_list: list[int], repeat: int, isa: str, with_
             peak = int8_peaks_best.get(t) if case.kind in INT8_KINDS else peaks[t]
             row["pct_peak"] = 100.0 * row["gflops"] / peak if case.kind != "maxpool" else None
             rows.append(row)
-    return {"cpu": info, "isa": isa, "rounds": rounds, "peak_gflops": {str(t): p for t, p in peaks.items()},
-            "int8_peak_gops": {str(t): p for t, p in int8_peaks_best.items()},
-            "copy_gbs": copies, "warning": contention_warning(samples, copies), "rows": rows}
+    return {
+        "cpu": info,
+        "isa": isa,
+        "rounds": rounds,
+        "peak_gflops": {str(t): p for t, p in peaks.items()},
+        "int8_peak_gops": {str(t): p for t, p in int8_peaks_best.items()},
+        "copy_gbs": copies,
+        "warning": contention_warning(samples, copies),
+        "rows": rows,
+    }
 
 
 def _fmt(v: float | None, spec: str) -> str:
@@ -312,26 +423,35 @@ def _fmt(v: float | None, spec: str) -> str:
 
 
 def markdown(result: dict[str, Any]) -> str:
-    peaks = ", ".join(f"{t} thread{'s' if t != '1' else ''}: {p:.1f}"
-                      for t, p in result["peak_gflops"].items())
-    lines = [f"FMA peak (GFLOP/s) — {peaks}; isa={result['isa']}", "",
-             "| kernel | thr | webxnn ms | GFLOP/s | % peak | numpy ms | ORT ms | webxnn/ORT |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    peaks = ", ".join(
+        f"{t} thread{'s' if t != '1' else ''}: {p:.1f}" for t, p in result["peak_gflops"].items()
+    )
+    lines = [
+        f"FMA peak (GFLOP/s) — {peaks}; isa={result['isa']}",
+        "",
+        "| kernel | thr | webxnn ms | GFLOP/s | % peak | numpy ms | ORT ms | webxnn/ORT |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in result["rows"]:
         if r["kind"] in INT8_KINDS:
             continue
         ort = r.get("ort_ms")
         ratio = r["webxnn_ms"] / ort if ort else None
         gf = "-" if r["kind"] == "maxpool" else f"{r['gflops']:.1f}"
-        lines.append(f"| {r['case']} | {r['threads']} | {r['webxnn_ms']:.3f} | {gf} "
-                     f"| {_fmt(r['pct_peak'], '.1f')} "
-                     f"| {_fmt(r.get('numpy_ms'), '.3f')} | {_fmt(ort, '.3f')} | {_fmt(ratio, '.2f')} |")
+        lines.append(
+            f"| {r['case']} | {r['threads']} | {r['webxnn_ms']:.3f} | {gf} "
+            f"| {_fmt(r['pct_peak'], '.1f')} "
+            f"| {_fmt(r.get('numpy_ms'), '.3f')} | {_fmt(ort, '.3f')} | {_fmt(ratio, '.2f')} |"
+        )
     lines += _int8_markdown(result)
     if result.get("warning"):
         lines += ["", result["warning"]]
-    lines += ["", "GFLOP/s and % peak count the direct algorithm's flops (2 x multiply-adds). The AVX2 "
-              "table runs 3x3 stride-1 convolutions with >= 16 channels on each side by Winograd F(4x4,3x3), "
-              "which does 4x fewer multiplies, so those rows can pass 100 % of the FMA peak."]
+    lines += [
+        "",
+        "GFLOP/s and % peak count the direct algorithm's flops (2 x multiply-adds). The AVX2 "
+        "table runs 3x3 stride-1 convolutions with >= 16 channels on each side by Winograd F(4x4,3x3), "
+        "which does 4x fewer multiplies, so those rows can pass 100 % of the FMA peak.",
+    ]
     return "\n".join(lines)
 
 
@@ -339,18 +459,25 @@ def _int8_markdown(result: dict[str, Any]) -> list[str]:
     rows = [r for r in result["rows"] if r["kind"] in INT8_KINDS]
     if not rows:
         return []
-    peaks = ", ".join(f"{t} thread{'s' if t != '1' else ''}: {p:.1f}"
-                      for t, p in result.get("int8_peak_gops", {}).items())
-    lines = ["", f"int8 peak (GOP/s, vpmaddubsw + vpmaddwd + vpaddd) — {peaks}", "",
-             "| int8 (u8 x s8 -> s8) | thr | webxnn ms | GOP/s | % int8 peak | fp32 ms "
-             "| int8 / fp32 speed | ORT int8 ms | webxnn/ORT |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    peaks = ", ".join(
+        f"{t} thread{'s' if t != '1' else ''}: {p:.1f}" for t, p in result.get("int8_peak_gops", {}).items()
+    )
+    lines = [
+        "",
+        f"int8 peak (GOP/s, vpmaddubsw + vpmaddwd + vpaddd) — {peaks}",
+        "",
+        "| int8 (u8 x s8 -> s8) | thr | webxnn ms | GOP/s | % int8 peak | fp32 ms "
+        "| int8 / fp32 speed | ORT int8 ms | webxnn/ORT |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
         ort, fp32 = r.get("ort_ms"), r.get("fp32_ms")
-        lines.append(f"| {r['case']} | {r['threads']} | {r['webxnn_ms']:.3f} | {r['gflops']:.1f} "
-                     f"| {_fmt(r['pct_peak'], '.1f')} | {_fmt(fp32, '.3f')} "
-                     f"| {_fmt(fp32 / r['webxnn_ms'] if fp32 else None, '.2f')} | {_fmt(ort, '.3f')} "
-                     f"| {_fmt(r['webxnn_ms'] / ort if ort else None, '.2f')} |")
+        lines.append(
+            f"| {r['case']} | {r['threads']} | {r['webxnn_ms']:.3f} | {r['gflops']:.1f} "
+            f"| {_fmt(r['pct_peak'], '.1f')} | {_fmt(fp32, '.3f')} "
+            f"| {_fmt(fp32 / r['webxnn_ms'] if fp32 else None, '.2f')} | {_fmt(ort, '.3f')} "
+            f"| {_fmt(r['webxnn_ms'] / ort if ort else None, '.2f')} |"
+        )
     return lines
 
 
@@ -395,8 +522,11 @@ def plot(result: dict[str, Any], path: pathlib.Path) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench kernels", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench kernels",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeat", type=int, default=15, help="calls per timing")
     parser.add_argument("--rounds", type=int, default=3, help="passes over all rows; the best median counts")
@@ -404,26 +534,49 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", default=None, help="substrings of case names to keep")
     parser.add_argument("--no-ort", action="store_true")
     parser.add_argument("--no-numpy", action="store_true")
-    parser.add_argument("--json", type=pathlib.Path, default=None,
-                        help="default: bench/out/kernels.json for the full suite, else kernels-partial.json")
-    parser.add_argument("--png", type=pathlib.Path, default=None,
-                        help="default: bench/out/kernels.png for the full suite, else kernels-partial.png")
+    parser.add_argument(
+        "--json",
+        type=pathlib.Path,
+        default=None,
+        help="default: bench/out/kernels.json for the full suite, else kernels-partial.json",
+    )
+    parser.add_argument(
+        "--png",
+        type=pathlib.Path,
+        default=None,
+        help="default: bench/out/kernels.png for the full suite, else kernels-partial.png",
+    )
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
     cases = [c for c in CASES if not args.only or any(s in c.name for s in args.only)]
     if not cases:
-        parser.error(f"--only {' '.join(args.only)}: no case name contains that; the cases are: "
-                     + "; ".join(c.name for c in CASES))
+        parser.error(
+            f"--only {' '.join(args.only)}: no case name contains that; the cases are: "
+            + "; ".join(c.name for c in CASES)
+        )
     with_ort = not args.no_ort and onnxruntime_or_none() is not None
     if not args.no_ort and not with_ort:
         print("onnxruntime not installed: ORT columns skipped")
-    result = run(cases, args.threads, args.repeat, args.isa, with_ort, not args.no_numpy,
-                 not args.no_progress, args.rounds)
+    result = run(
+        cases,
+        args.threads,
+        args.repeat,
+        args.isa,
+        with_ort,
+        not args.no_numpy,
+        not args.no_progress,
+        args.rounds,
+    )
     print(markdown(result))
     # Only the full suite replaces the README's results; a partial run (--only, other threads, isa or
     # comparisons) gets files of its own.
-    full = (not args.only and sorted(args.threads) == [1, 2] and args.isa == "best" and with_ort
-            and not args.no_numpy)
+    full = (
+        not args.only
+        and sorted(args.threads) == [1, 2]
+        and args.isa == "best"
+        and with_ort
+        and not args.no_numpy
+    )
     json_path = args.json or result_path("kernels", full, "json")
     png_path = args.png or result_path("kernels", full, "png")
     json_path.parent.mkdir(parents=True, exist_ok=True)

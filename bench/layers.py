@@ -33,8 +33,9 @@ from bench.common import onnxruntime_or_none, ort_session
 from bench.models import MODELS, webxnn_compile
 
 
-def ort_node_ms(model_bytes: bytes, feeds: dict[str, np.ndarray], threads: int, repeat: int
-                ) -> list[tuple[str, str, float]]:
+def ort_node_ms(
+    model_bytes: bytes, feeds: dict[str, np.ndarray], threads: int, repeat: int
+) -> list[tuple[str, str, float]]:
     """(ORT node name with the layout suffixes `_nchwc`, `_token_N` stripped, op type, kernel ms) per node
     of ORT's optimised graph, the minimum over `repeat` runs after 5 warm-up runs."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -51,8 +52,9 @@ def ort_node_ms(model_bytes: bytes, feeds: dict[str, np.ndarray], threads: int, 
     return [(name, op, min(d[5:] or d) / 1e3) for (name, op, _), d in per.items()]
 
 
-def webxnn_steps(blob: bytes, feeds: dict[str, np.ndarray], threads: int, repeat: int
-                 ) -> list[dict[str, Any]]:
+def webxnn_steps(
+    blob: bytes, feeds: dict[str, np.ndarray], threads: int, repeat: int
+) -> list[dict[str, Any]]:
     """webxnn's profile rows, `ms` the minimum over 3 rounds of each step's median."""
     import webxnn  # noqa: PLC0415
 
@@ -71,8 +73,9 @@ def _layout_glue(step: dict[str, Any]) -> bool:
 _STEP_KIND_OF_OP = {"Gemm": "XNNFullyConnected", "MatMul": "XNNFullyConnected"}
 
 
-def match(model_bytes: bytes, steps: list[dict[str, Any]], ort_nodes: list[tuple[str, str, float]]
-          ) -> tuple[list[float], dict[str, list[float]]]:
+def match(
+    model_bytes: bytes, steps: list[dict[str, Any]], ort_nodes: list[tuple[str, str, float]]
+) -> tuple[list[float], dict[str, list[float]]]:
     """ORT time charged to each step, and the ORT nodes no step could take (names not in the ONNX graph, or
     nodes before the first step) as [count, ms] per ORT op type."""
     import onnx  # noqa: PLC0415
@@ -121,15 +124,27 @@ def _kind(step: dict[str, Any]) -> str:
     return step["kind"].removeprefix("XNN") + (" + fused" if step["fused"] else "")
 
 
-def report(model: str, threads: int, steps: list[dict[str, Any]], charged: list[float],
-           unmatched: dict[str, list[float]], top: int) -> str:
+def report(
+    model: str,
+    threads: int,
+    steps: list[dict[str, Any]],
+    charged: list[float],
+    unmatched: dict[str, list[float]],
+    top: int,
+) -> str:
     wx, ort = sum(s["ms"] for s in steps), sum(charged) + sum(ms for _, ms in unmatched.values())
-    lines = [f"{model}, {threads} thread(s): webxnn {wx:.3f} ms (sum of steps), onnxruntime {ort:.3f} ms "
-             f"(sum of nodes), ratio {wx / ort:.3f}", ""]
+    lines = [
+        f"{model}, {threads} thread(s): webxnn {wx:.3f} ms (sum of steps), onnxruntime {ort:.3f} ms "
+        f"(sum of nodes), ratio {wx / ort:.3f}",
+        "",
+    ]
     if unmatched:
         by_time = sorted(unmatched.items(), key=lambda kv: -kv[1][1])
-        lines += ["ORT nodes matched to no step, by ORT op type: "
-                  + ", ".join(f"{op} x{n:.0f} {ms:.3f} ms" for op, (n, ms) in by_time), ""]
+        lines += [
+            "ORT nodes matched to no step, by ORT op type: "
+            + ", ".join(f"{op} x{n:.0f} {ms:.3f} ms" for op, (n, ms) in by_time),
+            "",
+        ]
     lines += ["| webxnn step kind | steps | webxnn ms | ORT ms | difference |", "|---|---:|---:|---:|---:|"]
     kinds: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0.0, 0.0])
     for s, o in zip(steps, charged, strict=True):
@@ -141,20 +156,29 @@ def report(model: str, threads: int, steps: list[dict[str, Any]], charged: list[
         lines.append(f"| {name} | {n} | {a:.3f} | {b:.3f} | {a - b:+.3f} |")
     rows = sorted(range(len(steps)), key=lambda i: steps[i]["ms"] - charged[i])
     for title, pick in (("loses most", rows[::-1][:top]), ("wins most", rows[:top])):
-        lines += ["", f"Steps where webxnn {title}:", "",
-                  "| step | kind | source | output shape | webxnn ms | ORT ms | difference |",
-                  "|---:|---|---|---|---:|---:|---:|"]
+        lines += [
+            "",
+            f"Steps where webxnn {title}:",
+            "",
+            "| step | kind | source | output shape | webxnn ms | ORT ms | difference |",
+            "|---:|---|---|---|---:|---:|---:|",
+        ]
         for i in pick:
             s = steps[i]
-            lines.append(f"| {i} | {_kind(s)} | "
-                         f"{s['source']} | {tuple(s['shape'])} | {s['ms']:.3f} | {charged[i]:.3f} | "
-                         f"{s['ms'] - charged[i]:+.3f} |")
+            lines.append(
+                f"| {i} | {_kind(s)} | "
+                f"{s['source']} | {tuple(s['shape'])} | {s['ms']:.3f} | {charged[i]:.3f} | "
+                f"{s['ms'] - charged[i]:+.3f} |"
+            )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench layers", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench layers",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--model", default="mobilenetv2", choices=list(MODELS))
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=20, help="runs per profile")

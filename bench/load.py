@@ -23,8 +23,10 @@ def mlp_graph(megabytes: float) -> tuple[webxnn.Graph, dict[str, np.ndarray]]:
     for i in range(layers):
         nodes.append(f"    m{i} = matmul({prev}, w{i}); a{i} = add(m{i}, b{i}); r{i} = relu(a{i});")
         prev = f"r{i}"
-    text = (f'webnn_graph "mlp" v1 {{\n  inputs {{ x: f32[1, {width}]; }}\n  consts {{\n{consts}\n  }}\n'
-            f"  nodes {{\n{chr(10).join(nodes)}\n  }}\n  outputs {{ {prev}; }}\n}}\n")
+    text = (
+        f'webnn_graph "mlp" v1 {{\n  inputs {{ x: f32[1, {width}]; }}\n  consts {{\n{consts}\n  }}\n'
+        f"  nodes {{\n{chr(10).join(nodes)}\n  }}\n  outputs {{ {prev}; }}\n}}\n"
+    )
     rng = np.random.default_rng(0)
     weights = {}
     for i in range(layers):
@@ -68,8 +70,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_overhead_us() -> float:
     """Microseconds per `Program.run` of y = x + x on one float: what a call costs before any kernel work."""
-    text = ('webnn_graph "one" v1 {\n  inputs { x: f32[1]; }\n  nodes { y = add(x, x); }\n'
-            "  outputs { y; }\n}\n")
+    text = (
+        'webnn_graph "one" v1 {\n  inputs { x: f32[1]; }\n  nodes { y = add(x, x); }\n  outputs { y; }\n}\n'
+    )
     prog = webxnn.load(webxnn.compile(webxnn.parse(text)), threads=1)
     feeds = {"x": np.ones(1, np.float32)}
     for _ in range(2000):

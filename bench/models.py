@@ -69,8 +69,9 @@ class Builder:
     def weight(self, shape: tuple[int, ...], fan_in: int) -> np.ndarray:
         return (self.rng.standard_normal(shape) * math.sqrt(2.0 / fan_in)).astype(np.float32)
 
-    def conv(self, x: str, cin: int, cout: int, k: int, s: int = 1, groups: int = 1,
-             act: str | None = None) -> str:
+    def conv(
+        self, x: str, cin: int, cout: int, k: int, s: int = 1, groups: int = 1, act: str | None = None
+    ) -> str:
         w = self.const(self.weight((cout, cin // groups, k, k), (cin // groups) * k * k))
         b = self.const((self.rng.standard_normal(cout) * 0.01).astype(np.float32), "b")
         pad = (k - 1) // 2
@@ -78,8 +79,10 @@ class Builder:
         if act == "relu":
             y = self.node("Relu", [y])
         elif act == "relu6":
-            y = self.node("Clip", [y, self.const(np.array(0.0, np.float32), "lo"),
-                                   self.const(np.array(6.0, np.float32), "hi")])
+            y = self.node(
+                "Clip",
+                [y, self.const(np.array(0.0, np.float32), "lo"), self.const(np.array(6.0, np.float32), "hi")],
+            )
         return y
 
     def linear(self, x: str, k: int, n: int) -> str:
@@ -91,9 +94,12 @@ class Builder:
         from onnx import TensorProto, helper  # noqa: PLC0415
 
         graph = helper.make_graph(
-            self.nodes, "bench",
+            self.nodes,
+            "bench",
             [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
-            [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs], self.inits)
+            [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs],
+            self.inits,
+        )
         m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
         m.ir_version = 8
         return m.SerializeToString()
@@ -104,8 +110,15 @@ def mobilenet_v2() -> tuple[bytes, dict[str, np.ndarray]]:
     b = Builder(1)
     x = b.conv("input", 3, 32, 3, 2, act="relu6")
     cin = 32
-    settings = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
-                (6, 320, 1, 1)]
+    settings = [
+        (1, 16, 1, 1),
+        (6, 24, 2, 2),
+        (6, 32, 3, 2),
+        (6, 64, 4, 2),
+        (6, 96, 3, 1),
+        (6, 160, 3, 2),
+        (6, 320, 1, 1),
+    ]
     for t, c, n, s in settings:
         for i in range(n):
             stride = s if i == 0 else 1
@@ -145,8 +158,9 @@ def resnet50() -> tuple[bytes, dict[str, np.ndarray]]:
     return b.model([("input", [1, 3, 224, 224])], [x]), feeds
 
 
-def minilm(layers: int = 6, seq: int = 128, hidden: int = 384, heads: int = 12, ffn: int = 1536
-           ) -> tuple[bytes, dict[str, np.ndarray]]:
+def minilm(
+    layers: int = 6, seq: int = 128, hidden: int = 384, heads: int = 12, ffn: int = 1536
+) -> tuple[bytes, dict[str, np.ndarray]]:
     """A BERT-style post-LN encoder on precomputed embeddings [1, seq, hidden] (MiniLM-L6-H384 sizes)."""
     b = Builder(3)
     dh = hidden // heads
@@ -174,8 +188,13 @@ def minilm(layers: int = 6, seq: int = 128, hidden: int = 384, heads: int = 12, 
         h = b.linear(x, hidden, ffn)
         # gelu as exported by PyTorch (erf form): x * 0.5 * (1 + erf(x / sqrt 2))
         e = b.node("Erf", [b.node("Div", [h, b.const(np.array(math.sqrt(2), np.float32), "r2")])])
-        h = b.node("Mul", [b.node("Mul", [h, b.node("Add", [e, b.const(np.array(1, np.float32), "one")])]),
-                           b.const(np.array(0.5, np.float32), "half")])
+        h = b.node(
+            "Mul",
+            [
+                b.node("Mul", [h, b.node("Add", [e, b.const(np.array(1, np.float32), "one")])]),
+                b.const(np.array(0.5, np.float32), "half"),
+            ],
+        )
         x = layer_norm(b.node("Add", [x, b.linear(h, ffn, hidden)]))
     feeds = {"input": np.random.default_rng(9).standard_normal((1, seq, hidden), np.float32)}
     return b.model([("input", [1, seq, hidden])], [x]), feeds
@@ -215,8 +234,9 @@ def webxnn_compile(model_bytes: bytes) -> bytes:
 
 
 # ------------------------------------------------------------------------------------------ driver
-def run(names: list[str], threads_list: list[int], repeat: int, show_progress: bool,
-        rounds: int = 3) -> dict[str, Any]:
+def run(
+    names: list[str], threads_list: list[int], repeat: int, show_progress: bool, rounds: int = 3
+) -> dict[str, Any]:
     import webxnn  # noqa: PLC0415
 
     ort = onnxruntime_or_none()
@@ -278,9 +298,13 @@ def run(names: list[str], threads_list: list[int], repeat: int, show_progress: b
                 if by_t[1].get(key) and by_t[2].get(key):
                     entry[f"{key.split('_')[0]}_speedup_2t"] = by_t[1][key] / by_t[2][key]
         results.append(entry)
-    return {"cpu": webxnn.cpu_info(), "models": results,
-            "peak_gflops": [{str(t): p for t, p in s.items()} for s in peaks],
-            "copy_gbs": copies, "warning": contention_warning(peaks, copies)}
+    return {
+        "cpu": webxnn.cpu_info(),
+        "models": results,
+        "peak_gflops": [{str(t): p for t, p in s.items()} for s in peaks],
+        "copy_gbs": copies,
+        "warning": contention_warning(peaks, copies),
+    }
 
 
 def _f(v: float | None, spec: str) -> str:
@@ -288,19 +312,23 @@ def _f(v: float | None, spec: str) -> str:
 
 
 def markdown(result: dict[str, Any]) -> str:
-    lines = ["| model | thr | webxnn ms | ORT ms | webxnn/ORT | load ms | max abs diff "
-             "| 2T speed-up (webxnn / ORT) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| model | thr | webxnn ms | ORT ms | webxnn/ORT | load ms | max abs diff "
+        "| 2T speed-up (webxnn / ORT) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     notes = []
     for e in result["models"]:
         for r in e["runs"]:
             su = ""
             if r["threads"] == 2:
                 su = f"{_f(e.get('webxnn_speedup_2t'), '.2f')} / {_f(e.get('ort_speedup_2t'), '.2f')}"
-            lines.append(f"| {e['model']} | {r['threads']} | {_f(r.get('webxnn_ms'), '.2f')} | "
-                         f"{_f(r.get('ort_ms'), '.2f')} | {_f(r.get('ratio'), '.2f')} "
-                         f"| {_f(r.get('load_ms'), '.1f')} "
-                         f"| {_f(r.get('max_abs_diff_vs_ort'), '.2g')} | {su} |")
+            lines.append(
+                f"| {e['model']} | {r['threads']} | {_f(r.get('webxnn_ms'), '.2f')} | "
+                f"{_f(r.get('ort_ms'), '.2f')} | {_f(r.get('ratio'), '.2f')} "
+                f"| {_f(r.get('load_ms'), '.1f')} "
+                f"| {_f(r.get('max_abs_diff_vs_ort'), '.2g')} | {su} |"
+            )
         if e.get("error"):
             notes.append(f"- {e['model']}: {e['error']}")
     if result.get("warning"):
@@ -309,18 +337,27 @@ def markdown(result: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench models", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench models",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeat", type=int, default=10, help="calls per round")
-    parser.add_argument("--rounds", type=int, default=3,
-                        help="alternating rounds; the best round's median counts")
-    parser.add_argument("--json", type=pathlib.Path, default=None,
-                        help="where the JSON goes (default: bench/out/models.json for a run of every model "
-                             "at 1 and 2 threads, else bench/out/models-partial.json)")
-    parser.add_argument("--save-onnx", type=pathlib.Path, default=None,
-                        help="also write the ONNX models here")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="alternating rounds; the best round's median counts"
+    )
+    parser.add_argument(
+        "--json",
+        type=pathlib.Path,
+        default=None,
+        help="where the JSON goes (default: bench/out/models.json for a run of every model "
+        "at 1 and 2 threads, else bench/out/models-partial.json)",
+    )
+    parser.add_argument(
+        "--save-onnx", type=pathlib.Path, default=None, help="also write the ONNX models here"
+    )
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
     try:

@@ -11,13 +11,19 @@ from webxnn.dsl import parse
 
 def chain_graph(n: int) -> str:
     """A realistic chain: matmul / add with annotations / softmax, repeated, with comments."""
-    lines = ['webnn_graph "chain" v1 {', "  inputs { x: f32[1, 128]; }",
-             '  consts { W: f32[128, 128] @weights("W"); b: f32[128] @scalar(0.5); }', "  nodes {"]
+    lines = [
+        'webnn_graph "chain" v1 {',
+        "  inputs { x: f32[1, 128]; }",
+        '  consts { W: f32[128, 128] @weights("W"); b: f32[128] @scalar(0.5); }',
+        "  nodes {",
+    ]
     prev = "x"
     for i in range(n):
-        op = (f"matmul({prev}, W);  # step {i}",
-              f'add({prev}, b, label="layer{i}", metadata={{k: [1, 2.5]}});',
-              f"softmax({prev}, axis=1);")[i % 3]
+        op = (
+            f"matmul({prev}, W);  # step {i}",
+            f'add({prev}, b, label="layer{i}", metadata={{k: [1, 2.5]}});',
+            f"softmax({prev}, axis=1);",
+        )[i % 3]
         lines.append(f"    n{i} = {op}")
         prev = f"n{i}"
     lines += ["  }", f"  outputs {{ {prev}; }}", "}"]

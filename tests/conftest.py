@@ -32,28 +32,63 @@ def load_testing_module() -> ModuleType:
     except ModuleNotFoundError as e:
         if e.name != "webxnn._testing":
             raise
-        pytest.skip(f"webxnn._testing is not built (the CMake option WEBXNN_TESTING is off): build it with "
-                    f"{TESTING_BUILD}", allow_module_level=True)
+        pytest.skip(
+            f"webxnn._testing is not built (the CMake option WEBXNN_TESTING is off): build it with "
+            f"{TESTING_BUILD}",
+            allow_module_level=True,
+        )
 
 
 Pads = tuple[int, int, int, int]
 
 
-def conv_fields(kernel: tuple[int, int], pads: Pads = (0, 0, 0, 0), stride: tuple[int, int] = (1, 1),
-                dilation: tuple[int, int] = (1, 1), groups: int = 1, gic: int = 1, goc: int = 1,
-                adj: tuple[int, int] = (0, 0)) -> dict[str, int]:
+def conv_fields(
+    kernel: tuple[int, int],
+    pads: Pads = (0, 0, 0, 0),
+    stride: tuple[int, int] = (1, 1),
+    dilation: tuple[int, int] = (1, 1),
+    groups: int = 1,
+    gic: int = 1,
+    goc: int = 1,
+    adj: tuple[int, int] = (0, 0),
+) -> dict[str, int]:
     """The geometry fields of an XNNConv2d / XNNDepthwiseConv2d / XNNDeconvolution2d node; pads are (top,
     right, bottom, left), gic / goc the input / output channels per group, adj the deconv adjustment."""
-    return dict(padding_top=pads[0], padding_right=pads[1], padding_bottom=pads[2], padding_left=pads[3],
-                kernel_height=kernel[0], kernel_width=kernel[1], subsampling_height=stride[0],
-                subsampling_width=stride[1], dilation_height=dilation[0], dilation_width=dilation[1],
-                group_input_channels=gic, group_output_channels=goc, groups=groups, adjustment_height=adj[0],
-                adjustment_width=adj[1])
+    return dict(
+        padding_top=pads[0],
+        padding_right=pads[1],
+        padding_bottom=pads[2],
+        padding_left=pads[3],
+        kernel_height=kernel[0],
+        kernel_width=kernel[1],
+        subsampling_height=stride[0],
+        subsampling_width=stride[1],
+        dilation_height=dilation[0],
+        dilation_width=dilation[1],
+        group_input_channels=gic,
+        group_output_channels=goc,
+        groups=groups,
+        adjustment_height=adj[0],
+        adjustment_width=adj[1],
+    )
 
 
-def pool_fields(size: tuple[int, int], stride: tuple[int, int], pads: Pads = (0, 0, 0, 0),
-                dilation: tuple[int, int] = (1, 1)) -> dict[str, int]:
+def pool_fields(
+    size: tuple[int, int],
+    stride: tuple[int, int],
+    pads: Pads = (0, 0, 0, 0),
+    dilation: tuple[int, int] = (1, 1),
+) -> dict[str, int]:
     """The window fields of an XNN/WX 2-D pooling node; pads are (top, right, bottom, left)."""
-    return dict(padding_top=pads[0], padding_right=pads[1], padding_bottom=pads[2], padding_left=pads[3],
-                pooling_height=size[0], pooling_width=size[1], stride_height=stride[0],
-                stride_width=stride[1], dilation_height=dilation[0], dilation_width=dilation[1])
+    return dict(
+        padding_top=pads[0],
+        padding_right=pads[1],
+        padding_bottom=pads[2],
+        padding_left=pads[3],
+        pooling_height=size[0],
+        pooling_width=size[1],
+        stride_height=stride[0],
+        stride_width=stride[1],
+        dilation_height=dilation[0],
+        dilation_width=dilation[1],
+    )

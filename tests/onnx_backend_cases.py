@@ -64,8 +64,11 @@ def freeze_int64(model: Any, inputs: list[Any]) -> tuple[Any, list[tuple[str, An
     keep, feeds = [], []
     for vi, value in zip(model.graph.input, inputs):
         value = _tensor(value)
-        if (vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type == TensorProto.INT64
-                and isinstance(value, np.ndarray)):
+        if (
+            vi.type.HasField("tensor_type")
+            and vi.type.tensor_type.elem_type == TensorProto.INT64
+            and isinstance(value, np.ndarray)
+        ):
             m.graph.initializer.append(numpy_helper.from_array(value, vi.name))
         else:
             keep.append(vi)
@@ -118,8 +121,10 @@ def compare(got: np.ndarray, want: Any, rtol: float, atol: float) -> str:
     if close.all():
         return ""
     k = int(np.flatnonzero(~close)[0])
-    return (f"{int((~close).sum())}/{close.size} beyond rtol {rtol:g} atol {atol:.3g}, e.g. [{k}] "
-            f"{g.reshape(-1)[k]:.6g} vs {w.reshape(-1)[k]:.6g}")
+    return (
+        f"{int((~close).sum())}/{close.size} beyond rtol {rtol:g} atol {atol:.3g}, e.g. [{k}] "
+        f"{g.reshape(-1)[k]:.6g} vs {w.reshape(-1)[k]:.6g}"
+    )
 
 
 SPECTRAL = ("dft", "stft")  # see the module docstring: atol relative to the signal's magnitude
@@ -189,8 +194,10 @@ def write_expected(outcomes: list[Outcome], path: Path = EXPECTED) -> None:
     bad = [o.name for o in outcomes if o.status not in (PASS, REFUSED)]
     if bad:
         raise SystemExit(f"not freezing: {len(bad)} wrong or crashed cases ({', '.join(bad[:5])} ...)")
-    head = [f"# ONNX node conformance cases (onnx {onnx.__version__}) through webxnn: what each should do.",
-            "# Regenerate with `python tests/onnx_backend_cases.py --freeze` after an importer change."]
+    head = [
+        f"# ONNX node conformance cases (onnx {onnx.__version__}) through webxnn: what each should do.",
+        "# Regenerate with `python tests/onnx_backend_cases.py --freeze` after an importer change.",
+    ]
     path.write_text("\n".join(head + [f"{o.status} {o.name}" for o in outcomes]) + "\n", encoding="utf-8")
 
 
@@ -208,8 +215,10 @@ def main(argv: list[str]) -> int:
     for o in outcomes:
         if o.status in (WRONG, CRASHED) or names:
             print(f"{o.status:>8} {o.name}: {o.detail[:300]}")
-    print(f"{len(picked)} cases in {dt:.1f} s: " + ", ".join(f"{k} {v}" for k, v in
-                                                            Counter(o.status for o in outcomes).items()))
+    print(
+        f"{len(picked)} cases in {dt:.1f} s: "
+        + ", ".join(f"{k} {v}" for k, v in Counter(o.status for o in outcomes).items())
+    )
     if freeze and not names:
         write_expected(outcomes)
         print(f"wrote {EXPECTED}")

@@ -22,8 +22,23 @@ def blob_path(tmp_path: pathlib.Path) -> pathlib.Path:
 def test_compile_run_writes_outputs(blob_path: pathlib.Path, tmp_path: pathlib.Path, capsys) -> None:
     x = np.random.default_rng(1).standard_normal((1, 3, 32, 32)).astype(np.float32)
     np.save(tmp_path / "x.npy", x)
-    assert main(["run", str(blob_path), "--input", f"x={tmp_path / 'x.npy'}", "--output-dir",
-                 str(tmp_path / "out"), "--repeat", "3", "--profile", "2"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                str(blob_path),
+                "--input",
+                f"x={tmp_path / 'x.npy'}",
+                "--output-dir",
+                str(tmp_path / "out"),
+                "--repeat",
+                "3",
+                "--profile",
+                "2",
+            ]
+        )
+        == 0
+    )
     probs = np.load(tmp_path / "out" / "probs.npy")
     assert probs.shape == (1, 10) and abs(float(probs.sum()) - 1.0) < 1e-5
     text = capsys.readouterr().out
@@ -57,8 +72,21 @@ def test_weights_pack_unpack_roundtrip(tmp_path: pathlib.Path) -> None:
     w, m = tmp_path / "w.weights", tmp_path / "w.manifest.json"
     a_spec = f"a={tmp_path / 'a.npy'}"
     assert main(["weights", "pack", "--weights", str(w), "--manifest", str(m), a_spec]) == 0
-    assert main(["weights", "unpack", "--weights", str(w), "--manifest", str(m), "--output-dir",
-                 str(tmp_path / "u")]) == 0
+    assert (
+        main(
+            [
+                "weights",
+                "unpack",
+                "--weights",
+                str(w),
+                "--manifest",
+                str(m),
+                "--output-dir",
+                str(tmp_path / "u"),
+            ]
+        )
+        == 0
+    )
     np.testing.assert_array_equal(np.load(tmp_path / "u" / "a.npy"), a)
 
 

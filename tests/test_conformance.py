@@ -95,7 +95,7 @@ def test_f32_ordered_is_monotonic() -> None:
 
 def test_to_half_exact_values() -> None:
     h = C.to_half_bits
-    vals = [1.0, -2.0, 0.5, 65504.0, 2.0 ** -14, 2.0 ** -24, 0.0, -0.0]
+    vals = [1.0, -2.0, 0.5, 65504.0, 2.0**-14, 2.0**-24, 0.0, -0.0]
     want = [0x3C00, 0xC000, 0x3800, 0x7BFF, 0x0400, 0x0001, 0x0000, 0x8000]
     assert list(h(np.array(vals))) == want
 
@@ -103,16 +103,16 @@ def test_to_half_exact_values() -> None:
 def test_to_half_rounds_half_up_not_to_even() -> None:
     h = C.to_half_bits
     # 1 + 2^-11 is exactly between 0x3C00 and 0x3C01; numpy (round to even) picks 0x3C00, WPT picks 0x3C01
-    tie = 1.0 + 2.0 ** -11
+    tie = 1.0 + 2.0**-11
     assert int(np.float16(tie).view(np.uint16)) == 0x3C00
     assert h(np.array([tie]))[0] == 0x3C01
     assert h(np.array([-tie]))[0] == 0xBC01  # half up in magnitude
     # subnormal tie: 2.5 * 2^-24 → 3 (even rounding would give 2)
-    assert h(np.array([2.5 * 2.0 ** -24]))[0] == 0x0003
+    assert h(np.array([2.5 * 2.0**-24]))[0] == 0x0003
     # the rounding carry walks into the exponent: 65520 is halfway to 65536 → inf
     assert h(np.array([65520.0]))[0] == 0x7C00
     # below 2^-24 the helper flushes to a signed zero (even 2^-25, which half-up would round up)
-    assert h(np.array([2.0 ** -25, -(2.0 ** -25)])).tolist() == [0x0000, 0x8000]
+    assert h(np.array([2.0**-25, -(2.0**-25)])).tolist() == [0x0000, 0x8000]
     # too big and NaN
     assert h(np.array([1e6, -1e6, np.inf])).tolist() == [0x7C00, 0xFC00, 0x7C00]
     assert (h(np.array([np.nan]))[0] & 0x7C00) == 0x7C00 and (h(np.array([np.nan]))[0] & 0x3FF) != 0
@@ -124,7 +124,7 @@ def test_to_half_matches_numpy_away_from_ties() -> None:
     bits = x.view(np.uint32)
     # drop float32 values that are exact fp16 ties (the only place the two roundings differ)
     keep = (bits & 0x1FFF) != 0x1000
-    x = x[keep & (np.abs(x) >= 2.0 ** -14)]  # normal range: numpy and the helper agree bit for bit
+    x = x[keep & (np.abs(x) >= 2.0**-14)]  # normal range: numpy and the helper agree bit for bit
     assert (C.to_half_bits(x) == x.astype(np.float16).view(np.uint16)).all()
 
 
@@ -138,9 +138,9 @@ def test_f16_distance() -> None:
     assert d(np.float16([0.0]), [-0.0])[0] == 0
     # across zero the uint16 patterns are far apart (WPT compares raw unsigned bits)
     tiny = np.array([0x0001], dtype=np.uint16).view(np.float16)
-    assert d(tiny, [-(2.0 ** -24)])[0] == 0x8001 - 0x0001
+    assert d(tiny, [-(2.0**-24)])[0] == 0x8001 - 0x0001
     # the expected number is rounded half up: actual 0x3C01 is exact for the tie
-    assert d(one_up, [1.0 + 2.0 ** -11])[0] == 0
+    assert d(one_up, [1.0 + 2.0**-11])[0] == 0
     assert d(np.float16([np.nan]), [np.nan])[0] == 0
     assert d(np.float16([np.nan]), [1.0])[0] == C.FAR
 
@@ -149,21 +149,21 @@ def test_f16_distance() -> None:
 
 
 def test_int_distance_exact_beyond_2_53() -> None:
-    big = 2 ** 63 - 1
-    a = np.array([big, -(2 ** 63), 5, -5], dtype=np.int64)
+    big = 2**63 - 1
+    a = np.array([big, -(2**63), 5, -5], dtype=np.int64)
     e = np.array([big - 1, big, -5, 5], dtype=np.int64)
-    assert C.int_distance(a, e).tolist() == [1, 2 ** 64 - 1, 10, 10]
-    u = np.array([2 ** 64 - 1, 2 ** 53 + 1, 0], dtype=np.uint64)
-    v = np.array([2 ** 64 - 2, 2 ** 53, 2 ** 64 - 1], dtype=np.uint64)
-    assert C.int_distance(u, v).tolist() == [1, 1, 2 ** 64 - 1]
+    assert C.int_distance(a, e).tolist() == [1, 2**64 - 1, 10, 10]
+    u = np.array([2**64 - 1, 2**53 + 1, 0], dtype=np.uint64)
+    v = np.array([2**64 - 2, 2**53, 2**64 - 1], dtype=np.uint64)
+    assert C.int_distance(u, v).tolist() == [1, 1, 2**64 - 1]
     assert C.int_distance(np.uint8([0, 255]), np.uint8([255, 0])).tolist() == [255, 255]
 
 
 def test_compare_uint64_above_2_53_is_exact() -> None:
-    desc = {"dataType": "uint64", "shape": [2], "data": [2 ** 53 + 1, 18446744073709551615]}
-    ok = C.compare(np.array([2 ** 53 + 1, 2 ** 64 - 1], dtype=np.uint64), desc, {"kind": "ULP", "value": 0})
+    desc = {"dataType": "uint64", "shape": [2], "data": [2**53 + 1, 18446744073709551615]}
+    ok = C.compare(np.array([2**53 + 1, 2**64 - 1], dtype=np.uint64), desc, {"kind": "ULP", "value": 0})
     assert ok.ok and ok.kind == "INT"
-    bad = C.compare(np.array([2 ** 53, 2 ** 64 - 1], dtype=np.uint64), desc, {"kind": "ULP", "value": 0})
+    bad = C.compare(np.array([2**53, 2**64 - 1], dtype=np.uint64), desc, {"kind": "ULP", "value": 0})
     assert not bad.ok and bad.first_bad == 0 and bad.distance == 1
 
 
@@ -223,7 +223,7 @@ def test_compare_uint8_logical_output() -> None:
 
 
 def test_compare_float16() -> None:
-    desc = {"dataType": "float16", "shape": [3], "data": [1.0, -0.0, 1.0 + 2.0 ** -11]}
+    desc = {"dataType": "float16", "shape": [3], "data": [1.0, -0.0, 1.0 + 2.0**-11]}
     got = np.array([0x3C00, 0x0000, 0x3C01], dtype=np.uint16).view(np.float16)
     assert C.compare(got, desc, {"kind": "ULP", "value": 0}).ok
     got = np.array([0x3C00, 0x0000, 0x3C00], dtype=np.uint16).view(np.float16)  # numpy's even rounding
@@ -243,10 +243,13 @@ def _relu_case(shape: list[int] | None = None, name: str = "relu fake") -> dict:
         "name": name,
         "inputs": {"x": {"dataType": "float32", "shape": shape, "data": data}},
         "constants": {"k": {"dataType": "float32", "shape": shape, "data": [1.0] * n}},
-        "operators": [{"name": "add", "arguments": [{"a": "x"}, {"b": "k"}], "outputs": "t"},
-                      {"name": "relu", "arguments": [{"input": "t"}], "outputs": "y"}],
-        "expectedOutputs": {"y": {"dataType": "float32", "shape": shape,
-                                  "data": [max(0.0, v + 1.0) for v in data]}},
+        "operators": [
+            {"name": "add", "arguments": [{"a": "x"}, {"b": "k"}], "outputs": "t"},
+            {"name": "relu", "arguments": [{"input": "t"}], "outputs": "y"},
+        ],
+        "expectedOutputs": {
+            "y": {"dataType": "float32", "shape": shape, "data": [max(0.0, v + 1.0) for v in data]}
+        },
         "tolerance": {"kind": "ULP", "value": 0},
     }
 
@@ -267,8 +270,13 @@ class _FakeProgram:
         return {"y": y}
 
 
-def _fakes(skew: int = 0, compile_error: Exception | None = None, load_error: Exception | None = None,
-           run_error: Exception | None = None, seen: list | None = None):
+def _fakes(
+    skew: int = 0,
+    compile_error: Exception | None = None,
+    load_error: Exception | None = None,
+    run_error: Exception | None = None,
+    seen: list | None = None,
+):
     holder = {}
 
     def compile_fn(graph):
@@ -298,7 +306,7 @@ def test_runner_pass_goes_through_text_with_weights_attached() -> None:
     assert g.source is None and set(g.weights) == {"k"}
     assert g.weights["k"].dtype == np.float32 and g.weights["k"].shape == (2, 3)
     text, weights = case_text(_relu_case())
-    assert "@weights(\"k\")" in text and "relu(t)" in text and set(weights) == {"k"}
+    assert '@weights("k")' in text and "relu(t)" in text and set(weights) == {"k"}
 
 
 def test_runner_wrong_answer_is_fail_with_first_index() -> None:
@@ -346,13 +354,18 @@ def test_runner_special_character_names() -> None:
 
 
 def test_summary_and_table() -> None:
-    rs = [CaseResult("add", "a1", "pass"), CaseResult("add", "a2", "unsupported", "fp16"),
-          CaseResult("add", "a3", "fail", "element 0: got 1", stage="compare"),
-          CaseResult("relu", "r1", "unsupported", "nope"),
-          CaseResult("relu", "r2", "error", "boom", stage="run")]
+    rs = [
+        CaseResult("add", "a1", "pass"),
+        CaseResult("add", "a2", "unsupported", "fp16"),
+        CaseResult("add", "a3", "fail", "element 0: got 1", stage="compare"),
+        CaseResult("relu", "r1", "unsupported", "nope"),
+        CaseResult("relu", "r2", "error", "boom", stage="run"),
+    ]
     rows = summarize(rs)
     assert [(r.op, r.cases, r.passed, r.unsupported, r.failed, r.errors) for r in rows] == [
-        ("add", 3, 1, 1, 1, 0), ("relu", 2, 0, 1, 0, 1)]
+        ("add", 3, 1, 1, 1, 0),
+        ("relu", 2, 0, 1, 0, 1),
+    ]
     assert rows[0].first_failure.startswith("a3: [fail at compare]")
     assert rows[1].first_failure.startswith("r2: [error at run]")
     table = format_table(rows)
@@ -413,8 +426,11 @@ def _case_files() -> list[pathlib.Path]:
 
 
 def _numel(case: dict) -> int:
-    descs = [*case.get("inputs", {}).values(), *(case.get("constants") or {}).values(),
-             *case.get("expectedOutputs", {}).values()]
+    descs = [
+        *case.get("inputs", {}).values(),
+        *(case.get("constants") or {}).values(),
+        *case.get("expectedOutputs", {}).values(),
+    ]
     return max([int(np.prod(d["shape"], dtype=np.int64)) for d in descs] or [0])
 
 

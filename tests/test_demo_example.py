@@ -16,7 +16,7 @@ def _conv2d_nchw(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: int, pad: 
     out = np.zeros((n, o, oh, ow), np.float64)
     for i in range(oh):
         for j in range(ow):
-            window = xp[:, :, i * stride:i * stride + kh, j * stride:j * stride + kw]
+            window = xp[:, :, i * stride : i * stride + kh, j * stride : j * stride + kw]
             out[:, :, i, j] = np.einsum("nchw,ochw->no", window, w)
     return out + b[None, :, None, None]
 

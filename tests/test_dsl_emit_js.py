@@ -53,8 +53,9 @@ console.log(JSON.stringify(calls));
 def _run(tmp: pathlib.Path, js: str, *args: str) -> list[dict]:
     (tmp / "graph.mjs").write_text(js)
     (tmp / "harness.mjs").write_text(HARNESS)
-    chk = subprocess.run([NODE, "--check", str(tmp / "graph.mjs")], capture_output=True, text=True,
-                         timeout=60)
+    chk = subprocess.run(
+        [NODE, "--check", str(tmp / "graph.mjs")], capture_output=True, text=True, timeout=60
+    )
     assert chk.returncode == 0, chk.stderr
     r = subprocess.run([NODE, str(tmp / "harness.mjs"), *args], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
@@ -66,8 +67,9 @@ def test_format_reference_calls(tmp_path: pathlib.Path) -> None:
     if not d.is_dir():
         pytest.skip("conformance data not found")
     g = load_graph(d / "format_reference.webnn")
-    calls = _run(tmp_path, to_js(g), str(d / "format_reference.weights"),
-                 str(d / "format_reference.manifest.json"))
+    calls = _run(
+        tmp_path, to_js(g), str(d / "format_reference.weights"), str(d / "format_reference.manifest.json")
+    )
     ops = [c["op"] for c in calls]
     assert ops == ["input", "constant", "constant", "constant", "add", "split", "concat", "build"]
     assert calls[0]["args"] == ["input", {"dataType": "float32", "shape": [8, 4]}]
@@ -116,8 +118,11 @@ def test_method_parameters_positional_and_operand_options(tmp_path: pathlib.Path
     assert consts[2]["args"][1] == {"typed": "BigInt64Array", "values": [-1, -1]}
     assert consts[3]["args"][1] == {"typed": "Uint8Array", "values": [0xF1, 0x07]}  # int4 packed
     conv, conv2 = by_op["conv2d"]
-    assert conv["args"] == [{"operand": 0}, {"operand": 2},
-                            {"strides": [1, 1], "inputLayout": "nchw", "bias": {"operand": 3}}]
+    assert conv["args"] == [
+        {"operand": 0},
+        {"operand": 2},
+        {"strides": [1, 1], "inputLayout": "nchw", "bias": {"operand": 3}},
+    ]
     assert conv2["args"] == [{"operand": 0}, {"operand": 2}, {"bias": {"operand": 3}}]
     assert by_op["reshape"][0]["args"][1:] == [[2, 16]]
     assert by_op["softmax"][0]["args"][1:] == [1, {"label": "sm"}]
@@ -131,8 +136,10 @@ def test_method_parameters_positional_and_operand_options(tmp_path: pathlib.Path
 
 
 def test_odd_names_are_safe(tmp_path: pathlib.Path) -> None:
-    g = parse('webnn_graph "q\\"`${x}" v2 { inputs { $a.b/c: f32[dyn("n`", 3)]; __proto__: f32[3]; } '
-              "nodes { y = add($a.b/c, __proto__); } outputs { y } }")
+    g = parse(
+        'webnn_graph "q\\"`${x}" v2 { inputs { $a.b/c: f32[dyn("n`", 3)]; __proto__: f32[3]; } '
+        "nodes { y = add($a.b/c, __proto__); } outputs { y } }"
+    )
     calls = _run(tmp_path, to_js(g))
     assert calls[0]["args"] == ["$a.b/c", {"dataType": "float32", "shape": [3]}]
     assert calls[2] == {"op": "add", "args": [{"operand": 0}, {"operand": 1}]}

@@ -21,16 +21,33 @@ CONF = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "conforma
 
 IDENT = st.from_regex(r"\A[A-Za-z_/$][A-Za-z0-9_./]{0,6}\Z", fullmatch=True)
 # Names 0.3 accepts as declarations but would misread as values, and unreserved keywords.
-NAMES = IDENT | st.sampled_from(["true", "trueval", "nullable", "false_x", "null",
-                                 "inputs", "nodes", "consts",
-                                 "outputs", "v1", "dyn", "f32", "webnn_graph", "$", "/"])
+NAMES = IDENT | st.sampled_from(
+    [
+        "true",
+        "trueval",
+        "nullable",
+        "false_x",
+        "null",
+        "inputs",
+        "nodes",
+        "consts",
+        "outputs",
+        "v1",
+        "dyn",
+        "f32",
+        "webnn_graph",
+        "$",
+        "/",
+    ]
+)
 I64_BOUNDS = (-(2**63), 2**63 - 1)
 I64 = st.integers(*I64_BOUNDS)
 FLOATS = st.floats(allow_nan=False, allow_infinity=False)
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | I64 | FLOATS | st.text(max_size=8) | NAMES,
     lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=5) | NAMES, c, max_size=3),
-    max_leaves=8)
+    max_leaves=8,
+)
 DTYPE_NAMES = sorted(DTYPES)
 
 
@@ -50,14 +67,19 @@ def graphs(draw: st.DrawFn) -> Graph:
     names = draw(st.lists(NAMES, min_size=2, max_size=14, unique=True))
     n_in = draw(st.integers(0, min(3, len(names) - 1)))
     n_const = draw(st.integers(0, min(3, len(names) - 1 - n_in)))
-    g = Graph(name=draw(st.text(max_size=10)),
-              version=draw(st.sampled_from([1, 2])), quantized=draw(st.booleans()))
+    g = Graph(
+        name=draw(st.text(max_size=10)), version=draw(st.sampled_from([1, 2])), quantized=draw(st.booleans())
+    )
     pool = list(names)
     defined: list[str] = []
     for _ in range(n_in):
         name = pool.pop(0)
-        dims = draw(st.lists(st.integers(0, 2**32 - 1) | st.builds(DynDim, st.text(max_size=4),
-                                                                  st.integers(1, 2**32 - 1)), max_size=3))
+        dims = draw(
+            st.lists(
+                st.integers(0, 2**32 - 1) | st.builds(DynDim, st.text(max_size=4), st.integers(1, 2**32 - 1)),
+                max_size=3,
+            )
+        )
         g.inputs[name] = Operand(name, draw(st.sampled_from(DTYPE_NAMES)), dims)
         defined.append(name)
     for _ in range(n_const):
@@ -112,12 +134,60 @@ EXTRA = [
     'splits=[1, 1], axis=1); r = concat([p, q], axis=1, m={"s": "\\"q\\\\", t: [true, false, null]}); } '
     "outputs { r, q; p } } # end",
 ]
-VOCAB = ["{", "}", "[", "]", "(", ")", ";", ",", "=", ":", '"', "\\", "#", "\n", "\r\n",
-         " ", "@bytes", "@scalar",
-         "@weights", "@quantized", "dyn", "true", "false", "null", "nullx", "-", "1e999", "4294967296", "256",
-         "-0.5", "1e", "0x1", "inputs", "nodes", "outputs", "consts", "f32", "u8", "x",
-         "$", "/", ".", "é", "\x00",
-         "webnn_graph", "v1", "v3", "[a, b] =", "y = x;", "relu(", "9223372036854775808", "[" * 80]
+VOCAB = [
+    "{",
+    "}",
+    "[",
+    "]",
+    "(",
+    ")",
+    ";",
+    ",",
+    "=",
+    ":",
+    '"',
+    "\\",
+    "#",
+    "\n",
+    "\r\n",
+    " ",
+    "@bytes",
+    "@scalar",
+    "@weights",
+    "@quantized",
+    "dyn",
+    "true",
+    "false",
+    "null",
+    "nullx",
+    "-",
+    "1e999",
+    "4294967296",
+    "256",
+    "-0.5",
+    "1e",
+    "0x1",
+    "inputs",
+    "nodes",
+    "outputs",
+    "consts",
+    "f32",
+    "u8",
+    "x",
+    "$",
+    "/",
+    ".",
+    "é",
+    "\x00",
+    "webnn_graph",
+    "v1",
+    "v3",
+    "[a, b] =",
+    "y = x;",
+    "relu(",
+    "9223372036854775808",
+    "[" * 80,
+]
 ALLOWED = (ParseError, ValidationError)
 
 
@@ -138,7 +208,7 @@ def _mutate(rng: random.Random, s: str) -> str:
             s = s[:i] + chr(rng.randint(0, 0x2FF)) + s[j:]
         else:
             k = rng.randint(0, len(s))
-            s = s[:i] + s[k:k + 8] + s[i:]
+            s = s[:i] + s[k : k + 8] + s[i:]
     return s
 
 
@@ -218,7 +288,9 @@ def test_uint64_beyond_i64() -> None:
     assert g.consts["c"].init.value == 2.0**63 and isinstance(g.consts["c"].init.value, float)
     assert parse(to_text(g)) == g and parse_json(to_json(g)) == g
     with pytest.raises(ParseError, match="no exact double"):
-        parse_json('{"format": "webnn-graph-json", "version": 1, "name": "t", "inputs": {}, "consts": {"c": '
-                   '{"dataType": "uint64", "shape": [], "init": {"kind": "scalar", "value": '
-                   '9223372036854775809}}}, "nodes": [], "outputs": {"c": "c"}}')
+        parse_json(
+            '{"format": "webnn-graph-json", "version": 1, "name": "t", "inputs": {}, "consts": {"c": '
+            '{"dataType": "uint64", "shape": [], "init": {"kind": "scalar", "value": '
+            '9223372036854775809}}}, "nodes": [], "outputs": {"c": "c"}}'
+        )
     assert "outside the 64-bit signed integer range" in (scalar_problem("uint64", 2**63) or "")

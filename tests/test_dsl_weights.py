@@ -43,7 +43,7 @@ def _synthesize(manifest: dict, path: pathlib.Path, arrays: dict[str, np.ndarray
     for key, t in manifest["tensors"].items():
         data = arrays[key].astype(DTYPES[t["dataType"]]).tobytes()
         assert len(data) == t["byteLength"]
-        buf[t["byteOffset"]:t["byteOffset"] + len(data)] = data
+        buf[t["byteOffset"] : t["byteOffset"] + len(data)] = data
     path.write_bytes(bytes(buf))
 
 
@@ -101,8 +101,9 @@ def test_model_sidecars_and_missing_weights(tmp_path: pathlib.Path) -> None:
     g = load_graph(tmp_path / "a.webnn")  # no sidecars: loads, data unresolved
     with pytest.raises(WeightsError, match=r"const 'w'.*@weights\('k'\).*no weights"):
         const_array(g, "w")
-    pack_weights({"k": np.array([1.5, -2], np.float32)},
-                 tmp_path / "model.weights", tmp_path / "manifest.json")
+    pack_weights(
+        {"k": np.array([1.5, -2], np.float32)}, tmp_path / "model.weights", tmp_path / "manifest.json"
+    )
     g = load_graph(tmp_path / "a.webnn")
     np.testing.assert_array_equal(const_array(g, "w"), [1.5, -2])
     (tmp_path / "manifest.json").unlink()
@@ -161,8 +162,9 @@ def test_mobilenet_manifest_loads() -> None:
 
 # -- checks -----------------------------------------------------------------------------------------------
 
-G = parse('webnn_graph "t" v1 { consts { w: f32[2, 3] @weights("enc.w"); s: f32[1] @scalar(2); } '
-          "outputs { w s } }")
+G = parse(
+    'webnn_graph "t" v1 { consts { w: f32[2, 3] @weights("enc.w"); s: f32[1] @scalar(2); } outputs { w s } }'
+)
 
 
 def _setup(tmp_path: pathlib.Path, tensors: dict, file_size: int = 64, header: bool = False) -> tuple:
@@ -178,21 +180,33 @@ def _setup(tmp_path: pathlib.Path, tensors: dict, file_size: int = 64, header: b
 
 
 def _t(dtype: str = "float32", shape: list | None = None, off: int = 8, length: int = 24) -> dict:
-    return {"dataType": dtype, "shape": [2, 3] if shape is None else shape, "byteOffset": off,
-            "byteLength": length}
+    return {
+        "dataType": dtype,
+        "shape": [2, 3] if shape is None else shape,
+        "byteOffset": off,
+        "byteLength": length,
+    }
 
 
-@pytest.mark.parametrize("tensors,size,pattern", [
-    ({"other": _t()}, 64, r"const 'w' \(weights key 'enc.w'\): not in manifest"),
-    ({"enc.w": _t(dtype="float16", length=12)}, 64, r"dataType float16 does not match the const's float32"),
-    ({"enc.w": _t(shape=[3, 2])}, 64, r"shape \[3, 2\] does not match the const's \[2, 3\]"),
-    ({"enc.w": _t(length=20)}, 64, r"byteLength 20 but float32\[2, 3\] needs 24"),
-    ({"enc.w": _t(off=48)}, 64, r"bytes \[48, 72\) are past the end of .*\(64 bytes\)"),
-    ({"enc.w": _t(), "enc_w": _t()}, 64, None),  # exact key wins, no ambiguity
-    ({"enc::w": _t(), "enc__w": _t()}, 64, r"not in manifest"),
-])
-def test_manifest_checks_name_the_culprit(tmp_path: pathlib.Path, tensors: dict, size: int,
-                                          pattern: str | None) -> None:
+@pytest.mark.parametrize(
+    "tensors,size,pattern",
+    [
+        ({"other": _t()}, 64, r"const 'w' \(weights key 'enc.w'\): not in manifest"),
+        (
+            {"enc.w": _t(dtype="float16", length=12)},
+            64,
+            r"dataType float16 does not match the const's float32",
+        ),
+        ({"enc.w": _t(shape=[3, 2])}, 64, r"shape \[3, 2\] does not match the const's \[2, 3\]"),
+        ({"enc.w": _t(length=20)}, 64, r"byteLength 20 but float32\[2, 3\] needs 24"),
+        ({"enc.w": _t(off=48)}, 64, r"bytes \[48, 72\) are past the end of .*\(64 bytes\)"),
+        ({"enc.w": _t(), "enc_w": _t()}, 64, None),  # exact key wins, no ambiguity
+        ({"enc::w": _t(), "enc__w": _t()}, 64, r"not in manifest"),
+    ],
+)
+def test_manifest_checks_name_the_culprit(
+    tmp_path: pathlib.Path, tensors: dict, size: int, pattern: str | None
+) -> None:
     wp, mp = _setup(tmp_path, tensors, size)
     g = parse(G.to_text())
     if pattern is None:
@@ -214,22 +228,33 @@ def test_name_normalization_fallback(tmp_path: pathlib.Path) -> None:
         attach_weights(g, wp, mp)
 
 
-@pytest.mark.parametrize("edit,pattern", [
-    (lambda m: m.pop("endianness"), "missing required field 'endianness'"),
-    (lambda m: m.update(format="x"), "format must be"),
-    (lambda m: m.update(version=2), "unsupported manifest version 2"),
-    (lambda m: m.update(endianness="big"), "endianness must be"),
-    (lambda m: m.update(tensors=[]), "tensors must be an object"),
-    (lambda m: m["tensors"]["a"].pop("byteLength"), r"tensors\['a'\]: missing required field 'byteLength'"),
-    (lambda m: m["tensors"]["a"].update(byteOffset=-1), r"byteOffset: expected a non-negative integer"),
-    (lambda m: m["tensors"]["a"].update(dataType="float64"), r"unknown data type"),
-    (lambda m: m["tensors"]["a"].update(shape=[1.5]), r"shape\[0\]"),
-    (lambda m: m["tensors"]["a"].update(layout="col-major"), r"row-major"),
-])
+@pytest.mark.parametrize(
+    "edit,pattern",
+    [
+        (lambda m: m.pop("endianness"), "missing required field 'endianness'"),
+        (lambda m: m.update(format="x"), "format must be"),
+        (lambda m: m.update(version=2), "unsupported manifest version 2"),
+        (lambda m: m.update(endianness="big"), "endianness must be"),
+        (lambda m: m.update(tensors=[]), "tensors must be an object"),
+        (
+            lambda m: m["tensors"]["a"].pop("byteLength"),
+            r"tensors\['a'\]: missing required field 'byteLength'",
+        ),
+        (lambda m: m["tensors"]["a"].update(byteOffset=-1), r"byteOffset: expected a non-negative integer"),
+        (lambda m: m["tensors"]["a"].update(dataType="float64"), r"unknown data type"),
+        (lambda m: m["tensors"]["a"].update(shape=[1.5]), r"shape\[0\]"),
+        (lambda m: m["tensors"]["a"].update(layout="col-major"), r"row-major"),
+    ],
+)
 def test_manifest_is_strict(tmp_path: pathlib.Path, edit, pattern: str) -> None:  # noqa: ANN001
-    m = {"format": "webnn-weights-manifest", "version": 1, "endianness": "little",
-         "tensors": {"a": {"dataType": "float32", "shape": [1], "byteOffset": 0, "byteLength": 4,
-                           "layout": None}}}
+    m = {
+        "format": "webnn-weights-manifest",
+        "version": 1,
+        "endianness": "little",
+        "tensors": {
+            "a": {"dataType": "float32", "shape": [1], "byteOffset": 0, "byteLength": 4, "layout": None}
+        },
+    }
     load_manifest(m)  # the 0.3 resolver's test spelling is accepted
     edit(m)
     p = tmp_path / "m.json"
@@ -280,10 +305,12 @@ def test_attach_dict() -> None:
 
 
 def test_const_array_kinds() -> None:
-    g = parse('webnn_graph "t" v1 { consts { a: i32[2, 2] @scalar(-7); b: f32[] @scalar(1e-5); '
-              "c: i64[1] @bytes([255, 255, 255, 255, 255, 255, 255, 127]); "
-              "d: f16[2] @bytes([0, 60, 0, 188]); "
-              "e: i4[2] @scalar(-8); } outputs { a b c d e } }")
+    g = parse(
+        'webnn_graph "t" v1 { consts { a: i32[2, 2] @scalar(-7); b: f32[] @scalar(1e-5); '
+        "c: i64[1] @bytes([255, 255, 255, 255, 255, 255, 255, 127]); "
+        "d: f16[2] @bytes([0, 60, 0, 188]); "
+        "e: i4[2] @scalar(-8); } outputs { a b c d e } }"
+    )
     np.testing.assert_array_equal(const_array(g, "a"), np.full((2, 2), -7, np.int32))
     b = const_array(g, "b")
     assert b.shape == () and b.dtype == np.float32 and b == np.float32(1e-5)
@@ -297,9 +324,14 @@ def test_const_array_kinds() -> None:
 
 def test_pack_unpack_roundtrip(tmp_path: pathlib.Path) -> None:
     rng = np.random.default_rng(3)
-    arrays = {"a.b": rng.standard_normal((3, 5)).astype(np.float32), "i/64": np.arange(7, dtype=np.int64),
-              "h": rng.standard_normal(9).astype(np.float16), "u": np.arange(3, dtype=np.uint8),
-              "q": np.array([-8, 7], np.int8), "s": np.float32(2.5)}
+    arrays = {
+        "a.b": rng.standard_normal((3, 5)).astype(np.float32),
+        "i/64": np.arange(7, dtype=np.int64),
+        "h": rng.standard_normal(9).astype(np.float16),
+        "u": np.arange(3, dtype=np.uint8),
+        "q": np.array([-8, 7], np.int8),
+        "s": np.float32(2.5),
+    }
     m = pack_weights(arrays, tmp_path / "p.weights", tmp_path / "p.manifest.json", dtypes={"q": "int4"})
     raw = (tmp_path / "p.weights").read_bytes()
     assert raw[:8] == b"WGWT\x01\x00\x00\x00"

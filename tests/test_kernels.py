@@ -21,8 +21,9 @@ from webxnn.errors import InputError
 
 K = load_testing_module().kernels
 
-SETTINGS = settings(max_examples=25, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+SETTINGS = settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
+)
 DIMS = st.sampled_from([1, 2, 3, 7, 17])
 RNG = np.random.default_rng(1234)
 
@@ -49,8 +50,14 @@ def clamp(y: np.ndarray, lo: float, hi: float) -> np.ndarray:
 
 # ------------------------------------------------------------------------------------------------- gemm
 @SETTINGS
-@given(m=DIMS, n=st.sampled_from([1, 3, 7, 16, 17, 24, 33, 40]), k=st.sampled_from([1, 2, 7, 17, 64]),
-       nk=st.booleans(), has_bias=st.booleans(), act=st.booleans())
+@given(
+    m=DIMS,
+    n=st.sampled_from([1, 3, 7, 16, 17, 24, 33, 40]),
+    k=st.sampled_from([1, 2, 7, 17, 64]),
+    nk=st.booleans(),
+    has_bias=st.booleans(),
+    act=st.booleans(),
+)
 def test_gemm(m, n, k, nk, has_bias, act):
     a = rand(m, k)
     b = rand(n, k) if nk else rand(k, n)
@@ -91,8 +98,9 @@ def test_gemm_threads_identical_and_best():
 
 
 @SETTINGS
-@given(batch_a=st.sampled_from([1, 3]), batch_b=st.sampled_from([1, 3]), m=DIMS, n=DIMS, k=DIMS,
-       nk=st.booleans())
+@given(
+    batch_a=st.sampled_from([1, 3]), batch_b=st.sampled_from([1, 3]), m=DIMS, n=DIMS, k=DIMS, nk=st.booleans()
+)
 def test_batch_matmul(batch_a, batch_b, m, n, k, nk):
     a = rand(batch_a, m, k)
     b = rand(batch_b, n, k) if nk else rand(batch_b, k, n)
@@ -114,15 +122,28 @@ def test_batch_matmul_threads():
 
 # ------------------------------------------------------------------------------------------------- conv
 CONV = dict(
-    n=st.sampled_from([1, 2]), h=st.integers(1, 9), w=st.integers(1, 9), kh=st.integers(1, 4),
-    kw=st.integers(1, 4), sh=st.integers(1, 3), sw=st.integers(1, 3), dh=st.integers(1, 2),
-    dw=st.integers(1, 2), pads=st.tuples(*[st.integers(0, 2)] * 4), act=st.booleans(),
+    n=st.sampled_from([1, 2]),
+    h=st.integers(1, 9),
+    w=st.integers(1, 9),
+    kh=st.integers(1, 4),
+    kw=st.integers(1, 4),
+    sh=st.integers(1, 3),
+    sw=st.integers(1, 3),
+    dh=st.integers(1, 2),
+    dw=st.integers(1, 2),
+    pads=st.tuples(*[st.integers(0, 2)] * 4),
+    act=st.booleans(),
 )
 
 
 @SETTINGS
-@given(groups=st.integers(1, 3), gic=st.sampled_from([1, 2, 3, 7]), goc=st.sampled_from([1, 2, 5, 17]),
-       has_bias=st.booleans(), **CONV)
+@given(
+    groups=st.integers(1, 3),
+    gic=st.sampled_from([1, 2, 3, 7]),
+    goc=st.sampled_from([1, 2, 5, 17]),
+    has_bias=st.booleans(),
+    **CONV,
+)
 def test_conv2d(n, h, w, kh, kw, sh, sw, dh, dw, pads, act, groups, gic, goc, has_bias):
     assume(h + pads[0] + pads[2] >= dh * (kh - 1) + 1 and w + pads[1] + pads[3] >= dw * (kw - 1) + 1)
     x = rand(n, h, w, groups * gic)
@@ -132,8 +153,9 @@ def test_conv2d(n, h, w, kh, kw, sh, sw, dh, dw, pads, act, groups, gic, goc, ha
     want = clamp(conv2d_ref(x, f, bias, pads, (sh, sw), (dh, dw), groups), lo, hi)
     got = K.conv2d(x, f, bias, pads=pads, strides=(sh, sw), dilations=(dh, dw), groups=groups, min=lo, max=hi)
     close(got, want, kh * kw * gic)
-    got_best = K.conv2d(x, f, bias, pads=pads, strides=(sh, sw), dilations=(dh, dw), groups=groups, min=lo,
-                        max=hi, isa="best")
+    got_best = K.conv2d(
+        x, f, bias, pads=pads, strides=(sh, sw), dilations=(dh, dw), groups=groups, min=lo, max=hi, isa="best"
+    )
     close(got_best, want, kh * kw * gic)
 
 
@@ -188,13 +210,21 @@ def test_dwconv2d_3x3_row_pairs(s, w, c):
             close(full, clamp(dwconv2d_ref(x, f, b, (1, 1, 1, 1), (s, s), (1, 1)), -0.25, 0.75), 9)
             same_bytes(K.dwconv2d(x[:, shift:], f, b, pads=pads2, **geo), full[:, skip:])
             blk = dict(pw_filter=pw, filter=f, bias=b, project_filter=pj, pw_min=0.0, pw_max=6.0, **geo)
-            same_bytes(K.dwconv2d_conv1x1(xe[:, shift:], pads=pads2, **blk),
-                       K.dwconv2d_conv1x1(xe, pads=(1, 1, 1, 1), **blk)[:, skip:])
+            same_bytes(
+                K.dwconv2d_conv1x1(xe[:, shift:], pads=pads2, **blk),
+                K.dwconv2d_conv1x1(xe, pads=(1, 1, 1, 1), **blk)[:, skip:],
+            )
 
 
 @SETTINGS
-@given(groups=st.integers(1, 2), gic=st.sampled_from([1, 3, 7]), goc=st.sampled_from([1, 2, 17]),
-       adj=st.tuples(st.integers(0, 2), st.integers(0, 2)), has_bias=st.booleans(), **CONV)
+@given(
+    groups=st.integers(1, 2),
+    gic=st.sampled_from([1, 3, 7]),
+    goc=st.sampled_from([1, 2, 17]),
+    adj=st.tuples(st.integers(0, 2), st.integers(0, 2)),
+    has_bias=st.booleans(),
+    **CONV,
+)
 def test_deconv2d(n, h, w, kh, kw, sh, sw, dh, dw, pads, act, groups, gic, goc, adj, has_bias):
     fh = (h - 1) * sh + dh * (kh - 1) + 1 + adj[0]
     fw = (w - 1) * sw + dw * (kw - 1) + 1 + adj[1]
@@ -210,9 +240,17 @@ def test_deconv2d(n, h, w, kh, kw, sh, sw, dh, dw, pads, act, groups, gic, goc, 
 
 
 @SETTINGS
-@given(n=st.sampled_from([1, 2]), h=st.sampled_from([1, 2, 3, 7, 17]), w=st.sampled_from([1, 2, 7, 17]),
-       pads=st.tuples(*[st.integers(0, 2)] * 4), gic=st.sampled_from([16, 17, 40]),
-       goc=st.sampled_from([16, 19, 33]), act=st.booleans(), has_bias=st.booleans(), residual=st.booleans())
+@given(
+    n=st.sampled_from([1, 2]),
+    h=st.sampled_from([1, 2, 3, 7, 17]),
+    w=st.sampled_from([1, 2, 7, 17]),
+    pads=st.tuples(*[st.integers(0, 2)] * 4),
+    gic=st.sampled_from([16, 17, 40]),
+    goc=st.sampled_from([16, 19, 33]),
+    act=st.booleans(),
+    has_bias=st.booleans(),
+    residual=st.booleans(),
+)
 def test_conv2d_3x3_stride1_winograd(n, h, w, pads, gic, goc, act, has_bias, residual):
     """The shapes the AVX2 table runs by Winograd F(4x4, 3x3): odd sizes, asymmetric padding, tile tails
     (odd output sizes), channel tails, bias, clamp and the fused residual; against numpy, across threads."""
@@ -251,7 +289,7 @@ def test_deconv2d_wide_gemm_path():
     """Decoder-sized transposed convolutions (the AVX2 table's GEMM + gather, in bands of output rows when the
     columns pass 8 MB): stride 2 with overlapping taps, dilation, adjustment and groups, against numpy and
     byte-identical across threads."""
-    for (h, w, gic, goc, k, s, d, pads, groups, adj) in [
+    for h, w, gic, goc, k, s, d, pads, groups, adj in [
         (9, 7, 24, 40, 4, 2, 1, (1, 1, 1, 1), 1, (0, 0)),
         (6, 5, 16, 24, 3, 2, 2, (0, 1, 2, 0), 2, (1, 1)),
         (5, 5, 8, 16, 2, 2, 1, (0, 0, 0, 0), 1, (0, 0)),
@@ -261,8 +299,9 @@ def test_deconv2d_wide_gemm_path():
         x = rand(2, h, w, groups * gic)
         f = rand(groups * goc, k, k, gic)
         b = rand(groups * goc)
-        kw_ = dict(pads=pads, strides=(s, s), dilations=(d, d), groups=groups, adjustment=adj, min=-0.5,
-                   max=2.0)
+        kw_ = dict(
+            pads=pads, strides=(s, s), dilations=(d, d), groups=groups, adjustment=adj, min=-0.5, max=2.0
+        )
         want = clamp(deconv2d_ref(x, f, b, pads, (s, s), (d, d), adj, groups), -0.5, 2.0)
         got = K.deconv2d(x, f, b, isa="best", **kw_)
         close(got, want, k * k * gic)
@@ -276,20 +315,33 @@ def test_scratch_reused_across_calls_of_other_sizes():
     for threads in (1, 2):
         for m, k, c, h in ((70, 2048, 96, 20), (9, 1024, 16, 6), (70, 2048, 96, 20)):
             a, b = rand(m, k, seed=m), rand(40, k, seed=k, lo=-0.1, hi=0.1)
-            close(K.gemm(a, b, None, b_is_nk=True, isa="best", threads=threads),  # k % 1024 == 0: copied A
-                  a.astype(np.float64) @ b.T.astype(np.float64), k)
+            close(
+                K.gemm(a, b, None, b_is_nk=True, isa="best", threads=threads),  # k % 1024 == 0: copied A
+                a.astype(np.float64) @ b.T.astype(np.float64),
+                k,
+            )
             ba, bb = rand(4, m, 33, seed=1), rand(4, 33, c, seed=2)
-            close(K.batch_matmul(ba, bb, isa="best", threads=threads),
-                  np.matmul(ba.astype(np.float64), bb), 33)
+            close(
+                K.batch_matmul(ba, bb, isa="best", threads=threads), np.matmul(ba.astype(np.float64), bb), 33
+            )
             x, f, fb = rand(1, h, h, c, seed=h), rand(c, 3, 3, c, seed=c, lo=-0.1, hi=0.1), rand(c, seed=5)
-            close(K.conv2d(x, f, fb, pads=(1, 1, 1, 1), isa="best", threads=threads),  # Winograd
-                  conv2d_ref(x, f, fb, (1, 1, 1, 1), (1, 1), (1, 1), 1), 9 * c)
+            close(
+                K.conv2d(x, f, fb, pads=(1, 1, 1, 1), isa="best", threads=threads),  # Winograd
+                conv2d_ref(x, f, fb, (1, 1, 1, 1), (1, 1), (1, 1), 1),
+                9 * c,
+            )
             fd = rand(1, 3, 3, 2 * c, seed=6)  # depth multiplier 2: the ring of expanded rows
-            close(K.dwconv2d(x, fd, None, pads=(1, 1, 1, 1), isa="best", threads=threads),
-                  dwconv2d_ref(x, fd, None, (1, 1, 1, 1), (1, 1), (1, 1)), 9)
+            close(
+                K.dwconv2d(x, fd, None, pads=(1, 1, 1, 1), isa="best", threads=threads),
+                dwconv2d_ref(x, fd, None, (1, 1, 1, 1), (1, 1), (1, 1)),
+                9,
+            )
             ft = rand(8, 4, 4, c, seed=7)
-            close(K.deconv2d(x, ft, None, strides=(2, 2), isa="best", threads=threads),
-                  deconv2d_ref(x, ft, None, (0, 0, 0, 0), (2, 2), (1, 1), (0, 0), 1), 16 * c)
+            close(
+                K.deconv2d(x, ft, None, strides=(2, 2), isa="best", threads=threads),
+                deconv2d_ref(x, ft, None, (0, 0, 0, 0), (2, 2), (1, 1), (0, 0), 1),
+                16 * c,
+            )
 
 
 @pytest.mark.parametrize("hw", [(1, 7), (2, 4), (3, 3), (1, 13), (7, 2), (3, 5), (7, 7), (5, 11)])
@@ -328,12 +380,20 @@ def _nchw(x: np.ndarray) -> np.ndarray:
 
 
 @SETTINGS
-@given(n=st.sampled_from([1, 2]), h=st.sampled_from([1, 2, 7, 17]), w=st.sampled_from([1, 6, 7, 13, 30]),
-       k=st.sampled_from([(3, 3), (7, 7), (1, 1), (2, 3), (3, 7)]),
-       s=st.sampled_from([(1, 1), (2, 2), (1, 2), (3, 1)]), d=st.sampled_from([(1, 1), (2, 1)]),
-       pads=st.tuples(*[st.integers(0, 3)] * 4), groups=st.sampled_from([1, 2]),
-       gic=st.sampled_from([1, 3, 4]), goc=st.sampled_from([1, 8, 16, 17, 40]), residual=st.booleans(),
-       post=st.sampled_from(["none", "hardswish"]))
+@given(
+    n=st.sampled_from([1, 2]),
+    h=st.sampled_from([1, 2, 7, 17]),
+    w=st.sampled_from([1, 6, 7, 13, 30]),
+    k=st.sampled_from([(3, 3), (7, 7), (1, 1), (2, 3), (3, 7)]),
+    s=st.sampled_from([(1, 1), (2, 2), (1, 2), (3, 1)]),
+    d=st.sampled_from([(1, 1), (2, 1)]),
+    pads=st.tuples(*[st.integers(0, 3)] * 4),
+    groups=st.sampled_from([1, 2]),
+    gic=st.sampled_from([1, 3, 4]),
+    goc=st.sampled_from([1, 8, 16, 17, 40]),
+    residual=st.booleans(),
+    post=st.sampled_from(["none", "hardswish"]),
+)
 def test_conv2d_reads_nchw(n, h, w, k, s, d, pads, groups, gic, goc, residual, post):
     """An NCHW input read in place (layout='nchw': a graph's image, its transpose fused away) gives the bits
     of the conv of the NHWC input on both tables and 1 or 2 threads: through the AVX2 planar kernels (3x3
@@ -354,10 +414,15 @@ def test_conv2d_reads_nchw(n, h, w, k, s, d, pads, groups, gic, goc, residual, p
         close(nhwc, clamp(want + (r if residual else 0), -1.0, 1.5), k[0] * k[1] * gic)
 
 
-@pytest.mark.parametrize("hw, k, s, pads, oc", [((224, 224), 3, 2, (1, 1, 1, 1), 32),
-                                                ((17, 30), 3, 2, (0, 1, 1, 0), 24),
-                                                ((9, 7), 3, 1, (1, 1, 1, 1), 17),
-                                                ((61, 45), 7, 2, (3, 3, 3, 3), 64)])
+@pytest.mark.parametrize(
+    "hw, k, s, pads, oc",
+    [
+        ((224, 224), 3, 2, (1, 1, 1, 1), 32),
+        ((17, 30), 3, 2, (0, 1, 1, 0), 24),
+        ((9, 7), 3, 1, (1, 1, 1, 1), 17),
+        ((61, 45), 7, 2, (3, 3, 3, 3), 64),
+    ],
+)
 def test_conv2d_rgb_stem_from_planes(hw, k, s, pads, oc):
     """Full-size and odd RGB stems read from NCHW planes (MobileNet's 3x3 / ResNet's 7x7, stride 2): the bits
     of the NHWC stem, and numpy's values."""
@@ -369,8 +434,17 @@ def test_conv2d_rgb_stem_from_planes(hw, k, s, pads, oc):
     same_bytes(got, K.conv2d(_nchw(x), f, b, layout="nchw", threads=2, **geo))
 
 
-@pytest.mark.parametrize("hw, cin, cout", [((7, 7), 320, 1280), ((7, 7), 16, 40), ((3, 5), 1600, 17),
-                                             ((17, 1), 7, 33), ((1, 1), 64, 16), ((14, 14), 96, 576)])
+@pytest.mark.parametrize(
+    "hw, cin, cout",
+    [
+        ((7, 7), 320, 1280),
+        ((7, 7), 16, 40),
+        ((3, 5), 1600, 17),
+        ((17, 1), 7, 33),
+        ((1, 1), 64, 16),
+        ((14, 14), 96, 576),
+    ],
+)
 def test_conv2d_pointwise_prefetch_never_changes_results(hw, cin, cout):
     """A pointwise conv given a later step's weights to prefetch (ahead: MobileNetV2's 1x1 conv before its
     classifier) gives the same bits as without, on 1 and 2 threads, with and without a residual: the prefetch
@@ -396,10 +470,17 @@ def test_conv2d_layout_is_checked():
 
 
 @SETTINGS
-@given(h=st.integers(1, 9), w=st.sampled_from([1, 3, 7, 17, 40]), cin=st.sampled_from([1, 3, 16]),
-       c=st.sampled_from([1, 8, 19]), k=st.sampled_from([(3, 3), (5, 5), (1, 3), (3, 1)]),
-       s=st.integers(1, 3), d=st.integers(1, 2), pads=st.tuples(*[st.integers(0, 2)] * 4),
-       post=st.sampled_from(["none", "hardswish"]))
+@given(
+    h=st.integers(1, 9),
+    w=st.sampled_from([1, 3, 7, 17, 40]),
+    cin=st.sampled_from([1, 3, 16]),
+    c=st.sampled_from([1, 8, 19]),
+    k=st.sampled_from([(3, 3), (5, 5), (1, 3), (3, 1)]),
+    s=st.integers(1, 3),
+    d=st.integers(1, 2),
+    pads=st.tuples(*[st.integers(0, 2)] * 4),
+    post=st.sampled_from(["none", "hardswish"]),
+)
 def test_conv1x1_dwconv2d_fused(h, w, cin, c, k, s, d, pads, post):
     """The expand -> depthwise pair in one call: the same bits as the pointwise conv (its own clamp) followed
     by the depthwise conv, on both tables and any thread count (each task recomputes the expanded rows it
@@ -426,8 +507,22 @@ def test_conv1x1_dwconv2d_large_and_errors():
     mid = mid.reshape(1, 112, 112, 96)
     want = K.dwconv2d(mid, f, None, pads=(1, 1, 1, 1), strides=(2, 2), isa="best")
     for threads in (1, 2):
-        same_bytes(K.conv1x1_dwconv2d(x, pw, None, f, None, pads=(1, 1, 1, 1), strides=(2, 2), pw_min=0.0,
-                                      pw_max=6.0, isa="best", threads=threads), want)
+        same_bytes(
+            K.conv1x1_dwconv2d(
+                x,
+                pw,
+                None,
+                f,
+                None,
+                pads=(1, 1, 1, 1),
+                strides=(2, 2),
+                pw_min=0.0,
+                pw_max=6.0,
+                isa="best",
+                threads=threads,
+            ),
+            want,
+        )
     # Several tasks per thread carry their ring of expanded rows from one task to the next, but never into
     # the next call: a 3-row input leaves rows 0-2 in the ring, which the next call's first rows must not
     # take (stride 1 and 2, 1 and 2 threads).
@@ -436,11 +531,26 @@ def test_conv1x1_dwconv2d_large_and_errors():
         for seed, h in ((10, 3), (11, 56), (12, 3), (13, 56)):
             x2 = rand(1, h, 56, 24, seed=seed)
             mid2 = K.gemm(x2.reshape(-1, 24), pw2, None, b_is_nk=True, min=0.0, max=6.0, isa="best")
-            want2 = K.dwconv2d(mid2.reshape(1, h, 56, 144), f2, None, pads=(1, 1, 1, 1), strides=(s, s),
-                               isa="best")
+            want2 = K.dwconv2d(
+                mid2.reshape(1, h, 56, 144), f2, None, pads=(1, 1, 1, 1), strides=(s, s), isa="best"
+            )
             for threads in (2, 1):
-                same_bytes(K.conv1x1_dwconv2d(x2, pw2, None, f2, None, pads=(1, 1, 1, 1), strides=(s, s),
-                                              pw_min=0.0, pw_max=6.0, isa="best", threads=threads), want2)
+                same_bytes(
+                    K.conv1x1_dwconv2d(
+                        x2,
+                        pw2,
+                        None,
+                        f2,
+                        None,
+                        pads=(1, 1, 1, 1),
+                        strides=(s, s),
+                        pw_min=0.0,
+                        pw_max=6.0,
+                        isa="best",
+                        threads=threads,
+                    ),
+                    want2,
+                )
     with pytest.raises(InputError, match="pw_filter"):
         K.conv1x1_dwconv2d(x, rand(96, 15), None, f)
     with pytest.raises(InputError, match=r"filter must be \[1, kh, kw, C\]"):
@@ -448,11 +558,18 @@ def test_conv1x1_dwconv2d_large_and_errors():
 
 
 @SETTINGS
-@given(h=st.integers(1, 9), w=st.sampled_from([1, 3, 7, 17, 40]), cin=st.sampled_from([0, 1, 3, 16]),
-       c=st.sampled_from([1, 8, 19]), co=st.sampled_from([1, 7, 16, 24]),
-       k=st.sampled_from([(3, 3), (5, 5), (1, 3)]), s=st.integers(1, 2),
-       pads=st.tuples(*[st.integers(0, 1)] * 4), post=st.sampled_from(["none", "hardswish"]),
-       residual=st.booleans())
+@given(
+    h=st.integers(1, 9),
+    w=st.sampled_from([1, 3, 7, 17, 40]),
+    cin=st.sampled_from([0, 1, 3, 16]),
+    c=st.sampled_from([1, 8, 19]),
+    co=st.sampled_from([1, 7, 16, 24]),
+    k=st.sampled_from([(3, 3), (5, 5), (1, 3)]),
+    s=st.integers(1, 2),
+    pads=st.tuples(*[st.integers(0, 1)] * 4),
+    post=st.sampled_from(["none", "hardswish"]),
+    residual=st.booleans(),
+)
 def test_dwconv2d_conv1x1_fused(h, w, cin, c, co, k, s, pads, post, residual):
     """The whole MobileNet block in one call ([expand ->] depthwise -> project [+ residual]; cin = 0: no
     expand): the same bits as the separate kernels on both tables and any thread count, and numpy's values."""
@@ -463,16 +580,39 @@ def test_dwconv2d_conv1x1_fused(h, w, cin, c, co, k, s, pads, post, residual):
     geo = dict(pads=pads, strides=(s, s), min=-0.5, max=1.5)
     for isa in ("scalar", "best"):
         ex = dict(pw_filter=pw, pw_bias=pb, pw_min=0.0, pw_max=6.0) if cin else {}
-        mid = K.conv1x1_dwconv2d(x, pw, pb, f, b, post=post, isa=isa, pw_min=0.0, pw_max=6.0, **geo) if cin \
+        mid = (
+            K.conv1x1_dwconv2d(x, pw, pb, f, b, post=post, isa=isa, pw_min=0.0, pw_max=6.0, **geo)
+            if cin
             else K.dwconv2d(x, f, b, post=post, isa=isa, **geo)
+        )
         r = rand(*mid.shape[:3], co) if residual else None
         flat = mid.reshape(-1, c)
-        want = K.gemm(flat, pj, pjb, b_is_nk=True, min=-2.0, max=2.0, isa=isa,
-                      residual=None if r is None else r.reshape(-1, co)).reshape(*mid.shape[:3], co)
+        want = K.gemm(
+            flat,
+            pj,
+            pjb,
+            b_is_nk=True,
+            min=-2.0,
+            max=2.0,
+            isa=isa,
+            residual=None if r is None else r.reshape(-1, co),
+        ).reshape(*mid.shape[:3], co)
         for threads in (1, 2):
-            got = K.dwconv2d_conv1x1(x, filter=f, bias=b, project_filter=pj, project_bias=pjb, residual=r,
-                                     post=post, project_min=-2.0, project_max=2.0, isa=isa, threads=threads,
-                                     **ex, **geo)
+            got = K.dwconv2d_conv1x1(
+                x,
+                filter=f,
+                bias=b,
+                project_filter=pj,
+                project_bias=pjb,
+                residual=r,
+                post=post,
+                project_min=-2.0,
+                project_max=2.0,
+                isa=isa,
+                threads=threads,
+                **ex,
+                **geo,
+            )
             same_bytes(got, want)
     ref = x.astype(np.float64)
     if cin:
@@ -487,27 +627,70 @@ def test_dwconv2d_conv1x1_large_and_errors():
     """MobileNetV2's first block (112x112x32 depthwise -> 16, no expand) and a 56x56 expand 24 -> 144,
     depthwise, project 24 + residual (many rows per task): the separate kernels' bits; bad shapes."""
     x, f, pj = rand(1, 112, 112, 32), rand(1, 3, 3, 32), rand(16, 32)
-    want = K.gemm(K.dwconv2d(x, f, None, pads=(1, 1, 1, 1), min=0.0, max=6.0, isa="best").reshape(-1, 32), pj,
-                  None, b_is_nk=True, isa="best").reshape(1, 112, 112, 16)
+    want = K.gemm(
+        K.dwconv2d(x, f, None, pads=(1, 1, 1, 1), min=0.0, max=6.0, isa="best").reshape(-1, 32),
+        pj,
+        None,
+        b_is_nk=True,
+        isa="best",
+    ).reshape(1, 112, 112, 16)
     x2, pw2, f2, pj2 = rand(1, 56, 56, 24), rand(144, 24), rand(1, 3, 3, 144), rand(24, 144)
     r2 = rand(1, 56, 56, 24)
-    mid2 = K.conv1x1_dwconv2d(x2, pw2, None, f2, None, pads=(1, 1, 1, 1), pw_min=0.0, pw_max=6.0, min=0.0,
-                              max=6.0, isa="best")
-    want2 = K.gemm(mid2.reshape(-1, 144), pj2, None, b_is_nk=True, residual=r2.reshape(-1, 24),
-                   isa="best").reshape(1, 56, 56, 24)
+    mid2 = K.conv1x1_dwconv2d(
+        x2, pw2, None, f2, None, pads=(1, 1, 1, 1), pw_min=0.0, pw_max=6.0, min=0.0, max=6.0, isa="best"
+    )
+    want2 = K.gemm(
+        mid2.reshape(-1, 144), pj2, None, b_is_nk=True, residual=r2.reshape(-1, 24), isa="best"
+    ).reshape(1, 56, 56, 24)
     for threads in (1, 2):
-        same_bytes(K.dwconv2d_conv1x1(x, filter=f, project_filter=pj, pads=(1, 1, 1, 1), min=0.0, max=6.0,
-                                      isa="best", threads=threads), want)
-        same_bytes(K.dwconv2d_conv1x1(x2, pw_filter=pw2, filter=f2, project_filter=pj2, residual=r2,
-                                      pads=(1, 1, 1, 1), pw_min=0.0, pw_max=6.0, min=0.0, max=6.0, isa="best",
-                                      threads=threads), want2)
+        same_bytes(
+            K.dwconv2d_conv1x1(
+                x,
+                filter=f,
+                project_filter=pj,
+                pads=(1, 1, 1, 1),
+                min=0.0,
+                max=6.0,
+                isa="best",
+                threads=threads,
+            ),
+            want,
+        )
+        same_bytes(
+            K.dwconv2d_conv1x1(
+                x2,
+                pw_filter=pw2,
+                filter=f2,
+                project_filter=pj2,
+                residual=r2,
+                pads=(1, 1, 1, 1),
+                pw_min=0.0,
+                pw_max=6.0,
+                min=0.0,
+                max=6.0,
+                isa="best",
+                threads=threads,
+            ),
+            want2,
+        )
     # An expand with no input channels (its output is its bias) takes the unfused path.
     x0, pw0, pb0, f0, pj0 = rand(1, 5, 6, 0), rand(8, 0), rand(8), rand(1, 3, 3, 8), rand(3, 8)
     for isa in ("scalar", "best"):
         mid0 = K.dwconv2d(np.broadcast_to(pb0, (1, 5, 6, 8)).copy(), f0, None, pads=(1, 1, 1, 1), isa=isa)
         want0 = K.gemm(mid0.reshape(-1, 8), pj0, None, b_is_nk=True, isa=isa).reshape(1, 5, 6, 3)
-        same_bytes(K.dwconv2d_conv1x1(x0, pw_filter=pw0, pw_bias=pb0, filter=f0, project_filter=pj0,
-                                      pads=(1, 1, 1, 1), isa=isa, threads=2), want0)
+        same_bytes(
+            K.dwconv2d_conv1x1(
+                x0,
+                pw_filter=pw0,
+                pw_bias=pb0,
+                filter=f0,
+                project_filter=pj0,
+                pads=(1, 1, 1, 1),
+                isa=isa,
+                threads=2,
+            ),
+            want0,
+        )
     with pytest.raises(InputError, match=r"project_filter must be \[output channels, 32\], not \[16, 31\]"):
         K.dwconv2d_conv1x1(x, filter=f, project_filter=rand(16, 31))
     with pytest.raises(InputError, match=r"residual must be \[1, 110, 110, 16\]"):
@@ -524,8 +707,10 @@ def test_conv_family_threads_identical():
     for isa in ("scalar", "best"):
         same_bytes(K.conv2d(x, f, b, isa=isa, **kw_), K.conv2d(x, f, b, threads=2, isa=isa, **kw_))
         fd = rand(1, 5, 5, 32)
-        same_bytes(K.dwconv2d(x, fd, None, pads=(2, 2, 2, 2), isa=isa),
-                   K.dwconv2d(x, fd, None, pads=(2, 2, 2, 2), threads=2, isa=isa))
+        same_bytes(
+            K.dwconv2d(x, fd, None, pads=(2, 2, 2, 2), isa=isa),
+            K.dwconv2d(x, fd, None, pads=(2, 2, 2, 2), threads=2, isa=isa),
+        )
         kd = dict(strides=(2, 2), pads=(1, 0, 1, 0), groups=2, adjustment=(1, 1))
         same_bytes(K.deconv2d(x, f, b, isa=isa, **kd), K.deconv2d(x, f, b, threads=2, isa=isa, **kd))
     # few output rows: the kernels split rows into column chunks too
@@ -540,16 +725,16 @@ def test_conv_family_threads_identical():
 POST_OPS = ("hardswish", "sigmoid", "gelu")
 
 # Every output path of the kernels that take a post-op: (name, call(**kw) -> output, accumulation depth).
-_X1, _F1 = rand(1, 7, 9, 24, seed=5), rand(40, 1, 1, 24, seed=6)       # 1x1 conv: the GEMM
-_X3, _F3 = rand(2, 5, 6, 7, seed=7), rand(33, 3, 3, 7, seed=8)         # 3x3, 7 channels: IGEMM
-_XS, _FS = rand(1, 9, 11, 3, seed=9), rand(16, 3, 3, 3, seed=10)       # RGB stem, stride 2: the in-place rows
-_XW, _FW = rand(1, 12, 11, 16, seed=11), rand(19, 3, 3, 16, seed=12)   # Winograd (>= 16 channels, >= 100 px)
-_XG, _FG = rand(1, 6, 6, 8, seed=13), rand(8, 3, 3, 2, seed=14)        # 4 groups of 2: the scalar fallback
-_XD, _FD = rand(2, 9, 13, 20, seed=15), rand(1, 3, 3, 40, seed=16)     # depthwise, depth multiplier 2
-_FD1 = rand(1, 5, 5, 20, seed=17)                                      # depthwise 5x5 stride 2
+_X1, _F1 = rand(1, 7, 9, 24, seed=5), rand(40, 1, 1, 24, seed=6)  # 1x1 conv: the GEMM
+_X3, _F3 = rand(2, 5, 6, 7, seed=7), rand(33, 3, 3, 7, seed=8)  # 3x3, 7 channels: IGEMM
+_XS, _FS = rand(1, 9, 11, 3, seed=9), rand(16, 3, 3, 3, seed=10)  # RGB stem, stride 2: the in-place rows
+_XW, _FW = rand(1, 12, 11, 16, seed=11), rand(19, 3, 3, 16, seed=12)  # Winograd (>= 16 channels, >= 100 px)
+_XG, _FG = rand(1, 6, 6, 8, seed=13), rand(8, 3, 3, 2, seed=14)  # 4 groups of 2: the scalar fallback
+_XD, _FD = rand(2, 9, 13, 20, seed=15), rand(1, 3, 3, 40, seed=16)  # depthwise, depth multiplier 2
+_FD1 = rand(1, 5, 5, 20, seed=17)  # depthwise 5x5 stride 2
 _A = {m: rand(m, 37, seed=m) for m in (1, 7, 33)}
 _B = rand(45, 37, seed=18)
-_A4K = rand(13, 1024, seed=19)                                          # row stride 4 KB: copied A
+_A4K = rand(13, 1024, seed=19)  # row stride 4 KB: copied A
 _B4K = rand(20, 1024, seed=20, lo=-0.05, hi=0.05)
 POST_CASES = {
     "gemv": (lambda **kw: K.gemm(_A[1], _B, _B[:, 0], b_is_nk=True, **kw), 37),
@@ -558,8 +743,10 @@ POST_CASES = {
     "gemm_copied_a": (lambda **kw: K.gemm(_A4K, _B4K, None, b_is_nk=True, **kw), 1024),
     "conv_1x1": (lambda **kw: K.conv2d(_X1, _F1, _F1[:, 0, 0, 0], **kw), 24),
     "conv_3x3": (lambda **kw: K.conv2d(_X3, _F3, None, pads=(1, 1, 1, 1), **kw), 63),
-    "conv_stem": (lambda **kw: K.conv2d(_XS, _FS, _FS[:, 0, 0, 0], pads=(1, 1, 1, 1), strides=(2, 2), **kw),
-                  27),
+    "conv_stem": (
+        lambda **kw: K.conv2d(_XS, _FS, _FS[:, 0, 0, 0], pads=(1, 1, 1, 1), strides=(2, 2), **kw),
+        27,
+    ),
     "conv_winograd": (lambda **kw: K.conv2d(_XW, _FW, _FW[:, 0, 0, 0], pads=(1, 1, 1, 1), **kw), 144),
     "conv_grouped": (lambda **kw: K.conv2d(_XG, _FG, None, pads=(1, 1, 1, 1), groups=4, **kw), 18),
     "dwconv_dm2": (lambda **kw: K.dwconv2d(_XD, _FD, _FD[0, 0, 0], pads=(1, 1, 1, 1), **kw), 9),
@@ -593,10 +780,20 @@ def test_fused_post_op_rejects_unknown_names():
 
 # ------------------------------------------------------------------------------------------------- pooling
 @SETTINGS
-@given(n=st.sampled_from([1, 2]), h=st.integers(1, 9), w=st.integers(1, 9), c=st.sampled_from([1, 3, 17]),
-       ph=st.integers(1, 3), pw=st.integers(1, 3), sh=st.integers(1, 3), sw=st.integers(1, 3),
-       dh=st.integers(1, 2), dw=st.integers(1, 2), pads=st.tuples(*[st.integers(0, 2)] * 4),
-       act=st.booleans())
+@given(
+    n=st.sampled_from([1, 2]),
+    h=st.integers(1, 9),
+    w=st.integers(1, 9),
+    c=st.sampled_from([1, 3, 17]),
+    ph=st.integers(1, 3),
+    pw=st.integers(1, 3),
+    sh=st.integers(1, 3),
+    sw=st.integers(1, 3),
+    dh=st.integers(1, 2),
+    dw=st.integers(1, 2),
+    pads=st.tuples(*[st.integers(0, 2)] * 4),
+    act=st.booleans(),
+)
 def test_pools(n, h, w, c, ph, pw, sh, sw, dh, dw, pads, act):
     assume(h + pads[0] + pads[2] >= dh * (ph - 1) + 1 and w + pads[1] + pads[3] >= dw * (pw - 1) + 1)
     # pad < window, as in real models (with dilation a window can still see only padding: see pool_ref)
@@ -613,8 +810,10 @@ def test_pools(n, h, w, c, ph, pw, sh, sw, dh, dw, pads, act):
 def test_pools_threads_and_global():
     x = rand(2, 31, 29, 24)
     for fn in (K.max_pool2d, K.avg_pool2d):
-        same_bytes(fn(x, (3, 3), pads=(1, 1, 1, 1), strides=(2, 2)),
-                   fn(x, (3, 3), pads=(1, 1, 1, 1), strides=(2, 2), threads=2))
+        same_bytes(
+            fn(x, (3, 3), pads=(1, 1, 1, 1), strides=(2, 2)),
+            fn(x, (3, 3), pads=(1, 1, 1, 1), strides=(2, 2), threads=2),
+        )
     shapes = [(1, 1, 1, 1), (2, 7, 7, 17), (3, 13, 11, 300), (1, 7, 7, 1280), (2, 1, 3, 64), (1, 5, 5, 71)]
     for shape in shapes:
         x = rand(*shape)
@@ -636,8 +835,14 @@ def test_pools_threads_and_global():
 
 # --------------------------------------------------------------------------------------------- element-wise
 BIN_REF = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "min": np.minimum,
-    "max": np.maximum, "pow": np.power, "prelu": lambda a, b: np.where(a > 0, a, a * b),
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": np.divide,
+    "min": np.minimum,
+    "max": np.maximum,
+    "pow": np.power,
+    "prelu": lambda a, b: np.where(a > 0, a, a * b),
     "squared_diff": lambda a, b: (a - b) ** 2,
 }
 
@@ -646,9 +851,11 @@ BIN_REF = {
 def broadcast_pair(draw):
     rank = draw(st.integers(0, 6))
     out = [draw(DIMS) for _ in range(rank)]
+
     def operand():
         r = draw(st.integers(0, rank))
         return [1 if draw(st.booleans()) else d for d in out[rank - r :]]
+
     return out, operand(), operand()
 
 
@@ -685,16 +892,34 @@ def _erf(x):
 
 
 UN_REF = {
-    "abs": np.abs, "neg": np.negative, "floor": np.floor, "ceil": np.ceil, "sqrt": np.sqrt,
-    "rsqrt": lambda x: 1 / np.sqrt(x), "square": np.square, "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
-    "tanh": np.tanh, "exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos, "tan": np.tan,
+    "abs": np.abs,
+    "neg": np.negative,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1 / np.sqrt(x),
+    "square": np.square,
+    "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+    "tanh": np.tanh,
+    "exp": np.exp,
+    "log": np.log,
+    "sin": np.sin,
+    "cos": np.cos,
+    "tan": np.tan,
     "hardswish": lambda x: x * np.minimum(np.maximum(x + 3, 0), 6) / 6,
     "leaky_relu": lambda x: np.where(x < 0, 0.1 * x, x),
     "elu": lambda x: np.where(x < 0, 1.5 * (np.exp(x) - 1), x),
-    "gelu": lambda x: 0.5 * x * (1 + _erf(x / math.sqrt(2))), "erf": _erf, "relu": lambda x: np.maximum(x, 0),
-    "sign": np.sign, "round_even": np.rint, "reciprocal": lambda x: 1 / x,
-    "softplus": lambda x: np.logaddexp(0, x), "softsign": lambda x: x / (1 + np.abs(x)),
-    "hard_sigmoid": lambda x: np.clip(0.2 * x + 0.5, 0, 1), "copy": lambda x: x, "clamp": lambda x: x,
+    "gelu": lambda x: 0.5 * x * (1 + _erf(x / math.sqrt(2))),
+    "erf": _erf,
+    "relu": lambda x: np.maximum(x, 0),
+    "sign": np.sign,
+    "round_even": np.rint,
+    "reciprocal": lambda x: 1 / x,
+    "softplus": lambda x: np.logaddexp(0, x),
+    "softsign": lambda x: x / (1 + np.abs(x)),
+    "hard_sigmoid": lambda x: np.clip(0.2 * x + 0.5, 0, 1),
+    "copy": lambda x: x,
+    "clamp": lambda x: x,
 }
 UN_ALPHA = {"leaky_relu": 0.1, "elu": 1.5, "hard_sigmoid": 0.2}
 POSITIVE = {"sqrt", "rsqrt", "log", "reciprocal"}
@@ -712,8 +937,13 @@ def test_unary(op):
     elif op == "tan":
         x = rand(1031, lo=-1.4, hi=1.4)
     elif op == "round_even":
-        x = np.concatenate([rand(1000, lo=-10, hi=10), np.arange(-4.5, 5, 1.0, dtype=np.float32),
-                            np.array([0.5, -0.5, 2.5, 1e9, -0.0], np.float32)])
+        x = np.concatenate(
+            [
+                rand(1000, lo=-10, hi=10),
+                np.arange(-4.5, 5, 1.0, dtype=np.float32),
+                np.array([0.5, -0.5, 2.5, 1e9, -0.0], np.float32),
+            ]
+        )
     else:
         x = np.concatenate([rand(1000, lo=-8, hi=8), np.array([-100, -30, 0, 30, 100], np.float32)])
     alpha, beta = UN_ALPHA.get(op, 0.0), (0.5 if op == "hard_sigmoid" else 0.0)
@@ -814,8 +1044,9 @@ def test_softmax_nan_inf_rows(cols):
 @SETTINGS
 @given(scale=st.sampled_from([0.01, 0.1, 1.0, 3.0]), zp=st.integers(-128, 127))
 def test_quantize_dequantize(scale, zp):
-    x = np.concatenate([rand(1000, lo=-300, hi=300), np.array([0.5, 1.5, 2.5, -0.5, -2.5], np.float32)
-                        * np.float32(scale)])
+    x = np.concatenate(
+        [rand(1000, lo=-300, hi=300), np.array([0.5, 1.5, 2.5, -0.5, -2.5], np.float32) * np.float32(scale)]
+    )
     want = np.clip(np.rint(x / np.float32(scale)) + zp, -128, 127).astype(np.int8)
     for isa in ("scalar", "best"):
         q = K.quantize(x, scale, zp, isa=isa)
@@ -836,8 +1067,16 @@ def ref_qs8_gemm(a, w_kn, bias, w_scales, in_scale, in_zp, out_scale, out_zp, lo
 
 
 @SETTINGS
-@given(m=DIMS, n=DIMS, k=st.sampled_from([1, 7, 17, 64]), nk=st.booleans(), has_bias=st.booleans(),
-       in_zp=st.integers(-128, 127), out_zp=st.integers(-128, 127), act=st.booleans())
+@given(
+    m=DIMS,
+    n=DIMS,
+    k=st.sampled_from([1, 7, 17, 64]),
+    nk=st.booleans(),
+    has_bias=st.booleans(),
+    in_zp=st.integers(-128, 127),
+    out_zp=st.integers(-128, 127),
+    act=st.booleans(),
+)
 def test_qs8_gemm(m, n, k, nk, has_bias, in_zp, out_zp, act):
     rng = np.random.default_rng(m * 1000 + n * 10 + k)
     a = rng.integers(-128, 128, size=(m, k), dtype=np.int8)
@@ -847,11 +1086,24 @@ def test_qs8_gemm(m, n, k, nk, has_bias, in_zp, out_zp, act):
     in_scale, out_scale = 0.05, 0.5
     lo, hi = (-100, 50) if act else (-128, 127)
     want = ref_qs8_gemm(a, w.T if nk else w, bias, w_scales, in_scale, in_zp, out_scale, out_zp, lo, hi)
-    got = K.qs8_gemm(a, w, bias, w_scales, in_scale, in_zp, out_scale, out_zp, b_is_nk=nk, out_min=lo,
-                     out_max=hi)
+    got = K.qs8_gemm(
+        a, w, bias, w_scales, in_scale, in_zp, out_scale, out_zp, b_is_nk=nk, out_min=lo, out_max=hi
+    )
     np.testing.assert_array_equal(got, want)
-    best = K.qs8_gemm(a, w, bias, w_scales, in_scale, in_zp, out_scale, out_zp, b_is_nk=nk, out_min=lo,
-                      out_max=hi, isa="best")
+    best = K.qs8_gemm(
+        a,
+        w,
+        bias,
+        w_scales,
+        in_scale,
+        in_zp,
+        out_scale,
+        out_zp,
+        b_is_nk=nk,
+        out_min=lo,
+        out_max=hi,
+        isa="best",
+    )
     assert np.abs(best.astype(np.int32) - want).max(initial=0) <= 1
 
 
@@ -866,8 +1118,11 @@ def test_qs8_gemm_threads():
 
 # ------------------------------------------------------------------------------------------------- layout
 @SETTINGS
-@given(shape=st.lists(st.sampled_from([1, 2, 3, 5, 17]), min_size=0, max_size=6), data=st.data(),
-       dtype=st.sampled_from([np.int8, np.float16, np.float32, np.int64]))
+@given(
+    shape=st.lists(st.sampled_from([1, 2, 3, 5, 17]), min_size=0, max_size=6),
+    data=st.data(),
+    dtype=st.sampled_from([np.int8, np.float16, np.float32, np.int64]),
+)
 def test_transpose(shape, data, dtype):
     perm = data.draw(st.permutations(list(range(len(shape)))))
     x = (np.arange(int(np.prod(shape)), dtype=np.int64) % 2039).reshape(shape).astype(dtype)
@@ -900,8 +1155,9 @@ def test_slice_pad_concat(shape, data):
     np.testing.assert_array_equal(K.slice(x, offs, sizes), want)
     pre = [data.draw(st.integers(0, 2)) for _ in shape]
     post = [data.draw(st.integers(0, 2)) for _ in shape]
-    np.testing.assert_array_equal(K.pad(x, pre, post, 1.5),
-                                  np.pad(x, list(zip(pre, post)), constant_values=np.float32(1.5)))
+    np.testing.assert_array_equal(
+        K.pad(x, pre, post, 1.5), np.pad(x, list(zip(pre, post)), constant_values=np.float32(1.5))
+    )
     axis = data.draw(st.integers(0, len(shape) - 1))
     other = list(shape)
     other[axis] = data.draw(st.integers(0, 3))
@@ -911,8 +1167,9 @@ def test_slice_pad_concat(shape, data):
 
 def test_layout_int_types_and_errors():
     x = np.arange(24, dtype=np.int16).reshape(2, 3, 4)
-    np.testing.assert_array_equal(K.pad(x, [0, 1, 0], [1, 0, 2], -7), np.pad(x, [(0, 1), (1, 0), (0, 2)],
-                                                                           constant_values=-7))
+    np.testing.assert_array_equal(
+        K.pad(x, [0, 1, 0], [1, 0, 2], -7), np.pad(x, [(0, 1), (1, 0), (0, 2)], constant_values=-7)
+    )
     np.testing.assert_array_equal(K.slice(x, [1, 0, 1], [1, 3, 2]), x[1:2, :, 1:3])
     with pytest.raises(InputError):
         K.slice(x, [0, 0, 3], [1, 1, 2])
@@ -997,8 +1254,10 @@ def test_large_k_spans_several_panel_groups():
         same_bytes(one, K.conv2d(x, f, None, pads=(1, 1, 1, 1), isa=isa, threads=2))
 
 
-@pytest.mark.parametrize("h, c, k, s", [(7, 960, 3, 1), (14, 200, 3, 2), (3, 40, 3, 1), (5, 24, 5, 1),
-                                        (9, 33, 3, 2), (2, 1000, 3, 1)])
+@pytest.mark.parametrize(
+    "h, c, k, s",
+    [(7, 960, 3, 1), (14, 200, 3, 2), (3, 40, 3, 1), (5, 24, 5, 1), (9, 33, 3, 2), (2, 1000, 3, 1)],
+)
 def test_dwconv_small_spatial_channel_split(h, c, k, s):
     """Few output rows: depthwise splits (row x 16-channel tile) units over tasks; bytes stay identical."""
     x, f, b = rand(1, h, h, c), rand(1, k, k, c), rand(c)
@@ -1020,8 +1279,10 @@ def test_gemv_threads_identical(n, k):
         close(one, want, k)
         same_bytes(one, K.gemm(a, b, bias, b_is_nk=True, isa=isa, threads=2))
         r = rand(1, n)
-        same_bytes(K.gemm(a, b, bias, b_is_nk=True, isa=isa, residual=r),
-                   K.gemm(a, b, bias, b_is_nk=True, isa=isa, residual=r, threads=2))
+        same_bytes(
+            K.gemm(a, b, bias, b_is_nk=True, isa=isa, residual=r),
+            K.gemm(a, b, bias, b_is_nk=True, isa=isa, residual=r, threads=2),
+        )
 
 
 def test_pool_wakes_after_idle_spin():

@@ -40,9 +40,13 @@ def gemm_ref(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None, lo: float, h
 
 # ------------------------------------------------------------------------------------------------ GEMM
 @SETTINGS
-@given(m=st.sampled_from([1, 2, 5, 6, 7, 13, 145, 150]),
-       n=st.sampled_from([1, 7, 8, 12, 16, 17, 24, 33, 40, 65]),
-       k=st.sampled_from([1, 3, 16, 255, 321, 700]), act=st.booleans(), bias=st.booleans())
+@given(
+    m=st.sampled_from([1, 2, 5, 6, 7, 13, 145, 150]),
+    n=st.sampled_from([1, 7, 8, 12, 16, 17, 24, 33, 40, 65]),
+    k=st.sampled_from([1, 3, 16, 255, 321, 700]),
+    act=st.booleans(),
+    bias=st.booleans(),
+)
 def test_gemm_blocking_tails(m, n, k, act, bias):
     """M across MR tiles and MC chunks, N across panel tails, K across KC blocks: vs numpy and scalar."""
     a, b = rand(m, k), rand(k, n)
@@ -113,9 +117,14 @@ def _ulp_err(got: np.ndarray, want64: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("op", sorted(TRANS))
 def test_transcendental_accuracy(op):
     """Dense sweep over the interesting range; a few ULP where the result is not tiny."""
-    x = np.concatenate([np.linspace(-12, 12, 20011, dtype=np.float32),
-                        np.geomspace(1e-7, 1, 500).astype(np.float32),
-                        -np.geomspace(1e-7, 1, 500).astype(np.float32), np.array([0.0, -0.0], np.float32)])
+    x = np.concatenate(
+        [
+            np.linspace(-12, 12, 20011, dtype=np.float32),
+            np.geomspace(1e-7, 1, 500).astype(np.float32),
+            -np.geomspace(1e-7, 1, 500).astype(np.float32),
+            np.array([0.0, -0.0], np.float32),
+        ]
+    )
     if op == "exp":
         x = np.concatenate([x, np.linspace(-87, 88.7, 3001, dtype=np.float32)])
     with np.errstate(over="ignore"):
@@ -129,8 +138,10 @@ def test_transcendental_accuracy(op):
 
 @pytest.mark.parametrize("op", sorted(TRANS))
 def test_transcendental_edges(op):
-    x = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-30, -1e-30, 88.5, 89.0, -87.5, -104.0, -200.0,
-                  200.0], np.float32)
+    x = np.array(
+        [np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-30, -1e-30, 88.5, 89.0, -87.5, -104.0, -200.0, 200.0],
+        np.float32,
+    )
     with np.errstate(all="ignore"):
         want = K.unary(op, x)  # scalar (libm) reference
         got = K.unary(op, x, isa="best")
@@ -150,8 +161,11 @@ def test_transcendental_tails_threads_clamp(n):
 
 # ------------------------------------------------------------------------------------------------ softmax
 @SETTINGS
-@given(rows=st.sampled_from([1, 3, 17]), cols=st.sampled_from([1, 7, 8, 15, 16, 17, 128, 1000]),
-       scale=st.sampled_from([1.0, 50.0]))
+@given(
+    rows=st.sampled_from([1, 3, 17]),
+    cols=st.sampled_from([1, 7, 8, 15, 16, 17, 128, 1000]),
+    scale=st.sampled_from([1.0, 50.0]),
+)
 def test_softmax_best(rows, cols, scale):
     x = rand(rows, cols) * np.float32(scale)
     x64 = x.astype(np.float64)
@@ -182,8 +196,13 @@ def norm_ref(x, g, b, eps):
 
 
 @SETTINGS
-@given(rows=st.sampled_from([1, 2, 17, 128]), cols=st.sampled_from([1, 2, 7, 8, 17, 384, 1000]),
-       has_g=st.booleans(), has_b=st.booleans(), offset=st.sampled_from([0.0, 100.0]))
+@given(
+    rows=st.sampled_from([1, 2, 17, 128]),
+    cols=st.sampled_from([1, 2, 7, 8, 17, 384, 1000]),
+    has_g=st.booleans(),
+    has_b=st.booleans(),
+    offset=st.sampled_from([0.0, 100.0]),
+)
 def test_normalize(rows, cols, has_g, has_b, offset):
     x = rand(rows, cols) + np.float32(offset)
     g = rand(cols) if has_g else None
@@ -269,9 +288,16 @@ def test_bench_kernels_only_matching_nothing_says_so(capsys):
 
 # ---------------------------------------------------------------------------------------- depthwise / pool
 @SETTINGS
-@given(w=st.sampled_from([4, 5, 9, 13, 23, 40]), c=st.sampled_from([1, 8, 19, 32]),
-       k=st.sampled_from([(3, 3), (5, 5), (1, 7)]), s=st.sampled_from([1, 2, 3]), d=st.sampled_from([1, 2]),
-       pad=st.sampled_from([0, 1, 2]), act=st.booleans(), dm=st.sampled_from([1, 1, 2, 3]))
+@given(
+    w=st.sampled_from([4, 5, 9, 13, 23, 40]),
+    c=st.sampled_from([1, 8, 19, 32]),
+    k=st.sampled_from([(3, 3), (5, 5), (1, 7)]),
+    s=st.sampled_from([1, 2, 3]),
+    d=st.sampled_from([1, 2]),
+    pad=st.sampled_from([0, 1, 2]),
+    act=st.booleans(),
+    dm=st.sampled_from([1, 1, 2, 3]),
+)
 def test_dwconv_wide_rows_vs_scalar(w, c, k, s, d, pad, act, dm):
     """Rows wide enough for the interior strips (4-8 pixels, split evenly: widths 9, 13, 23, 40 give every
     strip size), with borders, channel tails, strides 1/2/3 (3-wide kernels have their own stride-1 and
@@ -302,8 +328,15 @@ def test_pools_large_vs_scalar_threads_nan():
 
 
 @pytest.mark.parametrize("c", [1, 5, 8, 16, 24, 64, 95, 136])
-@pytest.mark.parametrize("pool,dil,pads", [((3, 3), (1, 1), (1, 1, 1, 1)), ((2, 3), (1, 1), (0, 0, 1, 1)),
-                                           ((5, 3), (2, 1), (2, 1, 2, 0)), ((1, 3), (1, 1), (0, 0, 0, 0))])
+@pytest.mark.parametrize(
+    "pool,dil,pads",
+    [
+        ((3, 3), (1, 1), (1, 1, 1, 1)),
+        ((2, 3), (1, 1), (0, 0, 1, 1)),
+        ((5, 3), (2, 1), (2, 1, 2, 0)),
+        ((1, 3), (1, 1), (0, 0, 0, 0)),
+    ],
+)
 def test_max_pool_3wide_stride2_nan(c, pool, dil, pads):
     """The separable 3-wide stride-2 max pool path: channel blocks of 64, 16 and 8 and tails, 1 to 5 valid
     rows, NaN at window corners (a NaN anywhere in a window gives NaN), the clamp, and thread counts."""
@@ -321,10 +354,16 @@ def test_max_pool_3wide_stride2_nan(c, pool, dil, pads):
     same_bytes(got, K.max_pool2d(x, pool, isa="best", threads=2, **kw))
 
 
-@pytest.mark.parametrize("gic,k,s,dil,pads", [
-    (3, (3, 3), 2, (1, 1), (1, 1, 1, 1)), (3, (7, 7), 2, (1, 1), (3, 3, 3, 3)),
-    (1, (3, 3), 1, (1, 1), (0, 1, 2, 0)), (5, (2, 3), 2, (2, 1), (1, 0, 0, 1)),
-    (3, (3, 3), 1, (1, 2), (1, 1, 1, 1))])
+@pytest.mark.parametrize(
+    "gic,k,s,dil,pads",
+    [
+        (3, (3, 3), 2, (1, 1), (1, 1, 1, 1)),
+        (3, (7, 7), 2, (1, 1), (3, 3, 3, 3)),
+        (1, (3, 3), 1, (1, 1), (0, 1, 2, 0)),
+        (5, (2, 3), 2, (2, 1), (1, 0, 0, 1)),
+        (3, (3, 3), 1, (1, 2), (1, 1, 1, 1)),
+    ],
+)
 def test_conv2d_small_channels(gic, k, s, dil, pads):
     """Few input channels (RGB stems): kernel rows read in place for interior windows, gathered at borders."""
     x, f, b = rand(2, 15, 17, gic), rand(37, *k, gic), rand(37)
@@ -339,9 +378,17 @@ def test_conv2d_small_channels(gic, k, s, dil, pads):
 
 
 # ---------------------------------------------------------------------------------------- batch matmul
-@pytest.mark.parametrize("ba,bb,m,n,k,nk", [(12, 12, 128, 128, 32, False), (12, 12, 128, 32, 128, False),
-                                            (3, 1, 7, 17, 33, True), (1, 5, 1, 40, 9, False),
-                                            (1, 1, 150, 70, 400, True), (2, 2, 13, 5, 700, False)])
+@pytest.mark.parametrize(
+    "ba,bb,m,n,k,nk",
+    [
+        (12, 12, 128, 128, 32, False),
+        (12, 12, 128, 32, 128, False),
+        (3, 1, 7, 17, 33, True),
+        (1, 5, 1, 40, 9, False),
+        (1, 1, 150, 70, 400, True),
+        (2, 2, 13, 5, 700, False),
+    ],
+)
 def test_batch_matmul_best_threads(ba, bb, m, n, k, nk):
     a = rand(ba, m, k)
     b = rand(bb, n, k) if nk else rand(bb, k, n)
@@ -353,8 +400,12 @@ def test_batch_matmul_best_threads(ba, bb, m, n, k, nk):
 
 # ---------------------------------------------------------------------------------------- fused residual
 @SETTINGS
-@given(m=st.sampled_from([1, 5, 6, 150]), n=st.sampled_from([3, 8, 16, 24, 40]),
-       k=st.sampled_from([1, 16, 64, 400]), act=st.booleans())
+@given(
+    m=st.sampled_from([1, 5, 6, 150]),
+    n=st.sampled_from([3, 8, 16, 24, 40]),
+    k=st.sampled_from([1, 16, 64, 400]),
+    act=st.booleans(),
+)
 def test_gemm_residual(m, n, k, act):
     a, b, bias, r = rand(m, k), rand(k, n), rand(n), rand(m, n)
     lo, hi = (0.0, 6.0) if act else (-np.inf, np.inf)
@@ -365,8 +416,9 @@ def test_gemm_residual(m, n, k, act):
         same_bytes(got, K.gemm(a, b, bias, min=lo, max=hi, isa=isa, residual=r, threads=2))
 
 
-@pytest.mark.parametrize("k,s,pad,c,oc",
-                         [(1, 1, 0, 16, 24), (1, 2, 0, 8, 17), (3, 1, 1, 5, 32), (3, 2, 1, 3, 7)])
+@pytest.mark.parametrize(
+    "k,s,pad,c,oc", [(1, 1, 0, 16, 24), (1, 2, 0, 8, 17), (3, 1, 1, 5, 32), (3, 2, 1, 3, 7)]
+)
 def test_conv2d_residual(k, s, pad, c, oc):
     x, f, b = rand(1, 9, 11, c), rand(oc, k, k, c), rand(oc)
     kw = dict(pads=(pad,) * 4, strides=(s, s), min=0.0, max=np.inf)
@@ -387,8 +439,9 @@ def test_gemm_k_zero_and_empty():
         got = K.gemm(a, b, bias, isa=isa, min=-0.5, max=0.5)
         np.testing.assert_array_equal(got, np.broadcast_to(np.clip(bias, -0.5, 0.5), (7, 20)))
         np.testing.assert_array_equal(K.gemm(np.zeros((1, 0), np.float32), b, bias, isa=isa)[0], bias)
-        assert K.batch_matmul(np.zeros((2, 3, 0), np.float32), np.zeros((2, 0, 4), np.float32),
-                              isa=isa).shape == (2, 3, 4)
+        assert K.batch_matmul(
+            np.zeros((2, 3, 0), np.float32), np.zeros((2, 0, 4), np.float32), isa=isa
+        ).shape == (2, 3, 4)
 
 
 def test_bench_layers_matches_steps_to_onnx_nodes():

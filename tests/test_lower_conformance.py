@@ -18,8 +18,11 @@ FILES = case_files([d for d in DIRS if d.is_dir()]) if CONFORMANCE.is_dir() else
 
 
 def _is_fp16(case: dict) -> bool:
-    descs = [*case.get("inputs", {}).values(), *(case.get("constants") or {}).values(),
-             *case.get("expectedOutputs", {}).values()]
+    descs = [
+        *case.get("inputs", {}).values(),
+        *(case.get("constants") or {}).values(),
+        *case.get("expectedOutputs", {}).values(),
+    ]
     return any(d.get("dataType") == "float16" for d in descs)
 
 

@@ -24,9 +24,11 @@ def _const(xg, vid: int) -> np.ndarray:
 
 def _conv_graph(layout: str, w_decl: tuple, groups: int, c: int, op: str = "conv2d") -> str:
     shape = ", ".join(map(str, w_decl))
-    return (f'webnn_graph "t" v1 {{ inputs {{ x: f32[1, {c}, 5, 6]; }} '
-            f'consts {{ w: f32[{shape}] @weights("w"); }} '
-            f'nodes {{ y = {op}(x, w, groups={groups}, filterLayout="{layout}"); }} outputs {{ y; }} }}')
+    return (
+        f'webnn_graph "t" v1 {{ inputs {{ x: f32[1, {c}, 5, 6]; }} '
+        f'consts {{ w: f32[{shape}] @weights("w"); }} '
+        f'nodes {{ y = {op}(x, w, groups={groups}, filterLayout="{layout}"); }} outputs {{ y; }} }}'
+    )
 
 
 @pytest.mark.parametrize("layout", list(TO_CONV_LAYOUT))
@@ -43,8 +45,9 @@ def test_conv_filter_layouts(layout: str, groups: int) -> None:
     assert f["group_output_channels"] == 6 // groups
     assert (f["kernel_height"], f["kernel_width"]) == (3, 2)
     x = rng.standard_normal((1, 4, 5, 6)).astype(np.float32)
-    np.testing.assert_allclose(reference.run(xg, {"x": x})["y"], ref_conv2d(x, oihw, groups=groups),
-                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        reference.run(xg, {"x": x})["y"], ref_conv2d(x, oihw, groups=groups), rtol=1e-5, atol=1e-5
+    )
 
 
 @pytest.mark.parametrize("layout", ["oihw", "hwio", "ihwo"])
@@ -57,8 +60,9 @@ def test_depthwise_filter_is_1hwo(layout: str) -> None:
     np.testing.assert_array_equal(_const(xg, dw.fields["filter_id"]), oihw.transpose(1, 2, 3, 0))
     assert dw.fields["groups"] == 3 and dw.fields["group_output_channels"] == 2
     x = rng.standard_normal((1, 3, 5, 6)).astype(np.float32)
-    np.testing.assert_allclose(reference.run(xg, {"x": x})["y"], ref_conv2d(x, oihw, groups=3),
-                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        reference.run(xg, {"x": x})["y"], ref_conv2d(x, oihw, groups=3), rtol=1e-5, atol=1e-5
+    )
 
 
 @pytest.mark.parametrize("layout", list(TO_DECONV_LAYOUT))
@@ -73,5 +77,6 @@ def test_conv_transpose_filter_layouts(layout: str, groups: int) -> None:
     want = iohw.reshape(groups, gic, 3, 2, 3).transpose(0, 2, 3, 4, 1).reshape(groups * 3, 2, 3, gic)
     np.testing.assert_array_equal(_const(xg, node.fields["filter_id"]), want)
     x = rng.standard_normal((1, 4, 5, 6)).astype(np.float32)
-    np.testing.assert_allclose(reference.run(xg, {"x": x})["y"], ref_conv_transpose2d(x, iohw, groups=groups),
-                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        reference.run(xg, {"x": x})["y"], ref_conv_transpose2d(x, iohw, groups=groups), rtol=1e-5, atol=1e-5
+    )

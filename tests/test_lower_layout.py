@@ -31,8 +31,10 @@ def _chain(n: int, layout: str = "nchw") -> tuple[str, dict[str, np.ndarray]]:
         nodes.append(f"c{i} = conv2d({prev}, w{i}, padding=[1, 1, 1, 1]{opt});")
         nodes.append(f"r{i} = relu(c{i});")
         prev = f"r{i}"
-    text = (f'webnn_graph "chain" v1 {{ inputs {{ x: f32{shape}; }} consts {{ {" ".join(consts)} }} '
-            f'nodes {{ {" ".join(nodes)} }} outputs {{ {prev}; }} }}')
+    text = (
+        f'webnn_graph "chain" v1 {{ inputs {{ x: f32{shape}; }} consts {{ {" ".join(consts)} }} '
+        f"nodes {{ {' '.join(nodes)} }} outputs {{ {prev}; }} }}"
+    )
     return text, weights
 
 
@@ -58,10 +60,12 @@ def test_nhwc_input_layout_needs_no_transposes() -> None:
 
 def test_value_read_inside_and_outside_the_region_converts_once() -> None:
     # c0 is a graph output (NCHW) and also feeds the next conv (NHWC): one transpose back, none forward
-    text = ('webnn_graph "t" v1 { inputs { x: f32[1, 2, 5, 5]; } '
-            'consts { w: f32[2, 2, 3, 3] @weights("w"); } '
-            'nodes { c0 = conv2d(x, w, padding=[1, 1, 1, 1]); c1 = conv2d(c0, w, padding=[1, 1, 1, 1]); '
-            'r = reshape(c0, newShape=[2, 25]); } outputs { c0; c1; r; } }')
+    text = (
+        'webnn_graph "t" v1 { inputs { x: f32[1, 2, 5, 5]; } '
+        'consts { w: f32[2, 2, 3, 3] @weights("w"); } '
+        "nodes { c0 = conv2d(x, w, padding=[1, 1, 1, 1]); c1 = conv2d(c0, w, padding=[1, 1, 1, 1]); "
+        "r = reshape(c0, newShape=[2, 25]); } outputs { c0; c1; r; } }"
+    )
     w = np.random.default_rng(1).standard_normal((2, 2, 3, 3)).astype(np.float32)
     xg = compile_graph(parse(text), weights={"w": w})
     kinds = _kinds(xg)
@@ -75,9 +79,11 @@ def test_value_read_inside_and_outside_the_region_converts_once() -> None:
 
 def test_elementwise_with_lower_rank_computed_operand_leaves_the_region() -> None:
     # add(conv_out, y[5]) where y is a computed rank-1 value: the add must run in NCHW
-    text = ('webnn_graph "t" v1 { inputs { x: f32[1, 2, 5, 5]; y: f32[5]; } '
-            'consts { w: f32[2, 2, 1, 1] @weights("w"); } '
-            'nodes { c = conv2d(x, w); a = add(c, y); } outputs { a; } }')
+    text = (
+        'webnn_graph "t" v1 { inputs { x: f32[1, 2, 5, 5]; y: f32[5]; } '
+        'consts { w: f32[2, 2, 1, 1] @weights("w"); } '
+        "nodes { c = conv2d(x, w); a = add(c, y); } outputs { a; } }"
+    )
     w = np.random.default_rng(1).standard_normal((2, 2, 1, 1)).astype(np.float32)
     xg = compile_graph(parse(text), weights={"w": w})
     add = next(n for n in xg.nodes if n.kind == "XNNAdd")
@@ -89,10 +95,12 @@ def test_elementwise_with_lower_rank_computed_operand_leaves_the_region() -> Non
 
 
 def test_region_constant_operands_are_permuted_at_compile_time() -> None:
-    text = ('webnn_graph "t" v1 { inputs { x: f32[1, 3, 2, 2]; } '
-            'consts { w: f32[3, 3, 1, 1] @weights("w"); k: f32[1, 2, 2] @weights("k"); } '
-            'nodes { c = conv2d(x, w); m = mul(c, k); t = transpose(m, permutation=[0, 2, 3, 1]); } '
-            'outputs { t; } }')
+    text = (
+        'webnn_graph "t" v1 { inputs { x: f32[1, 3, 2, 2]; } '
+        'consts { w: f32[3, 3, 1, 1] @weights("w"); k: f32[1, 2, 2] @weights("k"); } '
+        "nodes { c = conv2d(x, w); m = mul(c, k); t = transpose(m, permutation=[0, 2, 3, 1]); } "
+        "outputs { t; } }"
+    )
     rng = np.random.default_rng(4)
     w = rng.standard_normal((3, 3, 1, 1)).astype(np.float32)
     k = rng.standard_normal((1, 2, 2)).astype(np.float32)

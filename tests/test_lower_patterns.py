@@ -17,8 +17,10 @@ _erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
 def _g(inputs: str, consts: str, nodes: str, outputs: str) -> str:
-    return (f'webnn_graph "t" v1 {{ inputs {{ {inputs} }} consts {{ {consts} }} '
-            f"nodes {{ {nodes} }} outputs {{ {outputs} }} }}")
+    return (
+        f'webnn_graph "t" v1 {{ inputs {{ {inputs} }} consts {{ {consts} }} '
+        f"nodes {{ {nodes} }} outputs {{ {outputs} }} }}"
+    )
 
 
 def _w(*shape: int) -> np.ndarray:
@@ -36,8 +38,10 @@ def _gelu(x: np.ndarray) -> np.ndarray:
 
 # ---------------------------------------------------------------------------------------------- GELU
 
-GELU_CONSTS = ("r2: f32[] @scalar(1.4142135); ir2: f32[] @scalar(0.70710677); one: f32[] @scalar(1.0); "
-               "half: f32[] @scalar(0.5);")
+GELU_CONSTS = (
+    "r2: f32[] @scalar(1.4142135); ir2: f32[] @scalar(0.70710677); one: f32[] @scalar(1.0); "
+    "half: f32[] @scalar(0.5);"
+)
 GELU_FORMS = {
     # torch's export: ((x · (erf(x / √2) + 1)) · 0.5
     "torch": "d = div(x, r2); e = erf(d); p = add(e, one); m = mul(x, p); y = mul(m, half);",
@@ -56,14 +60,17 @@ def test_erf_gelu_becomes_one_gelu(form: str) -> None:
     np.testing.assert_allclose(reference.run(xg, {"x": x})["y"], _gelu(x), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("nodes", [
-    # √3 instead of √2
-    "d = div(x, r3); e = erf(d); p = add(e, one); m = mul(x, p); y = mul(m, half);",
-    # 0.6 instead of 0.5
-    "d = div(x, r2); e = erf(d); p = add(e, one); m = mul(x, p); y = mul(m, k6);",
-    # multiplied by another tensor than the erf's input
-    "d = div(x, r2); e = erf(d); p = add(e, one); m = mul(z, p); y = mul(m, half);",
-])
+@pytest.mark.parametrize(
+    "nodes",
+    [
+        # √3 instead of √2
+        "d = div(x, r3); e = erf(d); p = add(e, one); m = mul(x, p); y = mul(m, half);",
+        # 0.6 instead of 0.5
+        "d = div(x, r2); e = erf(d); p = add(e, one); m = mul(x, p); y = mul(m, k6);",
+        # multiplied by another tensor than the erf's input
+        "d = div(x, r2); e = erf(d); p = add(e, one); m = mul(z, p); y = mul(m, half);",
+    ],
+)
 def test_gelu_near_misses_stay(nodes: str) -> None:
     consts = GELU_CONSTS + " r3: f32[] @scalar(1.7320508); k6: f32[] @scalar(0.6);"
     xg = compile_graph(parse(_g("x: f32[2, 5]; z: f32[2, 5];", consts, nodes, "y;")))
@@ -89,17 +96,19 @@ def test_gelu_with_an_intermediate_read_elsewhere_is_not_fused() -> None:
 
 # ---------------------------------------------------------------------------------------------- layer norm
 
-LN_CONSTS = ('two: f32[] @scalar(2.0); eps: f32[] @scalar(0.00001); one: f32[] @scalar(1.0); '
-             'g: f32[8] @weights("g"); b: f32[8] @weights("b");')
-LN_HEAD = ("m = reduceMean(x, axes=[2], keepDimensions=true); d = sub(x, m); ")
+LN_CONSTS = (
+    "two: f32[] @scalar(2.0); eps: f32[] @scalar(0.00001); one: f32[] @scalar(1.0); "
+    'g: f32[8] @weights("g"); b: f32[8] @weights("b");'
+)
+LN_HEAD = "m = reduceMean(x, axes=[2], keepDimensions=true); d = sub(x, m); "
 LN_FORMS = {
     "pow_div_affine": LN_HEAD + "s = pow(d, two); v = reduceMean(s, axes=[2], keepDimensions=true); "
-                      "ve = add(v, eps); sd = sqrt(ve); n = div(d, sd); gn = mul(n, g); y = add(gn, b);",
+    "ve = add(v, eps); sd = sqrt(ve); n = div(d, sd); gn = mul(n, g); y = add(gn, b);",
     "square_recip": LN_HEAD + "s = mul(d, d); v = reduceMean(s, axes=[2], keepDimensions=true); "
-                    "ve = add(eps, v); sd = sqrt(ve); r = div(one, sd); n = mul(d, r); gn = mul(g, n); "
-                    "y = add(b, gn);",
+    "ve = add(eps, v); sd = sqrt(ve); r = div(one, sd); n = mul(d, r); gn = mul(g, n); "
+    "y = add(b, gn);",
     "plain": LN_HEAD + "s = pow(d, two); v = reduceMean(s, axes=[2], keepDimensions=true); "
-             "ve = add(v, eps); sd = sqrt(ve); y = div(d, sd);",
+    "ve = add(v, eps); sd = sqrt(ve); y = div(d, sd);",
 }
 
 
@@ -115,8 +124,9 @@ def _layer_norm(x: np.ndarray, g: np.ndarray | None, b: np.ndarray | None, eps: 
 @pytest.mark.parametrize("form", sorted(LN_FORMS))
 def test_written_out_layer_norm_becomes_normalize(form: str) -> None:
     g, b = _w(8), _w(8)
-    xg = compile_graph(parse(_g("x: f32[2, 3, 8];", LN_CONSTS, LN_FORMS[form], "y;")),
-                       weights={"g": g, "b": b})
+    xg = compile_graph(
+        parse(_g("x: f32[2, 3, 8];", LN_CONSTS, LN_FORMS[form], "y;")), weights={"g": g, "b": b}
+    )
     assert _kinds(xg) == ["WXNormalize"]
     x = _w(2, 3, 8) * 2 + 1
     affine = form != "plain"
@@ -128,8 +138,17 @@ def test_layer_norm_near_misses_stay() -> None:
     g, b = _w(8), _w(8)
     # the square is a cube: not a variance
     cube = LN_FORMS["pow_div_affine"].replace("pow(d, two)", "pow(d, three)")
-    xg = compile_graph(parse(_g("x: f32[2, 8];", LN_CONSTS + " three: f32[] @scalar(3.0);",
-                                cube.replace("axes=[2]", "axes=[1]"), "y;")), weights={"g": g, "b": b})
+    xg = compile_graph(
+        parse(
+            _g(
+                "x: f32[2, 8];",
+                LN_CONSTS + " three: f32[] @scalar(3.0);",
+                cube.replace("axes=[2]", "axes=[1]"),
+                "y;",
+            )
+        ),
+        weights={"g": g, "b": b},
+    )
     assert "WXNormalize" not in _kinds(xg)
     # the centred value is also a graph output
     nodes = LN_FORMS["plain"].replace("axes=[2]", "axes=[1]")
@@ -153,8 +172,9 @@ def test_layer_norm_gamma_that_varies_off_the_axes_is_not_absorbed() -> None:
     xg = compile_graph(parse(_g("x: f32[2, 3, 8];", consts, nodes, "y;")), weights={"g": g, "b": b, "g3": g3})
     assert _kinds(xg) == ["WXNormalize", "XNNMultiply"]
     x = _w(2, 3, 8)
-    np.testing.assert_allclose(reference.run(xg, {"x": x})["y"], _layer_norm(x, None, None) * g3,
-                               rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        reference.run(xg, {"x": x})["y"], _layer_norm(x, None, None) * g3, rtol=1e-4, atol=1e-5
+    )
 
 
 # ---------------------------------------------------------------------------------------------- attention
@@ -162,11 +182,15 @@ def test_layer_norm_gamma_that_varies_off_the_axes_is_not_absorbed() -> None:
 S, H, NH = 5, 8, 2
 DH = H // NH
 ATT_INPUTS = "x: f32[1, 5, 8];"
-ATT_CONSTS = ('wq: f32[8, 8] @weights("wq"); bq: f32[8] @weights("bq"); wk: f32[8, 8] @weights("wk"); '
-              'bk: f32[8] @weights("bk"); sc: f32[] @scalar(2.0);')
-HEADS = ("q0 = matmul(x, wq); q1 = add(bq, q0); q2 = reshape(q1, newShape=[1, 5, 2, 4]); "
-         "q = transpose(q2, permutation=[0, 2, 1, 3]); "
-         "k0 = matmul(x, wk); k1 = add(k0, bk); k2 = reshape(k1, newShape=[1, 5, 2, 4]); ")
+ATT_CONSTS = (
+    'wq: f32[8, 8] @weights("wq"); bq: f32[8] @weights("bq"); wk: f32[8, 8] @weights("wk"); '
+    'bk: f32[8] @weights("bk"); sc: f32[] @scalar(2.0);'
+)
+HEADS = (
+    "q0 = matmul(x, wq); q1 = add(bq, q0); q2 = reshape(q1, newShape=[1, 5, 2, 4]); "
+    "q = transpose(q2, permutation=[0, 2, 1, 3]); "
+    "k0 = matmul(x, wk); k1 = add(k0, bk); k2 = reshape(k1, newShape=[1, 5, 2, 4]); "
+)
 
 
 def _att_weights() -> dict[str, np.ndarray]:
@@ -180,12 +204,15 @@ def _att_want(x: np.ndarray, w: dict[str, np.ndarray], scale: float) -> np.ndarr
     return (q @ k.transpose(0, 1, 3, 2)) * scale
 
 
-@pytest.mark.parametrize("kt", [
-    # torch: one transpose [0, 2, 3, 1] of the reshaped K
-    "kt = transpose(k2, permutation=[0, 2, 3, 1]);",
-    # two steps: heads first, then swap the last two dims
-    "k = transpose(k2, permutation=[0, 2, 1, 3]); kt = transpose(k, permutation=[0, 1, 3, 2]);",
-])
+@pytest.mark.parametrize(
+    "kt",
+    [
+        # torch: one transpose [0, 2, 3, 1] of the reshaped K
+        "kt = transpose(k2, permutation=[0, 2, 3, 1]);",
+        # two steps: heads first, then swap the last two dims
+        "k = transpose(k2, permutation=[0, 2, 1, 3]); kt = transpose(k, permutation=[0, 1, 3, 2]);",
+    ],
+)
 def test_attention_scale_folds_into_q_and_k_transpose_becomes_a_flag(kt: str) -> None:
     w = _att_weights()
     nodes = HEADS + kt + " s = matmul(q, kt); y = div(s, sc);"
@@ -203,18 +230,34 @@ def test_attention_scale_folds_into_q_and_k_transpose_becomes_a_flag(kt: str) ->
 
 
 def test_bmm_of_a_plain_last_two_swap_reads_the_source_directly() -> None:
-    xg = compile_graph(parse(_g("a: f32[2, 3, 4]; b: f32[2, 5, 4];", "",
-                                "bt = transpose(b, permutation=[0, 2, 1]); y = matmul(a, bt);", "y;")))
+    xg = compile_graph(
+        parse(
+            _g(
+                "a: f32[2, 3, 4]; b: f32[2, 5, 4];",
+                "",
+                "bt = transpose(b, permutation=[0, 2, 1]); y = matmul(a, bt);",
+                "y;",
+            )
+        )
+    )
     assert _kinds(xg) == ["XNNBatchMatrixMultiply"] and xg.nodes[0].fields["flags"] == 1
     a, b = _w(2, 3, 4), _w(2, 5, 4)
-    np.testing.assert_allclose(reference.run(xg, {"a": a, "b": b})["y"], a @ b.transpose(0, 2, 1),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        reference.run(xg, {"a": a, "b": b})["y"], a @ b.transpose(0, 2, 1), rtol=1e-5, atol=1e-6
+    )
 
 
 def test_transposed_b_read_elsewhere_keeps_its_transpose() -> None:
-    xg = compile_graph(parse(_g("a: f32[1, 2, 3, 4]; b: f32[1, 5, 2, 4];", "",
-                                "bt = transpose(b, permutation=[0, 2, 3, 1]); y = matmul(a, bt); "
-                                "z = relu(bt);", "y; z;")))
+    xg = compile_graph(
+        parse(
+            _g(
+                "a: f32[1, 2, 3, 4]; b: f32[1, 5, 2, 4];",
+                "",
+                "bt = transpose(b, permutation=[0, 2, 3, 1]); y = matmul(a, bt); z = relu(bt);",
+                "y; z;",
+            )
+        )
+    )
     bmm = next(n for n in xg.nodes if n.kind == "XNNBatchMatrixMultiply")
     assert bmm.fields["flags"] == 0
     a, b = _w(1, 2, 3, 4), _w(1, 5, 2, 4)
@@ -233,8 +276,9 @@ def test_scale_of_a_product_of_q_with_itself_is_not_folded() -> None:
     np.testing.assert_allclose(reference.run(xg, {"x": x})["y"], q @ q * 2.0, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("case", ["q_read_elsewhere", "heads_read_elsewhere", "not_scalar",
-                                  "q_computed_weights"])
+@pytest.mark.parametrize(
+    "case", ["q_read_elsewhere", "heads_read_elsewhere", "not_scalar", "q_computed_weights"]
+)
 def test_attention_scale_near_misses_stay(case: str) -> None:
     w = _att_weights()
     consts, nodes, outs = ATT_CONSTS, HEADS + "kt = transpose(k2, permutation=[0, 2, 3, 1]); ", "y;"
@@ -277,8 +321,9 @@ def test_fp16_weights_scaled_by_a_power_of_two_stay_half_size(scale: float) -> N
     nodes = HEADS + "kt = transpose(k2, permutation=[0, 2, 3, 1]); s = matmul(q, kt); y = div(s, sc);"
     xg = compile_graph(parse(_g("x: f16[1, 5, 8];", f16, nodes, "y;")), weights=w)
     assert "XNNDiv" not in _kinds(xg)
-    half_weights = [v for v in xg.values if v.datatype.name == "FP16" and v.dims == [H, H]
-                    and v.constant_buffer_idx]
+    half_weights = [
+        v for v in xg.values if v.datatype.name == "FP16" and v.dims == [H, H] and v.constant_buffer_idx
+    ]
     # Wk is untouched; Wq/2 is still exactly fp16, Wq/3 is not (stored as fp32)
     assert len(half_weights) == (2 if scale == 2.0 else 1)
     x = _w(1, S, H).astype(np.float16)

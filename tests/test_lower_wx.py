@@ -18,12 +18,18 @@ from webxnn.xnn.reader import read
 
 
 def _g(inputs: str, consts: str, nodes: str, outputs: str) -> str:
-    return (f'webnn_graph "t" v1 {{ inputs {{ {inputs} }} consts {{ {consts} }} '
-            f"nodes {{ {nodes} }} outputs {{ {outputs} }} }}")
+    return (
+        f'webnn_graph "t" v1 {{ inputs {{ {inputs} }} consts {{ {consts} }} '
+        f"nodes {{ {nodes} }} outputs {{ {outputs} }} }}"
+    )
 
 
-def _run(text: str, inputs: dict[str, np.ndarray], weights: dict[str, np.ndarray] | None = None,
-         via_blob: bool = True):
+def _run(
+    text: str,
+    inputs: dict[str, np.ndarray],
+    weights: dict[str, np.ndarray] | None = None,
+    via_blob: bool = True,
+):
     """(outputs, XnnGraph): through the serialized blob by default, so the writer/reader see every table."""
     g = parse(text)
     xg = compile_graph(g, weights)
@@ -55,8 +61,15 @@ def test_integer_arithmetic_uses_wx_binary_and_wraps() -> None:
 
 def test_integer_unary_ops() -> None:
     x = np.array([-5, 0, 3, 2**40], np.int64)
-    out, xg = _run(_g("x: i64[4];", "", "a = abs(x); n = neg(x); r = relu(x); c = clamp(x, minValue=-2, "
-                      "maxValue=4);", "a; n; r; c;"), {"x": x})
+    out, xg = _run(
+        _g(
+            "x: i64[4];",
+            "",
+            "a = abs(x); n = neg(x); r = relu(x); c = clamp(x, minValue=-2, maxValue=4);",
+            "a; n; r; c;",
+        ),
+        {"x": x},
+    )
     assert set(_kinds(xg)) == {"WXUnary"}
     np.testing.assert_array_equal(out["a"], np.abs(x))
     np.testing.assert_array_equal(out["n"], -x)
@@ -67,8 +80,15 @@ def test_integer_unary_ops() -> None:
 
 def test_cast_truncates_and_saturates() -> None:
     x = np.array([1.9, -1.9, 300.0, -300.0, np.nan], np.float32)
-    out, xg = _run(_g("x: f32[5];", "", "i = cast(x, type=\"int32\"); u = cast(x, type=\"uint8\"); "
-                      "h = cast(x, type=\"float16\");", "i; u; h;"), {"x": x})
+    out, xg = _run(
+        _g(
+            "x: f32[5];",
+            "",
+            'i = cast(x, type="int32"); u = cast(x, type="uint8"); h = cast(x, type="float16");',
+            "i; u; h;",
+        ),
+        {"x": x},
+    )
     np.testing.assert_array_equal(out["i"], [1, -1, 300, -300, 0])
     np.testing.assert_array_equal(out["u"], [1, 0, 255, 0, 0])
     assert out["h"].dtype == np.float16
@@ -77,9 +97,13 @@ def test_cast_truncates_and_saturates() -> None:
 
 def test_comparisons_logical_and_where() -> None:
     a, b = rng.integers(-3, 3, (2, 3)).astype(np.float32), rng.integers(-3, 3, (3,)).astype(np.float32)
-    text = _g("a: f32[2, 3]; b: f32[3];", "",
-              "g = greater(a, b); e = equal(a, b); n = logicalNot(g); o = logicalOr(g, e); "
-              "w = where(o, a, b); x = logicalXor(n, e);", "g; e; n; o; w; x;")
+    text = _g(
+        "a: f32[2, 3]; b: f32[3];",
+        "",
+        "g = greater(a, b); e = equal(a, b); n = logicalNot(g); o = logicalOr(g, e); "
+        "w = where(o, a, b); x = logicalXor(n, e);",
+        "g; e; n; o; w; x;",
+    )
     out, xg = _run(text, {"a": a, "b": b})
     g, e = (a > b), (a == b)
     np.testing.assert_array_equal(out["g"], g.astype(np.uint8))
@@ -100,13 +124,16 @@ def test_is_nan_is_infinite() -> None:
 # -------------------------------------------------------------------------------- reductions
 
 
-@pytest.mark.parametrize("op,fn", [
-    ("reduceSum", lambda x, a, k: x.sum(axis=a, keepdims=k)),
-    ("reduceMean", lambda x, a, k: x.mean(axis=a, keepdims=k)),
-    ("reduceL2", lambda x, a, k: np.sqrt((x * x).sum(axis=a, keepdims=k))),
-    ("reduceLogSumExp", lambda x, a, k: np.log(np.exp(x).sum(axis=a, keepdims=k))),
-    ("reduceMax", lambda x, a, k: x.max(axis=a, keepdims=k)),
-])
+@pytest.mark.parametrize(
+    "op,fn",
+    [
+        ("reduceSum", lambda x, a, k: x.sum(axis=a, keepdims=k)),
+        ("reduceMean", lambda x, a, k: x.mean(axis=a, keepdims=k)),
+        ("reduceL2", lambda x, a, k: np.sqrt((x * x).sum(axis=a, keepdims=k))),
+        ("reduceLogSumExp", lambda x, a, k: np.log(np.exp(x).sum(axis=a, keepdims=k))),
+        ("reduceMax", lambda x, a, k: x.max(axis=a, keepdims=k)),
+    ],
+)
 @pytest.mark.parametrize("axes,keep", [([1], False), ([0, 2], True), ([], False)])
 def test_reductions(op, fn, axes, keep) -> None:
     x = rng.standard_normal((2, 3, 4)).astype(np.float32)
@@ -118,8 +145,15 @@ def test_reductions(op, fn, axes, keep) -> None:
 
 def test_arg_max_first_index_on_ties_and_int64_output() -> None:
     x = np.array([[1, 5, 5], [2, 2, 0]], np.float32)
-    out, _ = _run(_g("x: f32[2, 3];", "", 'm = argMax(x, axis=1, outputDataType="int64"); '
-                     "n = argMin(x, axis=0, keepDimensions=true);", "m; n;"), {"x": x})
+    out, _ = _run(
+        _g(
+            "x: f32[2, 3];",
+            "",
+            'm = argMax(x, axis=1, outputDataType="int64"); n = argMin(x, axis=0, keepDimensions=true);',
+            "m; n;",
+        ),
+        {"x": x},
+    )
     assert out["m"].dtype == np.int64
     np.testing.assert_array_equal(out["m"], [1, 0])
     np.testing.assert_array_equal(out["n"], [[0, 1, 1]])
@@ -133,8 +167,12 @@ def test_integer_reduce_sum_stays_integer() -> None:
 
 def test_spatial_mean_after_conv_is_global_avg_pool() -> None:
     w = rng.standard_normal((4, 3, 1, 1)).astype(np.float32)
-    text = _g("x: f32[1, 3, 5, 5];", 'w: f32[4, 3, 1, 1] @weights("w");',
-              "c = conv2d(x, w); m = reduceMean(c, axes=[2, 3], keepDimensions=true);", "m;")
+    text = _g(
+        "x: f32[1, 3, 5, 5];",
+        'w: f32[4, 3, 1, 1] @weights("w");',
+        "c = conv2d(x, w); m = reduceMean(c, axes=[2, 3], keepDimensions=true);",
+        "m;",
+    )
     x = rng.standard_normal((1, 3, 5, 5)).astype(np.float32)
     out, xg = _run(text, {"x": x}, {"w": w})
     assert "XNNGlobalAvgPooling2d" in _kinds(xg) and "WXReduce" not in _kinds(xg)
@@ -151,8 +189,9 @@ def test_gather_negative_and_out_of_range_indices(n: int, axis: int) -> None:
     x = np.arange(n * 3, dtype=np.float32).reshape(n, 3)
     dim = x.shape[axis]
     idx = np.array([0, -1, dim + 5, -dim - 5], np.int64)
-    out, _ = _run(_g(f"x: f32[{n}, 3]; i: i64[4];", "", f"y = gather(x, i, axis={axis});", "y;"),
-                  {"x": x, "i": idx})
+    out, _ = _run(
+        _g(f"x: f32[{n}, 3]; i: i64[4];", "", f"y = gather(x, i, axis={axis});", "y;"), {"x": x, "i": idx}
+    )
     fixed = np.clip(np.where(idx < 0, idx + dim, idx), 0, dim - 1)
     np.testing.assert_array_equal(out["y"], np.take(x, fixed, axis=axis))
 
@@ -162,9 +201,13 @@ def test_gather_elements_nd_and_scatters() -> None:
     ie = np.array([[2, 0, 1, 1]], np.int32)
     ind = np.array([[0, 1], [2, 3]], np.int32)
     upd = np.array([100, 200], np.float32)
-    text = _g("x: f32[3, 4]; ie: i32[1, 4]; ind: i32[2, 2]; u: f32[2];", "",
-              "ge = gatherElements(x, ie, axis=0); gn = gatherND(x, ind); sn = scatterND(x, ind, u); "
-              "se = scatterElements(x, ie, ge, axis=0);", "ge; gn; sn; se;")
+    text = _g(
+        "x: f32[3, 4]; ie: i32[1, 4]; ind: i32[2, 2]; u: f32[2];",
+        "",
+        "ge = gatherElements(x, ie, axis=0); gn = gatherND(x, ind); sn = scatterND(x, ind, u); "
+        "se = scatterElements(x, ie, ge, axis=0);",
+        "ge; gn; sn; se;",
+    )
     out, _ = _run(text, {"x": x, "ie": ie, "ind": ind, "u": upd})
     np.testing.assert_array_equal(out["ge"], [[8, 1, 6, 7]])
     np.testing.assert_array_equal(out["gn"], [1, 11])
@@ -179,19 +222,26 @@ def test_gather_elements_nd_and_scatters() -> None:
 
 def test_split_is_static_slices() -> None:
     x = rng.standard_normal((2, 7)).astype(np.float32)
-    out, xg = _run(_g("x: f32[2, 7];", "", "[a, b, c] = split(x, splits=[2, 4, 1], axis=1);", "a; b; c;"),
-                   {"x": x})
+    out, xg = _run(
+        _g("x: f32[2, 7];", "", "[a, b, c] = split(x, splits=[2, 4, 1], axis=1);", "a; b; c;"), {"x": x}
+    )
     assert _kinds(xg) == ["XNNStaticSlice"] * 3
     for name, want in zip("abc", np.split(x, [2, 6], axis=1)):
         np.testing.assert_array_equal(out[name], want)
 
 
-@pytest.mark.parametrize("mode,np_mode", [("edge", "edge"), ("reflection", "reflect"),
-                                          ("symmetric", "symmetric"), ("constant", "constant")])
+@pytest.mark.parametrize(
+    "mode,np_mode",
+    [("edge", "edge"), ("reflection", "reflect"), ("symmetric", "symmetric"), ("constant", "constant")],
+)
 def test_pad_modes(mode: str, np_mode: str) -> None:
     x = rng.standard_normal((2, 3, 4)).astype(np.float32)
-    text = _g("x: f32[2, 3, 4];", "", f'y = pad(x, beginningPadding=[0, 2, 1], endingPadding=[1, 1, 3], '
-              f'mode="{mode}");', "y;")
+    text = _g(
+        "x: f32[2, 3, 4];",
+        "",
+        f'y = pad(x, beginningPadding=[0, 2, 1], endingPadding=[1, 1, 3], mode="{mode}");',
+        "y;",
+    )
     out, xg = _run(text, {"x": x})
     assert _kinds(xg) == (["XNNStaticConstantPad"] if mode == "constant" else ["WXPad"])
     np.testing.assert_array_equal(out["y"], np.pad(x, [(0, 1), (2, 1), (1, 3)], mode=np_mode))
@@ -199,11 +249,15 @@ def test_pad_modes(mode: str, np_mode: str) -> None:
 
 def test_strided_slice_expand_tile_reverse_cumsum_triangular() -> None:
     x = rng.standard_normal((3, 5)).astype(np.float32)
-    text = _g("x: f32[3, 5];", "",
-              "s = slice(x, starts=[0, 1], sizes=[3, 4], strides=[2, 3]); e = expand(x, newShape=[2, 3, 5]); "
-              "t = tile(x, repetitions=[2, 1]); r = reverse(x, axes=[1]); "
-              "c = cumulativeSum(x, axis=1, exclusive=true, reversed=true); u = triangular(x, upper=false, "
-              "diagonal=1);", "s; e; t; r; c; u;")
+    text = _g(
+        "x: f32[3, 5];",
+        "",
+        "s = slice(x, starts=[0, 1], sizes=[3, 4], strides=[2, 3]); e = expand(x, newShape=[2, 3, 5]); "
+        "t = tile(x, repetitions=[2, 1]); r = reverse(x, axes=[1]); "
+        "c = cumulativeSum(x, axis=1, exclusive=true, reversed=true); u = triangular(x, upper=false, "
+        "diagonal=1);",
+        "s; e; t; r; c; u;",
+    )
     out, _ = _run(text, {"x": x})
     np.testing.assert_array_equal(out["s"], x[0:3:2, 1:5:3])
     np.testing.assert_array_equal(out["e"], np.broadcast_to(x, (2, 3, 5)))
@@ -221,8 +275,12 @@ def test_layer_norm_over_unsorted_non_trailing_axes() -> None:
     x = rng.standard_normal((2, 3, 4)).astype(np.float32)
     scale = rng.standard_normal((4, 2)).astype(np.float32)
     bias = rng.standard_normal((4, 2)).astype(np.float32)
-    text = _g("x: f32[2, 3, 4]; s: f32[4, 2];", 'b: f32[4, 2] @weights("b");',
-              "y = layerNormalization(x, scale=s, bias=b, axes=[2, 0], epsilon=0.001);", "y;")
+    text = _g(
+        "x: f32[2, 3, 4]; s: f32[4, 2];",
+        'b: f32[4, 2] @weights("b");',
+        "y = layerNormalization(x, scale=s, bias=b, axes=[2, 0], epsilon=0.001);",
+        "y;",
+    )
     out, xg = _run(text, {"x": x, "s": scale}, {"b": bias})
     assert "WXNormalize" in _kinds(xg)
     xd = x.astype(np.float64)
@@ -235,12 +293,13 @@ def test_layer_norm_over_unsorted_non_trailing_axes() -> None:
 def test_instance_norm_stays_in_the_nhwc_region() -> None:
     w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32) * 0.3
     sc, bi = rng.standard_normal(4).astype(np.float32), rng.standard_normal(4).astype(np.float32)
-    text = _g("x: f32[1, 3, 6, 6];", 'w: f32[4, 3, 3, 3] @weights("w"); s: f32[4] @weights("s"); '
-              'b: f32[4] @weights("b");',
-              "c = conv2d(x, w, padding=[1, 1, 1, 1]); n = instanceNormalization(c, scale=s, bias=b); "
-              "r = relu(n); d = conv2d(r, w2);", "d;").replace('b: f32[4] @weights("b");',
-                                                               'b: f32[4] @weights("b"); w2: f32[2, 4, 1, 1] '
-                                                               '@weights("w2");')
+    text = _g(
+        "x: f32[1, 3, 6, 6];",
+        'w: f32[4, 3, 3, 3] @weights("w"); s: f32[4] @weights("s"); b: f32[4] @weights("b");',
+        "c = conv2d(x, w, padding=[1, 1, 1, 1]); n = instanceNormalization(c, scale=s, bias=b); "
+        "r = relu(n); d = conv2d(r, w2);",
+        "d;",
+    ).replace('b: f32[4] @weights("b");', 'b: f32[4] @weights("b"); w2: f32[2, 4, 1, 1] @weights("w2");')
     w2 = rng.standard_normal((2, 4, 1, 1)).astype(np.float32)
     x = rng.standard_normal((1, 3, 6, 6)).astype(np.float32)
     out, xg = _run(text, {"x": x}, {"w": w, "s": sc, "b": bi, "w2": w2})
@@ -249,7 +308,7 @@ def test_instance_norm_stays_in_the_nhwc_region() -> None:
     xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
     for i in range(6):
         for j in range(6):
-            c[:, :, i, j] = np.einsum("nchw,ochw->no", xp[:, :, i:i + 3, j:j + 3], w)
+            c[:, :, i, j] = np.einsum("nchw,ochw->no", xp[:, :, i : i + 3, j : j + 3], w)
     n = (c - c.mean(axis=(2, 3), keepdims=True)) / np.sqrt(c.var(axis=(2, 3), keepdims=True) + 1e-5)
     n = np.maximum(n * sc.reshape(1, 4, 1, 1) + bi.reshape(1, 4, 1, 1), 0)
     np.testing.assert_allclose(out["d"], np.einsum("nchw,oc->nohw", n, w2[:, :, 0, 0]), rtol=1e-4, atol=1e-4)
@@ -260,16 +319,36 @@ def test_instance_norm_stays_in_the_nhwc_region() -> None:
 
 def test_l2_pool_and_integer_max_pool() -> None:
     x = rng.standard_normal((1, 2, 5, 5)).astype(np.float32)
-    out, xg = _run(_g("x: f32[1, 2, 5, 5];", "", "y = l2Pool2d(x, windowDimensions=[3, 3], strides=[2, 2], "
-                      "padding=[1, 1, 1, 1]);", "y;"), {"x": x})
+    out, xg = _run(
+        _g(
+            "x: f32[1, 2, 5, 5];",
+            "",
+            "y = l2Pool2d(x, windowDimensions=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1]);",
+            "y;",
+        ),
+        {"x": x},
+    )
     assert "WXPool2d" in _kinds(xg)
     xp = np.pad(x.astype(np.float64) ** 2, ((0, 0), (0, 0), (1, 1), (1, 1)))
-    want = np.sqrt(np.array([[[[xp[0, c, 2 * i:2 * i + 3, 2 * j:2 * j + 3].sum() for j in range(3)]
-                               for i in range(3)] for c in range(2)]]))
+    want = np.sqrt(
+        np.array(
+            [
+                [
+                    [
+                        [xp[0, c, 2 * i : 2 * i + 3, 2 * j : 2 * j + 3].sum() for j in range(3)]
+                        for i in range(3)
+                    ]
+                    for c in range(2)
+                ]
+            ]
+        )
+    )
     np.testing.assert_allclose(out["y"], want, rtol=1e-5)
     xi = rng.integers(-100, 100, (1, 1, 4, 4)).astype(np.int8)
-    out, xg = _run(_g("x: i8[1, 1, 4, 4];", "", "y = maxPool2d(x, windowDimensions=[2, 2], strides=[2, 2]);",
-                      "y;"), {"x": xi})
+    out, xg = _run(
+        _g("x: i8[1, 1, 4, 4];", "", "y = maxPool2d(x, windowDimensions=[2, 2], strides=[2, 2]);", "y;"),
+        {"x": xi},
+    )
     assert "WXPool2d" in _kinds(xg)
     np.testing.assert_array_equal(out["y"], xi.reshape(1, 1, 2, 2, 2, 2).max(axis=(3, 5)))
 
@@ -288,27 +367,39 @@ def _resample_ref(x: np.ndarray, scales, sizes, linear: bool) -> np.ndarray:
                 continue
             y0, x0 = int(np.floor(fy)), int(np.floor(fx))
             dy, dx = fy - y0, fx - x0
+
             def at(yy, xx):  # noqa: E306
                 return x[:, :, min(max(yy, 0), h - 1), min(max(xx, 0), w - 1)]
-            out[:, :, oy, ox] = ((1 - dy) * (1 - dx) * at(y0, x0) + (1 - dy) * dx * at(y0, x0 + 1)
-                                 + dy * (1 - dx) * at(y0 + 1, x0) + dy * dx * at(y0 + 1, x0 + 1))
+
+            out[:, :, oy, ox] = (
+                (1 - dy) * (1 - dx) * at(y0, x0)
+                + (1 - dy) * dx * at(y0, x0 + 1)
+                + dy * (1 - dx) * at(y0 + 1, x0)
+                + dy * dx * at(y0 + 1, x0 + 1)
+            )
     return out
 
 
 @pytest.mark.parametrize("mode", ["linear", "nearest-neighbor"])
 def test_resample2d(mode: str) -> None:
     x = rng.standard_normal((1, 2, 3, 4)).astype(np.float32)
-    out, xg = _run(_g("x: f32[1, 2, 3, 4];", "", f'y = resample2d(x, mode="{mode}", scales=[2.0, 1.5]);',
-                      "y;"), {"x": x})
+    out, xg = _run(
+        _g("x: f32[1, 2, 3, 4];", "", f'y = resample2d(x, mode="{mode}", scales=[2.0, 1.5]);', "y;"), {"x": x}
+    )
     assert _kinds(xg) == ["WXResample2d"]  # plain NCHW data: no transposes for XNN's NHWC node
-    np.testing.assert_allclose(out["y"], _resample_ref(x, (2.0, 1.5), (6, 6), mode == "linear"),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        out["y"], _resample_ref(x, (2.0, 1.5), (6, 6), mode == "linear"), rtol=1e-5, atol=1e-6
+    )
 
 
 def test_linear_resample_in_nhwc_region_is_the_xnn_node() -> None:
     w = rng.standard_normal((2, 2, 1, 1)).astype(np.float32)
-    text = _g("x: f32[1, 2, 3, 4];", 'w: f32[2, 2, 1, 1] @weights("w");',
-              'c = conv2d(x, w); y = resample2d(c, mode="linear", sizes=[6, 8]);', "y;")
+    text = _g(
+        "x: f32[1, 2, 3, 4];",
+        'w: f32[2, 2, 1, 1] @weights("w");',
+        'c = conv2d(x, w); y = resample2d(c, mode="linear", sizes=[6, 8]);',
+        "y;",
+    )
     x = rng.standard_normal((1, 2, 3, 4)).astype(np.float32)
     out, xg = _run(text, {"x": x}, {"w": w})
     assert "XNNStaticResizeBilinear2D" in _kinds(xg)
@@ -323,8 +414,12 @@ def test_quantize_dequantize_blockwise() -> None:
     x = (rng.standard_normal((2, 4)) * 50).astype(np.float32)
     s = np.array([[0.5, 2.0]], np.float32)  # blocks of 2 along the last dim
     z = np.array([[3, -4]], np.int8)
-    text = _g("x: f32[2, 4];", 's: f32[1, 2] @weights("s"); z: i8[1, 2] @weights("z");',
-              "q = quantizeLinear(x, s, z); d = dequantizeLinear(q, s, z);", "q; d;")
+    text = _g(
+        "x: f32[2, 4];",
+        's: f32[1, 2] @weights("s"); z: i8[1, 2] @weights("z");',
+        "q = quantizeLinear(x, s, z); d = dequantizeLinear(q, s, z);",
+        "q; d;",
+    )
     out, xg = _run(text, {"x": x}, {"s": s, "z": z})
     sb, zb = np.repeat(s, 2, axis=1), np.repeat(z, 2, axis=1).astype(np.float64)
     q = np.clip(np.rint(x / sb) + zb, -128, 127)
@@ -342,8 +437,10 @@ def _act(name: str):
 
 def _gru_cell_ref(x, w, r, h, b, rb, hs, reset_after=True, acts=("sigmoid", "tanh")):
     f, g = _act(acts[0]), _act(acts[1])
+
     def part(m, k):  # noqa: E306
-        return m[k * hs:(k + 1) * hs]
+        return m[k * hs : (k + 1) * hs]
+
     z = f(x @ part(w, 0).T + h @ part(r, 0).T + part(b, 0) + part(rb, 0))
     rr = f(x @ part(w, 1).T + h @ part(r, 1).T + part(b, 1) + part(rb, 1))
     if reset_after:
@@ -362,11 +459,14 @@ def test_gru_sequence(direction: str) -> None:
     r = (rng.standard_normal((nd, 3 * hs, hs)) * 0.5).astype(np.float32)
     b = rng.standard_normal((nd, 3 * hs)).astype(np.float32)
     rb = rng.standard_normal((nd, 3 * hs)).astype(np.float32)
-    text = _g(f"x: f32[{steps}, {batch}, {ins}];",
-              f'w: f32[{nd}, {3 * hs}, {ins}] @weights("w"); r: f32[{nd}, {3 * hs}, {hs}] @weights("r"); '
-              f'b: f32[{nd}, {3 * hs}] @weights("b"); rb: f32[{nd}, {3 * hs}] @weights("rb");',
-              f'[h, seq] = gru(x, w, r, steps={steps}, hiddenSize={hs}, bias=b, recurrentBias=rb, '
-              f'returnSequence=true, direction="{direction}", resetAfter=false);', "h; seq;")
+    text = _g(
+        f"x: f32[{steps}, {batch}, {ins}];",
+        f'w: f32[{nd}, {3 * hs}, {ins}] @weights("w"); r: f32[{nd}, {3 * hs}, {hs}] @weights("r"); '
+        f'b: f32[{nd}, {3 * hs}] @weights("b"); rb: f32[{nd}, {3 * hs}] @weights("rb");',
+        f"[h, seq] = gru(x, w, r, steps={steps}, hiddenSize={hs}, bias=b, recurrentBias=rb, "
+        f'returnSequence=true, direction="{direction}", resetAfter=false);',
+        "h; seq;",
+    )
     out, xg = _run(text, {"x": x}, {"w": w, "r": r, "b": b, "rb": rb})
     assert "XNNFullyConnected" in _kinds(xg) and not any(k.startswith("WX") for k in _kinds(xg))
     seq = np.zeros((steps, nd, batch, hs))
@@ -390,20 +490,24 @@ def test_lstm_cell_with_peepholes_and_ifgo_layout() -> None:
     w = rng.standard_normal((4 * hs, ins)).astype(np.float32)
     r = rng.standard_normal((4 * hs, hs)).astype(np.float32)
     p = rng.standard_normal(3 * hs).astype(np.float32)
-    text = _g(f"x: f32[{batch}, {ins}]; h: f32[{batch}, {hs}]; c: f32[{batch}, {hs}];",
-              f'w: f32[{4 * hs}, {ins}] @weights("w"); r: f32[{4 * hs}, {hs}] @weights("r"); '
-              f'p: f32[{3 * hs}] @weights("p");',
-              f'[ho, co] = lstmCell(x, w, r, h, c, hiddenSize={hs}, peepholeWeight=p, layout="ifgo");',
-              "ho; co;")
+    text = _g(
+        f"x: f32[{batch}, {ins}]; h: f32[{batch}, {hs}]; c: f32[{batch}, {hs}];",
+        f'w: f32[{4 * hs}, {ins}] @weights("w"); r: f32[{4 * hs}, {hs}] @weights("r"); '
+        f'p: f32[{3 * hs}] @weights("p");',
+        f'[ho, co] = lstmCell(x, w, r, h, c, hiddenSize={hs}, peepholeWeight=p, layout="ifgo");',
+        "ho; co;",
+    )
     out, _ = _run(text, {"x": x, "h": h, "c": c}, {"w": w, "r": r, "p": p})
     xd, hd, cd = (a.astype(np.float64) for a in (x, h, c))
+
     def gate(k):  # noqa: E306  (ifgo rows)
-        return xd @ w[k * hs:(k + 1) * hs].T + hd @ r[k * hs:(k + 1) * hs].T
+        return xd @ w[k * hs : (k + 1) * hs].T + hd @ r[k * hs : (k + 1) * hs].T
+
     sig = _act("sigmoid")
     i = sig(gate(0) + cd * p[:hs])
-    f = sig(gate(1) + cd * p[2 * hs:])
+    f = sig(gate(1) + cd * p[2 * hs :])
     g = np.tanh(gate(2))
-    o = sig(gate(3) + cd * p[hs:2 * hs])
+    o = sig(gate(3) + cd * p[hs : 2 * hs])
     ct = f * cd + i * g
     np.testing.assert_allclose(out["co"], ct, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(out["ho"], o * np.tanh(ct), rtol=1e-5, atol=1e-5)
@@ -430,8 +534,12 @@ def test_float16_graph_computes_in_fp32_and_keeps_fp16_io_and_weights() -> None:
 def test_float16_data_movement_needs_no_conversion() -> None:
     x = rng.standard_normal((2, 3)).astype(np.float16)
     k = rng.standard_normal((2, 3)).astype(np.float16)
-    text = _g("x: f16[2, 3];", 'k: f16[2, 3] @weights("k");',
-              "t = transpose(x); r = reshape(t, newShape=[6]); c = concat(x, k, axis=0);", "r; c;")
+    text = _g(
+        "x: f16[2, 3];",
+        'k: f16[2, 3] @weights("k");',
+        "t = transpose(x); r = reshape(t, newShape=[6]); c = concat(x, k, axis=0);",
+        "r; c;",
+    )
     out, xg = _run(text, {"x": x}, {"k": k})
     assert "XNNConvert" not in _kinds(xg)
     np.testing.assert_array_equal(out["r"], x.T.reshape(6))
@@ -445,8 +553,12 @@ def test_filters_and_b_may_be_graph_inputs() -> None:
     x = rng.standard_normal((1, 4, 5, 5)).astype(np.float32)
     wt = rng.standard_normal((4, 3, 2, 2)).astype(np.float32)  # grouped convTranspose, iohw, groups=2
     a, b = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((4, 2)).astype(np.float32)
-    text = _g("x: f32[1, 4, 5, 5]; wt: f32[4, 3, 2, 2]; a: f32[3, 4]; b: f32[4, 2];", "",
-              "y = convTranspose2d(x, wt, groups=2, strides=[2, 2]); g = gemm(a, b, alpha=2.0);", "y; g;")
+    text = _g(
+        "x: f32[1, 4, 5, 5]; wt: f32[4, 3, 2, 2]; a: f32[3, 4]; b: f32[4, 2];",
+        "",
+        "y = convTranspose2d(x, wt, groups=2, strides=[2, 2]); g = gemm(a, b, alpha=2.0);",
+        "y; g;",
+    )
     out, xg = _run(text, {"x": x, "wt": wt, "a": a, "b": b})
     np.testing.assert_allclose(out["g"], 2 * a.astype(np.float64) @ b, rtol=1e-5)
     y = np.zeros((1, 6, 10, 10))
@@ -454,7 +566,7 @@ def test_filters_and_b_may_be_graph_inputs() -> None:
         grp = ic // 2
         for i in range(5):
             for j in range(5):
-                y[0, grp * 3:(grp + 1) * 3, 2 * i:2 * i + 2, 2 * j:2 * j + 2] += x[0, ic, i, j] * wt[ic]
+                y[0, grp * 3 : (grp + 1) * 3, 2 * i : 2 * i + 2, 2 * j : 2 * j + 2] += x[0, ic, i, j] * wt[ic]
     np.testing.assert_allclose(out["y"], y, rtol=1e-5, atol=1e-5)
 
 
@@ -474,8 +586,15 @@ def test_executorch_profile_names_what_it_cannot_express() -> None:
 
 def test_scalars_everywhere() -> None:
     x = np.array(2.5, np.float32)
-    out, xg = _run(_g("x: f32[];", "", "a = erf(x); b = reduceSum(x); c = cast(x, type=\"int32\"); "
-                      "d = expand(x, newShape=[2]);", "a; b; c; d;"), {"x": x})
+    out, xg = _run(
+        _g(
+            "x: f32[];",
+            "",
+            'a = erf(x); b = reduceSum(x); c = cast(x, type="int32"); d = expand(x, newShape=[2]);',
+            "a; b; c; d;",
+        ),
+        {"x": x},
+    )
     assert [v.dims for v in xg.values if v.flags == 1] == [[]]
     assert out["a"].shape == () and out["c"] == 2
     np.testing.assert_array_equal(out["d"], [2.5, 2.5])
@@ -485,8 +604,9 @@ def test_nodes_block_constant_is_folded() -> None:
     import base64
 
     data = base64.b64encode(np.array([1, 2, 3], "<f4").tobytes()).decode()
-    text = _g("x: f32[3];", "", f'k = constant(dataType="float32", shape=[3], data="{data}"); y = add(x, k);',
-              "y;")
+    text = _g(
+        "x: f32[3];", "", f'k = constant(dataType="float32", shape=[3], data="{data}"); y = add(x, k);', "y;"
+    )
     out, xg = _run(text, {"x": np.ones(3, np.float32)})
     assert _kinds(xg) == ["XNNAdd"]
     np.testing.assert_array_equal(out["y"], [2, 3, 4])

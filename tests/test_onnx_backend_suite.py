@@ -34,20 +34,30 @@ def test_no_wrong_answers(outcomes: list[suite.Outcome]) -> None:
 
 def test_no_crashes(outcomes: list[suite.Outcome]) -> None:
     crashed = [f"{o.name}: {o.detail}" for o in outcomes if o.status == suite.CRASHED]
-    assert not crashed, f"{len(crashed)} case(s) raised something other than a WebxnnError:\n" + \
-        "\n".join(crashed)
+    assert not crashed, f"{len(crashed)} case(s) raised something other than a WebxnnError:\n" + "\n".join(
+        crashed
+    )
 
 
 def test_refusals_are_the_expected_ones(outcomes: list[suite.Outcome]) -> None:
     expected = suite.read_expected()
-    regressed = [f"{o.name}: {o.detail[:400]}" for o in outcomes
-                 if o.status == suite.REFUSED and expected.get(o.name) == suite.PASS]
+    regressed = [
+        f"{o.name}: {o.detail[:400]}"
+        for o in outcomes
+        if o.status == suite.REFUSED and expected.get(o.name) == suite.PASS
+    ]
     gained = [o.name for o in outcomes if o.status == suite.PASS and expected.get(o.name) == suite.REFUSED]
     unknown = [o.name for o in outcomes if o.name not in expected]
     if gained:
-        warnings.warn(f"{len(gained)} case(s) listed as refused now pass ({', '.join(gained[:10])}); "
-                      "refreeze: python tests/onnx_backend_cases.py --freeze", stacklevel=1)
+        warnings.warn(
+            f"{len(gained)} case(s) listed as refused now pass ({', '.join(gained[:10])}); "
+            "refreeze: python tests/onnx_backend_cases.py --freeze",
+            stacklevel=1,
+        )
     if unknown:
-        warnings.warn(f"{len(unknown)} case(s) not in onnx_backend_expected.txt (another onnx version?): "
-                      f"{', '.join(unknown[:10])}", stacklevel=1)
+        warnings.warn(
+            f"{len(unknown)} case(s) not in onnx_backend_expected.txt (another onnx version?): "
+            f"{', '.join(unknown[:10])}",
+            stacklevel=1,
+        )
     assert not regressed, f"{len(regressed)} case(s) that passed are now refused:\n" + "\n".join(regressed)

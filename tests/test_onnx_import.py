@@ -26,21 +26,38 @@ from webxnn.onnx import from_onnx, import_onnx  # noqa: E402
 
 NEWEST = onnx.defs.onnx_opset_version()
 RNG = np.random.default_rng(1234)
-NP_TO_TP = {np.float32: TP.FLOAT, np.int64: TP.INT64, np.int32: TP.INT32, np.uint8: TP.UINT8,
-            np.int8: TP.INT8, np.bool_: TP.BOOL, np.float16: TP.FLOAT16, np.uint32: TP.UINT32,
-            np.uint64: TP.UINT64}
+NP_TO_TP = {
+    np.float32: TP.FLOAT,
+    np.int64: TP.INT64,
+    np.int32: TP.INT32,
+    np.uint8: TP.UINT8,
+    np.int8: TP.INT8,
+    np.bool_: TP.BOOL,
+    np.float16: TP.FLOAT16,
+    np.uint32: TP.UINT32,
+    np.uint64: TP.UINT64,
+}
 
 
 # --------------------------------------------------------------------------------------------- building
 
-def model(nodes: list[Any], inputs: dict[str, tuple[Any, list[Any]]], outputs: dict[str, Any],
-          inits: dict[str, np.ndarray] | None = None, opset: int = 17, name: str = "m") -> Any:
+
+def model(
+    nodes: list[Any],
+    inputs: dict[str, tuple[Any, list[Any]]],
+    outputs: dict[str, Any],
+    inits: dict[str, np.ndarray] | None = None,
+    opset: int = 17,
+    name: str = "m",
+) -> Any:
     """A ModelProto: inputs {name: (np dtype, shape)}, outputs {name: np dtype}, inits {name: array}."""
     g = helper.make_graph(
-        nodes, name,
+        nodes,
+        name,
         [helper.make_tensor_value_info(k, NP_TO_TP[dt], shape) for k, (dt, shape) in inputs.items()],
         [helper.make_tensor_value_info(k, NP_TO_TP[dt], None) for k, dt in outputs.items()],
-        [numpy_helper.from_array(np.asarray(v), k) for k, v in (inits or {}).items()])
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in (inits or {}).items()],
+    )
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = min(m.ir_version, 10)  # what current onnxruntime accepts
     return m
@@ -89,6 +106,7 @@ def feeds_for(m: Any, override: dict[str, int] | None = None, seed: int = 0) -> 
 
 # --------------------------------------------------------------------------------------------- running
 
+
 def oracle(m: Any, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """What ONNX says: onnxruntime when installed, else onnx's reference evaluator."""
     names = [o.name for o in m.graph.output]
@@ -117,18 +135,31 @@ def run_webxnn(g: webxnn.Graph, feeds: dict[str, np.ndarray]) -> dict[str, np.nd
     return prog.run(ins)
 
 
-def compare(got: dict[str, np.ndarray], want: dict[str, np.ndarray], atol: float, rtol: float,
-            who: str) -> None:
+def compare(
+    got: dict[str, np.ndarray], want: dict[str, np.ndarray], atol: float, rtol: float, who: str
+) -> None:
     for name, ref in want.items():
         out = np.asarray(got[name])
         ref = ref.astype(np.uint8) if ref.dtype == np.bool_ else ref
         assert out.shape == ref.shape, (who, name, out.shape, ref.shape)
-        np.testing.assert_allclose(out.astype(np.float64), ref.astype(np.float64), atol=atol, rtol=rtol,
-                                   err_msg=f"{who}: output {name}")
+        np.testing.assert_allclose(
+            out.astype(np.float64),
+            ref.astype(np.float64),
+            atol=atol,
+            rtol=rtol,
+            err_msg=f"{who}: output {name}",
+        )
 
 
-def check(m: Any, override: dict[str, int] | None = None, atol: float = 1e-4, rtol: float = 1e-4,
-          seed: int = 0, feeds: dict[str, np.ndarray] | None = None, runtime: bool = True) -> webxnn.Graph:
+def check(
+    m: Any,
+    override: dict[str, int] | None = None,
+    atol: float = 1e-4,
+    rtol: float = 1e-4,
+    seed: int = 0,
+    feeds: dict[str, np.ndarray] | None = None,
+    runtime: bool = True,
+) -> webxnn.Graph:
     """Import `m`; the WebNN graph interpreted with numpy must match ONNX; then (when `runtime`) so must
     webxnn's compiled blob, which skips while lowering lacks an op."""
     g = from_onnx(m, override_dims=override)
@@ -152,6 +183,7 @@ def ops_of(g: webxnn.Graph) -> Counter:
 # (NCHW/OIHW, padding [t, b, l, r], averages exclude padding). It checks the *translation* ONNX → WebNN
 # against onnxruntime independently of webxnn's lowering and runtime.
 
+
 def _np_conv(x, w, b, o):
     t, bo, le, r = o.get("padding", [0, 0, 0, 0])
     sh, sw = o.get("strides", [1, 1])
@@ -164,12 +196,14 @@ def _np_conv(x, w, b, o):
     y = np.zeros((n_, oc, oh, ow))
     ocg = oc // g
     for gi in range(g):
-        xs = xp[:, gi * icg:(gi + 1) * icg]
+        xs = xp[:, gi * icg : (gi + 1) * icg]
         for i in range(kh):
             for j in range(kw):
-                patch = xs[:, :, i * dh:i * dh + (oh - 1) * sh + 1:sh, j * dw:j * dw + (ow - 1) * sw + 1:sw]
-                wk = w[gi * ocg:(gi + 1) * ocg, :, i, j]
-                y[:, gi * ocg:(gi + 1) * ocg] += np.einsum("nchw,oc->nohw", patch, wk)
+                patch = xs[
+                    :, :, i * dh : i * dh + (oh - 1) * sh + 1 : sh, j * dw : j * dw + (ow - 1) * sw + 1 : sw
+                ]
+                wk = w[gi * ocg : (gi + 1) * ocg, :, i, j]
+                y[:, gi * ocg : (gi + 1) * ocg] += np.einsum("nchw,oc->nohw", patch, wk)
     if b is not None:
         y += b.reshape(1, -1, 1, 1)
     return y
@@ -187,13 +221,17 @@ def _np_conv_t(x, w, b, o):
     y = np.zeros((n_, ocg * g, fh, fw))
     icg = ic // g
     for gi in range(g):
-        xs = x[:, gi * icg:(gi + 1) * icg].astype(np.float64)
+        xs = x[:, gi * icg : (gi + 1) * icg].astype(np.float64)
         for i in range(kh):
             for j in range(kw):
-                contrib = np.einsum("nchw,co->nohw", xs, w[gi * icg:(gi + 1) * icg, :, i, j])
-                y[:, gi * ocg:(gi + 1) * ocg, i * dh:i * dh + (h - 1) * sh + 1:sh,
-                  j * dw:j * dw + (wd - 1) * sw + 1:sw] += contrib
-    y = y[:, :, t:fh - bo, le:fw - r]
+                contrib = np.einsum("nchw,co->nohw", xs, w[gi * icg : (gi + 1) * icg, :, i, j])
+                y[
+                    :,
+                    gi * ocg : (gi + 1) * ocg,
+                    i * dh : i * dh + (h - 1) * sh + 1 : sh,
+                    j * dw : j * dw + (wd - 1) * sw + 1 : sw,
+                ] += contrib
+    y = y[:, :, t : fh - bo, le : fw - r]
     if b is not None:
         y += b.reshape(1, -1, 1, 1)
     return y
@@ -213,12 +251,18 @@ def _np_pool(x, o, kind):
     fill = -np.inf if kind == "max" else 0.0
     xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (t, bo + eh), (le, r + ew)), constant_values=fill)
     valid = np.pad(np.ones((h, wd)), ((t, bo + eh), (le, r + ew)))
-    wins = [xp[:, :, i * dh:i * dh + (oh - 1) * sh + 1:sh, j * dw:j * dw + (ow - 1) * sw + 1:sw]
-            for i in range(kh) for j in range(kw)]
+    wins = [
+        xp[:, :, i * dh : i * dh + (oh - 1) * sh + 1 : sh, j * dw : j * dw + (ow - 1) * sw + 1 : sw]
+        for i in range(kh)
+        for j in range(kw)
+    ]
     if kind == "max":
         return np.max(wins, axis=0)
-    cnt = sum(valid[i * dh:i * dh + (oh - 1) * sh + 1:sh, j * dw:j * dw + (ow - 1) * sw + 1:sw]
-              for i in range(kh) for j in range(kw))
+    cnt = sum(
+        valid[i * dh : i * dh + (oh - 1) * sh + 1 : sh, j * dw : j * dw + (ow - 1) * sw + 1 : sw]
+        for i in range(kh)
+        for j in range(kw)
+    )
     if kind == "l2":
         return np.sqrt(np.sum(np.square(wins), axis=0))
     return np.sum(wins, axis=0) / cnt
@@ -238,6 +282,7 @@ def _np_resample(x, o):
         lo = np.floor(src).astype(int)
         hi = np.minimum(lo + 1, n_in - 1)
         return lo, hi, src - lo
+
     y0, y1, fy = coords(h, oh)
     x0, x1, fx = coords(w, ow)
     top = x[:, :, y0][:, :, :, x0] * (1 - fx) + x[:, :, y0][:, :, :, x1] * fx
@@ -253,17 +298,47 @@ def _np_norm(x, axes, scale, bias, eps):
 
 
 _erf = np.vectorize(math.erf)
-_NP_UNARY = {"relu": lambda x: np.maximum(x, 0), "sigmoid": lambda x: 1 / (1 + np.exp(-x)), "tanh": np.tanh,
-             "exp": np.exp, "log": np.log, "abs": np.abs, "neg": np.negative, "sqrt": np.sqrt, "erf": _erf,
-             "floor": np.floor, "ceil": np.ceil, "reciprocal": lambda x: 1 / x, "identity": lambda x: x,
-             "gelu": lambda x: 0.5 * x * (1 + _erf(x / math.sqrt(2))), "logicalNot": lambda x: (x == 0),
-             "hardSwish": lambda x: x * np.clip(x + 3, 0, 6) / 6}
-_NP_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "pow": np.power,
-              "max": np.maximum, "min": np.minimum, "equal": np.equal, "notEqual": np.not_equal,
-              "greater": np.greater, "lesser": np.less, "greaterOrEqual": np.greater_equal,
-              "lesserOrEqual": np.less_equal, "prelu": lambda x, s: np.where(x >= 0, x, x * s)}
-_NP_REDUCE = {"reduceMean": np.mean, "reduceSum": np.sum, "reduceMax": np.max, "reduceMin": np.min,
-              "reduceProduct": np.prod}
+_NP_UNARY = {
+    "relu": lambda x: np.maximum(x, 0),
+    "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+    "tanh": np.tanh,
+    "exp": np.exp,
+    "log": np.log,
+    "abs": np.abs,
+    "neg": np.negative,
+    "sqrt": np.sqrt,
+    "erf": _erf,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "reciprocal": lambda x: 1 / x,
+    "identity": lambda x: x,
+    "gelu": lambda x: 0.5 * x * (1 + _erf(x / math.sqrt(2))),
+    "logicalNot": lambda x: x == 0,
+    "hardSwish": lambda x: x * np.clip(x + 3, 0, 6) / 6,
+}
+_NP_BINARY = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": np.divide,
+    "pow": np.power,
+    "max": np.maximum,
+    "min": np.minimum,
+    "equal": np.equal,
+    "notEqual": np.not_equal,
+    "greater": np.greater,
+    "lesser": np.less,
+    "greaterOrEqual": np.greater_equal,
+    "lesserOrEqual": np.less_equal,
+    "prelu": lambda x, s: np.where(x >= 0, x, x * s),
+}
+_NP_REDUCE = {
+    "reduceMean": np.mean,
+    "reduceSum": np.sum,
+    "reduceMax": np.max,
+    "reduceMin": np.min,
+    "reduceProduct": np.prod,
+}
 
 
 def _np_node(op, ins, o, env):  # noqa: C901 - one branch per op, on purpose
@@ -297,11 +372,25 @@ def _np_node(op, ins, o, env):  # noqa: C901 - one branch per op, on purpose
         y = (x - ins[1].reshape(sh)) / np.sqrt(ins[2].reshape(sh) + o.get("epsilon", 1e-5))
         return [y * env[o["scale"]].reshape(sh) + env[o["bias"]].reshape(sh)]
     if op == "instanceNormalization":
-        return [_np_norm(x, [2, 3], env[o["scale"]].reshape(1, -1, 1, 1), env[o["bias"]].reshape(1, -1, 1, 1),
-                         o.get("epsilon", 1e-5))]
+        return [
+            _np_norm(
+                x,
+                [2, 3],
+                env[o["scale"]].reshape(1, -1, 1, 1),
+                env[o["bias"]].reshape(1, -1, 1, 1),
+                o.get("epsilon", 1e-5),
+            )
+        ]
     if op == "layerNormalization":
-        return [_np_norm(x, o["axes"], ins[1] if len(ins) > 1 else None, ins[2] if len(ins) > 2 else None,
-                         o.get("epsilon", 1e-5))]
+        return [
+            _np_norm(
+                x,
+                o["axes"],
+                ins[1] if len(ins) > 1 else None,
+                ins[2] if len(ins) > 2 else None,
+                o.get("epsilon", 1e-5),
+            )
+        ]
     if op == "gemm":
         a = x.T if o.get("aTranspose") else x
         b = ins[1].T if o.get("bTranspose") else ins[1]
@@ -364,30 +453,64 @@ X = {"x": (np.float32, [2, 4, 6, 6])}
 V = {"v": (np.float32, [3, 5])}
 
 
-def _case(cid: str, nodes: list[Any], inits: dict | None = None, inputs: dict | None = None,
-          outputs: dict | None = None, opset: int = 17) -> Any:
+def _case(
+    cid: str,
+    nodes: list[Any],
+    inits: dict | None = None,
+    inputs: dict | None = None,
+    outputs: dict | None = None,
+    opset: int = 17,
+) -> Any:
     return pytest.param(nodes, inputs or X, outputs or {"y": np.float32}, inits or {}, opset, id=cid)
 
 
 CASES = [
-    _case("Conv", [n("Conv", ["x", "w", "b"], "y", pads=[1, 0, 1, 2], strides=[2, 1])],
-          {"w": f32(3, 4, 3, 2), "b": f32(3)}),
-    _case("Conv-same-lower", [n("Conv", ["x", "w"], "y", auto_pad="SAME_LOWER", strides=[2, 2])],
-          {"w": f32(5, 4, 2, 2)}),
-    _case("Conv-dilated", [n("Conv", ["x", "w"], "y", pads=[2, 2, 2, 2], dilations=[2, 2])],
-          {"w": f32(5, 4, 3, 3)}),
-    _case("Conv-depthwise", [n("Conv", ["x", "w", "b"], "y", group=4, pads=[1, 1, 1, 1])],
-          {"w": f32(4, 1, 3, 3), "b": f32(4)}),
-    _case("Conv1d", [n("Conv", ["v3", "w"], "y", pads=[1, 1], strides=[2])], {"w": f32(6, 4, 3)},
-          {"v3": (np.float32, [2, 4, 9])}),
-    _case("ConvTranspose", [n("ConvTranspose", ["x", "w", "b"], "y", strides=[2, 2], pads=[1, 1, 1, 1],
-                              output_padding=[1, 1])], {"w": f32(4, 3, 3, 3), "b": f32(3)}),
-    _case("ConvTranspose-output_shape", [n("ConvTranspose", ["x", "w"], "y", strides=[2, 2],
-                                           output_shape=[12, 12])], {"w": f32(4, 2, 3, 3)}),
-    _case("BatchNormalization", [n("BatchNormalization", ["x", "s", "b", "m", "v"], "y", epsilon=1e-3)],
-          {"s": f32(4), "b": f32(4), "m": f32(4), "v": np.abs(f32(4)) + 0.5}),
-    _case("InstanceNormalization", [n("InstanceNormalization", ["x", "s", "b"], "y")],
-          {"s": f32(4), "b": f32(4)}),
+    _case(
+        "Conv",
+        [n("Conv", ["x", "w", "b"], "y", pads=[1, 0, 1, 2], strides=[2, 1])],
+        {"w": f32(3, 4, 3, 2), "b": f32(3)},
+    ),
+    _case(
+        "Conv-same-lower",
+        [n("Conv", ["x", "w"], "y", auto_pad="SAME_LOWER", strides=[2, 2])],
+        {"w": f32(5, 4, 2, 2)},
+    ),
+    _case(
+        "Conv-dilated",
+        [n("Conv", ["x", "w"], "y", pads=[2, 2, 2, 2], dilations=[2, 2])],
+        {"w": f32(5, 4, 3, 3)},
+    ),
+    _case(
+        "Conv-depthwise",
+        [n("Conv", ["x", "w", "b"], "y", group=4, pads=[1, 1, 1, 1])],
+        {"w": f32(4, 1, 3, 3), "b": f32(4)},
+    ),
+    _case(
+        "Conv1d",
+        [n("Conv", ["v3", "w"], "y", pads=[1, 1], strides=[2])],
+        {"w": f32(6, 4, 3)},
+        {"v3": (np.float32, [2, 4, 9])},
+    ),
+    _case(
+        "ConvTranspose",
+        [n("ConvTranspose", ["x", "w", "b"], "y", strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1])],
+        {"w": f32(4, 3, 3, 3), "b": f32(3)},
+    ),
+    _case(
+        "ConvTranspose-output_shape",
+        [n("ConvTranspose", ["x", "w"], "y", strides=[2, 2], output_shape=[12, 12])],
+        {"w": f32(4, 2, 3, 3)},
+    ),
+    _case(
+        "BatchNormalization",
+        [n("BatchNormalization", ["x", "s", "b", "m", "v"], "y", epsilon=1e-3)],
+        {"s": f32(4), "b": f32(4), "m": f32(4), "v": np.abs(f32(4)) + 0.5},
+    ),
+    _case(
+        "InstanceNormalization",
+        [n("InstanceNormalization", ["x", "s", "b"], "y")],
+        {"s": f32(4), "b": f32(4)},
+    ),
     _case("Relu", [n("Relu", ["x"], "y")]),
     _case("Clip-11", [n("Clip", ["x", "lo", "hi"], "y")], {"lo": np.float32(-0.5), "hi": np.float32(0.7)}),
     _case("Clip-6", [n("Clip", ["x"], "y", min=-0.5, max=0.7)], opset=6),
@@ -413,81 +536,191 @@ CASES = [
     _case("MaxPool-ceil", [n("MaxPool", ["x"], "y", kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)]),
     _case("AveragePool", [n("AveragePool", ["x"], "y", kernel_shape=[3, 3], pads=[1, 1, 1, 1])]),
     # ceil_mode, but the last window would start in the end padding: ONNX drops it (WebNN ceil keeps it)
-    _case("AveragePool-ceil-last-window-on-pad", [n("AveragePool", ["x"], "y", kernel_shape=[2, 2],
-                                                    strides=[4, 4], pads=[1, 1, 1, 1], ceil_mode=1)]),
-    _case("MaxPool-ceil-last-window-on-pad", [n("MaxPool", ["x"], "y", kernel_shape=[2, 2], strides=[4, 4],
-                                                pads=[1, 1, 1, 1], ceil_mode=1)]),
-    _case("AveragePool-include-pad", [n("AveragePool", ["x"], "y", kernel_shape=[3, 3], strides=[2, 2],
-                                        pads=[1, 1, 1, 1], count_include_pad=1)]),
+    _case(
+        "AveragePool-ceil-last-window-on-pad",
+        [n("AveragePool", ["x"], "y", kernel_shape=[2, 2], strides=[4, 4], pads=[1, 1, 1, 1], ceil_mode=1)],
+    ),
+    _case(
+        "MaxPool-ceil-last-window-on-pad",
+        [n("MaxPool", ["x"], "y", kernel_shape=[2, 2], strides=[4, 4], pads=[1, 1, 1, 1], ceil_mode=1)],
+    ),
+    _case(
+        "AveragePool-include-pad",
+        [
+            n(
+                "AveragePool",
+                ["x"],
+                "y",
+                kernel_shape=[3, 3],
+                strides=[2, 2],
+                pads=[1, 1, 1, 1],
+                count_include_pad=1,
+            )
+        ],
+    ),
     _case("GlobalAveragePool", [n("GlobalAveragePool", ["x"], "y")]),
     _case("GlobalMaxPool", [n("GlobalMaxPool", ["x"], "y")]),
     _case("Flatten", [n("Flatten", ["x"], "y", axis=2)]),
     _case("Flatten-axis-minus1", [n("Flatten", ["x"], "y", axis=-1)]),  # [48, 6], not [288, 1]
     _case("Flatten-axis-minus4", [n("Flatten", ["x"], "y", axis=-4)]),
     _case("Reshape", [n("Reshape", ["x", "s"], "y")], {"s": i64(0, -1, 3)}),
-    _case("Gemm", [n("Gemm", ["v", "w", "c"], "y", transB=1, alpha=0.5, beta=2.0)],
-          {"w": f32(7, 5), "c": f32(7)}, V),
+    _case(
+        "Gemm",
+        [n("Gemm", ["v", "w", "c"], "y", transB=1, alpha=0.5, beta=2.0)],
+        {"w": f32(7, 5), "c": f32(7)},
+        V,
+    ),
     _case("Gemm-transA", [n("Gemm", ["v", "w"], "y", transA=1)], {"w": f32(3, 2)}, V),
     _case("MatMul-batched", [n("MatMul", ["x", "w"], "y")], {"w": f32(6, 3)}),
     _case("MatMul-vector", [n("MatMul", ["v", "w"], "y")], {"w": f32(5)}, V),
     _case("Concat", [n("Concat", ["x", "c"], "y", axis=-3)], {"c": f32(2, 2, 6, 6)}),
-    _case("Resize-nearest", [n("Resize", ["x", "", "sc"], "y", mode="nearest")],
-          {"sc": np.array([1, 1, 2, 2], np.float32)}),
-    _case("Resize-nearest-asym", [n("Resize", ["x", "", "", "sz"], "y", mode="nearest",
-                                    coordinate_transformation_mode="asymmetric", nearest_mode="floor")],
-          {"sz": i64(2, 4, 18, 12)}),
-    _case("Resize-nearest-sizes", [n("Resize", ["x", "", "", "sz"], "y", mode="nearest")],
-          {"sz": i64(2, 4, 12, 18)}),
-    _case("Resize-nearest-down", [n("Resize", ["x", "", "sc"], "y", mode="nearest",
-                                    nearest_mode="round_prefer_ceil")],
-          {"sc": np.array([1, 1, 0.5, 0.5], np.float32)}),
+    _case(
+        "Resize-nearest",
+        [n("Resize", ["x", "", "sc"], "y", mode="nearest")],
+        {"sc": np.array([1, 1, 2, 2], np.float32)},
+    ),
+    _case(
+        "Resize-nearest-asym",
+        [
+            n(
+                "Resize",
+                ["x", "", "", "sz"],
+                "y",
+                mode="nearest",
+                coordinate_transformation_mode="asymmetric",
+                nearest_mode="floor",
+            )
+        ],
+        {"sz": i64(2, 4, 18, 12)},
+    ),
+    _case(
+        "Resize-nearest-sizes",
+        [n("Resize", ["x", "", "", "sz"], "y", mode="nearest")],
+        {"sz": i64(2, 4, 12, 18)},
+    ),
+    _case(
+        "Resize-nearest-down",
+        [n("Resize", ["x", "", "sc"], "y", mode="nearest", nearest_mode="round_prefer_ceil")],
+        {"sc": np.array([1, 1, 0.5, 0.5], np.float32)},
+    ),
     # ONNX picks other pixels than resample2d: exact gathers instead
-    _case("Resize-nearest-gather", [n("Resize", ["x", "", "sc"], "y", mode="nearest")],
-          {"sc": np.array([1, 1, 0.5, 1.5], np.float32)}),
-    _case("Resize-linear-align-corners", [n("Resize", ["x", "", "", "sz"], "y", mode="linear",
-                                            coordinate_transformation_mode="align_corners")],
-          {"sz": i64(2, 4, 11, 4)}),
-    _case("Resize-nearest-axes-keep-ratio", [n("Resize", ["x", "", "", "sz"], "y", mode="nearest",
-                                               axes=[3, 2], keep_aspect_ratio_policy="not_larger")],
-          {"sz": i64(9, 20)}, opset=18),
-    _case("Resize-linear", [n("Resize", ["x", "", "sc"], "y", mode="linear")],
-          {"sc": np.array([1, 1, 2, 2], np.float32)}),
-    _case("Pad-constant", [n("Pad", ["x", "p", "v"], "y")],
-          {"p": i64(0, 0, 1, 2, 0, 0, 3, 0), "v": np.float32(0.5)}),
+    _case(
+        "Resize-nearest-gather",
+        [n("Resize", ["x", "", "sc"], "y", mode="nearest")],
+        {"sc": np.array([1, 1, 0.5, 1.5], np.float32)},
+    ),
+    _case(
+        "Resize-linear-align-corners",
+        [
+            n(
+                "Resize",
+                ["x", "", "", "sz"],
+                "y",
+                mode="linear",
+                coordinate_transformation_mode="align_corners",
+            )
+        ],
+        {"sz": i64(2, 4, 11, 4)},
+    ),
+    _case(
+        "Resize-nearest-axes-keep-ratio",
+        [
+            n(
+                "Resize",
+                ["x", "", "", "sz"],
+                "y",
+                mode="nearest",
+                axes=[3, 2],
+                keep_aspect_ratio_policy="not_larger",
+            )
+        ],
+        {"sz": i64(9, 20)},
+        opset=18,
+    ),
+    _case(
+        "Resize-linear",
+        [n("Resize", ["x", "", "sc"], "y", mode="linear")],
+        {"sc": np.array([1, 1, 2, 2], np.float32)},
+    ),
+    _case(
+        "Pad-constant",
+        [n("Pad", ["x", "p", "v"], "y")],
+        {"p": i64(0, 0, 1, 2, 0, 0, 3, 0), "v": np.float32(0.5)},
+    ),
     _case("Pad-reflect", [n("Pad", ["x", "p"], "y", mode="reflect")], {"p": i64(0, 0, 1, 2, 0, 0, 2, 1)}),
-    _case("Pad-edge-axes-18", [n("Pad", ["x", "p", "", "ax"], "y", mode="edge")],
-          {"p": i64(1, 2, 2, 1), "ax": i64(-2, -1)}, opset=18),
+    _case(
+        "Pad-edge-axes-18",
+        [n("Pad", ["x", "p", "", "ax"], "y", mode="edge")],
+        {"p": i64(1, 2, 2, 1), "ax": i64(-2, -1)},
+        opset=18,
+    ),
     _case("Softmax-13", [n("Softmax", ["x"], "y", axis=1)], opset=13),
     _case("Softmax-11-coerce", [n("Softmax", ["x"], "y", axis=2)], opset=11),
     _case("LogSoftmax", [n("LogSoftmax", ["x"], "y", axis=-1)]),
     _case("Transpose", [n("Transpose", ["x"], "y", perm=[0, 2, 3, 1])]),
-    _case("Split-13", [n("Split", ["x", "s"], ["y", "z"], axis=3)], {"s": i64(2, 4)},
-          outputs={"y": np.float32, "z": np.float32}, opset=13),
-    _case("Split-11", [n("Split", ["x"], ["y", "z"], axis=1, split=[1, 3])],
-          outputs={"y": np.float32, "z": np.float32}, opset=11),
-    _case("Split-18-num_outputs", [n("Split", ["x"], ["y", "z"], axis=2, num_outputs=2)],
-          outputs={"y": np.float32, "z": np.float32}, opset=18),
-    _case("Slice", [n("Slice", ["x", "st", "en", "ax", "sp"], "y")],
-          {"st": i64(1, -5), "en": i64(3, 100), "ax": i64(1, 3), "sp": i64(1, 2)}),
-    _case("Slice-negative-step", [n("Slice", ["x", "st", "en", "ax", "sp"], "y")],
-          {"st": i64(-1), "en": i64(-100), "ax": i64(2), "sp": i64(-2)}),
-    _case("Squeeze-13", [n("ReduceMean", ["x"], "r", axes=[1], keepdims=1), n("Squeeze", ["r", "a"], "y")],
-          {"a": i64(1)}, opset=13),
-    _case("Squeeze-11", [n("ReduceMean", ["x"], "r", axes=[1], keepdims=1),
-                         n("Squeeze", ["r"], "y", axes=[1])],
-          opset=11),
+    _case(
+        "Split-13",
+        [n("Split", ["x", "s"], ["y", "z"], axis=3)],
+        {"s": i64(2, 4)},
+        outputs={"y": np.float32, "z": np.float32},
+        opset=13,
+    ),
+    _case(
+        "Split-11",
+        [n("Split", ["x"], ["y", "z"], axis=1, split=[1, 3])],
+        outputs={"y": np.float32, "z": np.float32},
+        opset=11,
+    ),
+    _case(
+        "Split-18-num_outputs",
+        [n("Split", ["x"], ["y", "z"], axis=2, num_outputs=2)],
+        outputs={"y": np.float32, "z": np.float32},
+        opset=18,
+    ),
+    _case(
+        "Slice",
+        [n("Slice", ["x", "st", "en", "ax", "sp"], "y")],
+        {"st": i64(1, -5), "en": i64(3, 100), "ax": i64(1, 3), "sp": i64(1, 2)},
+    ),
+    _case(
+        "Slice-negative-step",
+        [n("Slice", ["x", "st", "en", "ax", "sp"], "y")],
+        {"st": i64(-1), "en": i64(-100), "ax": i64(2), "sp": i64(-2)},
+    ),
+    _case(
+        "Squeeze-13",
+        [n("ReduceMean", ["x"], "r", axes=[1], keepdims=1), n("Squeeze", ["r", "a"], "y")],
+        {"a": i64(1)},
+        opset=13,
+    ),
+    _case(
+        "Squeeze-11",
+        [n("ReduceMean", ["x"], "r", axes=[1], keepdims=1), n("Squeeze", ["r"], "y", axes=[1])],
+        opset=11,
+    ),
     _case("Unsqueeze-13", [n("Unsqueeze", ["x", "a"], "y")], {"a": i64(-1, 0)}, opset=13),
     _case("Unsqueeze-11", [n("Unsqueeze", ["x"], "y", axes=[0, 5])], opset=11),
     _case("ReduceMean-18", [n("ReduceMean", ["x", "a"], "y", keepdims=0)], {"a": i64(-1, 2)}, opset=18),
     _case("ReduceSum-13", [n("ReduceSum", ["x", "a"], "y")], {"a": i64(1)}, opset=13),
     _case("ReduceMax-all", [n("ReduceMax", ["x"], "y", keepdims=0)]),
-    _case("Expand", [n("Expand", ["c", "s"], "y"), ], {"c": f32(4, 1, 1), "s": i64(2, 1, 6, 6)}),
+    _case(
+        "Expand",
+        [
+            n("Expand", ["c", "s"], "y"),
+        ],
+        {"c": f32(4, 1, 1), "s": i64(2, 1, 6, 6)},
+    ),
     _case("Tile", [n("Tile", ["x", "r"], "y")], {"r": i64(1, 2, 1, 2)}),
-    _case("Where-Equal", [n("Equal", ["x", "x"], "e"), n("Greater", ["x", "z"], "g"),
-                          n("Where", ["g", "x", "z"], "y")],
-          {"z": np.float32(0)}),
-    _case("Compress-const", [n("Compress", ["x", "c"], "y", axis=-1)],
-          {"c": np.array([1, 0, 1, 1, 0, 1], np.bool_)}),
+    _case(
+        "Where-Equal",
+        [n("Equal", ["x", "x"], "e"), n("Greater", ["x", "z"], "g"), n("Where", ["g", "x", "z"], "y")],
+        {"z": np.float32(0)},
+    ),
+    _case(
+        "Compress-const",
+        [n("Compress", ["x", "c"], "y", axis=-1)],
+        {"c": np.array([1, 0, 1, 1, 0, 1], np.bool_)},
+    ),
     _case("Compress-flat", [n("Compress", ["x", "c"], "y")], {"c": np.arange(50) % 3 == 0}),
     _case("Pad-crop", [n("Pad", ["x", "p"], "y")], {"p": i64(0, 0, -1, 2, 0, 0, 1, -2)}),
     _case("Gather-const-idx", [n("Gather", ["x", "i"], "y", axis=1)], {"i": i64(3, -1, 0)}),
@@ -503,8 +736,9 @@ CASES = [
 
 
 @pytest.mark.parametrize("nodes, inputs, outputs, inits, opset", CASES)
-def test_op_translation_matches_onnx(nodes: list[Any], inputs: dict, outputs: dict, inits: dict,
-                                     opset: int) -> None:
+def test_op_translation_matches_onnx(
+    nodes: list[Any], inputs: dict, outputs: dict, inits: dict, opset: int
+) -> None:
     check(model(nodes, inputs, outputs, inits, opset=opset), runtime=False)
 
 
@@ -518,20 +752,34 @@ def test_op_runs_in_webxnn(nodes: list[Any], inputs: dict, outputs: dict, inits:
 
 # --------------------------------------------------------------------------------------------- a small CNN
 
+
 def cnn_model(opset: int = 13) -> Any:
     """Every CNN op in one model: conv/bn/activations, an SE block, pools, upsampling, concat, head."""
     c = 8
     ax = {"axes": [2, 3]} if opset < 13 else {}
     inits = {
-        "w1": f32(c, 3, 3, 3) * 0.3, "b1": f32(c),
-        "bn_s": np.abs(f32(c)) + 0.5, "bn_b": f32(c), "bn_m": f32(c) * 0.1, "bn_v": np.abs(f32(c)) + 0.5,
-        "wdw": f32(c, 1, 3, 3) * 0.3, "w_pw": f32(c, c, 1, 1) * 0.3,
-        "se_w": f32(c, c, 1, 1) * 0.3, "se_b": f32(c),
-        "wt": f32(c, 4, 2, 2) * 0.3, "lo": np.float32(0), "hi": np.float32(6),
-        "sc": np.array([1, 1, 2, 2], np.float32), "roi": np.zeros(0, np.float32),
+        "w1": f32(c, 3, 3, 3) * 0.3,
+        "b1": f32(c),
+        "bn_s": np.abs(f32(c)) + 0.5,
+        "bn_b": f32(c),
+        "bn_m": f32(c) * 0.1,
+        "bn_v": np.abs(f32(c)) + 0.5,
+        "wdw": f32(c, 1, 3, 3) * 0.3,
+        "w_pw": f32(c, c, 1, 1) * 0.3,
+        "se_w": f32(c, c, 1, 1) * 0.3,
+        "se_b": f32(c),
+        "wt": f32(c, 4, 2, 2) * 0.3,
+        "lo": np.float32(0),
+        "hi": np.float32(6),
+        "sc": np.array([1, 1, 2, 2], np.float32),
+        "roi": np.zeros(0, np.float32),
         "pads": i64(0, 0, 1, 1, 0, 0, 1, 1),
-        "gw": f32(10, 3 * c) * 0.3, "gb": f32(10), "two": np.float32(2), "half": np.float32(0.5),
-        "axes23": i64(2, 3), "split": i64(c // 2, c),
+        "gw": f32(10, 3 * c) * 0.3,
+        "gb": f32(10),
+        "two": np.float32(2),
+        "half": np.float32(0.5),
+        "axes23": i64(2, 3),
+        "split": i64(c // 2, c),
     }
     nodes = [
         n("Conv", ["x", "w1", "b1"], "c1", pads=[1, 1, 1, 1]),
@@ -559,11 +807,21 @@ def cnn_model(opset: int = 13) -> Any:
         n("Div", ["s1", "two"], "d1"),
         n("Pow", ["d1", "two"], "p1"),
         n("Transpose", ["p1"], "tr", perm=[0, 1, 3, 2]),
-        n("Split", ["tr", "split"] if opset >= 13 else ["tr"], ["sp1", "sp2"], axis=1,
-          **({} if opset >= 13 else {"split": [c // 2, c]})),
+        n(
+            "Split",
+            ["tr", "split"] if opset >= 13 else ["tr"],
+            ["sp1", "sp2"],
+            axis=1,
+            **({} if opset >= 13 else {"split": [c // 2, c]}),
+        ),
         n("Concat", ["sp2", "sp1"], "cat2", axis=1),
-        n("ReduceMean", ["cat2", "axes23"] if opset >= 18 else ["cat2"], "rm", keepdims=1,
-          **({} if opset >= 18 else {"axes": [2, 3]})),
+        n(
+            "ReduceMean",
+            ["cat2", "axes23"] if opset >= 18 else ["cat2"],
+            "rm",
+            keepdims=1,
+            **({} if opset >= 18 else {"axes": [2, 3]}),
+        ),
         n("Flatten", ["rm"], "fl", axis=1),
         n("Unsqueeze", ["fl", "axes23"] if opset >= 13 else ["fl"], "us", **ax),
         n("Squeeze", ["us", "axes23"] if opset >= 13 else ["us"], "sq", **ax),
@@ -571,8 +829,14 @@ def cnn_model(opset: int = 13) -> Any:
         n("Gemm", ["cat3", "gw", "gb"], "logits", transB=1),
         n("Softmax", ["logits"], "probs", axis=1),
     ]
-    return model(nodes, {"x": (np.float32, ["batch", 3, 16, 16])}, {"probs": np.float32}, inits,
-                 opset=opset, name="tiny_cnn")
+    return model(
+        nodes,
+        {"x": (np.float32, ["batch", 3, 16, 16])},
+        {"probs": np.float32},
+        inits,
+        opset=opset,
+        name="tiny_cnn",
+    )
 
 
 @pytest.mark.parametrize("opset", [11, 13, 18, min(NEWEST, 21)])
@@ -585,16 +849,30 @@ def test_mobilenetv3_block_fuses_activations() -> None:
     HardSigmoid gate, 1x1 project, residual): matches ONNX, and at run time the expand conv and its HardSwish
     run inside the depthwise step (the 64x64x96 expanded map, 1.5 MB, never goes to memory), which applies its
     own HardSwish too: no HardSwish step is left."""
-    inits = {"we": f32(96, 16, 1, 1) * 0.3, "be": f32(96), "wd": f32(96, 1, 3, 3) * 0.3, "bd": f32(96),
-             "ws1": f32(24, 96) * 0.2, "ws2": f32(96, 24) * 0.2, "wp": f32(16, 96, 1, 1) * 0.1}
+    inits = {
+        "we": f32(96, 16, 1, 1) * 0.3,
+        "be": f32(96),
+        "wd": f32(96, 1, 3, 3) * 0.3,
+        "bd": f32(96),
+        "ws1": f32(24, 96) * 0.2,
+        "ws2": f32(96, 24) * 0.2,
+        "wp": f32(16, 96, 1, 1) * 0.1,
+    }
     nodes = [
-        n("Conv", ["x", "we", "be"], "e"), n("HardSwish", ["e"], "eh"),
-        n("Conv", ["eh", "wd", "bd"], "d", pads=[1, 1, 1, 1], group=96), n("HardSwish", ["d"], "dh"),
-        n("GlobalAveragePool", ["dh"], "sq"), n("Flatten", ["sq"], "sqf"),
-        n("Gemm", ["sqf", "ws1"], "s1", transB=1), n("Relu", ["s1"], "s1r"),
-        n("Gemm", ["s1r", "ws2"], "s2", transB=1), n("HardSigmoid", ["s2"], "gate", alpha=1 / 6, beta=0.5),
-        n("Unsqueeze", ["gate", "axes"], "gate4"), n("Mul", ["dh", "gate4"], "se"),
-        n("Conv", ["se", "wp"], "p"), n("Add", ["p", "x"], "y"),
+        n("Conv", ["x", "we", "be"], "e"),
+        n("HardSwish", ["e"], "eh"),
+        n("Conv", ["eh", "wd", "bd"], "d", pads=[1, 1, 1, 1], group=96),
+        n("HardSwish", ["d"], "dh"),
+        n("GlobalAveragePool", ["dh"], "sq"),
+        n("Flatten", ["sq"], "sqf"),
+        n("Gemm", ["sqf", "ws1"], "s1", transB=1),
+        n("Relu", ["s1"], "s1r"),
+        n("Gemm", ["s1r", "ws2"], "s2", transB=1),
+        n("HardSigmoid", ["s2"], "gate", alpha=1 / 6, beta=0.5),
+        n("Unsqueeze", ["gate", "axes"], "gate4"),
+        n("Mul", ["dh", "gate4"], "se"),
+        n("Conv", ["se", "wp"], "p"),
+        n("Add", ["p", "x"], "y"),
     ]
     inits["axes"] = i64(2, 3)
     m = model(nodes, {"x": (np.float32, [1, 16, 64, 64])}, {"y": np.float32}, inits, opset=14, name="mnv3")
@@ -621,20 +899,47 @@ def test_cnn_structure() -> None:
 
 # --------------------------------------------------------------------------------------------- a transformer
 
-def transformer_model(opset: int = 17, fused_ln: bool = True, d: int = 16, heads: int = 2,
-                      vocab: int = 50) -> Any:
+
+def transformer_model(
+    opset: int = 17, fused_ln: bool = True, d: int = 16, heads: int = 2, vocab: int = 50
+) -> Any:
     """Embedding + one attention block with an attention mask, shape chains computed from Shape ops the
     way exported BERTs do, layer norm fused (LayerNormalization) or decomposed, an erf-GELU FFN."""
     dh = d // heads
     inits = {
-        "emb": f32(vocab, d), "pos": f32(64, d), "ln_s": np.abs(f32(d)) + 0.5, "ln_b": f32(d),
-        "wq": f32(d, d) * 0.3, "bq": f32(d), "wk": f32(d, d) * 0.3, "bk": f32(d), "wv": f32(d, d) * 0.3,
-        "bv": f32(d), "wo": f32(d, d) * 0.3, "bo": f32(d), "w1": f32(d, 4 * d) * 0.3, "b1": f32(4 * d),
-        "w2": f32(4 * d, d) * 0.3, "b2": f32(d),
-        "i0": np.int64(0), "i1": np.int64(1), "a0": i64(0), "a1": i64(1), "a12": i64(1, 2),
-        "heads": i64(heads), "dh": i64(dh), "dd": i64(d), "one": np.float32(1), "neg": np.float32(-1e4),
-        "sqrt_dh": np.float32(math.sqrt(dh)), "sqrt2": np.float32(math.sqrt(2)), "half": np.float32(0.5),
-        "two": np.float32(2), "eps": np.float32(1e-5), "am1": i64(-1), "zero_f": np.float32(0),
+        "emb": f32(vocab, d),
+        "pos": f32(64, d),
+        "ln_s": np.abs(f32(d)) + 0.5,
+        "ln_b": f32(d),
+        "wq": f32(d, d) * 0.3,
+        "bq": f32(d),
+        "wk": f32(d, d) * 0.3,
+        "bk": f32(d),
+        "wv": f32(d, d) * 0.3,
+        "bv": f32(d),
+        "wo": f32(d, d) * 0.3,
+        "bo": f32(d),
+        "w1": f32(d, 4 * d) * 0.3,
+        "b1": f32(4 * d),
+        "w2": f32(4 * d, d) * 0.3,
+        "b2": f32(d),
+        "i0": np.int64(0),
+        "i1": np.int64(1),
+        "a0": i64(0),
+        "a1": i64(1),
+        "a12": i64(1, 2),
+        "heads": i64(heads),
+        "dh": i64(dh),
+        "dd": i64(d),
+        "one": np.float32(1),
+        "neg": np.float32(-1e4),
+        "sqrt_dh": np.float32(math.sqrt(dh)),
+        "sqrt2": np.float32(math.sqrt(2)),
+        "half": np.float32(0.5),
+        "two": np.float32(2),
+        "eps": np.float32(1e-5),
+        "am1": i64(-1),
+        "zero_f": np.float32(0),
     }
     nodes = [
         # positions: Range(0, seq) from Shape(ids)[1]
@@ -654,8 +959,11 @@ def transformer_model(opset: int = 17, fused_ln: bool = True, d: int = 16, heads
             n("ReduceMean", ["h0", "am1"], "mu") if opset >= 18 else n("ReduceMean", ["h0"], "mu", axes=[-1]),
             n("Sub", ["h0", "mu"], "xc"),
             n("Pow", ["xc", "two"], "sq"),
-            (n("ReduceMean", ["sq", "am1"], "var") if opset >= 18
-             else n("ReduceMean", ["sq"], "var", axes=[-1])),
+            (
+                n("ReduceMean", ["sq", "am1"], "var")
+                if opset >= 18
+                else n("ReduceMean", ["sq"], "var", axes=[-1])
+            ),
             n("Add", ["var", "eps"], "ve"),
             n("Sqrt", ["ve"], "sd"),
             n("Div", ["xc", "sd"], "xn"),
@@ -664,13 +972,15 @@ def transformer_model(opset: int = 17, fused_ln: bool = True, d: int = 16, heads
         ]
     # [B, S, heads, dh] from Shape-derived pieces
     nodes += [
-        n("Unsqueeze", ["batch", "a0"], "b1d"), n("Unsqueeze", ["seq", "a0"], "s1d"),
+        n("Unsqueeze", ["batch", "a0"], "b1d"),
+        n("Unsqueeze", ["seq", "a0"], "s1d"),
         n("Concat", ["b1d", "s1d", "heads", "dh"], "split_shape", axis=0),
         n("Concat", ["b1d", "s1d", "dd"], "merge_shape", axis=0),
     ]
     for p in "qkv":
         nodes += [
-            n("MatMul", ["h", f"w{p}"], f"{p}0"), n("Add", [f"{p}0", f"b{p}"], f"{p}1"),
+            n("MatMul", ["h", f"w{p}"], f"{p}0"),
+            n("Add", [f"{p}0", f"b{p}"], f"{p}1"),
             n("Reshape", [f"{p}1", "split_shape"], f"{p}2"),
             n("Transpose", [f"{p}2"], f"{p}3", perm=[0, 2, 3, 1] if p == "k" else [0, 2, 1, 3]),
         ]
@@ -685,26 +995,44 @@ def transformer_model(opset: int = 17, fused_ln: bool = True, d: int = 16, heads
         n("Add", ["scores1", "bias"], "scores2"),
         n("Equal", ["m4", "i0"], "is_pad"),
         n("Shape", ["scores2"], "sc_shape"),
-        n("ConstantOfShape", ["sc_shape"], "neg_fill",
-          value=numpy_helper.from_array(np.array([-1e4], np.float32))),
+        n(
+            "ConstantOfShape",
+            ["sc_shape"],
+            "neg_fill",
+            value=numpy_helper.from_array(np.array([-1e4], np.float32)),
+        ),
         n("Expand", ["is_pad", "sc_shape"], "is_pad_full"),
         n("Where", ["is_pad_full", "neg_fill", "scores2"], "scores3"),
         n("Softmax", ["scores3"], "probs", axis=-1),
         n("MatMul", ["probs", "v3"], "ctx0"),
         n("Transpose", ["ctx0"], "ctx1", perm=[0, 2, 1, 3]),
         n("Reshape", ["ctx1", "merge_shape"], "ctx2"),
-        n("MatMul", ["ctx2", "wo"], "o0"), n("Add", ["o0", "bo"], "o1"),
+        n("MatMul", ["ctx2", "wo"], "o0"),
+        n("Add", ["o0", "bo"], "o1"),
         n("Add", ["o1", "h"], "res1"),
         # erf-GELU FFN
-        n("MatMul", ["res1", "w1"], "f0"), n("Add", ["f0", "b1"], "f1"),
-        n("Div", ["f1", "sqrt2"], "g0"), n("Erf", ["g0"], "g1"), n("Add", ["g1", "one"], "g2"),
-        n("Mul", ["f1", "g2"], "g3"), n("Mul", ["g3", "half"], "g4"),
-        n("MatMul", ["g4", "w2"], "f2"), n("Add", ["f2", "b2"], "f3"),
+        n("MatMul", ["res1", "w1"], "f0"),
+        n("Add", ["f0", "b1"], "f1"),
+        n("Div", ["f1", "sqrt2"], "g0"),
+        n("Erf", ["g0"], "g1"),
+        n("Add", ["g1", "one"], "g2"),
+        n("Mul", ["f1", "g2"], "g3"),
+        n("Mul", ["g3", "half"], "g4"),
+        n("MatMul", ["g4", "w2"], "f2"),
+        n("Add", ["f2", "b2"], "f3"),
         n("Add", ["f3", "res1"], "out"),
     ]
-    return model(nodes, {"ids": (np.int64, ["batch_size", "sequence_length"]),
-                         "mask": (np.int64, ["batch_size", "sequence_length"])},
-                 {"out": np.float32}, inits, opset=opset, name="tiny_bert")
+    return model(
+        nodes,
+        {
+            "ids": (np.int64, ["batch_size", "sequence_length"]),
+            "mask": (np.int64, ["batch_size", "sequence_length"]),
+        },
+        {"out": np.float32},
+        inits,
+        opset=opset,
+        name="tiny_bert",
+    )
 
 
 TF_DIMS = {"batch_size": 2, "sequence_length": 7}
@@ -769,6 +1097,7 @@ def test_unknown_override_dim_is_an_error() -> None:
 
 # --------------------------------------------------------------------------------------------- errors, names
 
+
 def test_unsupported_ops_listed_at_once() -> None:
     nodes = [
         helper.make_node("Relu", ["x"], ["r"], name="relu0"),
@@ -778,9 +1107,12 @@ def test_unsupported_ops_listed_at_once() -> None:
         helper.make_node("Resize", ["x4", "", "sc"], ["rz"], name="cubic", mode="cubic"),
         helper.make_node("MyOp", ["x"], ["c"], name="custom", domain="com.example"),
     ]
-    m = model(nodes, {"x": (np.float32, [3, 3]), "x4": (np.float32, [1, 1, 2, 2])},
-              {"nm": np.float32, "rz": np.float32, "c": np.float32},
-              {"sc": np.array([1, 1, 2, 2], np.float32)})
+    m = model(
+        nodes,
+        {"x": (np.float32, [3, 3]), "x4": (np.float32, [1, 1, 2, 2])},
+        {"nm": np.float32, "rz": np.float32, "c": np.float32},
+        {"sc": np.array([1, 1, 2, 2], np.float32)},
+    )
     with pytest.raises(UnsupportedError) as e:
         from_onnx(m)
     msg = str(e.value)
@@ -804,8 +1136,12 @@ def test_names_sanitized_unique_and_readable() -> None:
         n("Mul", ["onnx::Add_7_out", "1weight"], "true_output"),
         n("Sub", ["true_output", "onnx::Add:7"], "out put"),
     ]
-    m = model(nodes, {"input:0": (np.float32, [2, 3])}, {"out put": np.float32},
-              {"onnx::Add_7": f32(3), "1weight": f32(3), "onnx::Add:7": f32(3)})
+    m = model(
+        nodes,
+        {"input:0": (np.float32, [2, 3])},
+        {"out put": np.float32},
+        {"onnx::Add_7": f32(3), "1weight": f32(3), "onnx::Add:7": f32(3)},
+    )
     g = from_onnx(m)
     names = set(g.inputs) | set(g.consts) | {o for nd in g.nodes for o in nd.outputs}
     assert "input_0" in g.inputs and "/encoder/layer.0/Relu_output_0" in names
@@ -816,17 +1152,23 @@ def test_names_sanitized_unique_and_readable() -> None:
 
 
 def test_identity_output_keeps_its_name() -> None:
-    m = model([n("Identity", ["x"], "y"), n("Dropout", ["x"], "z")], {"x": (np.float32, [2])},
-              {"y": np.float32, "z": np.float32})
+    m = model(
+        [n("Identity", ["x"], "y"), n("Dropout", ["x"], "z")],
+        {"x": (np.float32, [2])},
+        {"y": np.float32, "z": np.float32},
+    )
     g = from_onnx(m)
     assert g.outputs == {"y": "y", "z": "z"}
     assert ops_of(g) == Counter({"identity": 2})
 
 
 def test_constant_output_and_folding() -> None:
-    nodes = [n("Constant", [], "k", value=numpy_helper.from_array(f32(2, 2), "k")),
-             n("Transpose", ["k"], "kt"), n("Add", ["kt", "k"], "a"),
-             n("Softmax", ["a"], "y")]  # no fast path: onnx's reference evaluator folds it
+    nodes = [
+        n("Constant", [], "k", value=numpy_helper.from_array(f32(2, 2), "k")),
+        n("Transpose", ["k"], "kt"),
+        n("Add", ["kt", "k"], "a"),
+        n("Softmax", ["a"], "y"),
+    ]  # no fast path: onnx's reference evaluator folds it
     m = model(nodes, {}, {"y": np.float32})
     g = from_onnx(m)
     assert not g.nodes and list(g.consts) == ["y"]
@@ -842,9 +1184,13 @@ def test_qdq_structure() -> None:
         n("DequantizeLinear", ["wq", "ws"], "wd", axis=0),
         n("Conv", ["xd", "wd", "b"], "y"),
     ]
-    inits = {"xs": np.float32(0.05), "xz": np.uint8(128),
-             "wq": RNG.integers(-50, 50, (3, 4, 3, 3)).astype(np.int8), "ws": np.abs(f32(3)) * 0.02,
-             "b": f32(3)}
+    inits = {
+        "xs": np.float32(0.05),
+        "xz": np.uint8(128),
+        "wq": RNG.integers(-50, 50, (3, 4, 3, 3)).astype(np.int8),
+        "ws": np.abs(f32(3)) * 0.02,
+        "b": f32(3),
+    }
     m = model(nodes, X, {"y": np.float32}, inits, opset=13)
     g = from_onnx(m)
     ops = ops_of(g)
@@ -857,6 +1203,7 @@ def test_qdq_structure() -> None:
 
 
 # --------------------------------------------------------------------------------------------- files
+
 
 def test_import_onnx_writes_webnn_files(tmp_path: Any) -> None:
     m = cnn_model(13)
@@ -877,8 +1224,14 @@ def test_external_data_is_read(tmp_path: Any) -> None:
     w = f32(5, 300)
     m = model([n("MatMul", ["v", "w"], "y")], V, {"y": np.float32}, {"w": w})
     path = tmp_path / "ext.onnx"
-    onnx.save(m, str(path), save_as_external_data=True, all_tensors_to_one_file=True, location="ext.data",
-              size_threshold=0)
+    onnx.save(
+        m,
+        str(path),
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location="ext.data",
+        size_threshold=0,
+    )
     g = from_onnx(path)
     arr = g.weights["w"]
     while arr.base is not None and not isinstance(arr, np.memmap):
@@ -896,8 +1249,9 @@ def test_cli_registration(tmp_path: Any) -> None:
     add_cli(p.add_subparsers())
     path = tmp_path / "m.onnx"
     onnx.save(cnn_model(13), str(path))
-    args = p.parse_args(["import-onnx", str(path), "-o", str(tmp_path / "x.webnn"),
-                         "--override-dim", "batch=1"])
+    args = p.parse_args(
+        ["import-onnx", str(path), "-o", str(tmp_path / "x.webnn"), "--override-dim", "batch=1"]
+    )
     assert args.func(args) == 0 and (tmp_path / "x.weights").is_file()
     with pytest.raises(webxnn.InputError):
         parse_override_dims(["batch"])
@@ -907,8 +1261,10 @@ def test_core_package_does_not_import_onnx() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, webxnn, webxnn.dsl, webxnn.ops, webxnn.compiler; "
-            "assert 'onnx' not in sys.modules, 'onnx imported by the core'")
+    code = (
+        "import sys, webxnn, webxnn.dsl, webxnn.ops, webxnn.compiler; "
+        "assert 'onnx' not in sys.modules, 'onnx imported by the core'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -935,14 +1291,17 @@ def test_large_model_import_time(tmp_path: Any) -> None:
     t2 = time.perf_counter()
     blob = webxnn.compile(g)
     t3 = time.perf_counter()
-    print(f"\nONNX {path.stat().st_size / 1e6:.1f} MB: from_onnx {t1 - t0:.2f} s, import_onnx (with files) "
-          f"{t2 - t1:.2f} s, compile {t3 - t2:.2f} s, blob {len(blob) / 1e6:.1f} MB, "
-          f".weights {written[1].stat().st_size / 1e6:.1f} MB")
+    print(
+        f"\nONNX {path.stat().st_size / 1e6:.1f} MB: from_onnx {t1 - t0:.2f} s, import_onnx (with files) "
+        f"{t2 - t1:.2f} s, compile {t3 - t2:.2f} s, blob {len(blob) / 1e6:.1f} MB, "
+        f".weights {written[1].stat().st_size / 1e6:.1f} MB"
+    )
     assert t1 - t0 < 10
 
 
 # --------------------------------------------------------------------------------------------- conformance
 # Cases ONNX's backend suite found (tests/test_onnx_backend_suite.py): each was a silent wrong answer.
+
 
 def test_space_to_depth_crd_matches_reference() -> None:
     from onnx.reference import ReferenceEvaluator
@@ -953,11 +1312,18 @@ def test_space_to_depth_crd_matches_reference() -> None:
     got = run_webxnn(from_onnx(m), feeds)["y"]
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(  # CRD: channel c * 9 + bh * 3 + bw
-        want, feeds["x"].reshape(2, 4, 2, 3, 2, 3).transpose(0, 1, 3, 5, 2, 4).reshape(2, 36, 2, 2))
+        want, feeds["x"].reshape(2, 4, 2, 3, 2, 3).transpose(0, 1, 3, 5, 2, 4).reshape(2, 36, 2, 2)
+    )
 
 
-def _refusal(nodes: list[Any], inputs: dict, outputs: dict, inits: dict | None = None, opset: int = 17,
-             io_types: dict[str, int] | None = None) -> Any:
+def _refusal(
+    nodes: list[Any],
+    inputs: dict,
+    outputs: dict,
+    inits: dict | None = None,
+    opset: int = 17,
+    io_types: dict[str, int] | None = None,
+) -> Any:
     m = model(nodes, inputs, outputs, inits, opset=opset)
     for vi in list(m.graph.input) + list(m.graph.output):
         if vi.name in (io_types or {}):
@@ -966,35 +1332,106 @@ def _refusal(nodes: list[Any], inputs: dict, outputs: dict, inits: dict | None =
 
 
 REFUSALS = [
-    pytest.param(_refusal([n("Relu", ["x"], "y")], X, {"y": np.float32}, io_types={"x": TP.DOUBLE}),
-                 "float64 tensors: WebNN has no float64", id="float64-input"),
-    pytest.param(_refusal([n("Cast", ["x"], "y", to=TP.DOUBLE)], X, {"y": np.float32},
-                          io_types={"y": TP.DOUBLE}), "float64 tensors", id="float64-cast"),
-    pytest.param(_refusal([n("Constant", [], "y", value=numpy_helper.from_array(np.ones(3), "c"))], {},
-                          {"y": np.float32}, io_types={"y": TP.DOUBLE}), "float64 tensors",
-                 id="float64-constant-output"),
-    pytest.param(_refusal([n("QuantizeLinear", ["x", "s"], "y", output_dtype=TP.INT16)], X, {"y": np.int8},
-                          {"s": np.float32(0.1)}, opset=21, io_types={"y": TP.INT16}),
-                 "int16 tensors", id="quantize-int16"),
-    pytest.param(_refusal([n("Relu", ["x"], "y")], X, {"y": np.float32}, io_types={"x": TP.BFLOAT16}),
-                 "bfloat16 tensors", id="bfloat16"),
-    pytest.param(_refusal([n("Relu", ["x"], "y")], X, {"y": np.float32}, io_types={"x": TP.FLOAT8E4M3FN}),
-                 "float8e4m3fn tensors", id="float8"),
-    pytest.param(_refusal([n("Dropout", ["x", "r", "t"], "y")], {**X, "t": (np.bool_, [])}, {"y": np.float32},
-                          {"r": np.float32(0.3)}), "training mode", id="dropout-training-input"),
-    pytest.param(_refusal([n("Dropout", ["x", "r", "t"], "y")], X, {"y": np.float32},
-                          {"r": np.float32(0.3), "t": np.bool_(True)}), "random ops", id="dropout-training"),
-    pytest.param(_refusal([n("RandomNormalLike", ["x"], "y")], X, {"y": np.float32}), "random ops",
-                 id="random"),
-    pytest.param(_refusal([n("MaxPool", ["x"], "y", kernel_shape=[2, 3], strides=[4, 2], pads=[1, 1, 1, 1],
-                             ceil_mode=1)], X, {"y": np.float32}), "last window starts in the padding",
-                 id="ceil-pool-mixed-axes"),
-    pytest.param(_refusal([n("Mod", ["x", "x"], "y", fmod=1)], X, {"y": np.float32}),
-                 "no exact floating-point remainder", id="float-mod"),
-    pytest.param(_refusal([n("Split", ["x", "s"], ["y", "z"], axis=1)], X, {"y": np.float32, "z": np.float32},
-                          {"s": i64(4, 0)}, opset=13), "zero-sized", id="zero-sized-split-output"),
-    pytest.param(_refusal([n("Resize", ["x", "", "sc"], "y", mode="cubic")], X, {"y": np.float32},
-                          {"sc": np.array([1, 1, 0.5, 0.5], np.float32)}), "mode 'cubic'", id="resize-cubic"),
+    pytest.param(
+        _refusal([n("Relu", ["x"], "y")], X, {"y": np.float32}, io_types={"x": TP.DOUBLE}),
+        "float64 tensors: WebNN has no float64",
+        id="float64-input",
+    ),
+    pytest.param(
+        _refusal([n("Cast", ["x"], "y", to=TP.DOUBLE)], X, {"y": np.float32}, io_types={"y": TP.DOUBLE}),
+        "float64 tensors",
+        id="float64-cast",
+    ),
+    pytest.param(
+        _refusal(
+            [n("Constant", [], "y", value=numpy_helper.from_array(np.ones(3), "c"))],
+            {},
+            {"y": np.float32},
+            io_types={"y": TP.DOUBLE},
+        ),
+        "float64 tensors",
+        id="float64-constant-output",
+    ),
+    pytest.param(
+        _refusal(
+            [n("QuantizeLinear", ["x", "s"], "y", output_dtype=TP.INT16)],
+            X,
+            {"y": np.int8},
+            {"s": np.float32(0.1)},
+            opset=21,
+            io_types={"y": TP.INT16},
+        ),
+        "int16 tensors",
+        id="quantize-int16",
+    ),
+    pytest.param(
+        _refusal([n("Relu", ["x"], "y")], X, {"y": np.float32}, io_types={"x": TP.BFLOAT16}),
+        "bfloat16 tensors",
+        id="bfloat16",
+    ),
+    pytest.param(
+        _refusal([n("Relu", ["x"], "y")], X, {"y": np.float32}, io_types={"x": TP.FLOAT8E4M3FN}),
+        "float8e4m3fn tensors",
+        id="float8",
+    ),
+    pytest.param(
+        _refusal(
+            [n("Dropout", ["x", "r", "t"], "y")],
+            {**X, "t": (np.bool_, [])},
+            {"y": np.float32},
+            {"r": np.float32(0.3)},
+        ),
+        "training mode",
+        id="dropout-training-input",
+    ),
+    pytest.param(
+        _refusal(
+            [n("Dropout", ["x", "r", "t"], "y")],
+            X,
+            {"y": np.float32},
+            {"r": np.float32(0.3), "t": np.bool_(True)},
+        ),
+        "random ops",
+        id="dropout-training",
+    ),
+    pytest.param(
+        _refusal([n("RandomNormalLike", ["x"], "y")], X, {"y": np.float32}), "random ops", id="random"
+    ),
+    pytest.param(
+        _refusal(
+            [n("MaxPool", ["x"], "y", kernel_shape=[2, 3], strides=[4, 2], pads=[1, 1, 1, 1], ceil_mode=1)],
+            X,
+            {"y": np.float32},
+        ),
+        "last window starts in the padding",
+        id="ceil-pool-mixed-axes",
+    ),
+    pytest.param(
+        _refusal([n("Mod", ["x", "x"], "y", fmod=1)], X, {"y": np.float32}),
+        "no exact floating-point remainder",
+        id="float-mod",
+    ),
+    pytest.param(
+        _refusal(
+            [n("Split", ["x", "s"], ["y", "z"], axis=1)],
+            X,
+            {"y": np.float32, "z": np.float32},
+            {"s": i64(4, 0)},
+            opset=13,
+        ),
+        "zero-sized",
+        id="zero-sized-split-output",
+    ),
+    pytest.param(
+        _refusal(
+            [n("Resize", ["x", "", "sc"], "y", mode="cubic")],
+            X,
+            {"y": np.float32},
+            {"sc": np.array([1, 1, 0.5, 0.5], np.float32)},
+        ),
+        "mode 'cubic'",
+        id="resize-cubic",
+    ),
 ]
 
 
@@ -1014,8 +1451,13 @@ def test_refusal_categories_are_listed_in_the_readme() -> None:
 
 def test_schema_function_is_expanded() -> None:
     """GroupNormalization has no translator: its ONNX function body is translated instead."""
-    m = model([n("GroupNormalization", ["x", "s", "b"], "y", num_groups=2, epsilon=1e-3)], X,
-              {"y": np.float32}, {"s": f32(4), "b": f32(4)}, opset=21)
+    m = model(
+        [n("GroupNormalization", ["x", "s", "b"], "y", num_groups=2, epsilon=1e-3)],
+        X,
+        {"y": np.float32},
+        {"s": f32(4), "b": f32(4)},
+        opset=21,
+    )
     g = from_onnx(m)
     assert "GroupNormalization" not in ops_of(g) and ops_of(g)["reduceMean"] >= 1
     feeds = feeds_for(m)
@@ -1025,16 +1467,21 @@ def test_schema_function_is_expanded() -> None:
 def test_local_function_is_expanded() -> None:
     """A model-local function (custom domain) is inlined; one the importer cannot translate is named."""
     body = [helper.make_node("Mul", ["a", "a"], ["sq"]), helper.make_node("Add", ["sq", "a"], ["out"])]
-    fn = helper.make_function("my.domain", "SquarePlus", ["a"], ["out"], body,
-                              [helper.make_opsetid("", 17)])
+    fn = helper.make_function("my.domain", "SquarePlus", ["a"], ["out"], body, [helper.make_opsetid("", 17)])
     m = model([helper.make_node("SquarePlus", ["x"], ["y"], domain="my.domain")], X, {"y": np.float32})
     m.functions.append(fn)
     m.opset_import.append(helper.make_opsetid("my.domain", 1))
     g = from_onnx(m)
     feeds = feeds_for(m)
     np.testing.assert_allclose(run_webxnn(g, feeds)["y"], feeds["x"] ** 2 + feeds["x"], rtol=1e-6)
-    bad = helper.make_function("my.domain", "SquarePlus", ["a"], ["out"],
-                               [helper.make_node("Unique", ["a"], ["out"])], [helper.make_opsetid("", 17)])
+    bad = helper.make_function(
+        "my.domain",
+        "SquarePlus",
+        ["a"],
+        ["out"],
+        [helper.make_node("Unique", ["a"], ["out"])],
+        [helper.make_opsetid("", 17)],
+    )
     del m.functions[:]
     m.functions.append(bad)
     with pytest.raises(UnsupportedError, match="function body needs Unique: output shape depends"):
@@ -1047,8 +1494,9 @@ def test_integer_mod_is_exact(fmod: int, dt: Any) -> None:
     """Mod of integers (x - trunc(x / y) * y, then the divisor's sign for fmod=0) equals numpy's, at the
     type's extremes too."""
     info = np.iinfo(dt)
-    m = model([n("Mod", ["x", "y"], "z", fmod=fmod)], {"x": (dt, [500]), "y": (dt, [500])}, {"z": dt},
-              opset=13)
+    m = model(
+        [n("Mod", ["x", "y"], "z", fmod=fmod)], {"x": (dt, [500]), "y": (dt, [500])}, {"z": dt}, opset=13
+    )
     rng = np.random.default_rng(3)
     x = rng.integers(info.min, info.max, 500, dtype=dt, endpoint=True)
     y = rng.integers(max(info.min, -9), 10, 500).astype(dt)
@@ -1066,8 +1514,12 @@ def test_bit_shift_is_exact(direction: str, dt: Any) -> None:
     from onnx.reference import ReferenceEvaluator
 
     info = np.iinfo(dt)
-    m = model([n("BitShift", ["x", "b"], "z", direction=direction)], {"x": (dt, [300]), "b": (dt, [300])},
-              {"z": dt}, opset=11)
+    m = model(
+        [n("BitShift", ["x", "b"], "z", direction=direction)],
+        {"x": (dt, [300]), "b": (dt, [300])},
+        {"z": dt},
+        opset=11,
+    )
     rng = np.random.default_rng(5)
     x = rng.integers(info.min, info.max, 300, dtype=dt, endpoint=True)
     width = info.bits
@@ -1080,9 +1532,12 @@ def test_bit_shift_is_exact(direction: str, dt: Any) -> None:
 
 
 def test_pad_with_a_run_time_value_and_one_sided_isinf() -> None:
-    m = model([n("Pad", ["x", "p", "v"], "y"), n("IsInf", ["x"], "z", detect_negative=0)],
-              {**X, "v": (np.float32, [])}, {"y": np.float32, "z": np.bool_},
-              {"p": i64(0, 1, 2, 0, 0, 0, 1, 3)})
+    m = model(
+        [n("Pad", ["x", "p", "v"], "y"), n("IsInf", ["x"], "z", detect_negative=0)],
+        {**X, "v": (np.float32, [])},
+        {"y": np.float32, "z": np.bool_},
+        {"p": i64(0, 1, 2, 0, 0, 0, 1, 3)},
+    )
     feeds = feeds_for(m)
     feeds["x"][0, 0, 0, :3] = [np.inf, -np.inf, np.nan]
     compare(run_webxnn(from_onnx(m), feeds), oracle(m, feeds), 0, 0, "webxnn runtime")
@@ -1094,12 +1549,21 @@ def test_lstm_matches_onnxruntime(direction: str, peepholes: bool) -> None:
     """Peepholes are refused: ONNX's output gate reads the new cell state, WebNN's the previous one."""
     dirs, hid, inp = (2 if direction == "bidirectional" else 1), 5, 3
     ins = ["x", "w", "r", "b", "", "h0", "c0"] + (["p"] if peepholes else [])
-    inits = {"w": f32(dirs, 4 * hid, inp), "r": f32(dirs, 4 * hid, hid), "b": f32(dirs, 8 * hid),
-             "h0": f32(dirs, 2, hid), "c0": f32(dirs, 2, hid)}
+    inits = {
+        "w": f32(dirs, 4 * hid, inp),
+        "r": f32(dirs, 4 * hid, hid),
+        "b": f32(dirs, 8 * hid),
+        "h0": f32(dirs, 2, hid),
+        "c0": f32(dirs, 2, hid),
+    }
     if peepholes:
         inits["p"] = f32(dirs, 3 * hid)
-    m = model([n("LSTM", ins, ["y", "yh", "yc"], hidden_size=hid, direction=direction)],
-              {"x": (np.float32, [4, 2, inp])}, {"y": np.float32, "yh": np.float32, "yc": np.float32}, inits)
+    m = model(
+        [n("LSTM", ins, ["y", "yh", "yc"], hidden_size=hid, direction=direction)],
+        {"x": (np.float32, [4, 2, inp])},
+        {"y": np.float32, "yh": np.float32, "yc": np.float32},
+        inits,
+    )
     if peepholes:
         with pytest.raises(UnsupportedError, match="peepholes"):
             from_onnx(m)
@@ -1112,10 +1576,13 @@ def test_gru_batch_major_matches_reference() -> None:
     from onnx.reference import ReferenceEvaluator  # onnxruntime has no batch-major GRU
 
     hid = 4
-    m = model([n("GRU", ["x", "w", "r", "b"], ["y", "yh"], hidden_size=hid, layout=1,
-                 linear_before_reset=1)],
-              {"x": (np.float32, [2, 5, 3])}, {"y": np.float32, "yh": np.float32},
-              {"w": f32(1, 3 * hid, 3), "r": f32(1, 3 * hid, hid), "b": f32(1, 6 * hid)}, opset=14)
+    m = model(
+        [n("GRU", ["x", "w", "r", "b"], ["y", "yh"], hidden_size=hid, layout=1, linear_before_reset=1)],
+        {"x": (np.float32, [2, 5, 3])},
+        {"y": np.float32, "yh": np.float32},
+        {"w": f32(1, 3 * hid, 3), "r": f32(1, 3 * hid, hid), "b": f32(1, 6 * hid)},
+        opset=14,
+    )
     feeds = feeds_for(m)
     want = dict(zip(["y", "yh"], ReferenceEvaluator(m).run(None, feeds)))
     compare(run_webxnn(from_onnx(m), feeds), want, 1e-5, 1e-4, "webxnn runtime")
@@ -1124,10 +1591,21 @@ def test_gru_batch_major_matches_reference() -> None:
 @pytest.mark.parametrize("act", ["Tanh", "Relu"])
 def test_rnn_as_held_open_gru_matches_onnxruntime(act: str) -> None:
     hid = 4
-    m = model([n("RNN", ["x", "w", "r", "b", "", "h0"], ["y", "yh"], hidden_size=hid, activations=[act] * 2,
-                 direction="bidirectional")],
-              {"x": (np.float32, [5, 2, 3])}, {"y": np.float32, "yh": np.float32},
-              {"w": f32(2, hid, 3), "r": f32(2, hid, hid) * 0.5, "b": f32(2, 2 * hid), "h0": f32(2, 2, hid)})
+    m = model(
+        [
+            n(
+                "RNN",
+                ["x", "w", "r", "b", "", "h0"],
+                ["y", "yh"],
+                hidden_size=hid,
+                activations=[act] * 2,
+                direction="bidirectional",
+            )
+        ],
+        {"x": (np.float32, [5, 2, 3])},
+        {"y": np.float32, "yh": np.float32},
+        {"w": f32(2, hid, 3), "r": f32(2, hid, hid) * 0.5, "b": f32(2, 2 * hid), "h0": f32(2, 2, hid)},
+    )
     feeds = feeds_for(m)
     compare(run_webxnn(from_onnx(m), feeds), oracle(m, feeds), 1e-5, 1e-4, "webxnn runtime")
 
@@ -1137,8 +1615,12 @@ def test_quantize_rounds_ties_as_onnx() -> None:
     # divides in double quantizes it to 25 instead of 26. Constant scale, so the runtime's quantize does it.
     scale = np.float32(5 / 255)
     x = np.array([0.5, -0.5, 1.5 * scale, 2.5 * scale, 0.0, 1.0], np.float32)
-    m = model([n("QuantizeLinear", ["x", "s", "z"], "q")], {"x": (np.float32, [6])}, {"q": np.uint8},
-              {"s": scale, "z": np.uint8(128)})
+    m = model(
+        [n("QuantizeLinear", ["x", "s", "z"], "q")],
+        {"x": (np.float32, [6])},
+        {"q": np.uint8},
+        {"s": scale, "z": np.uint8(128)},
+    )
     assert float(np.float32(0.5) / scale) == 25.5 and round(0.5 / float(scale)) == 25
     feeds = {"x": x}
     got = run_webxnn(from_onnx(m), feeds)
@@ -1154,26 +1636,51 @@ def test_bitwise_ops_are_exact(dt: Any) -> None:
     a = np.concatenate([edges, rng.integers(info.min, info.max, 30, dtype=dt, endpoint=True)])
     b = np.concatenate([edges[::-1], rng.integers(info.min, info.max, 30, dtype=dt, endpoint=True)])
     ops = {"BitwiseAnd": np.bitwise_and, "BitwiseOr": np.bitwise_or, "BitwiseXor": np.bitwise_xor}
-    m = model([n(op, ["a", "b"], op) for op in ops] + [n("BitwiseNot", ["a"], "not")],
-              {"a": (dt, [36]), "b": (dt, [36])}, {**{op: dt for op in ops}, "not": dt}, opset=18)
+    m = model(
+        [n(op, ["a", "b"], op) for op in ops] + [n("BitwiseNot", ["a"], "not")],
+        {"a": (dt, [36]), "b": (dt, [36])},
+        {**{op: dt for op in ops}, "not": dt},
+        opset=18,
+    )
     got = run_webxnn(from_onnx(m), {"a": a, "b": b})
     for op, fn in ops.items():
         np.testing.assert_array_equal(got[op], fn(a, b), err_msg=op)
     np.testing.assert_array_equal(got["not"], np.bitwise_not(a))
 
 
-@pytest.mark.parametrize("complex_in,inverse,onesided,length", [
-    (False, False, False, None), (True, False, False, 6), (True, True, False, 11), (False, False, True, 7),
-    (True, True, True, 9), (True, True, True, None)])
-def test_dft_is_a_constant_matrix_product(complex_in: bool, inverse: bool, onesided: bool,
-                                          length: int | None) -> None:
+@pytest.mark.parametrize(
+    "complex_in,inverse,onesided,length",
+    [
+        (False, False, False, None),
+        (True, False, False, 6),
+        (True, True, False, 11),
+        (False, False, True, 7),
+        (True, True, True, 9),
+        (True, True, True, None),
+    ],
+)
+def test_dft_is_a_constant_matrix_product(
+    complex_in: bool, inverse: bool, onesided: bool, length: int | None
+) -> None:
     rng = np.random.default_rng(5)
     n_in = 8
     z = rng.standard_normal((2, n_in, 3)) + (1j * rng.standard_normal((2, n_in, 3)) if complex_in else 0)
     inits = {} if length is None else {"len": np.array(length, np.int64)}
-    m = model([n("DFT", ["x", "len" if length is not None else ""], "y", axis=1, inverse=int(inverse),
-                 onesided=int(onesided))],
-              {"x": (np.float32, [2, n_in, 3, 2 if complex_in else 1])}, {"y": np.float32}, inits)
+    m = model(
+        [
+            n(
+                "DFT",
+                ["x", "len" if length is not None else ""],
+                "y",
+                axis=1,
+                inverse=int(inverse),
+                onesided=int(onesided),
+            )
+        ],
+        {"x": (np.float32, [2, n_in, 3, 2 if complex_in else 1])},
+        {"y": np.float32},
+        inits,
+    )
     x = np.stack([z.real, z.imag], -1) if complex_in else z.real[..., None]
     got = run_webxnn(from_onnx(m), {"x": x.astype(np.float32)})["y"]
     if inverse and onesided:
@@ -1181,27 +1688,37 @@ def test_dft_is_a_constant_matrix_product(complex_in: bool, inverse: bool, onesi
     else:
         f = np.fft.ifft if inverse else np.fft.fft
         w = f(z, n=length, axis=1)
-        w = w[:, :(length or n_in) // 2 + 1] if onesided else w
+        w = w[:, : (length or n_in) // 2 + 1] if onesided else w
         want = np.stack([w.real, w.imag], -1)
     np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize("op,attrs", [
-    ("MaxPool", {"kernel_shape": [2, 3, 2], "strides": [2, 1, 2], "pads": [1, 0, 1, 0, 1, 1]}),
-    ("MaxPool", {"kernel_shape": [3, 2, 2], "dilations": [2, 1, 2], "ceil_mode": 1, "strides": [2, 2, 2]}),
-    ("AveragePool", {"kernel_shape": [3, 3, 2], "pads": [1, 1, 0, 1, 1, 1], "strides": [2, 2, 1]}),
-    ("AveragePool", {"kernel_shape": [2, 2, 3], "pads": [1, 0, 1, 0, 1, 1], "count_include_pad": 1}),
-    ("LpPool", {"kernel_shape": [2, 2, 2], "p": 2, "pads": [1, 0, 0, 0, 1, 1]}),
-    ("LpPool", {"kernel_shape": [2, 3, 2], "p": 3, "pads": [0, 1, 1, 1, 0, 0], "strides": [1, 2, 1]}),
-])
+@pytest.mark.parametrize(
+    "op,attrs",
+    [
+        ("MaxPool", {"kernel_shape": [2, 3, 2], "strides": [2, 1, 2], "pads": [1, 0, 1, 0, 1, 1]}),
+        (
+            "MaxPool",
+            {"kernel_shape": [3, 2, 2], "dilations": [2, 1, 2], "ceil_mode": 1, "strides": [2, 2, 2]},
+        ),
+        ("AveragePool", {"kernel_shape": [3, 3, 2], "pads": [1, 1, 0, 1, 1, 1], "strides": [2, 2, 1]}),
+        ("AveragePool", {"kernel_shape": [2, 2, 3], "pads": [1, 0, 1, 0, 1, 1], "count_include_pad": 1}),
+        ("LpPool", {"kernel_shape": [2, 2, 2], "p": 2, "pads": [1, 0, 0, 0, 1, 1]}),
+        ("LpPool", {"kernel_shape": [2, 3, 2], "p": 3, "pads": [0, 1, 1, 1, 0, 0], "strides": [1, 2, 1]}),
+    ],
+)
 def test_3d_pools_are_two_2d_pools(op: str, attrs: dict) -> None:
     m = model([n(op, ["x"], "y", **attrs)], {"x": (np.float32, [2, 3, 5, 6, 7])}, {"y": np.float32}, opset=18)
     check(m, atol=1e-5)
 
 
 def test_lp_pool_of_any_p() -> None:
-    m = model([n("LpPool", ["x"], "y", kernel_shape=[3, 2], p=3, pads=[1, 0, 1, 1], strides=[2, 1])],
-              {"x": (np.float32, [1, 2, 7, 6])}, {"y": np.float32}, opset=18)
+    m = model(
+        [n("LpPool", ["x"], "y", kernel_shape=[3, 2], p=3, pads=[1, 0, 1, 1], strides=[2, 1])],
+        {"x": (np.float32, [1, 2, 7, 6])},
+        {"y": np.float32},
+        opset=18,
+    )
     check(m, atol=1e-5)
 
 
@@ -1210,8 +1727,12 @@ def test_top_k_without_a_sort(largest: int, axis: int) -> None:
     rng = np.random.default_rng(7)
     x = rng.integers(-3, 4, (4, 6, 5)).astype(np.float32)  # many ties: ONNX puts the lower index first
     x[0, 0, 0], x[1, 1, 1] = np.inf, -np.inf
-    m = model([n("TopK", ["x", "k"], ["v", "i"], axis=axis, largest=largest)], {"x": (np.float32, [4, 6, 5])},
-              {"v": np.float32, "i": np.int64}, {"k": i64(3)})
+    m = model(
+        [n("TopK", ["x", "k"], ["v", "i"], axis=axis, largest=largest)],
+        {"x": (np.float32, [4, 6, 5])},
+        {"v": np.float32, "i": np.int64},
+        {"k": i64(3)},
+    )
     got = run_webxnn(from_onnx(m), {"x": x})
     want = oracle(m, {"x": x})
     np.testing.assert_array_equal(got["v"], want["v"])
@@ -1222,13 +1743,21 @@ def test_top_k_without_a_sort(largest: int, axis: int) -> None:
 def test_scatter_reductions_with_constant_indices(reduction: str) -> None:
     rng = np.random.default_rng(11)
     data, upd = rng.standard_normal((4, 5)).astype(np.float32), rng.standard_normal((3, 5)).astype(np.float32)
-    nd = model([n("ScatterND", ["d", "i", "u"], "y", reduction=reduction)],
-               {"d": (np.float32, [4, 5]), "u": (np.float32, [3, 5])}, {"y": np.float32},
-               {"i": np.array([[1], [-3], [3]], np.int64)}, opset=18)
+    nd = model(
+        [n("ScatterND", ["d", "i", "u"], "y", reduction=reduction)],
+        {"d": (np.float32, [4, 5]), "u": (np.float32, [3, 5])},
+        {"y": np.float32},
+        {"i": np.array([[1], [-3], [3]], np.int64)},
+        opset=18,
+    )
     upd_e = rng.standard_normal((3, 2)).astype(np.float32)
-    el = model([n("ScatterElements", ["d", "i", "u"], "y", axis=1, reduction=reduction)],
-               {"d": (np.float32, [4, 5]), "u": (np.float32, [3, 2])}, {"y": np.float32},
-               {"i": np.array([[0, 0], [4, -1], [2, 0]], np.int64)}, opset=18)
+    el = model(
+        [n("ScatterElements", ["d", "i", "u"], "y", axis=1, reduction=reduction)],
+        {"d": (np.float32, [4, 5]), "u": (np.float32, [3, 2])},
+        {"y": np.float32},
+        {"i": np.array([[0, 0], [4, -1], [2, 0]], np.int64)},
+        opset=18,
+    )
     for m, u in ((nd, upd), (el, upd_e)):
         feeds = {"d": data, "u": u}
         compare(run_webxnn(from_onnx(m), feeds), oracle(m, feeds), 1e-6, 1e-6, "webxnn runtime")
@@ -1237,7 +1766,12 @@ def test_scatter_reductions_with_constant_indices(reduction: str) -> None:
 @pytest.mark.parametrize("axis,dt", [(-1, np.int64), (1, np.float32), (0, np.int32)])
 def test_one_hot_with_a_constant_depth(axis: int, dt: Any) -> None:
     idx = np.array([[0, 3, -1, -5], [4, 5, 2, -4]], dt)  # -5 and 5 are out of range: rows of off
-    m = model([n("OneHot", ["i", "d", "v"], "y", axis=axis)], {"i": (dt, [2, 4])}, {"y": np.float32},
-              {"d": np.array(5.0, np.float32), "v": np.array([-1.0, 2.5], np.float32)}, opset=11)
+    m = model(
+        [n("OneHot", ["i", "d", "v"], "y", axis=axis)],
+        {"i": (dt, [2, 4])},
+        {"y": np.float32},
+        {"d": np.array(5.0, np.float32), "v": np.array([-1.0, 2.5], np.float32)},
+        opset=11,
+    )
     feeds = {"i": idx}
     compare(run_webxnn(from_onnx(m), feeds), oracle(m, feeds), 0, 0, "webxnn runtime")

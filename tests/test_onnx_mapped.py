@@ -32,9 +32,14 @@ def _model(inits: dict[str, np.ndarray], doc: str = "") -> onnx.ModelProto:
         out = "y" if k == len(floats) - 1 else f"t{k}"
         nodes.append(helper.make_node("Add", [prev, name], [out]))
         prev = out
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TP.FLOAT, [4, 8])],
-                          [helper.make_tensor_value_info("y", TP.FLOAT, None)],
-                          [numpy_helper.from_array(v, k) for k, v in inits.items()], doc_string=doc)
+    g = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TP.FLOAT, [4, 8])],
+        [helper.make_tensor_value_info("y", TP.FLOAT, None)],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()],
+        doc_string=doc,
+    )
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8
     return m
@@ -50,9 +55,9 @@ def _inits() -> dict[str, np.ndarray]:
         "w_big": RNG.standard_normal((4, 8)).astype(np.float32) * np.ones((1, 1), np.float32),
         "w_big2": RNG.standard_normal((4, 8)).astype(np.float32),
         "w_huge": RNG.standard_normal((64, 65)).astype(np.float32),  # 16640 bytes: mapped
-        "i64": np.arange(100, dtype=np.int64),                        # 800 bytes: mapped
-        "small": np.array([1.5, 2.5], np.float32),                    # inline
-        "flags": np.array([True, False] * 200),                      # bool: always inline
+        "i64": np.arange(100, dtype=np.int64),  # 800 bytes: mapped
+        "small": np.array([1.5, 2.5], np.float32),  # inline
+        "flags": np.array([True, False] * 200),  # bool: always inline
         "half": RNG.standard_normal(300).astype(np.float16),
     }
 
@@ -89,10 +94,13 @@ def _root(a: np.ndarray) -> object:
 
 def test_from_onnx_uses_mapped_weights(tmp_path: Path) -> None:
     wb = RNG.standard_normal((8, 64)).astype(np.float32)
-    g = helper.make_graph([helper.make_node("MatMul", ["x", "wb"], ["y"])], "g",
-                          [helper.make_tensor_value_info("x", TP.FLOAT, [4, 8])],
-                          [helper.make_tensor_value_info("y", TP.FLOAT, None)],
-                          [numpy_helper.from_array(wb, "wb")])
+    g = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "wb"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TP.FLOAT, [4, 8])],
+        [helper.make_tensor_value_info("y", TP.FLOAT, None)],
+        [numpy_helper.from_array(wb, "wb")],
+    )
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     graph = from_onnx(_save(m, tmp_path / "mm.onnx"))
     (arr,) = graph.weights.values()
@@ -102,8 +110,10 @@ def test_from_onnx_uses_mapped_weights(tmp_path: Path) -> None:
 def test_unaligned_offsets(tmp_path: Path) -> None:
     # a doc string of odd length before the graph shifts every raw_data to an odd file offset
     for pad in range(4):
-        inits = {"w": RNG.standard_normal((4, 8)).astype(np.float32),
-                 "big": RNG.standard_normal((33, 17)).astype(np.float32)}
+        inits = {
+            "w": RNG.standard_normal((4, 8)).astype(np.float32),
+            "big": RNG.standard_normal((33, 17)).astype(np.float32),
+        }
         m = _model(inits)
         m.doc_string = "d" * (pad + 1)
         _, arrays = load_mapped(_save(m, tmp_path / f"u{pad}.onnx"))
@@ -114,8 +124,14 @@ def test_unaligned_offsets(tmp_path: Path) -> None:
 def test_external_data_untouched(tmp_path: Path) -> None:
     inits = _inits()
     m = _model(inits)
-    onnx.save_model(m, str(tmp_path / "ext.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
-                    location="ext.data", size_threshold=0)
+    onnx.save_model(
+        m,
+        str(tmp_path / "ext.onnx"),
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location="ext.data",
+        size_threshold=0,
+    )
     proto, arrays = load_mapped(tmp_path / "ext.onnx")
     assert arrays == {}  # nothing inline to map; the converter memory-maps external data itself
     g = from_onnx(tmp_path / "ext.onnx")
@@ -168,6 +184,7 @@ def test_varint_roundtrip(v: int) -> None:
 
 # ------------------------------------------------------------------------- big models: time and memory
 
+
 def _mlp(path: Path, layers: int, k: int, n: int, gemm: bool = False) -> list[np.ndarray]:
     """x[1, k] → `layers` × (MatMul [k, n] or Gemm transB [n, k], as torch exports nn.Linear) + Relu;
     saved as one protobuf file (no external data). Returns the weights in ONNX layout."""
@@ -184,8 +201,13 @@ def _mlp(path: Path, layers: int, k: int, n: int, gemm: bool = False) -> list[np
             nodes.append(helper.make_node("MatMul", [prev, f"w{i}"], [f"m{i}"]))
         nodes.append(helper.make_node("Relu", [f"m{i}"], [out]))
         prev, width = out, n
-    g = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TP.FLOAT, [1, k])],
-                          [helper.make_tensor_value_info("y", TP.FLOAT, None)], inits)
+    g = helper.make_graph(
+        nodes,
+        "mlp",
+        [helper.make_tensor_value_info("x", TP.FLOAT, [1, k])],
+        [helper.make_tensor_value_info("y", TP.FLOAT, None)],
+        inits,
+    )
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8
     path.write_bytes(m.SerializeToString())

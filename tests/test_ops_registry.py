@@ -9,8 +9,12 @@ from webxnn.graph import Const, DynDim, Graph, Node, Operand
 from webxnn.ops import REGISTRY, bind_all, get, infer, validate
 
 
-def graph(nodes: list[Node], inputs: dict | None = None, consts: dict | None = None,
-          outputs: list[str] | None = None) -> Graph:
+def graph(
+    nodes: list[Node],
+    inputs: dict | None = None,
+    consts: dict | None = None,
+    outputs: list[str] | None = None,
+) -> Graph:
     g = Graph()
     for name, (dt, shape) in (inputs or {}).items():
         g.inputs[name] = Operand(name, dt, list(shape))
@@ -37,15 +41,30 @@ F = "float32"
 # ------------------------------------------------------------------------------------------ operand roles
 
 
-@pytest.mark.parametrize("op,pos,named,decls", [
-    ("conv2d", ["x", "w", "b"], {"bias": "b"},
-     {"x": (F, [1, 3, 5, 5]), "w": (F, [4, 3, 3, 3]), "b": (F, [4])}),
-    ("gemm", ["a", "bb", "c"], {"c": "c"}, {"a": (F, [2, 3]), "bb": (F, [3, 4]), "c": (F, [4])}),
-    ("layerNormalization", ["x", "s", "b"], {"scale": "s", "bias": "b"},
-     {"x": (F, [2, 3, 4]), "s": (F, [3, 4]), "b": (F, [3, 4])}),
-    ("batchNormalization", ["x", "m", "v", "s", "b"], {"scale": "s", "bias": "b"},
-     {"x": (F, [2, 3, 4]), "m": (F, [3]), "v": (F, [3]), "s": (F, [3]), "b": (F, [3])}),
-])
+@pytest.mark.parametrize(
+    "op,pos,named,decls",
+    [
+        (
+            "conv2d",
+            ["x", "w", "b"],
+            {"bias": "b"},
+            {"x": (F, [1, 3, 5, 5]), "w": (F, [4, 3, 3, 3]), "b": (F, [4])},
+        ),
+        ("gemm", ["a", "bb", "c"], {"c": "c"}, {"a": (F, [2, 3]), "bb": (F, [3, 4]), "c": (F, [4])}),
+        (
+            "layerNormalization",
+            ["x", "s", "b"],
+            {"scale": "s", "bias": "b"},
+            {"x": (F, [2, 3, 4]), "s": (F, [3, 4]), "b": (F, [3, 4])},
+        ),
+        (
+            "batchNormalization",
+            ["x", "m", "v", "s", "b"],
+            {"scale": "s", "bias": "b"},
+            {"x": (F, [2, 3, 4]), "m": (F, [3]), "v": (F, [3]), "s": (F, [3]), "b": (F, [3])},
+        ),
+    ],
+)
 def test_operand_options_positional_or_named(op: str, pos: list[str], named: dict, decls: dict) -> None:
     n_req = len(get(op).inputs)
     a = bound1(op, pos, **decls)
@@ -55,8 +74,7 @@ def test_operand_options_positional_or_named(op: str, pos: list[str], named: dic
 
 def test_operand_given_twice_is_an_error() -> None:
     with pytest.raises(ValidationError, match=r"node 'n' \(conv2d\).*'bias' given both"):
-        bound1("conv2d", ["x", "w", "b"], {"bias": "b"},
-               x=(F, [1, 3, 5, 5]), w=(F, [4, 3, 3, 3]), b=(F, [4]))
+        bound1("conv2d", ["x", "w", "b"], {"bias": "b"}, x=(F, [1, 3, 5, 5]), w=(F, [4, 3, 3, 3]), b=(F, [4]))
 
 
 def test_optional_operand_absent_is_none() -> None:
@@ -80,6 +98,7 @@ def test_variadic_concat() -> None:
     b = bound1("concat", ["x", "y", "x"], {"axis": -1}, x=(F, [2, 3]), y=(F, [2, 5]))
     assert b.operands == {"inputs": ["x", "y", "x"]}
     assert b.options["axis"] == 1 and b.outputs[0][1].shape == (2, 11)
+
 
 # ------------------------------------------------------------------------------------------ options
 
@@ -107,22 +126,36 @@ def test_annotations_are_dropped() -> None:
 
 def test_defaults_filled() -> None:
     b = bound1("conv2d", ["x", "w"], x=(F, [1, 3, 5, 5]), w=(F, [4, 3, 3, 3]))
-    assert b.options == {"padding": [0, 0, 0, 0], "strides": [1, 1], "dilations": [1, 1], "groups": 1,
-                         "inputLayout": "nchw", "filterLayout": "oihw", "autoPad": "explicit"}
+    assert b.options == {
+        "padding": [0, 0, 0, 0],
+        "strides": [1, 1],
+        "dilations": [1, 1],
+        "groups": 1,
+        "inputLayout": "nchw",
+        "filterLayout": "oihw",
+        "autoPad": "explicit",
+    }
     assert bound1("leakyRelu", ["x"], x=(F, [2])).options == {"alpha": 0.01}
     assert bound1("gemm", ["a", "b"], a=(F, [2, 3]), b=(F, [3, 4])).options == {
-        "alpha": 1.0, "beta": 1.0, "aTranspose": False, "bTranspose": False}
+        "alpha": 1.0,
+        "beta": 1.0,
+        "aTranspose": False,
+        "bTranspose": False,
+    }
 
 
-@pytest.mark.parametrize("op,options,pattern", [
-    ("conv2d", {"groups": "2"}, "'groups' must be an integer"),
-    ("conv2d", {"groups": True}, "'groups' must be an integer"),
-    ("conv2d", {"strides": [1, "a"]}, "'strides' must be a list of integers"),
-    ("conv2d", {"autoPad": "same"}, "'autoPad' must be one of"),
-    ("conv2d", {"inputLayout": "nchwc"}, "'inputLayout' must be one of"),
-    ("conv2d", {"filterLayout": "iohw"}, "'filterLayout' must be one of"),
-    ("conv2d", {"padding": [1, 1]}, "'padding' must have 4 entries"),
-])
+@pytest.mark.parametrize(
+    "op,options,pattern",
+    [
+        ("conv2d", {"groups": "2"}, "'groups' must be an integer"),
+        ("conv2d", {"groups": True}, "'groups' must be an integer"),
+        ("conv2d", {"strides": [1, "a"]}, "'strides' must be a list of integers"),
+        ("conv2d", {"autoPad": "same"}, "'autoPad' must be one of"),
+        ("conv2d", {"inputLayout": "nchwc"}, "'inputLayout' must be one of"),
+        ("conv2d", {"filterLayout": "iohw"}, "'filterLayout' must be one of"),
+        ("conv2d", {"padding": [1, 1]}, "'padding' must have 4 entries"),
+    ],
+)
 def test_option_value_checks(op: str, options: dict, pattern: str) -> None:
     with pytest.raises(ValidationError, match=pattern):
         bound1(op, ["x", "w"], options, x=(F, [1, 3, 5, 5]), w=(F, [4, 3, 3, 3]))
@@ -138,37 +171,50 @@ def test_option_value_checks_other_ops() -> None:
     with pytest.raises(ValidationError, match="'mode' must be one of"):
         bound1("resample2d", ["x"], {"mode": "cubic"}, x=(F, [1, 1, 2, 2]))
     with pytest.raises(ValidationError, match="'filterLayout' must be one of"):
-        bound1("convTranspose2d", ["x", "w"], {"filterLayout": "oihw"}, x=(F, [1, 2, 3, 3]),
-               w=(F, [2, 2, 3, 3]))
+        bound1(
+            "convTranspose2d", ["x", "w"], {"filterLayout": "oihw"}, x=(F, [1, 2, 3, 3]), w=(F, [2, 2, 3, 3])
+        )
     with pytest.raises(ValidationError, match="missing required option 'newShape'"):
         bound1("reshape", ["x"], x=(F, [2]))
 
 
 def test_enum_spelling_is_normalized() -> None:
-    b = bound1("conv2d", ["x", "w"], {"autoPad": "SAME_UPPER", "inputLayout": "NHWC", "filterLayout": "OHWI"},
-               x=(F, [1, 5, 5, 3]), w=(F, [4, 3, 3, 3]))
+    b = bound1(
+        "conv2d",
+        ["x", "w"],
+        {"autoPad": "SAME_UPPER", "inputLayout": "NHWC", "filterLayout": "OHWI"},
+        x=(F, [1, 5, 5, 3]),
+        w=(F, [4, 3, 3, 3]),
+    )
     assert (b.options["autoPad"], b.options["inputLayout"], b.options["filterLayout"]) == (
-        "explicit", "nhwc", "ohwi")
+        "explicit",
+        "nhwc",
+        "ohwi",
+    )
     assert b.outputs[0][1].shape == (1, 5, 5, 4) and b.options["padding"] == [1, 1, 1, 1]
+
 
 # ------------------------------------------------------------------------------------------ converter forms
 
 
-@pytest.mark.parametrize("op,options,shape,key,want", [
-    ("softmax", {"axis": -1}, [2, 3, 4], "axis", 2),
-    ("softmax", {}, [2, 3, 4], "axis", 2),
-    ("reduceMean", {"axes": [-1, 0]}, [2, 3, 4], "axes", [2, 0]),
-    ("reduceSum", {}, [2, 3, 4], "axes", [0, 1, 2]),
-    ("layerNormalization", {"axes": [-1]}, [2, 3, 4], "axes", [2]),
-    ("layerNormalization", {}, [2, 3, 4], "axes", [1, 2]),
-    ("transpose", {"permutation": [-1, 0, 1]}, [2, 3, 4], "permutation", [2, 0, 1]),
-    ("transpose", {}, [2, 3, 4], "permutation", [2, 1, 0]),
-    ("split", {"splits": 2, "axis": -1}, [2, 3, 4], "axis", 2),
-    ("argMax", {"axis": -2}, [2, 3, 4], "axis", 1),
-    ("cumulativeSum", {"axis": -1}, [2, 3, 4], "axis", 2),
-    ("reverse", {"axes": [-1]}, [2, 3, 4], "axes", [2]),
-    ("batchNormalization", None, [2, 3, 4], "axis", 1),
-])
+@pytest.mark.parametrize(
+    "op,options,shape,key,want",
+    [
+        ("softmax", {"axis": -1}, [2, 3, 4], "axis", 2),
+        ("softmax", {}, [2, 3, 4], "axis", 2),
+        ("reduceMean", {"axes": [-1, 0]}, [2, 3, 4], "axes", [2, 0]),
+        ("reduceSum", {}, [2, 3, 4], "axes", [0, 1, 2]),
+        ("layerNormalization", {"axes": [-1]}, [2, 3, 4], "axes", [2]),
+        ("layerNormalization", {}, [2, 3, 4], "axes", [1, 2]),
+        ("transpose", {"permutation": [-1, 0, 1]}, [2, 3, 4], "permutation", [2, 0, 1]),
+        ("transpose", {}, [2, 3, 4], "permutation", [2, 1, 0]),
+        ("split", {"splits": 2, "axis": -1}, [2, 3, 4], "axis", 2),
+        ("argMax", {"axis": -2}, [2, 3, 4], "axis", 1),
+        ("cumulativeSum", {"axis": -1}, [2, 3, 4], "axis", 2),
+        ("reverse", {"axes": [-1]}, [2, 3, 4], "axes", [2]),
+        ("batchNormalization", None, [2, 3, 4], "axis", 1),
+    ],
+)
 def test_negative_axes_normalized(op: str, options: dict | None, shape: list, key: str, want) -> None:
     decls = {"x": (F, shape)}
     inputs = ["x"]
@@ -220,13 +266,16 @@ def test_reshape_minus_one() -> None:
 BIG = 9223372036854775807
 
 
-@pytest.mark.parametrize("onnx,want_starts,want_sizes,want_strides,out", [
-    ({"starts": [1], "ends": [BIG], "axes": [1]}, [0, 1], [4, 5], [1, 1], (4, 5)),
-    ({"starts": [-2], "ends": [BIG], "axes": [-1]}, [0, 4], [4, 2], [1, 1], (4, 2)),
-    ({"starts": [0, 1], "ends": [3, -1]}, [0, 1], [3, 4], [1, 1], (3, 4)),
-    ({"starts": [0], "ends": [6], "axes": [1], "steps": [2]}, [0, 0], [4, 6], [1, 2], (4, 3)),
-    ({"starts": [1], "ends": [6], "axes": [1], "steps": [2]}, [0, 1], [4, 5], [1, 2], (4, 3)),
-])
+@pytest.mark.parametrize(
+    "onnx,want_starts,want_sizes,want_strides,out",
+    [
+        ({"starts": [1], "ends": [BIG], "axes": [1]}, [0, 1], [4, 5], [1, 1], (4, 5)),
+        ({"starts": [-2], "ends": [BIG], "axes": [-1]}, [0, 4], [4, 2], [1, 1], (4, 2)),
+        ({"starts": [0, 1], "ends": [3, -1]}, [0, 1], [3, 4], [1, 1], (3, 4)),
+        ({"starts": [0], "ends": [6], "axes": [1], "steps": [2]}, [0, 0], [4, 6], [1, 2], (4, 3)),
+        ({"starts": [1], "ends": [6], "axes": [1], "steps": [2]}, [0, 1], [4, 5], [1, 2], (4, 3)),
+    ],
+)
 def test_onnx_slice_normalized(onnx: dict, want_starts, want_sizes, want_strides, out) -> None:
     b = bound1("slice", ["x"], onnx, x=(F, [4, 6]))
     assert b.options == {"starts": want_starts, "sizes": want_sizes, "strides": want_strides}
@@ -243,10 +292,17 @@ def test_slice_errors() -> None:
     assert shape_of("slice", ["x"], {"starts": [1], "sizes": [3], "strides": [2]}, x=(F, [4])) == (2,)
 
 
-@pytest.mark.parametrize("key,value,want", [
-    ("type", "int32", "int32"), ("to", "int64", "int64"), ("to", "Int64", "int64"),
-    ("dataType", "FLOAT16", "float16"), ("to", "Float32", "float32"), ("type", "Uint8", "uint8"),
-])
+@pytest.mark.parametrize(
+    "key,value,want",
+    [
+        ("type", "int32", "int32"),
+        ("to", "int64", "int64"),
+        ("to", "Int64", "int64"),
+        ("dataType", "FLOAT16", "float16"),
+        ("to", "Float32", "float32"),
+        ("type", "Uint8", "uint8"),
+    ],
+)
 def test_cast_spellings(key: str, value: str, want: str) -> None:
     b = bound1("cast", ["x"], {key: value}, x=(F, [2]))
     assert b.options == {"type": want} and b.outputs[0][1].dtype == want
@@ -275,6 +331,7 @@ def test_split_defaults_to_output_count() -> None:
     with pytest.raises(ValidationError, match="produces 3 output"):
         bind_all(graph([node], inputs={"x": (F, [6])}, outputs=["a"]))
 
+
 # ------------------------------------------------------------------------------------------ dtype rules
 
 
@@ -294,9 +351,11 @@ def test_dtype_rules() -> None:
         bound1("where", ["c", "x", "x"], c=(F, [2]), x=(F, [2]))
     b = bound1("quantizeLinear", ["x", "s", "z"], x=(F, [2, 4]), s=(F, [1]), z=("int8", [1]))
     assert b.outputs[0][1].dtype == "int8"
-    b = bound1("dequantizeLinear", ["x", "s", "z"], x=("uint8", [2, 4]), s=("float16", [2, 1]),
-               z=("uint8", [2, 1]))
+    b = bound1(
+        "dequantizeLinear", ["x", "s", "z"], x=("uint8", [2, 4]), s=("float16", [2, 1]), z=("uint8", [2, 1])
+    )
     assert b.outputs[0][1].dtype == "float16"
+
 
 # ------------------------------------------------------------------------------------------ shapes
 
@@ -312,8 +371,9 @@ def test_matmul_shapes() -> None:
 
 
 def test_gemm_transposes() -> None:
-    assert shape_of("gemm", ["a", "b"], {"aTranspose": True, "bTranspose": True},
-                    a=(F, [3, 2]), b=(F, [4, 3])) == (2, 4)
+    assert shape_of(
+        "gemm", ["a", "b"], {"aTranspose": True, "bTranspose": True}, a=(F, [3, 2]), b=(F, [4, 3])
+    ) == (2, 4)
     with pytest.raises(ValidationError, match="'c'"):
         bound1("gemm", ["a", "b", "c"], a=(F, [2, 3]), b=(F, [3, 4]), c=(F, [3]))
 
@@ -322,49 +382,92 @@ def test_conv_and_pool_shapes() -> None:
     x = (F, [1, 2, 7, 9])
     with pytest.raises(ValidationError, match="channels"):
         bound1("conv2d", ["x", "w"], x=x, w=(F, [6, 1, 3, 3]))
-    b = bound1("conv2d", ["x", "w"], {"groups": 2, "padding": [1, 1, 0, 2], "strides": [2, 3],
-                                      "dilations": [1, 2]}, x=x, w=(F, [6, 1, 3, 3]))
+    b = bound1(
+        "conv2d",
+        ["x", "w"],
+        {"groups": 2, "padding": [1, 1, 0, 2], "strides": [2, 3], "dilations": [1, 2]},
+        x=x,
+        w=(F, [6, 1, 3, 3]),
+    )
     assert b.outputs[0][1].shape == (1, 6, 4, 3)
     # depthwise NHWC with ihwo filter
-    b = bound1("conv2d", ["x", "w"], {"groups": 4, "inputLayout": "nhwc", "filterLayout": "ihwo"},
-               x=(F, [1, 5, 5, 4]), w=(F, [1, 3, 3, 4]))
+    b = bound1(
+        "conv2d",
+        ["x", "w"],
+        {"groups": 4, "inputLayout": "nhwc", "filterLayout": "ihwo"},
+        x=(F, [1, 5, 5, 4]),
+        w=(F, [1, 3, 3, 4]),
+    )
     assert b.outputs[0][1].shape == (1, 3, 3, 4)
     # global pool, ceil rounding, outputSizes
     b = bound1("averagePool2d", ["x"], x=(F, [1, 3, 7, 7]))
     assert b.options["windowDimensions"] == [7, 7] and b.outputs[0][1].shape == (1, 3, 1, 1)
-    assert shape_of("maxPool2d", ["x"], {"windowDimensions": [3, 3], "strides": [2, 2],
-                                         "roundingType": "ceil"}, x=(F, [1, 1, 8, 8])) == (1, 1, 4, 4)
-    b = bound1("maxPool2d", ["x"], {"windowDimensions": [3, 3], "strides": [2, 2], "outputSizes": [4, 4]},
-               x=(F, [1, 1, 8, 8]))
+    assert shape_of(
+        "maxPool2d",
+        ["x"],
+        {"windowDimensions": [3, 3], "strides": [2, 2], "roundingType": "ceil"},
+        x=(F, [1, 1, 8, 8]),
+    ) == (1, 1, 4, 4)
+    b = bound1(
+        "maxPool2d",
+        ["x"],
+        {"windowDimensions": [3, 3], "strides": [2, 2], "outputSizes": [4, 4]},
+        x=(F, [1, 1, 8, 8]),
+    )
     assert b.options["roundingType"] == "ceil"
     with pytest.raises(ValidationError, match="match neither"):
         bound1("maxPool2d", ["x"], {"windowDimensions": [3, 3], "outputSizes": [5, 5]}, x=(F, [1, 1, 8, 8]))
 
 
 def test_conv_transpose_shapes() -> None:
-    b = bound1("convTranspose2d", ["x", "w"], {"strides": [2, 2], "padding": [1, 1, 1, 1],
-                                               "outputPadding": [1, 1]}, x=(F, [1, 2, 3, 3]),
-               w=(F, [2, 5, 3, 3]))
+    b = bound1(
+        "convTranspose2d",
+        ["x", "w"],
+        {"strides": [2, 2], "padding": [1, 1, 1, 1], "outputPadding": [1, 1]},
+        x=(F, [1, 2, 3, 3]),
+        w=(F, [2, 5, 3, 3]),
+    )
     assert b.outputs[0][1].shape == (1, 5, 6, 6) and b.options["outputSizes"] == [6, 6]
-    b = bound1("convTranspose2d", ["x", "w"], {"strides": [2, 2], "outputSizes": [8, 8]},
-               x=(F, [1, 2, 3, 3]), w=(F, [2, 5, 3, 3]))
+    b = bound1(
+        "convTranspose2d",
+        ["x", "w"],
+        {"strides": [2, 2], "outputSizes": [8, 8]},
+        x=(F, [1, 2, 3, 3]),
+        w=(F, [2, 5, 3, 3]),
+    )
     assert b.options["outputPadding"] == [1, 1] and b.outputs[0][1].shape == (1, 5, 8, 8)
     with pytest.raises(ValidationError, match="not reachable"):
-        bound1("convTranspose2d", ["x", "w"], {"strides": [2, 2], "outputSizes": [10, 8]},
-               x=(F, [1, 2, 3, 3]), w=(F, [2, 5, 3, 3]))
-    b = bound1("convTranspose2d", ["x", "w"], {"strides": [2, 2], "autoPad": "same-upper"},
-               x=(F, [1, 2, 3, 3]), w=(F, [2, 5, 3, 3]))
+        bound1(
+            "convTranspose2d",
+            ["x", "w"],
+            {"strides": [2, 2], "outputSizes": [10, 8]},
+            x=(F, [1, 2, 3, 3]),
+            w=(F, [2, 5, 3, 3]),
+        )
+    b = bound1(
+        "convTranspose2d",
+        ["x", "w"],
+        {"strides": [2, 2], "autoPad": "same-upper"},
+        x=(F, [1, 2, 3, 3]),
+        w=(F, [2, 5, 3, 3]),
+    )
     assert b.outputs[0][1].shape == (1, 5, 6, 6)
 
 
 def test_rnn_shapes() -> None:
     d = {"x": (F, [4, 2, 3]), "w": (F, [2, 15, 3]), "r": (F, [2, 15, 5])}
-    node = Node("g", "gru", ["x", "w", "r"], {"steps": 4, "hiddenSize": 5, "direction": "both",
-                                            "returnSequence": True}, outputs=["h", "seq"])
+    node = Node(
+        "g",
+        "gru",
+        ["x", "w", "r"],
+        {"steps": 4, "hiddenSize": 5, "direction": "both", "returnSequence": True},
+        outputs=["h", "seq"],
+    )
     b = bind_all(graph([node], inputs=d, outputs=["h"]))[0]
     assert [t.shape for _, t in b.outputs] == [(2, 2, 5), (4, 2, 2, 5)]
     with pytest.raises(ValidationError, match="'weight' must have shape"):
         bound1("gru", ["x", "w", "r"], {"steps": 4, "hiddenSize": 5}, **d)
+
 
 # ------------------------------------------------------------------------------------------ dynamic dims
 
@@ -386,6 +489,7 @@ def test_dynamic_dims() -> None:
     assert shape_of("slice", ["x"], {"starts": [0, 1], "sizes": [-1, 2]}, x=(F, [B, 3])) == (B, 2)
     with pytest.raises(ValidationError, match="not broadcastable"):
         bound1("add", ["x", "y"], x=(F, [B]), y=(F, [DynDim("other", 8)]))
+
 
 # ------------------------------------------------------------------------------------------ whole graph
 
@@ -410,10 +514,15 @@ def test_validate_references_and_outputs() -> None:
 
 
 def test_infer_and_bind_all() -> None:
-    g = graph([Node("y", "conv2d", ["x", "w"], {"bias": "b", "autoPad": "same-lower"}),
-               Node("z", "softmax", ["y"], {"axis": -1})],
-              inputs={"x": (F, [1, 3, 6, 6])}, consts={"w": (F, [2, 3, 2, 2]), "b": (F, [2])},
-              outputs=["z"])
+    g = graph(
+        [
+            Node("y", "conv2d", ["x", "w"], {"bias": "b", "autoPad": "same-lower"}),
+            Node("z", "softmax", ["y"], {"axis": -1}),
+        ],
+        inputs={"x": (F, [1, 3, 6, 6])},
+        consts={"w": (F, [2, 3, 2, 2]), "b": (F, [2])},
+        outputs=["z"],
+    )
     types = infer(g)
     assert set(types) == {"x", "w", "b", "y", "z"} and types["z"].shape == (1, 2, 6, 6)
     bound = bind_all(g)
@@ -441,9 +550,13 @@ def test_every_op_is_documented() -> None:
 
 
 def test_conv_transpose_auto_pad_with_output_sizes() -> None:
-    b = bound1("convTranspose2d", ["x", "w"], {"strides": [2, 2], "autoPad": "same-lower",
-                                               "outputSizes": [6, 5]}, x=(F, [1, 2, 3, 3]),
-               w=(F, [2, 5, 3, 3]))
+    b = bound1(
+        "convTranspose2d",
+        ["x", "w"],
+        {"strides": [2, 2], "autoPad": "same-lower", "outputSizes": [6, 5]},
+        x=(F, [1, 2, 3, 3]),
+        w=(F, [2, 5, 3, 3]),
+    )
     # full output 7: pad 1 (lower puts it first) for 6; pad 2 split 1/1 for 5
     assert b.options["padding"] == [1, 0, 1, 1] and b.options["outputPadding"] == [0, 0]
     assert b.outputs[0][1].shape == (1, 5, 6, 5)

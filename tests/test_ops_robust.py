@@ -15,20 +15,27 @@ from webxnn.ops.base import TensorType
 
 DTYPES = ["float32", "float16", "int32", "int64", "uint8", "int8"]
 dims = st.one_of(st.integers(1, 6), st.just(DynDim("b", 4)))
-ttypes = st.builds(lambda dt, shape: TensorType(dt, tuple(shape)), st.sampled_from(DTYPES),
-                   st.lists(dims, max_size=5))
+ttypes = st.builds(
+    lambda dt, shape: TensorType(dt, tuple(shape)), st.sampled_from(DTYPES), st.lists(dims, max_size=5)
+)
 values = st.one_of(
-    st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True),
-    st.text(max_size=6), st.sampled_from(["nchw", "nhwc", "same-upper", "oihw", "ceil", "int64", "v0", "v1"]),
-    st.lists(st.integers(-5, 8), max_size=6), st.lists(st.floats(-3, 3), max_size=4),
-    st.lists(st.sampled_from(["relu", "tanh", "v0"]), max_size=3), st.dictionaries(st.text(max_size=3),
-                                                                                   st.integers()),
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=True),
+    st.text(max_size=6),
+    st.sampled_from(["nchw", "nhwc", "same-upper", "oihw", "ceil", "int64", "v0", "v1"]),
+    st.lists(st.integers(-5, 8), max_size=6),
+    st.lists(st.floats(-3, 3), max_size=4),
+    st.lists(st.sampled_from(["relu", "tanh", "v0"]), max_size=3),
+    st.dictionaries(st.text(max_size=3), st.integers()),
 )
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.sampled_from(sorted(REGISTRY)), st.lists(ttypes, min_size=0, max_size=6),
-       st.integers(0, 6), st.data())
+@given(
+    st.sampled_from(sorted(REGISTRY)), st.lists(ttypes, min_size=0, max_size=6), st.integers(0, 6), st.data()
+)
 def test_bind_never_crashes(op: str, operand_types: list, n_pos: int, data: st.DataObject) -> None:
     spec = REGISTRY[op]
     types = {f"v{i}": t for i, t in enumerate(operand_types)}

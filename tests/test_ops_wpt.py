@@ -43,8 +43,10 @@ def _check(case: dict) -> str | None:
     for name, want in case["expectedOutputs"].items():
         got = types[name]
         if got.dtype != want["dataType"] or list(got.shape) != list(want["shape"]):
-            return (f"{case['name']}: {name} inferred {got.dtype}{list(got.shape)}, expected "
-                    f"{want['dataType']}{want['shape']}")
+            return (
+                f"{case['name']}: {name} inferred {got.dtype}{list(got.shape)}, expected "
+                f"{want['dataType']}{want['shape']}"
+            )
     return None
 
 
@@ -124,15 +126,21 @@ def test_binding_is_idempotent() -> None:
             for b in bind_all(g):
                 again = bind(_rebuilt(b), types, g)
                 assert (again.op, again.operands, again.options, again.outputs) == (
-                    b.op, b.operands, b.options, b.outputs), case["name"]
+                    b.op,
+                    b.operands,
+                    b.options,
+                    b.outputs,
+                ), case["name"]
 
 
 def test_binding_is_idempotent_with_dynamic_dims() -> None:
     d = DynDim("batch", 4)
     g = Graph(inputs={"x": Operand("x", "float32", [d, 1, 3, 4])})
-    g.nodes = [Node("a", "squeeze", ["x"], {"axes": [1]}),
-               Node("b", "reshape", ["a"], {"newShape": [-1, 12]}),
-               Node("c", "slice", ["b"], {"starts": [0, 2], "sizes": [-1, 4]})]
+    g.nodes = [
+        Node("a", "squeeze", ["x"], {"axes": [1]}),
+        Node("b", "reshape", ["a"], {"newShape": [-1, 12]}),
+        Node("c", "slice", ["b"], {"starts": [0, 2], "sizes": [-1, 4]}),
+    ]
     g.outputs = {"c": "c"}
     types = infer(g)
     for b in bind_all(g):

@@ -14,60 +14,134 @@ from test_qs8_gemm import ISAS, RANGE, reference
 Q = load_testing_module().kernels
 
 
-def conv_reference(x: np.ndarray, f: np.ndarray, bias: np.ndarray | None, w_scales: np.ndarray,
-                   a_scale: float, a_zp: int, out_scale: float, out_zp: int, out_dtype: str,
-                   pads: tuple[int, int, int, int], strides: tuple[int, int], dil: tuple[int, int],
-                   out_min: int = -1024, out_max: int = 1024) -> np.ndarray:
+def conv_reference(
+    x: np.ndarray,
+    f: np.ndarray,
+    bias: np.ndarray | None,
+    w_scales: np.ndarray,
+    a_scale: float,
+    a_zp: int,
+    out_scale: float,
+    out_zp: int,
+    out_dtype: str,
+    pads: tuple[int, int, int, int],
+    strides: tuple[int, int],
+    dil: tuple[int, int],
+    out_min: int = -1024,
+    out_max: int = 1024,
+) -> np.ndarray:
     """im2col over the zero-point-padded input, then the GEMM reference (table.def's qgemm formula)."""
     n, h, w, c = x.shape
     oc, kh, kw, _ = f.shape
     top, right, bottom, left = pads
     xp = np.full((n, h + top + bottom, w + left + right, c), a_zp, np.int64)
-    xp[:, top:top + h, left:left + w, :] = x
+    xp[:, top : top + h, left : left + w, :] = x
     eh, ew = (kh - 1) * dil[0] + 1, (kw - 1) * dil[1] + 1
     oh, ow = (xp.shape[1] - eh) // strides[0] + 1, (xp.shape[2] - ew) // strides[1] + 1
     cols = np.empty((n, oh, ow, kh, kw, c), np.int64)
     for ky in range(kh):
         for kx in range(kw):
             y0, x0 = ky * dil[0], kx * dil[1]
-            cols[:, :, :, ky, kx, :] = xp[:, y0:y0 + (oh - 1) * strides[0] + 1:strides[0],
-                                          x0:x0 + (ow - 1) * strides[1] + 1:strides[1], :]
-    y = reference(cols.reshape(n * oh * ow, -1), f.reshape(oc, -1), bias, w_scales, a_scale, a_zp, out_scale,
-                  out_zp, out_dtype, out_min, out_max)
+            cols[:, :, :, ky, kx, :] = xp[
+                :,
+                y0 : y0 + (oh - 1) * strides[0] + 1 : strides[0],
+                x0 : x0 + (ow - 1) * strides[1] + 1 : strides[1],
+                :,
+            ]
+    y = reference(
+        cols.reshape(n * oh * ow, -1),
+        f.reshape(oc, -1),
+        bias,
+        w_scales,
+        a_scale,
+        a_zp,
+        out_scale,
+        out_zp,
+        out_dtype,
+        out_min,
+        out_max,
+    )
     return y.reshape(n, oh, ow, oc)
 
 
-def conv_case(n: int, h: int, w: int, c: int, oc: int, k: tuple[int, int], a_dtype: str = "uint8",
-              out_dtype: str = "int8", w_lo: int = -127, w_hi: int = 127, seed: int = 0) -> dict:
+def conv_case(
+    n: int,
+    h: int,
+    w: int,
+    c: int,
+    oc: int,
+    k: tuple[int, int],
+    a_dtype: str = "uint8",
+    out_dtype: str = "int8",
+    w_lo: int = -127,
+    w_hi: int = 127,
+    seed: int = 0,
+) -> dict:
     rng = np.random.default_rng(seed)
     lo, hi = RANGE[a_dtype]
     taps = k[0] * k[1] * c
-    return dict(x=rng.integers(lo, hi + 1, (n, h, w, c)).astype(a_dtype),
-                filter=rng.integers(w_lo, w_hi + 1, (oc, k[0], k[1], c)).astype(np.int8),
-                bias=rng.integers(-3000, 3000, oc).astype(np.int32),
-                w_scales=rng.uniform(0.002, 0.02, oc).astype(np.float32), a_scale=0.05,
-                a_zero_point=int(rng.integers(lo, hi + 1)), out_scale=0.05 * 0.01 * 40 * np.sqrt(taps) / 60,
-                out_zero_point=int(rng.integers(*RANGE[out_dtype])), out_dtype=out_dtype)
+    return dict(
+        x=rng.integers(lo, hi + 1, (n, h, w, c)).astype(a_dtype),
+        filter=rng.integers(w_lo, w_hi + 1, (oc, k[0], k[1], c)).astype(np.int8),
+        bias=rng.integers(-3000, 3000, oc).astype(np.int32),
+        w_scales=rng.uniform(0.002, 0.02, oc).astype(np.float32),
+        a_scale=0.05,
+        a_zero_point=int(rng.integers(lo, hi + 1)),
+        out_scale=0.05 * 0.01 * 40 * np.sqrt(taps) / 60,
+        out_zero_point=int(rng.integers(*RANGE[out_dtype])),
+        out_dtype=out_dtype,
+    )
 
 
-def check_conv(c: dict, pads=(0, 0, 0, 0), strides=(1, 1), dil=(1, 1), threads=(1,), out_min=-1024,
-               out_max=1024) -> np.ndarray:
-    want = conv_reference(c["x"], c["filter"], c["bias"], c["w_scales"], c["a_scale"], c["a_zero_point"],
-                          c["out_scale"], c["out_zero_point"], c["out_dtype"], pads, strides, dil, out_min,
-                          out_max)
+def check_conv(
+    c: dict, pads=(0, 0, 0, 0), strides=(1, 1), dil=(1, 1), threads=(1,), out_min=-1024, out_max=1024
+) -> np.ndarray:
+    want = conv_reference(
+        c["x"],
+        c["filter"],
+        c["bias"],
+        c["w_scales"],
+        c["a_scale"],
+        c["a_zero_point"],
+        c["out_scale"],
+        c["out_zero_point"],
+        c["out_dtype"],
+        pads,
+        strides,
+        dil,
+        out_min,
+        out_max,
+    )
     for isa in ISAS:
         for t in threads:
-            got = Q.qconv2d(**c, pads=pads, strides=strides, dilations=dil, out_min=out_min, out_max=out_max,
-                            isa=isa, threads=t)
+            got = Q.qconv2d(
+                **c,
+                pads=pads,
+                strides=strides,
+                dilations=dil,
+                out_min=out_min,
+                out_max=out_max,
+                isa=isa,
+                threads=t,
+            )
             bad = np.argwhere(got != want)
             assert bad.size == 0, (isa, t, bad[:5])
     return want
 
 
 @pytest.mark.parametrize("a_dtype,out_dtype", [("uint8", "int8"), ("int8", "uint8")])
-@pytest.mark.parametrize("shape", [
-    (1, 8, 8, 16, 16, (3, 3)), (1, 7, 9, 3, 17, (3, 3)), (2, 5, 6, 5, 33, (3, 3)), (1, 9, 9, 64, 32, (1, 1)),
-    (1, 6, 6, 7, 8, (5, 5)), (1, 4, 4, 1, 1, (1, 3)), (1, 11, 5, 20, 40, (3, 2))])
+@pytest.mark.parametrize(
+    "shape",
+    [
+        (1, 8, 8, 16, 16, (3, 3)),
+        (1, 7, 9, 3, 17, (3, 3)),
+        (2, 5, 6, 5, 33, (3, 3)),
+        (1, 9, 9, 64, 32, (1, 1)),
+        (1, 6, 6, 7, 8, (5, 5)),
+        (1, 4, 4, 1, 1, (1, 3)),
+        (1, 11, 5, 20, 40, (3, 2)),
+    ],
+)
 def test_conv_shapes_and_padding(shape, a_dtype, out_dtype):
     n, h, w, ch, oc, k = shape
     c = conv_case(n, h, w, ch, oc, k, a_dtype, out_dtype, seed=h * 100 + ch)
@@ -75,8 +149,15 @@ def test_conv_shapes_and_padding(shape, a_dtype, out_dtype):
     check_conv(c, pads=pads, threads=(1, 2))
 
 
-@pytest.mark.parametrize("strides,dil,pads", [((2, 2), (1, 1), (1, 1, 1, 1)), ((1, 2), (2, 1), (2, 0, 1, 3)),
-                                              ((3, 1), (1, 1), (0, 2, 2, 0)), ((1, 1), (2, 2), (2, 2, 2, 2))])
+@pytest.mark.parametrize(
+    "strides,dil,pads",
+    [
+        ((2, 2), (1, 1), (1, 1, 1, 1)),
+        ((1, 2), (2, 1), (2, 0, 1, 3)),
+        ((3, 1), (1, 1), (0, 2, 2, 0)),
+        ((1, 1), (2, 2), (2, 2, 2, 2)),
+    ],
+)
 @pytest.mark.parametrize("weights", ["sign", "small", "wide"])
 def test_conv_strides_dilations_and_paths(strides, dil, pads, weights):
     w_lo, w_hi = {"sign": (-127, 127), "small": (-64, 64), "wide": (-128, 127)}[weights]
@@ -97,9 +178,18 @@ SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[Healt
 
 
 @SETTINGS
-@given(h=st.integers(1, 9), w=st.integers(1, 9), c=st.integers(1, 20), oc=st.integers(1, 35),
-       kh=st.integers(1, 3), kw=st.integers(1, 3), stride=st.integers(1, 2), pad=st.integers(0, 2),
-       a_u8=st.booleans(), seed=st.integers(0, 10**6))
+@given(
+    h=st.integers(1, 9),
+    w=st.integers(1, 9),
+    c=st.integers(1, 20),
+    oc=st.integers(1, 35),
+    kh=st.integers(1, 3),
+    kw=st.integers(1, 3),
+    stride=st.integers(1, 2),
+    pad=st.integers(0, 2),
+    a_u8=st.booleans(),
+    seed=st.integers(0, 10**6),
+)
 def test_conv_property(h, w, c, oc, kh, kw, stride, pad, a_u8, seed):
     if h + 2 * pad < kh or w + 2 * pad < kw:
         return

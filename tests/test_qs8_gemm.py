@@ -21,9 +21,19 @@ RANGE = {"uint8": (0, 255), "int8": (-128, 127)}
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def reference(a: np.ndarray, b_nk: np.ndarray, bias: np.ndarray | None, w_scales: np.ndarray,
-              a_scale: float, a_zp: int, out_scale: float, out_zp: int, out_dtype: str, out_min: int,
-              out_max: int) -> np.ndarray:
+def reference(
+    a: np.ndarray,
+    b_nk: np.ndarray,
+    bias: np.ndarray | None,
+    w_scales: np.ndarray,
+    a_scale: float,
+    a_zp: int,
+    out_scale: float,
+    out_zp: int,
+    out_dtype: str,
+    out_min: int,
+    out_max: int,
+) -> np.ndarray:
     """qgemm's formula (table.def): exact sums (wrapping as int32), fp32 scale, round half even, clamp."""
     acc = (a.astype(np.int64) - a_zp) @ b_nk.astype(np.int64).T
     if bias is not None:
@@ -40,9 +50,21 @@ def reference(a: np.ndarray, b_nk: np.ndarray, bias: np.ndarray | None, w_scales
     return y.astype(out_dtype)
 
 
-def case(m: int, n: int, k: int, a_dtype: str = "uint8", out_dtype: str = "int8", a_zp: int | None = None,
-         out_zp: int = 0, per_channel: bool = True, seed: int = 0, w_lo: int = -127, w_hi: int = 127,
-         out_scale: float | None = None, has_bias: bool = True) -> dict:
+def case(
+    m: int,
+    n: int,
+    k: int,
+    a_dtype: str = "uint8",
+    out_dtype: str = "int8",
+    a_zp: int | None = None,
+    out_zp: int = 0,
+    per_channel: bool = True,
+    seed: int = 0,
+    w_lo: int = -127,
+    w_hi: int = 127,
+    out_scale: float | None = None,
+    has_bias: bool = True,
+) -> dict:
     rng = np.random.default_rng(seed)
     lo, hi = RANGE[a_dtype]
     a = rng.integers(lo, hi + 1, (m, k)).astype(a_dtype)
@@ -53,14 +75,33 @@ def case(m: int, n: int, k: int, a_dtype: str = "uint8", out_dtype: str = "int8"
         a_zp = int(rng.integers(lo, hi + 1))
     # An output scale that puts the typical sum near the output range, so some outputs saturate.
     typical = 0.05 * 0.01 * 64.0 * np.sqrt(max(k, 1)) * 3
-    return dict(A=a, B=b, bias=bias, w_scales=w_scales, a_scale=0.05, a_zero_point=a_zp,
-                out_scale=out_scale if out_scale is not None else typical / 100, out_zero_point=out_zp,
-                out_dtype=out_dtype)
+    return dict(
+        A=a,
+        B=b,
+        bias=bias,
+        w_scales=w_scales,
+        a_scale=0.05,
+        a_zero_point=a_zp,
+        out_scale=out_scale if out_scale is not None else typical / 100,
+        out_zero_point=out_zp,
+        out_dtype=out_dtype,
+    )
 
 
 def want_of(c: dict, out_min: int = -1024, out_max: int = 1024) -> np.ndarray:
-    return reference(c["A"], c["B"], c["bias"], c["w_scales"], c["a_scale"], c["a_zero_point"],
-                     c["out_scale"], c["out_zero_point"], c["out_dtype"], out_min, out_max)
+    return reference(
+        c["A"],
+        c["B"],
+        c["bias"],
+        c["w_scales"],
+        c["a_scale"],
+        c["a_zero_point"],
+        c["out_scale"],
+        c["out_zero_point"],
+        c["out_dtype"],
+        out_min,
+        out_max,
+    )
 
 
 def check(c: dict, out_min: int = -1024, out_max: int = 1024, threads: tuple[int, ...] = (1,)) -> np.ndarray:
@@ -74,21 +115,38 @@ def check(c: dict, out_min: int = -1024, out_max: int = 1024, threads: tuple[int
     return want
 
 
-SHAPES = [(1, 1, 1), (1, 7, 17), (1, 17, 63), (1, 64, 64), (1, 65, 257), (1, 130, 65), (2, 16, 4),
-          (3, 17, 7), (4, 16, 64), (5, 33, 65), (7, 63, 17), (17, 65, 63), (64, 64, 64), (65, 7, 257),
-          (9, 1, 3), (6, 48, 2)]
+SHAPES = [
+    (1, 1, 1),
+    (1, 7, 17),
+    (1, 17, 63),
+    (1, 64, 64),
+    (1, 65, 257),
+    (1, 130, 65),
+    (2, 16, 4),
+    (3, 17, 7),
+    (4, 16, 64),
+    (5, 33, 65),
+    (7, 63, 17),
+    (17, 65, 63),
+    (64, 64, 64),
+    (65, 7, 257),
+    (9, 1, 3),
+    (6, 48, 2),
+]
 
 
 @pytest.mark.parametrize("m,n,k", SHAPES)
-@pytest.mark.parametrize("a_dtype,out_dtype", [("uint8", "int8"), ("int8", "uint8"), ("uint8", "uint8"),
-                                               ("int8", "int8")])
+@pytest.mark.parametrize(
+    "a_dtype,out_dtype", [("uint8", "int8"), ("int8", "uint8"), ("uint8", "uint8"), ("int8", "int8")]
+)
 def test_shapes_and_types(m, n, k, a_dtype, out_dtype):
     out_zp = 128 if out_dtype == "uint8" else 0
     check(case(m, n, k, a_dtype, out_dtype, out_zp=out_zp, seed=m * 1000 + n * 10 + k))
 
 
-@pytest.mark.parametrize("a_dtype,a_zp", [("uint8", 0), ("uint8", 255), ("uint8", 128), ("int8", -128),
-                                          ("int8", 127), ("int8", 0)])
+@pytest.mark.parametrize(
+    "a_dtype,a_zp", [("uint8", 0), ("uint8", 255), ("uint8", 128), ("int8", -128), ("int8", 127), ("int8", 0)]
+)
 @pytest.mark.parametrize("out_dtype,out_zp", [("uint8", 0), ("uint8", 255), ("int8", -128), ("int8", 127)])
 def test_extreme_zero_points(a_dtype, a_zp, out_dtype, out_zp):
     check(case(13, 40, 67, a_dtype, out_dtype, a_zp=a_zp, out_zp=out_zp, seed=abs(a_zp + 7 * out_zp)))
@@ -102,8 +160,9 @@ def test_saturation_at_both_ends(out_dtype):
     assert (want == lo).sum() > 10 and (want == hi).sum() > 10
 
 
-@pytest.mark.parametrize("out_min,out_max",
-                         [(0, 127), (-20, 30), (5, 5), (40, -40), (-1000, 1000), (100, 300)])
+@pytest.mark.parametrize(
+    "out_min,out_max", [(0, 127), (-20, 30), (5, 5), (40, -40), (-1000, 1000), (100, 300)]
+)
 def test_clamp_ranges(out_min, out_max):
     c = case(6, 24, 33, "int8", "int8", out_zp=3)
     want = check(c, out_min, out_max)
@@ -168,8 +227,19 @@ def test_strides_transposed_b_and_untouched_padding():
 def test_k_zero_gives_requantized_bias():
     c = case(3, 18, 0)
     c["A"] = np.zeros((3, 4), np.uint8)
-    want = reference(c["A"][:, :0], c["B"], c["bias"], c["w_scales"], c["a_scale"], c["a_zero_point"],
-                     c["out_scale"], c["out_zero_point"], "int8", -1024, 1024)
+    want = reference(
+        c["A"][:, :0],
+        c["B"],
+        c["bias"],
+        c["w_scales"],
+        c["a_scale"],
+        c["a_zero_point"],
+        c["out_scale"],
+        c["out_zero_point"],
+        "int8",
+        -1024,
+        1024,
+    )
     for isa in ISAS:
         np.testing.assert_array_equal(Q.qgemm(**c, k=0, isa=isa), want)
 
@@ -183,15 +253,32 @@ def test_int32_wraparound_and_nan_scale():
 
 
 @SETTINGS
-@given(m=st.integers(1, 20), n=st.integers(1, 40), k=st.integers(0, 80), a_u8=st.booleans(),
-       out_u8=st.booleans(), per_channel=st.booleans(), zp_seed=st.integers(0, 10**6),
-       w_bound=st.sampled_from([64, 127, 128]))
+@given(
+    m=st.integers(1, 20),
+    n=st.integers(1, 40),
+    k=st.integers(0, 80),
+    a_u8=st.booleans(),
+    out_u8=st.booleans(),
+    per_channel=st.booleans(),
+    zp_seed=st.integers(0, 10**6),
+    w_bound=st.sampled_from([64, 127, 128]),
+)
 def test_property_shapes(m, n, k, a_u8, out_u8, per_channel, zp_seed, w_bound):
     a_dtype, out_dtype = ("uint8" if a_u8 else "int8"), ("uint8" if out_u8 else "int8")
     rng = np.random.default_rng(zp_seed)
     out_zp = int(rng.integers(*RANGE[out_dtype]))
-    c = case(m, n, k, a_dtype, out_dtype, out_zp=out_zp, per_channel=per_channel, seed=zp_seed,
-             w_lo=-w_bound, w_hi=min(w_bound, 127))
+    c = case(
+        m,
+        n,
+        k,
+        a_dtype,
+        out_dtype,
+        out_zp=out_zp,
+        per_channel=per_channel,
+        seed=zp_seed,
+        w_lo=-w_bound,
+        w_hi=min(w_bound, 127),
+    )
     if k == 0:
         c["A"] = np.zeros((m, 4), c["A"].dtype)
         want = want_of(dict(c, A=c["A"][:, :0]))

@@ -185,13 +185,21 @@ def test_binary_in_place_with_broadcast_operand() -> None:
 @settings(max_examples=25, deadline=None)
 @given(
     n=st.sampled_from([1, 7, 17, 64, 1000]),
-    ops=st.lists(st.sampled_from(["XNNAbs", "XNNNegate", "XNNSquare", "XNNFloor", "XNNSigmoid"]), min_size=1,
-                 max_size=5),
+    ops=st.lists(
+        st.sampled_from(["XNNAbs", "XNNNegate", "XNNSquare", "XNNFloor", "XNNSigmoid"]),
+        min_size=1,
+        max_size=5,
+    ),
     threads=st.sampled_from([1, 2, 3]),
 )
 def test_in_place_chains_match_numpy(n: int, ops: list[str], threads: int) -> None:
-    fns = {"XNNAbs": np.abs, "XNNNegate": np.negative, "XNNSquare": np.square, "XNNFloor": np.floor,
-           "XNNSigmoid": lambda t: 1 / (1 + np.exp(-t))}
+    fns = {
+        "XNNAbs": np.abs,
+        "XNNNegate": np.negative,
+        "XNNSquare": np.square,
+        "XNNFloor": np.floor,
+        "XNNSigmoid": lambda t: 1 / (1 + np.exp(-t)),
+    }
     b = GraphBuilder()
     x = b.input("x", [n])
     cur, vals = x, []
@@ -218,16 +226,24 @@ def test_in_place_chains_match_numpy(n: int, ops: list[str], threads: int) -> No
 
 @settings(max_examples=30, deadline=None)
 @given(
-    n=st.integers(1, 2), c=st.integers(1, 10), h=st.sampled_from([1, 3, 7]), w=st.sampled_from([1, 5, 17]),
-    to_nhwc=st.booleans(), dt=st.sampled_from(["float32", "int32", "uint8", "int64"]),
+    n=st.integers(1, 2),
+    c=st.integers(1, 10),
+    h=st.sampled_from([1, 3, 7]),
+    w=st.sampled_from([1, 5, 17]),
+    to_nhwc=st.booleans(),
+    dt=st.sampled_from(["float32", "int32", "uint8", "int64"]),
     threads=st.sampled_from([1, 2]),
 )
 def test_nchw_nhwc_transposes(n: int, c: int, h: int, w: int, to_nhwc: bool, dt: str, threads: int) -> None:
     """The few-channel fast path (c <= 8) and the generic one (c > 8) agree with numpy."""
     from webxnn.xnn.ir import Datatype
 
-    xnn_dt = {"float32": Datatype.FP32, "int32": Datatype.INT32, "uint8": Datatype.WX_UINT8,
-              "int64": Datatype.WX_INT64}[dt]
+    xnn_dt = {
+        "float32": Datatype.FP32,
+        "int32": Datatype.INT32,
+        "uint8": Datatype.WX_UINT8,
+        "int64": Datatype.WX_INT64,
+    }[dt]
     dims, perm = ([n, c, h, w], [0, 2, 3, 1]) if to_nhwc else ([n, h, w, c], [0, 3, 1, 2])
     b = GraphBuilder()
     x = b.input("x", dims, xnn_dt)
@@ -254,8 +270,15 @@ def test_rgb_image_transposes(pixels: tuple[int, int], to_nhwc: bool, threads: i
     np.testing.assert_array_equal(got, xv.transpose(perm))
 
 
-def _image_stem(hw: tuple[int, int], k: int, stride: int, pads: tuple[int, int, int, int], cout: int,
-                expose: bool, act: str | None) -> tuple[bytes, np.ndarray, np.ndarray]:
+def _image_stem(
+    hw: tuple[int, int],
+    k: int,
+    stride: int,
+    pads: tuple[int, int, int, int],
+    cout: int,
+    expose: bool,
+    act: str | None,
+) -> tuple[bytes, np.ndarray, np.ndarray]:
     """An NCHW RGB image -> XNNStaticTranspose to NHWC -> the stem conv (relu6), then `act` if given, as ONNX
     models arrive. `expose` also makes the transposed image a graph output (so it must exist). Returns the
     blob, an input and the float64 reference of y."""
@@ -270,9 +293,16 @@ def _image_stem(hw: tuple[int, int], k: int, stride: int, pads: tuple[int, int, 
     if expose:
         b.output(t, "t")
     c = b.value([1, oh, ow, cout])
-    b.node("XNNConv2d", output_min_max=(0.0, 6.0),
-           **conv_fields((k, k), pads, (stride, stride), gic=3, goc=cout), input1_id=t, filter_id=b.const(wc),
-           bias_id=b.const(bc), output_id=c, flags=0)
+    b.node(
+        "XNNConv2d",
+        output_min_max=(0.0, 6.0),
+        **conv_fields((k, k), pads, (stride, stride), gic=3, goc=cout),
+        input1_id=t,
+        filter_id=b.const(wc),
+        bias_id=b.const(bc),
+        output_id=c,
+        flags=0,
+    )
     if act:
         a = b.value([1, oh, ow, cout])
         b.node(act, input_id=c, output_id=a, flags=0)
@@ -285,12 +315,23 @@ def _image_stem(hw: tuple[int, int], k: int, stride: int, pads: tuple[int, int, 
 
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("act", [None, "XNNHardswish"])
-@pytest.mark.parametrize("hw, k, stride, pads, cout", [((224, 224), 3, 2, (1, 1, 1, 1), 32),
-                                                      ((17, 30), 7, 2, (3, 3, 3, 3), 64),
-                                                      ((9, 7), 3, 1, (0, 1, 1, 0), 17)])
-def test_image_transpose_fuses_into_stem(hw: tuple[int, int], k: int, stride: int,
-                                         pads: tuple[int, int, int, int], cout: int, act: str | None,
-                                         threads: int) -> None:
+@pytest.mark.parametrize(
+    "hw, k, stride, pads, cout",
+    [
+        ((224, 224), 3, 2, (1, 1, 1, 1), 32),
+        ((17, 30), 7, 2, (3, 3, 3, 3), 64),
+        ((9, 7), 3, 1, (0, 1, 1, 0), 17),
+    ],
+)
+def test_image_transpose_fuses_into_stem(
+    hw: tuple[int, int],
+    k: int,
+    stride: int,
+    pads: tuple[int, int, int, int],
+    cout: int,
+    act: str | None,
+    threads: int,
+) -> None:
     """The NCHW -> NHWC transpose of an image read only by the stem conv never runs: the conv reads the planes
     in place (one step, the transpose listed as fused). Same bits as with the transposed image in memory."""
     blob, xv, want = _image_stem(hw, k, stride, pads, cout, expose=False, act=act)
@@ -301,15 +342,18 @@ def test_image_transpose_fuses_into_stem(hw: tuple[int, int], k: int, stride: in
     np.testing.assert_array_equal(got, runtime.load(apart_blob, threads=threads).run({"x": xv})["y"])
     rows = steps(p, {"x": xv})
     assert [(r["kind"], r["fused"]) for r in rows] == [("XNNConv2d", [0] + ([2] if act else []))]
-    assert [r["kind"] for r in steps(runtime.load(apart_blob), {"x": xv})][:2] == ["XNNStaticTranspose",
-                                                                                   "XNNConv2d"]
+    assert [r["kind"] for r in steps(runtime.load(apart_blob), {"x": xv})][:2] == [
+        "XNNStaticTranspose",
+        "XNNConv2d",
+    ]
 
 
 # ---------------------------------------------------------------- weights fetched ahead
 
 
-def _classifier(cin: int, hidden: int, classes: int, pool: bool = True,
-                ks: tuple[int, ...] = (1,)) -> tuple[bytes, dict, np.ndarray]:
+def _classifier(
+    cin: int, hidden: int, classes: int, pool: bool = True, ks: tuple[int, ...] = (1,)
+) -> tuple[bytes, dict, np.ndarray]:
     """MobileNetV2's head: convs (kernel sizes ks, cin -> hidden -> ... -> hidden, relu6) on a 3x3 map, then
     a fully connected layer (hidden -> classes) on the globally average-pooled row (pool) or on the 9 pixels'
     rows."""
@@ -327,8 +371,9 @@ def _classifier(cin: int, hidden: int, classes: int, pool: bool = True,
         b.node("XNNStaticReshape", new_shape=[9, hidden], input_id=c, output_id=rows, flags=0)
     fw, fb = rand(classes, hidden) * 0.1, rand(classes)
     y = b.output(b.value([1 if pool else 9, classes]), "y")
-    b.node("XNNFullyConnected", input1_id=rows, filter_id=b.const(fw), bias_id=b.const(fb), output_id=y,
-           flags=0)
+    b.node(
+        "XNNFullyConnected", input1_id=rows, filter_id=b.const(fw), bias_id=b.const(fb), output_id=y, flags=0
+    )
     f64 = feat.astype(np.float64).reshape(9, hidden)
     if pool:
         f64 = f64.mean(axis=0, keepdims=True)
@@ -346,8 +391,12 @@ def test_big_classifier_weights_prefetched_by_the_convs_before(threads: int) -> 
     rows = [r for r in p.plan() if not r["aliased"]]
     fc = rows[-1]["node"]
     assert [(r["kind"], r["prefetches"]) for r in rows] == [
-        ("XNNConv2d", None), ("XNNConv2d", fc), ("XNNConv2d", fc), ("XNNGlobalAvgPooling2d", None),
-        ("XNNFullyConnected", None)]
+        ("XNNConv2d", None),
+        ("XNNConv2d", fc),
+        ("XNNConv2d", fc),
+        ("XNNGlobalAvgPooling2d", None),
+        ("XNNFullyConnected", None),
+    ]
 
 
 def test_profile_says_which_steps_prefetch(tmp_path, capsys) -> None:
@@ -361,11 +410,14 @@ def test_profile_says_which_steps_prefetch(tmp_path, capsys) -> None:
     assert capsys.readouterr().out.count(f"prefetching node {fc}'s weights") == 2
 
 
-@pytest.mark.parametrize("hidden, pool, ks", [
-    (64, True, (1,)),     # weights of 256 KB: they stay in the caches
-    (640, False, (1,)),   # 9 rows: each weight read 9 times, a GEMM rather than a stream of weights
-    (640, True, (1, 3)),  # the conv just before is 3x3 (IGEMM, no prefetch stream)
-])
+@pytest.mark.parametrize(
+    "hidden, pool, ks",
+    [
+        (64, True, (1,)),  # weights of 256 KB: they stay in the caches
+        (640, False, (1,)),  # 9 rows: each weight read 9 times, a GEMM rather than a stream of weights
+        (640, True, (1, 3)),  # the conv just before is 3x3 (IGEMM, no prefetch stream)
+    ],
+)
 def test_classifier_weights_not_prefetched(hidden: int, pool: bool, ks: tuple[int, ...]) -> None:
     blob, feeds, want = _classifier(64, hidden, 1000, pool, ks)
     p = runtime.load(blob)
@@ -382,8 +434,16 @@ def _conv(
     w = rand(cout, k, k, cin) * 0.3
     bias = rand(cout)
     out = b.value([1, hw, hw, cout])
-    b.node("XNNConv2d", output_min_max=act, **conv_fields((k, k), (k // 2,) * 4, gic=cin, goc=cout),
-           input1_id=x, filter_id=b.const(w), bias_id=b.const(bias), output_id=out, flags=0)
+    b.node(
+        "XNNConv2d",
+        output_min_max=act,
+        **conv_fields((k, k), (k // 2,) * 4, gic=cin, goc=cout),
+        input1_id=x,
+        filter_id=b.const(w),
+        bias_id=b.const(bias),
+        output_id=out,
+        flags=0,
+    )
     return out, w, bias
 
 
@@ -477,22 +537,45 @@ def _producer_then_act(producer: str, act: str, expose: bool) -> tuple[bytes, np
         xv, w, bias = draw(1, 7, 24), draw(20, 24) * 0.3, draw(20)
         x = b.input("x", [1, 7, 24])
         h = b.value([1, 7, 20])
-        b.node(producer, output_min_max=clamp, input1_id=x, filter_id=b.const(w), bias_id=b.const(bias),
-               output_id=h, flags=0)
+        b.node(
+            producer,
+            output_min_max=clamp,
+            input1_id=x,
+            filter_id=b.const(w),
+            bias_id=b.const(bias),
+            output_id=h,
+            flags=0,
+        )
         ref = xv.astype(np.float64) @ w.T + bias
     elif producer == "XNNDepthwiseConv2d":
         xv, w, bias = draw(1, 9, 10, 12), draw(1, 3, 3, 12), draw(12)
         x = b.input("x", [1, 9, 10, 12])
         h = b.value([1, 9, 10, 12])
-        b.node(producer, output_min_max=clamp, input1_id=x, filter_id=b.const(w), bias_id=b.const(bias),
-               output_id=h, flags=0, **conv_fields((3, 3), (1, 1, 1, 1), gic=1, goc=1, groups=12))
+        b.node(
+            producer,
+            output_min_max=clamp,
+            input1_id=x,
+            filter_id=b.const(w),
+            bias_id=b.const(bias),
+            output_id=h,
+            flags=0,
+            **conv_fields((3, 3), (1, 1, 1, 1), gic=1, goc=1, groups=12),
+        )
         ref = conv2d_ref(xv, np.transpose(w, (3, 1, 2, 0)), bias, (1, 1, 1, 1), (1, 1), (1, 1), 12)
     else:
         xv, w, bias = draw(1, 6, 6, 4), draw(8, 3, 3, 4) * 0.3, draw(8)
         x = b.input("x", [1, 6, 6, 4])
         h = b.value([1, 6, 6, 8])
-        b.node(producer, output_min_max=clamp, input1_id=x, filter_id=b.const(w), bias_id=b.const(bias),
-               output_id=h, flags=0, **conv_fields((3, 3), (1, 1, 1, 1), gic=4, goc=8))
+        b.node(
+            producer,
+            output_min_max=clamp,
+            input1_id=x,
+            filter_id=b.const(w),
+            bias_id=b.const(bias),
+            output_id=h,
+            flags=0,
+            **conv_fields((3, 3), (1, 1, 1, 1), gic=4, goc=8),
+        )
         ref = _cref(xv, w, bias)
     shape = list(ref.shape)
     if expose:
@@ -533,8 +616,15 @@ def test_activation_not_fused_after_two_readers_or_deconv() -> None:
     b.node("XNNMultiply", input1_id=c, input2_id=s, output_id=m, flags=0)  # swish: c * sigmoid(c)
     wd = rand(2, 2, 2, 3)
     d = b.value([1, 10, 10, 2])
-    b.node("XNNConvTranspose2d", input1_id=m, filter_id=b.const(wd), bias_id=INVALID_ID, output_id=d, flags=0,
-           **conv_fields((2, 2), stride=(2, 2), gic=3, goc=2))
+    b.node(
+        "XNNConvTranspose2d",
+        input1_id=m,
+        filter_id=b.const(wd),
+        bias_id=INVALID_ID,
+        output_id=d,
+        flags=0,
+        **conv_fields((2, 2), stride=(2, 2), gic=3, goc=2),
+    )
     y = b.output(b.value([1, 10, 10, 2]), "y")
     b.node("XNNHardswish", input_id=d, output_id=y, flags=0)
     p = runtime.load(b.build())
@@ -551,8 +641,9 @@ def test_activation_not_fused_after_two_readers_or_deconv() -> None:
 
 
 # ---------------------------------------------------------------- expand -> depthwise fusion
-def _inverted_residual(hw: int, expose: bool, act: str | None,
-                       expand_act: str | None = None) -> tuple[bytes, np.ndarray, np.ndarray]:
+def _inverted_residual(
+    hw: int, expose: bool, act: str | None, expand_act: str | None = None
+) -> tuple[bytes, np.ndarray, np.ndarray]:
     """MobileNetV2 block on [1, hw, hw, 24]: 1x1 expand to 144 (relu6; then `expand_act` if given, as in
     MobileNetV3), 3x3 depthwise (relu6; then `act` if given), 1x1 project to 24, residual add. `expose` also
     makes the expanded and the depthwise tensors graph outputs. Returns the blob, an input and the float64
@@ -563,8 +654,16 @@ def _inverted_residual(hw: int, expose: bool, act: str | None,
     wd, bd, wp = draw(1, 3, 3, 144) * 0.3, draw(144), draw(24, 1, 1, 144) * 0.1
     x = b.input("x", [1, hw, hw, 24])
     e = b.value([1, hw, hw, 144])
-    b.node("XNNConv2d", output_min_max=(0.0, 6.0), **conv_fields((1, 1), gic=24, goc=144), input1_id=x,
-           filter_id=b.const(we), bias_id=b.const(be), output_id=e, flags=0)
+    b.node(
+        "XNNConv2d",
+        output_min_max=(0.0, 6.0),
+        **conv_fields((1, 1), gic=24, goc=144),
+        input1_id=x,
+        filter_id=b.const(we),
+        bias_id=b.const(be),
+        output_id=e,
+        flags=0,
+    )
     if expose:
         b.output(e, "e")
     if expand_act:
@@ -572,8 +671,16 @@ def _inverted_residual(hw: int, expose: bool, act: str | None,
         b.node(expand_act, input_id=e, output_id=ea, flags=0)
         e = ea
     d = b.value([1, hw, hw, 144])
-    b.node("XNNDepthwiseConv2d", output_min_max=(0.0, 6.0), **conv_fields((3, 3), (1, 1, 1, 1), groups=144),
-           input1_id=e, filter_id=b.const(wd), bias_id=b.const(bd), output_id=d, flags=0)
+    b.node(
+        "XNNDepthwiseConv2d",
+        output_min_max=(0.0, 6.0),
+        **conv_fields((3, 3), (1, 1, 1, 1), groups=144),
+        input1_id=e,
+        filter_id=b.const(wd),
+        bias_id=b.const(bd),
+        output_id=d,
+        flags=0,
+    )
     if act:
         a = b.value([1, hw, hw, 144])
         b.node(act, input_id=d, output_id=a, flags=0)
@@ -581,8 +688,15 @@ def _inverted_residual(hw: int, expose: bool, act: str | None,
     if expose:
         b.output(d, "d")
     pr = b.value([1, hw, hw, 24])
-    b.node("XNNConv2d", **conv_fields((1, 1), gic=144, goc=24), input1_id=d, filter_id=b.const(wp),
-           bias_id=INVALID_ID, output_id=pr, flags=0)
+    b.node(
+        "XNNConv2d",
+        **conv_fields((1, 1), gic=144, goc=24),
+        input1_id=d,
+        filter_id=b.const(wp),
+        bias_id=INVALID_ID,
+        output_id=pr,
+        flags=0,
+    )
     y = b.output(b.value([1, hw, hw, 24]), "y")
     b.node("XNNAdd", input1_id=pr, input2_id=x, output_id=y, flags=0)
     x64 = xv.astype(np.float64)
@@ -596,8 +710,10 @@ def _inverted_residual(hw: int, expose: bool, act: str | None,
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("act, expand_act", [(None, None), ("XNNHardswish", None), (None, "XNNSigmoid"),
-                                             ("XNNHardswish", "XNNHardswish")])
+@pytest.mark.parametrize(
+    "act, expand_act",
+    [(None, None), ("XNNHardswish", None), (None, "XNNSigmoid"), ("XNNHardswish", "XNNHardswish")],
+)
 def test_block_fuses_into_one_step(act: str | None, expand_act: str | None, threads: int) -> None:
     """On a 56x56 map (1.8 MB expanded, 1.8 MB after the depthwise) the whole block runs as one step: the 1x1
     expand conv (and its activation, MobileNetV3) computed row by row inside the depthwise, whose output rows
@@ -612,11 +728,15 @@ def test_block_fuses_into_one_step(act: str | None, expand_act: str | None, thre
     rows = steps(p, {"x": xv})
     nodes = 4 + (act is not None) + (expand_act is not None)  # the project conv is the one before the add
     assert [(r["kind"], r["node"], r["fused"]) for r in rows] == [
-        ("XNNConv2d", nodes - 2, [n for n in range(nodes) if n != nodes - 2])]
+        ("XNNConv2d", nodes - 2, [n for n in range(nodes) if n != nodes - 2])
+    ]
     apart_rows = steps(runtime.load(apart_blob), {"x": xv})
     assert [(r["kind"], len(r["fused"])) for r in apart_rows] == [
-        ("XNNConv2d", 0), *([(expand_act, 0)] if expand_act else []),
-        ("XNNDepthwiseConv2d", int(act is not None)), ("XNNConv2d", 1)]
+        ("XNNConv2d", 0),
+        *([(expand_act, 0)] if expand_act else []),
+        ("XNNDepthwiseConv2d", int(act is not None)),
+        ("XNNConv2d", 1),
+    ]
 
 
 def test_expand_stays_apart_on_small_maps() -> None:
@@ -697,11 +817,16 @@ def _onnx_cnn() -> tuple[bytes, dict[str, np.ndarray]]:
         return numpy_helper.from_array(arr.astype(np.float32), name)
 
     inits = [
-        init("w0", rand(16, 3, 3, 3) * 0.3), init("b0", rand(16)),
-        init("w1", rand(32, 16, 1, 1) * 0.3), init("b1", rand(32)),
-        init("wd", rand(32, 1, 3, 3) * 0.3), init("bd", rand(32)),
-        init("w2", rand(16, 32, 1, 1) * 0.3), init("b2", rand(16)),
-        init("wf", rand(10, 16) * 0.3), init("bf", rand(10)),
+        init("w0", rand(16, 3, 3, 3) * 0.3),
+        init("b0", rand(16)),
+        init("w1", rand(32, 16, 1, 1) * 0.3),
+        init("b1", rand(32)),
+        init("wd", rand(32, 1, 3, 3) * 0.3),
+        init("bd", rand(32)),
+        init("w2", rand(16, 32, 1, 1) * 0.3),
+        init("b2", rand(16)),
+        init("wf", rand(10, 16) * 0.3),
+        init("bf", rand(10)),
     ]
     nodes = [
         helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1], strides=[2, 2]),
@@ -716,11 +841,17 @@ def _onnx_cnn() -> tuple[bytes, dict[str, np.ndarray]]:
         helper.make_node("Flatten", ["g"], ["f"]),
         helper.make_node("Gemm", ["f", "wf", "bf"], ["y"], transB=1),
     ]
-    inits += [numpy_helper.from_array(np.array(0, np.float32), "lo"),
-              numpy_helper.from_array(np.array(6, np.float32), "hi")]
+    inits += [
+        numpy_helper.from_array(np.array(0, np.float32), "lo"),
+        numpy_helper.from_array(np.array(6, np.float32), "hi"),
+    ]
     graph = helper.make_graph(
-        nodes, "cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 17, 17])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits)
+        nodes,
+        "cnn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 17, 17])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])],
+        inits,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     return model.SerializeToString(), {"x": rand(1, 3, 17, 17)}
 
@@ -735,36 +866,62 @@ def _onnx_encoder() -> tuple[bytes, dict[str, np.ndarray]]:
         return numpy_helper.from_array(np.asarray(arr, dtype=np.float32), name)
 
     inits = [init(n, rand(d, d) * 0.3) for n in ("wq", "wk", "wv", "wo")]
-    inits += [init("w1", rand(d, f) * 0.3), init("b1", rand(f)), init("w2", rand(f, d) * 0.3),
-              init("b2", rand(d)), init("g1", 1 + rand(d) * 0.1), init("e1", rand(d) * 0.1),
-              init("scale", np.array(1 / np.sqrt(d // h))),
-              init("sqrt2", np.array(np.sqrt(2.0))), init("one", np.array(1.0)), init("half", np.array(0.5)),
-              numpy_helper.from_array(np.array([1, s, h, d // h], np.int64), "heads"),
-              numpy_helper.from_array(np.array([1, s, d], np.int64), "merged")]
+    inits += [
+        init("w1", rand(d, f) * 0.3),
+        init("b1", rand(f)),
+        init("w2", rand(f, d) * 0.3),
+        init("b2", rand(d)),
+        init("g1", 1 + rand(d) * 0.1),
+        init("e1", rand(d) * 0.1),
+        init("scale", np.array(1 / np.sqrt(d // h))),
+        init("sqrt2", np.array(np.sqrt(2.0))),
+        init("one", np.array(1.0)),
+        init("half", np.array(0.5)),
+        numpy_helper.from_array(np.array([1, s, h, d // h], np.int64), "heads"),
+        numpy_helper.from_array(np.array([1, s, d], np.int64), "merged"),
+    ]
     n = helper.make_node
     nodes = [
-        n("MatMul", ["x", "wq"], ["q0"]), n("Reshape", ["q0", "heads"], ["q1"]),
+        n("MatMul", ["x", "wq"], ["q0"]),
+        n("Reshape", ["q0", "heads"], ["q1"]),
         n("Transpose", ["q1"], ["q"], perm=[0, 2, 1, 3]),
-        n("MatMul", ["x", "wk"], ["k0"]), n("Reshape", ["k0", "heads"], ["k1"]),
+        n("MatMul", ["x", "wk"], ["k0"]),
+        n("Reshape", ["k0", "heads"], ["k1"]),
         n("Transpose", ["k1"], ["kt"], perm=[0, 2, 3, 1]),
-        n("MatMul", ["x", "wv"], ["v0"]), n("Reshape", ["v0", "heads"], ["v1"]),
+        n("MatMul", ["x", "wv"], ["v0"]),
+        n("Reshape", ["v0", "heads"], ["v1"]),
         n("Transpose", ["v1"], ["v"], perm=[0, 2, 1, 3]),
-        n("MatMul", ["q", "kt"], ["sc0"]), n("Mul", ["sc0", "scale"], ["sc1"]),
+        n("MatMul", ["q", "kt"], ["sc0"]),
+        n("Mul", ["sc0", "scale"], ["sc1"]),
         n("Add", ["sc1", "mask"], ["sc"]),
-        n("Softmax", ["sc"], ["pr"], axis=-1), n("MatMul", ["pr", "v"], ["ctx0"]),
-        n("Transpose", ["ctx0"], ["ctx1"], perm=[0, 2, 1, 3]), n("Reshape", ["ctx1", "merged"], ["ctx"]),
-        n("MatMul", ["ctx", "wo"], ["o"]), n("Add", ["o", "x"], ["r1"]),
+        n("Softmax", ["sc"], ["pr"], axis=-1),
+        n("MatMul", ["pr", "v"], ["ctx0"]),
+        n("Transpose", ["ctx0"], ["ctx1"], perm=[0, 2, 1, 3]),
+        n("Reshape", ["ctx1", "merged"], ["ctx"]),
+        n("MatMul", ["ctx", "wo"], ["o"]),
+        n("Add", ["o", "x"], ["r1"]),
         n("LayerNormalization", ["r1", "g1", "e1"], ["l1"], axis=-1, epsilon=1e-5),
-        n("MatMul", ["l1", "w1"], ["m0"]), n("Add", ["m0", "b1"], ["m1"]),
-        n("Div", ["m1", "sqrt2"], ["m2"]), n("Erf", ["m2"], ["m3"]), n("Add", ["m3", "one"], ["m4"]),
-        n("Mul", ["m1", "m4"], ["m5"]), n("Mul", ["m5", "half"], ["m6"]),
-        n("MatMul", ["m6", "w2"], ["m7"]), n("Add", ["m7", "b2"], ["m8"]), n("Add", ["m8", "l1"], ["y"]),
+        n("MatMul", ["l1", "w1"], ["m0"]),
+        n("Add", ["m0", "b1"], ["m1"]),
+        n("Div", ["m1", "sqrt2"], ["m2"]),
+        n("Erf", ["m2"], ["m3"]),
+        n("Add", ["m3", "one"], ["m4"]),
+        n("Mul", ["m1", "m4"], ["m5"]),
+        n("Mul", ["m5", "half"], ["m6"]),
+        n("MatMul", ["m6", "w2"], ["m7"]),
+        n("Add", ["m7", "b2"], ["m8"]),
+        n("Add", ["m8", "l1"], ["y"]),
     ]
     graph = helper.make_graph(
-        nodes, "enc",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, s, d]),
-         helper.make_tensor_value_info("mask", TensorProto.FLOAT, [1, 1, 1, s])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, s, d])], inits)
+        nodes,
+        "enc",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, s, d]),
+            helper.make_tensor_value_info("mask", TensorProto.FLOAT, [1, 1, 1, s]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, s, d])],
+        inits,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     mask = np.zeros((1, 1, 1, s), np.float32)
     mask[..., -2:] = -1e4

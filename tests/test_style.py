@@ -20,9 +20,11 @@ def test_ruff_clean() -> None:
 
 
 def test_core_import_does_not_pull_optional_packages() -> None:
-    code = "import sys, webxnn; webxnn.parse('webnn_graph \"g\" v1 { inputs { x: f32[1]; } " \
-           "nodes { y = relu(x); } outputs { y; } }'); print(sorted(m for m in ('onnx', 'onnxruntime', " \
-           "'hypothesis', 'matplotlib') if m in sys.modules))"
+    code = (
+        'import sys, webxnn; webxnn.parse(\'webnn_graph "g" v1 { inputs { x: f32[1]; } '
+        "nodes { y = relu(x); } outputs { y; } }'); print(sorted(m for m in ('onnx', 'onnxruntime', "
+        "'hypothesis', 'matplotlib') if m in sys.modules))"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"

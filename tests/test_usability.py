@@ -22,10 +22,12 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 def cli(*args: str, cwd: pathlib.Path | None = None) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     # the package as the tests import it (an install, or PYTHONPATH=python)
-    env["PYTHONPATH"] = os.pathsep.join([str(pathlib.Path(webxnn.__file__).parents[1]),
-                                         env.get("PYTHONPATH", "")])
-    return subprocess.run([sys.executable, "-m", "webxnn", *args], capture_output=True, text=True, env=env,
-                          cwd=cwd, timeout=120)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(pathlib.Path(webxnn.__file__).parents[1]), env.get("PYTHONPATH", "")]
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "webxnn", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=120
+    )
 
 
 def assert_one_line_error(r: subprocess.CompletedProcess, *words: str) -> None:
@@ -46,6 +48,7 @@ def blob(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
 
 # 1. one error class for a file that is missing or cannot be read
 
+
 @pytest.mark.parametrize("call", [webxnn.load, webxnn.load_graph, webxnn.from_onnx, webxnn.compile])
 def test_missing_file_is_one_error_class(call, tmp_path: pathlib.Path) -> None:
     missing = tmp_path / "nope.model"
@@ -61,6 +64,7 @@ def test_folder_is_a_file_error(tmp_path: pathlib.Path) -> None:
 
 
 # 3. kinds of file told from their bytes, and named when given to the wrong command
+
 
 def test_sniff_kinds(blob: pathlib.Path, tmp_path: pathlib.Path) -> None:
     np.save(tmp_path / "a.npy", np.zeros(3))
@@ -91,6 +95,7 @@ def test_wrong_kinds_are_named(blob: pathlib.Path, tmp_path: pathlib.Path) -> No
 
 # 4. any model path loads; compile takes a path
 
+
 def test_load_and_compile_take_any_model_path(blob: pathlib.Path) -> None:
     x = np.random.default_rng(0).standard_normal((1, 3, 32, 32)).astype(np.float32)
     want = webxnn.load(blob).run({"x": x})["probs"]
@@ -105,8 +110,12 @@ def test_load_and_run_onnx_path(tmp_path: pathlib.Path) -> None:
     from onnx import TensorProto, helper
 
     node = helper.make_node("Relu", ["x"], ["y"])
-    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     path = tmp_path / "relu.onnx"
     onnx.save(model, str(path))
@@ -121,14 +130,18 @@ def test_load_and_run_onnx_path(tmp_path: pathlib.Path) -> None:
 
 # 2. the command line: argument ranges, one-line errors, --debug, --version
 
-@pytest.mark.parametrize("args", [
-    ["run", "{blob}", "--threads", "-3"],
-    ["demo", "--threads", "-1"],
-    ["run", "{blob}", "--random-inputs", "--profile", "-2"],
-    ["run", "{blob}", "--random-inputs", "--profile", "0"],
-    ["run", "{blob}", "--random-inputs", "--repeat", "-1"],
-    ["run", "{blob}", "--random-inputs", "--repeat", "x"],
-])
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "{blob}", "--threads", "-3"],
+        ["demo", "--threads", "-1"],
+        ["run", "{blob}", "--random-inputs", "--profile", "-2"],
+        ["run", "{blob}", "--random-inputs", "--profile", "0"],
+        ["run", "{blob}", "--random-inputs", "--repeat", "-1"],
+        ["run", "{blob}", "--random-inputs", "--repeat", "x"],
+    ],
+)
 def test_cli_refuses_bad_counts(args: list[str], blob: pathlib.Path) -> None:
     r = cli(*(a.format(blob=blob) for a in args))
     assert_one_line_error(r, "argument --")
@@ -139,8 +152,9 @@ def test_cli_errors_are_one_line(blob: pathlib.Path, tmp_path: pathlib.Path) -> 
     assert_one_line_error(cli("compile", str(EXAMPLE), "-o", str(tmp_path)), "webxnn: error:", "folder")
     assert_one_line_error(cli("run", str(tmp_path / "m.xnn")), "webxnn: error:", "m.xnn: no such file")
     assert_one_line_error(cli("compile", str(blob)), "compiled .xnn blob", "webxnn run")
-    assert_one_line_error(cli("run", str(blob), "--input", f"x={EXAMPLE.with_suffix('.weights')}"),
-                          ".weights file", "--input x")
+    assert_one_line_error(
+        cli("run", str(blob), "--input", f"x={EXAMPLE.with_suffix('.weights')}"), ".weights file", "--input x"
+    )
     r = cli("--debug", "run", str(tmp_path / "m.xnn"))
     assert r.returncode != 0 and "Traceback" in r.stderr and "FileError" in r.stderr
 
@@ -158,6 +172,7 @@ def test_cli_runs_a_webnn_graph(tmp_path: pathlib.Path) -> None:
 
 # 5. validate checks weights; weights unpack -o; inspect --json shapes are lists
 
+
 def test_validate_needs_the_weights(tmp_path: pathlib.Path) -> None:
     import shutil
 
@@ -171,13 +186,30 @@ def test_validate_needs_the_weights(tmp_path: pathlib.Path) -> None:
     assert main(["validate", str(EXAMPLE)]) == 0
     short = tmp_path / "short.weights"
     short.write_bytes(EXAMPLE.with_suffix(".weights").read_bytes()[:100])
-    assert_one_line_error(cli("validate", str(graph), "--weights", str(short), "--manifest",
-                              str(EXAMPLE.with_suffix(".manifest.json"))), "past the end")
+    assert_one_line_error(
+        cli(
+            "validate",
+            str(graph),
+            "--weights",
+            str(short),
+            "--manifest",
+            str(EXAMPLE.with_suffix(".manifest.json")),
+        ),
+        "past the end",
+    )
 
 
 def test_weights_unpack_short_output_option(tmp_path: pathlib.Path) -> None:
-    r = cli("weights", "unpack", "--weights", str(EXAMPLE.with_suffix(".weights")), "--manifest",
-            str(EXAMPLE.with_suffix(".manifest.json")), "-o", str(tmp_path))
+    r = cli(
+        "weights",
+        "unpack",
+        "--weights",
+        str(EXAMPLE.with_suffix(".weights")),
+        "--manifest",
+        str(EXAMPLE.with_suffix(".manifest.json")),
+        "-o",
+        str(tmp_path),
+    )
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "conv1_w.npy").is_file()
 
@@ -194,18 +226,26 @@ def test_inspect_json_shapes_are_lists(blob: pathlib.Path, tmp_path: pathlib.Pat
     assert main(["inspect", str(blob), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["inputs"][0]["dims"] == [1, 3, 32, 32]
     dyn = tmp_path / "dyn.webnn"
-    dyn.write_text('webnn_graph "d" v1 {\n  inputs { x: f32[dyn("batch", 4), 3]; }\n'
-                   '  nodes { y = relu(x); }\n  outputs { y; }\n}\n')
+    dyn.write_text(
+        'webnn_graph "d" v1 {\n  inputs { x: f32[dyn("batch", 4), 3]; }\n'
+        "  nodes { y = relu(x); }\n  outputs { y; }\n}\n"
+    )
     assert main(["inspect", str(dyn), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["inputs"]["x"] == {
-        "dtype": "float32", "shape": [4, 3], "dynamic": ["batch", None]}
+        "dtype": "float32",
+        "shape": [4, 3],
+        "dynamic": ["batch", None],
+    }
 
 
 # 6. run(inputs, outputs=[names])
 
+
 def test_run_selected_outputs(tmp_path: pathlib.Path) -> None:
-    g = webxnn.parse('webnn_graph "two" v1 {\n  inputs { x: f32[2]; }\n  nodes {\n    a = relu(x);\n'
-                     '    b = neg(x);\n  }\n  outputs { a; b; }\n}\n')
+    g = webxnn.parse(
+        'webnn_graph "two" v1 {\n  inputs { x: f32[2]; }\n  nodes {\n    a = relu(x);\n'
+        "    b = neg(x);\n  }\n  outputs { a; b; }\n}\n"
+    )
     prog = webxnn.load(webxnn.compile(g))
     x = np.array([-1, 2], np.float32)
     assert list(prog.run([x])) == ["a", "b"]

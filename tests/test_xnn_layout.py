@@ -19,8 +19,10 @@ def _schema_text() -> str:
 
 
 def _blocks(kind: str) -> dict[str, str]:
-    return {m.group(1): m.group(2) for m in re.finditer(kind + r"\s+(\w+)\s*(?::\s*\w+\s*)?\{(.*?)\}",
-                                                        _schema_text(), re.S)}
+    return {
+        m.group(1): m.group(2)
+        for m in re.finditer(kind + r"\s+(\w+)\s*(?::\s*\w+\s*)?\{(.*?)\}", _schema_text(), re.S)
+    }
 
 
 def test_node_union_aliases_match_schema():

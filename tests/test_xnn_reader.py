@@ -74,9 +74,11 @@ def foreign_payload(style: str, identifier: bytes = b"XN01") -> bytes:
     """style "named": ExecuTorch >= 0.7 (header, empty segment, named_key everywhere, scale_buffer_idx);
     style "bare": no XH00 header, constants in the deprecated constant_buffer."""
     b = flatbuffers.Builder(1024)
-    vals = [_xvalue(b, 1, _tensor(b, 1, [2], 0, 0, 1, 0)),
-            _xvalue(b, 1, _tensor(b, 1, [2], 1, INVALID_ID, 0, 1)),
-            _xvalue(b, 1, _tensor(b, 1, [2], 0, 1, 2, 2))]
+    vals = [
+        _xvalue(b, 1, _tensor(b, 1, [2], 0, 0, 1, 0)),
+        _xvalue(b, 1, _tensor(b, 1, [2], 1, INVALID_ID, 0, 1)),
+        _xvalue(b, 1, _tensor(b, 1, [2], 0, 1, 2, 2)),
+    ]
     qt = _tensor(b, 6, [2, 2], 2, INVALID_ID, 0, 3)
     scale = b.CreateNumpyVector(np.zeros(0, "<f4"))
     PerChannelQuant.Start(b)
@@ -172,15 +174,22 @@ def test_bare_flatbuffer_with_constant_buffer(ident):
 
 
 def test_bare_flatbuffer_without_constants_but_offsets_is_an_error():
-    g = XnnGraph(values=[Value(0, Datatype.FP32, [2], external_id=0, flags=1),
-                         Value(1, Datatype.FP32, [2], constant_buffer_idx=1),
-                         Value(2, Datatype.FP32, [2], external_id=1, flags=2)],
-                 nodes=[Node("XNNAdd", {"input1_id": 0, "input2_id": 1, "output_id": 2, "flags": 0})],
-                 constants=[b"", W], num_externs=2, input_ids=[0], output_ids=[2])
+    g = XnnGraph(
+        values=[
+            Value(0, Datatype.FP32, [2], external_id=0, flags=1),
+            Value(1, Datatype.FP32, [2], constant_buffer_idx=1),
+            Value(2, Datatype.FP32, [2], external_id=1, flags=2),
+        ],
+        nodes=[Node("XNNAdd", {"input1_id": 0, "input2_id": 1, "output_id": 2, "flags": 0})],
+        constants=[b"", W],
+        num_externs=2,
+        input_ids=[0],
+        output_ids=[2],
+    )
     blob = writer.serialize(g)
     fb_size = struct.unpack_from("<I", blob, 14)[0]
     with pytest.raises(FormatError, match="no XH00 header"):
-        reader.read(blob[32: 32 + fb_size])
+        reader.read(blob[32 : 32 + fb_size])
 
 
 def test_bad_magic_identifier_and_header_fields():
@@ -193,9 +202,13 @@ def test_bad_magic_identifier_and_header_fields():
         reader.read(bad)
     with pytest.raises(FormatError, match="identifier"):
         reader.read(b"\0" * 64)
-    for pos, val, msg in [(10, 8, "overlaps the 30-byte header"), (14, 4, "smaller than 8"),
-                          (14, 10**6, "runs past"), (18, 40, "overlaps the flatbuffer"),
-                          (22, 10**6, "runs past")]:
+    for pos, val, msg in [
+        (10, 8, "overlaps the 30-byte header"),
+        (14, 4, "smaller than 8"),
+        (14, 10**6, "runs past"),
+        (18, 40, "overlaps the flatbuffer"),
+        (22, 10**6, "runs past"),
+    ]:
         bad = bytearray(blob)
         struct.pack_into("<I", bad, pos, val)
         with pytest.raises(FormatError, match=msg):
@@ -220,14 +233,21 @@ def sample_graph() -> XnnGraph:
     g = XnnGraph(version="1")
     w = g.add_constant(np.arange(12, dtype="<f4"))
     b = g.add_constant(np.arange(3, dtype="<f4"))
-    g.values = [Value(0, Datatype.FP32, [1, 4], external_id=0, flags=1),
-                Value(1, Datatype.FP32, [3, 4], constant_buffer_idx=w),
-                Value(2, Datatype.FP32, [3], constant_buffer_idx=b),
-                Value(3, Datatype.FP32, [1, 3]),
-                Value(4, Datatype.FP32, [3, 1], external_id=1, flags=2)]
-    g.nodes = [Node("XNNFullyConnected", {"input1_id": 0, "filter_id": 1, "bias_id": 2, "output_id": 3,
-                                          "flags": 0}, output_min_max=(0.0, 6.0)),
-               Node("XNNStaticReshape", {"new_shape": [3, 1], "input_id": 3, "output_id": 4, "flags": 0})]
+    g.values = [
+        Value(0, Datatype.FP32, [1, 4], external_id=0, flags=1),
+        Value(1, Datatype.FP32, [3, 4], constant_buffer_idx=w),
+        Value(2, Datatype.FP32, [3], constant_buffer_idx=b),
+        Value(3, Datatype.FP32, [1, 3]),
+        Value(4, Datatype.FP32, [3, 1], external_id=1, flags=2),
+    ]
+    g.nodes = [
+        Node(
+            "XNNFullyConnected",
+            {"input1_id": 0, "filter_id": 1, "bias_id": 2, "output_id": 3, "flags": 0},
+            output_min_max=(0.0, 6.0),
+        ),
+        Node("XNNStaticReshape", {"new_shape": [3, 1], "input_id": 3, "output_id": 4, "flags": 0}),
+    ]
     g.num_externs, g.input_ids, g.output_ids = 2, [0], [4]
     g.metadata = Metadata("webxnn test", ["x"], ["y"], ["fc:linear", "r:reshape"])
     return g
@@ -250,7 +270,7 @@ def _read_or_format_error(data: bytes) -> None:
 def _blobs() -> list[bytes]:
     blob = writer.serialize(sample_graph())
     fb_size = struct.unpack_from("<I", blob, 14)[0]
-    out = [blob, blob[32: 32 + fb_size], foreign_payload("named"), foreign_payload("bare")]
+    out = [blob, blob[32 : 32 + fb_size], foreign_payload("named"), foreign_payload("bare")]
     if ET_V05.exists():
         out.append(ET_V05.read_bytes())
     return out

@@ -76,9 +76,18 @@ def assert_same_graph(want: XnnGraph, got: XnnGraph) -> None:
     assert list(got.output_ids) == list(want.output_ids)
     assert len(got.values) == len(want.values)
     for a, b in zip(want.values, got.values):
+
         def key(v: Value) -> tuple:
-            return (v.id, v.datatype, list(v.dims), v.constant_buffer_idx, v.external_id, v.flags,
-                    v.dq_datatype)
+            return (
+                v.id,
+                v.datatype,
+                list(v.dims),
+                v.constant_buffer_idx,
+                v.external_id,
+                v.flags,
+                v.dq_datatype,
+            )
+
         assert key(b) == key(a)
         assert type(b.quant) is type(a.quant)
         if a.quant is not None:
@@ -96,8 +105,10 @@ def assert_same_graph(want: XnnGraph, got: XnnGraph) -> None:
             assert b.output_min_max is None
         else:
             assert same_floats(list(a.output_min_max), list(b.output_min_max))
-    want_consts = [bytes(np.ascontiguousarray(c).tobytes()) if isinstance(c, np.ndarray) else bytes(c)
-                   for c in want.constants]
+    want_consts = [
+        bytes(np.ascontiguousarray(c).tobytes()) if isinstance(c, np.ndarray) else bytes(c)
+        for c in want.constants
+    ]
     assert [bytes(c) for c in got.constants] == want_consts
     if want.metadata is None:
         assert got.metadata is None
@@ -151,12 +162,19 @@ def graph_for_node(kind: str) -> XnnGraph:
         values.append(Value(id=20 + k, datatype=Datatype.FP32, dims=[2], external_id=len(ins) + k, flags=2))
         fields[name] = 20 + k
     node = Node(kind=kind, fields=fields, output_min_max=(-1.0, 6.0), debug_handle=7)
-    return XnnGraph(values=values, nodes=[node], num_externs=len(ins) + len(outs),
-                    input_ids=[10 + k for k in range(len(ins))],
-                    output_ids=[20 + k for k in range(len(outs))],
-                    metadata=Metadata(producer="test", input_names=[f"in{k}" for k in range(len(ins))],
-                                      output_names=[f"out{k}" for k in range(len(outs))],
-                                      node_sources=[f"n0:{kind}"]))
+    return XnnGraph(
+        values=values,
+        nodes=[node],
+        num_externs=len(ins) + len(outs),
+        input_ids=[10 + k for k in range(len(ins))],
+        output_ids=[20 + k for k in range(len(outs))],
+        metadata=Metadata(
+            producer="test",
+            input_names=[f"in{k}" for k in range(len(ins))],
+            output_names=[f"out{k}" for k in range(len(outs))],
+            node_sources=[f"n0:{kind}"],
+        ),
+    )
 
 
 def quant_graph() -> XnnGraph:
@@ -172,16 +190,27 @@ def quant_graph() -> XnnGraph:
     g.values = [
         Value(0, Datatype.FP32, [1, 64], external_id=0, flags=1),
         Value(1, Datatype.QDINT8, [1, 64], quant=PerTokenDynamicQuant(1)),
-        Value(2, Datatype.QBINT4, [3, 64], constant_buffer_idx=w4,
-              quant=PerChannelGroupQuant(scale=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6], channel_dim=0, group_size=32)),
+        Value(
+            2,
+            Datatype.QBINT4,
+            [3, 64],
+            constant_buffer_idx=w4,
+            quant=PerChannelGroupQuant(scale=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6], channel_dim=0, group_size=32),
+        ),
         Value(3, Datatype.FP32, [1, 3]),
         Value(4, Datatype.QINT8, [1, 3], quant=PerTensorQuant(0.1, -2)),
         Value(5, Datatype.QCINT8, [3, 3], constant_buffer_idx=w8, quant=PerChannelQuant([0.1, 0.2, 0.3], 0)),
-        Value(6, Datatype.QCINT32, [3], constant_buffer_idx=b32,
-              quant=PerChannelQuant([0.01, 0.02, 0.03], 0)),
+        Value(
+            6, Datatype.QCINT32, [3], constant_buffer_idx=b32, quant=PerChannelQuant([0.01, 0.02, 0.03], 0)
+        ),
         Value(7, Datatype.QINT8, [1, 3], quant=PerTensorQuant(0.05, 3)),
-        Value(8, Datatype.QCINT8, [3, 3], constant_buffer_idx=w8b,
-              quant=PerChannelQuant([], 0, scale_buffer_idx=scales, num_scales=3)),
+        Value(
+            8,
+            Datatype.QCINT8,
+            [3, 3],
+            constant_buffer_idx=w8b,
+            quant=PerChannelQuant([], 0, scale_buffer_idx=scales, num_scales=3),
+        ),
         Value(9, Datatype.QINT8, [1, 3], external_id=1, flags=2, quant=PerTensorQuant(0.2, 0)),
     ]
     fc = {"bias_id": INVALID_ID, "flags": 0}
@@ -189,8 +218,11 @@ def quant_graph() -> XnnGraph:
         Node("XNNConvert", {"input_id": 0, "output_id": 1, "flags": 0}),
         Node("XNNFullyConnected", {"input1_id": 1, "filter_id": 2, "output_id": 3, **fc}),
         Node("XNNConvert", {"input_id": 3, "output_id": 4, "flags": 0}),
-        Node("XNNFullyConnected", {"input1_id": 4, "filter_id": 5, "output_id": 7, **fc, "bias_id": 6},
-             output_min_max=(0.0, math.inf)),
+        Node(
+            "XNNFullyConnected",
+            {"input1_id": 4, "filter_id": 5, "output_id": 7, **fc, "bias_id": 6},
+            output_min_max=(0.0, math.inf),
+        ),
         Node("XNNFullyConnected", {"input1_id": 7, "filter_id": 8, "output_id": 9, **fc}),
     ]
     g.num_externs, g.input_ids, g.output_ids = 2, [0], [9]
@@ -243,7 +275,7 @@ def test_per_channel_empty_scale_vector_is_written():
 
     blob = writer.serialize(quant_graph())
     fb_off, fb_size = struct.unpack_from("<II", blob, 10)
-    root = FbGraph.GetRootAs(blob[fb_off: fb_off + fb_size], 0)
+    root = FbGraph.GetRootAs(blob[fb_off : fb_off + fb_size], 0)
     xv = root.Xvalues(8)
     qtv = FbQTV()
     qtv.Init(xv.XvalueUnion().Bytes, xv.XvalueUnion().Pos)
@@ -259,7 +291,8 @@ def test_per_channel_empty_scale_vector_is_written():
 def test_header_test_vector():
     h = writer.encode_header(0x11223344, 0x55667788, 0x6688AACC, 0x99AABBCC99AABBCC)
     assert h == bytes.fromhex("00000000") + b"XH00" + bytes.fromhex(
-        "1E00" "44332211" "88776655" "CCAA8866" "CCBBAA99CCBBAA99")
+        "1E004433221188776655CCAA8866CCBBAA99CCBBAA99"
+    )
     assert len(h) == 30
 
 
@@ -271,9 +304,9 @@ def test_blob_layout():
     hlen, fb_off, fb_size, c_off, c_size = struct.unpack_from("<HIIIQ", blob, 8)
     assert (hlen, fb_off) == (30, 32)
     assert blob[30:32] == b"\0\0"
-    assert blob[fb_off + 4: fb_off + 8] == b"XN00"
+    assert blob[fb_off + 4 : fb_off + 8] == b"XN00"
     assert c_off == 32 + (fb_size + 15) // 16 * 16
-    assert blob[fb_off + fb_size: c_off] == bytes(c_off - fb_off - fb_size)
+    assert blob[fb_off + fb_size : c_off] == bytes(c_off - fb_off - fb_size)
     assert c_off + c_size == len(blob)
     back = reader.read(blob)
     assert back.constant_refs[0] == ConstantRef(0, 0, None)
@@ -283,8 +316,8 @@ def test_blob_layout():
         assert ref.offset % 16 == 0, i
         assert ref.named_key is None
         assert ref.offset >= end
-        assert seg[end: ref.offset] == bytes(ref.offset - end)  # zero padding
-        assert bytes(seg[ref.offset: ref.offset + ref.size]) == bytes(back.constants[i])
+        assert seg[end : ref.offset] == bytes(ref.offset - end)  # zero padding
+        assert bytes(seg[ref.offset : ref.offset + ref.size]) == bytes(back.constants[i])
         end = ref.offset + ref.size
     assert c_size == (end + 15) // 16 * 16
     # constants are views into the blob, not copies
@@ -298,7 +331,7 @@ def test_no_named_key_and_explicit_invalid_external_id():
     g = quant_graph()
     blob = writer.serialize(g)
     fb_off, fb_size = struct.unpack_from("<II", blob, 10)
-    root = FbGraph.GetRootAs(blob[fb_off: fb_off + fb_size], 0)
+    root = FbGraph.GetRootAs(blob[fb_off : fb_off + fb_size], 0)
     assert root.ConstantDataLength() == len(g.constants)
     for i in range(root.ConstantDataLength()):
         cdo = root.ConstantData(i)
@@ -310,6 +343,7 @@ def test_no_named_key_and_explicit_invalid_external_id():
         tv = FbTV()
         if xv.XvalueUnionType() == 2:  # quantized: its tensor_value
             from webxnn.xnn._schema.XNNQuantizedTensorValue import XNNQuantizedTensorValue as FbQTV
+
             q = FbQTV()
             q.Init(u.Bytes, u.Pos)
             tv = q.TensorValue()
@@ -323,10 +357,16 @@ def test_no_named_key_and_explicit_invalid_external_id():
 
 
 def test_rank0_is_empty_dims():
-    g = XnnGraph(values=[Value(0, Datatype.FP32, [], external_id=0, flags=1),
-                         Value(1, Datatype.FP32, [], external_id=1, flags=2)],
-                 nodes=[Node("XNNAbs", {"input_id": 0, "output_id": 1, "flags": 0})],
-                 num_externs=2, input_ids=[0], output_ids=[1])
+    g = XnnGraph(
+        values=[
+            Value(0, Datatype.FP32, [], external_id=0, flags=1),
+            Value(1, Datatype.FP32, [], external_id=1, flags=2),
+        ],
+        nodes=[Node("XNNAbs", {"input_id": 0, "output_id": 1, "flags": 0})],
+        num_externs=2,
+        input_ids=[0],
+        output_ids=[1],
+    )
     _, back = roundtrip(g)
     assert back.values[0].dims == []
 
@@ -342,12 +382,19 @@ def test_serialize_to_file_matches(tmp_path):
 def test_numpy_constants_little_endian_c_order():
     big = np.arange(6, dtype=">i4").reshape(2, 3)
     fortran = np.asfortranarray(np.arange(6, dtype="<f4").reshape(2, 3))
-    g = XnnGraph(values=[Value(0, Datatype.FP32, [2, 3], external_id=0, flags=1),
-                         Value(1, Datatype.INT32, [2, 3], constant_buffer_idx=1),
-                         Value(2, Datatype.FP32, [2, 3], constant_buffer_idx=2),
-                         Value(3, Datatype.FP32, [2, 3], external_id=1, flags=2)],
-                 nodes=[Node("XNNAdd", {"input1_id": 0, "input2_id": 2, "output_id": 3, "flags": 0})],
-                 constants=[b"", big, fortran], num_externs=2, input_ids=[0], output_ids=[3])
+    g = XnnGraph(
+        values=[
+            Value(0, Datatype.FP32, [2, 3], external_id=0, flags=1),
+            Value(1, Datatype.INT32, [2, 3], constant_buffer_idx=1),
+            Value(2, Datatype.FP32, [2, 3], constant_buffer_idx=2),
+            Value(3, Datatype.FP32, [2, 3], external_id=1, flags=2),
+        ],
+        nodes=[Node("XNNAdd", {"input1_id": 0, "input2_id": 2, "output_id": 3, "flags": 0})],
+        constants=[b"", big, fortran],
+        num_externs=2,
+        input_ids=[0],
+        output_ids=[3],
+    )
     back = reader.read(writer.serialize(g))
     assert np.frombuffer(back.constants[1], "<i4").tolist() == list(range(6))
     assert np.frombuffer(back.constants[2], "<f4").tolist() == list(range(6))
@@ -453,10 +500,16 @@ def test_writer_rejects_inconsistent_ir():
 
 
 def test_writer_fills_num_dims_optional_ids_and_enum_names():
-    g = XnnGraph(values=[Value(0, Datatype.FP32, [2, 3], external_id=0, flags=1),
-                         Value(1, Datatype.FP32, [3, 2], external_id=1, flags=2)],
-                 nodes=[Node("XNNStaticTranspose", {"perm": [1, 0], "input_id": 0, "output_id": 1})],
-                 num_externs=2, input_ids=[0], output_ids=[1])
+    g = XnnGraph(
+        values=[
+            Value(0, Datatype.FP32, [2, 3], external_id=0, flags=1),
+            Value(1, Datatype.FP32, [3, 2], external_id=1, flags=2),
+        ],
+        nodes=[Node("XNNStaticTranspose", {"perm": [1, 0], "input_id": 0, "output_id": 1})],
+        num_externs=2,
+        input_ids=[0],
+        output_ids=[1],
+    )
     back = reader.read(writer.serialize(g))
     assert back.nodes[0].fields["num_dims"] == 2
     g.nodes = [Node("WXUnary", {"op": "erf", "input_id": 0, "output_id": 1})]
@@ -480,22 +533,37 @@ def small_graphs(draw) -> XnnGraph:
     ids = iter(draw(st.permutations(list(range(40)))))
     live = []
     for k in range(n_in):
-        v = Value(next(ids), draw(st.sampled_from([Datatype.FP32, Datatype.FP16, Datatype.INT32])),
-                  draw(dims), external_id=k, flags=1)
+        v = Value(
+            next(ids),
+            draw(st.sampled_from([Datatype.FP32, Datatype.FP16, Datatype.INT32])),
+            draw(dims),
+            external_id=k,
+            flags=1,
+        )
         g.values.append(v)
         live.append(v.id)
     for _ in range(draw(st.integers(0, 3))):  # constants
         d = draw(dims)
         dt = draw(st.sampled_from([Datatype.FP32, Datatype.FP16, Datatype.WX_INT64, Datatype.WX_UINT8]))
-        size = int(np.prod(d, dtype=np.int64)) * {Datatype.FP32: 4, Datatype.FP16: 2, Datatype.WX_INT64: 8,
-                                                   Datatype.WX_UINT8: 1}[dt]
+        size = (
+            int(np.prod(d, dtype=np.int64))
+            * {Datatype.FP32: 4, Datatype.FP16: 2, Datatype.WX_INT64: 8, Datatype.WX_UINT8: 1}[dt]
+        )
         arr = np.frombuffer(draw(st.binary(min_size=size, max_size=size)), np.uint8)
         idx = g.add_constant(arr if draw(st.booleans()) else arr.tobytes())
         v = Value(next(ids), dt, d, constant_buffer_idx=idx)
         g.values.append(v)
         live.append(v.id)
-    kinds = ["XNNAdd", "XNNSigmoid", "XNNStaticTranspose", "XNNConcatenate3", "WXReduce", "XNNConv2d",
-             "XNNStaticConstantPad", "XNNLeakyReLU"]
+    kinds = [
+        "XNNAdd",
+        "XNNSigmoid",
+        "XNNStaticTranspose",
+        "XNNConcatenate3",
+        "WXReduce",
+        "XNNConv2d",
+        "XNNStaticConstantPad",
+        "XNNLeakyReLU",
+    ]
     produced = []
     for _ in range(draw(st.integers(1, 4))):
         kind = draw(st.sampled_from(kinds))
@@ -533,9 +601,12 @@ def small_graphs(draw) -> XnnGraph:
     g.output_ids = [v.id for v in produced[-n_out:]]
     if draw(st.booleans()):
         names = st.text(max_size=8)
-        g.metadata = Metadata(draw(names), [draw(names) for _ in range(n_in)],
-                              [draw(names) for _ in range(n_out)],
-                              draw(st.sampled_from([[], [f"s{i}" for i in range(len(g.nodes))]])))
+        g.metadata = Metadata(
+            draw(names),
+            [draw(names) for _ in range(n_in)],
+            [draw(names) for _ in range(n_out)],
+            draw(st.sampled_from([[], [f"s{i}" for i in range(len(g.nodes))]])),
+        )
     return g
 
 

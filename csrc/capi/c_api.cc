@@ -59,7 +59,8 @@ extern "C" {
 const char* wx_version(void) { return "0.1.0"; }
 
 wx_status wx_load_file(const char* path, const wx_options* options, wx_program** out) {
-  if (!path || !out) return set_error(WX_ERROR_INVALID_ARGUMENT, "wx_load_file: path and out must not be null");
+  if (!path || !out)
+    return set_error(WX_ERROR_INVALID_ARGUMENT, "wx_load_file: path and out must not be null");
   *out = nullptr;
   std::unique_ptr<wx_program> p;
   const webxnn::Status s = webxnn::capture_status([&] {
@@ -95,7 +96,8 @@ wx_status wx_input_info(const wx_program* program, size_t index, wx_tensor_info*
   const auto& v = program->program->inputs();
   if (index >= v.size()) {
     return set_error(WX_ERROR_INVALID_ARGUMENT, "wx_input_info: index " + std::to_string(index) +
-                                                    " out of range (" + std::to_string(v.size()) + " inputs)");
+                                                    " out of range (" + std::to_string(v.size()) +
+                                                    " inputs)");
   }
   return fill_info(v[index], out);
 }
@@ -105,7 +107,8 @@ wx_status wx_output_info(const wx_program* program, size_t index, wx_tensor_info
   const auto& v = program->program->outputs();
   if (index >= v.size()) {
     return set_error(WX_ERROR_INVALID_ARGUMENT, "wx_output_info: index " + std::to_string(index) +
-                                                    " out of range (" + std::to_string(v.size()) + " outputs)");
+                                                    " out of range (" + std::to_string(v.size()) +
+                                                    " outputs)");
   }
   return fill_info(v[index], out);
 }
@@ -121,8 +124,8 @@ wx_status wx_run(wx_program* program, const wx_tensor* inputs, size_t num_inputs
                                          std::to_string(num_inputs));
   }
   if (num_outputs != out_info.size() || (num_outputs && !outputs)) {
-    return set_error(WX_ERROR_INPUT, "wx_run: expected " + std::to_string(out_info.size()) + " outputs, got " +
-                                         std::to_string(num_outputs));
+    return set_error(WX_ERROR_INPUT, "wx_run: expected " + std::to_string(out_info.size()) +
+                                         " outputs, got " + std::to_string(num_outputs));
   }
   const webxnn::Status s = webxnn::capture_status([&] {
     std::vector<webxnn::Shape> shapes(num_inputs);
@@ -146,8 +149,8 @@ wx_status wx_run(wx_program* program, const wx_tensor* inputs, size_t num_inputs
       const size_t need = webxnn::numel(shapes[k]) * webxnn::public_dtype_size(in_info[k].dtype);
       if (need && !inputs[k].data) webxnn::input_error("input '" + in_info[k].name + "': data is null");
       if (inputs[k].capacity_bytes != 0 && inputs[k].capacity_bytes < need) {
-        webxnn::input_error("input '" + in_info[k].name + "': needs " + std::to_string(need) + " bytes, buffer has " +
-                            std::to_string(inputs[k].capacity_bytes));
+        webxnn::input_error("input '" + in_info[k].name + "': needs " + std::to_string(need) +
+                            " bytes, buffer has " + std::to_string(inputs[k].capacity_bytes));
       }
     }
     std::vector<void*> out_ptrs(num_outputs);

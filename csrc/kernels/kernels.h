@@ -52,7 +52,7 @@ struct ConvParams {
   uint32_t stride_h = 1, stride_w = 1;
   uint32_t dilation_h = 1, dilation_w = 1;
   uint32_t groups = 1;
-  uint32_t group_input_channels = 1;   // gic
+  uint32_t group_input_channels = 1;  // gic
   uint32_t group_output_channels = 1;  // goc
   uint32_t adjustment_h = 0, adjustment_w = 0;  // deconv only
   Activation act;
@@ -89,9 +89,34 @@ struct PoolParams {
 enum class BinaryOp : uint8_t { kAdd, kSub, kMul, kDiv, kMin, kMax, kPow, kPrelu, kSquaredDiff };
 
 enum class UnaryOp : uint8_t {
-  kClamp, kAbs, kNeg, kFloor, kCeil, kSqrt, kRsqrt, kSquare, kSigmoid, kTanh, kExp, kLog, kSin, kCos,
-  kHardswish, kLeakyRelu, kElu, kGelu, kErf, kRelu, kSign, kRoundEven, kReciprocal, kSoftplus, kSoftsign,
-  kTan, kHardSigmoid, kCopy
+  kClamp,
+  kAbs,
+  kNeg,
+  kFloor,
+  kCeil,
+  kSqrt,
+  kRsqrt,
+  kSquare,
+  kSigmoid,
+  kTanh,
+  kExp,
+  kLog,
+  kSin,
+  kCos,
+  kHardswish,
+  kLeakyRelu,
+  kElu,
+  kGelu,
+  kErf,
+  kRelu,
+  kSign,
+  kRoundEven,
+  kReciprocal,
+  kSoftplus,
+  kSoftsign,
+  kTan,
+  kHardSigmoid,
+  kCopy
 };
 
 // Parameters of a unary op: alpha = leaky slope / elu alpha / hard_sigmoid alpha; beta = hard_sigmoid beta.

@@ -22,7 +22,8 @@ inline void copy_elem(size_t es, uint8_t* dst, const uint8_t* src) {
 }
 
 // dst[i * dst_stride] = src[i * src_stride] for n elements (strides in bytes).
-void copy_strided(size_t es, size_t n, uint8_t* dst, size_t dst_stride, const uint8_t* src, size_t src_stride) {
+void copy_strided(size_t es, size_t n, uint8_t* dst, size_t dst_stride, const uint8_t* src,
+                  size_t src_stride) {
   switch (es) {
     case 1:
       for (size_t i = 0; i < n; ++i) dst[i * dst_stride] = src[i * src_stride];
@@ -69,8 +70,8 @@ size_t product(size_t rank, const size_t* dims) {
 }  // namespace
 
 // ------------------------------------------------------------------------------------------------ transpose
-void transpose_bytes(size_t es, size_t rank, const size_t* in_dims, const size_t* perm, const void* in, void* out,
-                     Parallel& par) {
+void transpose_bytes(size_t es, size_t rank, const size_t* in_dims, const size_t* perm, const void* in,
+                     void* out, Parallel& par) {
   const size_t total = product(rank, in_dims);
   if (total == 0) return;
   // 1. Drop size-1 dims (renumbering the remaining input dims).
@@ -181,8 +182,8 @@ void transpose_bytes(size_t es, size_t rank, const size_t* in_dims, const size_t
       for (size_t l0 = 0; l0 < dl; l0 += kTile) {
         const size_t l1 = std::min(dl, l0 + kTile);
         for (size_t qi = q0; qi < q1; ++qi)
-          copy_strided(es, l1 - l0, dst + doff + qi * sq_dst + l0 * es, es, src + soff + qi * sq_src + l0 * sl_src,
-                       sl_src);
+          copy_strided(es, l1 - l0, dst + doff + qi * sq_dst + l0 * es, es,
+                       src + soff + qi * sq_src + l0 * sl_src, sl_src);
       }
     }
   });
@@ -240,7 +241,8 @@ void pad_bytes(size_t es, size_t rank, const size_t* in_dims, const size_t* pre,
   size_t j = rank - 1;
   while (j > 0 && pre[j] == 0 && post[j] == 0) --j;
   const size_t inner_bytes = in_dims[j] * in_stride[j];
-  copy_block(j + 1, in_dims, out_stride, in_stride, inner_bytes, dst + dst_off, static_cast<const uint8_t*>(in));
+  copy_block(j + 1, in_dims, out_stride, in_stride, inner_bytes, dst + dst_off,
+             static_cast<const uint8_t*>(in));
 }
 
 // ------------------------------------------------------------------------------------------------ concat
@@ -252,15 +254,17 @@ void concat_bytes(size_t n_inputs, const void* const* inputs, const size_t* inne
   for (size_t o = 0; o < outer; ++o) {
     size_t off = 0;
     for (size_t i = 0; i < n_inputs; ++i) {
-      if (inner_bytes[i]) std::memcpy(dst + o * row + off, static_cast<const uint8_t*>(inputs[i]) + o * inner_bytes[i],
-                                      inner_bytes[i]);
+      if (inner_bytes[i])
+        std::memcpy(dst + o * row + off, static_cast<const uint8_t*>(inputs[i]) + o * inner_bytes[i],
+                    inner_bytes[i]);
       off += inner_bytes[i];
     }
   }
 }
 
 // ------------------------------------------------------------------------------------------------ broadcast
-bool make_binary_shape(size_t a_rank, const size_t* a_dims, size_t b_rank, const size_t* b_dims, BinaryShape* s) {
+bool make_binary_shape(size_t a_rank, const size_t* a_dims, size_t b_rank, const size_t* b_dims,
+                       BinaryShape* s) {
   constexpr size_t kMax = 16;
   const size_t r = std::max(a_rank, b_rank);
   if (r > kMax) return false;

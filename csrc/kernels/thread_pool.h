@@ -60,13 +60,13 @@ class ThreadPool final : public Parallel {
   };
 
   std::mutex run_mutex_;  // serializes whole run() calls
-  std::mutex mutex_;      // guards the region state below and the condition variables
+  std::mutex mutex_;  // guards the region state below and the condition variables
   std::condition_variable wake_cv_;
   std::condition_variable done_cv_;
   const std::function<void(size_t)>* fn_ = nullptr;
-  std::unique_ptr<Range[]> ranges_;     // one per participant
+  std::unique_ptr<Range[]> ranges_;  // one per participant
   std::atomic<uint64_t> generation_{0};  // bumped once per parallel region
-  std::atomic<size_t> busy_{0};         // workers that joined the current region and have not left it
+  std::atomic<size_t> busy_{0};  // workers that joined the current region and have not left it
   std::atomic<bool> failed_{false};
   std::exception_ptr error_;
   bool stop_ = false;

@@ -45,8 +45,10 @@ py::list describe(const std::vector<TensorInfo>& infos) {
     py::list dyn;
     for (size_t d = 0; d < t.shape.size(); ++d) {
       const bool is_dyn = d < t.is_dynamic.size() && t.is_dynamic[d];
-      if (!is_dyn) dyn.append(py::none());
-      else dyn.append(t.dynamic[d].empty() ? std::string("?") : t.dynamic[d]);
+      if (!is_dyn)
+        dyn.append(py::none());
+      else
+        dyn.append(t.dynamic[d].empty() ? std::string("?") : t.dynamic[d]);
     }
     r.append(py::make_tuple(t.name, public_dtype_name(t.dtype), shape, dyn));
   }
@@ -155,7 +157,8 @@ class PyProgram {
                     std::vector<std::vector<uint64_t>>* times) const {
     const auto& infos = p_->inputs();
     if (static_cast<size_t>(py::len(inputs)) != infos.size()) {
-      input_error("expected " + std::to_string(infos.size()) + " inputs, got " + std::to_string(py::len(inputs)));
+      input_error("expected " + std::to_string(infos.size()) + " inputs, got " +
+                  std::to_string(py::len(inputs)));
     }
     std::vector<py::array> arrays;
     std::vector<Shape> shapes;
@@ -166,12 +169,13 @@ class PyProgram {
       py::array arr = py::array::ensure(obj, py::array::c_style);
       if (!arr) {
         PyErr_Clear();
-        input_error("input '" + infos[k].name + "': expected an array of " + public_dtype_name(infos[k].dtype));
+        input_error("input '" + infos[k].name + "': expected an array of " +
+                    public_dtype_name(infos[k].dtype));
       }
       const py::dtype dt = arr.dtype();
       if (dt.kind() != want.kind || dt.itemsize() != want.size || dt.byteorder() == '>') {
-        input_error("input '" + infos[k].name + "': expected dtype " + public_dtype_name(infos[k].dtype) + ", got " +
-                    py::str(py::object(dt)).cast<std::string>());
+        input_error("input '" + infos[k].name + "': expected dtype " + public_dtype_name(infos[k].dtype) +
+                    ", got " + py::str(py::object(dt)).cast<std::string>());
       }
       Shape s;
       for (py::ssize_t d = 0; d < arr.ndim(); ++d) s.push_back(static_cast<size_t>(arr.shape(d)));
@@ -224,20 +228,25 @@ PYBIND11_MODULE(_runtime, m) {
                   "Load from a bytes-like object (copied into an aligned buffer).")
       .def_static("from_path", &PyProgram::from_path, py::arg("path"), py::arg("threads") = 0,
                   "Load from a file (memory-mapped; constants are not copied).")
-      .def_property_readonly("inputs", [](const PyProgram& p) { return webxnn::describe(p.program().inputs()); })
-      .def_property_readonly("outputs", [](const PyProgram& p) { return webxnn::describe(p.program().outputs()); })
-      .def_property_readonly("peak_arena_bytes", [](const PyProgram& p) { return p.program().peak_arena_bytes(); })
+      .def_property_readonly("inputs",
+                             [](const PyProgram& p) { return webxnn::describe(p.program().inputs()); })
+      .def_property_readonly("outputs",
+                             [](const PyProgram& p) { return webxnn::describe(p.program().outputs()); })
+      .def_property_readonly("peak_arena_bytes",
+                             [](const PyProgram& p) { return p.program().peak_arena_bytes(); })
       .def_property_readonly("packed_weight_bytes",
                              [](const PyProgram& p) { return p.program().packed_weight_bytes(); })
-      .def_property_readonly("plan",
-                             [](const PyProgram& p) { return p.describe_plan(p.program().base_plan(), nullptr); })
+      .def_property_readonly(
+          "plan", [](const PyProgram& p) { return p.describe_plan(p.program().base_plan(), nullptr); })
       .def_property_readonly("threads", [](const PyProgram& p) { return p.program().threads(); })
-      .def_property_readonly("kernels", [](const PyProgram& p) { return std::string(p.program().kernels_name()); })
+      .def_property_readonly("kernels",
+                             [](const PyProgram& p) { return std::string(p.program().kernels_name()); })
       .def("run", &PyProgram::run, py::arg("inputs"),
            "Run with a list of arrays (in input order); returns a list of new arrays (in output order).")
-      .def("profile", &PyProgram::profile, py::arg("inputs"), py::arg("repeat") = 1,
-           "Run `repeat` times timing every step: a list of (node, kind, source, output shape, fused node or -1, "
-           "[ns per run] or None for a node that needs no step, serial).");
+      .def(
+          "profile", &PyProgram::profile, py::arg("inputs"), py::arg("repeat") = 1,
+          "Run `repeat` times timing every step: a list of (node, kind, source, output shape, fused node or -1, "
+          "[ns per run] or None for a node that needs no step, serial).");
 
   m.def(
       "cpu_info",

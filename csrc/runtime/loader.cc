@@ -54,7 +54,8 @@ struct Segments {
 Segments parse_header(const uint8_t* data, size_t size) {
   Segments s;
   if (size < 8) {
-    format_error("blob is " + str(size) + " bytes, too short for an XNNGraph payload (at least 8 bytes needed)");
+    format_error("blob is " + str(size) +
+                 " bytes, too short for an XNNGraph payload (at least 8 bytes needed)");
   }
   if (std::memcmp(data + 4, "XH00", 4) != 0) {
     // No XNNHeader: the whole payload is a bare flatbuffer with constants in constant_buffer.
@@ -83,9 +84,9 @@ Segments parse_header(const uint8_t* data, size_t size) {
     format_error("header: flatbuffer_size at byte 14 is " + str(fb_size) + ", too small for a flatbuffer");
   }
   if (uint64_t(fb_off) + fb_size > size) {
-    format_error("header: the flatbuffer (flatbuffer_offset " + str(fb_off) + " at byte 10, flatbuffer_size " +
-                 str(fb_size) + " at byte 14) ends at byte " + str(uint64_t(fb_off) + fb_size) +
-                 ", past the end of the " + str(size) + "-byte blob");
+    format_error("header: the flatbuffer (flatbuffer_offset " + str(fb_off) +
+                 " at byte 10, flatbuffer_size " + str(fb_size) + " at byte 14) ends at byte " +
+                 str(uint64_t(fb_off) + fb_size) + ", past the end of the " + str(size) + "-byte blob");
   }
   if (uint64_t(c_off) < uint64_t(fb_off) + fb_size) {
     format_error("header: constant_data_offset at byte 18 is " + str(c_off) +
@@ -139,8 +140,9 @@ QuantParams decode_quant(const fb::XNNQuantizedTensorValue* q, const std::string
       p.kind = QuantParams::Kind::kPerTensor;
       p.scale = t->scale();
       p.zero_point = t->zero_point();
-      if (!finite_positive(p.scale)) format_error(what + ": quantization scale " + std::to_string(p.scale) +
-                                                  " is not a finite positive number");
+      if (!finite_positive(p.scale))
+        format_error(what + ": quantization scale " + std::to_string(p.scale) +
+                     " is not a finite positive number");
       break;
     }
     case fb::XNNQuantParams::PerChannelQuant: {
@@ -178,8 +180,7 @@ QuantParams decode_quant(const fb::XNNQuantizedTensorValue* q, const std::string
       p.num_nonbatch_dims = q->quant_params_as_PerTokenDynamicQuant()->num_nonbatch_dims();
       break;
     }
-    default:
-      format_error(what + ": unknown quantization params type " + str(static_cast<unsigned>(type)));
+    default: format_error(what + ": unknown quantization params type " + str(static_cast<unsigned>(type)));
   }
   return p;
 }
@@ -189,28 +190,24 @@ void check_quant(const Value& v, const std::string& what) {
   using K = QuantParams::Kind;
   const K k = v.quant.kind;
   auto need = [&](K want, const char* name) {
-    if (k != want) format_error(what + ": datatype " + dtype_name(v.dtype) + " needs " + name + " parameters");
+    if (k != want)
+      format_error(what + ": datatype " + dtype_name(v.dtype) + " needs " + name + " parameters");
   };
   switch (v.dtype) {
-    case DType::kQint8: case DType::kQuint8: case DType::kQint32:
-      need(K::kPerTensor, "PerTensorQuant");
-      break;
-    case DType::kQcint8: case DType::kQcint32: case DType::kQcint4:
-      need(K::kPerChannel, "PerChannelQuant");
-      break;
-    case DType::kQdint8:
-      need(K::kPerToken, "PerTokenDynamicQuant");
-      break;
-    case DType::kQbint4:
-      need(K::kPerChannelGroup, "PerChannelGroupQuant");
-      break;
-    default:
-      break;
+    case DType::kQint8:
+    case DType::kQuint8:
+    case DType::kQint32: need(K::kPerTensor, "PerTensorQuant"); break;
+    case DType::kQcint8:
+    case DType::kQcint32:
+    case DType::kQcint4: need(K::kPerChannel, "PerChannelQuant"); break;
+    case DType::kQdint8: need(K::kPerToken, "PerTokenDynamicQuant"); break;
+    case DType::kQbint4: need(K::kPerChannelGroup, "PerChannelGroupQuant"); break;
+    default: break;
   }
   if (k == K::kPerChannel) {
     if (v.quant.channel_dim < 0 || size_t(v.quant.channel_dim) >= v.dims.size()) {
-      format_error(what + ": channel_dim " + std::to_string(v.quant.channel_dim) + " is out of range for rank " +
-                   str(v.dims.size()));
+      format_error(what + ": channel_dim " + std::to_string(v.quant.channel_dim) +
+                   " is out of range for rank " + str(v.dims.size()));
     }
     if (v.quant.scales.size() != v.dims[size_t(v.quant.channel_dim)]) {
       format_error(what + ": " + str(v.quant.scales.size()) + " per-channel scales but dim " +
@@ -303,7 +300,8 @@ class Decoder {
       }
       if (tv->dims()) {
         if (tv->dims()->size() > kMaxRank) {
-          format_error(what + ": rank " + str(tv->dims()->size()) + " exceeds the maximum of " + str(kMaxRank));
+          format_error(what + ": rank " + str(tv->dims()->size()) + " exceeds the maximum of " +
+                       str(kMaxRank));
         }
         v.dims.assign(tv->dims()->begin(), tv->dims()->end());
       }
@@ -318,7 +316,8 @@ class Decoder {
       check_quant(v, what);
       const uint32_t cidx = tv->constant_buffer_idx();
       if (cidx != 0) {
-        if (v.flags) format_error(what + ": a constant (constant_buffer_idx " + str(cidx) + ") cannot be external");
+        if (v.flags)
+          format_error(what + ": a constant (constant_buffer_idx " + str(cidx) + ") cannot be external");
         resolve_constant(v, cidx, nbytes, what);
       }
     }
@@ -360,7 +359,8 @@ class Decoder {
       const size_t n = cb ? cb->size() : 0;
       if (cidx >= n) {
         format_error(what + ": constant_buffer_idx " + str(cidx) +
-                     " is out of range (blob has no XH00 header and constant_buffer has " + str(n) + " entries)");
+                     " is out of range (blob has no XH00 header and constant_buffer has " + str(n) +
+                     " entries)");
       }
       const auto* storage = cb->Get(cidx)->storage();
       if (!storage) format_error(what + ": constant_buffer[" + str(cidx) + "] has no storage");
@@ -387,7 +387,8 @@ class Decoder {
   void decode_externs() {
     model_.num_externs = graph_->num_externs();
     if (model_.num_externs > kMaxExterns) {
-      format_error("graph: num_externs " + str(model_.num_externs) + " exceeds the maximum of " + str(kMaxExterns));
+      format_error("graph: num_externs " + str(model_.num_externs) + " exceeds the maximum of " +
+                   str(kMaxExterns));
     }
     std::unordered_map<uint32_t, uint32_t> seen;
     std::vector<std::pair<uint32_t, uint32_t>> ins, outs;
@@ -415,7 +416,8 @@ class Decoder {
     if (model_.outputs.empty()) format_error("graph: no value is flagged as an external output");
   }
 
-  static std::vector<std::string> names(const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>* v) {
+  static std::vector<std::string> names(
+      const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>* v) {
     std::vector<std::string> r;
     if (!v) return r;
     for (flatbuffers::uoffset_t i = 0; i < v->size(); ++i) r.push_back(v->Get(i)->str());
@@ -460,8 +462,8 @@ class Decoder {
                          " of rank " + str(v.dims.size()));
           }
           if (dy.max_size == 0 || v.dims[dy.axis] != dy.max_size) {
-            format_error(where + ": max_size " + str(dy.max_size) + " must be > 0 and equal the declared dim " +
-                         str(v.dims[dy.axis]));
+            format_error(where + ": max_size " + str(dy.max_size) +
+                         " must be > 0 and equal the declared dim " + str(v.dims[dy.axis]));
           }
           for (const DynDim& o : model_.dyn_dims) {
             if (o.input == dy.input && o.axis == dy.axis) format_error(where + ": duplicate (input, axis)");
@@ -520,7 +522,8 @@ class Decoder {
         nd.act.max = hi;
       }
       const NodeDef& def = node_def(nd.type);
-      if (!def.decode) format_error("node " + str(i) + ": unknown node type (XNodeUnion value " + str(raw) + ")");
+      if (!def.decode)
+        format_error("node " + str(i) + ": unknown node type (XNodeUnion value " + str(raw) + ")");
       def.decode(NodeDecoder(i, tname, id_to_index_, model_.values), obj, nd);
     }
   }
@@ -546,13 +549,14 @@ class Decoder {
       }
       for (uint32_t out : nd.outputs) {
         const Value& val = model_.values[out];
-        if (val.is_constant) format_error(model_.node_label(i) + ": writes constant " + model_.value_label(out));
+        if (val.is_constant)
+          format_error(model_.node_label(i) + ": writes constant " + model_.value_label(out));
         if (val.flags & kFlagExternalInput) {
           format_error(model_.node_label(i) + ": writes graph input " + model_.value_label(out));
         }
         if (producer[out] >= 0) {
-          format_error(model_.node_label(i) + ": writes " + model_.value_label(out) + ", already produced by " +
-                       model_.node_label(static_cast<size_t>(producer[out])));
+          format_error(model_.node_label(i) + ": writes " + model_.value_label(out) +
+                       ", already produced by " + model_.node_label(static_cast<size_t>(producer[out])));
         }
         producer[out] = static_cast<int64_t>(i);
       }

@@ -54,7 +54,7 @@ std::shared_ptr<BlobStorage> BlobStorage::borrow(const void* data, size_t size, 
 std::shared_ptr<BlobStorage> BlobStorage::map_file(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail(StatusCode::kIO, "cannot open '" + path + "': " + std::strerror(errno));
-  struct stat st {};
+  struct stat st{};
   if (::fstat(fd, &st) != 0) {
     const int e = errno;
     ::close(fd);

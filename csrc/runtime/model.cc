@@ -53,7 +53,9 @@ static_assert(static_cast<int16_t>(fb::XNNDatatype::MAX) == static_cast<int16_t>
 #undef WX_SAME_DTYPE
 
 // The schema's name of a datatype ("xnn_datatype_fp32"), "" when it has none.
-const char* schema_dtype_name(int16_t raw) { return fb::EnumNameXNNDatatype(static_cast<fb::XNNDatatype>(raw)); }
+const char* schema_dtype_name(int16_t raw) {
+  return fb::EnumNameXNNDatatype(static_cast<fb::XNNDatatype>(raw));
+}
 
 }  // namespace
 
@@ -72,18 +74,24 @@ const char* dtype_name(DType t) {
 
 size_t element_size(DType t) {
   switch (t) {
-    case DType::kFp32: case DType::kQint32: case DType::kQcint32: case DType::kInt32: case DType::kPfp32:
-    case DType::kWxUint32:
-      return 4;
-    case DType::kFp16: case DType::kBf16:
-      return 2;
-    case DType::kQint8: case DType::kQuint8: case DType::kQcint8: case DType::kQdint8: case DType::kQpint8:
-    case DType::kWxInt8: case DType::kWxUint8:
-      return 1;
-    case DType::kWxInt64: case DType::kWxUint64:
-      return 8;
-    default:
-      return 0;
+    case DType::kFp32:
+    case DType::kQint32:
+    case DType::kQcint32:
+    case DType::kInt32:
+    case DType::kPfp32:
+    case DType::kWxUint32: return 4;
+    case DType::kFp16:
+    case DType::kBf16: return 2;
+    case DType::kQint8:
+    case DType::kQuint8:
+    case DType::kQcint8:
+    case DType::kQdint8:
+    case DType::kQpint8:
+    case DType::kWxInt8:
+    case DType::kWxUint8: return 1;
+    case DType::kWxInt64:
+    case DType::kWxUint64: return 8;
+    default: return 0;
   }
 }
 

@@ -95,7 +95,7 @@ struct Value {
 
 struct Node {
   NodeType type{};  // NONE
-  std::vector<uint32_t> inputs;   // value indices; kNoValue for an absent optional input (bias)
+  std::vector<uint32_t> inputs;  // value indices; kNoValue for an absent optional input (bias)
   std::vector<uint32_t> outputs;  // value indices
   uint32_t flags = 0;
   bool has_output_min_max = false;
@@ -104,16 +104,16 @@ struct Node {
   PoolParams pool;  // pooling
   std::vector<uint32_t> ints_a;  // perm / new_shape / offsets / pre_paddings / axes
   std::vector<uint32_t> ints_b;  // sizes / post_paddings
-  uint32_t axis = 0;             // concat
+  uint32_t axis = 0;  // concat
   float alpha = 0.f, beta = 0.f;  // LeakyReLU slope, ELU alpha, WX params; pad: alpha = padding value
   uint32_t new_height = 0, new_width = 0;
-  uint16_t wx_op = 0;             // WX*Op enums; pad/resample mode; pool op; quantize op
+  uint16_t wx_op = 0;  // WX*Op enums; pad/resample mode; pool op; quantize op
   bool keep_dims = false;
   bool flag_a = false, flag_b = false;  // cumulative sum exclusive/reversed; triangular upper
-  int32_t diagonal = 0;                 // triangular
-  double dalpha = 0.0, dbeta = 0.0;     // WXUnary alpha/beta, WXPad value (full precision)
-  std::vector<float> floats;            // resample scales
-  bool folded = false;                  // evaluated at load (all inputs constant); skipped by run()
+  int32_t diagonal = 0;  // triangular
+  double dalpha = 0.0, dbeta = 0.0;  // WXUnary alpha/beta, WXPad value (full precision)
+  std::vector<float> floats;  // resample scales
+  bool folded = false;  // evaluated at load (all inputs constant); skipped by run()
 };
 
 // A dynamic input dimension from the webxnn metadata.
@@ -128,7 +128,7 @@ struct DynDim {
 struct Model {
   std::vector<Value> values;
   std::vector<Node> nodes;
-  std::vector<uint32_t> inputs;   // value indices, in external-id order
+  std::vector<uint32_t> inputs;  // value indices, in external-id order
   std::vector<uint32_t> outputs;  // value indices, in external-id order
   std::vector<std::string> input_names, output_names;
   std::vector<std::string> node_sources;  // webxnn metadata, may be empty

@@ -22,7 +22,8 @@ NodeDef& claim(NodeTable& table, NodeType type) {
   return d;
 }
 
-NodeDef& define_node(NodeTable& table, NodeType type, DecodeFn decode, ShapesFn shapes, CheckFn check, ExecFn exec) {
+NodeDef& define_node(NodeTable& table, NodeType type, DecodeFn decode, ShapesFn shapes, CheckFn check,
+                     ExecFn exec) {
   NodeDef& d = claim(table, type);
   d.decode = decode;
   d.shapes = shapes;

@@ -26,11 +26,11 @@ enum NodeTrait : uint32_t {
   kResidualAdd = 1u << 2,       // a sum a conv / FC making one operand may write in its epilogue
   kTakesResidual = 1u << 3,     // may add a residual to its output tiles (gemm_residual, conv2d_residual)
   kTakesActivation = 1u << 4,   // may apply an activation's post_op to its output tiles
-  kBlockConv = 1u << 5,         // when pointwise: a fused block's expand or project, the reader of an image
-                                // transpose's planes, a prefetcher of later weights
-  kBlockDepthwise = 1u << 6,    // the depthwise middle of a fused block (dwconv2d_fused)
-  kImageTranspose = 1u << 7,    // NCHW -> NHWC a kBlockConv node may read through
-  kPrefetched = 1u << 8,        // its packed weights may be fetched ahead by the kBlockConv steps before it
+  kBlockConv = 1u << 5,  // when pointwise: a fused block's expand or project, the reader of an image
+  // transpose's planes, a prefetcher of later weights
+  kBlockDepthwise = 1u << 6,  // the depthwise middle of a fused block (dwconv2d_fused)
+  kImageTranspose = 1u << 7,  // NCHW -> NHWC a kBlockConv node may read through
+  kPrefetched = 1u << 8,  // its packed weights may be fetched ahead by the kBlockConv steps before it
 };
 
 // What one step's executor sees. Built per step on the stack: no allocation.
@@ -38,7 +38,7 @@ struct ExecArgs {
   const Model& m;
   const KernelTable& k;
   const Plan& plan;
-  void* const* ptrs;          // per value
+  void* const* ptrs;  // per value
   const void* const* packed;  // per node: weights packed at load, or null (packed by the step itself)
   Parallel& par;
 };
@@ -77,7 +77,7 @@ struct NodeDef {
   ExecFn exec = nullptr;
   uint32_t traits = 0;
   PostOp post_op = PostOp::kNone;  // an activation a kTakesActivation producer can apply for it
-  uint8_t op = 0;                  // the family's kernel op for this type (a UnaryOp, BinaryOp, ...)
+  uint8_t op = 0;  // the family's kernel op for this type (a UnaryOp, BinaryOp, ...)
 
   bool has(uint32_t trait) const { return (traits & trait) != 0; }
 };
@@ -91,6 +91,7 @@ inline const NodeDef& node_def(NodeType t) { return node_table()[static_cast<uin
 // The row of `type`, for a family's register function; a type claimed twice is a bug (aborts at first use).
 NodeDef& claim(NodeTable& table, NodeType type);
 // claim() with the four functions every node that runs has; the caller adds packing, planning and op fields.
-NodeDef& define_node(NodeTable& table, NodeType type, DecodeFn decode, ShapesFn shapes, CheckFn check, ExecFn exec);
+NodeDef& define_node(NodeTable& table, NodeType type, DecodeFn decode, ShapesFn shapes, CheckFn check,
+                     ExecFn exec);
 
 }  // namespace webxnn

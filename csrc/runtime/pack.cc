@@ -43,7 +43,8 @@ void Program::pack_weights() {
   }
   packed_all_ = AlignedBuffer(total, false, /*huge_pages=*/true);
   for (size_t i : order) packed_ptr_[i] = packed_all_.data() + offset[i];
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return packed_size_[a] > packed_size_[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return packed_size_[a] > packed_size_[b]; });
   pool_->run(order.size(), [&](size_t t) {
     const size_t i = order[t];
     node_def(model_.nodes[i].type).pack(args(i), packed_all_.data() + offset[i]);

@@ -45,7 +45,8 @@ bool Program::computed(uint32_t v) const {
 std::shared_ptr<Plan> Program::make_plan(std::vector<Shape> shapes) const {
   auto plan = std::make_shared<Plan>();
   plan->shapes = std::move(shapes);
-  std::vector<int64_t> last_use = last_use_;  // fusions extend it: a fused node runs at its consumer's position
+  std::vector<int64_t> last_use =
+      last_use_;  // fusions extend it: a fused node runs at its consumer's position
   const Fusions fusions = plan_fusions(plan->shapes, last_use);
   StorageGroups groups = plan_storage(*plan, fusions, last_use);
   place_values(*plan, groups, fusions.elided);
@@ -59,7 +60,8 @@ std::shared_ptr<Plan> Program::make_plan(std::vector<Shape> shapes) const {
 //  * a view (StaticReshape, Copy) of a stored value shares its storage and runs no step; a view making a graph
 //    output from a computed value has that value's whole group computed straight into the output buffer;
 //  * an element-wise node (NodeDef::in_place) writes over an input of its size that no later node reads.
-StorageGroups Program::plan_storage(Plan& plan, const Fusions& f, const std::vector<int64_t>& last_use) const {
+StorageGroups Program::plan_storage(Plan& plan, const Fusions& f,
+                                    const std::vector<int64_t>& last_use) const {
   const size_t nv = model_.values.size();
   auto bytes_of = [&](uint32_t v) { return value_bytes(model_.values[v], plan.shapes[v]); };
   StorageGroups g;
@@ -133,8 +135,10 @@ void Program::place_values(Plan& plan, StorageGroups& g, const std::vector<bool>
   for (uint32_t v = 0; v < nv; ++v) {
     const uint32_t r = g.find(v);
     if (r == v) continue;
-    if (plan.offsets[r] != Plan::kNotInArena) plan.offsets[v] = plan.offsets[r];
-    else plan.alias[v] = r;
+    if (plan.offsets[r] != Plan::kNotInArena)
+      plan.offsets[v] = plan.offsets[r];
+    else
+      plan.alias[v] = r;
   }
 }
 
@@ -149,13 +153,12 @@ void Program::place_values(Plan& plan, StorageGroups& g, const std::vector<bool>
 // 1 thread, the four steps 778.
 void Program::plan_ahead(Plan& plan) const {
   constexpr size_t kAheadConvs = 2, kAheadSteps = 5;
-  constexpr size_t kAheadMaxRows = 8;                 // rows of the FC: each weight used at most this often
+  constexpr size_t kAheadMaxRows = 8;  // rows of the FC: each weight used at most this often
   constexpr size_t kAheadMinBytes = size_t(1) << 20;  // smaller weights stay in L2 / L3 between runs
   for (size_t f = 1; f < plan.steps.size(); ++f) {
     const uint32_t fc = plan.steps[f].node;
     const Node& fn = model_.nodes[fc];
-    if (!def(fn).has(kPrefetched) || !packed_ptr_[fc] ||
-        model_.values[fn.inputs[1]].dtype != DType::kFp32) {
+    if (!def(fn).has(kPrefetched) || !packed_ptr_[fc] || model_.values[fn.inputs[1]].dtype != DType::kFp32) {
       continue;
     }
     const Shape& x = plan.shapes[fn.inputs[0]];
@@ -189,7 +192,7 @@ void Program::plan_ahead(Plan& plan) const {
 // of work: waking a worker costs about as much). Kernels size their own tiles above this.
 bool Program::small_step(const Plan& plan, const Step& st) const {
   constexpr size_t kMinParallelBytes = size_t(32) << 10;  // output bytes of element-wise / layout steps
-  constexpr double kMinParallelMacs = 1e5;                // multiply-adds of GEMM / convolution steps
+  constexpr double kMinParallelMacs = 1e5;  // multiply-adds of GEMM / convolution steps
   const Node& nd = model_.nodes[st.node];
   const NodeDef& d = def(nd);
   if (d.macs) return d.macs(model_, plan, nd) < kMinParallelMacs;

@@ -13,9 +13,7 @@ namespace webxnn {
 constexpr size_t kTensorSlack = 16;  // readable bytes after every arena tensor (and folded constant)
 
 // Bytes of value v at shape s (4-bit types count a byte per element).
-inline size_t value_bytes(const Value& v, const Shape& s) {
-  return numel(s) * storage_size(v.dtype);
-}
+inline size_t value_bytes(const Value& v, const Shape& s) { return numel(s) * storage_size(v.dtype); }
 
 // One unit of work of a plan: a node, or a Conv2d / FullyConnected with the Add that consumes it fused into
 // its epilogue (out = clamp(conv(x) + bias + residual)).
@@ -24,13 +22,14 @@ struct Step {
   // A fused consumer whose output this step writes: an Add (residual: the conv / FC output plus `residual`)
   // or an activation (HardSwish / Sigmoid / Gelu, applied as the kernel's Activation::post).
   uint32_t into = kNoValue;
-  uint32_t residual = kNoValue;    // fused residual: the value added (never overlaps the output)
-  bool serial = false;             // too small to be worth waking the pool: run on the calling thread
+  uint32_t residual = kNoValue;  // fused residual: the value added (never overlaps the output)
+  bool serial = false;  // too small to be worth waking the pool: run on the calling thread
   // A fused producer: the pointwise Conv2d whose output this DepthwiseConv2d step (or `dw`) reads; the kernel
   // computes those expanded rows as it needs them (KernelTable::dwconv2d_fused), and the tensor never
   // materializes.
   uint32_t pre = kNoValue;
-  uint32_t pre_act = kNoValue;  // the HardSwish / Sigmoid / Gelu between `pre` and this step (MobileNetV3), if any
+  uint32_t pre_act =
+      kNoValue;  // the HardSwish / Sigmoid / Gelu between `pre` and this step (MobileNetV3), if any
   // A fused depthwise producer: the DepthwiseConv2d whose output this pointwise Conv2d step (the block's
   // project) reads, computed row by row inside the step; its own expand, if fused, is `pre`.
   uint32_t dw = kNoValue;
@@ -51,10 +50,10 @@ struct Step {
 //  * A group rooted at a graph input, constant or graph output is not in the arena: its values take that
 //    root's pointer (`alias`), and nothing ever writes into it in place.
 struct Plan {
-  std::vector<Shape> shapes;     // per value
-  std::vector<size_t> offsets;   // per value: arena offset, or kNotInArena
-  std::vector<uint32_t> alias;   // per value: the external value whose pointer it takes, or kNoValue
-  std::vector<Step> steps;       // in execution order
+  std::vector<Shape> shapes;  // per value
+  std::vector<size_t> offsets;  // per value: arena offset, or kNotInArena
+  std::vector<uint32_t> alias;  // per value: the external value whose pointer it takes, or kNoValue
+  std::vector<Step> steps;  // in execution order
   std::vector<uint32_t> aliased_nodes;  // nodes that need no step (their output shares storage)
   size_t arena_bytes = 0;
   static constexpr size_t kNotInArena = ~size_t(0);

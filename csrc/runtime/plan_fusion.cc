@@ -15,7 +15,9 @@
 namespace webxnn {
 namespace {
 
-bool act_is_none(const Activation& a) { return std::isinf(a.min) && a.min < 0 && std::isinf(a.max) && a.max > 0; }
+bool act_is_none(const Activation& a) {
+  return std::isinf(a.min) && a.min < 0 && std::isinf(a.max) && a.max > 0;
+}
 
 const NodeDef& def(const Node& nd) { return node_def(nd.type); }
 

@@ -16,7 +16,7 @@ struct Fusions {
   // step writing i's output.
   std::vector<Step> at;
   std::vector<uint32_t> fused_into;  // per node: the node whose step runs it, or kNoValue
-  std::vector<bool> elided;          // per value: read only inside a fused step, never stored
+  std::vector<bool> elided;  // per value: read only inside a fused step, never stored
 };
 
 // A 1x1, stride-1, unpadded convolution of one group (a GEMM over pixels): a fused block's expand or project,

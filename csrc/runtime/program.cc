@@ -19,9 +19,12 @@ bool public_dtype_of(DType t, PublicDType& out) {
   switch (t) {
     case DType::kFp32: out = PublicDType::kFloat32; return true;
     case DType::kFp16: out = PublicDType::kFloat16; return true;
-    case DType::kQint8: case DType::kWxInt8: out = PublicDType::kInt8; return true;
-    case DType::kQuint8: case DType::kWxUint8: out = PublicDType::kUint8; return true;
-    case DType::kInt32: case DType::kQint32: out = PublicDType::kInt32; return true;
+    case DType::kQint8:
+    case DType::kWxInt8: out = PublicDType::kInt8; return true;
+    case DType::kQuint8:
+    case DType::kWxUint8: out = PublicDType::kUint8; return true;
+    case DType::kInt32:
+    case DType::kQint32: out = PublicDType::kInt32; return true;
     case DType::kWxUint32: out = PublicDType::kUint32; return true;
     case DType::kWxInt64: out = PublicDType::kInt64; return true;
     case DType::kWxUint64: out = PublicDType::kUint64; return true;
@@ -47,10 +50,14 @@ const char* public_dtype_name(PublicDType t) {
 
 size_t public_dtype_size(PublicDType t) {
   switch (t) {
-    case PublicDType::kFloat32: case PublicDType::kInt32: case PublicDType::kUint32: return 4;
+    case PublicDType::kFloat32:
+    case PublicDType::kInt32:
+    case PublicDType::kUint32: return 4;
     case PublicDType::kFloat16: return 2;
-    case PublicDType::kInt8: case PublicDType::kUint8: return 1;
-    case PublicDType::kInt64: case PublicDType::kUint64: return 8;
+    case PublicDType::kInt8:
+    case PublicDType::kUint8: return 1;
+    case PublicDType::kInt64:
+    case PublicDType::kUint64: return 8;
   }
   return 0;
 }
@@ -116,7 +123,8 @@ void Program::init(std::shared_ptr<BlobStorage> blob, const LoadOptions& opts) {
                     ", which cannot be passed in or out");
       }
       info.dynamic.assign(v.dims.size(), std::string());
-      info.is_dynamic.assign(v.dims.size(), !model_.has_wx_metadata && pass == 0);  // ExecuTorch: upper bounds
+      info.is_dynamic.assign(v.dims.size(),
+                             !model_.has_wx_metadata && pass == 0);  // ExecuTorch: upper bounds
       if (pass == 0) {
         for (const DynDim& d : model_.dyn_dims) {
           if (d.input != k) continue;
@@ -146,7 +154,6 @@ void Program::init(std::shared_ptr<BlobStorage> blob, const LoadOptions& opts) {
   base_plan_ = make_plan(std::move(shapes));
 }
 
-
 void Program::check_supported(size_t i) const {
   const NodeDef& d = node_def(model_.nodes[i].type);
   if (!d.check) unsupported(model_.node_label(i) + ": this node type is not supported by the runtime yet");
@@ -174,8 +181,8 @@ std::shared_ptr<const Plan> Program::plan_for(const std::vector<Shape>& input_sh
   for (size_t k = 0; k < input_shapes.size(); ++k) {
     const Shape& s = input_shapes[k];
     const Value& v = model_.values[model_.inputs[k]];
-    const std::string desc = "input '" + inputs_[k].name + "': expected shape " + shape_str(inputs_[k].shape) +
-                             ", got " + shape_str(s);
+    const std::string desc = "input '" + inputs_[k].name + "': expected shape " +
+                             shape_str(inputs_[k].shape) + ", got " + shape_str(s);
     if (s.size() > kMaxRank) input_error(desc + " (rank above " + str(kMaxRank) + ")");
     uint64_t n = storage_size(v.dtype);
     for (size_t d : s) {
@@ -211,7 +218,8 @@ void Program::check_input_shapes(const std::vector<Shape>& input_shapes) const {
     const Shape& s = input_shapes[k];
     const TensorInfo& info = inputs_[k];
     const Shape& want = info.shape;
-    const std::string desc = "input '" + info.name + "': expected shape " + shape_str(want) + ", got " + shape_str(s);
+    const std::string desc =
+        "input '" + info.name + "': expected shape " + shape_str(want) + ", got " + shape_str(s);
     if (s.size() != want.size()) {
       input_error(desc + " (rank " + str(want.size()) + " expected, got " + str(s.size()) + ")");
     }
@@ -222,8 +230,8 @@ void Program::check_input_shapes(const std::vector<Shape>& input_shapes) const {
       }
       if (s[d] > want[d] || (model_.has_wx_metadata && s[d] < 1)) {
         const std::string nm = info.dynamic[d].empty() ? "" : " ('" + info.dynamic[d] + "')";
-        input_error(desc + ": axis " + str(d) + nm + " may be " + (model_.has_wx_metadata ? "1" : "0") + ".." +
-                    str(want[d]) + " but got " + str(s[d]));
+        input_error(desc + ": axis " + str(d) + nm + " may be " + (model_.has_wx_metadata ? "1" : "0") +
+                    ".." + str(want[d]) + " but got " + str(s[d]));
       }
     }
   }

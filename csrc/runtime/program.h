@@ -81,7 +81,8 @@ class Program {
 
   // Runs with dense row-major inputs of plan's shapes; outputs[i] must hold numel(plan output i) elements.
   // With `step_ns` (plan.steps.size() entries), each step's wall time in nanoseconds is added to it.
-  void run(const Plan& plan, const void* const* inputs, void* const* outputs, uint64_t* step_ns = nullptr) const;
+  void run(const Plan& plan, const void* const* inputs, void* const* outputs,
+           uint64_t* step_ns = nullptr) const;
 
  private:
   Program() = default;
@@ -104,7 +105,8 @@ class Program {
   // A value computed by a node, neither a constant nor a graph input / output: it needs storage of its own.
   bool computed(uint32_t v) const;
   // run.cc: execution and arenas
-  void exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel& par, const Step* step = nullptr) const;
+  void exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel& par,
+                 const Step* step = nullptr) const;
   AlignedBuffer acquire_arena(size_t bytes) const;
   void release_arena(AlignedBuffer buf) const;
 
@@ -112,12 +114,12 @@ class Program {
   Model model_;
   const KernelTable* kernels_ = nullptr;
   std::vector<TensorInfo> inputs_, outputs_;
-  AlignedBuffer packed_all_;            // every node's packed weights
+  AlignedBuffer packed_all_;  // every node's packed weights
   std::vector<const void*> packed_ptr_;  // per node: its slice of packed_all_, or null
-  std::vector<size_t> packed_size_;      // per node: bytes of that slice (0 when null)
-  std::vector<int64_t> producer_;      // per value: producing node, or -1
-  std::vector<int64_t> last_use_;      // per value: last node reading it, or -1
-  std::vector<uint32_t> consumers_;    // per value: how many input slots of non-folded nodes read it
+  std::vector<size_t> packed_size_;  // per node: bytes of that slice (0 when null)
+  std::vector<int64_t> producer_;  // per value: producing node, or -1
+  std::vector<int64_t> last_use_;  // per value: last node reading it, or -1
+  std::vector<uint32_t> consumers_;  // per value: how many input slots of non-folded nodes read it
   std::shared_ptr<const Plan> base_plan_;
   std::unique_ptr<ThreadPool> pool_;
 

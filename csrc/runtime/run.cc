@@ -28,7 +28,8 @@ void Program::release_arena(AlignedBuffer buf) const {
   if (free_arenas_.size() < kMaxFreeArenas) free_arenas_.push_back(std::move(buf));
 }
 
-void Program::run(const Plan& plan, const void* const* inputs, void* const* outputs, uint64_t* step_ns) const {
+void Program::run(const Plan& plan, const void* const* inputs, void* const* outputs,
+                  uint64_t* step_ns) const {
   const size_t nv = model_.values.size();
   // The arena comes from (and goes back to) a small cache: a fresh multi-megabyte allocation per run would
   // be mapped and page-faulted anew every time.
@@ -41,8 +42,10 @@ void Program::run(const Plan& plan, const void* const* inputs, void* const* outp
   std::vector<void*> ptrs(nv, nullptr);
   for (size_t v = 0; v < nv; ++v) {
     const Value& val = model_.values[v];
-    if (val.is_constant) ptrs[v] = const_cast<uint8_t*>(val.data);  // kernels only read constants
-    else if (plan.offsets[v] != Plan::kNotInArena) ptrs[v] = arena + plan.offsets[v];
+    if (val.is_constant)
+      ptrs[v] = const_cast<uint8_t*>(val.data);  // kernels only read constants
+    else if (plan.offsets[v] != Plan::kNotInArena)
+      ptrs[v] = arena + plan.offsets[v];
   }
   for (size_t k = 0; k < model_.outputs.size(); ++k) ptrs[model_.outputs[k]] = outputs[k];
   for (size_t k = 0; k < model_.inputs.size(); ++k) ptrs[model_.inputs[k]] = const_cast<void*>(inputs[k]);
@@ -60,7 +63,8 @@ void Program::run(const Plan& plan, const void* const* inputs, void* const* outp
     const auto t0 = std::chrono::steady_clock::now();
     exec_node(st.node, plan, ptrs.data(), par, &st);
     const auto t1 = std::chrono::steady_clock::now();
-    step_ns[s] += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
+    step_ns[s] +=
+        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
   }
   // An input that is also an output (flags 3) is copied through.
   for (size_t k = 0; k < model_.outputs.size(); ++k) {
@@ -72,7 +76,8 @@ void Program::run(const Plan& plan, const void* const* inputs, void* const* outp
   }
 }
 
-void Program::exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel& par, const Step* step) const {
+void Program::exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel& par,
+                        const Step* step) const {
   const Node& nd = model_.nodes[i];
   const NodeDef& d = node_def(nd.type);
   if (!d.exec) fail(StatusCode::kInternal, model_.node_label(i) + ": no executor for this node type");

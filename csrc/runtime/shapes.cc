@@ -18,9 +18,12 @@ bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out) {
   for (size_t k = 0; k < r; ++k) {
     const size_t da = k < r - a.size() ? 1 : a[k - (r - a.size())];
     const size_t db = k < r - b.size() ? 1 : b[k - (r - b.size())];
-    if (da == db || db == 1) out[k] = da;
-    else if (da == 1) out[k] = db;
-    else return false;
+    if (da == db || db == 1)
+      out[k] = da;
+    else if (da == 1)
+      out[k] = db;
+    else
+      return false;
   }
   return true;
 }

@@ -32,7 +32,8 @@ void bind_arena_layout(py::module_& m) {
                                                    std::to_string(sizes[k]) + " is not a multiple of " +
                                                    std::to_string(kArenaAlignment));
           if (starts[k] > ends[k])
-            fail(StatusCode::kInvalidArgument, "arena_layout: tensor " + std::to_string(k) + " ends before it starts");
+            fail(StatusCode::kInvalidArgument,
+                 "arena_layout: tensor " + std::to_string(k) + " ends before it starts");
           ts.push_back({static_cast<uint32_t>(k), sizes[k], starts[k], ends[k], 0});
           steps = std::max(steps, ends[k] + 1);
         }

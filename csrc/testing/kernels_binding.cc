@@ -41,7 +41,8 @@ std::string shape_str(const std::vector<size_t>& s) {
 
 void need_ndim(const char* where, const char* name, const py::array& a, py::ssize_t nd) {
   if (a.ndim() != nd)
-    bad(where, std::string(name) + " must be " + std::to_string(nd) + "-D, got shape " + shape_str(shape_of(a)));
+    bad(where,
+        std::string(name) + " must be " + std::to_string(nd) + "-D, got shape " + shape_str(shape_of(a)));
 }
 
 template <typename T>
@@ -55,17 +56,21 @@ Activation act_of(const char* w, float mn, float mx, const std::string& post = "
   Activation a;
   a.min = mn;
   a.max = mx;
-  if (post == "hardswish") a.post = PostOp::kHardswish;
-  else if (post == "sigmoid") a.post = PostOp::kSigmoid;
-  else if (post == "gelu") a.post = PostOp::kGelu;
-  else if (post != "none") bad(w, "post must be none, hardswish, sigmoid or gelu, not '" + post + "'");
+  if (post == "hardswish")
+    a.post = PostOp::kHardswish;
+  else if (post == "sigmoid")
+    a.post = PostOp::kSigmoid;
+  else if (post == "gelu")
+    a.post = PostOp::kGelu;
+  else if (post != "none")
+    bad(w, "post must be none, hardswish, sigmoid or gelu, not '" + post + "'");
   return a;
 }
 
 // ---------------------------------------------------------------------------------------- gemm / matmul
 py::array gemm_t(const FArr& A, const FArr& B, const std::optional<FArr>& bias, bool b_is_nk, Activation act,
-               const std::string& isa, size_t threads, const Timing& tm,
-               const std::optional<FArr>& residual = std::nullopt) {
+                 const std::string& isa, size_t threads, const Timing& tm,
+                 const std::optional<FArr>& residual = std::nullopt) {
   const char* w = "gemm";
   need_ndim(w, "A", A, 2);
   need_ndim(w, "B", B, 2);
@@ -95,8 +100,9 @@ py::array gemm_t(const FArr& A, const FArr& B, const std::optional<FArr>& bias, 
   return std::move(C);
 }
 
-py::array gemm(const FArr& A, const FArr& B, const std::optional<FArr>& bias, bool b_is_nk, float mn, float mx,
-               const std::string& isa, size_t threads, const std::optional<FArr>& residual, const std::string& post) {
+py::array gemm(const FArr& A, const FArr& B, const std::optional<FArr>& bias, bool b_is_nk, float mn,
+               float mx, const std::string& isa, size_t threads, const std::optional<FArr>& residual,
+               const std::string& post) {
   return gemm_t(A, B, bias, b_is_nk, act_of("gemm", mn, mx, post), isa, threads, Timing{}, residual);
 }
 
@@ -134,7 +140,8 @@ void set_geometry(const char* w, ConvParams& p, const Pads& pads, const Pair& st
   p.stride_w = strides.second;
   p.dilation_h = dil.first;
   p.dilation_w = dil.second;
-  if (!p.stride_h || !p.stride_w || !p.dilation_h || !p.dilation_w) bad(w, "strides and dilations must be >= 1");
+  if (!p.stride_h || !p.stride_w || !p.dilation_h || !p.dilation_w)
+    bad(w, "strides and dilations must be >= 1");
 }
 
 size_t conv_out(const char* w, size_t in, size_t pa, size_t pb, size_t k, size_t s, size_t d) {
@@ -175,9 +182,10 @@ ConvParams dense_conv_params(const char* w, const FArr& x, const FArr& f, const 
 }
 
 py::array conv2d_t(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
-                 const Pair& strides, const Pair& dil, uint32_t groups, Activation act, const std::string& isa,
-                 size_t threads, const Timing& tm, const std::optional<FArr>& residual = std::nullopt,
-                 bool nchw = false, const std::optional<FArr>& ahead = std::nullopt) {
+                   const Pair& strides, const Pair& dil, uint32_t groups, Activation act,
+                   const std::string& isa, size_t threads, const Timing& tm,
+                   const std::optional<FArr>& residual = std::nullopt, bool nchw = false,
+                   const std::optional<FArr>& ahead = std::nullopt) {
   const char* w = "conv2d";
   ConvParams p = dense_conv_params(w, x, f, bias, pads, strides, dil, groups, act, nchw);
   if (ahead) p.ahead = {ahead->data(), static_cast<size_t>(ahead->nbytes())};
@@ -205,8 +213,8 @@ py::array conv2d_t(const FArr& x, const FArr& f, const std::optional<FArr>& bias
 }
 
 py::array dwconv2d_t(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
-                   const Pair& strides, const Pair& dil, Activation act, const std::string& isa, size_t threads,
-                   const Timing& tm) {
+                     const Pair& strides, const Pair& dil, Activation act, const std::string& isa,
+                     size_t threads, const Timing& tm) {
   const char* w = "dwconv2d";
   need_ndim(w, "x", x, 4);
   need_ndim(w, "filter", f, 4);
@@ -238,16 +246,16 @@ py::array dwconv2d_t(const FArr& x, const FArr& f, const std::optional<FArr>& bi
 }
 
 py::array conv2d(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
-                 const Pair& strides, const Pair& dil, uint32_t groups, float mn, float mx, const std::string& isa,
-                 size_t threads, const std::optional<FArr>& residual, const std::string& post,
-                 const std::string& layout, const std::optional<FArr>& ahead) {
-  return conv2d_t(x, f, bias, pads, strides, dil, groups, act_of("conv2d", mn, mx, post), isa, threads, Timing{},
-                  residual, nchw_layout("conv2d", layout), ahead);
+                 const Pair& strides, const Pair& dil, uint32_t groups, float mn, float mx,
+                 const std::string& isa, size_t threads, const std::optional<FArr>& residual,
+                 const std::string& post, const std::string& layout, const std::optional<FArr>& ahead) {
+  return conv2d_t(x, f, bias, pads, strides, dil, groups, act_of("conv2d", mn, mx, post), isa, threads,
+                  Timing{}, residual, nchw_layout("conv2d", layout), ahead);
 }
 
 py::array dwconv2d(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
-                   const Pair& strides, const Pair& dil, float mn, float mx, const std::string& isa, size_t threads,
-                   const std::string& post) {
+                   const Pair& strides, const Pair& dil, float mn, float mx, const std::string& isa,
+                   size_t threads, const std::string& post) {
   return dwconv2d_t(x, f, bias, pads, strides, dil, act_of("dwconv2d", mn, mx, post), isa, threads, Timing{});
 }
 
@@ -261,9 +269,9 @@ struct PwArgs {
 };
 
 py::array dwconv2d_block(const char* w, const FArr& x, const PwArgs& ex, const FArr& f,
-                         const std::optional<FArr>& bias, const Pads& pads, const Pair& strides, const Pair& dil,
-                         Activation act, const PwArgs& pr, const std::optional<FArr>& residual,
-                         const std::string& isa, size_t threads) {
+                         const std::optional<FArr>& bias, const Pads& pads, const Pair& strides,
+                         const Pair& dil, Activation act, const PwArgs& pr,
+                         const std::optional<FArr>& residual, const std::string& isa, size_t threads) {
   need_ndim(w, "x", x, 4);
   need_ndim(w, "filter", f, 4);
   const size_t N = x.shape(0), H = x.shape(1), W = x.shape(2);
@@ -297,9 +305,10 @@ py::array dwconv2d_block(const char* w, const FArr& x, const PwArgs& ex, const F
   const size_t OH = conv_out(w, H, p.pad_top, p.pad_bottom, p.kernel_h, p.stride_h, p.dilation_h);
   const size_t OW = conv_out(w, W, p.pad_left, p.pad_right, p.kernel_w, p.stride_w, p.dilation_w);
   const size_t co = pr.filter ? qp.group_output_channels : C;
-  if (residual && (!pr.filter || residual->ndim() != 4 || static_cast<size_t>(residual->shape(0)) != N ||
-                   static_cast<size_t>(residual->shape(1)) != OH || static_cast<size_t>(residual->shape(2)) != OW ||
-                   static_cast<size_t>(residual->shape(3)) != co))
+  if (residual &&
+      (!pr.filter || residual->ndim() != 4 || static_cast<size_t>(residual->shape(0)) != N ||
+       static_cast<size_t>(residual->shape(1)) != OH || static_cast<size_t>(residual->shape(2)) != OW ||
+       static_cast<size_t>(residual->shape(3)) != co))
     bad(w, "residual must be [" + std::to_string(N) + ", " + std::to_string(OH) + ", " + std::to_string(OW) +
                ", " + std::to_string(co) + "] (the project conv's output)");
   const KernelTable& t = table_for(w, isa);
@@ -320,7 +329,8 @@ py::array dwconv2d_block(const char* w, const FArr& x, const PwArgs& ex, const F
     }
     t.dwconv2d_pack(p, f.data(), bias ? bias->data() : nullptr, dwp.p);
     t.dwconv2d_fused(ex.filter ? &expand : nullptr, p, N, H, W, x.data(), OH, OW, dwp.p,
-                     pr.filter ? &project : nullptr, residual ? residual->data() : nullptr, out.mutable_data(), par);
+                     pr.filter ? &project : nullptr, residual ? residual->data() : nullptr,
+                     out.mutable_data(), par);
   }
   return std::move(out);
 }
@@ -328,9 +338,9 @@ py::array dwconv2d_block(const char* w, const FArr& x, const PwArgs& ex, const F
 // The fused expand -> depthwise pair: x [N,H,W,cin], pw_filter [C, cin] (+ pw_bias, clamp pw_min/pw_max), then
 // the depthwise filter [1, kh, kw, C] (+ bias, clamp min/max, post).
 py::array conv1x1_dwconv2d(const FArr& x, const FArr& pw, const std::optional<FArr>& pw_bias, const FArr& f,
-                           const std::optional<FArr>& bias, const Pads& pads, const Pair& strides, const Pair& dil,
-                           float pw_mn, float pw_mx, float mn, float mx, const std::string& post,
-                           const std::string& isa, size_t threads) {
+                           const std::optional<FArr>& bias, const Pads& pads, const Pair& strides,
+                           const Pair& dil, float pw_mn, float pw_mx, float mn, float mx,
+                           const std::string& post, const std::string& isa, size_t threads) {
   const char* w = "conv1x1_dwconv2d";
   return dwconv2d_block(w, x, PwArgs{&pw, &pw_bias, act_of(w, pw_mn, pw_mx)}, f, bias, pads, strides, dil,
                         act_of(w, mn, mx, post), PwArgs{}, std::nullopt, isa, threads);
@@ -340,9 +350,9 @@ py::array conv1x1_dwconv2d(const FArr& x, const FArr& pw, const std::optional<FA
 py::array dwconv2d_conv1x1(const FArr& x, const std::optional<FArr>& pw, const std::optional<FArr>& pw_bias,
                            const FArr& f, const std::optional<FArr>& bias, const FArr& proj,
                            const std::optional<FArr>& proj_bias, const std::optional<FArr>& residual,
-                           const Pads& pads, const Pair& strides, const Pair& dil, float pw_mn, float pw_mx, float mn,
-                           float mx, const std::string& post, float proj_mn, float proj_mx, const std::string& isa,
-                           size_t threads) {
+                           const Pads& pads, const Pair& strides, const Pair& dil, float pw_mn, float pw_mx,
+                           float mn, float mx, const std::string& post, float proj_mn, float proj_mx,
+                           const std::string& isa, size_t threads) {
   const char* w = "dwconv2d_conv1x1";
   PwArgs ex;
   if (pw) ex = PwArgs{&*pw, &pw_bias, act_of(w, pw_mn, pw_mx)};
@@ -351,8 +361,8 @@ py::array dwconv2d_conv1x1(const FArr& x, const std::optional<FArr>& pw, const s
 }
 
 py::array deconv2d_t(const FArr& x, const FArr& f, const std::optional<FArr>& bias, const Pads& pads,
-                     const Pair& strides, const Pair& dil, uint32_t groups, const Pair& adj, float mn, float mx,
-                     const std::string& isa, size_t threads, const Timing& tm) {
+                     const Pair& strides, const Pair& dil, uint32_t groups, const Pair& adj, float mn,
+                     float mx, const std::string& isa, size_t threads, const Timing& tm) {
   const char* w = "deconv2d";
   ConvParams p = dense_conv_params(w, x, f, bias, pads, strides, dil, groups, act_of(w, mn, mx));
   const size_t N = x.shape(0), H = x.shape(1), W = x.shape(2), OC = f.shape(0);
@@ -384,7 +394,8 @@ py::array deconv2d(const FArr& x, const FArr& f, const std::optional<FArr>& bias
 
 // ---------------------------------------------------------------------------------------- pooling
 py::array pool2d_t(bool is_max, const FArr& x, const Pair& pool, const Pads& pads, const Pair& strides,
-                 const Pair& dil, float mn, float mx, const std::string& isa, size_t threads, const Timing& tm) {
+                   const Pair& dil, float mn, float mx, const std::string& isa, size_t threads,
+                   const Timing& tm) {
   const char* w = is_max ? "max_pool2d" : "avg_pool2d";
   need_ndim(w, "x", x, 4);
   PoolParams p;
@@ -406,7 +417,9 @@ py::array pool2d_t(bool is_max, const FArr& x, const Pair& pool, const Pads& pad
   auto out = make_out<float>({N, OH, OW, C});
   {
     py::gil_scoped_release nogil;
-    run_timed(tm, [&] { (is_max ? t.max_pool2d : t.avg_pool2d)(p, N, H, W, C, x.data(), OH, OW, out.mutable_data(), par); });
+    run_timed(tm, [&] {
+      (is_max ? t.max_pool2d : t.avg_pool2d)(p, N, H, W, C, x.data(), OH, OW, out.mutable_data(), par);
+    });
   }
   return std::move(out);
 }
@@ -434,35 +447,49 @@ py::array global_avg_pool(const FArr& x, float mn, float mx, const std::string& 
 // ---------------------------------------------------------------------------------------- element-wise
 const std::map<std::string, BinaryOp>& binary_names() {
   static const std::map<std::string, BinaryOp> m = {
-      {"add", BinaryOp::kAdd},     {"sub", BinaryOp::kSub},   {"mul", BinaryOp::kMul},
-      {"div", BinaryOp::kDiv},     {"min", BinaryOp::kMin},   {"max", BinaryOp::kMax},
-      {"pow", BinaryOp::kPow},     {"prelu", BinaryOp::kPrelu}, {"squared_diff", BinaryOp::kSquaredDiff},
+      {"add", BinaryOp::kAdd}, {"sub", BinaryOp::kSub},     {"mul", BinaryOp::kMul},
+      {"div", BinaryOp::kDiv}, {"min", BinaryOp::kMin},     {"max", BinaryOp::kMax},
+      {"pow", BinaryOp::kPow}, {"prelu", BinaryOp::kPrelu}, {"squared_diff", BinaryOp::kSquaredDiff},
   };
   return m;
 }
 
 const std::map<std::string, UnaryOp>& unary_names() {
   static const std::map<std::string, UnaryOp> m = {
-      {"clamp", UnaryOp::kClamp},         {"abs", UnaryOp::kAbs},
-      {"neg", UnaryOp::kNeg},             {"floor", UnaryOp::kFloor},
-      {"ceil", UnaryOp::kCeil},           {"sqrt", UnaryOp::kSqrt},
-      {"rsqrt", UnaryOp::kRsqrt},         {"square", UnaryOp::kSquare},
-      {"sigmoid", UnaryOp::kSigmoid},     {"tanh", UnaryOp::kTanh},
-      {"exp", UnaryOp::kExp},             {"log", UnaryOp::kLog},
-      {"sin", UnaryOp::kSin},             {"cos", UnaryOp::kCos},
-      {"hardswish", UnaryOp::kHardswish}, {"leaky_relu", UnaryOp::kLeakyRelu},
-      {"elu", UnaryOp::kElu},             {"gelu", UnaryOp::kGelu},
-      {"erf", UnaryOp::kErf},             {"relu", UnaryOp::kRelu},
-      {"sign", UnaryOp::kSign},           {"round_even", UnaryOp::kRoundEven},
-      {"reciprocal", UnaryOp::kReciprocal}, {"softplus", UnaryOp::kSoftplus},
-      {"softsign", UnaryOp::kSoftsign},   {"tan", UnaryOp::kTan},
-      {"hard_sigmoid", UnaryOp::kHardSigmoid}, {"copy", UnaryOp::kCopy},
+      {"clamp", UnaryOp::kClamp},
+      {"abs", UnaryOp::kAbs},
+      {"neg", UnaryOp::kNeg},
+      {"floor", UnaryOp::kFloor},
+      {"ceil", UnaryOp::kCeil},
+      {"sqrt", UnaryOp::kSqrt},
+      {"rsqrt", UnaryOp::kRsqrt},
+      {"square", UnaryOp::kSquare},
+      {"sigmoid", UnaryOp::kSigmoid},
+      {"tanh", UnaryOp::kTanh},
+      {"exp", UnaryOp::kExp},
+      {"log", UnaryOp::kLog},
+      {"sin", UnaryOp::kSin},
+      {"cos", UnaryOp::kCos},
+      {"hardswish", UnaryOp::kHardswish},
+      {"leaky_relu", UnaryOp::kLeakyRelu},
+      {"elu", UnaryOp::kElu},
+      {"gelu", UnaryOp::kGelu},
+      {"erf", UnaryOp::kErf},
+      {"relu", UnaryOp::kRelu},
+      {"sign", UnaryOp::kSign},
+      {"round_even", UnaryOp::kRoundEven},
+      {"reciprocal", UnaryOp::kReciprocal},
+      {"softplus", UnaryOp::kSoftplus},
+      {"softsign", UnaryOp::kSoftsign},
+      {"tan", UnaryOp::kTan},
+      {"hard_sigmoid", UnaryOp::kHardSigmoid},
+      {"copy", UnaryOp::kCopy},
   };
   return m;
 }
 
-py::array binary(const std::string& op, const FArr& a, const FArr& b, float mn, float mx, const std::string& isa,
-                 size_t threads) {
+py::array binary(const std::string& op, const FArr& a, const FArr& b, float mn, float mx,
+                 const std::string& isa, size_t threads) {
   const char* w = "binary";
   auto it = binary_names().find(op);
   if (it == binary_names().end()) bad(w, "unknown op '" + op + "'");
@@ -501,7 +528,9 @@ py::array unary_t(const std::string& op, const FArr& x, float alpha, float beta,
   p.act = act_of(w, mn, mx);
   {
     py::gil_scoped_release nogil;
-    run_timed(tm, [&] { t.unary(it->second, static_cast<size_t>(x.size()), x.data(), out.mutable_data(), p, par); });
+    run_timed(tm, [&] {
+      t.unary(it->second, static_cast<size_t>(x.size()), x.data(), out.mutable_data(), p, par);
+    });
   }
   return std::move(out);
 }
@@ -545,8 +574,8 @@ py::array normalize_t(const FArr& x, const std::optional<FArr>& scale, const std
   {
     py::gil_scoped_release nogil;
     run_timed(tm, [&] {
-      t.normalize(rows, cols, x.data(), scale ? scale->data() : nullptr, bias ? bias->data() : nullptr, epsilon,
-                  out.mutable_data(), par);
+      t.normalize(rows, cols, x.data(), scale ? scale->data() : nullptr, bias ? bias->data() : nullptr,
+                  epsilon, out.mutable_data(), par);
     });
   }
   return std::move(out);
@@ -593,9 +622,7 @@ py::array qs8_gemm(const I8Arr& A, const I8Arr& B, const std::optional<I32Arr>& 
 }
 
 // ---------------------------------------------------------------------------------------- layout
-py::array contiguous(const py::array& x) {
-  return py::array::ensure(x, py::array::c_style);
-}
+py::array contiguous(const py::array& x) { return py::array::ensure(x, py::array::c_style); }
 
 py::array transpose(const py::array& x_in, const std::vector<size_t>& perm, size_t threads) {
   const char* w = "transpose";
@@ -627,7 +654,8 @@ py::array slice(const py::array& x_in, const std::vector<size_t>& offsets, const
   for (size_t i = 0; i < dims.size(); ++i)
     if (offsets[i] > dims[i] || sizes[i] > dims[i] - offsets[i]) bad(w, "slice out of bounds");
   py::array out(x.dtype(), std::vector<py::ssize_t>(sizes.begin(), sizes.end()));
-  slice_bytes(x.itemsize(), dims.size(), dims.data(), offsets.data(), sizes.data(), x.data(), out.mutable_data());
+  slice_bytes(x.itemsize(), dims.size(), dims.data(), offsets.data(), sizes.data(), x.data(),
+              out.mutable_data());
   return out;
 }
 
@@ -640,7 +668,8 @@ py::array pad(const py::array& x_in, const std::vector<size_t>& pre, const std::
     bad(w, "pre/post must match the rank (<= 8)");
   py::array fill = py::module_::import("numpy").attr("asarray")(value, x.dtype());
   std::vector<py::ssize_t> out_shape(dims.size());
-  for (size_t i = 0; i < dims.size(); ++i) out_shape[i] = static_cast<py::ssize_t>(pre[i] + dims[i] + post[i]);
+  for (size_t i = 0; i < dims.size(); ++i)
+    out_shape[i] = static_cast<py::ssize_t>(pre[i] + dims[i] + post[i]);
   py::array out(x.dtype(), out_shape);
   pad_bytes(x.itemsize(), dims.size(), dims.data(), pre.data(), post.data(), fill.data(), x.data(),
             out.mutable_data());
@@ -704,10 +733,11 @@ void bind_kernels(py::module_& m) {
   const auto mx = py::arg("max") = kInf;
   const Pads no_pads{0, 0, 0, 0};
   const Pair ones{1, 1};
-  m.def("gemm", &gemm, py::arg("A"), py::arg("B"), py::arg("bias") = py::none(), py::arg("b_is_nk") = false, mn,
-        mx, isa, thr, py::arg("residual") = py::none(), py::arg("post") = "none",
-        "C[M,N] = post(clamp(A[M,K] @ B + bias (+ residual))); B is [K,N], or [N,K] when b_is_nk; post: none, "
-        "hardswish, sigmoid or gelu");
+  m.def(
+      "gemm", &gemm, py::arg("A"), py::arg("B"), py::arg("bias") = py::none(), py::arg("b_is_nk") = false, mn,
+      mx, isa, thr, py::arg("residual") = py::none(), py::arg("post") = "none",
+      "C[M,N] = post(clamp(A[M,K] @ B + bias (+ residual))); B is [K,N], or [N,K] when b_is_nk; post: none, "
+      "hardswish, sigmoid or gelu");
   m.def("batch_matmul", &batch_matmul, py::arg("A"), py::arg("B"), py::arg("b_is_nk") = false, isa, thr);
   m.def("conv2d", &conv2d, py::arg("x"), py::arg("filter"), py::arg("bias") = py::none(),
         py::arg("pads") = no_pads, py::arg("strides") = ones, py::arg("dilations") = ones,
@@ -718,18 +748,21 @@ void bind_kernels(py::module_& m) {
         "while it computes (a later step's weights; never changes the result)");
   m.def("dwconv2d", &dwconv2d, py::arg("x"), py::arg("filter"), py::arg("bias") = py::none(),
         py::arg("pads") = no_pads, py::arg("strides") = ones, py::arg("dilations") = ones, mn, mx, isa, thr,
-        py::arg("post") = "none", "NHWC depthwise conv (clamp, then post); filter [1, kh, kw, C*depth_multiplier]");
-  m.def("conv1x1_dwconv2d", &conv1x1_dwconv2d, py::arg("x"), py::arg("pw_filter"), py::arg("pw_bias") = py::none(),
-        py::arg("filter"), py::arg("bias") = py::none(), py::arg("pads") = no_pads, py::arg("strides") = ones,
-        py::arg("dilations") = ones, py::arg("pw_min") = -kInf, py::arg("pw_max") = kInf, mn, mx,
-        py::arg("post") = "none", isa, thr,
+        py::arg("post") = "none",
+        "NHWC depthwise conv (clamp, then post); filter [1, kh, kw, C*depth_multiplier]");
+  m.def("conv1x1_dwconv2d", &conv1x1_dwconv2d, py::arg("x"), py::arg("pw_filter"),
+        py::arg("pw_bias") = py::none(), py::arg("filter"), py::arg("bias") = py::none(),
+        py::arg("pads") = no_pads, py::arg("strides") = ones, py::arg("dilations") = ones,
+        py::arg("pw_min") = -kInf, py::arg("pw_max") = kInf, mn, mx, py::arg("post") = "none", isa, thr,
         "dwconv2d(conv1x1(x)): the pointwise conv [C, cin] feeding the depthwise [1, kh, kw, C], fused");
-  m.def("dwconv2d_conv1x1", &dwconv2d_conv1x1, py::arg("x"), py::arg("pw_filter") = py::none(),
-        py::arg("pw_bias") = py::none(), py::arg("filter"), py::arg("bias") = py::none(), py::arg("project_filter"),
-        py::arg("project_bias") = py::none(), py::arg("residual") = py::none(), py::arg("pads") = no_pads,
-        py::arg("strides") = ones, py::arg("dilations") = ones, py::arg("pw_min") = -kInf, py::arg("pw_max") = kInf,
-        mn, mx, py::arg("post") = "none", py::arg("project_min") = -kInf, py::arg("project_max") = kInf, isa, thr,
-        "conv1x1(dwconv2d([conv1x1(x)])) [+ residual]: MobileNet's block fused; the project filter is [co, C]");
+  m.def(
+      "dwconv2d_conv1x1", &dwconv2d_conv1x1, py::arg("x"), py::arg("pw_filter") = py::none(),
+      py::arg("pw_bias") = py::none(), py::arg("filter"), py::arg("bias") = py::none(),
+      py::arg("project_filter"), py::arg("project_bias") = py::none(), py::arg("residual") = py::none(),
+      py::arg("pads") = no_pads, py::arg("strides") = ones, py::arg("dilations") = ones,
+      py::arg("pw_min") = -kInf, py::arg("pw_max") = kInf, mn, mx, py::arg("post") = "none",
+      py::arg("project_min") = -kInf, py::arg("project_max") = kInf, isa, thr,
+      "conv1x1(dwconv2d([conv1x1(x)])) [+ residual]: MobileNet's block fused; the project filter is [co, C]");
   m.def("deconv2d", &deconv2d, py::arg("x"), py::arg("filter"), py::arg("bias") = py::none(),
         py::arg("pads") = no_pads, py::arg("strides") = ones, py::arg("dilations") = ones,
         py::arg("groups") = uint32_t{1}, py::arg("adjustment") = Pair{0, 0}, mn, mx, isa, thr,
@@ -749,21 +782,22 @@ void bind_kernels(py::module_& m) {
   m.def("global_avg_pool", &global_avg_pool, py::arg("x"), mn, mx, isa, thr, "[N,H,W,C] -> [N,1,1,C]");
   m.def("binary", &binary, py::arg("op"), py::arg("a"), py::arg("b"), mn, mx, isa, thr,
         "numpy-broadcasting binary op: add sub mul div min max pow prelu squared_diff");
-  m.def("unary", &unary, py::arg("op"), py::arg("x"), py::arg("alpha") = 0.f, py::arg("beta") = 0.f, mn, mx, isa,
-        thr);
+  m.def("unary", &unary, py::arg("op"), py::arg("x"), py::arg("alpha") = 0.f, py::arg("beta") = 0.f, mn, mx,
+        isa, thr);
   m.def("softmax", &softmax, py::arg("x"), isa, thr, "softmax over the last dim");
   m.def(
       "normalize",
-      [](const FArr& x, const std::optional<FArr>& g, const std::optional<FArr>& b, float eps, const std::string& i,
-         size_t t) { return normalize_t(x, g, b, eps, i, t, Timing{}); },
-      py::arg("x"), py::arg("scale") = py::none(), py::arg("bias") = py::none(), py::arg("epsilon") = 1e-5f, isa,
-      thr, "layer norm over the last dim: (x - mean) / sqrt(var + epsilon) * scale + bias");
+      [](const FArr& x, const std::optional<FArr>& g, const std::optional<FArr>& b, float eps,
+         const std::string& i, size_t t) { return normalize_t(x, g, b, eps, i, t, Timing{}); },
+      py::arg("x"), py::arg("scale") = py::none(), py::arg("bias") = py::none(), py::arg("epsilon") = 1e-5f,
+      isa, thr, "layer norm over the last dim: (x - mean) / sqrt(var + epsilon) * scale + bias");
   m.def("quantize", &quantize, py::arg("x"), py::arg("scale"), py::arg("zero_point"), isa);
   m.def("dequantize", &dequantize, py::arg("q"), py::arg("scale"), py::arg("zero_point"), isa);
   m.def("qs8_gemm", &qs8_gemm, py::arg("A"), py::arg("B"), py::arg("bias"), py::arg("w_scales"),
         py::arg("in_scale"), py::arg("in_zero_point"), py::arg("out_scale"), py::arg("out_zero_point"),
         py::arg("b_is_nk") = false, py::arg("out_min") = -128, py::arg("out_max") = 127, isa, thr);
-  m.def("transpose", &transpose, py::arg("x"), py::arg("perm"), thr, "out dim i = in dim perm[i] (any dtype)");
+  m.def("transpose", &transpose, py::arg("x"), py::arg("perm"), thr,
+        "out dim i = in dim perm[i] (any dtype)");
   m.def("slice", &slice, py::arg("x"), py::arg("offsets"), py::arg("sizes"));
   m.def("pad", &pad, py::arg("x"), py::arg("pre"), py::arg("post"), py::arg("value") = 0);
   m.def("concat", &concat, py::arg("xs"), py::arg("axis"));
@@ -778,21 +812,23 @@ void bind_kernels(py::module_& m) {
         gemm_t(A, B, bias, nk, act_of("time_gemm", mn, mx), i, t, Timing{r, &times});
         return times;
       },
-      py::arg("A"), py::arg("B"), py::arg("bias") = py::none(), py::arg("b_is_nk") = false, mn, mx, isa, thr, rep);
+      py::arg("A"), py::arg("B"), py::arg("bias") = py::none(), py::arg("b_is_nk") = false, mn, mx, isa, thr,
+      rep);
   m.def(
       "time_conv2d",
-      [](const FArr& x, const FArr& f, const Pads& pads, const Pair& s, uint32_t g, const std::string& i, size_t t,
-         size_t r, const std::string& layout) {
+      [](const FArr& x, const FArr& f, const Pads& pads, const Pair& s, uint32_t g, const std::string& i,
+         size_t t, size_t r, const std::string& layout) {
         std::vector<double> times;
-        conv2d_t(x, f, std::nullopt, pads, s, Pair{1, 1}, g, Activation{}, i, t, Timing{r, &times}, std::nullopt,
-                 nchw_layout("time_conv2d", layout));
+        conv2d_t(x, f, std::nullopt, pads, s, Pair{1, 1}, g, Activation{}, i, t, Timing{r, &times},
+                 std::nullopt, nchw_layout("time_conv2d", layout));
         return times;
       },
       py::arg("x"), py::arg("filter"), py::arg("pads") = no_pads, py::arg("strides") = ones,
       py::arg("groups") = uint32_t{1}, isa, thr, rep, py::arg("layout") = "nhwc");
   m.def(
       "time_dwconv2d",
-      [](const FArr& x, const FArr& f, const Pads& pads, const Pair& s, const std::string& i, size_t t, size_t r) {
+      [](const FArr& x, const FArr& f, const Pads& pads, const Pair& s, const std::string& i, size_t t,
+         size_t r) {
         std::vector<double> times;
         dwconv2d_t(x, f, std::nullopt, pads, s, Pair{1, 1}, Activation{}, i, t, Timing{r, &times});
         return times;
@@ -800,9 +836,11 @@ void bind_kernels(py::module_& m) {
       py::arg("x"), py::arg("filter"), py::arg("pads") = no_pads, py::arg("strides") = ones, isa, thr, rep);
   m.def(
       "time_deconv2d",
-      [](const FArr& x, const FArr& f, const Pads& pads, const Pair& s, const std::string& i, size_t t, size_t r) {
+      [](const FArr& x, const FArr& f, const Pads& pads, const Pair& s, const std::string& i, size_t t,
+         size_t r) {
         std::vector<double> times;
-        deconv2d_t(x, f, std::nullopt, pads, s, Pair{1, 1}, 1, Pair{0, 0}, -kInf, kInf, i, t, Timing{r, &times});
+        deconv2d_t(x, f, std::nullopt, pads, s, Pair{1, 1}, 1, Pair{0, 0}, -kInf, kInf, i, t,
+                   Timing{r, &times});
         return times;
       },
       py::arg("x"), py::arg("filter"), py::arg("pads") = no_pads, py::arg("strides") = ones, isa, thr, rep);
@@ -833,8 +871,8 @@ void bind_kernels(py::module_& m) {
       py::arg("x"), isa, thr, rep);
   m.def(
       "time_normalize",
-      [](const FArr& x, const std::optional<FArr>& g, const std::optional<FArr>& b, const std::string& i, size_t t,
-         size_t r) {
+      [](const FArr& x, const std::optional<FArr>& g, const std::optional<FArr>& b, const std::string& i,
+         size_t t, size_t r) {
         std::vector<double> times;
         normalize_t(x, g, b, 1e-5f, i, t, Timing{r, &times});
         return times;

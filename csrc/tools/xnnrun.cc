@@ -38,8 +38,10 @@ const char* dtype_str(wx_dtype t) {
 size_t dtype_size(wx_dtype t) {
   switch (t) {
     case WX_FLOAT16: return 2;
-    case WX_INT8: case WX_UINT8: return 1;
-    case WX_INT64: case WX_UINT64: return 8;
+    case WX_INT8:
+    case WX_UINT8: return 1;
+    case WX_INT64:
+    case WX_UINT64: return 8;
     default: return 4;
   }
 }
@@ -67,7 +69,8 @@ float half_to_float(uint16_t h) {
   const int e = (h >> 10) & 0x1f, m = h & 0x3ff;
   const float sign = (h & 0x8000) ? -1.f : 1.f;
   if (e == 0) return sign * std::ldexp(static_cast<float>(m), -24);
-  if (e == 31) return m ? std::numeric_limits<float>::quiet_NaN() : sign * std::numeric_limits<float>::infinity();
+  if (e == 31)
+    return m ? std::numeric_limits<float>::quiet_NaN() : sign * std::numeric_limits<float>::infinity();
   return sign * std::ldexp(static_cast<float>(m | 0x400), e - 25);
 }
 
@@ -83,7 +86,9 @@ void print_values(const wx_tensor& t) {
       case WX_UINT8: std::printf(" %u", static_cast<const uint8_t*>(t.data)[i]); break;
       case WX_INT32: std::printf(" %d", static_cast<const int32_t*>(t.data)[i]); break;
       case WX_UINT32: std::printf(" %u", static_cast<const uint32_t*>(t.data)[i]); break;
-      case WX_INT64: std::printf(" %lld", static_cast<long long>(static_cast<const int64_t*>(t.data)[i])); break;
+      case WX_INT64:
+        std::printf(" %lld", static_cast<long long>(static_cast<const int64_t*>(t.data)[i]));
+        break;
       case WX_UINT64:
         std::printf(" %llu", static_cast<unsigned long long>(static_cast<const uint64_t*>(t.data)[i]));
         break;
@@ -137,7 +142,8 @@ int main(int argc, char** argv) {
     return 1 + static_cast<int>(st);
   }
   if (!quiet) {
-    std::printf("loaded %s in %.3f ms\n", model.c_str(), std::chrono::duration<double, std::milli>(t1 - t0).count());
+    std::printf("loaded %s in %.3f ms\n", model.c_str(),
+                std::chrono::duration<double, std::milli>(t1 - t0).count());
   }
 
   const size_t n_in = wx_num_inputs(prog), n_out = wx_num_outputs(prog);
@@ -159,8 +165,8 @@ int main(int argc, char** argv) {
       }
       buf.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
       if (buf.size() != bytes) {
-        std::fprintf(stderr, "xnnrun: %s has %zu bytes, input '%s' needs %zu\n", it->second.c_str(), buf.size(),
-                     info.name, bytes);
+        std::fprintf(stderr, "xnnrun: %s has %zu bytes, input '%s' needs %zu\n", it->second.c_str(),
+                     buf.size(), info.name, bytes);
         rc = 1 + WX_ERROR_INPUT;
         break;
       }
@@ -180,7 +186,9 @@ int main(int argc, char** argv) {
     ins[k].dtype = info.dtype;
     ins[k].rank = info.rank;
     std::memcpy(ins[k].dims, info.dims, sizeof info.dims);
-    if (!quiet) std::printf("input  %s: %s %s\n", info.name, dtype_str(info.dtype), shape_str(info.rank, info.dims).c_str());
+    if (!quiet)
+      std::printf("input  %s: %s %s\n", info.name, dtype_str(info.dtype),
+                  shape_str(info.rank, info.dims).c_str());
   }
   if (rc == 0 && !input_files.empty()) {
     std::fprintf(stderr, "xnnrun: unknown input '%s'\n", input_files.begin()->first.c_str());
@@ -212,7 +220,8 @@ int main(int argc, char** argv) {
     for (size_t k = 0; k < n_out; ++k) {
       wx_tensor_info info;
       wx_output_info(prog, k, &info);
-      std::printf("output %s: %s %s\n", info.name, dtype_str(outs[k].dtype), shape_str(outs[k].rank, outs[k].dims).c_str());
+      std::printf("output %s: %s %s\n", info.name, dtype_str(outs[k].dtype),
+                  shape_str(outs[k].rank, outs[k].dims).c_str());
       print_values(outs[k]);
     }
     std::printf("latency: best %.3f ms, mean %.3f ms over %d run(s)\n", best, total / repeat, repeat);

@@ -1,10 +1,10 @@
 """webxnn: WebNN graphs to compact XNNGraph (.xnn) blobs, and a fast CPU runtime for them.
 
-    import webxnn
-    g = webxnn.load_graph("head.webnn")        # finds head.weights + head.manifest.json beside it
-    blob = webxnn.compile(g)                   # bytes of a .xnn
-    prog = webxnn.load(blob, threads=2)        # or a path
-    out = prog.run({"x": x})                   # {"probs": ndarray}
+import webxnn
+g = webxnn.load_graph("head.webnn")        # finds head.weights + head.manifest.json beside it
+blob = webxnn.compile(g)                   # bytes of a .xnn
+prog = webxnn.load(blob, threads=2)        # or a path
+out = prog.run({"x": x})                   # {"probs": ndarray}
 """
 
 from __future__ import annotations
@@ -50,8 +50,9 @@ def parse_json(text: str, file: str | None = None) -> Graph:
     return _parse_json(text, file=file)
 
 
-def load_graph(path: PathLike, weights: PathLike | dict[str, np.ndarray] | None = None,
-               manifest: PathLike | None = None) -> Graph:
+def load_graph(
+    path: PathLike, weights: PathLike | dict[str, np.ndarray] | None = None, manifest: PathLike | None = None
+) -> Graph:
     """Read a `.webnn` or `.json` graph; weights come from `weights`/`manifest` or the sidecars beside it."""
     from .dsl import load_graph as _load_graph
 
@@ -72,8 +73,11 @@ def infer(graph: Graph) -> dict[str, TensorType]:
     return _infer(graph)
 
 
-def compile(graph: Graph | PathLike, weights: dict[str, np.ndarray] | None = None,  # noqa: A001
-            profile: str = "webxnn") -> bytes:
+def compile(
+    graph: Graph | PathLike,
+    weights: dict[str, np.ndarray] | None = None,  # noqa: A001
+    profile: str = "webxnn",
+) -> bytes:
     """Lower and serialize `graph` (a Graph, or a `.webnn` / `.json` / `.onnx` path) into `.xnn` bytes.
     `profile="executorch"` emits only upstream XNNPACK node types and fails naming every op it cannot
     express that way."""
@@ -114,9 +118,29 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "WebxnnError", "FileError", "ParseError", "ValidationError", "WeightsError", "FormatError",
-    "UnsupportedError", "InputError", "Graph", "Node", "Operand", "Const", "ConstInit", "DynDim",
-    "parse", "parse_json", "load_graph", "from_onnx", "validate", "infer", "compile", "load", "cpu_info",
+    "WebxnnError",
+    "FileError",
+    "ParseError",
+    "ValidationError",
+    "WeightsError",
+    "FormatError",
+    "UnsupportedError",
+    "InputError",
+    "Graph",
+    "Node",
+    "Operand",
+    "Const",
+    "ConstInit",
+    "DynDim",
+    "parse",
+    "parse_json",
+    "load_graph",
+    "from_onnx",
+    "validate",
+    "infer",
+    "compile",
+    "load",
+    "cpu_info",
     "Program",
     "__version__",
 ]

@@ -23,6 +23,7 @@ from .filekind import expect, sniff
 
 def _count(minimum: int):
     """An argparse type: an integer >= `minimum`, refused by argparse (usage + exit 2) otherwise."""
+
     def parse(text: str) -> int:
         try:
             n = int(text)
@@ -44,8 +45,9 @@ def _load_graph(args: argparse.Namespace):
     from .compiler import read_model
     from .onnx.cli import parse_override_dims
 
-    return read_model(args.model, args.weights, args.manifest,
-                      parse_override_dims(getattr(args, "override_dim", None)))
+    return read_model(
+        args.model, args.weights, args.manifest, parse_override_dims(getattr(args, "override_dim", None))
+    )
 
 
 def _load_array(path: str, what: str) -> np.ndarray:
@@ -120,8 +122,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     load_ms = (time.perf_counter() - t0) * 1e3
     if not args.input and not args.random_inputs and prog.inputs:
         wanted = ", ".join(f"{i.name}: {i.dtype}{list(i.shape)}" for i in prog.inputs)
-        raise InputError(f"no inputs given; the model takes {wanted}. Pass --input NAME=FILE.npy for each, "
-                         "or --random-inputs")
+        raise InputError(
+            f"no inputs given; the model takes {wanted}. Pass --input NAME=FILE.npy for each, "
+            "or --random-inputs"
+        )
     feeds = _random_inputs(prog) if args.random_inputs else _parse_inputs(args.input, prog)
     outputs = prog.run(feeds)
     times = _time_runs(prog, feeds, args.repeat) if args.repeat else []
@@ -129,8 +133,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     for name, arr in outputs.items():
         print(f"  {name}: {_describe_array(arr)}")
     if times:
-        print(f"latency over {len(times)} runs: median {np.median(times) * 1e3:.3f} ms, "
-              f"min {np.min(times) * 1e3:.3f} ms")
+        print(
+            f"latency over {len(times)} runs: median {np.median(times) * 1e3:.3f} ms, "
+            f"min {np.min(times) * 1e3:.3f} ms"
+        )
     if args.profile:
         _print_profile(prog, feeds, args.profile)
     if args.output_dir:
@@ -183,9 +189,11 @@ def _runtime_plan(path: str) -> dict:
 
 
 def _describe_plan(plan: dict) -> str:
-    return (f"runtime plan: {plan['steps']} steps ({plan['fused_nodes']} nodes fused into their producer, "
-            f"{plan['aliased_nodes']} reshapes/copies aliased), arena {plan['peak_arena_bytes']:,} bytes "
-            f"per run, packed weights {plan['packed_weight_bytes']:,} bytes")
+    return (
+        f"runtime plan: {plan['steps']} steps ({plan['fused_nodes']} nodes fused into their producer, "
+        f"{plan['aliased_nodes']} reshapes/copies aliased), arena {plan['peak_arena_bytes']:,} bytes "
+        f"per run, packed weights {plan['packed_weight_bytes']:,} bytes"
+    )
 
 
 def _print_profile(prog, feeds: dict[str, np.ndarray], repeat: int) -> None:
@@ -197,8 +205,10 @@ def _print_profile(prog, feeds: dict[str, np.ndarray], repeat: int) -> None:
             continue
         fused = f" +{len(r['fused'])} fused" if r.get("fused") else ""
         ahead = f", prefetching node {r['prefetches']}'s weights" if r.get("prefetches") is not None else ""
-        print(f"  {r['ms']:8.3f} ms {100 * r['ms'] / total:5.1f}%  node {r['node']:<4} {r['kind']:<26}"
-              f"{list(r['shape'])} {r.get('source') or ''}{fused}{ahead}")
+        print(
+            f"  {r['ms']:8.3f} ms {100 * r['ms'] / total:5.1f}%  node {r['node']:<4} {r['kind']:<26}"
+            f"{list(r['shape'])} {r.get('source') or ''}{fused}{ahead}"
+        )
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -212,13 +222,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
         # the sidecars were neither found nor named (found or named ones were read and checked by the loader):
         # compile would fail, so this graph is not valid as given
         stem = pathlib.Path(args.model).stem
-        raise WeightsError(f"{args.model}: {len(unresolved)} of {len(graph.consts)} consts use @weights "
-                           f"({', '.join(unresolved[:3])}{', ...' if len(unresolved) > 3 else ''}) but no "
-                           f"weights file was found beside it (looked for {stem}.weights and model.weights); "
-                           "pass --weights and --manifest, or --no-weights to check the graph alone")
+        raise WeightsError(
+            f"{args.model}: {len(unresolved)} of {len(graph.consts)} consts use @weights "
+            f"({', '.join(unresolved[:3])}{', ...' if len(unresolved) > 3 else ''}) but no "
+            f"weights file was found beside it (looked for {stem}.weights and model.weights); "
+            "pass --weights and --manifest, or --no-weights to check the graph alone"
+        )
     checked = "weights not checked" if unresolved else f"{len(external)} weights checked"
-    print(f"{args.model}: valid ({len(graph.inputs)} inputs, {len(graph.consts)} consts, "
-          f"{len(graph.nodes)} nodes, {len(graph.outputs)} outputs; {checked})")
+    print(
+        f"{args.model}: valid ({len(graph.inputs)} inputs, {len(graph.consts)} consts, "
+        f"{len(graph.nodes)} nodes, {len(graph.outputs)} outputs; {checked})"
+    )
     return 0
 
 
@@ -282,13 +296,18 @@ def _add_graph_args(p: argparse.ArgumentParser, model_help: str = _GRAPH_HELP) -
     p.add_argument("model", help=model_help)
     p.add_argument("--weights", help=".weights file (default: found beside the graph)")
     p.add_argument("--manifest", help="weights manifest (default: found beside the graph)")
-    p.add_argument("--override-dim", action="append", metavar="NAME=N",
-                   help=".onnx only: fix a symbolic input dim, e.g. batch_size=1 (repeatable)")
+    p.add_argument(
+        "--override-dim",
+        action="append",
+        metavar="NAME=N",
+        help=".onnx only: fix a symbolic input dim, e.g. batch_size=1 (repeatable)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="webxnn",
-                                     description="WebNN graphs to .xnn blobs, and a CPU runtime")
+    parser = argparse.ArgumentParser(
+        prog="webxnn", description="WebNN graphs to .xnn blobs, and a CPU runtime"
+    )
     from . import __version__
 
     parser.add_argument("--version", action="version", version=f"webxnn {__version__}")
@@ -298,8 +317,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compile", help="compile a .webnn/.json graph to a .xnn blob")
     _add_graph_args(p)
     p.add_argument("-o", "--output", help="output .xnn path (default: beside the model)")
-    p.add_argument("--profile", choices=["webxnn", "executorch"], default="webxnn",
-                   help="executorch: only node types ExecuTorch's XNNPACK runtime knows")
+    p.add_argument(
+        "--profile",
+        choices=["webxnn", "executorch"],
+        default="webxnn",
+        help="executorch: only node types ExecuTorch's XNNPACK runtime knows",
+    )
     p.set_defaults(func=cmd_compile)
 
     p = sub.add_parser("run", help="run a .xnn blob (or a graph / ONNX model, compiled first) on .npy inputs")
@@ -309,8 +332,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output-dir", help="write each output as NAME.npy here")
     p.add_argument("--threads", type=non_negative_int, default=None, help="threads per run (0: one per core)")
     p.add_argument("--repeat", type=positive_int, default=None, metavar="N", help="also time N runs")
-    p.add_argument("--profile", type=positive_int, default=None, metavar="N",
-                   help="time every step over N runs and print them, slowest first")
+    p.add_argument(
+        "--profile",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="time every step over N runs and print them, slowest first",
+    )
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("inspect", help="describe a .xnn blob or a .webnn/.json graph")
@@ -320,8 +348,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("validate", help="check a graph's ops, operands, options, weights")
     _add_graph_args(p)
-    p.add_argument("--no-weights", action="store_true",
-                   help="check the graph without its weights (when they are not at hand)")
+    p.add_argument(
+        "--no-weights",
+        action="store_true",
+        help="check the graph without its weights (when they are not at hand)",
+    )
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("convert", help="convert a graph to JSON, .webnn text or WebNN JavaScript")

@@ -34,8 +34,9 @@ def _check_profile(xg: XnnGraph, profile: str) -> None:
     for k, n in enumerate(xg.nodes):
         for vid in [*n.input_ids(), *n.output_ids()]:
             if int(xg.value(vid).datatype) >= _WEBXNN_ONLY:
-                bad_values.append(f"{sources[k] if k < len(sources) else k} uses "
-                                  f"{xg.value(vid).datatype.name} value {vid}")
+                bad_values.append(
+                    f"{sources[k] if k < len(sources) else k} uses {xg.value(vid).datatype.name} value {vid}"
+                )
     for v in xg.values:
         if v.flags and int(v.datatype) >= _WEBXNN_ONLY:
             bad_values.append(f"external value {v.id} is {v.datatype.name}")
@@ -48,8 +49,9 @@ def _check_profile(xg: XnnGraph, profile: str) -> None:
         raise UnsupportedError("profile 'executorch' cannot express this graph: " + " | ".join(parts))
 
 
-def compile_graph(graph: Graph, weights: dict[str, np.ndarray] | None = None,
-                  profile: str = "webxnn") -> XnnGraph:
+def compile_graph(
+    graph: Graph, weights: dict[str, np.ndarray] | None = None, profile: str = "webxnn"
+) -> XnnGraph:
     """Validate `graph` and lower it to XNN IR. `weights` maps const names (or weights refs) to arrays and
     overrides the graph's own weights. `profile="executorch"` refuses webxnn-only nodes and datatypes."""
     from .lower import lower
@@ -63,8 +65,12 @@ def compile_graph(graph: Graph, weights: dict[str, np.ndarray] | None = None,
     return xg
 
 
-def read_model(path: PathLike, weights: PathLike | Mapping[str, Any] | None = None,
-               manifest: PathLike | None = None, override_dims: dict[str, int] | None = None) -> Graph:
+def read_model(
+    path: PathLike,
+    weights: PathLike | Mapping[str, Any] | None = None,
+    manifest: PathLike | None = None,
+    override_dims: dict[str, int] | None = None,
+) -> Graph:
     """A `.webnn` / `.json` graph (weights from `weights`/`manifest` or its sidecars) or an `.onnx` model
     (symbolic dims fixed by `override_dims`) as a Graph; any other kind of file is a FormatError saying what
     it is."""
@@ -80,8 +86,11 @@ def read_model(path: PathLike, weights: PathLike | Mapping[str, Any] | None = No
     return load_graph(path, weights=weights, manifest=manifest)
 
 
-def compile(graph: Graph | PathLike, weights: dict[str, np.ndarray] | None = None,  # noqa: A001
-            profile: str = "webxnn") -> bytes:
+def compile(
+    graph: Graph | PathLike,
+    weights: dict[str, np.ndarray] | None = None,  # noqa: A001
+    profile: str = "webxnn",
+) -> bytes:
     """`graph` (a Graph, or the path of a `.webnn` / `.json` graph or `.onnx` model) → the bytes of a `.xnn`
     blob."""
     from .xnn.writer import serialize

@@ -23,8 +23,10 @@ def run_demo(threads: int | None = None, repeat: int = 200) -> dict[str, np.ndar
     prog = load(blob, threads=threads)
     t3 = time.perf_counter()
     print(f"example: {EXAMPLE.name} ({len(graph.nodes)} nodes)")
-    print(f"parse {1e3 * (t1 - t0):.2f} ms, compile {1e3 * (t2 - t1):.2f} ms -> {len(blob):,} byte .xnn, "
-          f"load {1e3 * (t3 - t2):.2f} ms")
+    print(
+        f"parse {1e3 * (t1 - t0):.2f} ms, compile {1e3 * (t2 - t1):.2f} ms -> {len(blob):,} byte .xnn, "
+        f"load {1e3 * (t3 - t2):.2f} ms"
+    )
     x = np.random.default_rng(0).standard_normal((1, 3, 32, 32)).astype(np.float32)
     outputs = prog.run({"x": x})
     for name, arr in outputs.items():
@@ -37,6 +39,8 @@ def run_demo(threads: int | None = None, repeat: int = 200) -> dict[str, np.ndar
         prog.run({"x": x})
         times.append(time.perf_counter() - s)
     if times:
-        print(f"latency ({prog.threads} thread(s), {repeat} runs): median {np.median(times) * 1e6:.1f} us, "
-              f"min {np.min(times) * 1e6:.1f} us")
+        print(
+            f"latency ({prog.threads} thread(s), {repeat} runs): median {np.median(times) * 1e6:.1f} us, "
+            f"min {np.min(times) * 1e6:.1f} us"
+        )
     return outputs

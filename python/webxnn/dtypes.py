@@ -12,18 +12,28 @@ from typing import Any
 import numpy as np
 
 DTYPES: dict[str, np.dtype] = {
-    "float32": np.dtype("<f4"), "float16": np.dtype("<f2"),
-    "int8": np.dtype("i1"), "uint8": np.dtype("u1"),
-    "int32": np.dtype("<i4"), "uint32": np.dtype("<u4"),
-    "int64": np.dtype("<i8"), "uint64": np.dtype("<u8"),
+    "float32": np.dtype("<f4"),
+    "float16": np.dtype("<f2"),
+    "int8": np.dtype("i1"),
+    "uint8": np.dtype("u1"),
+    "int32": np.dtype("<i4"),
+    "uint32": np.dtype("<u4"),
+    "int64": np.dtype("<i8"),
+    "uint64": np.dtype("<u8"),
     # int4/uint4 are stored one value per byte in `.weights` (webnn-graph's convention)
-    "int4": np.dtype("i1"), "uint4": np.dtype("u1"),
+    "int4": np.dtype("i1"),
+    "uint4": np.dtype("u1"),
 }
 
 INT_RANGES: dict[str, tuple[int, int]] = {
-    "int4": (-8, 7), "uint4": (0, 15), "int8": (-(2**7), 2**7 - 1), "uint8": (0, 2**8 - 1),
-    "int32": (-(2**31), 2**31 - 1), "uint32": (0, 2**32 - 1),
-    "int64": (-(2**63), 2**63 - 1), "uint64": (0, 2**64 - 1),
+    "int4": (-8, 7),
+    "uint4": (0, 15),
+    "int8": (-(2**7), 2**7 - 1),
+    "uint8": (0, 2**8 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "uint32": (0, 2**32 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+    "uint64": (0, 2**64 - 1),
 }
 FLOAT_MAX = {"float32": float(np.finfo(np.float32).max), "float16": float(np.finfo(np.float16).max)}
 MAX_DIM = 2**32 - 1
@@ -44,8 +54,10 @@ def scalar_problem(dtype: str, value: Any) -> str | None:
     if isinstance(value, int) and not I64_MIN <= value <= I64_MAX:
         # The DSL reads integers beyond i64 as doubles (as webnn-graph does), so such an int could not be
         # written and read back as itself.
-        return (f"scalar value {value} is outside the 64-bit signed integer range; the DSL holds such "
-                "numbers as doubles: give it as a float")
+        return (
+            f"scalar value {value} is outside the 64-bit signed integer range; the DSL holds such "
+            "numbers as doubles: give it as a float"
+        )
     if dtype in INT_RANGES:
         if isinstance(value, float):
             if not value.is_integer():

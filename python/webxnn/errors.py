@@ -35,8 +35,9 @@ class FileError(WebxnnError, FileNotFoundError):
 class ParseError(WebxnnError):
     """Malformed `.webnn` text or JSON. Carries `file`, `line`, `col` (1-based) when known."""
 
-    def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
-                 col: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, file: str | None = None, line: int | None = None, col: int | None = None
+    ) -> None:
         self.file, self.line, self.col = file, line, col
         self.message = message
         where = ""
@@ -69,6 +70,12 @@ class InputError(WebxnnError):
 
 
 __all__ = [
-    "WebxnnError", "FileError", "ParseError", "ValidationError", "WeightsError", "FormatError",
-    "UnsupportedError", "InputError",
+    "WebxnnError",
+    "FileError",
+    "ParseError",
+    "ValidationError",
+    "WeightsError",
+    "FormatError",
+    "UnsupportedError",
+    "InputError",
 ]

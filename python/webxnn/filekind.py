@@ -21,16 +21,20 @@ _HEAD = 4096
 # what each kind is, and what to do with it
 KINDS: dict[str, tuple[str, str]] = {
     "xnn": ("a compiled .xnn blob", "run it with `webxnn run` or `webxnn.load`"),
-    "pte": ("an ExecuTorch .pte program",
-            "webxnn runs the XNNPACK delegate payload (.xnn), not whole .pte programs"),
+    "pte": (
+        "an ExecuTorch .pte program",
+        "webxnn runs the XNNPACK delegate payload (.xnn), not whole .pte programs",
+    ),
     "onnx": ("an ONNX model", "use `webxnn compile` or `webxnn run` on it"),
     "webnn": ("a .webnn text file", "use `webxnn compile`"),
     "json": ("a JSON file", "a webnn-graph JSON graph goes to `webxnn compile`"),
     "npy": ("a .npy array", "pass it to `webxnn run` with --input NAME=FILE.npy"),
     "npz": ("a .npz archive", "save each array as a .npy file and pass it with --input NAME=FILE.npy"),
     "weights": ("a .weights file", "give it with --weights, beside its graph and manifest"),
-    "unknown": ("not a file kind webxnn knows",
-                "expected a .xnn blob, a .webnn/.json graph, an .onnx model or a .npy array"),
+    "unknown": (
+        "not a file kind webxnn knows",
+        "expected a .xnn blob, a .webnn/.json graph, an .onnx model or a .npy array",
+    ),
 }
 
 
@@ -120,8 +124,9 @@ def sniff(path: PathLike) -> str:
     return sniff_bytes(read_head(path), os.path.splitext(os.fspath(path))[1])
 
 
-def expect(path: PathLike, kinds: tuple[str, ...], error: type[WebxnnError] = FormatError,
-           what: str = "") -> str:
+def expect(
+    path: PathLike, kinds: tuple[str, ...], error: type[WebxnnError] = FormatError, what: str = ""
+) -> str:
     """The kind of `path` when it is one of `kinds`; otherwise `error` naming what the file is and what to do
     with it. `what` says what was expected where (default: the kinds' descriptions)."""
     kind = sniff(path)

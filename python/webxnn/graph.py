@@ -106,4 +106,3 @@ class Graph:
     def const_array(self, name: str) -> np.ndarray:
         """The data of const `name` as an array of its declared dtype and shape."""
         return const_array(self, name)
-

@@ -57,8 +57,9 @@ def summarize_graph(graph: Graph) -> dict:
     return {
         "name": graph.name,
         "inputs": {n: _typed(o.dtype, o.shape) for n, o in graph.inputs.items()},
-        "outputs": {n: {"ref": ref, **_typed(types[ref].dtype, types[ref].shape)}
-                    for n, ref in graph.outputs.items()},
+        "outputs": {
+            n: {"ref": ref, **_typed(types[ref].dtype, types[ref].shape)} for n, ref in graph.outputs.items()
+        },
         "nodes": len(graph.nodes),
         "op_counts": dict(sorted(op_counts.items())),
         "parameters": params,
@@ -77,8 +78,10 @@ def describe_graph(graph: Graph, as_json: bool = False) -> str:
     s = summarize_graph(graph)
     if as_json:
         return json.dumps(s, indent=1)
-    lines = [f"graph {s['name']!r}: {s['nodes']} nodes, {s['parameters']:,} parameters "
-             f"({s['constant_bytes']:,} bytes), {s['macs']:,} MACs"]
+    lines = [
+        f"graph {s['name']!r}: {s['nodes']} nodes, {s['parameters']:,} parameters "
+        f"({s['constant_bytes']:,} bytes), {s['macs']:,} MACs"
+    ]
     lines.append("inputs:")
     lines += [f"  {n}: {_typed_str(v)}" for n, v in s["inputs"].items()]
     lines.append("outputs:")

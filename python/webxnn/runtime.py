@@ -77,8 +77,9 @@ class Program:
         """Name of the kernel table chosen for this CPU ("scalar", "avx2", ...)."""
         return str(self._impl.kernels)
 
-    def run(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray],
-            outputs: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+    def run(
+        self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray], outputs: Sequence[str] | None = None
+    ) -> dict[str, np.ndarray]:
         """Run once. `inputs` maps input names to arrays, or lists arrays in input order. Returns the outputs
         by name, in output order, or only those named in `outputs`, in that order (all are still computed).
         Arrays of the right dtype that are C-contiguous are used without a copy."""
@@ -202,8 +203,10 @@ def load(blob_or_path: BlobOrPath, threads: int | None = None) -> Program:
         # an unknown kind goes to the blob verifier, which says which bytes are wrong
         kind = expect(path, ("xnn", "unknown", "pte", *GRAPH_KINDS), what=_MODEL)
         if kind == "pte":
-            raise UnsupportedError(f"{path}: {KINDS['pte'][0]}: {KINDS['pte'][1]}; export the model to ONNX "
-                                   "and run that, or extract the delegate payload")
+            raise UnsupportedError(
+                f"{path}: {KINDS['pte'][0]}: {KINDS['pte'][1]}; export the model to ONNX "
+                "and run that, or extract the delegate payload"
+            )
         if kind in GRAPH_KINDS:  # a graph or ONNX model: compiled here, in memory
             return Program(_runtime.Program.from_buffer(compile_model(path), n))
         return Program(_runtime.Program.from_path(path, n))

@@ -18,13 +18,12 @@
 //   deconv.cc   deconv2d_packed_size deconv2d_pack deconv2d
 //   elementwise.cc binary unary; math.cc softmax normalize; layout.cc image_layout_f32 (3-channel images)
 //   qgemm.cc    qgemm qconv2d
-#define WEBXNN_AVX2_KERNELS(X)                                                                           \
-  X(gemm_packed_size) X(gemm_pack) X(gemm) X(gemm_residual) X(batch_matmul)                               \
-  X(conv2d_packed_size) X(conv2d_pack) X(conv2d) X(conv2d_reads_nchw) X(conv2d_residual)                  \
-  X(dwconv2d) X(dwconv2d_fused) X(max_pool2d) X(avg_pool2d) X(global_avg_pool)                            \
-  X(deconv2d_packed_size) X(deconv2d_pack) X(deconv2d)                                                    \
-  X(binary) X(unary) X(softmax) X(normalize) X(image_layout_f32)                                          \
-  X(qgemm) X(qconv2d)
+#define WEBXNN_AVX2_KERNELS(X)                                                                          \
+  X(gemm_packed_size)                                                                                   \
+  X(gemm_pack) X(gemm) X(gemm_residual) X(batch_matmul) X(conv2d_packed_size) X(conv2d_pack) X(conv2d)  \
+      X(conv2d_reads_nchw) X(conv2d_residual) X(dwconv2d) X(dwconv2d_fused) X(max_pool2d) X(avg_pool2d) \
+          X(global_avg_pool) X(deconv2d_packed_size) X(deconv2d_pack) X(deconv2d) X(binary) X(unary)    \
+              X(softmax) X(normalize) X(image_layout_f32) X(qgemm) X(qconv2d)
 
 namespace webxnn {
 namespace avx2 {
@@ -43,8 +42,8 @@ void gemm_ahead(size_t M, size_t N, size_t K, const float* A, size_t lda, const 
 // kernels' own task splits); R (null: none) has row stride ldr. next_packed (null: none): the packed B the
 // caller multiplies next; its first panel block is prefetched during the last panel (Winograd's 36 GEMMs
 // read their weights from DRAM one after the other).
-void gemm_serial(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, float* C, size_t ldc,
-                 Activation act = Activation(), const float* R = nullptr, size_t ldr = 0,
+void gemm_serial(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, float* C,
+                 size_t ldc, Activation act = Activation(), const float* R = nullptr, size_t ldr = 0,
                  const void* next_packed = nullptr);
 
 // winograd.cc: 3x3 stride-1 convolution by Winograd F(4x4, 3x3) when winograd_applies(p); igemm.cc's conv2d
@@ -56,7 +55,8 @@ void winograd_conv2d(const ConvParams& p, size_t N, size_t H, size_t W, const fl
                      const void* packed, const float* residual, float* out, Parallel& par);
 
 // math.cc: exp, sigmoid, tanh, erf, gelu (returns false for other ops; elementwise.cc's unary routes there).
-bool unary_transcendental(UnaryOp op, size_t n, const float* in, float* out, const UnaryParams& p, Parallel& par);
+bool unary_transcendental(UnaryOp op, size_t n, const float* in, float* out, const UnaryParams& p,
+                          Parallel& par);
 
 }  // namespace avx2
 }  // namespace webxnn

@@ -74,17 +74,19 @@ void gather_task(const void* vctx, size_t task) {
   uint32_t* xi = xk + x.OW * KW;
   uint8_t* xn = static_cast<uint8_t*>(internal::aligned_alloc64(x.OW + 64));
   for (size_t ox = 0; ox < x.OW; ++ox)
-    xn[ox] = static_cast<uint8_t>(axis_taps(ox, p.pad_left, p.stride_w, p.dilation_w, KW, x.W, xk + ox * KW,
-                                            xi + ox * KW));
+    xn[ox] = static_cast<uint8_t>(
+        axis_taps(ox, p.pad_left, p.stride_w, p.dilation_w, KW, x.W, xk + ox * KW, xi + ox * KW));
   uint32_t yk[256], yi[256];
-  const float* src[256];  // the contributing cols rows of one output pixel (taps <= 256 checked by the caller)
+  const float*
+      src[256];  // the contributing cols rows of one output pixel (taps <= 256 checked by the caller)
   for (size_t oy = y0; oy < y1; ++oy) {
     const size_t ny = axis_taps(oy, p.pad_top, p.stride_h, p.dilation_h, p.kernel_h, x.H, yk, yi);
     for (size_t ox = 0; ox < x.OW; ++ox) {
       size_t n = 0;
       for (size_t a = 0; a < ny; ++a)  // (ky, kx) order, as the scalar kernel
         for (size_t b = 0; b < xn[ox]; ++b)
-          src[n++] = x.cols + ((yi[a] - x.iy0) * x.W + xi[ox * KW + b]) * row + (yk[a] * KW + xk[ox * KW + b]) * x.goc;
+          src[n++] = x.cols + ((yi[a] - x.iy0) * x.W + xi[ox * KW + b]) * row +
+                     (yk[a] * KW + xk[ox * KW + b]) * x.goc;
       float* o = x.out + (oy * x.OW + ox) * x.OC;
       for (size_t c = 0; c < x.goc; c += 8) {
         const bool full = c + 8 <= x.goc;
@@ -123,7 +125,8 @@ void deconv2d_pack(const ConvParams& p, const float* filter_ohwi, const float* b
   for (size_t g = 0; g < p.groups; ++g) {
     for (size_t t = 0; t < taps; ++t)
       for (size_t co = 0; co < goc; ++co)
-        for (size_t ci = 0; ci < gic; ++ci) w[(t * goc + co) * gic + ci] = filter_ohwi[((g * goc + co) * taps + t) * gic + ci];
+        for (size_t ci = 0; ci < gic; ++ci)
+          w[(t * goc + co) * gic + ci] = filter_ohwi[((g * goc + co) * taps + t) * gic + ci];
     gemm_pack(gic, N, w, true, nullptr, out + g * group_bytes(p));
   }
   internal::aligned_free(w);
@@ -135,8 +138,7 @@ void deconv2d_pack(const ConvParams& p, const float* filter_ohwi, const float* b
 void deconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
               const void* packed, float* out, Parallel& par) {
   const size_t taps = size_t{p.kernel_h} * p.kernel_w;
-  if (deconv_uses_scalar(p))
-    return scalar::deconv2d(p, N, H, W, in, OH, OW, packed, out, par);
+  if (deconv_uses_scalar(p)) return scalar::deconv2d(p, N, H, W, in, OH, OW, packed, out, par);
   if (N == 0 || OH == 0 || OW == 0 || p.groups == 0 || p.group_output_channels == 0) return;
   const size_t gic = p.group_input_channels, goc = p.group_output_channels;
   const size_t IC = size_t{p.groups} * gic, OC = size_t{p.groups} * goc;
@@ -149,11 +151,11 @@ void deconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in
   const size_t row_bytes = W * taps * goc * sizeof(float);  // columns of one input row
   const size_t in_rows_cap = max_sz(1, kColsBytes / row_bytes);
   const size_t span = size_t{p.dilation_h} * (p.kernel_h - 1);  // oy + pt - span .. oy + pt reach input rows
-  const size_t band = max_sz(1, in_rows_cap > span / p.stride_h + 1
-                                    ? (in_rows_cap - span / p.stride_h - 1) * p.stride_h
-                                    : 1);
+  const size_t band =
+      max_sz(1, in_rows_cap > span / p.stride_h + 1 ? (in_rows_cap - span / p.stride_h - 1) * p.stride_h : 1);
   const size_t cap_rows = min_sz(H, (band - 1 + span) / p.stride_h + 2);
-  float* cols = static_cast<float*>(internal::scratch(internal::Scratch::kDeconvCols, cap_rows * row_bytes + 64));
+  float* cols =
+      static_cast<float*>(internal::scratch(internal::Scratch::kDeconvCols, cap_rows * row_bytes + 64));
   const size_t threads = internal::parallel_threads(par);
   GatherCtx x;
   x.p = &p;
@@ -178,8 +180,8 @@ void deconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in
         const size_t i1 = min_sz(H, (oy1 - 1 + p.pad_top) / p.stride_h + 1);
         x.iy0 = i0;
         if (i1 > i0) {
-          gemm((i1 - i0) * W, taps * goc, gic, in + (n * H + i0) * W * IC + g * gic, IC, pk + g * group_bytes(p),
-               cols, taps * goc, none, par);
+          gemm((i1 - i0) * W, taps * goc, gic, in + (n * H + i0) * W * IC + g * gic, IC,
+               pk + g * group_bytes(p), cols, taps * goc, none, par);
         }
         x.oy0 = oy0;
         x.oy1 = oy1;

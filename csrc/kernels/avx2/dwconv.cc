@@ -54,7 +54,7 @@ void interior(size_t OW, size_t W, size_t K, size_t stride, size_t dil, size_t p
 struct DwCtx {
   const ConvParams* p;
   size_t H, W, OH, OW, rows, tasks, ox_lo, ox_hi;
-  size_t C;    // output channels (= input channels x depth multiplier)
+  size_t C;  // output channels (= input channels x depth multiplier)
   size_t Cin;  // input channels
   const float* in;
   const float* bias;
@@ -65,7 +65,7 @@ struct DwCtx {
   // stride3 and at most one column of padding on each side: the strips cover whole rows, the first one
   // skipping the left padding column (when there is one) and the last one the right
   bool edge_strips;
-  bool clamp;   // false for {-inf, +inf}
+  bool clamp;  // false for {-inf, +inf}
   // pairable(p), edge_strips and balanced threads: pairs of output rows whose input rows are all inside run
   // as one pass (pair_strips).
   bool pair_rows;
@@ -159,8 +159,8 @@ void strip_c(const DwCtx& x, const TapRows& rows, size_t col, float* o, __m256 v
 
 // A 3-wide strip that starts and/or ends at a padded edge of the row (edge bit 1: left, bit 2: right).
 template <int NP, int kS, bool kClamp>
-void edge_strip_c(int edge, const DwCtx& x, const TapRows& rows, size_t col, float* o, __m256 vmin, __m256 vmax,
-                  __m256i m) {
+void edge_strip_c(int edge, const DwCtx& x, const TapRows& rows, size_t col, float* o, __m256 vmin,
+                  __m256 vmax, __m256i m) {
   switch (edge) {
     case 1: return strip_c<NP, 3, kS, kClamp, true, false>(x, rows, col, o, vmin, vmax, m);
     case 2: return strip_c<NP, 3, kS, kClamp, false, true>(x, rows, col, o, vmin, vmax, m);
@@ -219,9 +219,9 @@ inline void pair_strip_ch(const DwCtx& x, const float* const* in, size_t col, si
   for (int i = 0; i < NP; ++i) a[i] = b[i] = bias;
 #pragma GCC unroll 5
   for (int r = 0; r < 3 + kS; ++r) {
-    const bool ua = r < 3, ub = r >= kS;                       // row r feeds o0 / o1
-    const float* wa = x.w + (ua ? r : 0) * 3 * C + c;         // kernel row r of o0
-    const float* wb = x.w + (ub ? r - kS : 0) * 3 * C + c;    // kernel row r - kS of o1
+    const bool ua = r < 3, ub = r >= kS;  // row r feeds o0 / o1
+    const float* wa = x.w + (ua ? r : 0) * 3 * C + c;  // kernel row r of o0
+    const float* wb = x.w + (ub ? r - kS : 0) * 3 * C + c;  // kernel row r - kS of o1
     __m256 a0 = bias, a1 = bias, a2 = bias, b0 = bias, b1 = bias, b2 = bias;
     if (ua) a0 = load8<kMask>(wa, m), a1 = load8<kMask>(wa + C, m), a2 = load8<kMask>(wa + 2 * C, m);
     if (ub) b0 = load8<kMask>(wb, m), b1 = load8<kMask>(wb + C, m), b2 = load8<kMask>(wb + 2 * C, m);
@@ -318,7 +318,8 @@ void expand_row(const DwCtx& x, const float* src, float* dst) {
     for (size_t g = 0; g < groups; ++g) {
       const int32_t* e = x.expand_plan + g * 10;
       const __m256 in8 = _mm256_maskload_ps(src + e[0], lane_mask(static_cast<size_t>(e[1])));
-      const __m256 v = _mm256_permutevar8x32_ps(in8, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(e + 2)));
+      const __m256 v =
+          _mm256_permutevar8x32_ps(in8, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(e + 2)));
       if (g * 8 < cfull) {
         _mm256_storeu_ps(dst + g * 8, v);
       } else {
@@ -352,9 +353,10 @@ void dw_task(const void* vctx, size_t task) {
   float* ring = nullptr;
   uint64_t* ring_key = nullptr;  // which (image, input row) each slot holds
   if (x.ring_rows) {
-    ring = static_cast<float*>(internal::scratch(internal::Scratch::kDwRing, x.ring_rows * x.W * C * sizeof(float)));
-    uint64_t* keys =
-        static_cast<uint64_t*>(internal::scratch(internal::Scratch::kDwRingKeys, (x.ring_rows + 1) * sizeof(uint64_t)));
+    ring = static_cast<float*>(
+        internal::scratch(internal::Scratch::kDwRing, x.ring_rows * x.W * C * sizeof(float)));
+    uint64_t* keys = static_cast<uint64_t*>(
+        internal::scratch(internal::Scratch::kDwRingKeys, (x.ring_rows + 1) * sizeof(uint64_t)));
     ring_key = keys + 1;
     if (keys[0] != x.call) {  // the ring holds another call's rows, or garbage
       keys[0] = x.call;
@@ -364,7 +366,7 @@ void dw_task(const void* vctx, size_t task) {
   // A fused project's input: one output row, or two (pair_rows).
   const size_t buf_rows = x.pair_rows ? 2 : 1;
   float* row_buf = x.project ? static_cast<float*>(internal::scratch(internal::Scratch::kDwRow,
-                                                                      buf_rows * x.OW * C * sizeof(float)))
+                                                                     buf_rows * x.OW * C * sizeof(float)))
                              : nullptr;
   // Input row iy of image n as the kernel reads it: in place, or its slot of the ring (expanded first if the
   // slot holds another row).
@@ -430,7 +432,7 @@ void dw_task(const void* vctx, size_t task) {
       for (size_t s = 0; s < strips; ++s) {
         const size_t np = base + (s < extra ? 1 : 0);
         const int edge = (ox < x.ox_lo ? 1 : 0) | (ox + np > x.ox_hi ? 2 : 0);  // 0 unless edge_strips
-        const size_t col = (ox * sw + (edge & 1) - p.pad_left) * C;            // the first column read
+        const size_t col = (ox * sw + (edge & 1) - p.pad_left) * C;  // the first column read
         float* o = orow + ox * C;
         switch (np) {
           case 8: strip<8, KWC>(x, rows, col, o, vmin, vmax, cmask, edge); break;
@@ -486,7 +488,8 @@ void dw_task(const void* vctx, size_t task) {
           if (full) {
             a0 = _mm256_fmadd_ps(_mm256_loadu_ps(tin[t] + c), _mm256_loadu_ps(twt[t] + c), a0);
           } else {
-            a0 = _mm256_fmadd_ps(_mm256_maskload_ps(tin[t] + c, cmask), _mm256_maskload_ps(twt[t] + c, cmask), a0);
+            a0 = _mm256_fmadd_ps(_mm256_maskload_ps(tin[t] + c, cmask), _mm256_maskload_ps(twt[t] + c, cmask),
+                                 a0);
           }
         }
         a0 = clamp8(a0, vmin, vmax);
@@ -602,9 +605,12 @@ void pool_task(const void* vctx, size_t task) {
         const size_t ix0 = lo * 2 - p.pad_left;
         float* orow = x.out + r * x.OW * C;
         size_t c = 0;
-        for (; c + 64 <= C; c += 64) max3s2_span<8, false>(rowp, ny, C, c, ix0, lo, hi, cmask, vmin, vmax, orow);
-        for (; c + 16 <= C; c += 16) max3s2_span<2, false>(rowp, ny, C, c, ix0, lo, hi, cmask, vmin, vmax, orow);
-        for (; c + 8 <= C; c += 8) max3s2_span<1, false>(rowp, ny, C, c, ix0, lo, hi, cmask, vmin, vmax, orow);
+        for (; c + 64 <= C; c += 64)
+          max3s2_span<8, false>(rowp, ny, C, c, ix0, lo, hi, cmask, vmin, vmax, orow);
+        for (; c + 16 <= C; c += 16)
+          max3s2_span<2, false>(rowp, ny, C, c, ix0, lo, hi, cmask, vmin, vmax, orow);
+        for (; c + 8 <= C; c += 8)
+          max3s2_span<1, false>(rowp, ny, C, c, ix0, lo, hi, cmask, vmin, vmax, orow);
         if (c < C) max3s2_span<1, true>(rowp, ny, C, c, ix0, lo, hi, cmask, vmin, vmax, orow);
       }
     }
@@ -644,8 +650,8 @@ void pool_task(const void* vctx, size_t task) {
   }
 }
 
-void pool(bool is_max, const PoolParams& p, size_t N, size_t H, size_t W, size_t C, const float* in, size_t OH,
-          size_t OW, float* out, Parallel& par) {
+void pool(bool is_max, const PoolParams& p, size_t N, size_t H, size_t W, size_t C, const float* in,
+          size_t OH, size_t OW, float* out, Parallel& par) {
   if (N == 0 || OH == 0 || OW == 0 || C == 0) return;
   PoolCtx x;
   x.p = &p;
@@ -693,7 +699,8 @@ void gap_task(const void* vctx, size_t task) {
       }
     } else {
       for (size_t i = 0; i < x.HW; ++i, a += x.C)
-        for (size_t v = 0; v < nv; ++v) acc[v] = _mm256_add_ps(acc[v], _mm256_maskload_ps(a + v * 8, mask[v]));
+        for (size_t v = 0; v < nv; ++v)
+          acc[v] = _mm256_add_ps(acc[v], _mm256_maskload_ps(a + v * 8, mask[v]));
     }
     float* o = x.out + n * x.C + c0;
     for (size_t v = 0; v < nv; ++v) {
@@ -728,8 +735,9 @@ size_t ring_rows_for(const ConvParams& p) {
 // ring_rows input rows of W pixels plus out_row_pixels output pixels (a fused project's row buffer), OC
 // channels each, fit the bound.
 bool dw_fits(const ConvParams& p, size_t W, size_t OC, size_t ring_rows, size_t out_row_pixels = 0) {
-  const double floats = (static_cast<double>(ring_rows) * static_cast<double>(W) +
-                         static_cast<double>(out_row_pixels)) * static_cast<double>(OC);
+  const double floats =
+      (static_cast<double>(ring_rows) * static_cast<double>(W) + static_cast<double>(out_row_pixels)) *
+      static_cast<double>(OC);
   return p.kernel_h <= 64 && floats * 4.0 <= kMaxRowSpaceBytes;
 }
 
@@ -749,7 +757,8 @@ void run_dw(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, 
       const size_t base = g * 8 / dm;  // output channel o reads input channel o / dm
       plan[g * 10] = static_cast<int32_t>(base);
       plan[g * 10 + 1] = static_cast<int32_t>(min_sz(8, p.groups - base));
-      for (size_t i = 0; i < 8; ++i) plan[g * 10 + 2 + i] = static_cast<int32_t>(min_sz((g * 8 + i) / dm - base, 7));
+      for (size_t i = 0; i < 8; ++i)
+        plan[g * 10 + 2 + i] = static_cast<int32_t>(min_sz((g * 8 + i) / dm - base, 7));
     }
   }
   DwCtx x;
@@ -794,8 +803,9 @@ void run_dw(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, 
   // rows the two tasks share (the halo), and so does the other thread's next task.
   // Measured on MobileNetV2 at 2 threads: with one task per thread (no carried ring), the three big fused
   // pairs left one thread waiting 30-70 us each.
-  const double row_cost = static_cast<double>(OW) * x.C *
-                          ((pw ? x.Cin + 9.0 : double(p.kernel_h) * p.kernel_w) + (project ? project->channels : 0));
+  const double row_cost =
+      static_cast<double>(OW) * x.C *
+      ((pw ? x.Cin + 9.0 : double(p.kernel_h) * p.kernel_w) + (project ? project->channels : 0));
   const size_t unit = x.pair_rows ? 2 : 1;  // rows per unit of work (see dw_task)
   x.tasks = internal::task_count(div_up(x.rows, unit), row_cost * unit, threads, 4);
   const internal::TaskFn fn = p.kernel_w == 3 ? dw_task<3> : p.kernel_w == 5 ? dw_task<5> : dw_task<0>;
@@ -816,9 +826,9 @@ void dwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in
   run_dw(p, N, H, W, in, OH, OW, packed, out, par, nullptr);
 }
 
-void dwconv2d_fused(const PointwiseConv* expand, const ConvParams& p, size_t N, size_t H, size_t W, const float* in,
-                    size_t OH, size_t OW, const void* dw_packed, const PointwiseConv* project, const float* residual,
-                    float* out, Parallel& par) {
+void dwconv2d_fused(const PointwiseConv* expand, const ConvParams& p, size_t N, size_t H, size_t W,
+                    const float* in, size_t OH, size_t OW, const void* dw_packed,
+                    const PointwiseConv* project, const float* residual, float* out, Parallel& par) {
   const size_t C = p.groups;
   if (N == 0 || OH == 0 || OW == 0 || C == 0) return;
   const size_t ring_rows = expand ? ring_rows_for(p) : 0;
@@ -849,7 +859,8 @@ void dwconv2d_fused(const PointwiseConv* expand, const ConvParams& p, size_t N, 
   run_dw(p, N, H, W, in, OH, OW, dw_packed, out, par, expand, project, residual);
 }
 
-void global_avg_pool(size_t N, size_t HW, size_t C, const float* in, float* out, Activation act, Parallel& par) {
+void global_avg_pool(size_t N, size_t HW, size_t C, const float* in, float* out, Activation act,
+                     Parallel& par) {
   if (N == 0 || C == 0) return;
   GapCtx x;
   x.HW = HW;
@@ -860,7 +871,8 @@ void global_avg_pool(size_t N, size_t HW, size_t C, const float* in, float* out,
   x.out = out;
   x.vmin = act.min;
   x.vmax = act.max;
-  x.tasks = internal::task_count(x.units, static_cast<double>(HW) * min_sz(C, 64), internal::parallel_threads(par), 1);
+  x.tasks = internal::task_count(x.units, static_cast<double>(HW) * min_sz(C, 64),
+                                 internal::parallel_threads(par), 1);
   internal::parallel_run(par, x.tasks, gap_task, &x);
 }
 

@@ -69,7 +69,8 @@ __attribute__((always_inline)) inline void ukernel(size_t kc_rt, const float* a,
                                                    float* c, size_t ldc, const float* bias, bool last,
                                                    __m256 vmin, __m256 vmax, const Tail& tail, const float* r,
                                                    size_t ldr, const char* pf = nullptr, size_t pf_step = 0,
-                                                   const char* ah = nullptr, size_t ah_step = 0, size_t ah_n = 0) {
+                                                   const char* ah = nullptr, size_t ah_step = 0,
+                                                   size_t ah_n = 0) {
   __m256 acc0[MR], acc1[MR];
   if (bias) {
     tile16_load_bias<MR>(bias, acc0, acc1);
@@ -164,8 +165,7 @@ inline void ukernel8(size_t kc, const float* a, size_t lda, const float* b, floa
     const __m256 w = _mm256_load_ps(b);
     b += kNR;
 #pragma GCC unroll 12
-    for (int m = 0; m < MR; ++m)
-      acc[m] = _mm256_fmadd_ps(_mm256_broadcast_ss(ar[m] + k), w, acc[m]);
+    for (int m = 0; m < MR; ++m) acc[m] = _mm256_fmadd_ps(_mm256_broadcast_ss(ar[m] + k), w, acc[m]);
   }
 #pragma GCC unroll 12
   for (int m = 0; m < MR; ++m) {
@@ -184,9 +184,9 @@ inline void ukernel8(size_t kc, const float* a, size_t lda, const float* b, floa
 // the tail's 12 x 8 tiles need 12 broadcasts per 8 columns: load-bound, N = 24 products ran at 86 % of peak.
 // b, bias: the full panel's; b2, bias2: the tail panel's; mask: the tail's columns.
 template <int MR>
-inline void ukernel24(size_t kc, const float* a, size_t lda, const float* b, const float* b2, float* c, size_t ldc,
-                      const float* bias, const float* bias2, bool last, __m256 vmin, __m256 vmax, const Tail& tail,
-                      const float* r, size_t ldr) {
+inline void ukernel24(size_t kc, const float* a, size_t lda, const float* b, const float* b2, float* c,
+                      size_t ldc, const float* bias, const float* bias2, bool last, __m256 vmin, __m256 vmax,
+                      const Tail& tail, const float* r, size_t ldr) {
   __m256 acc0[MR], acc1[MR], acc2[MR];
   if (bias) {
     const __m256 v0 = _mm256_load_ps(bias), v1 = _mm256_load_ps(bias + 8), v2 = _mm256_load_ps(bias2);
@@ -243,9 +243,9 @@ inline void ukernel24(size_t kc, const float* a, size_t lda, const float* b, con
 
 constexpr size_t kMR24 = 4;  // rows of a 24-column tile
 
-void run_ukernel24(size_t mr, size_t kc, const float* a, size_t lda, const float* b, const float* b2, float* c,
-                   size_t ldc, const float* bias, const float* bias2, bool last, __m256 vmin, __m256 vmax,
-                   const Tail& tail, const float* r, size_t ldr) {
+void run_ukernel24(size_t mr, size_t kc, const float* a, size_t lda, const float* b, const float* b2,
+                   float* c, size_t ldc, const float* bias, const float* bias2, bool last, __m256 vmin,
+                   __m256 vmax, const Tail& tail, const float* r, size_t ldr) {
   with_rows<kMR24>(mr, [&](auto m) {
     ukernel24<decltype(m)::value>(kc, a, lda, b, b2, c, ldc, bias, bias2, last, vmin, vmax, tail, r, ldr);
   });
@@ -284,8 +284,9 @@ void run_ukernel(size_t mr, size_t kc, const float* a, size_t lda, const float* 
 // ahead_n lines at ahead (a later step's weights: Prefetch) are shared out over the kMR-row tiles likewise, at
 // most one per step of a tile's k loop.
 void sweep16(size_t mc, size_t kc, const float* a, size_t lda, const float* b, float* c, size_t ldc,
-             const float* r, size_t ldr, const float* bias, bool last, __m256 vmin, __m256 vmax, const Tail& tail,
-             const char* next_b, size_t pf_per_tile, bool c_prefetch, const char* ahead, size_t ahead_n) {
+             const float* r, size_t ldr, const float* bias, bool last, __m256 vmin, __m256 vmax,
+             const Tail& tail, const char* next_b, size_t pf_per_tile, bool c_prefetch, const char* ahead,
+             size_t ahead_n) {
   size_t pf = 0, t0 = 0;
   const size_t a_step = kMR * lda;
   const size_t tiles = ahead_n ? RowTiles(mc).full() : 0;  // the kMR-row tiles, which run the loop below
@@ -303,7 +304,8 @@ void sweep16(size_t mc, size_t kc, const float* a, size_t lda, const float* b, f
       spread = next_b + pf * 64;
       pf = min_sz(kc, pf + pf_per_tile);
     } else if (next_b) {
-      for (const size_t e = min_sz(kc, pf + pf_per_tile); pf < e; ++pf) _mm_prefetch(next_b + pf * 64, _MM_HINT_T1);
+      for (const size_t e = min_sz(kc, pf + pf_per_tile); pf < e; ++pf)
+        _mm_prefetch(next_b + pf * 64, _MM_HINT_T1);
     }
     if (c_prefetch && t0 + kMR < mc) {
       const char* cn = reinterpret_cast<const char*>(c + kMR * ldc);
@@ -347,13 +349,13 @@ struct GemmCtx {
   size_t M, N, K, lda, ldc, panels, kc_blocks, kc;
   size_t m_chunk, m_chunks, n_groups, units, tasks;
   bool copy_a;  // A rows alias in L1 (row stride a multiple of 4 KB): copied, once per task and M chunk, to
-                // a row stride of kc + 16
+  // a row stride of kc + 16
   const float* A;
   const float* R;  // residual [M, N] (ldr) or null
   size_t ldr;
   const float* packed;
   const float* next;  // the packed B the caller multiplies next (null: none), prefetched after the last panel
-  const char* ahead;   // Prefetch: ahead_lines lines for a later step, shared out over the units' panels
+  const char* ahead;  // Prefetch: ahead_lines lines for a later step, shared out over the units' panels
   size_t ahead_lines;
   float* C;
   float vmin, vmax;
@@ -368,10 +370,10 @@ void gemm_task(const void* vctx, size_t task) {
   const __m256 vmin = _mm256_set1_ps(x.vmin), vmax = _mm256_set1_ps(x.vmax);
   // Copied A: the whole M chunk (every K block) is copied once per task and chunk, then shared by all of
   // the chunk's N groups (a task's units are consecutive, m chunk major).
-  const size_t ldp = x.kc + 16;             // copied A's row stride: rows one line apart in L1's sets
+  const size_t ldp = x.kc + 16;  // copied A's row stride: rows one line apart in L1's sets
   const size_t a_block = x.m_chunk * ldp;  // floats per copied K block
-  float* abuf = x.copy_a ? static_cast<float*>(
-                              internal::scratch(internal::Scratch::kGemmA, a_block * x.kc_blocks * sizeof(float)))
+  float* abuf = x.copy_a ? static_cast<float*>(internal::scratch(internal::Scratch::kGemmA,
+                                                                 a_block * x.kc_blocks * sizeof(float)))
                          : nullptr;
   size_t copied_chunk = ~size_t{0};
   for (size_t u = u0; u < u1; ++u) {
@@ -566,9 +568,9 @@ namespace {
 
 // Runs C = act(A * packed + bias) with the work split for `threads` threads; on `par` when given, else
 // serially on the calling thread (the per-batch path of batch_matmul).
-void gemm_run(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, float* C, size_t ldc,
-              Activation act, size_t threads, Parallel* par, const float* R = nullptr, size_t ldr = 0,
-              const void* next = nullptr, const Prefetch& ahead = Prefetch()) {
+void gemm_run(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, float* C,
+              size_t ldc, Activation act, size_t threads, Parallel* par, const float* R = nullptr,
+              size_t ldr = 0, const void* next = nullptr, const Prefetch& ahead = Prefetch()) {
   if (M == 0 || N == 0) return;
   const size_t panels = div_up(N, kNR);
   const double flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K + 1);
@@ -646,7 +648,8 @@ void gemm_run(size_t M, size_t N, size_t K, const float* A, size_t lda, const vo
       x.m_chunks = min_sz(M / kMR, x.m_chunks * 2);
       x.m_chunk = div_up(M, x.m_chunks);
     }
-    for (size_t i = 0; i < threads && (x.m_chunks * n_groups) % threads != 0 && n_groups < panels; ++i) ++n_groups;
+    for (size_t i = 0; i < threads && (x.m_chunks * n_groups) % threads != 0 && n_groups < panels; ++i)
+      ++n_groups;
   }
   x.n_groups = n_groups;
   x.units = x.n_groups * x.m_chunks;
@@ -657,8 +660,8 @@ void gemm_run(size_t M, size_t N, size_t K, const float* A, size_t lda, const vo
 
 }  // namespace
 
-void gemm_serial(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, float* C, size_t ldc,
-                 Activation act, const float* R, size_t ldr, const void* next_packed) {
+void gemm_serial(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, float* C,
+                 size_t ldc, Activation act, const float* R, size_t ldr, const void* next_packed) {
   gemm_run(M, N, K, A, lda, packed, C, ldc, act, 1, nullptr, R, ldr, next_packed);
 }
 
@@ -691,14 +694,15 @@ void gemm(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* 
   gemm_run(M, N, K, A, lda, packed, C, ldc, act, internal::parallel_threads(par), &par);
 }
 
-void gemm_residual(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, const float* R,
-                   size_t ldr, float* C, size_t ldc, Activation act, Parallel& par) {
+void gemm_residual(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed,
+                   const float* R, size_t ldr, float* C, size_t ldc, Activation act, Parallel& par) {
   gemm_run(M, N, K, A, lda, packed, C, ldc, act, internal::parallel_threads(par), &par, R, ldr);
 }
 
 void gemm_ahead(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, const float* R,
                 size_t ldr, float* C, size_t ldc, Activation act, const Prefetch& ahead, Parallel& par) {
-  gemm_run(M, N, K, A, lda, packed, C, ldc, act, internal::parallel_threads(par), &par, R, ldr, nullptr, ahead);
+  gemm_run(M, N, K, A, lda, packed, C, ldc, act, internal::parallel_threads(par), &par, R, ldr, nullptr,
+           ahead);
 }
 
 void batch_matmul(size_t batch, size_t M, size_t N, size_t K, const float* A, size_t a_batch_stride,

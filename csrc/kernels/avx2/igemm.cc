@@ -44,8 +44,9 @@ inline void store16(float* c, size_t nc, __m256 lo, __m256 hi) {
 // Adds the fused residual r (dense rows with the output's stride; null: none) before the clamp, then stores
 // the tile's nc columns.
 template <int MR>
-__attribute__((always_inline)) inline void finish_tile(__m256 (&acc0)[MR], __m256 (&acc1)[MR], float* c, size_t ldc,
-                                                       size_t nc, __m256 vmin, __m256 vmax, const float* r) {
+__attribute__((always_inline)) inline void finish_tile(__m256 (&acc0)[MR], __m256 (&acc1)[MR], float* c,
+                                                       size_t ldc, size_t nc, __m256 vmin, __m256 vmax,
+                                                       const float* r) {
   if (r) {
 #pragma GCC unroll 6
     for (int m = 0; m < MR; ++m) {
@@ -68,9 +69,9 @@ __attribute__((always_inline)) inline void finish_tile(__m256 (&acc0)[MR], __m25
 // KC > 0: the per-tap input depth is the compile-time KC (small-channel convs such as RGB stems, where a
 // runtime-count loop of 3 would cost more than its FMAs); KC = 0: runtime kc.
 template <int MR, int KC>
-__attribute__((always_inline)) inline void ukernel_inl(size_t ks, size_t kc_rt, const float* const* a, const float* w,
-                                                       float* c, size_t ldc, size_t nc, __m256 vmin, __m256 vmax,
-                                                       const float* r) {
+__attribute__((always_inline)) inline void ukernel_inl(size_t ks, size_t kc_rt, const float* const* a,
+                                                       const float* w, float* c, size_t ldc, size_t nc,
+                                                       __m256 vmin, __m256 vmax, const float* r) {
   const size_t kc = KC > 0 ? size_t{KC} : kc_rt;
   __m256 acc0[MR], acc1[MR];
   tile16_load_bias<MR>(w, acc0, acc1);
@@ -90,9 +91,10 @@ __attribute__((always_inline)) inline void ukernel_inl(size_t ks, size_t kc_rt, 
 // and `plane` are the element strides of an input row and plane (the image's, or a zero-padded copy's).
 // Taps are taken in the packed (ky, kx, ci) order, so the sums are those of the NHWC kernel, bit for bit.
 template <int MR, int KW, int SW>
-__attribute__((always_inline)) inline void ukernel_planar(size_t kh, const float* base, size_t row, size_t plane,
-                                                          const float* w, float* c, size_t ldc, size_t nc,
-                                                          __m256 vmin, __m256 vmax, const float* r) {
+__attribute__((always_inline)) inline void ukernel_planar(size_t kh, const float* base, size_t row,
+                                                          size_t plane, const float* w, float* c, size_t ldc,
+                                                          size_t nc, __m256 vmin, __m256 vmax,
+                                                          const float* r) {
   __m256 acc0[MR], acc1[MR];
   tile16_load_bias<MR>(w, acc0, acc1);
   w += kNR;
@@ -139,8 +141,8 @@ bool planar_tiles(const ConvParams& p) {
 
 template <int MR>
 void planar_panels(const ConvParams& p, const float* base, size_t row, size_t plane, const float* w,
-                   size_t panel_floats, size_t panels, float* c, size_t ldc, size_t goc, __m256 vmin, __m256 vmax,
-                   const float* r) {
+                   size_t panel_floats, size_t panels, float* c, size_t ldc, size_t goc, __m256 vmin,
+                   __m256 vmax, const float* r) {
   for (size_t q = 0; q < panels; ++q, w += panel_floats, c += kNR, r = r ? r + kNR : nullptr) {
     const size_t nc = min_sz(kNR, goc - q * kNR);
     if (p.kernel_w == 7) {
@@ -155,10 +157,11 @@ void planar_panels(const ConvParams& p, const float* base, size_t row, size_t pl
 
 // Runs ukernel_planar over `panels` consecutive panels from w for one tile of mr pixels (planar_tiles(p)).
 void planar_tile(size_t mr, const ConvParams& p, const float* base, size_t row, size_t plane, const float* w,
-                 size_t panel_floats, size_t panels, float* c, size_t ldc, size_t goc, __m256 vmin, __m256 vmax,
-                 const float* r) {
+                 size_t panel_floats, size_t panels, float* c, size_t ldc, size_t goc, __m256 vmin,
+                 __m256 vmax, const float* r) {
   with_rows<kMR>(mr, [&](auto m) {
-    planar_panels<decltype(m)::value>(p, base, row, plane, w, panel_floats, panels, c, ldc, goc, vmin, vmax, r);
+    planar_panels<decltype(m)::value>(p, base, row, plane, w, panel_floats, panels, c, ldc, goc, vmin, vmax,
+                                      r);
   });
 }
 
@@ -169,9 +172,10 @@ void ukernel(size_t ks, size_t kc_rt, const float* const* a, const float* w, flo
 }
 
 template <int KC>
-void run_ukernel_kc(size_t mr, size_t ks, size_t kc, const float* const* a, const float* w, float* c, size_t ldc,
-                    size_t nc, __m256 vmin, __m256 vmax, const float* r) {
-  with_rows<kMR>(mr, [&](auto m) { ukernel<decltype(m)::value, KC>(ks, kc, a, w, c, ldc, nc, vmin, vmax, r); });
+void run_ukernel_kc(size_t mr, size_t ks, size_t kc, const float* const* a, const float* w, float* c,
+                    size_t ldc, size_t nc, __m256 vmin, __m256 vmax, const float* r) {
+  with_rows<kMR>(mr,
+                 [&](auto m) { ukernel<decltype(m)::value, KC>(ks, kc, a, w, c, ldc, nc, vmin, vmax, r); });
 }
 
 void run_ukernel(size_t mr, size_t ks, size_t kc, const float* const* a, const float* w, float* c, size_t ldc,
@@ -181,7 +185,7 @@ void run_ukernel(size_t mr, size_t ks, size_t kc, const float* const* a, const f
     case 2: return run_ukernel_kc<2>(mr, ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
     case 3: return run_ukernel_kc<3>(mr, ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
     case 4: return run_ukernel_kc<4>(mr, ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
-    case 9: return run_ukernel_kc<9>(mr, ks, kc, a, w, c, ldc, nc, vmin, vmax, r);    // 3 wide x RGB
+    case 9: return run_ukernel_kc<9>(mr, ks, kc, a, w, c, ldc, nc, vmin, vmax, r);  // 3 wide x RGB
     case 21: return run_ukernel_kc<21>(mr, ks, kc, a, w, c, ldc, nc, vmin, vmax, r);  // 7 wide x RGB
     default: return run_ukernel_kc<0>(mr, ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
   }
@@ -204,12 +208,12 @@ struct ConvCtx {
   const float* packed;
   const float* zero = nullptr;  // conv_task's zero row (padding taps)
   float* out;
-  const float* residual;            // dense like out, or null
+  const float* residual;  // dense like out, or null
   const size_t* tap_off = nullptr;  // conv_task: element offset of each tap from the window's top-left pixel
   size_t span_h, span_w;  // dilation * (kernel - 1)
-  size_t pix, chs;        // element strides between adjacent input pixels and between input channels (NCHW
-                          // input, p.input_nchw: conv_task gathers the windows, planar_task reads the planes)
-  bool rows_contig;       // NHWC, one group, dilation_w 1: a kernel row's kw * gic inputs are contiguous
+  size_t pix, chs;  // element strides between adjacent input pixels and between input channels (NCHW
+  // input, p.input_nchw: conv_task gathers the windows, planar_task reads the planes)
+  bool rows_contig;  // NHWC, one group, dilation_w 1: a kernel row's kw * gic inputs are contiguous
   float vmin, vmax;
 };
 
@@ -222,12 +226,13 @@ void conv_task(const void* vctx, size_t task) {
   const __m256 vmin = _mm256_set1_ps(x.vmin), vmax = _mm256_set1_ps(x.vmax);
   const float** ind = static_cast<const float**>(internal::aligned_alloc64(x.taps * kMR * sizeof(float*)));
   float* gbuf = (x.gic < 8 && x.taps > 1) || p.input_nchw
-                    ? static_cast<float*>(
-                          internal::scratch(internal::Scratch::kIgemmGather, kMR * x.taps * x.gic * sizeof(float)))
+                    ? static_cast<float*>(internal::scratch(internal::Scratch::kIgemmGather,
+                                                            kMR * x.taps * x.gic * sizeof(float)))
                     : nullptr;
-  const float** krows = gbuf && x.rows_contig ? static_cast<const float**>(internal::aligned_alloc64(
-                                                    size_t{p.kernel_h} * kMR * sizeof(float*)))
-                                              : nullptr;
+  const float** krows =
+      gbuf && x.rows_contig
+          ? static_cast<const float**>(internal::aligned_alloc64(size_t{p.kernel_h} * kMR * sizeof(float*)))
+          : nullptr;
   bool inner[kMR];
   const size_t krow_step = size_t{p.dilation_h} * x.W * x.IC;  // between kernel rows, in elements
   const size_t P = x.OH * x.OW;
@@ -318,11 +323,13 @@ void conv_task(const void* vctx, size_t task) {
         // A 3x3 RGB stem's full tiles: the microkernel inlined, every size known (a call and two dispatches
         // per panel cost ~7 % of such a stem, whose panels are ~160 cycles of FMAs each).
         for (size_t q = q0; q < q1; ++q)
-          ukernel_inl<kMR, 9>(3, 9, krows, wg + q * panel_floats, c + q * kNR, x.OC, kNR, vmin, vmax, nullptr);
+          ukernel_inl<kMR, 9>(3, 9, krows, wg + q * panel_floats, c + q * kNR, x.OC, kNR, vmin, vmax,
+                              nullptr);
       } else {
         for (size_t q = q0; q < q1; ++q)
-          run_ukernel(mr, kh, kc, krows, wg + q * panel_floats, c + q * kNR, x.OC, min_sz(kNR, x.goc - q * kNR),
-                      vmin, vmax, x.residual ? x.residual + (c - x.out) + q * kNR : nullptr);
+          run_ukernel(mr, kh, kc, krows, wg + q * panel_floats, c + q * kNR, x.OC,
+                      min_sz(kNR, x.goc - q * kNR), vmin, vmax,
+                      x.residual ? x.residual + (c - x.out) + q * kNR : nullptr);
       }
     } else if (gbuf) {
       // Few input channels (RGB stems), or planes: gather the tile's windows into mr contiguous rows of
@@ -340,8 +347,8 @@ void conv_task(const void* vctx, size_t task) {
         rows[m] = gbuf + m * kk;
       }
       for (size_t q = q0; q < q1; ++q)
-        run_ukernel(mr, 1, kk, rows, wg + q * panel_floats, c + q * kNR, x.OC, min_sz(kNR, x.goc - q * kNR), vmin,
-                    vmax, x.residual ? x.residual + (c - x.out) + q * kNR : nullptr);
+        run_ukernel(mr, 1, kk, rows, wg + q * panel_floats, c + q * kNR, x.OC, min_sz(kNR, x.goc - q * kNR),
+                    vmin, vmax, x.residual ? x.residual + (c - x.out) + q * kNR : nullptr);
     } else {
       // The microkernel reads MR pointers per tap; its template MR equals mr, so stride the buffer by mr.
       if (mr != kMR) {
@@ -349,8 +356,9 @@ void conv_task(const void* vctx, size_t task) {
           for (size_t m = 0; m < mr; ++m) ind[t * mr + m] = ind[t * kMR + m];
       }
       for (size_t q = q0; q < q1; ++q)
-        run_ukernel(mr, x.taps, x.gic, ind, wg + q * panel_floats, c + q * kNR, x.OC, min_sz(kNR, x.goc - q * kNR),
-                    vmin, vmax, x.residual ? x.residual + (c - x.out) + q * kNR : nullptr);
+        run_ukernel(mr, x.taps, x.gic, ind, wg + q * panel_floats, c + q * kNR, x.OC,
+                    min_sz(kNR, x.goc - q * kNR), vmin, vmax,
+                    x.residual ? x.residual + (c - x.out) + q * kNR : nullptr);
     }
     // The fused post-op over the tile just written (mr pixels x this unit's panels, in L1).
     apply_post(p.act.post, c + q0 * kNR, mr, min_sz(x.goc, q1 * kNR) - q0 * kNR, x.OC);
@@ -368,7 +376,8 @@ void planar_task(const void* vctx, size_t task) {
   const size_t u0 = x.units * task / x.tasks, u1 = x.units * (task + 1) / x.tasks;
   const size_t panel_floats = kNR + x.taps * x.gic * kNR, plane = x.chs;
   const __m256 vmin = _mm256_set1_ps(x.vmin), vmax = _mm256_set1_ps(x.vmax);
-  const size_t patch_w = (planar_mr(p) - 1) * p.stride_w + p.kernel_w;  // columns of the widest tile's windows
+  const size_t patch_w =
+      (planar_mr(p) - 1) * p.stride_w + p.kernel_w;  // columns of the widest tile's windows
   float* patch = static_cast<float*>(
       internal::scratch(internal::Scratch::kIgemmGather, x.gic * p.kernel_h * patch_w * sizeof(float)));
   const PlanarTiles tiles(x.OW, planar_mr(p));
@@ -428,8 +437,8 @@ size_t conv2d_packed_size(const ConvParams& p) {
   if (narrow_groups(p)) return scalar::conv2d_packed_size(p);
   if (winograd_applies(p)) return winograd_packed_size(p);
   const size_t taps = size_t{p.kernel_h} * p.kernel_w;
-  return size_t{p.groups} * div_up(p.group_output_channels, kNR) * (kNR + taps * p.group_input_channels * kNR) *
-         sizeof(float);
+  return size_t{p.groups} * div_up(p.group_output_channels, kNR) *
+         (kNR + taps * p.group_input_channels * kNR) * sizeof(float);
 }
 
 void conv2d_pack(const ConvParams& p, const float* filter, const float* bias, void* packed) {
@@ -442,8 +451,9 @@ void conv2d_pack(const ConvParams& p, const float* filter, const float* bias, vo
   for (size_t g = 0; g < p.groups; ++g) {
     // Row r = tap * gic + ci of output channel co: filter OHWI [g*goc + co][tap][ci].
     const float* fg = filter + g * goc * rows;
-    pack_panels(rows, goc, bias ? bias + g * goc : nullptr, [&](size_t r, size_t co) { return fg[co * rows + r]; },
-                out + g * group_floats);
+    pack_panels(
+        rows, goc, bias ? bias + g * goc : nullptr, [&](size_t r, size_t co) { return fg[co * rows + r]; },
+        out + g * group_floats);
   }
 }
 
@@ -452,13 +462,14 @@ void conv2d_impl(const ConvParams& p, size_t N, size_t H, size_t W, const float*
                  const void* packed, const float* residual, float* out, Parallel& par) {
   if (N == 0 || OH == 0 || OW == 0 || p.groups == 0 || p.group_output_channels == 0) return;
   if (winograd_applies(p)) return winograd_conv2d(p, N, H, W, in, OH, OW, packed, residual, out, par);
-  if (!p.input_nchw && p.kernel_h == 1 && p.kernel_w == 1 && p.stride_h == 1 && p.stride_w == 1 && p.groups == 1 &&
-      p.pad_top == 0 && p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0 && OH == H && OW == W) {
+  if (!p.input_nchw && p.kernel_h == 1 && p.kernel_w == 1 && p.stride_h == 1 && p.stride_w == 1 &&
+      p.groups == 1 && p.pad_top == 0 && p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0 &&
+      OH == H && OW == W) {
     // 1x1, stride 1, no padding: a GEMM on the [N*H*W, C] view; the packed panels ([16 bias][gic x 16]) are
     // exactly gemm.cc's layout.
     const size_t oc = p.group_output_channels;
-    return gemm_ahead(N * H * W, oc, p.group_input_channels, in, p.group_input_channels, packed, residual, oc, out,
-                      oc, p.act, p.ahead, par);
+    return gemm_ahead(N * H * W, oc, p.group_input_channels, in, p.group_input_channels, packed, residual, oc,
+                      out, oc, p.act, p.ahead, par);
   }
   ConvCtx x;
   x.p = &p;
@@ -489,8 +500,8 @@ void conv2d_impl(const ConvParams& p, size_t N, size_t H, size_t W, const float*
   x.units = N * p.groups * x.n_pgroups * x.ptiles;
   // Up to 16 tasks per thread: ResNet-50's big convs ran 16 tasks of ~0.13 ms on 2 threads, and the threads'
   // unequal speeds left one waiting up to a task at the end.
-  x.tasks =
-      internal::task_count(x.units, static_cast<double>(kMR) * kNR * x.group * (x.taps * x.gic + 1), threads, 16);
+  x.tasks = internal::task_count(x.units, static_cast<double>(kMR) * kNR * x.group * (x.taps * x.gic + 1),
+                                 threads, 16);
   x.span_h = size_t{p.dilation_h} * (p.kernel_h - 1);
   x.span_w = size_t{p.dilation_w} * (p.kernel_w - 1);
   x.rows_contig = !p.input_nchw && p.groups == 1 && p.dilation_w == 1;

@@ -39,8 +39,8 @@ void interleave3(const float* a, const float* b, const float* c, float* out, siz
     const __m256 ta = _mm256_permutevar8x32_ps(_mm256_loadu_ps(a + i), pa);
     const __m256 tb = _mm256_permutevar8x32_ps(_mm256_loadu_ps(b + i), pb);
     const __m256 tc = _mm256_permutevar8x32_ps(_mm256_loadu_ps(c + i), pc);
-    _mm256_storeu_ps(out, pick<0x92, 0x24>(ta, tb, tc));       // b: lanes 1 4 7, c: 2 5
-    _mm256_storeu_ps(out + 8, pick<0x24, 0x49>(ta, tb, tc));   // b: 2 5, c: 0 3 6
+    _mm256_storeu_ps(out, pick<0x92, 0x24>(ta, tb, tc));  // b: lanes 1 4 7, c: 2 5
+    _mm256_storeu_ps(out + 8, pick<0x24, 0x49>(ta, tb, tc));  // b: 2 5, c: 0 3 6
     _mm256_storeu_ps(out + 16, pick<0x49, 0x92>(ta, tb, tc));  // b: 0 3 6, c: 1 4 7
   }
   for (; i < n; ++i, out += 3) {
@@ -59,9 +59,12 @@ void deinterleave3(const float* in, float* a, float* b, float* c, size_t n) {
   for (; i + 8 <= n; i += 8, in += 24) {
     const __m256 v0 = _mm256_loadu_ps(in), v1 = _mm256_loadu_ps(in + 8), v2 = _mm256_loadu_ps(in + 16);
     // Lane l of plane p's permuted vector comes from output vector j where p's lanes of j include l.
-    const __m256 ta = _mm256_blend_ps(_mm256_blend_ps(v0, v1, 0x92), v2, 0x24);  // a: v0 0 3 6, v1 1 4 7, v2 2 5
-    const __m256 tb = _mm256_blend_ps(_mm256_blend_ps(v0, v1, 0x24), v2, 0x49);  // b: v0 1 4 7, v1 2 5, v2 0 3 6
-    const __m256 tc = _mm256_blend_ps(_mm256_blend_ps(v0, v1, 0x49), v2, 0x92);  // c: v0 2 5, v1 0 3 6, v2 1 4 7
+    const __m256 ta =
+        _mm256_blend_ps(_mm256_blend_ps(v0, v1, 0x92), v2, 0x24);  // a: v0 0 3 6, v1 1 4 7, v2 2 5
+    const __m256 tb =
+        _mm256_blend_ps(_mm256_blend_ps(v0, v1, 0x24), v2, 0x49);  // b: v0 1 4 7, v1 2 5, v2 0 3 6
+    const __m256 tc =
+        _mm256_blend_ps(_mm256_blend_ps(v0, v1, 0x49), v2, 0x92);  // c: v0 2 5, v1 0 3 6, v2 1 4 7
     _mm256_storeu_ps(a + i, _mm256_permutevar8x32_ps(ta, ia));
     _mm256_storeu_ps(b + i, _mm256_permutevar8x32_ps(tb, ib));
     _mm256_storeu_ps(c + i, _mm256_permutevar8x32_ps(tc, ic));

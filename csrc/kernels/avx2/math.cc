@@ -112,7 +112,8 @@ struct RowCtx {
 // e^d for d <= 0 (x - the row's max): where the whole vector is above -87.3 (a normal float result) the
 // one-scaling exp_narrow, else exp_core (denormal results, and 0 for -inf).
 inline __m256 exp_nonpos(__m256 d) {
-  if (_mm256_movemask_ps(_mm256_cmp_ps(d, _mm256_set1_ps(-87.3f), _CMP_LT_OQ)) == 0) return exp_narrow<false>(d);
+  if (_mm256_movemask_ps(_mm256_cmp_ps(d, _mm256_set1_ps(-87.3f), _CMP_LT_OQ)) == 0)
+    return exp_narrow<false>(d);
   return exp_core(d);
 }
 
@@ -200,7 +201,8 @@ void normalize_task(const void* vctx, size_t task) {
       s1 = _mm256_add_ps(s1, _mm256_sub_ps(_mm256_loadu_ps(in + i + 8), shift));
     }
     for (; i < nv; i += 8) s0 = _mm256_add_ps(s0, _mm256_sub_ps(_mm256_loadu_ps(in + i), shift));
-    if (nv < n) s1 = _mm256_add_ps(s1, _mm256_and_ps(_mm256_sub_ps(_mm256_maskload_ps(in + nv, m), shift), mf));
+    if (nv < n)
+      s1 = _mm256_add_ps(s1, _mm256_and_ps(_mm256_sub_ps(_mm256_maskload_ps(in + nv, m), shift), mf));
     // Centred values are computed as (x - x[0]) - (mean - x[0]): x - x[0] is exact for nearby values, so a
     // large offset costs no precision.
     const __m256 vmean = _mm256_set1_ps(hsum(_mm256_add_ps(s0, s1)) / static_cast<float>(n));
@@ -217,7 +219,8 @@ void normalize_task(const void* vctx, size_t task) {
       s0 = _mm256_fmadd_ps(d0, d0, s0);
     }
     if (nv < n) {
-      const __m256 d1 = _mm256_and_ps(_mm256_sub_ps(_mm256_sub_ps(_mm256_maskload_ps(in + nv, m), shift), vmean), mf);
+      const __m256 d1 =
+          _mm256_and_ps(_mm256_sub_ps(_mm256_sub_ps(_mm256_maskload_ps(in + nv, m), shift), vmean), mf);
       s1 = _mm256_fmadd_ps(d1, d1, s1);
     }
     const float var = hsum(_mm256_add_ps(s0, s1)) / static_cast<float>(n);
@@ -226,13 +229,15 @@ void normalize_task(const void* vctx, size_t task) {
     for (i = 0; i < nv; i += 8) {
       const __m256 g = x.scale ? _mm256_loadu_ps(x.scale + i) : one;
       const __m256 b = x.bias ? _mm256_loadu_ps(x.bias + i) : zero;
-      const __m256 y = _mm256_mul_ps(_mm256_sub_ps(_mm256_sub_ps(_mm256_loadu_ps(in + i), shift), vmean), rstd);
+      const __m256 y =
+          _mm256_mul_ps(_mm256_sub_ps(_mm256_sub_ps(_mm256_loadu_ps(in + i), shift), vmean), rstd);
       _mm256_storeu_ps(out + i, _mm256_fmadd_ps(y, g, b));
     }
     if (nv < n) {
       const __m256 g = x.scale ? _mm256_maskload_ps(x.scale + nv, m) : one;
       const __m256 b = x.bias ? _mm256_maskload_ps(x.bias + nv, m) : zero;
-      const __m256 y = _mm256_mul_ps(_mm256_sub_ps(_mm256_sub_ps(_mm256_maskload_ps(in + nv, m), shift), vmean), rstd);
+      const __m256 y =
+          _mm256_mul_ps(_mm256_sub_ps(_mm256_sub_ps(_mm256_maskload_ps(in + nv, m), shift), vmean), rstd);
       store_lanes(out + nv, m, _mm256_fmadd_ps(y, g, b));
     }
   }
@@ -240,7 +245,8 @@ void normalize_task(const void* vctx, size_t task) {
 
 }  // namespace
 
-bool unary_transcendental(UnaryOp op, size_t n, const float* in, float* out, const UnaryParams& p, Parallel& par) {
+bool unary_transcendental(UnaryOp op, size_t n, const float* in, float* out, const UnaryParams& p,
+                          Parallel& par) {
   internal::TaskFn fn = nullptr;
   switch (op) {
     case UnaryOp::kExp: fn = un_task<UnaryOp::kExp>; break;
@@ -276,8 +282,8 @@ void softmax(size_t rows, size_t cols, const float* in, float* out, Parallel& pa
   internal::parallel_run(par, x.tasks, softmax_task, &x);
 }
 
-void normalize(size_t rows, size_t cols, const float* in, const float* scale, const float* bias, float epsilon,
-               float* out, Parallel& par) {
+void normalize(size_t rows, size_t cols, const float* in, const float* scale, const float* bias,
+               float epsilon, float* out, Parallel& par) {
   if (rows == 0 || cols == 0) return;
   RowCtx x{};
   x.rows = rows;

@@ -108,7 +108,7 @@ struct ConvRows {
   struct Tile {
     const uint8_t* img[MR];
     size_t iy0[MR], ix0[MR];  // top-left tap's input coordinates; negative ones wrap around (unsigned)
-    size_t ky = 0, kx = 0;    // the next tap
+    size_t ky = 0, kx = 0;  // the next tap
   };
   template <int MR>
   void start(size_t m0, Tile<MR>& tl) const {

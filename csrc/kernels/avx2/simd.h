@@ -25,8 +25,10 @@ constexpr size_t kMR = 6;
 // 21 x 6 + 2 costs 130). Every row's sums are the same for any tiling.
 inline size_t tile_rows(size_t r) {
   switch (r) {
-    case 7: case 8: return 4;
-    case 9: case 13: return 5;
+    case 7:
+    case 8: return 4;
+    case 9:
+    case 13: return 5;
     default: return r < kMR ? r : kMR;
   }
 }
@@ -111,15 +113,17 @@ inline void store_lanes(float* p, __m256i mask, __m256 v) {
 }
 
 // v clamped to [vmin, vmax]; NaN passes through (max_ps/min_ps return the second operand when either is NaN).
-inline __m256 clamp8(__m256 v, __m256 vmin, __m256 vmax) { return _mm256_min_ps(vmax, _mm256_max_ps(vmin, v)); }
+inline __m256 clamp8(__m256 v, __m256 vmin, __m256 vmax) {
+  return _mm256_min_ps(vmax, _mm256_max_ps(vmin, v));
+}
 
 // An element-wise map's task: out[i] = clamp8(f(in[i])) over task `task` of `tasks`' share of n floats, the
 // shares cut at whole 8-float vectors (the last one ends in a masked tail). out may be in (reads before writes).
 // kPairs: two independent vectors per step, for an f with long dependency chains (vmath.h's polynomials: the
 // second vector fills the first one's latency).
 template <bool kPairs, typename F>
-inline void map_task(const float* in, float* out, size_t n, size_t task, size_t tasks, __m256 vmin, __m256 vmax,
-                     F f) {
+inline void map_task(const float* in, float* out, size_t n, size_t task, size_t tasks, __m256 vmin,
+                     __m256 vmax, F f) {
   const size_t blocks = (n + 7) / 8;
   const size_t b0 = blocks * task / tasks, b1 = blocks * (task + 1) / tasks;
   const size_t i1 = min_sz(n, b1 * 8);

@@ -8,7 +8,8 @@ namespace internal {
 
 const KernelTable* avx2_table() {
   static const KernelTable table = [] {
-    KernelTable t = scalar_table();  // the entries AVX2 does not implement (their packed layouts then match too)
+    KernelTable t =
+        scalar_table();  // the entries AVX2 does not implement (their packed layouts then match too)
     t.name = "avx2";
 #define WEBXNN_AVX2_FILL(fn) t.fn = avx2::fn;
     WEBXNN_AVX2_KERNELS(WEBXNN_AVX2_FILL)

@@ -33,7 +33,8 @@ inline __m256 exp_reduce(__m256 x, __m256* n) {
 // e^x without NaN handling (callers that can see NaN blend it back).
 inline __m256 exp_core(__m256 x) {
   __m256 n;
-  const __m256 r = exp_reduce(_mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-104.f)), _mm256_set1_ps(89.f)), &n);
+  const __m256 r =
+      exp_reduce(_mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-104.f)), _mm256_set1_ps(89.f)), &n);
   __m256 p = _mm256_set1_ps(1.f / 720.f);
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 120.f));
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 24.f));
@@ -58,7 +59,8 @@ inline __m256 exp_narrow(__m256 x) {
   const __m256 a = _mm256_add_ps(_mm256_set1_ps(1.f), r);
   const __m256 b = _mm256_fmadd_ps(_mm256_set1_ps(1.f / 6.f), r, _mm256_set1_ps(0.5f));
   const __m256 c = _mm256_fmadd_ps(_mm256_set1_ps(1.f / 120.f), r, _mm256_set1_ps(1.f / 24.f));
-  const __m256 p = _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(1.f / 720.f), r2, c), r2, b), r2, a);
+  const __m256 p =
+      _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(1.f / 720.f), r2, c), r2, b), r2, a);
   return _mm256_mul_ps(p, pow2i(_mm256_cvtps_epi32(n)));
 }
 
@@ -121,7 +123,8 @@ inline __m256 erfc_pos(__m256 z) {
 inline __m256 gelu_ps(__m256 x) {
   const __m256 a = _mm256_min_ps(vabs(x), _mm256_set1_ps(13.15f));  // erfc(13.15 / sqrt 2) < 1e-39
   const __m256 beyond = _mm256_cmp_ps(vabs(x), _mm256_set1_ps(13.15f), _CMP_GE_OQ);
-  const __m256 hc = _mm256_andnot_ps(beyond, _mm256_mul_ps(erfcx_small<1>(a), exp_neg_square<1>(a)));  // erfc/2
+  const __m256 hc =
+      _mm256_andnot_ps(beyond, _mm256_mul_ps(erfcx_small<1>(a), exp_neg_square<1>(a)));  // erfc/2
   const __m256 f = _mm256_blendv_ps(_mm256_sub_ps(_mm256_set1_ps(1.f), hc), hc, x);  // sign bit of x selects
   return _mm256_mul_ps(x, f);  // a NaN x stays NaN
 }

@@ -35,15 +35,15 @@ namespace webxnn {
 namespace avx2 {
 namespace {
 
-constexpr size_t kA = 6;         // input tile side (alpha)
-constexpr size_t kOut = 4;       // output tile side
+constexpr size_t kA = 6;  // input tile side (alpha)
+constexpr size_t kOut = 4;  // output tile side
 constexpr size_t kXi = kA * kA;  // transform positions
 constexpr size_t kMaxTiles = 120;
 constexpr size_t kScratchBytes = 1536 * 1024;
 
-
-
-size_t panel_bytes(const ConvParams& p) { return gemm_packed_size(p.group_input_channels, p.group_output_channels); }
+size_t panel_bytes(const ConvParams& p) {
+  return gemm_packed_size(p.group_input_channels, p.group_output_channels);
+}
 
 struct WinoCtx {
   size_t N, H, W, OH, OW, C, K, TH, TW, tiles;
@@ -51,7 +51,7 @@ struct WinoCtx {
   size_t pad_top, pad_left;
   const float* in;
   const char* packed;  // kXi gemm-packed U matrices, then the bias
-  size_t u_bytes;      // bytes of one packed U
+  size_t u_bytes;  // bytes of one packed U
   const float* bias;
   const float* residual;
   float* out;
@@ -104,9 +104,10 @@ void input_transform(const WinoCtx& x, size_t t0, size_t tcount, float* V) {
       const ptrdiff_t iy = iy0 + static_cast<ptrdiff_t>(i);
       for (size_t j = 0; j < kA; ++j) {
         const ptrdiff_t ix = ix0 + static_cast<ptrdiff_t>(j);
-        const bool ok = iy >= 0 && iy < static_cast<ptrdiff_t>(x.H) && ix >= 0 && ix < static_cast<ptrdiff_t>(x.W);
-        src[i * kA + j] = ok ? x.in + ((n * x.H + static_cast<size_t>(iy)) * x.W + static_cast<size_t>(ix)) * x.C
-                             : nullptr;
+        const bool ok =
+            iy >= 0 && iy < static_cast<ptrdiff_t>(x.H) && ix >= 0 && ix < static_cast<ptrdiff_t>(x.W);
+        src[i * kA + j] =
+            ok ? x.in + ((n * x.H + static_cast<size_t>(iy)) * x.W + static_cast<size_t>(ix)) * x.C : nullptr;
       }
     }
     float* v = V + ti * x.ldv;
@@ -170,8 +171,9 @@ void output_transform(const WinoCtx& x, size_t t0, size_t tcount, size_t k0, siz
         for (size_t q = 0; q < cols; ++q) {
           const size_t off = base + (r * x.OW + q) * x.K + j;
           __m256 v = _mm256_add_ps(y[q], b);
-          if (x.residual) v = _mm256_add_ps(v, full ? _mm256_loadu_ps(x.residual + off)
-                                                    : _mm256_maskload_ps(x.residual + off, mask));
+          if (x.residual)
+            v = _mm256_add_ps(
+                v, full ? _mm256_loadu_ps(x.residual + off) : _mm256_maskload_ps(x.residual + off, mask));
           v = _mm256_min_ps(vmax, _mm256_max_ps(vmin, v));
           v = post(v);
           if (full) {
@@ -189,8 +191,8 @@ void output_transform(const WinoCtx& x, size_t t0, size_t tcount, size_t k0, siz
 void wino_task(const void* vctx, size_t task) {
   const WinoCtx& x = *static_cast<const WinoCtx*>(vctx);
   const size_t ldm = round_up(x.panels_per_group * kNR, 8);
-  float* V = static_cast<float*>(
-      internal::scratch(internal::Scratch::kWinogradV, kXi * (v_stride(x) + m_stride(x, ldm)) * sizeof(float)));
+  float* V = static_cast<float*>(internal::scratch(internal::Scratch::kWinogradV,
+                                                   kXi * (v_stride(x) + m_stride(x, ldm)) * sizeof(float)));
   float* M = V + kXi * v_stride(x);
   // Channel groups outer: a thread's consecutive units share a channel group, so it reads only its share of U
   // (and blocks of unequal size cost every group the same).
@@ -199,7 +201,8 @@ void wino_task(const void* vctx, size_t task) {
   // A thread's consecutive tasks of one block (several channel groups of one block: 14x14x256 runs 4 groups
   // of its 16 tiles on 2 threads) transform the block once. Sharing one V between the threads instead was
   // slower: half of it then crosses from the other core's cache (14x14x256 at 2 threads 413 -> 499 us).
-  uint64_t* key = static_cast<uint64_t*>(internal::scratch(internal::Scratch::kWinogradKey, 2 * sizeof(uint64_t)));
+  uint64_t* key =
+      static_cast<uint64_t*>(internal::scratch(internal::Scratch::kWinogradKey, 2 * sizeof(uint64_t)));
   if (key[0] != x.call || key[1] != blk) {
     input_transform(x, t0, tcount, V);
     key[0] = x.call;

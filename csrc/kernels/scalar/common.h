@@ -22,8 +22,11 @@ struct Clamp {
   bool use_lo, use_hi;
   PostOp post;
   explicit Clamp(const Activation& a)
-      : lo(a.min), hi(a.max), use_lo(a.min != -std::numeric_limits<float>::infinity()),
-        use_hi(a.max != std::numeric_limits<float>::infinity()), post(a.post) {}
+      : lo(a.min),
+        hi(a.max),
+        use_lo(a.min != -std::numeric_limits<float>::infinity()),
+        use_hi(a.max != std::numeric_limits<float>::infinity()),
+        post(a.post) {}
   bool active() const { return use_lo || use_hi || post != PostOp::kNone; }
   float operator()(float x) const {
     if (use_lo && x < lo) x = lo;

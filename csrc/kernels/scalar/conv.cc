@@ -58,7 +58,8 @@ void pack_bias(const float* bias, size_t oc, float* out) {
 // bias and clamped afterwards. The per-pixel work order never depends on the split.
 template <typename Fn>
 void for_each_output_pixel(const ConvParams& p, Parallel& par, size_t N, size_t HWC, size_t OH, size_t OW,
-                           size_t OC, double pixel_cost, const float* in, const float* bias, float* out, Fn&& fn) {
+                           size_t OC, double pixel_cost, const float* in, const float* bias, float* out,
+                           Fn&& fn) {
   const Clamp clamp(p.act);
   const PixelSplit split(par, N, OH, OW, pixel_cost);
   par.run(split.tasks, [&](size_t task) {
@@ -83,7 +84,8 @@ void for_each_tap(const ConvParams& p, size_t H, size_t W, size_t C, const float
     const isize iy = static_cast<isize>(oy * p.stride_h + ky * p.dilation_h) - static_cast<isize>(p.pad_top);
     if (iy < 0 || iy >= static_cast<isize>(H)) continue;
     for (size_t kx = 0; kx < p.kernel_w; ++kx) {
-      const isize ix = static_cast<isize>(ox * p.stride_w + kx * p.dilation_w) - static_cast<isize>(p.pad_left);
+      const isize ix =
+          static_cast<isize>(ox * p.stride_w + kx * p.dilation_w) - static_cast<isize>(p.pad_left);
       if (ix < 0 || ix >= static_cast<isize>(W)) continue;
       fn(in_n + (static_cast<size_t>(iy) * W + static_cast<size_t>(ix)) * C, ky * p.kernel_w + kx);
     }
@@ -196,14 +198,15 @@ void dwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in
 }
 
 // The expanded tensor in full, then the depthwise convolution over it (the reference the fused kernels match).
-void dwconv2d_fused(const PointwiseConv* expand, const ConvParams& p, size_t N, size_t H, size_t W, const float* in,
-                    size_t OH, size_t OW, const void* dw_packed, const PointwiseConv* project, const float* residual,
-                    float* out, Parallel& par) {
+void dwconv2d_fused(const PointwiseConv* expand, const ConvParams& p, size_t N, size_t H, size_t W,
+                    const float* in, size_t OH, size_t OW, const void* dw_packed,
+                    const PointwiseConv* project, const float* residual, float* out, Parallel& par) {
   const size_t C = p.groups;
   std::vector<float> mid, dw_out;
   if (expand) {
     mid.resize(N * H * W * C);
-    gemm(N * H * W, C, expand->channels, in, expand->channels, expand->packed, mid.data(), C, expand->act, par);
+    gemm(N * H * W, C, expand->channels, in, expand->channels, expand->packed, mid.data(), C, expand->act,
+         par);
     in = mid.data();
   }
   if (!project) return dwconv2d(p, N, H, W, in, OH, OW, dw_packed, out, par);
@@ -211,7 +214,8 @@ void dwconv2d_fused(const PointwiseConv* expand, const ConvParams& p, size_t N, 
   dwconv2d(p, N, H, W, in, OH, OW, dw_packed, dw_out.data(), par);
   const size_t M = N * OH * OW, cout = project->channels;
   if (residual) {
-    return gemm_residual(M, cout, C, dw_out.data(), C, project->packed, residual, cout, out, cout, project->act, par);
+    return gemm_residual(M, cout, C, dw_out.data(), C, project->packed, residual, cout, out, cout,
+                         project->act, par);
   }
   gemm(M, cout, C, dw_out.data(), C, project->packed, out, cout, project->act, par);
 }
@@ -234,22 +238,23 @@ void deconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in
   const float* bias = static_cast<const float*>(packed);
   const float* wts = bias + OC;
   const double cost = static_cast<double>(taps) * p.group_input_channels * OC / static_cast<double>(sh * sw);
-  for_each_output_pixel(p, par, N, H * W * IC, OH, OW, OC, cost, in, bias, out,
-                        [&](const float* in_n, size_t oy, size_t ox, float* acc) {
-    for (size_t ky = 0; ky < KH; ++ky) {
-      const isize ty = static_cast<isize>(oy + p.pad_top) - static_cast<isize>(ky * p.dilation_h);
-      if (ty < 0 || ty % static_cast<isize>(sh) != 0) continue;
-      const size_t iy = static_cast<size_t>(ty) / sh;
-      if (iy >= H) continue;
-      for (size_t kx = 0; kx < KW; ++kx) {
-        const isize tx = static_cast<isize>(ox + p.pad_left) - static_cast<isize>(kx * p.dilation_w);
-        if (tx < 0 || tx % static_cast<isize>(sw) != 0) continue;
-        const size_t ix = static_cast<size_t>(tx) / sw;
-        if (ix >= W) continue;
-        accumulate_grouped_tap(p, in_n + (iy * W + ix) * IC, 1, wts, ky * KW + kx, acc);
-      }
-    }
-  });
+  for_each_output_pixel(
+      p, par, N, H * W * IC, OH, OW, OC, cost, in, bias, out,
+      [&](const float* in_n, size_t oy, size_t ox, float* acc) {
+        for (size_t ky = 0; ky < KH; ++ky) {
+          const isize ty = static_cast<isize>(oy + p.pad_top) - static_cast<isize>(ky * p.dilation_h);
+          if (ty < 0 || ty % static_cast<isize>(sh) != 0) continue;
+          const size_t iy = static_cast<size_t>(ty) / sh;
+          if (iy >= H) continue;
+          for (size_t kx = 0; kx < KW; ++kx) {
+            const isize tx = static_cast<isize>(ox + p.pad_left) - static_cast<isize>(kx * p.dilation_w);
+            if (tx < 0 || tx % static_cast<isize>(sw) != 0) continue;
+            const size_t ix = static_cast<size_t>(tx) / sw;
+            if (ix >= W) continue;
+            accumulate_grouped_tap(p, in_n + (iy * W + ix) * IC, 1, wts, ky * KW + kx, acc);
+          }
+        }
+      });
 }
 
 }  // namespace scalar

@@ -96,7 +96,8 @@ inline float un(float x, float alpha, float beta) {
     case UnaryOp::kSquare: return x * x;
     case UnaryOp::kSigmoid:
       // Never exponentiate a large positive number.
-      if (x >= 0.f) return 1.f / (1.f + std::exp(-x));
+      if (x >= 0.f)
+        return 1.f / (1.f + std::exp(-x));
       else {
         const float e = std::exp(x);
         return e / (1.f + e);
@@ -239,8 +240,8 @@ void softmax(size_t rows, size_t cols, const float* in, float* out, Parallel& pa
   });
 }
 
-void normalize(size_t rows, size_t cols, const float* in, const float* scale, const float* bias, float epsilon,
-               float* out, Parallel& par) {
+void normalize(size_t rows, size_t cols, const float* in, const float* scale, const float* bias,
+               float epsilon, float* out, Parallel& par) {
   if (rows == 0 || cols == 0) return;
   const size_t tasks = pick_tasks(par, rows, static_cast<double>(cols) * 4);
   par.run(tasks, [&](size_t task) {
@@ -276,7 +277,8 @@ void quantize_qs8(size_t n, const float* in, int8_t* out, float scale, int32_t z
 }
 
 void dequantize_qs8(size_t n, const int8_t* in, float* out, float scale, int32_t zero_point) {
-  for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(static_cast<int32_t>(in[i]) - zero_point) * scale;
+  for (size_t i = 0; i < n; ++i)
+    out[i] = static_cast<float>(static_cast<int32_t>(in[i]) - zero_point) * scale;
 }
 
 // No vector loop to offer: the caller's generic few-channel loop is the scalar kernel.

@@ -111,8 +111,8 @@ void gemm(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* 
   gemm_kn(M, N, K, A, lda, bias + N, N, bias, C, ldc, act, par);
 }
 
-void gemm_residual(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed, const float* R,
-                   size_t ldr, float* C, size_t ldc, Activation act, Parallel& par) {
+void gemm_residual(size_t M, size_t N, size_t K, const float* A, size_t lda, const void* packed,
+                   const float* R, size_t ldr, float* C, size_t ldc, Activation act, Parallel& par) {
   // bias + products, then + R, then the clamp (the order the fused kernels use).
   gemm(M, N, K, A, lda, packed, C, ldc, Activation{}, par);
   const Clamp clamp(act);
@@ -128,8 +128,8 @@ void batch_matmul(size_t batch, size_t M, size_t N, size_t K, const float* A, si
     if (batch == 1 || par.threads() == 1 || M * N * K >= 65536 * 4) {
       // Parallelise inside each product.
       for (size_t b = 0; b < batch; ++b)
-        gemm_kn(M, N, K, A + b * a_batch_stride, K, B + b * b_batch_stride, N, nullptr, C + b * M * N, N, none,
-                par);
+        gemm_kn(M, N, K, A + b * a_batch_stride, K, B + b * b_batch_stride, N, nullptr, C + b * M * N, N,
+                none, par);
       return;
     }
     // Many small products: one task per range of batches, each product serial.
@@ -139,8 +139,8 @@ void batch_matmul(size_t batch, size_t M, size_t N, size_t K, const float* A, si
       size_t b0, b1;
       chunk_range(batch, tasks, task, &b0, &b1);
       for (size_t b = b0; b < b1; ++b)
-        gemm_kn(M, N, K, A + b * a_batch_stride, K, B + b * b_batch_stride, N, nullptr, C + b * M * N, N, none,
-                serial);
+        gemm_kn(M, N, K, A + b * a_batch_stride, K, B + b * b_batch_stride, N, nullptr, C + b * M * N, N,
+                none, serial);
     });
     return;
   }
@@ -175,8 +175,9 @@ constexpr size_t kQHeader = 16;
 
 size_t qs8_gemm_packed_size(size_t K, size_t N) { return kQHeader + N * 8 + K * N; }
 
-void qs8_gemm_pack(size_t K, size_t N, const int8_t* B, bool b_is_nk, const int32_t* bias, const float* w_scales,
-                   float in_scale, int32_t in_zero_point, float out_scale, int32_t out_zero_point, void* packed) {
+void qs8_gemm_pack(size_t K, size_t N, const int8_t* B, bool b_is_nk, const int32_t* bias,
+                   const float* w_scales, float in_scale, int32_t in_zero_point, float out_scale,
+                   int32_t out_zero_point, void* packed) {
   uint8_t* base = static_cast<uint8_t*>(packed);
   std::memset(base, 0, kQHeader);
   std::memcpy(base, &out_zero_point, sizeof(int32_t));

@@ -15,8 +15,8 @@ namespace {
 using isize = std::ptrdiff_t;
 
 template <bool kMax>
-void pool2d(const PoolParams& p, size_t N, size_t H, size_t W, size_t C, const float* in, size_t OH, size_t OW,
-            float* out, Parallel& par) {
+void pool2d(const PoolParams& p, size_t N, size_t H, size_t W, size_t C, const float* in, size_t OH,
+            size_t OW, float* out, Parallel& par) {
   if (N == 0 || OH == 0 || OW == 0 || C == 0) return;
   const Clamp clamp(p.act);
   const size_t rows = N * OH;
@@ -37,7 +37,8 @@ void pool2d(const PoolParams& p, size_t N, size_t H, size_t W, size_t C, const f
       }
       size_t ny = 0;
       for (size_t ky = 0; ky < p.pool_h; ++ky) {
-        const isize iy = static_cast<isize>(oy * p.stride_h + ky * p.dilation_h) - static_cast<isize>(p.pad_top);
+        const isize iy =
+            static_cast<isize>(oy * p.stride_h + ky * p.dilation_h) - static_cast<isize>(p.pad_top);
         if (iy >= 0 && iy < static_cast<isize>(H)) yv[ny++] = static_cast<size_t>(iy);
       }
       for (size_t ox = 0; ox < OW; ++ox) {
@@ -81,7 +82,8 @@ void avg_pool2d(const PoolParams& p, size_t N, size_t H, size_t W, size_t C, con
   pool2d<false>(p, N, H, W, C, in, OH, OW, out, par);
 }
 
-void global_avg_pool(size_t N, size_t HW, size_t C, const float* in, float* out, Activation act, Parallel& par) {
+void global_avg_pool(size_t N, size_t HW, size_t C, const float* in, float* out, Activation act,
+                     Parallel& par) {
   if (N == 0 || C == 0) return;
   const Clamp clamp(act);
   // Split over (batch, channel block); each output sums its column in hw order.

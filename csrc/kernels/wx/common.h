@@ -19,21 +19,25 @@ struct Half {
 
 // Traits: C is the type values are computed in (float for fp16; int64/uint64 for integers would lose the
 // wrap-around of narrow types only on store, which static_cast provides).
-template <class T> struct Tr {
+template <class T>
+struct Tr {
   using C = T;
   static C ld(T v) { return v; }
   static T st(C c) { return c; }
 };
-template <> struct Tr<Half> {
+template <>
+struct Tr<Half> {
   using C = float;
   static float ld(Half v) { return f16_to_f32(v.bits); }
   static Half st(float c) { return Half{f32_to_f16(c)}; }
 };
 
-template <class T> constexpr bool is_float_v = std::is_same<T, float>::value || std::is_same<T, Half>::value;
+template <class T>
+constexpr bool is_float_v = std::is_same<T, float>::value || std::is_same<T, Half>::value;
 
 // Calls f(T{}) with T the C++ type of `t`.
-template <class F> void dispatch(ET t, F&& f) {
+template <class F>
+void dispatch(ET t, F&& f) {
   switch (t) {
     case ET::kF32: f(float{}); break;
     case ET::kF16: f(Half{}); break;
@@ -51,7 +55,8 @@ double load_double(ET t, const void* p, size_t i);
 int64_t load_index(ET t, const void* p, size_t i);
 
 // Double -> T: floats round (to nearest even through float), integers truncate toward zero and saturate.
-template <class T> T from_double(double v) {
+template <class T>
+T from_double(double v) {
   if constexpr (std::is_same<T, float>::value) {
     return static_cast<float>(v);
   } else if constexpr (std::is_same<T, Half>::value) {
@@ -64,7 +69,8 @@ template <class T> T from_double(double v) {
     return static_cast<T>(v);
   }
 }
-template <class T> double to_double(T v) {
+template <class T>
+double to_double(T v) {
   if constexpr (std::is_same<T, Half>::value) {
     return f16_to_f32(v.bits);
   } else {
@@ -95,7 +101,8 @@ inline Dims bcast_strides(const Dims& in, size_t r) {
 }
 
 // Runs fn(begin, end) over [0, n) in chunks of at least `grain` items.
-template <class F> void parallel_for(Parallel& par, size_t n, size_t grain, F&& fn) {
+template <class F>
+void parallel_for(Parallel& par, size_t n, size_t grain, F&& fn) {
   if (n == 0) return;
   const size_t max_tasks = std::max<size_t>(1, par.threads() * 4);
   size_t tasks = std::min(max_tasks, (n + grain - 1) / std::max<size_t>(grain, 1));
@@ -113,7 +120,8 @@ template <class F> void parallel_for(Parallel& par, size_t n, size_t grain, F&& 
 }
 
 // Odometer over dims `o` with up to 3 strided operands; offsets advance incrementally.
-template <size_t K> struct Odometer {
+template <size_t K>
+struct Odometer {
   Dims dims;
   Dims idx;
   Dims strides[K];

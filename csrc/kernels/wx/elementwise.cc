@@ -11,10 +11,14 @@ namespace wx {
 
 size_t et_size(ET t) {
   switch (t) {
-    case ET::kI8: case ET::kU8: return 1;
+    case ET::kI8:
+    case ET::kU8: return 1;
     case ET::kF16: return 2;
-    case ET::kF32: case ET::kI32: case ET::kU32: return 4;
-    case ET::kI64: case ET::kU64: return 8;
+    case ET::kF32:
+    case ET::kI32:
+    case ET::kU32: return 4;
+    case ET::kI64:
+    case ET::kU64: return 8;
   }
   return 1;
 }
@@ -121,7 +125,8 @@ void fill_value(ET t, double v, void* out) {
 
 namespace {
 
-template <class I, class O> O cast_one(I v) {
+template <class I, class O>
+O cast_one(I v) {
   if constexpr (std::is_same<I, O>::value) {
     return v;
   } else if constexpr (is_float_v<O>) {
@@ -161,9 +166,23 @@ void convert(ET in, ET out, size_t n, const void* x, void* y, Parallel& par) {
 namespace {
 
 enum : uint16_t {
-  kRelu = 0, kErf = 1, kSign = 2, kRoundEven = 3, kReciprocal = 4, kSoftplus = 5, kSoftsign = 6, kTan = 7,
-  kLogicalNot = 8, kIsNan = 9, kIsInfinite = 10, kIdentity = 11, kCast = 12, kHardSigmoid = 13, kAbs = 14,
-  kNeg = 15, kClamp = 16,
+  kRelu = 0,
+  kErf = 1,
+  kSign = 2,
+  kRoundEven = 3,
+  kReciprocal = 4,
+  kSoftplus = 5,
+  kSoftsign = 6,
+  kTan = 7,
+  kLogicalNot = 8,
+  kIsNan = 9,
+  kIsInfinite = 10,
+  kIdentity = 11,
+  kCast = 12,
+  kHardSigmoid = 13,
+  kAbs = 14,
+  kNeg = 15,
+  kClamp = 16,
 };
 
 double unary_double(uint16_t op, double x, double a, double b) {
@@ -184,14 +203,16 @@ double unary_double(uint16_t op, double x, double a, double b) {
   }
 }
 
-template <class T> T unary_int(uint16_t op, T x, double a, double b) {
+template <class T>
+T unary_int(uint16_t op, T x, double a, double b) {
   using U = typename std::make_unsigned<T>::type;
   switch (op) {
     case kRelu: return x > 0 ? x : T(0);
     case kSign: return x > 0 ? T(1) : (x < 0 ? static_cast<T>(-1) : T(0));
     case kAbs: return x < 0 ? static_cast<T>(U(0) - static_cast<U>(x)) : x;
     case kNeg: return static_cast<T>(U(0) - static_cast<U>(x));
-    case kRoundEven: case kIdentity: return x;
+    case kRoundEven:
+    case kIdentity: return x;
     case kClamp: {
       const double v = static_cast<double>(x);
       if (v < a) return from_double<T>(std::ceil(a));
@@ -204,7 +225,8 @@ template <class T> T unary_int(uint16_t op, T x, double a, double b) {
 
 }  // namespace
 
-void unary(uint16_t op, double alpha, double beta, ET in, ET out, size_t n, const void* x, void* y, Parallel& par) {
+void unary(uint16_t op, double alpha, double beta, ET in, ET out, size_t n, const void* x, void* y,
+           Parallel& par) {
   if (op == kCast || (op == kIdentity && in != out)) {
     convert(in, out, n, x, y, par);
     return;
@@ -221,9 +243,12 @@ void unary(uint16_t op, double alpha, double beta, ET in, ET out, size_t n, cons
       parallel_for(par, n, 1 << 14, [&](size_t b, size_t e) {
         for (size_t i = b; i < e; ++i) {
           const double v = to_double(px[i]);
-          if (op == kLogicalNot) py[i] = v == 0 ? 1 : 0;
-          else if (op == kIsNan) py[i] = std::isnan(v) ? 1 : 0;
-          else py[i] = std::isinf(v) ? 1 : 0;
+          if (op == kLogicalNot)
+            py[i] = v == 0 ? 1 : 0;
+          else if (op == kIsNan)
+            py[i] = std::isnan(v) ? 1 : 0;
+          else
+            py[i] = std::isinf(v) ? 1 : 0;
         }
       });
     });
@@ -251,14 +276,28 @@ void unary(uint16_t op, double alpha, double beta, ET in, ET out, size_t n, cons
 namespace {
 
 enum : uint16_t {
-  kPow = 0, kEqual = 1, kNotEqual = 2, kGreater = 3, kGreaterOrEqual = 4, kLesser = 5, kLesserOrEqual = 6,
-  kLogicalAnd = 7, kLogicalOr = 8, kLogicalXor = 9, kAdd = 10, kSub = 11, kMul = 12, kDiv = 13, kMin = 14,
+  kPow = 0,
+  kEqual = 1,
+  kNotEqual = 2,
+  kGreater = 3,
+  kGreaterOrEqual = 4,
+  kLesser = 5,
+  kLesserOrEqual = 6,
+  kLogicalAnd = 7,
+  kLogicalOr = 8,
+  kLogicalXor = 9,
+  kAdd = 10,
+  kSub = 11,
+  kMul = 12,
+  kDiv = 13,
+  kMin = 14,
   kMax = 15,
 };
 
 bool is_compare(uint16_t op) { return op >= kEqual && op <= kLogicalXor; }
 
-template <class C> uint8_t compare(uint16_t op, C a, C b) {
+template <class C>
+uint8_t compare(uint16_t op, C a, C b) {
   switch (op) {
     case kEqual: return a == b;
     case kNotEqual: return a != b;
@@ -273,7 +312,8 @@ template <class C> uint8_t compare(uint16_t op, C a, C b) {
   }
 }
 
-template <class C> C arith_float(uint16_t op, C a, C b) {
+template <class C>
+C arith_float(uint16_t op, C a, C b) {
   switch (op) {
     case kPow: return static_cast<C>(std::pow(static_cast<double>(a), static_cast<double>(b)));
     case kAdd: return a + b;
@@ -286,7 +326,8 @@ template <class C> C arith_float(uint16_t op, C a, C b) {
   }
 }
 
-template <class T> T arith_int(uint16_t op, T a, T b) {
+template <class T>
+T arith_int(uint16_t op, T a, T b) {
   using U = typename std::make_unsigned<T>::type;
   switch (op) {
     case kAdd: return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
@@ -294,7 +335,8 @@ template <class T> T arith_int(uint16_t op, T a, T b) {
     case kMul: return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
     case kDiv:
       if (b == 0) return 0;  // no trap: integer division by zero gives 0
-      if (std::is_signed<T>::value && b == static_cast<T>(-1)) return static_cast<T>(U(0) - static_cast<U>(a));
+      if (std::is_signed<T>::value && b == static_cast<T>(-1))
+        return static_cast<T>(U(0) - static_cast<U>(a));
       return static_cast<T>(a / b);
     case kMin: return std::min(a, b);
     case kMax: return std::max(a, b);
@@ -430,8 +472,8 @@ struct BlockIndex {
 
 }  // namespace
 
-void quantize(int op, ET in, ET out, const Dims& x, ET st, const Dims& sd, const void* ps, ET zt, const Dims& zd,
-              const void* pz, const void* px, void* py, Parallel& par) {
+void quantize(int op, ET in, ET out, const Dims& x, ET st, const Dims& sd, const void* ps, ET zt,
+              const Dims& zd, const void* pz, const void* px, void* py, Parallel& par) {
   const BlockIndex si(sd, x);
   const BlockIndex zi(pz ? zd : Dims{}, x);
   const size_t n = numel(x);

@@ -8,7 +8,8 @@ namespace wx {
 namespace {
 
 // Runs fn(out_linear, idx) over every element of dims o, in parallel chunks.
-template <class F> void for_each_index(Parallel& par, const Dims& o, F&& fn) {
+template <class F>
+void for_each_index(Parallel& par, const Dims& o, F&& fn) {
   const Dims zero(o.size(), 0);
   const Dims* st[1] = {&zero};
   parallel_for(par, numel(o), 2048, [&](size_t b, size_t e) {
@@ -88,7 +89,8 @@ void tile(size_t esize, const Dims& x, const Dims& o, const void* px, void* py, 
   });
 }
 
-void reverse(size_t esize, const Dims& x, const std::vector<bool>& axes, const void* px, void* py, Parallel& par) {
+void reverse(size_t esize, const Dims& x, const std::vector<bool>& axes, const void* px, void* py,
+             Parallel& par) {
   const Dims xs = strides_of(x);
   const uint8_t* bx = static_cast<const uint8_t*>(px);
   uint8_t* by = static_cast<uint8_t*>(py);
@@ -113,15 +115,17 @@ void triangular(size_t esize, const Dims& x, bool upper, int64_t diagonal, const
         const int64_t diff = static_cast<int64_t>(j) - i;
         const bool keep = upper ? diff >= diagonal : diff <= diagonal;
         uint8_t* dst = by + (row * W + j) * esize;
-        if (keep) std::memcpy(dst, bx + (row * W + j) * esize, esize);
-        else std::memset(dst, 0, esize);
+        if (keep)
+          std::memcpy(dst, bx + (row * W + j) * esize, esize);
+        else
+          std::memset(dst, 0, esize);
       }
     }
   });
 }
 
-void pad(size_t esize, const Dims& x, const std::vector<uint32_t>& pre, const Dims& o, int mode, const void* fill,
-         const void* px, void* py, Parallel& par) {
+void pad(size_t esize, const Dims& x, const std::vector<uint32_t>& pre, const Dims& o, int mode,
+         const void* fill, const void* px, void* py, Parallel& par) {
   const Dims xs = strides_of(x);
   const uint8_t* bx = static_cast<const uint8_t*>(px);
   uint8_t* by = static_cast<uint8_t*>(py);
@@ -161,7 +165,8 @@ void pad(size_t esize, const Dims& x, const std::vector<uint32_t>& pre, const Di
 }
 
 void strided_slice(size_t esize, const Dims& x, const std::vector<uint32_t>& starts,
-                   const std::vector<uint32_t>& strides, const Dims& o, const void* px, void* py, Parallel& par) {
+                   const std::vector<uint32_t>& strides, const Dims& o, const void* px, void* py,
+                   Parallel& par) {
   const Dims xs = strides_of(x);
   const uint8_t* bx = static_cast<const uint8_t*>(px);
   uint8_t* by = static_cast<uint8_t*>(py);

@@ -9,8 +9,18 @@ namespace wx {
 namespace {
 
 enum : uint16_t {
-  kSum = 0, kMean = 1, kMax = 2, kMin = 3, kProduct = 4, kL1 = 5, kL2 = 6, kLogSum = 7, kLogSumExp = 8,
-  kSumSquare = 9, kArgMax = 10, kArgMin = 11,
+  kSum = 0,
+  kMean = 1,
+  kMax = 2,
+  kMin = 3,
+  kProduct = 4,
+  kL1 = 5,
+  kL2 = 6,
+  kLogSum = 7,
+  kLogSumExp = 8,
+  kSumSquare = 9,
+  kArgMax = 10,
+  kArgMin = 11,
 };
 
 // x's dims split into kept and reduced: an element's offset is base(kept index) + red[r].
@@ -52,14 +62,17 @@ struct Split {
   }
 };
 
-template <class T> double reduce_float(uint16_t op, const T* x, size_t base, const std::vector<size_t>& red) {
+template <class T>
+double reduce_float(uint16_t op, const T* x, size_t base, const std::vector<size_t>& red) {
   const size_t n = red.size();
   double acc = 0;
   switch (op) {
-    case kSum: case kMean:
+    case kSum:
+    case kMean:
       for (size_t r : red) acc += to_double(x[base + r]);
       return op == kMean ? acc / static_cast<double>(n) : acc;
-    case kMax: case kMin: {
+    case kMax:
+    case kMin: {
       if (n == 0) return op == kMax ? -INFINITY : INFINITY;
       acc = to_double(x[base + red[0]]);
       for (size_t r : red) {
@@ -76,7 +89,8 @@ template <class T> double reduce_float(uint16_t op, const T* x, size_t base, con
     case kL1:
       for (size_t r : red) acc += std::fabs(to_double(x[base + r]));
       return acc;
-    case kL2: case kSumSquare:
+    case kL2:
+    case kSumSquare:
       for (size_t r : red) {
         const double v = to_double(x[base + r]);
         acc += v * v;
@@ -95,13 +109,13 @@ template <class T> double reduce_float(uint16_t op, const T* x, size_t base, con
       for (size_t r : red) acc += std::exp(to_double(x[base + r]) - mx);
       return mx + std::log(acc);
     }
-    default:
-      return 0;
+    default: return 0;
   }
 }
 
 // Integer reductions wrap like the element type (sum, product, ...); the others go through double.
-template <class T> T reduce_int(uint16_t op, const T* x, size_t base, const std::vector<size_t>& red) {
+template <class T>
+T reduce_int(uint16_t op, const T* x, size_t base, const std::vector<size_t>& red) {
   using U = typename std::make_unsigned<T>::type;
   U acc = 0;
   switch (op) {
@@ -109,7 +123,8 @@ template <class T> T reduce_int(uint16_t op, const T* x, size_t base, const std:
       for (size_t r : red) acc = static_cast<U>(acc + static_cast<U>(x[base + r]));
       return static_cast<T>(acc);
     case kSumSquare:
-      for (size_t r : red) acc = static_cast<U>(acc + static_cast<U>(x[base + r]) * static_cast<U>(x[base + r]));
+      for (size_t r : red)
+        acc = static_cast<U>(acc + static_cast<U>(x[base + r]) * static_cast<U>(x[base + r]));
       return static_cast<T>(acc);
     case kL1:
       for (size_t r : red) {
@@ -121,7 +136,8 @@ template <class T> T reduce_int(uint16_t op, const T* x, size_t base, const std:
       acc = 1;
       for (size_t r : red) acc = static_cast<U>(acc * static_cast<U>(x[base + r]));
       return static_cast<T>(acc);
-    case kMax: case kMin: {
+    case kMax:
+    case kMin: {
       if (red.empty()) return op == kMax ? std::numeric_limits<T>::min() : std::numeric_limits<T>::max();
       T m = x[base + red[0]];
       for (size_t r : red) m = op == kMax ? std::max(m, x[base + r]) : std::min(m, x[base + r]);
@@ -132,15 +148,14 @@ template <class T> T reduce_int(uint16_t op, const T* x, size_t base, const std:
       for (size_t r : red) s += static_cast<double>(x[base + r]);
       return from_double<T>(red.empty() ? 0.0 : s / static_cast<double>(red.size()));
     }
-    default:
-      return from_double<T>(reduce_float<T>(op, x, base, red));
+    default: return from_double<T>(reduce_float<T>(op, x, base, red));
   }
 }
 
 }  // namespace
 
-void reduce(uint16_t op, ET in, ET out, const Dims& x, const std::vector<bool>& reduced, const void* px, void* py,
-            Parallel& par) {
+void reduce(uint16_t op, ET in, ET out, const Dims& x, const std::vector<bool>& reduced, const void* px,
+            void* py, Parallel& par) {
   const Split sp(x, reduced);
   dispatch(in, [&](auto ti) {
     using T = decltype(ti);

@@ -27,8 +27,9 @@ Tap linear_tap(double src, size_t n) {
 }
 
 template <class T>
-void resample_typed(int mode, size_t outer, size_t H, size_t mid, size_t W, size_t inner, size_t OH, size_t OW,
-                    const std::vector<Tap>& ty, const std::vector<Tap>& tx, const T* x, T* y, Parallel& par) {
+void resample_typed(int mode, size_t outer, size_t H, size_t mid, size_t W, size_t inner, size_t OH,
+                    size_t OW, const std::vector<Tap>& ty, const std::vector<Tap>& tx, const T* x, T* y,
+                    Parallel& par) {
   parallel_for(par, outer * OH * mid, 8, [&](size_t b, size_t e) {
     for (size_t w = b; w < e; ++w) {
       const size_t m = w % mid;
@@ -59,8 +60,8 @@ void resample_typed(int mode, size_t outer, size_t H, size_t mid, size_t W, size
 }
 
 void resample_core(ET t, int mode, size_t outer, size_t H, size_t mid, size_t W, size_t inner, size_t OH,
-                   size_t OW, const std::vector<Tap>& ty, const std::vector<Tap>& tx, const void* px, void* py,
-                   Parallel& par) {
+                   size_t OW, const std::vector<Tap>& ty, const std::vector<Tap>& tx, const void* px,
+                   void* py, Parallel& par) {
   dispatch(t, [&](auto tag) {
     using T = decltype(tag);
     resample_typed<T>(mode, outer, H, mid, W, inner, OH, OW, ty, tx, static_cast<const T*>(px),
@@ -108,7 +109,8 @@ void resize_bilinear_nhwc(ET t, uint32_t flags, const Dims& x, const Dims& o, co
     for (size_t k = 0; k < on; ++k) {
       double src;
       if (flags & 0x8) {  // align corners
-        src = on > 1 ? static_cast<double>(k) * static_cast<double>(n - 1) / static_cast<double>(on - 1) : 0.0;
+        src =
+            on > 1 ? static_cast<double>(k) * static_cast<double>(n - 1) / static_cast<double>(on - 1) : 0.0;
       } else if (flags & 0x4) {  // TensorFlow legacy
         src = static_cast<double>(k) * static_cast<double>(n) / static_cast<double>(on);
       } else {
@@ -121,8 +123,8 @@ void resize_bilinear_nhwc(ET t, uint32_t flags, const Dims& x, const Dims& o, co
   resample_core(t, 1, N, H, 1, W, C, OH, OW, taps(H, OH), taps(W, OW), px, py, par);
 }
 
-void pool2d(int op, ET t, const PoolParams& p, size_t N, size_t H, size_t W, size_t C, const void* px, size_t OH,
-            size_t OW, void* py, Parallel& par) {
+void pool2d(int op, ET t, const PoolParams& p, size_t N, size_t H, size_t W, size_t C, const void* px,
+            size_t OH, size_t OW, void* py, Parallel& par) {
   dispatch(t, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (is_float_v<T>) {
@@ -146,18 +148,24 @@ void pool2d(int op, ET t, const PoolParams& p, size_t N, size_t H, size_t W, siz
                 const T* src = x + ((n * H + static_cast<size_t>(iy)) * W + static_cast<size_t>(ix)) * C;
                 for (size_t c = 0; c < C; ++c) {
                   const double v = to_double(src[c]);
-                  if (op == 0) acc[c] = (std::isnan(v) || v > acc[c]) ? (std::isnan(acc[c]) ? acc[c] : v) : acc[c];
-                  else if (op == 1) acc[c] += v;
-                  else acc[c] += v * v;
+                  if (op == 0)
+                    acc[c] = (std::isnan(v) || v > acc[c]) ? (std::isnan(acc[c]) ? acc[c] : v) : acc[c];
+                  else if (op == 1)
+                    acc[c] += v;
+                  else
+                    acc[c] += v * v;
                 }
               }
             }
             T* dst = y + ((n * OH + oy) * OW + ox) * C;
             for (size_t c = 0; c < C; ++c) {
               double v = acc[c];
-              if (count == 0) v = 0;
-              else if (op == 1) v /= static_cast<double>(count);
-              else if (op == 2) v = std::sqrt(v);
+              if (count == 0)
+                v = 0;
+              else if (op == 1)
+                v /= static_cast<double>(count);
+              else if (op == 2)
+                v = std::sqrt(v);
               v = std::min(std::max(v, static_cast<double>(p.act.min)), static_cast<double>(p.act.max));
               dst[c] = from_double<T>(v);
             }

@@ -75,15 +75,17 @@ void scatter_nd(size_t esize, const Dims& x, ET it, const Dims& idx, const void*
 bool transpose_few_channels(size_t esize, size_t batch, size_t rows, size_t cols, bool to_rows, const void* x,
                             void* y, Parallel& par);
 void tile(size_t esize, const Dims& x, const Dims& o, const void* px, void* py, Parallel& par);
-void reverse(size_t esize, const Dims& x, const std::vector<bool>& axes, const void* px, void* py, Parallel& par);
+void reverse(size_t esize, const Dims& x, const std::vector<bool>& axes, const void* px, void* py,
+             Parallel& par);
 // Keeps the upper (j - i >= diagonal) or lower (j - i <= diagonal) triangle of the last two dims.
 void triangular(size_t esize, const Dims& x, bool upper, int64_t diagonal, const void* px, void* py,
                 Parallel& par);
 // mode: 0 constant (fill = esize bytes), 1 edge, 2 reflection, 3 symmetric.
-void pad(size_t esize, const Dims& x, const std::vector<uint32_t>& pre, const Dims& o, int mode, const void* fill,
-         const void* px, void* py, Parallel& par);
+void pad(size_t esize, const Dims& x, const std::vector<uint32_t>& pre, const Dims& o, int mode,
+         const void* fill, const void* px, void* py, Parallel& par);
 void strided_slice(size_t esize, const Dims& x, const std::vector<uint32_t>& starts,
-                   const std::vector<uint32_t>& strides, const Dims& o, const void* px, void* py, Parallel& par);
+                   const std::vector<uint32_t>& strides, const Dims& o, const void* px, void* py,
+                   Parallel& par);
 
 // ---- spatial ----
 // WebNN resample2d over x's dims axes[0], axes[1] (output sizes from o); x_in = (x_out + 0.5) / scale - 0.5.
@@ -94,8 +96,8 @@ void resize_bilinear_nhwc(ET t, uint32_t flags, const Dims& x, const Dims& o, co
                           Parallel& par);
 // NHWC pooling; op 0 max, 1 average, 2 l2. Padding contributes nothing; average divides by the number of
 // non-padding elements in the window. A window with no element writes 0.
-void pool2d(int op, ET t, const PoolParams& p, size_t N, size_t H, size_t W, size_t C, const void* px, size_t OH,
-            size_t OW, void* py, Parallel& par);
+void pool2d(int op, ET t, const PoolParams& p, size_t N, size_t H, size_t W, size_t C, const void* px,
+            size_t OH, size_t OW, void* py, Parallel& par);
 
 // ---- quantization. quantize: y = saturate(round_even(x / scale) + zp); dequantize: (x - zp) * scale. Scale
 // (float) and zero point (integer, optional) broadcast to x or repeat block-wise (x dim a multiple). ----

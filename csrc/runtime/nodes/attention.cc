@@ -7,8 +7,9 @@ namespace {
 
 void decode_sdpa(const NodeDecoder& d, const void* table, Node& nd) {
   const auto* t = static_cast<const fb::XNNScaledDotProductAttention*>(table);
-  nd.inputs = {d.ref("query_id", t->query_id()), d.ref("key_id", t->key_id()), d.ref("value_id", t->value_id()),
-               d.ref("scale_id", t->scale_id()), d.ref("mask_id", t->mask_id())};
+  nd.inputs = {d.ref("query_id", t->query_id()), d.ref("key_id", t->key_id()),
+               d.ref("value_id", t->value_id()), d.ref("scale_id", t->scale_id()),
+               d.ref("mask_id", t->mask_id())};
   d.out_flags(t, nd);
 }
 

@@ -15,7 +15,8 @@ void bmm_shapes(ShapeInference& s) {
   const size_t M = a[a.size() - 2], K = a.back();
   const size_t Kb = nk ? b.back() : b[b.size() - 2];
   const size_t N = nk ? b[b.size() - 2] : b.back();
-  if (K != Kb) s.fail(s.in_label(0) + " and " + s.in_label(1) + " disagree on K (" + str(K) + " vs " + str(Kb) + ")");
+  if (K != Kb)
+    s.fail(s.in_label(0) + " and " + s.in_label(1) + " disagree on K (" + str(K) + " vs " + str(Kb) + ")");
   if (K == 0) s.fail("K is zero");
   Shape ab(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2), ob;
   if (!broadcast_shapes(ab, bb, ob)) {
@@ -56,15 +57,16 @@ void bmm_exec(const ExecArgs& ea, size_t i, const Step*) {
       as *= ab[d];
       bs *= bb[d];
     }
-    ea.k.batch_matmul(1, M, N, Kd, io.inf(0) + ai * a_mat, 0, io.inf(1) + bi * b_mat, 0, nk, io.outf() + o * c_mat,
-                      ea.par);
+    ea.k.batch_matmul(1, M, N, Kd, io.inf(0) + ai * a_mat, 0, io.inf(1) + bi * b_mat, 0, nk,
+                      io.outf() + o * c_mat, ea.par);
   }
 }
 
 }  // namespace
 
 void register_bmm(NodeTable& table) {
-  define_node(table, T::XNNBatchMatrixMultiply, decode_2x1, bmm_shapes, check_fp32, bmm_exec).macs = gemm_macs;
+  define_node(table, T::XNNBatchMatrixMultiply, decode_2x1, bmm_shapes, check_fp32, bmm_exec).macs =
+      gemm_macs;
 }
 
 }  // namespace webxnn

@@ -90,12 +90,13 @@ void same_shape(ShapeInference& s) { s.set_out(0, s.in(0)); }
 
 void broadcast_shape(ShapeInference& s) {
   Shape o;
-  if (!broadcast_shapes(s.in(0), s.in(1), o)) s.fail(s.in_label(0) + " and " + s.in_label(1) + " do not broadcast");
+  if (!broadcast_shapes(s.in(0), s.in(1), o))
+    s.fail(s.in_label(0) + " and " + s.in_label(1) + " do not broadcast");
   s.set_out(0, o);
 }
 
-bool window_out(uint64_t in, uint64_t pad_a, uint64_t pad_b, uint64_t kernel, uint64_t dilation, uint64_t stride,
-                uint64_t& out) {
+bool window_out(uint64_t in, uint64_t pad_a, uint64_t pad_b, uint64_t kernel, uint64_t dilation,
+                uint64_t stride, uint64_t& out) {
   const uint64_t eff = dilation * (kernel - 1) + 1;  // < 2^64: both factors < 2^32
   const uint64_t padded = in + pad_a + pad_b;        // in <= 2^40
   if (padded < eff || stride == 0) return false;
@@ -123,7 +124,8 @@ std::string SupportCheck::describe() const {
     s += dtype_name(dt(nd_.inputs[k]));
   }
   s += ") -> ";
-  for (size_t k = 0; k < nd_.outputs.size(); ++k) s += std::string(k ? ", " : "") + dtype_name(dt(nd_.outputs[k]));
+  for (size_t k = 0; k < nd_.outputs.size(); ++k)
+    s += std::string(k ? ", " : "") + dtype_name(dt(nd_.outputs[k]));
   return s;
 }
 
@@ -216,7 +218,8 @@ double gemm_macs(const Model&, const Plan& plan, const Node& nd) {
 FusedOutput fused_output(const ExecArgs& a, const Node& nd, const Step* step) {
   FusedOutput f;
   const Node* into = step && step->into != kNoValue ? &a.m.nodes[step->into] : nullptr;
-  f.residual = into && step->residual != kNoValue ? static_cast<const float*>(a.ptrs[step->residual]) : nullptr;
+  f.residual =
+      into && step->residual != kNoValue ? static_cast<const float*>(a.ptrs[step->residual]) : nullptr;
   f.out = static_cast<float*>(a.ptrs[into ? into->outputs[0] : nd.outputs[0]]);
   f.act = f.residual ? into->act : nd.act;
   if (into && !f.residual) f.act.post = node_def(into->type).post_op;

@@ -119,8 +119,8 @@ void same_shape(ShapeInference& s);       // output 0 = input 0
 void broadcast_shape(ShapeInference& s);  // output 0 = broadcast of inputs 0 and 1
 
 // Output size of a strided window over `in` padded by pads: floor((in + pads - eff_kernel) / stride) + 1.
-bool window_out(uint64_t in, uint64_t pad_a, uint64_t pad_b, uint64_t kernel, uint64_t dilation, uint64_t stride,
-                uint64_t& out);
+bool window_out(uint64_t in, uint64_t pad_a, uint64_t pad_b, uint64_t kernel, uint64_t dilation,
+                uint64_t stride, uint64_t& out);
 
 // ---- support checks (load) ----
 

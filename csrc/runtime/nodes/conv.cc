@@ -47,11 +47,13 @@ void conv_shapes(ShapeInference& s, bool depthwise, bool transposed) {
   const Node& nd = s.node();
   const ConvParams& c = nd.conv;
   auto hw = [](uint32_t h, uint32_t w) { return str(h) + "x" + str(w); };
-  if (c.kernel_h == 0 || c.kernel_w == 0) s.fail("kernel size " + hw(c.kernel_h, c.kernel_w) + " must be > 0");
+  if (c.kernel_h == 0 || c.kernel_w == 0)
+    s.fail("kernel size " + hw(c.kernel_h, c.kernel_w) + " must be > 0");
   if (c.stride_h == 0 || c.stride_w == 0) {
     s.fail("stride (subsampling) " + hw(c.stride_h, c.stride_w) + " must be > 0");
   }
-  if (c.dilation_h == 0 || c.dilation_w == 0) s.fail("dilation " + hw(c.dilation_h, c.dilation_w) + " must be > 0");
+  if (c.dilation_h == 0 || c.dilation_w == 0)
+    s.fail("dilation " + hw(c.dilation_h, c.dilation_w) + " must be > 0");
   if (c.groups == 0 || c.group_input_channels == 0 || c.group_output_channels == 0) {
     s.fail("groups (" + str(c.groups) + "), group_input_channels (" + str(c.group_input_channels) +
            ") and group_output_channels (" + str(c.group_output_channels) + ") must be > 0");
@@ -76,7 +78,8 @@ void conv_shapes(ShapeInference& s, bool depthwise, bool transposed) {
     want_w = {static_cast<size_t>(out_c), c.kernel_h, c.kernel_w, static_cast<size_t>(gic)};
   }
   if (x[3] != in_c) {
-    s.fail(s.in_label(0) + " has " + str(x[3]) + " channels but groups x group_input_channels = " + str(in_c));
+    s.fail(s.in_label(0) + " has " + str(x[3]) +
+           " channels but groups x group_input_channels = " + str(in_c));
   }
   if (w != want_w) s.fail("filter " + s.in_label(1) + " should be " + shape_str(want_w));
   if (s.has_in(2) && numel(s.in(2)) != out_c) {
@@ -85,7 +88,8 @@ void conv_shapes(ShapeInference& s, bool depthwise, bool transposed) {
   uint64_t oh = 0, ow = 0;
   if (transposed) {
     if (c.adjustment_h >= c.stride_h || c.adjustment_w >= c.stride_w) {
-      s.fail("adjustment " + str(c.adjustment_h) + "x" + str(c.adjustment_w) + " must be smaller than the stride");
+      s.fail("adjustment " + str(c.adjustment_h) + "x" + str(c.adjustment_w) +
+             " must be smaller than the stride");
     }
     const uint64_t fh =
         uint64_t(c.stride_h) * (x[1] - 1) + c.adjustment_h + uint64_t(c.dilation_h) * (c.kernel_h - 1) + 1;
@@ -127,7 +131,8 @@ void deconv2d_pack(const PackArgs& a, void* dst) {
 
 double conv_macs(const Model&, const Plan& plan, const Node& nd) {
   const ConvParams& c = nd.conv;
-  return static_cast<double>(numel(plan.shapes[nd.outputs[0]])) * c.kernel_h * c.kernel_w * c.group_input_channels;
+  return static_cast<double>(numel(plan.shapes[nd.outputs[0]])) * c.kernel_h * c.kernel_w *
+         c.group_input_channels;
 }
 
 double dwconv_macs(const Model&, const Plan& plan, const Node& nd) {
@@ -135,7 +140,8 @@ double dwconv_macs(const Model&, const Plan& plan, const Node& nd) {
 }
 
 // A fused block (see plan_fusion.cc): [expand ->] depthwise [-> the project conv this step runs, + residual].
-void exec_block(const NodeIo& io, const Step& step, const ConvParams& p, const void* packed, const FusedOutput& f) {
+void exec_block(const NodeIo& io, const Step& step, const ConvParams& p, const void* packed,
+                const FusedOutput& f) {
   const ExecArgs& a = io.a;
   const bool project_step = step.dw != kNoValue;  // else this node is the depthwise
   const Node& dn = project_step ? a.m.nodes[step.dw] : io.nd;
@@ -162,8 +168,9 @@ void exec_block(const NodeIo& io, const Step& step, const ConvParams& p, const v
   }
   const Shape& dx = a.plan.shapes[dn.inputs[0]];
   const Shape& dy = a.plan.shapes[dn.outputs[0]];
-  a.k.dwconv2d_fused(step.pre != kNoValue ? &expand : nullptr, dp, dx[0], dx[1], dx[2], src, dy[1], dy[2], dw_packed,
-                     project_step ? &project : nullptr, project_step ? f.residual : nullptr, f.out, a.par);
+  a.k.dwconv2d_fused(step.pre != kNoValue ? &expand : nullptr, dp, dx[0], dx[1], dx[2], src, dy[1], dy[2],
+                     dw_packed, project_step ? &project : nullptr, project_step ? f.residual : nullptr, f.out,
+                     a.par);
 }
 
 using ConvFn = decltype(KernelTable::conv2d);  // conv2d, dwconv2d and deconv2d share it
@@ -214,13 +221,15 @@ void register_conv(NodeTable& table) {
   conv.macs = conv_macs;
   conv.traits = kPacksWeights | kTakesActivation | kTakesResidual | kBlockConv;
 
-  NodeDef& dw = define_node(table, T::XNNDepthwiseConv2d, decode_conv, dwconv2d_shapes, check_fp32, exec_dwconv2d);
+  NodeDef& dw =
+      define_node(table, T::XNNDepthwiseConv2d, decode_conv, dwconv2d_shapes, check_fp32, exec_dwconv2d);
   dw.pack_size = dwconv2d_size;
   dw.pack = dwconv2d_pack;
   dw.macs = dwconv_macs;
   dw.traits = kPacksWeights | kTakesActivation | kBlockDepthwise;
 
-  NodeDef& deconv = define_node(table, T::XNNConvTranspose2d, decode_conv, deconv2d_shapes, check_fp32, exec_deconv2d);
+  NodeDef& deconv =
+      define_node(table, T::XNNConvTranspose2d, decode_conv, deconv2d_shapes, check_fp32, exec_deconv2d);
   deconv.pack_size = deconv2d_size;
   deconv.pack = deconv2d_pack;
   deconv.macs = conv_macs;

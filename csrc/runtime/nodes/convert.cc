@@ -42,8 +42,8 @@ void decode_quantize(const NodeDecoder& d, const void* table, Node& nd) {
 void quantize_shapes(ShapeInference& s) {
   for (size_t k = 1; k <= 2; ++k) {
     if (s.has_in(k) && !wx::blockwise_compatible(s.in(k), s.in(0))) {
-      s.fail((k == 1 ? "scale " : "zero point ") + s.in_label(k) + " neither broadcasts nor repeats block-wise to " +
-             s.in_label(0));
+      s.fail((k == 1 ? "scale " : "zero point ") + s.in_label(k) +
+             " neither broadcasts nor repeats block-wise to " + s.in_label(0));
     }
   }
   s.set_out(0, s.in(0));
@@ -56,7 +56,8 @@ void quantize_check(const SupportCheck& c) {
     if (!t.in_float() || !WxTypes::is_int(t.out)) t.bad("quantize takes a float and gives an integer");
     if (t.has[2] && t.in[2] != t.out) t.bad("the zero point must have the output's datatype");
   } else {
-    if (!WxTypes::is_int(t.in[0]) || !wx::et_is_float(t.out)) t.bad("dequantize takes an integer and gives a float");
+    if (!WxTypes::is_int(t.in[0]) || !wx::et_is_float(t.out))
+      t.bad("dequantize takes an integer and gives a float");
     if (t.has[2] && t.in[2] != t.in[0]) t.bad("the zero point must have the input's datatype");
   }
 }
@@ -67,8 +68,8 @@ void quantize_exec(const ExecArgs& a, size_t i, const Step*) {
   const Node& nd = io.nd;
   const bool has_zp = io.in(2) != nullptr;
   wx::quantize(nd.wx_op, io.et(nd.inputs[0]), io.et(nd.outputs[0]), io.in_shape(0), io.et(nd.inputs[1]),
-               io.in_shape(1), io.in(1), has_zp ? io.et(nd.inputs[2]) : wx::ET::kI32, has_zp ? io.in_shape(2) : kNone,
-               io.in(2), io.in(0), io.out(), a.par);
+               io.in_shape(1), io.in(1), has_zp ? io.et(nd.inputs[2]) : wx::ET::kI32,
+               has_zp ? io.in_shape(2) : kNone, io.in(2), io.in(0), io.out(), a.par);
 }
 
 }  // namespace

@@ -31,7 +31,8 @@ void fc_shapes(ShapeInference& s) {
            (io ? " ([I, O], flag 0x1)" : " ([O, I])") + " expects " + str(I));
   }
   if (I == 0 || O == 0) s.fail("filter " + s.in_label(1) + " has a zero-size dimension");
-  if (s.has_in(2) && numel(s.in(2)) != O) s.fail("bias " + s.in_label(2) + " must have " + str(O) + " elements");
+  if (s.has_in(2) && numel(s.in(2)) != O)
+    s.fail("bias " + s.in_label(2) + " must have " + str(O) + " elements");
   Shape o = x;
   o.back() = O;
   s.set_out(0, o);
@@ -48,12 +49,13 @@ void fc_check(const SupportCheck& c) {
   const Value& y = m.values[nd.outputs[0]];
   const bool has_bias = nd.inputs[2] != kNoValue;
   const bool w_ok = (w.dtype == DType::kQcint8) || (w.dtype == DType::kQint8 && w.quant.zero_point == 0);
-  const bool b_ok = !has_bias || c.dt(nd.inputs[2]) == DType::kQcint32 || c.dt(nd.inputs[2]) == DType::kQint32;
+  const bool b_ok =
+      !has_bias || c.dt(nd.inputs[2]) == DType::kQcint32 || c.dt(nd.inputs[2]) == DType::kQint32;
   if (x.dtype == DType::kQint8 && y.dtype == DType::kQint8 && w_ok && b_ok) {
     const size_t o_dim = (nd.flags & kFlagTransposeWeights) ? 1 : 0;
     if (w.quant.kind == QuantParams::Kind::kPerChannel && size_t(w.quant.channel_dim) != o_dim) {
-      unsupported(c.label() + ": per-channel filter scales must be along the output dim " + str(o_dim) + ", not " +
-                  std::to_string(w.quant.channel_dim));
+      unsupported(c.label() + ": per-channel filter scales must be along the output dim " + str(o_dim) +
+                  ", not " + std::to_string(w.quant.channel_dim));
     }
     return;
   }
@@ -116,8 +118,8 @@ void fc_exec(const ExecArgs& a, size_t i, const Step* step) {
   } else {
     const int8_t lo = quantize_bound(io.nd.act.min, out_val.quant);
     const int8_t hi = quantize_bound(io.nd.act.max, out_val.quant);
-    a.k.qs8_gemm(M, N, Kd, static_cast<const int8_t*>(io.in(0)), Kd, packed, static_cast<int8_t*>(io.out()), N, lo,
-                 hi, a.par);
+    a.k.qs8_gemm(M, N, Kd, static_cast<const int8_t*>(io.in(0)), Kd, packed, static_cast<int8_t*>(io.out()),
+                 N, lo, hi, a.par);
   }
 }
 

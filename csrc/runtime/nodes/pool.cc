@@ -31,7 +31,8 @@ void decode_argmax_pool(const NodeDecoder& d, const void* table, Node& nd) {
   p.stride_h = p.pool_h;
   p.stride_w = p.pool_w;
   nd.inputs = {d.ref("input_id", t->input_id())};
-  nd.outputs = {d.ref("output_value_id", t->output_value_id()), d.ref("output_index_id", t->output_index_id())};
+  nd.outputs = {d.ref("output_value_id", t->output_value_id()),
+                d.ref("output_index_id", t->output_index_id())};
   nd.flags = t->flags();
 }
 
@@ -49,8 +50,10 @@ void decode_wx_pool(const NodeDecoder& d, const void* table, Node& nd) {
 
 void need_window(const ShapeInference& s) {
   const PoolParams& p = s.node().pool;
-  if (p.pool_h == 0 || p.pool_w == 0) s.fail("pooling size " + str(p.pool_h) + "x" + str(p.pool_w) + " must be > 0");
-  if (p.stride_h == 0 || p.stride_w == 0) s.fail("stride " + str(p.stride_h) + "x" + str(p.stride_w) + " must be > 0");
+  if (p.pool_h == 0 || p.pool_w == 0)
+    s.fail("pooling size " + str(p.pool_h) + "x" + str(p.pool_w) + " must be > 0");
+  if (p.stride_h == 0 || p.stride_w == 0)
+    s.fail("stride " + str(p.stride_h) + "x" + str(p.stride_w) + " must be > 0");
 }
 
 void pool_shapes(ShapeInference& s) {
@@ -65,9 +68,11 @@ void pool_shapes(ShapeInference& s) {
   uint64_t oh = 0, ow = 0;
   if (!window_out(x[1], p.pad_top, p.pad_bottom, p.pool_h, p.dilation_h, p.stride_h, oh) ||
       !window_out(x[2], p.pad_left, p.pad_right, p.pool_w, p.dilation_w, p.stride_w, ow)) {
-    s.fail(s.in_label(0) + " is smaller than the " + str(p.pool_h) + "x" + str(p.pool_w) + " window plus padding");
+    s.fail(s.in_label(0) + " is smaller than the " + str(p.pool_h) + "x" + str(p.pool_w) +
+           " window plus padding");
   }
-  if (p.pad_top >= p.pool_h || p.pad_bottom >= p.pool_h || p.pad_left >= p.pool_w || p.pad_right >= p.pool_w) {
+  if (p.pad_top >= p.pool_h || p.pad_bottom >= p.pool_h || p.pad_left >= p.pool_w ||
+      p.pad_right >= p.pool_w) {
     // A window made only of padding has no element to pool over.
     s.fail("padding must be smaller than the pooling window");
   }
@@ -100,8 +105,8 @@ void wx_pool_shapes(ShapeInference& s) {
   const Shape& dec = s.declared_out();
   if (dec.size() != 4) s.fail("the output must have rank 4");
   // Output sizes: floor (default) or ceil rounding, whichever the declared output used.
-  auto sizes = [&](uint64_t in_sz, uint64_t pa, uint64_t pb, uint64_t k, uint64_t dil, uint64_t st, uint64_t& fl,
-                   uint64_t& ce) {
+  auto sizes = [&](uint64_t in_sz, uint64_t pa, uint64_t pb, uint64_t k, uint64_t dil, uint64_t st,
+                   uint64_t& fl, uint64_t& ce) {
     const uint64_t eff = dil * (k - 1) + 1, padded = in_sz + pa + pb;
     if (padded < eff) return false;
     fl = (padded - eff) / st + 1;
@@ -113,7 +118,8 @@ void wx_pool_shapes(ShapeInference& s) {
       !sizes(x[2], p.pad_left, p.pad_right, p.pool_w, p.dilation_w, p.stride_w, fw, cw) ||
       !sizes(di[1], p.pad_top, p.pad_bottom, p.pool_h, p.dilation_h, p.stride_h, dfh, dch) ||
       !sizes(di[2], p.pad_left, p.pad_right, p.pool_w, p.dilation_w, p.stride_w, dfw, dcw)) {
-    s.fail(s.in_label(0) + " is smaller than the " + str(p.pool_h) + "x" + str(p.pool_w) + " window plus padding");
+    s.fail(s.in_label(0) + " is smaller than the " + str(p.pool_h) + "x" + str(p.pool_w) +
+           " window plus padding");
   }
   const bool ceil_h = dec[1] == dch && dec[1] != dfh;
   const bool ceil_w = dec[2] == dcw && dec[2] != dfw;

@@ -34,8 +34,8 @@ void bilinear_check(const SupportCheck& c) {
 
 void bilinear_exec(const ExecArgs& a, size_t i, const Step*) {
   const NodeIo io(a, i);
-  wx::resize_bilinear_nhwc(io.et(io.nd.outputs[0]), io.nd.flags, io.in_shape(0), io.out_shape(), io.in(0), io.out(),
-                           a.par);
+  wx::resize_bilinear_nhwc(io.et(io.nd.outputs[0]), io.nd.flags, io.in_shape(0), io.out_shape(), io.in(0),
+                           io.out(), a.par);
 }
 
 void decode_resample(const NodeDecoder& d, const void* table, Node& nd) {
@@ -51,7 +51,8 @@ void resample_shapes(ShapeInference& s) {
   const Shape& x = s.in(0);
   if (nd.ints_a.size() != 2 || nd.floats.size() != 2) s.fail("needs two axes and two scales");
   const uint32_t a0 = nd.ints_a[0], a1 = nd.ints_a[1];
-  if (a0 >= x.size() || a1 >= x.size() || a0 == a1) s.fail("axes must be two distinct dims of " + s.in_label(0));
+  if (a0 >= x.size() || a1 >= x.size() || a0 == a1)
+    s.fail("axes must be two distinct dims of " + s.in_label(0));
   for (float sc : nd.floats) {
     if (!std::isfinite(sc) || sc <= 0.f) s.fail("scales must be finite and > 0");
   }
@@ -71,14 +72,15 @@ void resample_exec(const ExecArgs& a, size_t i, const Step*) {
   const Node& nd = io.nd;
   const size_t axes[2] = {nd.ints_a[0], nd.ints_a[1]};
   const float scales[2] = {nd.floats[0], nd.floats[1]};
-  wx::resample2d(io.et(nd.outputs[0]), nd.wx_op, io.in_shape(0), io.out_shape(), axes, scales, io.in(0), io.out(),
-                 a.par);
+  wx::resample2d(io.et(nd.outputs[0]), nd.wx_op, io.in_shape(0), io.out_shape(), axes, scales, io.in(0),
+                 io.out(), a.par);
 }
 
 }  // namespace
 
 void register_resize(NodeTable& table) {
-  define_node(table, T::XNNStaticResizeBilinear2D, decode_bilinear, bilinear_shapes, bilinear_check, bilinear_exec);
+  define_node(table, T::XNNStaticResizeBilinear2D, decode_bilinear, bilinear_shapes, bilinear_check,
+              bilinear_exec);
   define_node(table, T::WXResample2d, decode_resample, resample_shapes, check_wx_float, resample_exec);
 }
 

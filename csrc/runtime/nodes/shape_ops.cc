@@ -36,7 +36,8 @@ void transpose_shapes(ShapeInference& s) {
   std::vector<bool> seen(perm.size(), false);
   Shape o(perm.size());
   for (size_t d = 0; d < perm.size(); ++d) {
-    if (perm[d] >= perm.size() || seen[perm[d]]) s.fail("perm is not a permutation of 0.." + str(perm.size() - 1));
+    if (perm[d] >= perm.size() || seen[perm[d]])
+      s.fail("perm is not a permutation of 0.." + str(perm.size() - 1));
     seen[perm[d]] = true;
     o[d] = x[perm[d]];
   }
@@ -91,8 +92,8 @@ void reshape_shapes(ShapeInference& s) {
   Shape o(ns.begin(), ns.end());
   if (zeros == 1) {
     if (known == 0 || total % known != 0) {
-      s.fail("cannot infer dim " + str(zero_at) + " of new_shape: " + str(total) + " elements of " + s.in_label(0) +
-             " do not divide by " + str(known));
+      s.fail("cannot infer dim " + str(zero_at) + " of new_shape: " + str(total) + " elements of " +
+             s.in_label(0) + " do not divide by " + str(known));
     }
     o[zero_at] = static_cast<size_t>(total / known);
   } else if (known != total) {
@@ -116,12 +117,13 @@ void slice_shapes(ShapeInference& s) {
   const auto& off = s.node().ints_a;
   const auto& sz = s.node().ints_b;
   if (off.size() != x.size() || sz.size() != x.size()) {
-    s.fail("offsets (" + str(off.size()) + ") and sizes (" + str(sz.size()) + ") must have one entry per dim of " +
-           s.in_label(0));
+    s.fail("offsets (" + str(off.size()) + ") and sizes (" + str(sz.size()) +
+           ") must have one entry per dim of " + s.in_label(0));
   }
   Shape o(x.size());
   for (size_t d = 0; d < x.size(); ++d) {
-    if (off[d] > x[d]) s.fail("offset " + str(off[d]) + " of dim " + str(d) + " is past the end of " + s.in_label(0));
+    if (off[d] > x[d])
+      s.fail("offset " + str(off[d]) + " of dim " + str(d) + " is past the end of " + s.in_label(0));
     if (sz[d] == 0) {
       o[d] = x[d] - off[d];  // XNNPACK: size 0 means "to the end"
     } else {
@@ -184,7 +186,8 @@ void pad_check(const SupportCheck& c) {
 void pad_fill(const Value& out, float v, uint8_t fill[8]) {
   switch (out.dtype) {
     case DType::kFp32: std::memcpy(fill, &v, 4); break;
-    case DType::kQint8: case DType::kQuint8: {
+    case DType::kQint8:
+    case DType::kQuint8: {
       const bool s8 = out.dtype == DType::kQint8;
       const double lo = s8 ? -128 : 0, hi = s8 ? 127 : 255;
       double q = std::nearbyint(double(v) / out.quant.scale) + out.quant.zero_point;
@@ -203,7 +206,8 @@ void pad_fill(const Value& out, float v, uint8_t fill[8]) {
       break;
     }
     case DType::kInt32: {
-      const double q = std::isnan(v) ? 0 : std::min(2147483647.0, std::max(-2147483648.0, std::trunc(double(v))));
+      const double q =
+          std::isnan(v) ? 0 : std::min(2147483647.0, std::max(-2147483648.0, std::trunc(double(v))));
       const int32_t iv = static_cast<int32_t>(q);
       std::memcpy(fill, &iv, 4);
       break;
@@ -283,9 +287,10 @@ void concat_exec(const ExecArgs& a, size_t i, const Step*) {
 }  // namespace
 
 void register_shape_ops(NodeTable& table) {
-  define_node(table, T::XNNStaticTranspose, decode_transpose, transpose_shapes, check_bytes, transpose_exec).traits =
-      kImageTranspose;
-  define_node(table, T::XNNStaticReshape, decode_reshape, reshape_shapes, check_bytes, view_exec).traits = kView;
+  define_node(table, T::XNNStaticTranspose, decode_transpose, transpose_shapes, check_bytes, transpose_exec)
+      .traits = kImageTranspose;
+  define_node(table, T::XNNStaticReshape, decode_reshape, reshape_shapes, check_bytes, view_exec).traits =
+      kView;
   define_node(table, T::XNNStaticSlice, decode_slice, slice_shapes, check_bytes, slice_exec);
   define_node(table, T::XNNStaticConstantPad, decode_pad, pad_shapes, pad_check, pad_exec);
   define_node(table, T::XNNConcatenate2, decode_concat2, concat_shapes, check_bytes, concat_exec);

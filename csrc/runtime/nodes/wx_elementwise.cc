@@ -41,12 +41,18 @@ void unary_check(const SupportCheck& c) {
 
 // WXUnary ops whose fp32 form the kernel table has with the same semantics.
 bool unary_fp32(uint16_t wx_op, UnaryOp& op) {
-  if (is(wx_op, U::relu)) op = UnaryOp::kRelu;
-  else if (is(wx_op, U::erf)) op = UnaryOp::kErf;
-  else if (is(wx_op, U::softsign)) op = UnaryOp::kSoftsign;
-  else if (is(wx_op, U::abs)) op = UnaryOp::kAbs;
-  else if (is(wx_op, U::neg)) op = UnaryOp::kNeg;
-  else return false;
+  if (is(wx_op, U::relu))
+    op = UnaryOp::kRelu;
+  else if (is(wx_op, U::erf))
+    op = UnaryOp::kErf;
+  else if (is(wx_op, U::softsign))
+    op = UnaryOp::kSoftsign;
+  else if (is(wx_op, U::abs))
+    op = UnaryOp::kAbs;
+  else if (is(wx_op, U::neg))
+    op = UnaryOp::kNeg;
+  else
+    return false;
   return true;
 }
 
@@ -88,7 +94,8 @@ void binary_check(const SupportCheck& c) {
   if (t.in[0] != t.in[1]) t.bad("both inputs must have the same datatype");
   if (op >= static_cast<uint16_t>(B::equal) && op <= static_cast<uint16_t>(B::logical_xor)) {
     if (t.out != wx::ET::kU8) t.bad("comparisons and logical ops give uint8");
-    if (op >= static_cast<uint16_t>(B::logical_and) && t.in[0] != wx::ET::kU8) t.bad("logical ops take uint8");
+    if (op >= static_cast<uint16_t>(B::logical_and) && t.in[0] != wx::ET::kU8)
+      t.bad("logical ops take uint8");
     return;
   }
   t.need_same();
@@ -97,8 +104,8 @@ void binary_check(const SupportCheck& c) {
 void binary_exec(const ExecArgs& a, size_t i, const Step*) {
   const NodeIo io(a, i);
   const Node& nd = io.nd;
-  wx::binary(nd.wx_op, io.et(nd.inputs[0]), io.et(nd.outputs[0]), io.in_shape(0), io.in_shape(1), io.out_shape(),
-             io.in(0), io.in(1), io.out(), a.par);
+  wx::binary(nd.wx_op, io.et(nd.inputs[0]), io.et(nd.outputs[0]), io.in_shape(0), io.in_shape(1),
+             io.out_shape(), io.in(0), io.in(1), io.out(), a.par);
 }
 
 // ---- WXWhere ----
@@ -113,7 +120,8 @@ void decode_where(const NodeDecoder& d, const void* table, Node& nd) {
 void where_shapes(ShapeInference& s) {
   Shape a, o;
   if (!broadcast_shapes(s.in(1), s.in(2), a) || !broadcast_shapes(s.in(0), a, o)) {
-    s.fail("condition " + s.in_label(0) + ", " + s.in_label(1) + " and " + s.in_label(2) + " do not broadcast");
+    s.fail("condition " + s.in_label(0) + ", " + s.in_label(1) + " and " + s.in_label(2) +
+           " do not broadcast");
   }
   s.set_out(0, o);
 }

@@ -82,7 +82,8 @@ void gather_elements_shapes(ShapeInference& s) {
 
 void scatter_elements_shapes(ShapeInference& s) {
   check_elements(s);
-  if (s.in(2) != s.in(1)) s.fail("updates " + s.in_label(2) + " must have the dims of indices " + s.in_label(1));
+  if (s.in(2) != s.in(1))
+    s.fail("updates " + s.in_label(2) + " must have the dims of indices " + s.in_label(1));
   s.set_out(0, s.in(0));
 }
 
@@ -127,32 +128,32 @@ void scatter_check(const SupportCheck& c) {
 
 void gather_exec(const ExecArgs& a, size_t i, const Step*) {
   const NodeIo io(a, i);
-  wx::gather(io.esize(), io.in_shape(0), io.nd.axis, io.et(io.nd.inputs[1]), io.in_shape(1), io.in(0), io.in(1),
-             io.out(), a.par);
+  wx::gather(io.esize(), io.in_shape(0), io.nd.axis, io.et(io.nd.inputs[1]), io.in_shape(1), io.in(0),
+             io.in(1), io.out(), a.par);
 }
 
 void gather_elements_exec(const ExecArgs& a, size_t i, const Step*) {
   const NodeIo io(a, i);
-  wx::gather_elements(io.esize(), io.in_shape(0), io.nd.axis, io.et(io.nd.inputs[1]), io.in_shape(1), io.in(0),
-                      io.in(1), io.out(), a.par);
+  wx::gather_elements(io.esize(), io.in_shape(0), io.nd.axis, io.et(io.nd.inputs[1]), io.in_shape(1),
+                      io.in(0), io.in(1), io.out(), a.par);
 }
 
 void gather_nd_exec(const ExecArgs& a, size_t i, const Step*) {
   const NodeIo io(a, i);
-  wx::gather_nd(io.esize(), io.in_shape(0), io.et(io.nd.inputs[1]), io.in_shape(1), io.in(0), io.in(1), io.out(),
-                a.par);
+  wx::gather_nd(io.esize(), io.in_shape(0), io.et(io.nd.inputs[1]), io.in_shape(1), io.in(0), io.in(1),
+                io.out(), a.par);
 }
 
 void scatter_elements_exec(const ExecArgs& a, size_t i, const Step*) {
   const NodeIo io(a, i);
-  wx::scatter_elements(io.esize(), io.in_shape(0), io.nd.axis, io.et(io.nd.inputs[1]), io.in_shape(1), io.in(0),
-                       io.in(1), io.in(2), io.out());
+  wx::scatter_elements(io.esize(), io.in_shape(0), io.nd.axis, io.et(io.nd.inputs[1]), io.in_shape(1),
+                       io.in(0), io.in(1), io.in(2), io.out());
 }
 
 void scatter_nd_exec(const ExecArgs& a, size_t i, const Step*) {
   const NodeIo io(a, i);
-  wx::scatter_nd(io.esize(), io.in_shape(0), io.et(io.nd.inputs[1]), io.in_shape(1), io.in(0), io.in(1), io.in(2),
-                 io.out());
+  wx::scatter_nd(io.esize(), io.in_shape(0), io.et(io.nd.inputs[1]), io.in_shape(1), io.in(0), io.in(1),
+                 io.in(2), io.out());
 }
 
 }  // namespace

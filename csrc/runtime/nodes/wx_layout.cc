@@ -38,7 +38,8 @@ void tile_shapes(ShapeInference& s) {
   const Shape& x = s.in(0);
   const auto& reps = s.node().ints_a;
   if (reps.size() != x.size()) {
-    s.fail("repetitions has " + str(reps.size()) + " entries but " + s.in_label(0) + " has rank " + str(x.size()));
+    s.fail("repetitions has " + str(reps.size()) + " entries but " + s.in_label(0) + " has rank " +
+           str(x.size()));
   }
   Shape o(x.size());
   for (size_t d = 0; d < x.size(); ++d) {
@@ -132,7 +133,8 @@ void pad_exec(const ExecArgs& a, size_t i, const Step*) {
   const NodeIo io(a, i);
   uint8_t fill[8] = {};
   wx::fill_value(io.et(io.nd.outputs[0]), io.nd.dalpha, fill);
-  wx::pad(io.esize(), io.in_shape(0), io.nd.ints_a, io.out_shape(), io.nd.wx_op, fill, io.in(0), io.out(), a.par);
+  wx::pad(io.esize(), io.in_shape(0), io.nd.ints_a, io.out_shape(), io.nd.wx_op, fill, io.in(0), io.out(),
+          a.par);
 }
 
 // ---- WXSlice ----
@@ -159,8 +161,8 @@ void slice_shapes(ShapeInference& s) {
     if (sd[d] == 0) s.fail("stride of dim " + str(d) + " must be >= 1");
     if (x[d] != di[d] && st[d] == 0 && sd[d] == 1 && o[d] == di[d]) o[d] = x[d];  // dynamic dim, whole
     if (o[d] != 0 && uint64_t(st[d]) + uint64_t(o[d] - 1) * sd[d] >= x[d]) {
-      s.fail("slice of dim " + str(d) + " (start " + str(st[d]) + ", stride " + str(sd[d]) + ", " + str(o[d]) +
-             " elements) is out of range for " + s.in_label(0));
+      s.fail("slice of dim " + str(d) + " (start " + str(st[d]) + ", stride " + str(sd[d]) + ", " +
+             str(o[d]) + " elements) is out of range for " + s.in_label(0));
     }
   }
   s.set_out(0, o);
@@ -168,8 +170,8 @@ void slice_shapes(ShapeInference& s) {
 
 void slice_exec(const ExecArgs& a, size_t i, const Step*) {
   const NodeIo io(a, i);
-  wx::strided_slice(io.esize(), io.in_shape(0), io.nd.ints_a, io.nd.ints_b, io.out_shape(), io.in(0), io.out(),
-                    a.par);
+  wx::strided_slice(io.esize(), io.in_shape(0), io.nd.ints_a, io.nd.ints_b, io.out_shape(), io.in(0),
+                    io.out(), a.par);
 }
 
 }  // namespace

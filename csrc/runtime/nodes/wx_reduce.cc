@@ -33,8 +33,10 @@ void reduce_shapes(ShapeInference& s) {
   }
   Shape o;
   for (size_t d = 0; d < x.size(); ++d) {
-    if (!red[d]) o.push_back(x[d]);
-    else if (nd.keep_dims) o.push_back(1);
+    if (!red[d])
+      o.push_back(x[d]);
+    else if (nd.keep_dims)
+      o.push_back(1);
   }
   s.set_out(0, o);
 }
@@ -65,14 +67,16 @@ void decode_cumsum(const NodeDecoder& d, const void* table, Node& nd) {
 }
 
 void cumsum_shapes(ShapeInference& s) {
-  if (s.node().axis >= s.in(0).size()) s.fail("axis " + str(s.node().axis) + " is out of range for " + s.in_label(0));
+  if (s.node().axis >= s.in(0).size())
+    s.fail("axis " + str(s.node().axis) + " is out of range for " + s.in_label(0));
   s.set_out(0, s.in(0));
 }
 
 void cumsum_exec(const ExecArgs& a, size_t i, const Step*) {
   const NodeIo io(a, i);
   const Node& nd = io.nd;
-  wx::cumulative_sum(io.et(nd.outputs[0]), io.in_shape(0), nd.axis, nd.flag_a, nd.flag_b, io.in(0), io.out(), a.par);
+  wx::cumulative_sum(io.et(nd.outputs[0]), io.in_shape(0), nd.axis, nd.flag_a, nd.flag_b, io.in(0), io.out(),
+                     a.par);
 }
 
 }  // namespace

@@ -14,6 +14,16 @@ from .compare import Comparison, int_distance, to_half_bits, ulp_distance_f16, u
 from .runner import CaseResult, OpSummary, format_table, run_case, run_dir, run_file, summarize
 
 __all__ = [
-    "CaseResult", "OpSummary", "run_case", "run_file", "run_dir", "summarize", "format_table", "Comparison",
-    "ulp_distance_f32", "ulp_distance_f16", "to_half_bits", "int_distance",
+    "CaseResult",
+    "OpSummary",
+    "run_case",
+    "run_file",
+    "run_dir",
+    "summarize",
+    "format_table",
+    "Comparison",
+    "ulp_distance_f32",
+    "ulp_distance_f16",
+    "to_half_bits",
+    "int_distance",
 ]

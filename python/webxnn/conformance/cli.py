@@ -13,10 +13,19 @@ from .runner import CaseResult, format_table, run_dir, summarize
 
 
 def configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    p.add_argument("paths", nargs="+", metavar="DIR",
-                   help="conformance directories (e.g. ../shared/conformance/wpt) or single <op>.json files")
-    p.add_argument("--op", action="append", default=[], metavar="OP",
-                   help="only this op (file stem or operator name); repeatable")
+    p.add_argument(
+        "paths",
+        nargs="+",
+        metavar="DIR",
+        help="conformance directories (e.g. ../shared/conformance/wpt) or single <op>.json files",
+    )
+    p.add_argument(
+        "--op",
+        action="append",
+        default=[],
+        metavar="OP",
+        help="only this op (file stem or operator name); repeatable",
+    )
     p.add_argument("--case", default=None, metavar="TEXT", help="only cases whose name contains TEXT")
     p.add_argument("--json", default=None, metavar="OUT", help="write every case's verdict to OUT as JSON")
     p.add_argument("-v", "--verbose", action="store_true", help="list every failed/errored case")
@@ -27,8 +36,9 @@ def configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 def add_cli(subparsers: Any) -> argparse.ArgumentParser:
     """Register `webxnn conformance DIR...` on the main CLI's subparsers."""
-    p = subparsers.add_parser("conformance",
-                              help="run WPT-style WebNN conformance cases and print a per-op table")
+    p = subparsers.add_parser(
+        "conformance", help="run WPT-style WebNN conformance cases and print a per-op table"
+    )
     return configure(p)
 
 
@@ -36,11 +46,14 @@ def cmd_conformance(args: argparse.Namespace) -> int:
     """Run, print the table (and details with -v); exit 1 when any case failed or errored, else 0."""
 
     def progress(r: CaseResult) -> None:
-        print(f"{r.status:<11} {r.op}: {r.name} ({r.seconds:.2f}s){' — ' + r.detail if r.detail else ''}",
-              flush=True)
+        print(
+            f"{r.status:<11} {r.op}: {r.name} ({r.seconds:.2f}s){' — ' + r.detail if r.detail else ''}",
+            flush=True,
+        )
 
-    results = run_dir(args.paths, ops=args.op or None, name_filter=args.case,
-                      on_result=progress if args.progress else None)
+    results = run_dir(
+        args.paths, ops=args.op or None, name_filter=args.case, on_result=progress if args.progress else None
+    )
     rows = summarize(results)
     print(format_table(rows))
     bad = [r for r in results if r.status in ("fail", "error")]

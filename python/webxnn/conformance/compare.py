@@ -62,9 +62,7 @@ def to_half_bits(values: np.ndarray) -> np.ndarray:
     sub = sign | ((sub_m >> sub_shift) + ((sub_m >> np.clip(sub_shift - 1, 0, 62)) & 1))
     # normal: re-bias the exponent; a rounding carry may spill into the exponent (up to inf) as it should
     normal = (sign | ((e - 112) << 10) | (m >> 1)) + (m & 1)
-    out = np.where(e < 103, sign,
-                   np.where(e < 113, sub,
-                            np.where(e <= 142, normal, sign | 0x7C00)))
+    out = np.where(e < 103, sign, np.where(e < 113, sub, np.where(e <= 142, normal, sign | 0x7C00)))
     out = np.where(np.isnan(f), 0x7E00, out)
     return out.astype(np.uint16)
 
@@ -152,9 +150,11 @@ class Comparison:
             where = list(np.unravel_index(self.first_bad, self.shape))  # type: ignore[arg-type]
             where = [int(w) for w in where]
         bad = self.extra.get("bad_count", 1)
-        return (f"element {where}{fill} (1st of {bad} bad of {self.checked}): got {self.got!r}, "
-                f"expected {self.want!r}, {self.kind} "
-                f"distance {self.distance_at_first:g} > {self.tolerance:g}")
+        return (
+            f"element {where}{fill} (1st of {bad} bad of {self.checked}): got {self.got!r}, "
+            f"expected {self.want!r}, {self.kind} "
+            f"distance {self.distance_at_first:g} > {self.tolerance:g}"
+        )
 
     @property
     def distance_at_first(self) -> float:
@@ -176,8 +176,11 @@ def compare(actual: np.ndarray, desc: dict[str, Any], tolerance: dict[str, Any] 
     shape = [int(s) for s in desc["shape"]]
     actual = np.asarray(actual)
     is_float = dtype_name in FLOAT_TYPES
-    kind = "ATOL" if tkind == "ATOL" else ("ULP-f32" if dtype_name == "float32" else
-                                          "ULP-f16" if dtype_name == "float16" else "INT")
+    kind = (
+        "ATOL"
+        if tkind == "ATOL"
+        else ("ULP-f32" if dtype_name == "float32" else "ULP-f16" if dtype_name == "float16" else "INT")
+    )
     if actual.dtype != want_dtype:
         return Comparison(False, kind, tval, problem=f"dtype {actual.dtype} != expected {dtype_name}")
     if list(actual.shape) != shape:
@@ -185,8 +188,12 @@ def compare(actual: np.ndarray, desc: dict[str, Any], tolerance: dict[str, Any] 
     want, fill = expected_values(desc)
     got = actual.reshape(-1)[: want.size]
     if got.size != want.size:
-        return Comparison(False, kind, tval, problem=f"expected data has {want.size} values for shape "
-                                                     f"{shape} ({got.size} elements)")
+        return Comparison(
+            False,
+            kind,
+            tval,
+            problem=f"expected data has {want.size} values for shape {shape} ({got.size} elements)",
+        )
     if kind == "ATOL":
         dist = atol_distance(got, want) if is_float else int_distance(got, want).astype(np.float64)
     elif kind == "ULP-f32":
@@ -197,8 +204,9 @@ def compare(actual: np.ndarray, desc: dict[str, Any], tolerance: dict[str, Any] 
         dist = int_distance(got, want)
     bad = np.flatnonzero(dist > tval)
     worst = float(dist.max()) if dist.size else 0.0
-    c = Comparison(bad.size == 0, kind, float(tval), distance=worst, checked=int(got.size), fill=fill,
-                   shape=tuple(shape))
+    c = Comparison(
+        bad.size == 0, kind, float(tval), distance=worst, checked=int(got.size), fill=fill, shape=tuple(shape)
+    )
     if bad.size:
         i = int(bad[0])
         c.first_bad, c.got, c.want = i, _scalar(got[i]), _scalar(want[i])
@@ -208,6 +216,15 @@ def compare(actual: np.ndarray, desc: dict[str, Any], tolerance: dict[str, Any] 
 
 
 __all__ = [
-    "FAR", "FILL_CHECKED", "f32_ordered", "ulp_distance_f32", "to_half_bits", "ulp_distance_f16",
-    "int_distance", "atol_distance", "expected_values", "Comparison", "compare",
+    "FAR",
+    "FILL_CHECKED",
+    "f32_ordered",
+    "ulp_distance_f32",
+    "to_half_bits",
+    "ulp_distance_f16",
+    "int_distance",
+    "atol_distance",
+    "expected_values",
+    "Comparison",
+    "compare",
 ]

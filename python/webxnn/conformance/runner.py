@@ -98,8 +98,9 @@ def case_text(case: dict[str, Any]) -> tuple[str, dict[str, np.ndarray]]:
     return g.to_text(), dict(g.weights)
 
 
-def run_case(case: dict[str, Any], op: str = "", *, compile_fn: CompileFn | None = None,
-             load_fn: LoadFn | None = None) -> CaseResult:
+def run_case(
+    case: dict[str, Any], op: str = "", *, compile_fn: CompileFn | None = None, load_fn: LoadFn | None = None
+) -> CaseResult:
     """Build, compile, load, run and check one case. Never raises for a bad case: the verdict says it."""
     from .. import parse
     from ..constants import attach_weights
@@ -108,8 +109,13 @@ def run_case(case: dict[str, Any], op: str = "", *, compile_fn: CompileFn | None
     compile_fn = compile_fn or _default_compile
     load_fn = load_fn or _default_load
     operators = [str(o.get("name")) for o in case.get("operators", [])]
-    res = CaseResult(op=op or (operators[0] if operators else "?"), name=str(case.get("name", "")),
-                     status="error", operators=operators, tolerance=case.get("tolerance"))
+    res = CaseResult(
+        op=op or (operators[0] if operators else "?"),
+        name=str(case.get("name", "")),
+        status="error",
+        operators=operators,
+        tolerance=case.get("tolerance"),
+    )
     t0 = time.perf_counter()
     stage = "build"
     try:
@@ -119,8 +125,9 @@ def run_case(case: dict[str, Any], op: str = "", *, compile_fn: CompileFn | None
         parsed = parse(text)
         _check_round_trip(g, parsed)
         attach_weights(parsed, g.weights)
-        missing = [c for c, d in parsed.consts.items()
-                   if c not in parsed.weights and d.init.kind == "weights"]
+        missing = [
+            c for c, d in parsed.consts.items() if c not in parsed.weights and d.init.kind == "weights"
+        ]
         if missing:
             raise WeightsError(f"weights for {missing} not attached after the text round trip")
         stage = "compile"
@@ -217,9 +224,14 @@ def _selected(stem: str, case: dict[str, Any], ops: set[str] | None) -> bool:
     return bool(names & ops)
 
 
-def run_file(path: str | os.PathLike[str], *, ops: Iterable[str] | None = None,
-             name_filter: str | None = None, on_result: Callable[[CaseResult], None] | None = None,
-             **kw: Any) -> list[CaseResult]:
+def run_file(
+    path: str | os.PathLike[str],
+    *,
+    ops: Iterable[str] | None = None,
+    name_filter: str | None = None,
+    on_result: Callable[[CaseResult], None] | None = None,
+    **kw: Any,
+) -> list[CaseResult]:
     """Run every (selected) case of one file."""
     stem, cases = load_cases(path)
     opset = set(ops) if ops else None
@@ -237,9 +249,14 @@ def run_file(path: str | os.PathLike[str], *, ops: Iterable[str] | None = None,
     return results
 
 
-def run_dir(paths: Iterable[str | os.PathLike[str]], *, ops: Iterable[str] | None = None,
-            name_filter: str | None = None, on_result: Callable[[CaseResult], None] | None = None,
-            **kw: Any) -> list[CaseResult]:
+def run_dir(
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    ops: Iterable[str] | None = None,
+    name_filter: str | None = None,
+    on_result: Callable[[CaseResult], None] | None = None,
+    **kw: Any,
+) -> list[CaseResult]:
     """Run every case of every `*.json` file in `paths` (directories or files)."""
     results: list[CaseResult] = []
     for f in case_files(paths):
@@ -294,20 +311,33 @@ def format_table(rows: list[OpSummary], width: int = 110) -> str:
         room = max(20, width - len(head) + len("first failure"))
         if len(first) > room:
             first = first[: room - 1] + "…"
-        lines.append(f"{r.op:<{opw}}  {r.cases:>5}  {r.passed:>5}  {r.unsupported:>5}  {r.failed:>5}  "
-                     f"{r.errors:>5}  {first}")
+        lines.append(
+            f"{r.op:<{opw}}  {r.cases:>5}  {r.passed:>5}  {r.unsupported:>5}  {r.failed:>5}  "
+            f"{r.errors:>5}  {first}"
+        )
         tot.cases += r.cases
         tot.passed += r.passed
         tot.unsupported += r.unsupported
         tot.failed += r.failed
         tot.errors += r.errors
     lines.append("-" * len(head))
-    lines.append(f"{'total':<{opw}}  {tot.cases:>5}  {tot.passed:>5}  {tot.unsupported:>5}  {tot.failed:>5}  "
-                 f"{tot.errors:>5}")
+    lines.append(
+        f"{'total':<{opw}}  {tot.cases:>5}  {tot.passed:>5}  {tot.unsupported:>5}  {tot.failed:>5}  "
+        f"{tot.errors:>5}"
+    )
     return "\n".join(lines)
 
 
 __all__ = [
-    "STATUSES", "CaseResult", "OpSummary", "run_case", "run_file", "run_dir", "case_files", "load_cases",
-    "case_text", "summarize", "format_table",
+    "STATUSES",
+    "CaseResult",
+    "OpSummary",
+    "run_case",
+    "run_file",
+    "run_dir",
+    "case_files",
+    "load_cases",
+    "case_text",
+    "summarize",
+    "format_table",
 ]

@@ -23,6 +23,16 @@ from .files import (
 from .resolve import attach_weights, const_array, find_sidecars
 
 __all__ = [
-    "Manifest", "PathLike", "TensorEntry", "WeightsFile", "attach_weights", "const_array", "find_sidecars",
-    "load_manifest", "pack_weights", "parse_manifest", "read_weights", "unpack_weights",
+    "Manifest",
+    "PathLike",
+    "TensorEntry",
+    "WeightsFile",
+    "attach_weights",
+    "const_array",
+    "find_sidecars",
+    "load_manifest",
+    "pack_weights",
+    "parse_manifest",
+    "read_weights",
+    "unpack_weights",
 ]

@@ -65,8 +65,10 @@ class Manifest:
                 self._normalized.setdefault(_normalize(k), []).append(k)
         hits = self._normalized.get(_normalize(key), [])
         if len(hits) > 1:
-            raise WeightsError(f"{self.source or 'manifest'}: weights key {key!r} is ambiguous: manifest "
-                               f"keys {hits} all normalize to {_normalize(key)!r}")
+            raise WeightsError(
+                f"{self.source or 'manifest'}: weights key {key!r} is ambiguous: manifest "
+                f"keys {hits} all normalize to {_normalize(key)!r}"
+            )
         return self.tensors[hits[0]] if hits else None
 
 
@@ -75,6 +77,7 @@ def _normalize(key: str) -> str:
 
 
 # -- manifest --------------------------------------------------------------------------------------------
+
 
 def _uint(v: Any, where: str, limit: int | None = None) -> int:
     if type(v) is not int or v < 0:
@@ -94,11 +97,11 @@ def parse_manifest(doc: Any, source: str | None = None) -> Manifest:
         if key not in doc:
             raise WeightsError(f"{where}: missing required field {key!r}")
     if doc["format"] not in MANIFEST_FORMATS:
-        raise WeightsError(f"{where}: format must be \"wg-weights-manifest\", got {doc['format']!r}")
+        raise WeightsError(f'{where}: format must be "wg-weights-manifest", got {doc["format"]!r}')
     if doc["version"] != 1 or type(doc["version"]) is not int:
         raise WeightsError(f"{where}: unsupported manifest version {doc['version']!r} (expected 1)")
     if doc["endianness"] != "little":
-        raise WeightsError(f"{where}: endianness must be \"little\", got {doc['endianness']!r}")
+        raise WeightsError(f'{where}: endianness must be "little", got {doc["endianness"]!r}')
     if not isinstance(doc["tensors"], dict):
         raise WeightsError(f"{where}: tensors must be an object")
     tensors: dict[str, TensorEntry] = {}
@@ -117,9 +120,15 @@ def parse_manifest(doc: Any, source: str | None = None) -> Manifest:
         shape = tuple(_uint(d, f"{w}.shape[{i}]", MAX_DIM) for i, d in enumerate(t["shape"]))
         layout = t.get("layout")
         if layout not in (None, "row-major"):
-            raise WeightsError(f"{w}.layout: only \"row-major\" is supported, got {layout!r}")
-        tensors[key] = TensorEntry(key, dtype, shape, _uint(t["byteOffset"], f"{w}.byteOffset"),
-                                   _uint(t["byteLength"], f"{w}.byteLength"), layout)
+            raise WeightsError(f'{w}.layout: only "row-major" is supported, got {layout!r}')
+        tensors[key] = TensorEntry(
+            key,
+            dtype,
+            shape,
+            _uint(t["byteOffset"], f"{w}.byteOffset"),
+            _uint(t["byteLength"], f"{w}.byteLength"),
+            layout,
+        )
     return Manifest(tensors, doc["format"], 1, "little", source)
 
 
@@ -141,6 +150,7 @@ def load_manifest(path: PathLike | Mapping[str, Any]) -> Manifest:
 
 
 # -- the .weights file -----------------------------------------------------------------------------------
+
 
 class WeightsFile:
     """A memory-mapped `.weights` file. `tensor(entry)` returns a read-only view of its bytes."""
@@ -171,8 +181,10 @@ class WeightsFile:
     def array(self, entry: TensorEntry, what: str) -> np.ndarray:
         end = entry.byte_offset + entry.byte_length
         if end > self.size:
-            raise WeightsError(f"{what}: bytes [{entry.byte_offset}, {end}) are past the end of {self.path} "
-                               f"({self.size} bytes)")
+            raise WeightsError(
+                f"{what}: bytes [{entry.byte_offset}, {end}) are past the end of {self.path} "
+                f"({self.size} bytes)"
+            )
         dt = DTYPES[entry.dtype]
         count = entry.byte_length // dt.itemsize
         arr = np.frombuffer(self.buf, dtype=dt, count=count, offset=entry.byte_offset)
@@ -183,12 +195,14 @@ def _check_entry(c: Const, entry: TensorEntry, what: str) -> None:
     if entry.dtype != c.dtype:
         raise WeightsError(f"{what}: manifest dataType {entry.dtype} does not match the const's {c.dtype}")
     if list(entry.shape) != list(c.shape):
-        raise WeightsError(f"{what}: manifest shape {list(entry.shape)} does not match the const's "
-                           f"{list(c.shape)}")
+        raise WeightsError(
+            f"{what}: manifest shape {list(entry.shape)} does not match the const's {list(c.shape)}"
+        )
     want = math.prod(const_shape(c)) * dtype_size(c.dtype)
     if entry.byte_length != want:
-        raise WeightsError(f"{what}: byteLength {entry.byte_length} but {c.dtype}{list(c.shape)} needs "
-                           f"{want} bytes")
+        raise WeightsError(
+            f"{what}: byteLength {entry.byte_length} but {c.dtype}{list(c.shape)} needs {want} bytes"
+        )
 
 
 def const_shape(c: Const) -> tuple[int, ...]:
@@ -223,12 +237,24 @@ def read_weights(g: Graph, weights_path: PathLike, manifest: Manifest | PathLike
 
 # -- pack / unpack ---------------------------------------------------------------------------------------
 
-_NP_TO_WEBNN = {("f", 4): "float32", ("f", 2): "float16", ("i", 1): "int8", ("u", 1): "uint8",
-                ("i", 4): "int32", ("u", 4): "uint32", ("i", 8): "int64", ("u", 8): "uint64"}
+_NP_TO_WEBNN = {
+    ("f", 4): "float32",
+    ("f", 2): "float16",
+    ("i", 1): "int8",
+    ("u", 1): "uint8",
+    ("i", 4): "int32",
+    ("u", 4): "uint32",
+    ("i", 8): "int64",
+    ("u", 8): "uint64",
+}
 
 
-def pack_weights(arrays: Mapping[str, Any], weights_path: PathLike, manifest_path: PathLike,
-                 dtypes: Mapping[str, str] | None = None) -> Manifest:
+def pack_weights(
+    arrays: Mapping[str, Any],
+    weights_path: PathLike,
+    manifest_path: PathLike,
+    dtypes: Mapping[str, str] | None = None,
+) -> Manifest:
     """Write `arrays` (key -> array, in order) as a WGWT `.weights` file plus its manifest. `dtypes` may
     override the WebNN dtype per key (e.g. "int4" for int8 arrays holding 4-bit values)."""
     entries: dict[str, dict[str, Any]] = {}
@@ -240,8 +266,13 @@ def pack_weights(arrays: Mapping[str, Any], weights_path: PathLike, manifest_pat
         if dtype is None or dtype not in DTYPES:
             raise WeightsError(f"array {key!r}: dtype {arr.dtype} has no WebNN equivalent")
         arr = np.asarray(arr, dtype=DTYPES[dtype], order="C")  # (ascontiguousarray would make 0-d 1-d)
-        entries[key] = {"dataType": dtype, "shape": list(arr.shape), "byteOffset": offset,
-                        "byteLength": arr.nbytes, "layout": "row-major"}
+        entries[key] = {
+            "dataType": dtype,
+            "shape": list(arr.shape),
+            "byteOffset": offset,
+            "byteLength": arr.nbytes,
+            "layout": "row-major",
+        }
         offset += arr.nbytes
         blobs.append(arr)
     doc = {"format": "wg-weights-manifest", "version": 1, "endianness": "little", "tensors": entries}
@@ -269,8 +300,10 @@ def unpack_weights(weights_path: PathLike, manifest_path: PathLike, out_dir: Pat
         what = f"tensor {key!r}"
         want = int(np.prod(entry.shape, dtype=np.int64)) * dtype_size(entry.dtype)
         if entry.byte_length != want:
-            raise WeightsError(f"{what}: byteLength {entry.byte_length} but "
-                               f"{entry.dtype}{list(entry.shape)} needs {want} bytes")
+            raise WeightsError(
+                f"{what}: byteLength {entry.byte_length} but "
+                f"{entry.dtype}{list(entry.shape)} needs {want} bytes"
+            )
         fname = "".join("_" if ch in "/\\:" else ch for ch in key) or "_"
         if fname in (".", "..") or fname in used:
             fname = f"{fname}_{len(used)}"

@@ -35,9 +35,11 @@ def const_array(g: Graph, name: str) -> np.ndarray:
         arr = g.weights.get(name)
         if arr is None:
             src = f" of {g.source}" if g.source else ""
-            raise WeightsError(f"const '{name}'{src} uses external weights @weights({weights_ref(c)!r}) but "
-                               "no weights are loaded: pass weights= and manifest= (a .weights file and its "
-                               "manifest, or a dict of arrays)")
+            raise WeightsError(
+                f"const '{name}'{src} uses external weights @weights({weights_ref(c)!r}) but "
+                "no weights are loaded: pass weights= and manifest= (a .weights file and its "
+                "manifest, or a dict of arrays)"
+            )
         return arr
     if init.kind == "scalar":
         problem = scalar_problem(c.dtype, init.value)
@@ -47,8 +49,10 @@ def const_array(g: Graph, name: str) -> np.ndarray:
     if init.kind == "bytes":
         data = init.data or b""
         if len(data) != math.prod(shape) * dt.itemsize:
-            raise WeightsError(f"const '{name}': @bytes has {len(data)} bytes, {c.dtype}{list(shape)} needs "
-                               f"{math.prod(shape) * dt.itemsize}")
+            raise WeightsError(
+                f"const '{name}': @bytes has {len(data)} bytes, {c.dtype}{list(shape)} needs "
+                f"{math.prod(shape) * dt.itemsize}"
+            )
         return np.frombuffer(data, dtype=dt).reshape(shape)
     raise WeightsError(f"const '{name}': unknown init kind {init.kind!r}")
 
@@ -63,17 +67,20 @@ def _from_dict(g: Graph, arrays: Mapping[str, Any]) -> dict[str, np.ndarray]:
         arr = np.asarray(arrays[key])
         dt = DTYPES[c.dtype]
         if arr.dtype != dt:
-            raise WeightsError(f"const '{c.name}': array {key!r} has dtype {arr.dtype}, expected "
-                               f"{c.dtype} ({dt})")
+            raise WeightsError(
+                f"const '{c.name}': array {key!r} has dtype {arr.dtype}, expected {c.dtype} ({dt})"
+            )
         if list(arr.shape) != list(c.shape):
-            raise WeightsError(f"const '{c.name}': array {key!r} has shape {list(arr.shape)}, expected "
-                               f"{list(c.shape)}")
+            raise WeightsError(
+                f"const '{c.name}': array {key!r} has shape {list(arr.shape)}, expected {list(c.shape)}"
+            )
         out[c.name] = arr
     return out
 
 
-def attach_weights(g: Graph, weights: PathLike | Mapping[str, Any] | None = None,
-                   manifest: PathLike | Manifest | None = None) -> Graph:
+def attach_weights(
+    g: Graph, weights: PathLike | Mapping[str, Any] | None = None, manifest: PathLike | Manifest | None = None
+) -> Graph:
     """Resolve the graph's `@weights` consts into `g.weights` (keyed by const name) and return `g`.
 
     `weights` is a dict (keyed by weights ref or const name), a `.weights` path, or None to look for
@@ -106,8 +113,10 @@ def _manifest_next_to(wpath: Path) -> Path:
     for cand in (wpath.with_name(stem + ".manifest.json"), wpath.with_name("manifest.json")):
         if cand.is_file():
             return cand
-    raise WeightsError(f"no manifest for {wpath}: looked for {stem}.manifest.json and manifest.json next to "
-                       "it; pass manifest=")
+    raise WeightsError(
+        f"no manifest for {wpath}: looked for {stem}.manifest.json and manifest.json next to "
+        "it; pass manifest="
+    )
 
 
 def _resolve(base: Path, p: PathLike) -> Path:
@@ -119,8 +128,9 @@ def _resolve(base: Path, p: PathLike) -> Path:
     return rel if rel.exists() or not q.exists() else q
 
 
-def find_sidecars(graph_path: Path, weights: PathLike | None,
-                  manifest: PathLike | Manifest | None) -> tuple[Path, Path | Manifest] | None:
+def find_sidecars(
+    graph_path: Path, weights: PathLike | None, manifest: PathLike | Manifest | None
+) -> tuple[Path, Path | Manifest] | None:
     """(weights file, manifest) for a graph file, or None when there is no weights file to use.
     Weights: explicit, else the first existing of `<stem>.weights`, `model.weights`. Manifest: explicit,
     else `<stem>.manifest.json`, else `manifest.json` (all next to the graph)."""
@@ -137,10 +147,13 @@ def find_sidecars(graph_path: Path, weights: PathLike | None,
                 if st.is_file():
                     raise UnsupportedError(
                         f"{graph_path}: weights are in {st.name}, but safetensors files are not supported; "
-                        "convert them to a .weights file and manifest (pack_weights)")
+                        "convert them to a .weights file and manifest (pack_weights)"
+                    )
             if manifest is not None:
-                raise WeightsError(f"{graph_path}: a manifest was given but no weights file was found "
-                                   f"(looked for {stem}.weights and model.weights)")
+                raise WeightsError(
+                    f"{graph_path}: a manifest was given but no weights file was found "
+                    f"(looked for {stem}.weights and model.weights)"
+                )
             return None
         wpath = found[0]
     if isinstance(manifest, Manifest):
@@ -153,5 +166,7 @@ def find_sidecars(graph_path: Path, weights: PathLike | None,
     for cand in (d / f"{stem}.manifest.json", d / "manifest.json"):
         if cand.is_file():
             return wpath, cand
-    raise WeightsError(f"{graph_path}: found weights file {wpath.name} but no manifest (looked for "
-                       f"{stem}.manifest.json and manifest.json); pass manifest=")
+    raise WeightsError(
+        f"{graph_path}: found weights file {wpath.name} but no manifest (looked for "
+        f"{stem}.manifest.json and manifest.json); pass manifest="
+    )

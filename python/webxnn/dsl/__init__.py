@@ -30,6 +30,17 @@ from .parser import parse
 from .printer import to_text
 
 __all__ = [
-    "parse", "parse_json", "load_graph", "to_text", "to_json", "const_array", "attach_weights",
-    "pack_weights", "unpack_weights", "load_manifest", "Manifest", "TensorEntry", "to_js",
+    "parse",
+    "parse_json",
+    "load_graph",
+    "to_text",
+    "to_json",
+    "const_array",
+    "attach_weights",
+    "pack_weights",
+    "unpack_weights",
+    "load_manifest",
+    "Manifest",
+    "TensorEntry",
+    "to_js",
 ]

@@ -32,9 +32,16 @@ KEY_ALIASES: dict[str, dict[str, str]] = {"cast": {"to": "type", "dataType": "ty
 DROPPED_KEYS = {"metadata"}  # webnn-graph annotation; not part of WebNN
 
 _TYPED_ARRAY = {
-    "float32": "Float32Array", "float16": "F16", "int8": "Int8Array", "uint8": "Uint8Array",
-    "int32": "Int32Array", "uint32": "Uint32Array", "int64": "BigInt64Array", "uint64": "BigUint64Array",
-    "int4": "Uint8Array", "uint4": "Uint8Array",
+    "float32": "Float32Array",
+    "float16": "F16",
+    "int8": "Int8Array",
+    "uint8": "Uint8Array",
+    "int32": "Int32Array",
+    "uint32": "Uint32Array",
+    "int64": "BigInt64Array",
+    "uint64": "BigUint64Array",
+    "int4": "Uint8Array",
+    "uint4": "Uint8Array",
 }
 
 _PRELUDE = """\
@@ -109,8 +116,9 @@ class _Emitter:
                     raise UnsupportedError(f"const '{c.name}': weights key {key!r} is not in the manifest")
                 want = numel(c.shape) * dtype_size(c.dtype)
                 if entry.byte_length != want:
-                    raise UnsupportedError(f"const '{c.name}': manifest byteLength {entry.byte_length} "
-                                           f"!= {want}")
+                    raise UnsupportedError(
+                        f"const '{c.name}': manifest byteLength {entry.byte_length} != {want}"
+                    )
                 data = _view(c.dtype, f"tensor({entry.byte_offset}, {entry.byte_length})")
             else:
                 data = _view(c.dtype, f"tensorByKey({_js(key)})")
@@ -170,13 +178,17 @@ class _Emitter:
         out.append("  const v = Object.create(null);")
         if any(c.init.kind == "weights" for c in g.consts.values()):
             out.append("  const buf = (weights instanceof ArrayBuffer) ? weights")
-            out.append("      : ArrayBuffer.isView(weights) ? weights.buffer.slice(weights.byteOffset, "
-                       "weights.byteOffset + weights.byteLength)")
+            out.append(
+                "      : ArrayBuffer.isView(weights) ? weights.buffer.slice(weights.byteOffset, "
+                "weights.byteOffset + weights.byteLength)"
+            )
             out.append("      : await (await fetch(weights)).arrayBuffer();")
             out.append("  // a copy, so any byteOffset works (tensors in .weights files need not be aligned)")
             out.append("  const tensor = (offset, length) => {")
-            out.append("    if (offset + length > buf.byteLength) throw new RangeError("
-                       "`weights: bytes ${offset}+${length} past the end (${buf.byteLength})`);")
+            out.append(
+                "    if (offset + length > buf.byteLength) throw new RangeError("
+                "`weights: bytes ${offset}+${length} past the end (${buf.byteLength})`);"
+            )
             out.append("    return buf.slice(offset, offset + length);")
             out.append("  };")
             if self.manifest is None:
@@ -186,8 +198,10 @@ class _Emitter:
                 out.append("    return tensor(t.byteOffset, t.byteLength);")
                 out.append("  };")
         for o in g.inputs.values():
-            out.append(f"  {_ref(o.name)} = builder.input({_js(o.name)}, "
-                       f"{{dataType: {_js(o.dtype)}, shape: {_shape(o.shape)}}});")
+            out.append(
+                f"  {_ref(o.name)} = builder.input({_js(o.name)}, "
+                f"{{dataType: {_js(o.dtype)}, shape: {_shape(o.shape)}}});"
+            )
         for c in g.consts.values():
             out.append(self.const(c))
         for n in g.nodes:

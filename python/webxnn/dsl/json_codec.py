@@ -25,6 +25,7 @@ _SIMPLE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 # -- writing ---------------------------------------------------------------------------------------------
 
+
 def _sorted_value(v: Any, path: str) -> Any:
     """Option values with every object's keys sorted, checked to be JSON-representable."""
     if isinstance(v, dict):
@@ -60,19 +61,25 @@ def graph_to_dict(g: Graph) -> dict[str, Any]:
     nodes = []
     for i, n in enumerate(g.nodes):
         single = len(n.outputs) == 1 and n.outputs[0] == n.id and not n.multi_assign
-        nodes.append({
-            "id": n.id, "op": n.op, "inputs": list(n.inputs),
-            "options": _sorted_value(dict(n.options), f"nodes[{i}].options"),
-            "outputs": None if single else list(n.outputs),
-        })
+        nodes.append(
+            {
+                "id": n.id,
+                "op": n.op,
+                "inputs": list(n.inputs),
+                "options": _sorted_value(dict(n.options), f"nodes[{i}].options"),
+                "outputs": None if single else list(n.outputs),
+            }
+        )
     return {
         "format": FORMAT,
         "version": g.version,
         "name": g.name,
         "quantized": bool(g.quantized),
         "inputs": {k: {"dataType": v.dtype, "shape": _dims(v.shape)} for k, v in sorted(g.inputs.items())},
-        "consts": {k: {"dataType": c.dtype, "shape": _dims(c.shape), "init": _init(c)}
-                   for k, c in sorted(g.consts.items())},
+        "consts": {
+            k: {"dataType": c.dtype, "shape": _dims(c.shape), "init": _init(c)}
+            for k, c in sorted(g.consts.items())
+        },
         "nodes": nodes,
         "outputs": dict(sorted(g.outputs.items())),
     }
@@ -110,6 +117,7 @@ def _block_map(key: str, m: dict[str, Any]) -> str:
 
 # -- reading ---------------------------------------------------------------------------------------------
 
+
 class _JsonValueError(Exception):
     pass
 
@@ -129,8 +137,10 @@ def _int_or_float(text: str) -> int | float:
         return v
     f = _float(text)  # as the text parser does: integers that do not fit i64 become floats, if exactly
     if int(f) != v:
-        raise _JsonValueError(f"integer {text} is outside the 64-bit signed range, where numbers are "
-                              f"doubles, and has no exact double (the nearest is {int(f)})")
+        raise _JsonValueError(
+            f"integer {text} is outside the 64-bit signed range, where numbers are "
+            f"doubles, and has no exact double (the nearest is {int(f)})"
+        )
     return f
 
 
@@ -220,16 +230,19 @@ class _Reader:
                 self.fail(f"{path}.bytes", f"expected a list of byte values, got {_kind(items)}")
             data = bytes(self.uint(b, f"{path}.bytes[{i}]", 255) for i, b in enumerate(items))
             return ConstInit("bytes", data=data)
-        self.fail(f"{path}.kind", f"unknown init kind {_short(kind)}; expected \"weights\", \"scalar\" or "
-                  "\"inlineBytes\"")
+        self.fail(
+            f"{path}.kind", f'unknown init kind {_short(kind)}; expected "weights", "scalar" or "inlineBytes"'
+        )
 
     def node(self, v: Any, path: str) -> Node:
         d = self.obj(v, path)
         nid = self.string(self.field(d, "id", path), f"{path}.id")
         op = self.string(self.field(d, "op", path), f"{path}.op")
         if not op:
-            self.fail(f"{path}.op", "empty op (an alias in webnn-graph 0.3); aliases are not supported, "
-                      "use the identity op")
+            self.fail(
+                f"{path}.op",
+                "empty op (an alias in webnn-graph 0.3); aliases are not supported, use the identity op",
+            )
         raw_inputs = self.field(d, "inputs", path, [])
         if not isinstance(raw_inputs, list):
             self.fail(f"{path}.inputs", f"expected a list of value names, got {_kind(raw_inputs)}")
@@ -263,14 +276,20 @@ class _Reader:
         for key, v in self.obj(self.field(d, "inputs", ""), "inputs").items():
             p = _path("inputs", key)
             e = self.obj(v, p)
-            g.inputs[key] = Operand(key, self.dtype(self.field(e, "dataType", p), f"{p}.dataType"),
-                                    self.shape(self.field(e, "shape", p), f"{p}.shape", allow_dyn=True))
+            g.inputs[key] = Operand(
+                key,
+                self.dtype(self.field(e, "dataType", p), f"{p}.dataType"),
+                self.shape(self.field(e, "shape", p), f"{p}.shape", allow_dyn=True),
+            )
         for key, v in self.obj(d.get("consts", {}), "consts").items():
             p = _path("consts", key)
             e = self.obj(v, p)
-            g.consts[key] = Const(key, self.dtype(self.field(e, "dataType", p), f"{p}.dataType"),
-                                  self.shape(self.field(e, "shape", p), f"{p}.shape", allow_dyn=False),
-                                  self.const_init(self.field(e, "init", p), f"{p}.init"))
+            g.consts[key] = Const(
+                key,
+                self.dtype(self.field(e, "dataType", p), f"{p}.dataType"),
+                self.shape(self.field(e, "shape", p), f"{p}.shape", allow_dyn=False),
+                self.const_init(self.field(e, "init", p), f"{p}.init"),
+            )
         nodes = self.field(d, "nodes", "")
         if not isinstance(nodes, list):
             self.fail("nodes", f"expected a list, got {_kind(nodes)}")
@@ -299,8 +318,14 @@ def _depth(v: Any) -> int:
 def _kind(v: Any) -> str:
     if v is None:
         return "null"
-    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list",
-            dict: "an object"}.get(type(v), type(v).__name__)
+    return {
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "an object",
+    }.get(type(v), type(v).__name__)
 
 
 def _short(v: Any) -> str:
@@ -332,8 +357,13 @@ def parse_json(s: str | bytes, file: str | None = None) -> Graph:
         except UnicodeDecodeError as e:
             raise ParseError(f"not UTF-8 text (byte {e.start})", file=file) from None
     try:
-        doc = json.loads(s, object_pairs_hook=_pairs, parse_int=_int_or_float, parse_float=_float,
-                         parse_constant=_no_constant)
+        doc = json.loads(
+            s,
+            object_pairs_hook=_pairs,
+            parse_int=_int_or_float,
+            parse_float=_float,
+            parse_constant=_no_constant,
+        )
     except json.JSONDecodeError as e:
         raise ParseError(f"invalid JSON: {e.msg}", file=file, line=e.lineno, col=e.colno) from None
     except _JsonValueError as e:

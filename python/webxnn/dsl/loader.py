@@ -38,8 +38,11 @@ def read_graph_file(path: PathLike) -> Graph:
     return parse(text, file=p)
 
 
-def load_graph(path: PathLike, weights: PathLike | Mapping[str, Any] | None = None,
-               manifest: PathLike | Manifest | None = None) -> Graph:
+def load_graph(
+    path: PathLike,
+    weights: PathLike | Mapping[str, Any] | None = None,
+    manifest: PathLike | Manifest | None = None,
+) -> Graph:
     """Read a `.webnn` or `.json` graph and, when it has `@weights` consts, its weights.
 
     `weights`/`manifest` may be given explicitly (paths relative to the graph file, or a dict of arrays);

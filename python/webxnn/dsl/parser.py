@@ -92,8 +92,11 @@ class _Parser:
                 return v
             f = float(text)
             if math.isfinite(f) and int(f) != v:  # a double would silently change it
-                self.fail(f"integer {text} is outside the 64-bit signed range, where numbers are doubles, "
-                          f"and has no exact double (the nearest is {int(f)})", i)
+                self.fail(
+                    f"integer {text} is outside the 64-bit signed range, where numbers are doubles, "
+                    f"and has no exact double (the nearest is {int(f)})",
+                    i,
+                )
         f = float(text)
         if not math.isfinite(f):
             self.fail(f"number {text} is out of range (it is not a finite 64-bit float)", i)
@@ -197,7 +200,7 @@ class _Parser:
             self.expect(")", "')'")
             return DynDim(name, max_size)
         if self.k[i] != "num":
-            self.unexpected("a dimension (a non-negative integer or dyn(\"name\", max))")
+            self.unexpected('a dimension (a non-negative integer or dyn("name", max))')
         return self.uint("dimension", MAX_DIM)
 
     def declare(self, g: Graph, name: str, at: int) -> None:
@@ -234,7 +237,7 @@ class _Parser:
         i = self.i
         word = self.t[i]
         if word not in ("@weights", "@scalar", "@bytes"):
-            self.unexpected("@weights(\"key\"), @scalar(number) or @bytes([...])")
+            self.unexpected('@weights("key"), @scalar(number) or @bytes([...])')
         self.i += 1
         self.expect("(", f"'(' after {word}")
         if word == "@weights":
@@ -302,11 +305,17 @@ class _Parser:
         if k[i] != "id" or k[i + 1] != "(":
             target = outs[0] if not multi else "[" + ", ".join(outs) + "]"
             if k[i] == "id" and self.t[i] not in _LITERAL_WORDS:
-                self.fail(f"'{target} = {self.t[i]}' is an alias; aliases are not supported, "
-                          f"use identity({self.t[i]})", i)
+                self.fail(
+                    f"'{target} = {self.t[i]}' is an alias; aliases are not supported, "
+                    f"use identity({self.t[i]})",
+                    i,
+                )
             if k[i] in ("id", "num", "str", "[", "{"):
-                self.fail(f"the right-hand side of '{target} = ...' must be an op call like op(x, ...); "
-                          "a literal cannot define a value (declare a const, e.g. with @scalar(...))", i)
+                self.fail(
+                    f"the right-hand side of '{target} = ...' must be an op call like op(x, ...); "
+                    "a literal cannot define a value (declare a const, e.g. with @scalar(...))",
+                    i,
+                )
             self.unexpected("an op call like relu(x)")
         op = self.t[i]
         self.i = i + 2
@@ -368,13 +377,16 @@ class _Parser:
 
     def positional_literal(self, at: int, value: Any, in_list: bool) -> NoReturn:
         last = self.i - 1
-        text = self.toks.source[self.s[at]:self.s[last] + len(self.t[last])]
+        text = self.toks.source[self.s[at] : self.s[last] + len(self.t[last])]
         if len(text) > 40:
             text = text[:37] + "..."
         where = "inside a positional list" if in_list else "as a positional argument"
         # webnn-graph 0.3 silently drops positional literals; the op would run without the option.
-        self.fail(f"positional literal {text} {where} is not an operand (webnn-graph 0.3 would silently "
-                  f"drop it); pass it as a named option, e.g. axis={text}", at)
+        self.fail(
+            f"positional literal {text} {where} is not an operand (webnn-graph 0.3 would silently "
+            f"drop it); pass it as a named option, e.g. axis={text}",
+            at,
+        )
 
     def value(self, depth: int = 0) -> Any:
         """literal | ident, with 0.3's ordered choice: literals first, so an identifier that merely starts
@@ -390,8 +402,11 @@ class _Parser:
                 return _LITERAL_WORDS[text]
             if text.startswith(_QUIRK_PREFIXES):
                 prefix = next(p for p in _QUIRK_PREFIXES if text.startswith(p))
-                self.fail(f"identifier '{text}' cannot be used as a value: webnn-graph 0.3 reads its leading "
-                          f"'{prefix}' as a literal; rename it or write it as a string \"{text}\"", i)
+                self.fail(
+                    f"identifier '{text}' cannot be used as a value: webnn-graph 0.3 reads its leading "
+                    f"'{prefix}' as a literal; rename it or write it as a string \"{text}\"",
+                    i,
+                )
             return text  # an operand reference; stored as a plain str, as in 0.3's JSON
         if kind == "num":
             return self.number()

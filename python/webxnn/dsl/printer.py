@@ -40,7 +40,8 @@ def _name(s: str, what: str) -> str:
     if not isinstance(s, str) or not is_ident(s):
         raise UnsupportedError(
             f"{what} {s!r} is not a .webnn identifier (ASCII letters, digits, '_', '.', '/', and '$' first); "
-            "the text format cannot express it: write JSON instead (to_json)")
+            "the text format cannot express it: write JSON instead (to_json)"
+        )
     return s
 
 
@@ -117,8 +118,9 @@ class _Printer:
             for n in g.nodes:
                 where = f"node '{n.id}'"
                 if not isinstance(n.op, str) or not is_ident(n.op):
-                    raise UnsupportedError(f"{where}: op {n.op!r} is not a .webnn identifier; "
-                                           "write JSON instead")
+                    raise UnsupportedError(
+                        f"{where}: op {n.op!r} is not a .webnn identifier; write JSON instead"
+                    )
                 outs = [_name(o, "value name") for o in n.outputs]
                 if len(outs) == 1 and outs[0] == n.id and not n.multi_assign:
                     target = outs[0]
@@ -134,7 +136,8 @@ class _Printer:
             if name != ref:
                 raise UnsupportedError(
                     f"output {name!r} refers to {ref!r}: .webnn text cannot rename outputs (each output "
-                    "names its value); write JSON instead (to_json), or rename the value")
+                    "names its value); write JSON instead (to_json), or rename the value"
+                )
             names.append(_name(name, "output name") + ";")
         out.append("  outputs { " + " ".join(names) + " }")
         out.append("}")

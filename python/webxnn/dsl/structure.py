@@ -15,8 +15,16 @@ from ..dtypes import dtype_size, scalar_problem
 from ..graph import Const, DynDim, Graph
 
 TEXT_DTYPES: dict[str, str] = {
-    "f32": "float32", "f16": "float16", "i4": "int4", "u4": "uint4", "i32": "int32", "u32": "uint32",
-    "i64": "int64", "u64": "uint64", "i8": "int8", "u8": "uint8",
+    "f32": "float32",
+    "f16": "float16",
+    "i4": "int4",
+    "u4": "uint4",
+    "i32": "int32",
+    "u32": "uint32",
+    "i64": "int64",
+    "u64": "uint64",
+    "i8": "int8",
+    "u8": "uint8",
 }
 DTYPE_TEXT: dict[str, str] = {v: k for k, v in TEXT_DTYPES.items()}
 
@@ -45,8 +53,10 @@ def const_problem(c: Const) -> str | None:
         data = init.data if init.data is not None else b""
         want = numel(c.shape) * dtype_size(c.dtype)
         if len(data) != want:
-            return (f"@bytes has {len(data)} bytes but {DTYPE_TEXT.get(c.dtype, c.dtype)}"
-                    f"{list(c.shape)} needs {want} ({numel(c.shape)} x {dtype_size(c.dtype)})")
+            return (
+                f"@bytes has {len(data)} bytes but {DTYPE_TEXT.get(c.dtype, c.dtype)}"
+                f"{list(c.shape)} needs {want} ({numel(c.shape)} x {dtype_size(c.dtype)})"
+            )
     elif init.kind == "weights":
         if not isinstance(init.ref, str):
             return "weights const needs a string ref"
@@ -73,15 +83,20 @@ def check_graph(g: Graph, fail: Fail) -> None:
     for i, node in enumerate(g.nodes):
         for j, ref in enumerate(node.inputs):
             if ref not in defined:
-                fail(f"node '{node.id}' ({node.op}) uses '{ref}', which is not an input, a const or an "
-                     "output of an earlier node", ("node_input", i, j))
+                fail(
+                    f"node '{node.id}' ({node.op}) uses '{ref}', which is not an input, a const or an "
+                    "output of an earlier node",
+                    ("node_input", i, j),
+                )
         if not node.outputs:
             fail(f"node '{node.id}' has no outputs", ("node", i))
         for j, out in enumerate(node.outputs):
             if out in defined:
                 article = "an" if defined[out] == "input" else "a"
-                fail(f"'{out}' is defined twice (it is already {article} {defined[out]})",
-                     ("node_output", i, j))
+                fail(
+                    f"'{out}' is defined twice (it is already {article} {defined[out]})",
+                    ("node_output", i, j),
+                )
             defined[out] = "node output"
         # After the outputs: in text the id is the first output, and "defined twice" says more.
         if node.id in ids:

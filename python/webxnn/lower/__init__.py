@@ -43,8 +43,9 @@ PASSES: list[tuple[str, Callable[[LGraph], LGraph]]] = [
 ]
 
 
-def lower_to_lgraph(graph: Graph, bound: list[BoundNode],
-                    weights: dict[str, np.ndarray] | None = None) -> LGraph:
+def lower_to_lgraph(
+    graph: Graph, bound: list[BoundNode], weights: dict[str, np.ndarray] | None = None
+) -> LGraph:
     lg = widen(normalize(graph, bound, weights))
     for _, p in PASSES:
         lg = p(lg)
@@ -57,6 +58,24 @@ def lower(graph: Graph, bound: list[BoundNode], weights: dict[str, np.ndarray] |
     return emit(lower_to_lgraph(graph, bound, weights))
 
 
-__all__ = ["lower", "lower_to_lgraph", "normalize", "fold", "decompose", "layout", "select", "fuse",
-           "patterns", "simplify", "emit", "widen", "narrow", "LGraph", "LNode", "LValue", "PASSES",
-           "LOWER_RULES", "lowers"]
+__all__ = [
+    "lower",
+    "lower_to_lgraph",
+    "normalize",
+    "fold",
+    "decompose",
+    "layout",
+    "select",
+    "fuse",
+    "patterns",
+    "simplify",
+    "emit",
+    "widen",
+    "narrow",
+    "LGraph",
+    "LNode",
+    "LValue",
+    "PASSES",
+    "LOWER_RULES",
+    "lowers",
+]

@@ -27,9 +27,14 @@ from .ir import LGraph, LNode
 from .widen import store_half
 
 DATATYPES: dict[str, Datatype] = {
-    "float32": Datatype.FP32, "float16": Datatype.FP16, "int32": Datatype.INT32,
-    "int8": Datatype.WX_INT8, "uint8": Datatype.WX_UINT8, "uint32": Datatype.WX_UINT32,
-    "int64": Datatype.WX_INT64, "uint64": Datatype.WX_UINT64,
+    "float32": Datatype.FP32,
+    "float16": Datatype.FP16,
+    "int32": Datatype.INT32,
+    "int8": Datatype.WX_INT8,
+    "uint8": Datatype.WX_UINT8,
+    "uint32": Datatype.WX_UINT32,
+    "int64": Datatype.WX_INT64,
+    "uint64": Datatype.WX_UINT64,
 }
 
 
@@ -112,9 +117,17 @@ def emit(lg: LGraph) -> XnnGraph:
     g.num_externs = n_in + len(lg.outputs)
     g.input_ids = [ids[n] for n in lg.inputs]
     g.output_ids = [ids[v] for _, v in lg.outputs]
-    dyn_dims = [DynDimRef(input=k, axis=axis, name=d.name, max_size=d.max_size)
-                for k, name in enumerate(lg.inputs)
-                for axis, d in enumerate(lg.values[name].shape) if isinstance(d, DynDim)]
-    g.metadata = Metadata(producer=f"webxnn {__version__}", input_names=list(lg.inputs),
-                          output_names=[o for o, _ in lg.outputs], node_sources=sources, dyn_dims=dyn_dims)
+    dyn_dims = [
+        DynDimRef(input=k, axis=axis, name=d.name, max_size=d.max_size)
+        for k, name in enumerate(lg.inputs)
+        for axis, d in enumerate(lg.values[name].shape)
+        if isinstance(d, DynDim)
+    ]
+    g.metadata = Metadata(
+        producer=f"webxnn {__version__}",
+        input_names=list(lg.inputs),
+        output_names=[o for o, _ in lg.outputs],
+        node_sources=sources,
+        dyn_dims=dyn_dims,
+    )
     return g

@@ -18,10 +18,22 @@ from .ir import LGraph, LNode
 
 BIAS_NODES = frozenset({"XNNFullyConnected", "XNNConv2d", "XNNDepthwiseConv2d", "XNNConvTranspose2d"})
 # nodes whose define call honours output_min_max
-CLAMP_NODES = frozenset({
-    "XNNFullyConnected", "XNNConv2d", "XNNDepthwiseConv2d", "XNNConvTranspose2d", "XNNAvgPooling2d",
-    "XNNMaxPooling2d", "XNNGlobalAvgPooling2d", "XNNClamp", "XNNAdd", "XNNSubtract", "XNNMultiply", "XNNDiv",
-})
+CLAMP_NODES = frozenset(
+    {
+        "XNNFullyConnected",
+        "XNNConv2d",
+        "XNNDepthwiseConv2d",
+        "XNNConvTranspose2d",
+        "XNNAvgPooling2d",
+        "XNNMaxPooling2d",
+        "XNNGlobalAvgPooling2d",
+        "XNNClamp",
+        "XNNAdd",
+        "XNNSubtract",
+        "XNNMultiply",
+        "XNNDiv",
+    }
+)
 
 
 def _channel_vector(lg: LGraph, name: str, out_shape: tuple) -> np.ndarray | None:
@@ -73,8 +85,9 @@ def _fuse_scale(lg: LGraph, mul: LNode, prod: LNode) -> bool:
     wv = lg.values[w]
     # the output-channel dim of each filter layout: OHWI / per-group OHWI / FC [O, I] → 0; 1HWO and
     # FC [I, O] (TRANSPOSE_WEIGHTS) → last
-    last = prod.kind == "XNNDepthwiseConv2d" or (prod.kind == "XNNFullyConnected"
-                                                  and prod.attrs.get("flags", 0) & 1)
+    last = prod.kind == "XNNDepthwiseConv2d" or (
+        prod.kind == "XNNFullyConnected" and prod.attrs.get("flags", 0) & 1
+    )
     k = vec.astype(np.float64)
     shape = [1] * wv.rank
     shape[-1 if last else 0] = k.size
@@ -111,8 +124,12 @@ def fuse(lg: LGraph) -> LGraph:
                     continue
                 if node.kind == "XNNClamp" and prod.kind in CLAMP_NODES:
                     fused = _fuse_clamp(lg, node, prod)
-                elif node.kind != "XNNClamp" and prod.kind in BIAS_NODES and prod.output_min_max is None \
-                        and node.output_min_max is None:
+                elif (
+                    node.kind != "XNNClamp"
+                    and prod.kind in BIAS_NODES
+                    and prod.output_min_max is None
+                    and node.output_min_max is None
+                ):
                     fuse_fn = _fuse_scale if node.kind == "XNNMultiply" else _fuse_bias
                     fused = fuse_fn(lg, node, prod)
                 if fused:

@@ -98,8 +98,16 @@ class LGraph:
             if name not in self.values:
                 return name
 
-    def add_value(self, hint: str, dtype: str, shape: tuple[Dim, ...] | list[Dim], *,
-                  const: np.ndarray | None = None, layout: str | None = None, exact: bool = False) -> str:
+    def add_value(
+        self,
+        hint: str,
+        dtype: str,
+        shape: tuple[Dim, ...] | list[Dim],
+        *,
+        const: np.ndarray | None = None,
+        layout: str | None = None,
+        exact: bool = False,
+    ) -> str:
         """A new value; its name is `hint` when `exact`, otherwise a fresh name derived from it."""
         name = hint if exact else self.fresh_name(hint)
         if name in self.values:
@@ -107,8 +115,9 @@ class LGraph:
         self.values[name] = LValue(name, dtype, tuple(shape), const, layout)
         return name
 
-    def add_const(self, hint: str, data: np.ndarray, dtype: str, layout: str | None = None,
-                  half: bool = False) -> str:
+    def add_const(
+        self, hint: str, data: np.ndarray, dtype: str, layout: str | None = None, half: bool = False
+    ) -> str:
         name = self.add_value(hint, dtype, data.shape, const=data, layout=layout)
         self.values[name].half = half
         return name

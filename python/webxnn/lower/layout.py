@@ -48,8 +48,11 @@ class _Converter:
         else:
             shape = tuple(v.shape[p] for p in perm)
             new = self.lg.add_value(f"{name}.{layout or 'nchw'}", v.dtype, shape, layout=layout)
-            self.out.append(LNode("XNNStaticTranspose", {"input_id": name}, [new],
-                                  {"num_dims": 4, "perm": list(perm)}, src))
+            self.out.append(
+                LNode(
+                    "XNNStaticTranspose", {"input_id": name}, [new], {"num_dims": 4, "perm": list(perm)}, src
+                )
+            )
         self.cache[key] = new
         return new
 
@@ -100,11 +103,13 @@ def layout(lg: LGraph) -> LGraph:
         else:  # elementwise / permute
             follow = [node.operands[rule.data_role]] if rule.data_only else ins
             computed = [i for i in follow if not lg.is_const(i)]
-            go = (any(lg.values[i].layout == NHWC for i in computed)
-                  and all(lg.values[i].rank == 4 for i in computed)
-                  and all(lg.values[o].rank == 4 for o in node.outputs)
-                  and all(lg.values[i].rank <= 4 for i in follow)
-                  and (rule.ok is None or rule.ok(node, lg)))
+            go = (
+                any(lg.values[i].layout == NHWC for i in computed)
+                and all(lg.values[i].rank == 4 for i in computed)
+                and all(lg.values[o].rank == 4 for o in node.outputs)
+                and all(lg.values[i].rank <= 4 for i in follow)
+                and (rule.ok is None or rule.ok(node, lg))
+            )
             if go:
                 require(node, follow, NHWC)
                 require(node, [i for i in ins if i not in follow], None)

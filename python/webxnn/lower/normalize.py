@@ -34,8 +34,7 @@ def load_const(graph: Graph, c: Const) -> np.ndarray:
     return np.asarray(graph.const_array(c.name))
 
 
-def normalize(graph: Graph, bound: list[BoundNode],
-              weights: dict[str, np.ndarray] | None = None) -> LGraph:
+def normalize(graph: Graph, bound: list[BoundNode], weights: dict[str, np.ndarray] | None = None) -> LGraph:
     graph = with_weights(graph, weights)
     lg = LGraph()
     for name, op in graph.inputs.items():
@@ -47,7 +46,8 @@ def normalize(graph: Graph, bound: list[BoundNode],
         for name, t in bn.outputs:
             lg.add_value(name, t.dtype, tuple(t.shape), exact=True)
         operands = {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in bn.operands.items()}
-        lg.nodes.append(LNode(bn.op, operands, [n for n, _ in bn.outputs], dict(bn.options),
-                              f"{bn.id}:{bn.op}"))
+        lg.nodes.append(
+            LNode(bn.op, operands, [n for n, _ in bn.outputs], dict(bn.options), f"{bn.id}:{bn.op}")
+        )
     lg.outputs = list(graph.outputs.items())
     return lg

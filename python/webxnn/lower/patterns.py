@@ -86,6 +86,7 @@ def _same_shape(lg: LGraph, x: str, y: str) -> bool:
 
 # ---------------------------------------------------------------------------------------------- GELU
 
+
 def _gelu_at(u: _Uses, erf: LNode) -> tuple[str, LNode] | None:
     """(x, the node whose output is gelu(x)) for the erf node of an erf-form GELU."""
     lg = u.lg
@@ -129,6 +130,7 @@ def _gelu_at(u: _Uses, erf: LNode) -> tuple[str, LNode] | None:
 
 # ---------------------------------------------------------------------------------------------- layer norm
 
+
 def _mean_axes(lg: LGraph, node: LNode) -> list[int] | None:
     """The (sorted, non-negative) axes of a dims-keeping reduceMean."""
     if node.kind != "reduceMean" or not node.attrs.get("keepDimensions"):
@@ -152,8 +154,9 @@ def _per_axes(lg: LGraph, name: str | None, x: str, axes: list[int]) -> np.ndarr
     return np.ascontiguousarray(data.reshape([int(xs[i]) for i in axes]))
 
 
-def _layer_norm_at(u: _Uses, mean: LNode) -> tuple[str, list[int], float, LNode, LNode, str | None,
-                                                   str | None] | None:
+def _layer_norm_at(
+    u: _Uses, mean: LNode
+) -> tuple[str, list[int], float, LNode, LNode, str | None, str | None] | None:
     """For the first reduceMean of a written-out layer norm: (x, axes, eps, the normalising node, the last
     node, γ name, β name)."""
     lg = u.lg
@@ -169,8 +172,15 @@ def _layer_norm_at(u: _Uses, mean: LNode) -> tuple[str, list[int], float, LNode,
     readers = u.readers.get(d, [])
     if len(readers) != 2 or d in u.outputs:
         return None
-    sq = next((r for r in readers if (r.kind == "pow" and _ab(r)[0] == d and _near(u.scalar(_ab(r)[1]), 2.0))
-               or (r.kind == "mul" and _ab(r) == (d, d))), None)
+    sq = next(
+        (
+            r
+            for r in readers
+            if (r.kind == "pow" and _ab(r)[0] == d and _near(u.scalar(_ab(r)[1]), 2.0))
+            or (r.kind == "mul" and _ab(r) == (d, d))
+        ),
+        None,
+    )
     if sq is None:
         return None
     norm = next(r for r in readers if r is not sq)
@@ -190,8 +200,14 @@ def _layer_norm_at(u: _Uses, mean: LNode) -> tuple[str, list[int], float, LNode,
             return None
     elif norm.kind == "mul":  # d · (1 / s)
         r = u.only_reader(s)
-        if r is None or r.kind != "div" or _ab(r)[1] != s or not _near(u.scalar(_ab(r)[0]), 1.0) \
-                or _other(norm, d) != r.outputs[0] or not u.private(r.outputs[0], norm):
+        if (
+            r is None
+            or r.kind != "div"
+            or _ab(r)[1] != s
+            or not _near(u.scalar(_ab(r)[0]), 1.0)
+            or _other(norm, d) != r.outputs[0]
+            or not u.private(r.outputs[0], norm)
+        ):
             return None
     else:
         return None
@@ -213,6 +229,7 @@ def _layer_norm_at(u: _Uses, mean: LNode) -> tuple[str, list[int], float, LNode,
 
 # ---------------------------------------------------------------------------------------------- attention
 
+
 def _fc_source(u: _Uses, name: str, reader: LNode) -> tuple[LNode, LNode | None] | None:
     """(matmul with constant weights, its constant-bias add or None) that `name` (read only by `reader`) is
     computed from through reshapes/transposes, every step read only by the next."""
@@ -233,8 +250,12 @@ def _fc_source(u: _Uses, name: str, reader: LNode) -> tuple[LNode, LNode | None]
             return None
         name = y
     mm = u.made_by(name, "matmul")
-    if mm is None or not lg.is_const(_ab(mm)[1]) or lg.is_const(_ab(mm)[0]) \
-            or lg.values[_ab(mm)[1]].dtype != "float32":
+    if (
+        mm is None
+        or not lg.is_const(_ab(mm)[1])
+        or lg.is_const(_ab(mm)[0])
+        or lg.values[_ab(mm)[1]].dtype != "float32"
+    ):
         return None
     return mm, bias
 
@@ -249,8 +270,13 @@ def _fold_scale(u: _Uses, scale: LNode) -> bool:
     else:
         y, s = (a, u.scalar(b)) if u.scalar(b) is not None else (b, u.scalar(a))
     qk = u.made_by(y, "matmul")
-    if s is None or not math.isfinite(s) or qk is None or u.only_reader(y) is not scale \
-            or not _same_shape(lg, y, scale.outputs[0]):
+    if (
+        s is None
+        or not math.isfinite(s)
+        or qk is None
+        or u.only_reader(y) is not scale
+        or not _same_shape(lg, y, scale.outputs[0])
+    ):
         return False
     qa, qb = _ab(qk)
     if lg.is_const(qa) or lg.is_const(qb) or qa == qb:  # q·q: scaling q would scale the product twice
@@ -276,6 +302,7 @@ def _fold_scale(u: _Uses, scale: LNode) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------- the pass
+
 
 def patterns(lg: LGraph) -> LGraph:
     """Rewrite every match (one kind after another, each on a fresh use map)."""
@@ -317,8 +344,13 @@ def _rewrite_layer_norm(lg: LGraph) -> None:
                 data = _per_axes(lg, name, x, axes)
                 assert data is not None
                 operands[role] = lg.add_const(f"{name}.ln", data, lg.values[name].dtype)
-        _replace(lg, last, LNode("layerNormalization", operands, list(last.outputs),
-                                 {"axes": axes, "epsilon": eps}, last.src))
+        _replace(
+            lg,
+            last,
+            LNode(
+                "layerNormalization", operands, list(last.outputs), {"axes": axes, "epsilon": eps}, last.src
+            ),
+        )
     lg.remove_dead()
 
 

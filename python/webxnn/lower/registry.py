@@ -36,6 +36,7 @@ def lowers(*ops: str) -> Callable[[LowerFn], LowerFn]:
                 raise RuntimeError(f"lowering rule for {op!r} registered twice")
             LOWER_RULES[op] = fn
         return fn
+
     return deco
 
 
@@ -44,20 +45,24 @@ def folds(*ops: str) -> Callable[[FoldFn], FoldFn]:
         for op in ops:
             FOLD_RULES[op] = fn
         return fn
+
     return deco
 
 
 def decomposes(*ops: str) -> Callable[[DecomposeFn], DecomposeFn]:
     """A rewrite of one WebNN-level node into simpler WebNN-level nodes (the `decompose` pass). The
     function returns the replacement nodes; the last ones must define the original node's outputs."""
+
     def deco(fn: DecomposeFn) -> DecomposeFn:
         for op in ops:
             DECOMPOSE_RULES[op] = fn
         return fn
+
     return deco
 
 
 # ---------------------------------------------------------------------------------------------- layout
+
 
 @dataclass(frozen=True)
 class LayoutRule:
@@ -92,6 +97,7 @@ def layout_rule(rule: LayoutRule, *ops: str) -> None:
 
 # ---------------------------------------------------------------------------------------------- context
 
+
 class RuleCtx:
     """What a lowering rule gets: the graph and helpers that append XNN nodes tagged with the source node."""
 
@@ -110,8 +116,9 @@ class RuleCtx:
     def const(self, name: str | None) -> np.ndarray | None:
         return None if name is None else self.graph.values[name].const
 
-    def new_value(self, hint: str, dtype: str, shape: tuple[Dim, ...] | list[Dim],
-                  layout: str | None = None) -> str:
+    def new_value(
+        self, hint: str, dtype: str, shape: tuple[Dim, ...] | list[Dim], layout: str | None = None
+    ) -> str:
         return self.graph.add_value(hint, dtype, shape, layout=layout)
 
     def new_const(self, hint: str, data: np.ndarray, dtype: str, half: bool = False) -> str:
@@ -120,10 +127,22 @@ class RuleCtx:
         return self.graph.add_const(hint, np.asarray(data), dtype, half=half)
 
     # nodes
-    def emit(self, kind: str, operands: dict[str, Any], outputs: list[str] | str,
-             output_min_max: tuple[float, float] | None = None, **attrs: Any) -> LNode:
-        node = LNode(kind, operands, [outputs] if isinstance(outputs, str) else list(outputs), attrs,
-                     self.src, output_min_max)
+    def emit(
+        self,
+        kind: str,
+        operands: dict[str, Any],
+        outputs: list[str] | str,
+        output_min_max: tuple[float, float] | None = None,
+        **attrs: Any,
+    ) -> LNode:
+        node = LNode(
+            kind,
+            operands,
+            [outputs] if isinstance(outputs, str) else list(outputs),
+            attrs,
+            self.src,
+            output_min_max,
+        )
         self.out.append(node)
         return node
 
@@ -146,8 +165,13 @@ class RuleCtx:
         if v.const is not None:
             return self.new_const(f"{name}.{hint}", v.const.reshape(shape), v.dtype, v.half)
         out = self.new_value(f"{name}.{hint}", v.dtype, tuple(shape))
-        self.emit("XNNStaticReshape", {"input_id": name}, out, num_dims=len(shape),
-                  new_shape=[int(d) for d in shape])
+        self.emit(
+            "XNNStaticReshape",
+            {"input_id": name},
+            out,
+            num_dims=len(shape),
+            new_shape=[int(d) for d in shape],
+        )
         return out
 
     def unsupported(self, msg: str) -> NoReturn:

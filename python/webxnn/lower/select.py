@@ -40,8 +40,10 @@ def select(lg: LGraph) -> LGraph:
         parts = []
         if missing:
             total = sum(len(v) for v in missing.values())
-            ops = "; ".join(f"{op} ×{len(ids)} ({', '.join(repr(i) for i in ids[:8])}"
-                            f"{', …' if len(ids) > 8 else ''})" for op, ids in sorted(missing.items()))
+            ops = "; ".join(
+                f"{op} ×{len(ids)} ({', '.join(repr(i) for i in ids[:8])}{', …' if len(ids) > 8 else ''})"
+                for op, ids in sorted(missing.items())
+            )
             parts.append(f"{total} node(s) use ops webxnn cannot lower yet: {ops}")
         parts.extend(refused)
         raise UnsupportedError("; ".join(parts))

@@ -76,8 +76,10 @@ def simplify(lg: LGraph) -> LGraph:
             out_shape = lg.values[node.outputs[0]].shape
             if _moves_only_unit_dims(perm, shape_in) and sum(isinstance(d, DynDim) for d in out_shape) <= 1:
                 node.kind = "XNNStaticReshape"
-                node.attrs = {"num_dims": len(out_shape),
-                              "new_shape": [0 if isinstance(d, DynDim) else int(d) for d in out_shape]}
+                node.attrs = {
+                    "num_dims": len(out_shape),
+                    "new_shape": [0 if isinstance(d, DynDim) else int(d) for d in out_shape],
+                }
         if node.kind == "XNNCopy":  # emit re-adds the copies graph outputs need
             _drop(lg, node, node.operands["input_id"])
             continue
@@ -88,7 +90,8 @@ def simplify(lg: LGraph) -> LGraph:
                 x = src.operands["input_id"]
                 node.operands["input_id"] = x
             if lg.values[x].shape == lg.values[node.outputs[0]].shape and not any(
-                    isinstance(d, DynDim) for d in lg.values[x].shape):
+                isinstance(d, DynDim) for d in lg.values[x].shape
+            ):
                 _drop(lg, node, x)
                 continue
         for o in node.outputs:

@@ -73,16 +73,31 @@ def store_half(lg: LGraph) -> LGraph:
 
 # nodes that only move data: they work on fp16 as well as fp32, so fp16 → fp32 → (these) → fp16 needs no
 # conversion at all
-DATA_MOVEMENT = frozenset({
-    "XNNStaticReshape", "XNNStaticTranspose", "XNNStaticSlice", "XNNCopy", "XNNConcatenate2",
-    "XNNConcatenate3", "XNNConcatenate4", "XNNConcatenate5", "WXExpand", "WXTile", "WXReverse", "WXSlice",
-    "WXGather",
-})
+DATA_MOVEMENT = frozenset(
+    {
+        "XNNStaticReshape",
+        "XNNStaticTranspose",
+        "XNNStaticSlice",
+        "XNNCopy",
+        "XNNConcatenate2",
+        "XNNConcatenate3",
+        "XNNConcatenate4",
+        "XNNConcatenate5",
+        "WXExpand",
+        "WXTile",
+        "WXReverse",
+        "WXSlice",
+        "WXGather",
+    }
+)
 
 
 def _is_convert(lg: LGraph, node: LNode, src: str, dst: str) -> bool:
-    return (node.kind == "XNNConvert" and lg.values[node.operands["input_id"]].dtype == src
-            and lg.values[node.outputs[0]].dtype == dst)
+    return (
+        node.kind == "XNNConvert"
+        and lg.values[node.operands["input_id"]].dtype == src
+        and lg.values[node.outputs[0]].dtype == dst
+    )
 
 
 def _data_inputs(node: LNode) -> list[str]:
@@ -103,8 +118,9 @@ def narrow(lg: LGraph) -> LGraph:
         if _is_convert(lg, node, HALF, SINGLE):
             narrowable.add(node.outputs[0])
         elif node.kind in DATA_MOVEMENT and all(
-                i in narrowable or (lg.values[i].half and lg.values[i].const is not None)
-                for i in _data_inputs(node)):
+            i in narrowable or (lg.values[i].half and lg.values[i].const is not None)
+            for i in _data_inputs(node)
+        ):
             narrowable.update(o for o in node.outputs if lg.values[o].dtype == SINGLE)
     narrowable.update(n for n, v in lg.values.items() if v.half and v.const is not None)
     narrowed: set[str] = set()
@@ -113,10 +129,11 @@ def narrow(lg: LGraph) -> LGraph:
         if name not in narrowable or name in outputs:
             return
         rs = readers.get(name, [])
-        if rs and all(_is_convert(lg, r, SINGLE, HALF)
-                      or (r.kind in DATA_MOVEMENT and name in _data_inputs(r)
-                          and all(o in narrowed for o in r.outputs))
-                      for r in rs):
+        if rs and all(
+            _is_convert(lg, r, SINGLE, HALF)
+            or (r.kind in DATA_MOVEMENT and name in _data_inputs(r) and all(o in narrowed for o in r.outputs))
+            for r in rs
+        ):
             narrowed.add(name)
 
     # every reader comes after its value's producer: decide from the last node back, constants last
@@ -138,8 +155,10 @@ def narrow(lg: LGraph) -> LGraph:
         else:
             v.dtype = HALF
     for node in lg.nodes:  # converts to fp16 that now read fp16: their readers read the input
-        if node.kind == "XNNConvert" and lg.values[node.operands["input_id"]].dtype == HALF \
-                and lg.values[node.outputs[0]].dtype == HALF:
+        if (
+            node.kind == "XNNConvert"
+            and lg.values[node.operands["input_id"]].dtype == HALF
+            and lg.values[node.outputs[0]].dtype == HALF
+        ):
             lg.replace_uses(node.outputs[0], node.operands["input_id"])
     return lg
-

@@ -25,8 +25,9 @@ def _onnx() -> Any:
     try:
         import onnx
     except ImportError:
-        raise UnsupportedError("importing ONNX models needs the 'onnx' package: pip install "
-                               "'webxnn[onnx]'") from None
+        raise UnsupportedError(
+            "importing ONNX models needs the 'onnx' package: pip install 'webxnn[onnx]'"
+        ) from None
     return onnx
 
 
@@ -49,8 +50,9 @@ def _load_model(model: Any) -> tuple[Any, Path | None, dict[str, Any]]:
     return proto, path.resolve().parent, {}
 
 
-def from_onnx(model: PathLike | Any, override_dims: dict[str, int] | None = None,
-              dyn_max: int | None = None) -> Graph:
+def from_onnx(
+    model: PathLike | Any, override_dims: dict[str, int] | None = None, dyn_max: int | None = None
+) -> Graph:
     """An ONNX model (path or onnx.ModelProto) as a WebNN Graph with its weights in `Graph.weights`.
 
     `override_dims` fixes symbolic input dims ({"batch_size": 1}). A symbolic dim that is never fixed
@@ -95,8 +97,9 @@ def write_graph(g: Graph, output: PathLike) -> list[Path]:
     return written
 
 
-def import_onnx(path: PathLike, output: PathLike | None = None,
-                override_dims: dict[str, int] | None = None) -> list[Path]:
+def import_onnx(
+    path: PathLike, output: PathLike | None = None, override_dims: dict[str, int] | None = None
+) -> list[Path]:
     """Convert an ONNX file; writes `<output>` (default: the model's name with `.webnn`) and its weight
     sidecars. Returns the written paths."""
     g = from_onnx(path, override_dims=override_dims)

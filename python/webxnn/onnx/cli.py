@@ -31,11 +31,17 @@ def _run(args: argparse.Namespace) -> int:
 def add_cli(subparsers: Any) -> None:
     """Register the `import-onnx` subcommand (its handler is `args.func(args) -> exit code`)."""
     p = subparsers.add_parser(
-        "import-onnx", help="convert an ONNX model to .webnn (+ .weights + .manifest.json)",
+        "import-onnx",
+        help="convert an ONNX model to .webnn (+ .weights + .manifest.json)",
         description="Convert an ONNX model to a webnn-graph-compatible .webnn file (or .json with -o x.json) "
-                    "plus <stem>.weights and <stem>.manifest.json. Needs: pip install 'webxnn[onnx]'.")
+        "plus <stem>.weights and <stem>.manifest.json. Needs: pip install 'webxnn[onnx]'.",
+    )
     p.add_argument("model", help="the .onnx file")
     p.add_argument("-o", "--output", help="output .webnn or .json (default: <model>.webnn)")
-    p.add_argument("--override-dim", action="append", metavar="NAME=N",
-                   help="fix a symbolic input dim, e.g. batch_size=1 (repeatable)")
+    p.add_argument(
+        "--override-dim",
+        action="append",
+        metavar="NAME=N",
+        help="fix a symbolic input dim, e.g. batch_size=1 (repeatable)",
+    )
     p.set_defaults(func=_run)

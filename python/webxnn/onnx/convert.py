@@ -55,8 +55,14 @@ def where(node: Any) -> str:
 
 
 class Converter:
-    def __init__(self, model: Any, override_dims: dict[str, int] | None, base: Path | None,
-                 dyn_max: int | None = None, mapped: dict[str, np.ndarray] | None = None) -> None:
+    def __init__(
+        self,
+        model: Any,
+        override_dims: dict[str, int] | None,
+        base: Path | None,
+        dyn_max: int | None = None,
+        mapped: dict[str, np.ndarray] | None = None,
+    ) -> None:
         self.model = model
         self.base = base
         self.mapped = mapped or {}  # initializers already viewed from the memory-mapped file
@@ -95,8 +101,10 @@ class Converter:
     def const_input(self, node: Any, i: int, what: str) -> np.ndarray:
         name = node.input[i]
         if name not in self.consts:
-            raise UnsupportedError(f"input {i} ({what}, {name!r}) must be a constant or computable from "
-                                   "static shapes, but it is computed at run time")
+            raise UnsupportedError(
+                f"input {i} ({what}, {name!r}) must be a constant or computable from "
+                "static shapes, but it is computed at run time"
+            )
         return self.consts[name]
 
     def opt_const(self, node: Any, i: int, what: str) -> np.ndarray | None:
@@ -114,7 +122,8 @@ class Converter:
             if isinstance(d, DynDim):
                 raise UnsupportedError(
                     f"{why} needs the static shape of {name!r}, but its dim {d.name!r} is symbolic: pass "
-                    f"override_dims={{{d.name!r}: N}} (CLI: --override-dim {d.name}=N)")
+                    f"override_dims={{{d.name!r}: N}} (CLI: --override-dim {d.name}=N)"
+                )
         return tuple(int(d) for d in shp)
 
     def elem_type(self, name: str) -> int:
@@ -129,8 +138,9 @@ class Converter:
         if self._elem_types is None:
             self._elem_types = _elem_types(self.model)
         if name not in self._elem_types:
-            raise UnsupportedError(f"the ONNX element type of {name!r} is unknown (shape inference cannot "
-                                   "tell)")
+            raise UnsupportedError(
+                f"the ONNX element type of {name!r} is unknown (shape inference cannot tell)"
+            )
         return self._elem_types[name]
 
     def rank(self, name: str) -> int:
@@ -181,8 +191,14 @@ class Converter:
         return self.derived[key]
 
     # ------------------------------------------------------------------ emitting
-    def emit(self, op: str, inputs: list[str], options: dict[str, Any] | None = None,
-             out: str | list[str] | None = None, hint: str | None = None) -> str:
+    def emit(
+        self,
+        op: str,
+        inputs: list[str],
+        options: dict[str, Any] | None = None,
+        out: str | list[str] | None = None,
+        hint: str | None = None,
+    ) -> str:
         """Append a WebNN node. `out` is the ONNX output name(s) it defines; without it the node defines a
         fresh helper value named after `hint`. Returns the (first) WebNN output identifier."""
         outs_onnx = [out] if isinstance(out, str) else list(out or [])
@@ -191,15 +207,22 @@ class Converter:
         else:
             base = hint or (f"{self.namer.of(self.node.output[0])}/{op}" if self.node is not None else op)
             idents = [self.namer.fresh(base)]
-        n = Node(id=idents[0], op=op, inputs=list(inputs), options=dict(options or {}), outputs=idents,
-                 multi_assign=len(idents) > 1)
+        n = Node(
+            id=idents[0],
+            op=op,
+            inputs=list(inputs),
+            options=dict(options or {}),
+            outputs=idents,
+            multi_assign=len(idents) > 1,
+        )
         from ..ops.registry import bind
 
         try:
             bound = bind(n, self.types, self.graph)
         except WebxnnError as e:
-            raise ValidationError(f"{where(self.node)}: the WebNN {op} node it became is invalid: "
-                                  f"{e}") from None
+            raise ValidationError(
+                f"{where(self.node)}: the WebNN {op} node it became is invalid: {e}"
+            ) from None
         self.graph.nodes.append(n)
         for k, (ident, tt) in enumerate(bound.outputs):
             self.types[ident] = tt
@@ -385,8 +408,10 @@ class Converter:
             lines.append(head)
             lines.extend(f"      {r}" for r in reasons[:5])
         total = len(self.problems)
-        raise UnsupportedError(f"cannot import ONNX model: {total} node(s) in {len(by_op)} op type(s) cannot "
-                               "be converted to WebNN:\n" + "\n".join(lines))
+        raise UnsupportedError(
+            f"cannot import ONNX model: {total} node(s) in {len(by_op)} op type(s) cannot "
+            "be converted to WebNN:\n" + "\n".join(lines)
+        )
 
     def _outputs(self) -> None:
         if not self.model.graph.output:  # e.g. an empty file parses as an empty ModelProto
@@ -427,14 +452,19 @@ class Converter:
         if unknown:
             known = sorted(self._all_dim_params())
             names = ", ".join(repr(u) for u in unknown)
-            raise ValidationError(f"override_dims names {names}, which no model "
-                                  f"input uses; symbolic dims are: {', '.join(known) or '(none)'}")
+            raise ValidationError(
+                f"override_dims names {names}, which no model "
+                f"input uses; symbolic dims are: {', '.join(known) or '(none)'}"
+            )
         if self.unresolved:
             if self.dyn_max is None:
-                items = "; ".join(f"{d!r} (input {', '.join(repr(i) for i in ins)})"
-                                  for d, ins in self.unresolved.items())
-                raise UnsupportedError(f"unresolved symbolic dims: {items}. Pass override_dims "
-                                       "(CLI: --override-dim NAME=N) to fix them")
+                items = "; ".join(
+                    f"{d!r} (input {', '.join(repr(i) for i in ins)})" for d, ins in self.unresolved.items()
+                )
+                raise UnsupportedError(
+                    f"unresolved symbolic dims: {items}. Pass override_dims "
+                    "(CLI: --override-dim NAME=N) to fix them"
+                )
             self.graph.version = 2
 
     def _all_dim_params(self) -> set[str]:

@@ -16,8 +16,20 @@ from .tensors import NP_OF_ONNX
 
 # Never folded even with constant inputs: dequantizing constant weights must stay visible to lowering
 # (QDQ), and these are stateful or random.
-NO_FOLD = frozenset({"DequantizeLinear", "RandomNormal", "RandomUniform", "RandomNormalLike",
-                     "RandomUniformLike", "Multinomial", "Bernoulli", "If", "Loop", "Scan"})
+NO_FOLD = frozenset(
+    {
+        "DequantizeLinear",
+        "RandomNormal",
+        "RandomUniform",
+        "RandomNormalLike",
+        "RandomUniformLike",
+        "Multinomial",
+        "Bernoulli",
+        "If",
+        "Loop",
+        "Scan",
+    }
+)
 
 FoldFn = Callable[[Any, list[Any], dict[str, Any], int], list[np.ndarray]]
 _FAST: dict[str, FoldFn] = {}
@@ -28,6 +40,7 @@ def _fast(*ops: str) -> Callable[[FoldFn], FoldFn]:
         for op in ops:
             _FAST[op] = fn
         return fn
+
     return deco
 
 
@@ -38,9 +51,18 @@ def _axes(attrs: dict[str, Any], args: list[Any], idx: int) -> list[int] | None:
     return None if a is None else [int(v) for v in a]
 
 
-_BIN = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Equal": np.equal, "Less": np.less,
-        "Greater": np.greater, "LessOrEqual": np.less_equal, "GreaterOrEqual": np.greater_equal,
-        "And": np.logical_and, "Or": np.logical_or}
+_BIN = {
+    "Add": np.add,
+    "Sub": np.subtract,
+    "Mul": np.multiply,
+    "Equal": np.equal,
+    "Less": np.less,
+    "Greater": np.greater,
+    "LessOrEqual": np.less_equal,
+    "GreaterOrEqual": np.greater_equal,
+    "And": np.logical_and,
+    "Or": np.logical_or,
+}
 
 
 @_fast(*_BIN)
@@ -63,7 +85,7 @@ def _div(node, args, attrs, opset):
 def _shape(node, args, attrs, opset):
     dims = list(np.asarray(args[0]).shape)
     start, end = int(attrs.get("start", 0)), attrs.get("end")
-    return [np.array(dims[start:None if end is None else int(end)], dtype=np.int64)]
+    return [np.array(dims[start : None if end is None else int(end)], dtype=np.int64)]
 
 
 @_fast("Size")
@@ -176,8 +198,10 @@ def _reference(node: Any, args: list[Any], opset: int) -> list[np.ndarray]:
 
     names = [f"in{i}" if n else "" for i, n in enumerate(node.input)]
     feeds = {nm: a for nm, a in zip(names, args) if nm}
-    ins = [helper.make_tensor_value_info(nm, helper.np_dtype_to_tensor_dtype(np.asarray(a).dtype), None)
-           for nm, a in feeds.items()]
+    ins = [
+        helper.make_tensor_value_info(nm, helper.np_dtype_to_tensor_dtype(np.asarray(a).dtype), None)
+        for nm, a in feeds.items()
+    ]
     outs = [f"out{i}" for i in range(len(node.output))]
     n2 = helper.make_node(node.op_type, names, outs, domain=node.domain)
     n2.attribute.extend(node.attribute)

@@ -35,7 +35,8 @@ def _schema_function(node: Any, opset: int, input_types: list[Any] | None) -> tu
             return None
         try:
             raw = schema.get_context_dependent_function_with_opset_version(
-                max(dependent), full.SerializeToString(), [t.SerializeToString() for t in input_types])
+                max(dependent), full.SerializeToString(), [t.SerializeToString() for t in input_types]
+            )
         except Exception:  # noqa: BLE001 - the schema cannot build a body for these types
             return None
     else:
@@ -59,8 +60,9 @@ def _with_defaults(node: Any, schema: Any) -> Any:
     return full
 
 
-def function_of(node: Any, opset: int, local: dict[tuple[str, str], Any],
-                input_types: list[Any] | None) -> tuple[Any, Any] | None:
+def function_of(
+    node: Any, opset: int, local: dict[tuple[str, str], Any], input_types: list[Any] | None
+) -> tuple[Any, Any] | None:
     """(the function `node` calls: a model-local one, or its schema's; the node with default attributes
     filled in), or None when it has none."""
     got = local.get((node.domain, node.op_type))

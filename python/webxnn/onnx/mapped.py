@@ -106,8 +106,11 @@ def _tensor(buf: memoryview, start: int, end: int) -> tuple[bytes, tuple[int, in
             raw = (fs, vs, ve)  # the last one wins, as in protobuf
     if raw is None or raw[2] - raw[1] < _MIN_MAPPED_BYTES or data_type not in NP_OF_ONNX or data_type == BOOL:
         return bytes(buf[start:end]), None
-    kept = b"".join(bytes(buf[fs:ve]) for fno, wt, fs, vs, ve in _fields(buf, start, end)
-                    if not (fno == _TENSOR_RAW_DATA and wt == _LEN))
+    kept = b"".join(
+        bytes(buf[fs:ve])
+        for fno, wt, fs, vs, ve in _fields(buf, start, end)
+        if not (fno == _TENSOR_RAW_DATA and wt == _LEN)
+    )
     return kept, (raw[1], raw[2] - raw[1])
 
 
@@ -165,8 +168,10 @@ def load_mapped(path: Path) -> tuple[Any, dict[str, np.ndarray]] | None:
         dt = NP_OF_ONNX[t.data_type]
         shape = tuple(int(d) for d in t.dims)
         if length != int(np.prod(shape, dtype=np.int64)) * dt.itemsize:
-            raise WeightsError(f"initializer {t.name!r}: raw_data holds {length} bytes, but "
-                               f"{dt}{list(shape)} needs {int(np.prod(shape, dtype=np.int64)) * dt.itemsize}")
+            raise WeightsError(
+                f"initializer {t.name!r}: raw_data holds {length} bytes, but "
+                f"{dt}{list(shape)} needs {int(np.prod(shape, dtype=np.int64)) * dt.itemsize}"
+            )
         # a view of the map (unaligned offsets are fine for numpy); it keeps the map open
-        arrays[t.name] = mm[off:off + length].view(dt).reshape(shape)
+        arrays[t.name] = mm[off : off + length].view(dt).reshape(shape)
     return proto, arrays

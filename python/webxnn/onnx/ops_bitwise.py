@@ -84,6 +84,7 @@ def bitwise_binary(ctx: Converter, node: Any) -> None:
     if signed:
         sign = {"BitwiseAnd": "logicalAnd", "BitwiseOr": "logicalOr", "BitwiseXor": "notEqual"}[node.op_type]
         s = ctx.emit(sign, [sa, sb])
-        total = ctx.emit("where", [s, ctx.emit("add", [total, scalar(ctx, -(1 << (width - 1)), a, "min")]),
-                                   total])
+        total = ctx.emit(
+            "where", [s, ctx.emit("add", [total, scalar(ctx, -(1 << (width - 1)), a, "min")]), total]
+        )
     ctx.emit("identity", [total], out=node.output[0])

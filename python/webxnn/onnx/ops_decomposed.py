@@ -42,8 +42,11 @@ def selu(ctx: Converter, node: Any) -> None:
     a = attrs_of(node)
     x = _float_input(ctx, node)
     e = ctx.emit("elu", [x], {"alpha": float(a.get("alpha", 1.67326319217681884765625))})
-    ctx.emit("mul", [e, scalar(ctx, float(a.get("gamma", 1.05070102214813232421875)), x, "gamma")],
-             out=node.output[0])
+    ctx.emit(
+        "mul",
+        [e, scalar(ctx, float(a.get("gamma", 1.05070102214813232421875)), x, "gamma")],
+        out=node.output[0],
+    )
 
 
 @onnx_op("Celu")
@@ -176,9 +179,13 @@ def mod(ctx: Converter, node: Any) -> None:
     if int(attrs_of(node).get("fmod", 0)) or dt.startswith("uint"):
         ctx.emit("identity", [r], out=node.output[0])
         return
-    off = ctx.emit("logicalAnd", [ctx.emit("notEqual", [r, zero]),
-                                  ctx.emit("notEqual", [ctx.emit("lesser", [r, zero]),
-                                                        ctx.emit("lesser", [y, zero])])])
+    off = ctx.emit(
+        "logicalAnd",
+        [
+            ctx.emit("notEqual", [r, zero]),
+            ctx.emit("notEqual", [ctx.emit("lesser", [r, zero]), ctx.emit("lesser", [y, zero])]),
+        ],
+    )
     ctx.emit("add", [r, ctx.emit("where", [off, y, zero])], out=node.output[0])
 
 
@@ -197,10 +204,15 @@ def hardmax(ctx: Converter, node: Any) -> None:
     am = ctx.emit("argMax", [src], {"axis": axis, "keepDimensions": True, "outputDataType": "int32"})
     iota_shape = [1] * len(src_shape)
     iota_shape[axis] = src_shape[axis]
-    iota = ctx.new_const(f"{ctx.namer.of(node.output[0])}/iota",
-                         np.arange(src_shape[axis], dtype=np.int32).reshape(iota_shape))
-    y = ctx.emit("cast", [ctx.emit("equal", [am, iota])], {"type": ctx.types[x].dtype},
-                 out=None if ctx.opset < 13 else node.output[0])
+    iota = ctx.new_const(
+        f"{ctx.namer.of(node.output[0])}/iota", np.arange(src_shape[axis], dtype=np.int32).reshape(iota_shape)
+    )
+    y = ctx.emit(
+        "cast",
+        [ctx.emit("equal", [am, iota])],
+        {"type": ctx.types[x].dtype},
+        out=None if ctx.opset < 13 else node.output[0],
+    )
     if ctx.opset < 13:
         ctx.emit("reshape", [y], {"newShape": list(shape)}, out=node.output[0])
 
@@ -242,7 +254,6 @@ def bit_shift(ctx: Converter, node: Any) -> None:
     ctx.emit("where", [outside, fill, q], out=node.output[0])
 
 
-
 @onnx_op("LRN")
 def lrn(ctx: Converter, node: Any) -> None:
     """x / (bias + alpha / size * sum of x^2 over a window of channels)^beta; the channel-window sum is a
@@ -257,13 +268,22 @@ def lrn(ctx: Converter, node: Any) -> None:
     lo, hi = (size - 1) // 2, -(-(size - 1) // 2)
     band = np.zeros((c, c, 1, 1), DTYPES[ctx.types[x].dtype])
     for o in range(c):
-        band[o, max(0, o - lo):min(c, o + hi + 1)] = 1
-    sums = ctx.emit("conv2d", [ctx.emit("mul", [x, x]),
-                               ctx.new_const(f"{ctx.namer.of(node.output[0])}/band", band)])
-    k = ctx.emit("add", [ctx.emit("mul", [sums, scalar(ctx, float(a.get("alpha", 1e-4)) / size, x, "alpha")]),
-                         scalar(ctx, float(a.get("bias", 1.0)), x, "bias")])
-    ctx.emit("div", [x, ctx.emit("pow", [k, scalar(ctx, float(a.get("beta", 0.75)), x, "beta")])],
-             out=node.output[0])
+        band[o, max(0, o - lo) : min(c, o + hi + 1)] = 1
+    sums = ctx.emit(
+        "conv2d", [ctx.emit("mul", [x, x]), ctx.new_const(f"{ctx.namer.of(node.output[0])}/band", band)]
+    )
+    k = ctx.emit(
+        "add",
+        [
+            ctx.emit("mul", [sums, scalar(ctx, float(a.get("alpha", 1e-4)) / size, x, "alpha")]),
+            scalar(ctx, float(a.get("bias", 1.0)), x, "bias"),
+        ],
+    )
+    ctx.emit(
+        "div",
+        [x, ctx.emit("pow", [k, scalar(ctx, float(a.get("beta", 0.75)), x, "beta")])],
+        out=node.output[0],
+    )
 
 
 @onnx_op("OneHot")
@@ -292,6 +312,8 @@ def one_hot(ctx: Converter, node: Any) -> None:
     iota_shape[axis] = depth
     iota = ctx.new_const(f"{name}/iota", np.arange(depth, dtype=np.int32).reshape(iota_shape))
     values = ctx.x(node, 2)
-    off, on = (ctx.emit("reshape", [ctx.emit("slice", [values], {"starts": [i], "sizes": [1]})],
-                        {"newShape": []}) for i in (0, 1))
+    off, on = (
+        ctx.emit("reshape", [ctx.emit("slice", [values], {"starts": [i], "sizes": [1]})], {"newShape": []})
+        for i in (0, 1)
+    )
     ctx.emit("where", [ctx.emit("equal", [idx, iota]), on, off], out=node.output[0])

@@ -92,8 +92,10 @@ def dft(ctx: Converter, node: Any) -> None:
     back = [perm.index(d) for d in range(r - 1)]
     m = int(mat_a.shape[1])
     out_shape = [m if d == axis else shape[d] for d in range(r - 1)] + [1]
-    outs = [ctx.emit("reshape", [ctx.emit("transpose", [p], {"permutation": back})], {"newShape": out_shape})
-            for p in parts]
+    outs = [
+        ctx.emit("reshape", [ctx.emit("transpose", [p], {"permutation": back})], {"newShape": out_shape})
+        for p in parts
+    ]
     if len(outs) == 1:
         ctx.emit("identity", outs, out=node.output[0])
     else:

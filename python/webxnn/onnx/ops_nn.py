@@ -80,8 +80,11 @@ def conv(ctx: Converter, node: Any) -> None:
         out_pad = [int(v) for v in a.get("output_padding", [0, 0])]
         out_shape = a.get("output_shape")
         if out_shape is not None or auto in ("SAME_UPPER", "SAME_LOWER"):
-            want = ([int(v) for v in out_shape][-2:] if out_shape is not None
-                    else [i * s for i, s in zip(in_sp, strides)])
+            want = (
+                [int(v) for v in out_shape][-2:]
+                if out_shape is not None
+                else [i * s for i, s in zip(in_sp, strides)]
+            )
             pads = [0, 0, 0, 0]
             for i in range(2):
                 total = strides[i] * (in_sp[i] - 1) + out_pad[i] + (kernel[i] - 1) * dil[i] + 1 - want[i]
@@ -163,23 +166,41 @@ def _pool3d(ctx: Converter, node: Any, a: dict[str, Any], xshape: tuple[int, ...
     kernel = [int(v) for v in a["kernel_shape"]]
     strides = [int(v) for v in a.get("strides", [1, 1, 1])]
     dil = [int(v) for v in a.get("dilations", [1, 1, 1])]
-    pads = [int(v) for v in a.get("pads", [0] * 6)] if text(a.get("auto_pad", "NOTSET")) == "NOTSET" \
-        else [0] * 6
+    pads = (
+        [int(v) for v in a.get("pads", [0] * 6)] if text(a.get("auto_pad", "NOTSET")) == "NOTSET" else [0] * 6
+    )
     common = {k: v for k, v in a.items() if k in ("ceil_mode", "count_include_pad", "p")}
-    hw = {**common, "kernel_shape": kernel[1:], "strides": strides[1:], "dilations": dil[1:],
-          "pads": [pads[1], pads[2], pads[4], pads[5]]}
+    hw = {
+        **common,
+        "kernel_shape": kernel[1:],
+        "strides": strides[1:],
+        "dilations": dil[1:],
+        "pads": [pads[1], pads[2], pads[4], pads[5]],
+    }
     x = reshape_value(ctx, ctx.x(node, 0), [n, c * d, h, w])
     y = _pool2d(ctx, node.op_type, x, hw, [h, w], kernel[1:])
     _, _, h2, w2 = ctx.types[y].shape
-    dd = {**common, "kernel_shape": [kernel[0], 1], "strides": [strides[0], 1], "dilations": [dil[0], 1],
-          "pads": [pads[0], 0, pads[3], 0]}
+    dd = {
+        **common,
+        "kernel_shape": [kernel[0], 1],
+        "strides": [strides[0], 1],
+        "dilations": [dil[0], 1],
+        "pads": [pads[0], 0, pads[3], 0],
+    }
     y = reshape_value(ctx, y, [n, c, d, h2 * w2])
     z = _pool2d(ctx, node.op_type, y, dd, [d, h2 * w2], [kernel[0], 1])
     reshape_value(ctx, z, [n, c, ctx.types[z].shape[2], h2, w2], out=node.output[0])
 
 
-def _pool2d(ctx: Converter, op_type: str, x: str, a: dict[str, Any], in_sp: list[int], kernel: list[int],
-            out: str | None = None) -> str:
+def _pool2d(
+    ctx: Converter,
+    op_type: str,
+    x: str,
+    a: dict[str, Any],
+    in_sp: list[int],
+    kernel: list[int],
+    out: str | None = None,
+) -> str:
     """The WebNN pool of the 4-D value x for ONNX pool attributes `a` (2-D)."""
     pads, strides, dil = _pads_from(a, in_sp, kernel)
     op = {"MaxPool": "maxPool2d", "AveragePool": "averagePool2d", "LpPool": "l2Pool2d"}[op_type]
@@ -195,8 +216,11 @@ def _pool2d(ctx: Converter, op_type: str, x: str, a: dict[str, Any], in_sp: list
         x = ctx.emit("pow", [ctx.emit("abs", [x]), scalar(ctx, p, x, "p")])
     if (lp or op_type == "AveragePool" and int(a.get("count_include_pad", 0))) and any(pads):
         # WebNN averages over the valid window only: pad with zeros explicitly to count the padding
-        x = ctx.emit("pad", [x], {"beginningPadding": [0, 0, pads[0], pads[1]],
-                                  "endingPadding": [0, 0, pads[2], pads[3]]})
+        x = ctx.emit(
+            "pad",
+            [x],
+            {"beginningPadding": [0, 0, pads[0], pads[1]], "endingPadding": [0, 0, pads[2], pads[3]]},
+        )
         pads = [0, 0, 0, 0]
     opts: dict[str, Any] = {"windowDimensions": kernel}
     if any(pads):
@@ -213,8 +237,9 @@ def _pool2d(ctx: Converter, op_type: str, x: str, a: dict[str, Any], in_sp: list
     return ctx.emit(op, [x], opts, out=out)
 
 
-def _onnx_ceil(in_sp: list[int], kernel: list[int], pads: list[int], strides: list[int],
-               dil: list[int]) -> bool:
+def _onnx_ceil(
+    in_sp: list[int], kernel: list[int], pads: list[int], strides: list[int], dil: list[int]
+) -> bool:
     """Whether ONNX ceil_mode pooling is WebNN's ceil rounding (True) or its floor rounding (False).
 
     ONNX (like PyTorch) drops a last window that would start in the end padding; WebNN's ceil keeps it.
@@ -230,8 +255,9 @@ def _onnx_ceil(in_sp: list[int], kernel: list[int], pads: list[int], strides: li
     return modes != {False}
 
 
-def _pads_from(a: dict[str, Any], in_sp: list[int],
-               kernel: list[int]) -> tuple[list[int], list[int], list[int]]:
+def _pads_from(
+    a: dict[str, Any], in_sp: list[int], kernel: list[int]
+) -> tuple[list[int], list[int], list[int]]:
     strides = [int(v) for v in a.get("strides", [1, 1])]
     dil = [int(v) for v in a.get("dilations", [1, 1])]
     auto = text(a.get("auto_pad", "NOTSET"))
@@ -252,8 +278,9 @@ def global_pool(ctx: Converter, node: Any) -> None:
         ctx.emit(op, [ctx.x(node, 0)], {"windowDimensions": list(shape[2:])}, out=node.output[0])
         return
     op = "reduceMean" if node.op_type == "GlobalAveragePool" else "reduceMax"
-    ctx.emit(op, [ctx.x(node, 0)], {"axes": list(range(2, len(shape))), "keepDimensions": True},
-             out=node.output[0])
+    ctx.emit(
+        op, [ctx.x(node, 0)], {"axes": list(range(2, len(shape))), "keepDimensions": True}, out=node.output[0]
+    )
 
 
 @onnx_op("BatchNormalization")
@@ -261,18 +288,28 @@ def batch_norm(ctx: Converter, node: Any) -> None:
     a = attrs_of(node)
     if int(a.get("training_mode", 0)) or any(o for o in node.output[1:]):
         raise UnsupportedError(f"BatchNormalization {TRAINING_MODE}")
-    ctx.emit("batchNormalization", [ctx.x(node, 0), ctx.x(node, 3), ctx.x(node, 4)],
-             {"scale": ctx.x(node, 1), "bias": ctx.x(node, 2), "epsilon": float(a.get("epsilon", 1e-5))},
-             out=node.output[0])
+    ctx.emit(
+        "batchNormalization",
+        [ctx.x(node, 0), ctx.x(node, 3), ctx.x(node, 4)],
+        {"scale": ctx.x(node, 1), "bias": ctx.x(node, 2), "epsilon": float(a.get("epsilon", 1e-5))},
+        out=node.output[0],
+    )
 
 
 @onnx_op("InstanceNormalization")
 def instance_norm(ctx: Converter, node: Any) -> None:
     if ctx.rank(node.input[0]) != 4:
         raise UnsupportedError("InstanceNormalization of a non-4-D tensor")
-    ctx.emit("instanceNormalization", [ctx.x(node, 0)],
-             {"scale": ctx.x(node, 1), "bias": ctx.x(node, 2),
-              "epsilon": float(attrs_of(node).get("epsilon", 1e-5))}, out=node.output[0])
+    ctx.emit(
+        "instanceNormalization",
+        [ctx.x(node, 0)],
+        {
+            "scale": ctx.x(node, 1),
+            "bias": ctx.x(node, 2),
+            "epsilon": float(attrs_of(node).get("epsilon", 1e-5)),
+        },
+        out=node.output[0],
+    )
 
 
 def _param_for(ctx: Converter, name: str, target: list[Any], what: str) -> str:
@@ -280,8 +317,9 @@ def _param_for(ctx: Converter, name: str, target: list[Any], what: str) -> str:
     if list(ctx.shape(name)) == list(target):
         return ctx.operand(name)
     if not ctx.is_const(name):
-        raise UnsupportedError(f"{what} of shape {list(ctx.shape(name))} computed at run time; WebNN needs "
-                               f"shape {list(target)}")
+        raise UnsupportedError(
+            f"{what} of shape {list(ctx.shape(name))} computed at run time; WebNN needs shape {list(target)}"
+        )
     arr = np.broadcast_to(ctx.const(name), target)
     return ctx.new_const(f"{ctx.namer.of(name)}/{what}", np.asarray(arr, order="C"))
 
@@ -299,8 +337,12 @@ def layer_norm(ctx: Converter, node: Any) -> None:
     ins = [ctx.x(node, 0), _param_for(ctx, node.input[1], norm_shape, "scale")]
     if ctx.has(node, 2):
         ins.append(_param_for(ctx, node.input[2], norm_shape, "bias"))
-    ctx.emit("layerNormalization", ins, {"axes": axes, "epsilon": float(a.get("epsilon", 1e-5))},
-             out=node.output[0])
+    ctx.emit(
+        "layerNormalization",
+        ins,
+        {"axes": axes, "epsilon": float(a.get("epsilon", 1e-5))},
+        out=node.output[0],
+    )
 
 
 @onnx_op("Gemm")

@@ -22,7 +22,6 @@ _ACTS = {"Sigmoid": "sigmoid", "Tanh": "tanh", "Relu": "relu"}
 _DIRECTIONS = {"forward": "forward", "reverse": "backward", "bidirectional": "both"}
 
 
-
 def _activations(a: dict[str, Any], dirs: int, default: list[str]) -> list[str] | None:
     """WebNN activations for ONNX's list (one set per direction), None for the default."""
     if a.get("activation_alpha") is not None or a.get("activation_beta") is not None:
@@ -66,8 +65,12 @@ def recurrent(ctx: Converter, node: Any) -> None:
     x = ctx.x(node, 0)
     if batch_major:
         x = ctx.emit("transpose", [x], {"permutation": [1, 0, 2]})
-    opts: dict[str, Any] = {"hiddenSize": hidden, "steps": steps, "direction": direction,
-                            "returnSequence": bool(node.output[0])}
+    opts: dict[str, Any] = {
+        "hiddenSize": hidden,
+        "steps": steps,
+        "direction": direction,
+        "returnSequence": bool(node.output[0]),
+    }
     if rnn:
         acts = ["sigmoid", *(_activations(a, dirs, ["tanh"]) or ["tanh"])]
         opts["activations"] = acts
@@ -89,8 +92,9 @@ def recurrent(ctx: Converter, node: Any) -> None:
             opts[role] = ctx.emit("transpose", [s], {"permutation": [1, 0, 2]}) if batch_major else s
     if lstm and ctx.has(node, 7):
         if not (ctx.is_const(node.input[7]) and not np.asarray(ctx.const(node.input[7])).any()):
-            raise UnsupportedError("LSTM peepholes: ONNX's output gate reads the new cell state, WebNN's "
-                                   "the previous one")
+            raise UnsupportedError(
+                "LSTM peepholes: ONNX's output gate reads the new cell state, WebNN's the previous one"
+            )
     _emit(ctx, node, "lstm" if lstm else "gru", [x, *weights], opts, batch_major)
 
 
@@ -107,9 +111,13 @@ def _rnn_as_gru(ctx: Converter, node: Any, hidden: int, dirs: int, opts: dict[st
         b = rb = ctx.new_const(f"{ctx.namer.of(node.output[0] or node.output[1])}/zero_bias", z)
     opts["bias"] = _gates(ctx, node, [-big, big], b, "bias")
     opts["recurrentBias"] = _gates(ctx, node, [z, z], rb, "recurrent_bias")
-    return [_gates(ctx, node, [np.zeros((dirs, hidden, d), dt)] * 2, ctx.x(node, i), what)
-            for i, what, d in ((1, "weight", ctx.static_shape(node.input[1], "RNN")[2]),
-                               (2, "recurrent_weight", hidden))]
+    return [
+        _gates(ctx, node, [np.zeros((dirs, hidden, d), dt)] * 2, ctx.x(node, i), what)
+        for i, what, d in (
+            (1, "weight", ctx.static_shape(node.input[1], "RNN")[2]),
+            (2, "recurrent_weight", hidden),
+        )
+    ]
 
 
 def _gates(ctx: Converter, node: Any, fixed: list[np.ndarray], last: str, what: str) -> str:
@@ -123,15 +131,18 @@ def _split_bias(ctx: Converter, node: Any, n: int) -> tuple[str, str]:
     """ONNX B [dirs, 2n] as WebNN's bias and recurrentBias [dirs, n]."""
     name = node.input[3]
     if ctx.is_const(name):
-        return (ctx.derived_const(name, "input_bias", lambda b: np.ascontiguousarray(b[:, :n])),
-                ctx.derived_const(name, "recurrent_bias", lambda b: np.ascontiguousarray(b[:, n:])))
+        return (
+            ctx.derived_const(name, "input_bias", lambda b: np.ascontiguousarray(b[:, :n])),
+            ctx.derived_const(name, "recurrent_bias", lambda b: np.ascontiguousarray(b[:, n:])),
+        )
     outs = [f"{node.output[0] or node.name}__bias{k}" for k in range(2)]
     ctx.emit("split", [ctx.x(node, 3)], {"splits": [n, n], "axis": 1}, out=outs)
     return ctx.operand(outs[0]), ctx.operand(outs[1])
 
 
-def _emit(ctx: Converter, node: Any, op: str, ins: list[str], opts: dict[str, Any],
-          batch_major: bool) -> None:
+def _emit(
+    ctx: Converter, node: Any, op: str, ins: list[str], opts: dict[str, Any], batch_major: bool
+) -> None:
     """WebNN's outputs are (last hidden, [last cell,] [sequence]); ONNX's are (Y, Y_h[, Y_c])."""
     base = next(o for o in node.output if o)
     onnx_states = list(node.output[1:3] if op == "lstm" else node.output[1:2])

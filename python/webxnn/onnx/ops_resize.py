@@ -68,8 +68,9 @@ def resize(ctx: Converter, node: Any) -> None:
         ctx.alias(node.output[0], node.input[0])
 
 
-def _sizes_and_scales(a: dict[str, Any], shape: list[int], axes: list[int], scales: np.ndarray | None,
-                      sizes: np.ndarray | None) -> tuple[list[int], list[float]]:
+def _sizes_and_scales(
+    a: dict[str, Any], shape: list[int], axes: list[int], scales: np.ndarray | None, sizes: np.ndarray | None
+) -> tuple[list[int], list[float]]:
     """Every axis's output size and the scale ONNX maps coordinates with."""
     rank = len(shape)
     out, scl = list(shape), [1.0] * rank
@@ -98,8 +99,9 @@ def _sizes_and_scales(a: dict[str, Any], shape: list[int], axes: list[int], scal
     return out, scl
 
 
-def _webnn_computes(mode: str, coord: str, nearest: str, shape: list[int], out: list[int],
-                    scl: list[float]) -> bool:
+def _webnn_computes(
+    mode: str, coord: str, nearest: str, shape: list[int], out: list[int], scl: list[float]
+) -> bool:
     """Whether resample2d over axes 2, 3 (its scale = out / in, or the given scales) is ONNX's Resize."""
     for i in (2, 3):
         webnn_scale = float(np.float32(scl[i]))

@@ -42,14 +42,16 @@ def reshape_to(ctx: Converter, src: str, target: list[Dim], out: str | None, hin
     dyn = [d for d in target if isinstance(d, DynDim)]
     if len(dyn) > 1:
         names = ", ".join(d.name for d in dyn)
-        raise UnsupportedError(f"reshape to a shape with several symbolic dims ({names}); "
-                               "pass override_dims for them")
+        raise UnsupportedError(
+            f"reshape to a shape with several symbolic dims ({names}); pass override_dims for them"
+        )
     new = [-1 if isinstance(d, DynDim) else int(d) for d in target]
     return ctx.emit("reshape", [ctx.operand(src)], {"newShape": new}, out=out, hint=hint)
 
 
-def reshape_value(ctx: Converter, wname: str, target: list[int], out: str | None = None,
-                  hint: str | None = None) -> str:
+def reshape_value(
+    ctx: Converter, wname: str, target: list[int], out: str | None = None, hint: str | None = None
+) -> str:
     """Reshape a WebNN value (helper values that have no ONNX name)."""
     if list(ctx.types[wname].shape) == list(target) and out is None:
         return wname
@@ -76,8 +78,10 @@ def reshape(ctx: Converter, node: Any) -> None:
         dyn_known = [d for d in known if isinstance(d, DynDim)]
         if dyn_in != dyn_known:
             missing = [d.name for d in dyn_in if d not in dyn_known]
-            raise UnsupportedError(f"static reshape of {node.input[0]!r} needs symbolic dim "
-                                   f"{', '.join(map(repr, missing))}: pass override_dims for it")
+            raise UnsupportedError(
+                f"static reshape of {node.input[0]!r} needs symbolic dim "
+                f"{', '.join(map(repr, missing))}: pass override_dims for it"
+            )
         total = math.prod(int(d) for d in shape_in if isinstance(d, int))
         part = math.prod(int(d) for d in known if isinstance(d, int))
         if part == 0 or total % part:
@@ -85,8 +89,10 @@ def reshape(ctx: Converter, node: Any) -> None:
         target[k] = total // part
     elif any(isinstance(d, DynDim) for d in shape_in) and not any(isinstance(d, DynDim) for d in target):
         name = next(d.name for d in shape_in if isinstance(d, DynDim))
-        raise UnsupportedError(f"static reshape of {node.input[0]!r} to {spec} needs symbolic dim {name!r}: "
-                               "pass override_dims for it")
+        raise UnsupportedError(
+            f"static reshape of {node.input[0]!r} to {spec} needs symbolic dim {name!r}: "
+            "pass override_dims for it"
+        )
     reshape_to(ctx, node.input[0], target, node.output[0])
 
 
@@ -187,10 +193,16 @@ def slice_(ctx: Converter, node: Any) -> None:
     if ctx.has(node, 1):
         starts = [int(v) for v in ctx.const_input(node, 1, "starts").reshape(-1)]
         ends = [int(v) for v in ctx.const_input(node, 2, "ends").reshape(-1)]
-        axes = ([int(v) for v in ctx.const_input(node, 3, "axes").reshape(-1)] if ctx.has(node, 3)
-                else list(range(len(starts))))
-        steps = ([int(v) for v in ctx.const_input(node, 4, "steps").reshape(-1)] if ctx.has(node, 4)
-                 else [1] * len(starts))
+        axes = (
+            [int(v) for v in ctx.const_input(node, 3, "axes").reshape(-1)]
+            if ctx.has(node, 3)
+            else list(range(len(starts)))
+        )
+        steps = (
+            [int(v) for v in ctx.const_input(node, 4, "steps").reshape(-1)]
+            if ctx.has(node, 4)
+            else [1] * len(starts)
+        )
     else:  # opset < 10
         starts, ends = list(a["starts"]), list(a["ends"])
         axes = list(a.get("axes", range(len(starts))))
@@ -347,11 +359,15 @@ def scatter_elements(ctx: Converter, node: Any) -> None:
         _check_bounds([(idx, shape[axis])], node.op_type)
         positions = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
         lead = tuple(slice(0, d) for d in idx.shape)
-        block = positions[lead[:axis] + (slice(None),) + lead[axis + 1:]]
+        block = positions[lead[:axis] + (slice(None),) + lead[axis + 1 :]]
         _scatter_reduce(ctx, node, np.take_along_axis(block, idx % shape[axis], axis), reduction)
         return
-    ctx.emit("scatterElements", [ctx.x(node, 0), ctx.x(node, 1), ctx.x(node, 2)], {"axis": axis},
-             out=node.output[0])
+    ctx.emit(
+        "scatterElements",
+        [ctx.x(node, 0), ctx.x(node, 1), ctx.x(node, 2)],
+        {"axis": axis},
+        out=node.output[0],
+    )
 
 
 def _check_bounds(cols: list[tuple[np.ndarray, int]], op: str) -> None:
@@ -451,6 +467,7 @@ def pad(ctx: Converter, node: Any) -> None:
 
 # -- shape chains: these fold to constants whenever the shapes they read are static ---------------------
 
+
 @onnx_op("Shape")
 def shape_(ctx: Converter, node: Any) -> None:
     shape = list(ctx.shape(node.input[0]))
@@ -464,8 +481,10 @@ def shape_(ctx: Converter, node: Any) -> None:
     part = shape[start:end]
     dyn = [d.name for d in part if isinstance(d, DynDim)]
     if dyn:
-        raise UnsupportedError(f"the shape of {node.input[0]!r} has symbolic dim {dyn[0]!r}; pass "
-                               f"override_dims={{{dyn[0]!r}: N}} to fold it")
+        raise UnsupportedError(
+            f"the shape of {node.input[0]!r} has symbolic dim {dyn[0]!r}; pass "
+            f"override_dims={{{dyn[0]!r}: N}} to fold it"
+        )
     ctx.set_const(node.output[0], np.array(part, dtype=np.int64))
 
 
@@ -482,10 +501,18 @@ def needs_constant(ctx: Converter, node: Any) -> None:
 
 # -- reductions ---------------------------------------------------------------------------------------
 
-_REDUCE = {"ReduceMean": "reduceMean", "ReduceSum": "reduceSum", "ReduceMax": "reduceMax",
-           "ReduceMin": "reduceMin", "ReduceProd": "reduceProduct", "ReduceL1": "reduceL1",
-           "ReduceL2": "reduceL2", "ReduceLogSum": "reduceLogSum", "ReduceLogSumExp": "reduceLogSumExp",
-           "ReduceSumSquare": "reduceSumSquare"}
+_REDUCE = {
+    "ReduceMean": "reduceMean",
+    "ReduceSum": "reduceSum",
+    "ReduceMax": "reduceMax",
+    "ReduceMin": "reduceMin",
+    "ReduceProd": "reduceProduct",
+    "ReduceL1": "reduceL1",
+    "ReduceL2": "reduceL2",
+    "ReduceLogSum": "reduceLogSum",
+    "ReduceLogSumExp": "reduceLogSumExp",
+    "ReduceSumSquare": "reduceSumSquare",
+}
 
 
 @onnx_op(*_REDUCE)
@@ -500,8 +527,9 @@ def reduce(ctx: Converter, node: Any) -> None:
         return
     axes = sorted(set(range(rank) if axes is None else axes))
     keep = bool(int(a.get("keepdims", 1)))
-    ctx.emit(_REDUCE[node.op_type], [ctx.x(node, 0)], {"axes": axes, "keepDimensions": keep},
-             out=node.output[0])
+    ctx.emit(
+        _REDUCE[node.op_type], [ctx.x(node, 0)], {"axes": axes, "keepDimensions": keep}, out=node.output[0]
+    )
 
 
 @onnx_op("ArgMax", "ArgMin")
@@ -526,18 +554,24 @@ def arg_reduce(ctx: Converter, node: Any) -> None:
 @onnx_op("Trilu")
 def trilu(ctx: Converter, node: Any) -> None:
     k = ctx.opt_const(node, 1, "k")
-    ctx.emit("triangular", [ctx.x(node, 0)],
-             {"upper": bool(int(attrs_of(node).get("upper", 1))), "diagonal": 0 if k is None else int(k)},
-             out=node.output[0])
+    ctx.emit(
+        "triangular",
+        [ctx.x(node, 0)],
+        {"upper": bool(int(attrs_of(node).get("upper", 1))), "diagonal": 0 if k is None else int(k)},
+        out=node.output[0],
+    )
 
 
 @onnx_op("CumSum")
 def cumsum(ctx: Converter, node: Any) -> None:
     a = attrs_of(node)
     axis = norm_axis(int(ctx.const_input(node, 1, "axis").reshape(-1)[0]), ctx.rank(node.input[0]))
-    ctx.emit("cumulativeSum", [ctx.x(node, 0)],
-             {"axis": axis, "exclusive": bool(a.get("exclusive", 0)), "reversed": bool(a.get("reverse", 0))},
-             out=node.output[0])
+    ctx.emit(
+        "cumulativeSum",
+        [ctx.x(node, 0)],
+        {"axis": axis, "exclusive": bool(a.get("exclusive", 0)), "reversed": bool(a.get("reverse", 0))},
+        out=node.output[0],
+    )
 
 
 @onnx_op("DepthToSpace", "SpaceToDepth")

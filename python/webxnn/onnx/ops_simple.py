@@ -12,16 +12,47 @@ from .ops_decomposed import gelu_tanh
 from .refusals import RANDOM_DROPOUT, TRAINING_MODE
 from .registry import onnx_op
 
-_BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow", "Equal": "equal",
-           "Greater": "greater", "Less": "lesser", "GreaterOrEqual": "greaterOrEqual",
-           "LessOrEqual": "lesserOrEqual", "And": "logicalAnd", "Or": "logicalOr", "Xor": "logicalXor",
-           "PRelu": "prelu"}
+_BINARY = {
+    "Add": "add",
+    "Sub": "sub",
+    "Mul": "mul",
+    "Div": "div",
+    "Pow": "pow",
+    "Equal": "equal",
+    "Greater": "greater",
+    "Less": "lesser",
+    "GreaterOrEqual": "greaterOrEqual",
+    "LessOrEqual": "lesserOrEqual",
+    "And": "logicalAnd",
+    "Or": "logicalOr",
+    "Xor": "logicalXor",
+    "PRelu": "prelu",
+}
 
-_UNARY = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "Log": "log", "Abs": "abs",
-          "Neg": "neg", "Sqrt": "sqrt", "Erf": "erf", "Floor": "floor", "Ceil": "ceil",
-          "Reciprocal": "reciprocal", "Sin": "sin", "Cos": "cos", "Tan": "tan", "Sign": "sign",
-          "Not": "logicalNot", "Softplus": "softplus", "Softsign": "softsign", "Round": "roundEven",
-          "IsNaN": "isNaN", "HardSwish": "hardSwish"}
+_UNARY = {
+    "Relu": "relu",
+    "Sigmoid": "sigmoid",
+    "Tanh": "tanh",
+    "Exp": "exp",
+    "Log": "log",
+    "Abs": "abs",
+    "Neg": "neg",
+    "Sqrt": "sqrt",
+    "Erf": "erf",
+    "Floor": "floor",
+    "Ceil": "ceil",
+    "Reciprocal": "reciprocal",
+    "Sin": "sin",
+    "Cos": "cos",
+    "Tan": "tan",
+    "Sign": "sign",
+    "Not": "logicalNot",
+    "Softplus": "softplus",
+    "Softsign": "softsign",
+    "Round": "roundEven",
+    "IsNaN": "isNaN",
+    "HardSwish": "hardSwish",
+}
 
 
 @onnx_op(*_BINARY)
@@ -30,15 +61,19 @@ def binary(ctx: Converter, node: Any) -> None:
     if node.op_type == "Pow" and ctx.dtype(node.input[1]) != ctx.dtype(node.input[0]):
         # ONNX allows e.g. float ** int64; WebNN needs one type: convert the exponent
         if ctx.dtype(node.input[0]) not in ("float32", "float16"):
-            raise UnsupportedError(f"Pow of {ctx.dtype(node.input[0])} with a {ctx.dtype(node.input[1])} "
-                                   "exponent")
+            raise UnsupportedError(
+                f"Pow of {ctx.dtype(node.input[0])} with a {ctx.dtype(node.input[1])} exponent"
+            )
         if not ctx.is_const(node.input[1]):
             b = ctx.emit("cast", [b], {"type": ctx.dtype(node.input[0])})
             ctx.emit("pow", [a, b], out=node.output[0])
             return
-        b = ctx.new_const(f"{ctx.namer.of(node.input[1])}/cast",
-                          ctx.const(node.input[1]).astype(np.float32 if ctx.dtype(node.input[0]) == "float32"
-                                                          else np.float16))
+        b = ctx.new_const(
+            f"{ctx.namer.of(node.input[1])}/cast",
+            ctx.const(node.input[1]).astype(
+                np.float32 if ctx.dtype(node.input[0]) == "float32" else np.float16
+            ),
+        )
     ctx.emit(_BINARY[node.op_type], [a, b], out=node.output[0])
 
 
@@ -55,9 +90,10 @@ def variadic(ctx: Converter, node: Any) -> None:
         final = last and k == len(ins) - 2
         acc = ctx.emit(op, [acc, v], out=node.output[0] if final else None)
     if node.op_type == "Mean":
-        n = ctx.new_const(f"{ctx.namer.of(node.output[0])}/count",
-                          np.array(len(ins), dtype=np.float32 if ctx.dtype(node.input[0]) == "float32"
-                                   else np.float16))
+        n = ctx.new_const(
+            f"{ctx.namer.of(node.output[0])}/count",
+            np.array(len(ins), dtype=np.float32 if ctx.dtype(node.input[0]) == "float32" else np.float16),
+        )
         ctx.emit("div", [acc, n], out=node.output[0])
 
 
@@ -77,8 +113,9 @@ def is_inf(ctx: Converter, node: Any) -> None:
     if not (pos or neg):
         ctx.emit("logicalAnd", [ctx.emit("isInfinite", [x]), ctx.emit("isNaN", [x])], out=node.output[0])
         return
-    zero = ctx.new_const(f"{ctx.namer.of(node.output[0])}/zero",
-                         np.zeros((), _np_of(ctx.dtype(node.input[0]))))
+    zero = ctx.new_const(
+        f"{ctx.namer.of(node.output[0])}/zero", np.zeros((), _np_of(ctx.dtype(node.input[0])))
+    )
     side = ctx.emit("greater" if pos else "lesser", [x, zero])
     ctx.emit("logicalAnd", [ctx.emit("isInfinite", [x]), side], out=node.output[0])
 
@@ -90,15 +127,20 @@ def elu(ctx: Converter, node: Any) -> None:
 
 @onnx_op("LeakyRelu")
 def leaky_relu(ctx: Converter, node: Any) -> None:
-    ctx.emit("leakyRelu", [ctx.x(node, 0)], {"alpha": float(attrs_of(node).get("alpha", 0.01))},
-             out=node.output[0])
+    ctx.emit(
+        "leakyRelu", [ctx.x(node, 0)], {"alpha": float(attrs_of(node).get("alpha", 0.01))}, out=node.output[0]
+    )
 
 
 @onnx_op("HardSigmoid")
 def hard_sigmoid(ctx: Converter, node: Any) -> None:
     a = attrs_of(node)
-    ctx.emit("hardSigmoid", [ctx.x(node, 0)],
-             {"alpha": float(a.get("alpha", 0.2)), "beta": float(a.get("beta", 0.5))}, out=node.output[0])
+    ctx.emit(
+        "hardSigmoid",
+        [ctx.x(node, 0)],
+        {"alpha": float(a.get("alpha", 0.2)), "beta": float(a.get("beta", 0.5))},
+        out=node.output[0],
+    )
 
 
 @onnx_op("Gelu")
@@ -166,8 +208,9 @@ def cast_to(ctx: Converter, node: Any, onnx_type: int) -> None:
 
     to = webnn_dtype(onnx_type, f"{node.op_type} target")
     if onnx_type == BOOL:  # WebNN has none; x != 0 gives the 0/1 uint8 ONNX means
-        zero = ctx.new_const(f"{ctx.namer.of(node.output[0])}/zero",
-                             np.zeros((), _np_of(ctx.dtype(node.input[0]))))
+        zero = ctx.new_const(
+            f"{ctx.namer.of(node.output[0])}/zero", np.zeros((), _np_of(ctx.dtype(node.input[0])))
+        )
         ctx.emit("notEqual", [ctx.x(node, 0), zero], out=node.output[0])
         return
     if to == ctx.dtype(node.input[0]):

@@ -17,9 +17,20 @@ _TYPE_REASONS: dict[int, str] = {
     14: "complex64 tensors: WebNN has no complex types",
     15: "complex128 tensors: WebNN has no complex types",
 }
-_NARROW = {17: "float8e4m3fn", 18: "float8e4m3fnuz", 19: "float8e5m2", 20: "float8e5m2fnuz", 21: "uint4",
-           22: "int4", 23: "float4e2m1", 24: "float8e8m0", 25: "uint2", 26: "int2", 27: "float6e2m3",
-           28: "float6e3m2"}
+_NARROW = {
+    17: "float8e4m3fn",
+    18: "float8e4m3fnuz",
+    19: "float8e5m2",
+    20: "float8e5m2fnuz",
+    21: "uint4",
+    22: "int4",
+    23: "float4e2m1",
+    24: "float8e8m0",
+    25: "uint2",
+    26: "int2",
+    27: "float6e2m3",
+    28: "float6e3m2",
+}
 NARROW_HEAD = "float8/float6/float4 and sub-byte integer (int4, uint4, int2, uint2) tensors"
 _NARROW_WHY = "WebNN has none of these; dequantize to float16/float32 or use int8/uint8 QDQ"
 for _t, _name in _NARROW.items():
@@ -27,8 +38,7 @@ for _t, _name in _NARROW.items():
 
 DATA_SHAPED = "WebNN shapes are fixed when the graph is built"
 ZERO_SIZED = "zero-sized tensors: WebNN has none (every dim must be >= 1)"
-NON_TENSOR = ("sequence/optional/map values: WebNN graphs hold tensors only; keep sequences outside the "
-              "model")
+NON_TENSOR = "sequence/optional/map values: WebNN graphs hold tensors only; keep sequences outside the model"
 
 
 def type_reason(elem_type: int) -> str | None:
@@ -38,30 +48,68 @@ def type_reason(elem_type: int) -> str | None:
 
 
 _OP_CATEGORIES: tuple[tuple[str, frozenset[str]], ...] = (
-    ("random ops: a compiled WebNN graph is deterministic; generate random tensors outside the model",
-     frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
-                "Bernoulli"})),
-    ("data-dependent control flow: WebNN graphs have no If/Loop/Scan; export with the branch or loop "
-     "unrolled", frozenset({"If", "Loop", "Scan"})),
-    ("sequence/optional ops: WebNN graphs hold tensors only; keep sequences outside the model",
-     frozenset({"SequenceConstruct", "SequenceAt", "SequenceInsert", "SequenceErase", "SequenceLength",
-                "SequenceEmpty", "SplitToSequence", "ConcatFromSequence", "SequenceMap", "Optional",
-                "OptionalGetElement", "OptionalHasElement"})),
-    ("string ops: WebNN tensors are numeric; do string processing outside the model",
-     frozenset({"StringNormalizer", "StringConcat", "StringSplit", "RegexFullMatch", "TfIdfVectorizer"})),
-    (f"output shape depends on the data: {DATA_SHAPED}",
-     frozenset({"NonZero", "Unique", "NonMaxSuppression"})),
-    ("training ops: webxnn compiles inference graphs",
-     frozenset({"Gradient", "Momentum", "Adagrad", "Adam"})),
-    ("image decoding: WebNN graphs compute on tensors, not encoded files; decode JPEG/PNG/... before the "
-     "model", frozenset({"ImageDecoder"})),
+    (
+        "random ops: a compiled WebNN graph is deterministic; generate random tensors outside the model",
+        frozenset(
+            {
+                "RandomNormal",
+                "RandomUniform",
+                "RandomNormalLike",
+                "RandomUniformLike",
+                "Multinomial",
+                "Bernoulli",
+            }
+        ),
+    ),
+    (
+        "data-dependent control flow: WebNN graphs have no If/Loop/Scan; export with the branch or loop "
+        "unrolled",
+        frozenset({"If", "Loop", "Scan"}),
+    ),
+    (
+        "sequence/optional ops: WebNN graphs hold tensors only; keep sequences outside the model",
+        frozenset(
+            {
+                "SequenceConstruct",
+                "SequenceAt",
+                "SequenceInsert",
+                "SequenceErase",
+                "SequenceLength",
+                "SequenceEmpty",
+                "SplitToSequence",
+                "ConcatFromSequence",
+                "SequenceMap",
+                "Optional",
+                "OptionalGetElement",
+                "OptionalHasElement",
+            }
+        ),
+    ),
+    (
+        "string ops: WebNN tensors are numeric; do string processing outside the model",
+        frozenset({"StringNormalizer", "StringConcat", "StringSplit", "RegexFullMatch", "TfIdfVectorizer"}),
+    ),
+    (
+        f"output shape depends on the data: {DATA_SHAPED}",
+        frozenset({"NonZero", "Unique", "NonMaxSuppression"}),
+    ),
+    (
+        "training ops: webxnn compiles inference graphs",
+        frozenset({"Gradient", "Momentum", "Adagrad", "Adam"}),
+    ),
+    (
+        "image decoding: WebNN graphs compute on tensors, not encoded files; decode JPEG/PNG/... before the "
+        "model",
+        frozenset({"ImageDecoder"}),
+    ),
 )
 OP_REASONS: dict[str, str] = {op: why for why, ops in _OP_CATEGORIES for op in ops}
 _DOMAIN_REASONS = {"ai.onnx.preview.training": "training ops: webxnn compiles inference graphs"}
 
 TRAINING_MODE = "training mode: webxnn compiles inference graphs (training_mode must be a constant 0)"
-RANDOM_DROPOUT = ("random ops: Dropout in training mode with a ratio > 0 is random; a compiled WebNN graph "
-                  "is deterministic")
+RANDOM_DROPOUT = (
+    "random ops: Dropout in training mode with a ratio > 0 is random; a compiled WebNN graph is deterministic"
+)
 
 
 def op_reason(op_type: str, domain: str = "") -> str | None:

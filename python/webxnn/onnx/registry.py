@@ -21,12 +21,14 @@ TRANSLATORS: dict[str, Translator] = {}
 
 def onnx_op(*op_types: str) -> Callable[[Translator], Translator]:
     """Register `fn` as the translator of each ONNX op type (default domain)."""
+
     def deco(fn: Translator) -> Translator:
         for t in op_types:
             if t in TRANSLATORS:
                 raise RuntimeError(f"ONNX op {t!r} registered twice")
             TRANSLATORS[t] = fn
         return fn
+
     return deco
 
 

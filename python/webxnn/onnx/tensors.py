@@ -19,20 +19,49 @@ FLOAT, UINT8, INT8, UINT16, INT16, INT32, INT64, STRING, BOOL = 1, 2, 3, 4, 5, 6
 FLOAT16, DOUBLE, UINT32, UINT64, BFLOAT16 = 10, 11, 12, 13, 16
 
 NP_OF_ONNX: dict[int, np.dtype] = {
-    FLOAT: np.dtype("<f4"), UINT8: np.dtype("u1"), INT8: np.dtype("i1"), UINT16: np.dtype("<u2"),
-    INT16: np.dtype("<i2"), INT32: np.dtype("<i4"), INT64: np.dtype("<i8"), BOOL: np.dtype("bool"),
-    FLOAT16: np.dtype("<f2"), DOUBLE: np.dtype("<f8"), UINT32: np.dtype("<u4"), UINT64: np.dtype("<u8"),
+    FLOAT: np.dtype("<f4"),
+    UINT8: np.dtype("u1"),
+    INT8: np.dtype("i1"),
+    UINT16: np.dtype("<u2"),
+    INT16: np.dtype("<i2"),
+    INT32: np.dtype("<i4"),
+    INT64: np.dtype("<i8"),
+    BOOL: np.dtype("bool"),
+    FLOAT16: np.dtype("<f2"),
+    DOUBLE: np.dtype("<f8"),
+    UINT32: np.dtype("<u4"),
+    UINT64: np.dtype("<u8"),
 }
 
 # ONNX element type → WebNN dtype of a graph value. bool is uint8 in WebNN (0/1).
 WEBNN_OF_ONNX: dict[int, str] = {
-    FLOAT: "float32", FLOAT16: "float16", INT8: "int8", UINT8: "uint8", INT32: "int32", UINT32: "uint32",
-    INT64: "int64", UINT64: "uint64", BOOL: "uint8",
+    FLOAT: "float32",
+    FLOAT16: "float16",
+    INT8: "int8",
+    UINT8: "uint8",
+    INT32: "int32",
+    UINT32: "uint32",
+    INT64: "int64",
+    UINT64: "uint64",
+    BOOL: "uint8",
 }
 
-ONNX_TYPE_NAMES = {1: "float", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
-                   8: "string", 9: "bool", 10: "float16", 11: "double", 12: "uint32", 13: "uint64",
-                   16: "bfloat16"}
+ONNX_TYPE_NAMES = {
+    1: "float",
+    2: "uint8",
+    3: "int8",
+    4: "uint16",
+    5: "int16",
+    6: "int32",
+    7: "int64",
+    8: "string",
+    9: "bool",
+    10: "float16",
+    11: "double",
+    12: "uint32",
+    13: "uint64",
+    16: "bfloat16",
+}
 
 
 def webnn_dtype(elem_type: int, where: str) -> str:
@@ -49,8 +78,17 @@ def webnn_dtype(elem_type: int, where: str) -> str:
 
 
 def webnn_dtype_of_array(a: np.ndarray) -> str | None:
-    return {"f4": "float32", "f2": "float16", "i1": "int8", "u1": "uint8", "i4": "int32", "u4": "uint32",
-            "i8": "int64", "u8": "uint64", "b1": "uint8"}.get(f"{a.dtype.kind}{a.dtype.itemsize}")
+    return {
+        "f4": "float32",
+        "f2": "float16",
+        "i1": "int8",
+        "u1": "uint8",
+        "i4": "int32",
+        "u4": "uint32",
+        "i8": "int64",
+        "u8": "uint64",
+        "b1": "uint8",
+    }.get(f"{a.dtype.kind}{a.dtype.itemsize}")
 
 
 def as_webnn_array(a: np.ndarray) -> np.ndarray:
@@ -78,8 +116,10 @@ def _external(t: Any, base: Path | None, dt: np.dtype, shape: tuple[int, ...]) -
     count = int(np.prod(shape, dtype=np.int64))
     length = int(info.get("length", count * dt.itemsize))
     if length != count * dt.itemsize or offset + length > os.path.getsize(path):
-        raise WeightsError(f"initializer {t.name!r}: external data {loc} offset {offset} length {length} "
-                           f"does not hold {dt}{list(shape)}")
+        raise WeightsError(
+            f"initializer {t.name!r}: external data {loc} offset {offset} length {length} "
+            f"does not hold {dt}{list(shape)}"
+        )
     if count == 0:
         return np.zeros(shape, dt)
     return np.memmap(path, dtype=dt, mode="r", offset=offset, shape=shape)
@@ -93,8 +133,10 @@ def to_array(t: Any, base: Path | None = None) -> np.ndarray:
     dt = NP_OF_ONNX.get(t.data_type)
     if t.data_location == 1:  # TensorProto.EXTERNAL
         if dt is None:
-            raise UnsupportedError(f"initializer {t.name!r}: external data of type "
-                                   f"{ONNX_TYPE_NAMES.get(t.data_type, t.data_type)}")
+            raise UnsupportedError(
+                f"initializer {t.name!r}: external data of type "
+                f"{ONNX_TYPE_NAMES.get(t.data_type, t.data_type)}"
+            )
         return _external(t, base, dt, shape)
     if dt is not None and t.raw_data and dt != np.bool_:
         return np.frombuffer(t.raw_data, dtype=dt).reshape(shape)

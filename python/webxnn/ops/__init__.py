@@ -11,17 +11,41 @@ from .shapes import auto_pad, auto_pad_transpose, conv_out_size, conv_transpose_
 
 # Method parameters that are not operands, per the MLGraphBuilder IDL (see OpSpec.method_params).
 _METHOD_PARAMS = {
-    "softmax": ["axis"], "concat": ["axis"], "reshape": ["newShape"], "expand": ["newShape"],
-    "slice": ["starts", "sizes"], "split": ["splits"], "pad": ["beginningPadding", "endingPadding"],
-    "cast": ["type"], "tile": ["repetitions"], "argMin": ["axis"], "argMax": ["axis"],
-    "cumulativeSum": ["axis"], "lstm": ["steps", "hiddenSize"], "gru": ["steps", "hiddenSize"],
-    "lstmCell": ["hiddenSize"], "gruCell": ["hiddenSize"],
+    "softmax": ["axis"],
+    "concat": ["axis"],
+    "reshape": ["newShape"],
+    "expand": ["newShape"],
+    "slice": ["starts", "sizes"],
+    "split": ["splits"],
+    "pad": ["beginningPadding", "endingPadding"],
+    "cast": ["type"],
+    "tile": ["repetitions"],
+    "argMin": ["axis"],
+    "argMax": ["axis"],
+    "cumulativeSum": ["axis"],
+    "lstm": ["steps", "hiddenSize"],
+    "gru": ["steps", "hiddenSize"],
+    "lstmCell": ["hiddenSize"],
+    "gruCell": ["hiddenSize"],
 }
 for _op, _params in _METHOD_PARAMS.items():
     REGISTRY[_op].method_params = list(_params)
 
 __all__ = [
-    "REGISTRY", "get", "bind", "validate", "infer", "bind_all", "OpSpec", "BoundNode", "TensorType",
-    "REQUIRED", "ANNOTATION_KEYS", "auto_pad", "auto_pad_transpose", "conv_out_size",
-    "conv_transpose_out_size", "pool_out_size",
+    "REGISTRY",
+    "get",
+    "bind",
+    "validate",
+    "infer",
+    "bind_all",
+    "OpSpec",
+    "BoundNode",
+    "TensorType",
+    "REQUIRED",
+    "ANNOTATION_KEYS",
+    "auto_pad",
+    "auto_pad_transpose",
+    "conv_out_size",
+    "conv_transpose_out_size",
+    "pool_out_size",
 ]

@@ -18,23 +18,56 @@ INDEX = frozenset({"int32", "uint32", "int64"})
 QUANT = frozenset({"int8", "uint8", "int32", "int4", "uint4"})
 NUMERIC_NOT_SMALL_INT = FLOAT | frozenset({"int32", "uint32", "int64", "uint64"})
 
-__all__ = ["FLOAT", "ALL", "SIGNED", "INDEX", "QUANT", "REQUIRED", "define", "dtype_in", "same_dtype",
-           "rank_is", "TT", "shape_str"]
+__all__ = [
+    "FLOAT",
+    "ALL",
+    "SIGNED",
+    "INDEX",
+    "QUANT",
+    "REQUIRED",
+    "define",
+    "dtype_in",
+    "same_dtype",
+    "rank_is",
+    "TT",
+    "shape_str",
+]
 
 
-def define(name: str, inputs: Sequence[str], infer: Callable[..., list[TensorType]], doc: str, *,
-           options: dict[str, tuple[Any, Any]] | None = None, operand_options: Sequence[str] = (),
-           optional_inputs: Sequence[str] = (), variadic: bool = False, aliases: Sequence[str] = (),
-           accepts: Sequence[str] = (), normalize: Callable[..., dict[str, Any]] | None = None,
-           num_outputs: Any = 1) -> OpSpec:
+def define(
+    name: str,
+    inputs: Sequence[str],
+    infer: Callable[..., list[TensorType]],
+    doc: str,
+    *,
+    options: dict[str, tuple[Any, Any]] | None = None,
+    operand_options: Sequence[str] = (),
+    optional_inputs: Sequence[str] = (),
+    variadic: bool = False,
+    aliases: Sequence[str] = (),
+    accepts: Sequence[str] = (),
+    normalize: Callable[..., dict[str, Any]] | None = None,
+    num_outputs: Any = 1,
+) -> OpSpec:
     """Register an op. `options` maps key -> (kind, default)."""
     options = options or {}
-    return register(OpSpec(
-        name=name, inputs=list(inputs), optional_inputs=list(optional_inputs),
-        operand_options=list(operand_options), options={k: d for k, (_, d) in options.items()},
-        option_types={k: kind for k, (kind, _) in options.items()}, variadic=variadic,
-        num_outputs=num_outputs, infer=infer, aliases=list(aliases), doc=doc, accepts=frozenset(accepts),
-        normalize=normalize))
+    return register(
+        OpSpec(
+            name=name,
+            inputs=list(inputs),
+            optional_inputs=list(optional_inputs),
+            operand_options=list(operand_options),
+            options={k: d for k, (_, d) in options.items()},
+            option_types={k: kind for k, (kind, _) in options.items()},
+            variadic=variadic,
+            num_outputs=num_outputs,
+            infer=infer,
+            aliases=list(aliases),
+            doc=doc,
+            accepts=frozenset(accepts),
+            normalize=normalize,
+        )
+    )
 
 
 def TT(dtype: str, shape: Sequence[Dim]) -> TensorType:  # noqa: N802 - reads like a constructor
@@ -43,8 +76,7 @@ def TT(dtype: str, shape: Sequence[Dim]) -> TensorType:  # noqa: N802 - reads li
 
 def dtype_in(ctx: Ctx, t: TensorType, role: str, allowed: frozenset[str]) -> None:
     if t.dtype not in allowed:
-        ctx.fail(f"operand {role!r} has data type {t.dtype}; {ctx.op} accepts "
-                 + ", ".join(sorted(allowed)))
+        ctx.fail(f"operand {role!r} has data type {t.dtype}; {ctx.op} accepts " + ", ".join(sorted(allowed)))
 
 
 def same_dtype(ctx: Ctx, roles: dict[str, TensorType | None]) -> str:

@@ -14,10 +14,15 @@ from .shapes import need_int, norm_axes, norm_axis, shape_str
 
 _SUMLIKE = FLOAT | {"int32", "uint32", "int64", "uint64"}
 _REDUCE = {
-    "reduceL1": (_SUMLIKE, "sum of |x|"), "reduceL2": (FLOAT, "sqrt of the sum of x^2"),
-    "reduceLogSum": (FLOAT, "log of the sum"), "reduceLogSumExp": (FLOAT, "log of the sum of exp(x)"),
-    "reduceMax": (ALL, "maximum"), "reduceMin": (ALL, "minimum"), "reduceMean": (FLOAT, "mean"),
-    "reduceProduct": (_SUMLIKE, "product"), "reduceSum": (_SUMLIKE, "sum"),
+    "reduceL1": (_SUMLIKE, "sum of |x|"),
+    "reduceL2": (FLOAT, "sqrt of the sum of x^2"),
+    "reduceLogSum": (FLOAT, "log of the sum"),
+    "reduceLogSumExp": (FLOAT, "log of the sum of exp(x)"),
+    "reduceMax": (ALL, "maximum"),
+    "reduceMin": (ALL, "minimum"),
+    "reduceMean": (FLOAT, "mean"),
+    "reduceProduct": (_SUMLIKE, "product"),
+    "reduceSum": (_SUMLIKE, "sum"),
     "reduceSumSquare": (_SUMLIKE, "sum of x^2"),
 }
 
@@ -35,14 +40,19 @@ def _reduce(allowed: frozenset[str]):
         axes = list(range(x.rank)) if opts["axes"] is None else opts["axes"]
         axes = opts["axes"] = norm_axes(axes, x.rank)
         return [TT(x.dtype, _reduced_shape(x.shape, axes, opts["keepDimensions"]))]
+
     return infer
 
 
 for _name, (_allowed, _what) in _REDUCE.items():
-    define(_name, ["input"], _reduce(_allowed),
-           f"The {_what} over `axes` (default: all; negative accepted; [] = no reduction); reduced dims "
-           "are kept as 1 when keepDimensions. WebNN §7.6.26 Reduction operations.",
-           options={"axes": ("ints", None), "keepDimensions": ("bool", False)})
+    define(
+        _name,
+        ["input"],
+        _reduce(_allowed),
+        f"The {_what} over `axes` (default: all; negative accepted; [] = no reduction); reduced dims "
+        "are kept as 1 when keepDimensions. WebNN §7.6.26 Reduction operations.",
+        options={"axes": ("ints", None), "keepDimensions": ("bool", False)},
+    )
 
 
 def _arg(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
@@ -54,11 +64,18 @@ def _arg(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
 
 
 for _name, _what in (("argMin", "smallest"), ("argMax", "largest")):
-    define(_name, ["input"], _arg,
-           f"Index of the {_what} element along `axis` (first on ties), as outputDataType int32 (default) "
-           "or int64; keepDimensions keeps the axis as 1. WebNN MLGraphBuilder.argMin()/argMax().",
-           options={"axis": ("int", REQUIRED), "keepDimensions": ("bool", False),
-                    "outputDataType": (("int32", "int64"), "int32")})
+    define(
+        _name,
+        ["input"],
+        _arg,
+        f"Index of the {_what} element along `axis` (first on ties), as outputDataType int32 (default) "
+        "or int64; keepDimensions keeps the axis as 1. WebNN MLGraphBuilder.argMin()/argMax().",
+        options={
+            "axis": ("int", REQUIRED),
+            "keepDimensions": ("bool", False),
+            "outputDataType": (("int32", "int64"), "int32"),
+        },
+    )
 
 # -------------------------------------------------------------------------------------------- quantization
 
@@ -71,8 +88,10 @@ def _check_block(ctx: Ctx, x: Any, role: str, s: Any) -> None:
         if ds == 1 or ds == dx:
             continue
         if need_int(dx, f"{ctx.op} block size") % need_int(ds, f"{ctx.op} block size"):
-            ctx.fail(f"{role} {shape_str(s.shape)} neither broadcasts to nor evenly blocks input "
-                     f"{shape_str(x.shape)}")
+            ctx.fail(
+                f"{role} {shape_str(s.shape)} neither broadcasts to nor evenly blocks input "
+                f"{shape_str(x.shape)}"
+            )
 
 
 def _quantize(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
@@ -85,9 +104,13 @@ def _quantize(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
     return [TT(z.dtype, x.shape)]
 
 
-define("quantizeLinear", ["input", "scale", "zeroPoint"], _quantize,
-       "clamp(round_half_even(x / scale) + zeroPoint) to the zeroPoint's type (int8/uint8/int32/int4/uint4); "
-       "scale and zeroPoint broadcast or apply block-wise. WebNN MLGraphBuilder.quantizeLinear().")
+define(
+    "quantizeLinear",
+    ["input", "scale", "zeroPoint"],
+    _quantize,
+    "clamp(round_half_even(x / scale) + zeroPoint) to the zeroPoint's type (int8/uint8/int32/int4/uint4); "
+    "scale and zeroPoint broadcast or apply block-wise. WebNN MLGraphBuilder.quantizeLinear().",
+)
 
 
 def _dequantize(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
@@ -100,9 +123,13 @@ def _dequantize(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
     return [TT(s.dtype, x.shape)]
 
 
-define("dequantizeLinear", ["input", "scale", "zeroPoint"], _dequantize,
-       "(x - zeroPoint) * scale in the scale's float type; scale and zeroPoint broadcast or apply "
-       "block-wise. WebNN MLGraphBuilder.dequantizeLinear().")
+define(
+    "dequantizeLinear",
+    ["input", "scale", "zeroPoint"],
+    _dequantize,
+    "(x - zeroPoint) * scale in the scale's float type; scale and zeroPoint broadcast or apply "
+    "block-wise. WebNN MLGraphBuilder.dequantizeLinear().",
+)
 
 # -------------------------------------------------------------------------------------------- resample2d
 
@@ -138,12 +165,20 @@ def _resample(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
     return [TT(x.dtype, out)]
 
 
-define("resample2d", ["input"], _resample,
-       "Resize two consecutive dims `axes` (default [2, 3]) of a 4-D input by nearest-neighbor or linear "
-       "interpolation to `sizes`, or floor(size * scales) (sizes win). bind fills both `sizes` and the "
-       "effective `scales`. WebNN §7.6.28 resample2d().",
-       options={"mode": (("nearest-neighbor", "linear"), "nearest-neighbor"), "scales": ("floats", None),
-                "sizes": ("ints", None), "axes": ("ints", [2, 3])})
+define(
+    "resample2d",
+    ["input"],
+    _resample,
+    "Resize two consecutive dims `axes` (default [2, 3]) of a 4-D input by nearest-neighbor or linear "
+    "interpolation to `sizes`, or floor(size * scales) (sizes win). bind fills both `sizes` and the "
+    "effective `scales`. WebNN §7.6.28 resample2d().",
+    options={
+        "mode": (("nearest-neighbor", "linear"), "nearest-neighbor"),
+        "scales": ("floats", None),
+        "sizes": ("ints", None),
+        "axes": ("ints", [2, 3]),
+    },
+)
 
 # -------------------------------------------------------------------------------------------- recurrent
 
@@ -211,32 +246,62 @@ def _lstm_cell(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
     return [TT(dt, (batch, h)), TT(dt, (batch, h))]
 
 
-_GRU_OPTS = {"hiddenSize": ("int", REQUIRED), "resetAfter": ("bool", True),
-             "layout": (("zrn", "rzn"), "zrn"), "activations": ([_ACTS], ["sigmoid", "tanh"])}
-_LSTM_OPTS = {"hiddenSize": ("int", REQUIRED), "layout": (("iofg", "ifgo"), "iofg"),
-              "activations": ([_ACTS], ["sigmoid", "tanh", "tanh"])}
-_SEQ_OPTS = {"steps": ("int", REQUIRED), "returnSequence": ("bool", False),
-             "direction": (_DIRECTION, "forward")}
+_GRU_OPTS = {
+    "hiddenSize": ("int", REQUIRED),
+    "resetAfter": ("bool", True),
+    "layout": (("zrn", "rzn"), "zrn"),
+    "activations": ([_ACTS], ["sigmoid", "tanh"]),
+}
+_LSTM_OPTS = {
+    "hiddenSize": ("int", REQUIRED),
+    "layout": (("iofg", "ifgo"), "iofg"),
+    "activations": ([_ACTS], ["sigmoid", "tanh", "tanh"]),
+}
+_SEQ_OPTS = {
+    "steps": ("int", REQUIRED),
+    "returnSequence": ("bool", False),
+    "direction": (_DIRECTION, "forward"),
+}
 
-define("gru", ["input", "weight", "recurrentWeight"], _gru,
-       "Gated recurrent unit over input [steps, batch, inputSize] with weights [dirs, 3*hidden, ...] in "
-       "`layout` (zrn|rzn); outputs the last hidden state [dirs, batch, hidden] and, with returnSequence, "
-       "every step's [steps, dirs, batch, hidden]. steps and hiddenSize are named options. "
-       "WebNN §7.6.13 gru().",
-       operand_options=["bias", "recurrentBias", "initialHiddenState"], options={**_GRU_OPTS, **_SEQ_OPTS},
-       num_outputs=lambda o: 2 if o["returnSequence"] else 1)
-define("gruCell", ["input", "weight", "recurrentWeight", "hiddenState"], _gru_cell,
-       "One GRU step: input [batch, inputSize], hiddenState [batch, hidden], weights [3*hidden, ...]; "
-       "outputs the new hidden state [batch, hidden]. WebNN §7.6.14 gruCell().",
-       operand_options=["bias", "recurrentBias"], options=dict(_GRU_OPTS))
-define("lstm", ["input", "weight", "recurrentWeight"], _lstm,
-       "Long short-term memory over input [steps, batch, inputSize] with weights [dirs, 4*hidden, ...] in "
-       "`layout` (iofg|ifgo); outputs last hidden and cell state [dirs, batch, hidden] and, with "
-       "returnSequence, every step's hidden state [steps, dirs, batch, hidden]. WebNN §7.6.20 lstm().",
-       operand_options=["bias", "recurrentBias", "peepholeWeight", "initialHiddenState", "initialCellState"],
-       options={**_LSTM_OPTS, **_SEQ_OPTS}, num_outputs=lambda o: 3 if o["returnSequence"] else 2)
-define("lstmCell", ["input", "weight", "recurrentWeight", "hiddenState", "cellState"], _lstm_cell,
-       "One LSTM step: input [batch, inputSize], hidden and cell state [batch, hidden], weights "
-       "[4*hidden, ...]; outputs the new hidden and cell state. WebNN §7.6.21 lstmCell().",
-       operand_options=["bias", "recurrentBias", "peepholeWeight"], options=dict(_LSTM_OPTS),
-       num_outputs=2)
+define(
+    "gru",
+    ["input", "weight", "recurrentWeight"],
+    _gru,
+    "Gated recurrent unit over input [steps, batch, inputSize] with weights [dirs, 3*hidden, ...] in "
+    "`layout` (zrn|rzn); outputs the last hidden state [dirs, batch, hidden] and, with returnSequence, "
+    "every step's [steps, dirs, batch, hidden]. steps and hiddenSize are named options. "
+    "WebNN §7.6.13 gru().",
+    operand_options=["bias", "recurrentBias", "initialHiddenState"],
+    options={**_GRU_OPTS, **_SEQ_OPTS},
+    num_outputs=lambda o: 2 if o["returnSequence"] else 1,
+)
+define(
+    "gruCell",
+    ["input", "weight", "recurrentWeight", "hiddenState"],
+    _gru_cell,
+    "One GRU step: input [batch, inputSize], hiddenState [batch, hidden], weights [3*hidden, ...]; "
+    "outputs the new hidden state [batch, hidden]. WebNN §7.6.14 gruCell().",
+    operand_options=["bias", "recurrentBias"],
+    options=dict(_GRU_OPTS),
+)
+define(
+    "lstm",
+    ["input", "weight", "recurrentWeight"],
+    _lstm,
+    "Long short-term memory over input [steps, batch, inputSize] with weights [dirs, 4*hidden, ...] in "
+    "`layout` (iofg|ifgo); outputs last hidden and cell state [dirs, batch, hidden] and, with "
+    "returnSequence, every step's hidden state [steps, dirs, batch, hidden]. WebNN §7.6.20 lstm().",
+    operand_options=["bias", "recurrentBias", "peepholeWeight", "initialHiddenState", "initialCellState"],
+    options={**_LSTM_OPTS, **_SEQ_OPTS},
+    num_outputs=lambda o: 3 if o["returnSequence"] else 2,
+)
+define(
+    "lstmCell",
+    ["input", "weight", "recurrentWeight", "hiddenState", "cellState"],
+    _lstm_cell,
+    "One LSTM step: input [batch, inputSize], hidden and cell state [batch, hidden], weights "
+    "[4*hidden, ...]; outputs the new hidden and cell state. WebNN §7.6.21 lstmCell().",
+    operand_options=["bias", "recurrentBias", "peepholeWeight"],
+    options=dict(_LSTM_OPTS),
+    num_outputs=2,
+)

@@ -47,10 +47,14 @@ def _matmul(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
     return [TT(dt, out)]
 
 
-define("matmul", ["a", "b"], _matmul,
-       "Matrix product of the last two dims, the leading (batch) dims broadcast numpy-style; a 1-D a gets "
-       "a 1 prepended and a 1-D b a 1 appended, and those dims are dropped from the output. "
-       "WebNN §7.6.22 matmul().")
+define(
+    "matmul",
+    ["a", "b"],
+    _matmul,
+    "Matrix product of the last two dims, the leading (batch) dims broadcast numpy-style; a 1-D a gets "
+    "a 1 prepended and a 1-D b a 1 appended, and those dims are dropped from the output. "
+    "WebNN §7.6.22 matmul().",
+)
 
 
 def _gemm(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
@@ -62,19 +66,29 @@ def _gemm(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
     m, ka = (a.shape[1], a.shape[0]) if opts["aTranspose"] else a.shape
     kb, n = (b.shape[1], b.shape[0]) if opts["bTranspose"] else b.shape
     if ka != kb:
-        ctx.fail(f"inner dimensions differ: a{'ᵀ' if opts['aTranspose'] else ''} is "
-                 f"{shape_str(a.shape)}, b{'ᵀ' if opts['bTranspose'] else ''} is {shape_str(b.shape)}")
+        ctx.fail(
+            f"inner dimensions differ: a{'ᵀ' if opts['aTranspose'] else ''} is "
+            f"{shape_str(a.shape)}, b{'ᵀ' if opts['bTranspose'] else ''} is {shape_str(b.shape)}"
+        )
     if c is not None and not unidirectional_ok(c.shape, (m, n)):
         ctx.fail(f"operand 'c' of shape {shape_str(c.shape)} does not broadcast to {shape_str((m, n))}")
     return [TT(dt, (m, n))]
 
 
-define("gemm", ["a", "b"], _gemm,
-       "alpha * A' @ B' + beta * C for 2-D A and B, where A' = A or its transpose (aTranspose), likewise "
-       "B'; C (optional, operand option `c`) broadcasts to [M, N]. WebNN §7.6.12 gemm().",
-       operand_options=["c"],
-       options={"alpha": ("float", 1.0), "beta": ("float", 1.0), "aTranspose": ("bool", False),
-                "bTranspose": ("bool", False)})
+define(
+    "gemm",
+    ["a", "b"],
+    _gemm,
+    "alpha * A' @ B' + beta * C for 2-D A and B, where A' = A or its transpose (aTranspose), likewise "
+    "B'; C (optional, operand option `c`) broadcasts to [M, N]. WebNN §7.6.12 gemm().",
+    operand_options=["c"],
+    options={
+        "alpha": ("float", 1.0),
+        "beta": ("float", 1.0),
+        "aTranspose": ("bool", False),
+        "bTranspose": ("bool", False),
+    },
+)
 
 # -------------------------------------------------------------------------------------------- conv
 
@@ -92,8 +106,9 @@ def _out4(layout: str, n: Any, c: Any, h: Any, w: Any) -> tuple:
     return (n, c, h, w) if layout == "nchw" else (n, h, w, c)
 
 
-def _spatial_padding(ctx: Ctx, opts: dict[str, Any], hw: tuple[int, int], k: tuple[int, int],
-                     transpose: bool = False) -> list[int]:
+def _spatial_padding(
+    ctx: Ctx, opts: dict[str, Any], hw: tuple[int, int], k: tuple[int, int], transpose: bool = False
+) -> list[int]:
     """Explicit [t, b, l, r] padding, computing it for autoPad same-upper/same-lower. Afterwards autoPad
     reads "explicit": the BoundNode carries one form only, so lowering cannot disagree with inference."""
     if opts["autoPad"] == "explicit":
@@ -129,8 +144,12 @@ def _check_conv_opts(ctx: Ctx, opts: dict[str, Any]) -> None:
 
 
 _CONV_OPTS = {
-    "padding": ("ints", [0, 0, 0, 0]), "strides": ("ints", [1, 1]), "dilations": ("ints", [1, 1]),
-    "groups": ("int", 1), "inputLayout": (INPUT_LAYOUT, "nchw"), "autoPad": (AUTO_PAD, "explicit"),
+    "padding": ("ints", [0, 0, 0, 0]),
+    "strides": ("ints", [1, 1]),
+    "dilations": ("ints", [1, 1]),
+    "groups": ("int", 1),
+    "inputLayout": (INPUT_LAYOUT, "nchw"),
+    "autoPad": (AUTO_PAD, "explicit"),
 }
 
 
@@ -166,8 +185,9 @@ def _conv2d(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
     bias, fl, g = t["bias"], opts["filterLayout"], opts["groups"]
     c_int = need_int(c, what)
     if c_int != need_int(i, what) * g:
-        ctx.fail(f"input has {c} channels but filter ({fl} {shape_str(f.shape)}) with groups={g} "
-                 f"expects {i}*{g}")
+        ctx.fail(
+            f"input has {c} channels but filter ({fl} {shape_str(f.shape)}) with groups={g} expects {i}*{g}"
+        )
     o_int = need_int(o, what)
     if o_int % g:
         ctx.fail(f"filter output channels {o} are not divisible by groups={g}")
@@ -182,14 +202,18 @@ def _conv2d(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
     return [TT(dt, _out4(opts["inputLayout"], n, o, oh, ow))]
 
 
-define("conv2d", ["input", "filter"], _conv2d,
-       "2-D convolution (cross-correlation) over a 4-D input in inputLayout (nchw|nhwc) with a 4-D filter "
-       "in filterLayout (oihw|hwio|ohwi|ihwo), groups, strides, dilations and padding [t, b, l, r] (or "
-       "autoPad same-upper|same-lower, resolved by bind into `padding` with autoPad set to explicit); "
-       "bias [O] is an operand option. "
-       "Output spatial size floor((in + pb + pe - dil*(k-1) - 1) / stride) + 1. WebNN §7.6.7 conv2d().",
-       operand_options=["bias"],
-       options={**_CONV_OPTS, "filterLayout": (CONV_FILTER_LAYOUT, "oihw")})
+define(
+    "conv2d",
+    ["input", "filter"],
+    _conv2d,
+    "2-D convolution (cross-correlation) over a 4-D input in inputLayout (nchw|nhwc) with a 4-D filter "
+    "in filterLayout (oihw|hwio|ohwi|ihwo), groups, strides, dilations and padding [t, b, l, r] (or "
+    "autoPad same-upper|same-lower, resolved by bind into `padding` with autoPad set to explicit); "
+    "bias [O] is an operand option. "
+    "Output spatial size floor((in + pb + pe - dil*(k-1) - 1) / stride) + 1. WebNN §7.6.7 conv2d().",
+    operand_options=["bias"],
+    options={**_CONV_OPTS, "filterLayout": (CONV_FILTER_LAYOUT, "oihw")},
+)
 
 
 def _conv_transpose2d(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
@@ -205,18 +229,23 @@ def _conv_transpose2d(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list
     s, d = opts["strides"], opts["dilations"]
     for j in range(2):
         if opts["outputPadding"][j] < 0 or opts["outputPadding"][j] >= max(s[j], d[j]):
-            ctx.fail(f"outputPadding {opts['outputPadding']} must be non-negative and smaller than "
-                     f"strides {s} (or dilations)")
+            ctx.fail(
+                f"outputPadding {opts['outputPadding']} must be non-negative and smaller than "
+                f"strides {s} (or dilations)"
+            )
     pads = _spatial_padding(ctx, opts, hw, k, transpose=True)
     opts["padding"] = pads
-    base = [conv_transpose_out_size(hw[j], k[j], s[j], d[j], pads[2 * j], pads[2 * j + 1], 0)
-            for j in range(2)]
+    base = [
+        conv_transpose_out_size(hw[j], k[j], s[j], d[j], pads[2 * j], pads[2 * j + 1], 0) for j in range(2)
+    ]
     if opts["outputSizes"] is not None:
         sizes = opts["outputSizes"]
         for j in range(2):
             if not base[j] <= sizes[j] < base[j] + s[j]:
-                ctx.fail(f"outputSizes {sizes} are not reachable: dimension {j} must be in "
-                         f"[{base[j]}, {base[j] + s[j] - 1}]")
+                ctx.fail(
+                    f"outputSizes {sizes} are not reachable: dimension {j} must be in "
+                    f"[{base[j]}, {base[j] + s[j] - 1}]"
+                )
         # lowering only needs one form: outputPadding is the extra the requested sizes imply
         opts["outputPadding"] = [sizes[j] - base[j] for j in range(2)]
     out = [base[j] + opts["outputPadding"][j] for j in range(2)]
@@ -226,14 +255,22 @@ def _conv_transpose2d(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list
     return [TT(dt, _out4(opts["inputLayout"], n, out_c, out[0], out[1]))]
 
 
-define("convTranspose2d", ["input", "filter"], _conv_transpose2d,
-       "2-D transposed convolution over a 4-D input in inputLayout with a filter in filterLayout "
-       "(iohw|hwoi|ohwi; O = output channels / groups). Output size (in-1)*stride + dil*(k-1) + 1 - pb - pe "
-       "+ outputPadding, or outputSizes; bind fills both `outputSizes` and the matching `outputPadding`, "
-       "and resolves autoPad into explicit `padding`. WebNN §7.6.8 convTranspose2d().",
-       operand_options=["bias"],
-       options={**_CONV_OPTS, "filterLayout": (CONVT_FILTER_LAYOUT, "iohw"),
-                "outputPadding": ("ints", [0, 0]), "outputSizes": ("ints", None)})
+define(
+    "convTranspose2d",
+    ["input", "filter"],
+    _conv_transpose2d,
+    "2-D transposed convolution over a 4-D input in inputLayout with a filter in filterLayout "
+    "(iohw|hwoi|ohwi; O = output channels / groups). Output size (in-1)*stride + dil*(k-1) + 1 - pb - pe "
+    "+ outputPadding, or outputSizes; bind fills both `outputSizes` and the matching `outputPadding`, "
+    "and resolves autoPad into explicit `padding`. WebNN §7.6.8 convTranspose2d().",
+    operand_options=["bias"],
+    options={
+        **_CONV_OPTS,
+        "filterLayout": (CONVT_FILTER_LAYOUT, "iohw"),
+        "outputPadding": ("ints", [0, 0]),
+        "outputSizes": ("ints", None),
+    },
+)
 
 # -------------------------------------------------------------------------------------------- pooling
 
@@ -253,8 +290,9 @@ def _pool(allowed: frozenset[str]):
         s, d = opts["strides"], opts["dilations"]
         outs = {}
         for ceil in (False, True):
-            outs[ceil] = [pool_out_size(hw[j], k[j], s[j], d[j], pads[2 * j], pads[2 * j + 1], ceil)
-                          for j in range(2)]
+            outs[ceil] = [
+                pool_out_size(hw[j], k[j], s[j], d[j], pads[2 * j], pads[2 * j + 1], ceil) for j in range(2)
+            ]
         if opts["outputSizes"] is not None:
             sizes = list(opts["outputSizes"])
             if sizes == outs[False]:
@@ -262,32 +300,49 @@ def _pool(allowed: frozenset[str]):
             elif sizes == outs[True]:
                 opts["roundingType"] = "ceil"
             else:
-                ctx.fail(f"outputSizes {sizes} match neither floor ({outs[False]}) nor ceil ({outs[True]}) "
-                         "rounding")
+                ctx.fail(
+                    f"outputSizes {sizes} match neither floor ({outs[False]}) nor ceil ({outs[True]}) "
+                    "rounding"
+                )
         out = outs[opts["roundingType"] == "ceil"]
         if min(out) < 1:
-            ctx.fail(f"output spatial size {out[0]}x{out[1]} is empty (input {hw[0]}x{hw[1]}, window "
-                     f"{k[0]}x{k[1]})")
+            ctx.fail(
+                f"output spatial size {out[0]}x{out[1]} is empty (input {hw[0]}x{hw[1]}, window "
+                f"{k[0]}x{k[1]})"
+            )
         opts["outputSizes"] = out
         return [TT(x.dtype, _out4(opts["layout"], n, c, out[0], out[1]))]
+
     return infer
 
 
 _POOL_OPTS = {
-    "windowDimensions": ("ints", None), "padding": ("ints", [0, 0, 0, 0]), "strides": ("ints", [1, 1]),
-    "dilations": ("ints", [1, 1]), "autoPad": (AUTO_PAD, "explicit"), "layout": (INPUT_LAYOUT, "nchw"),
-    "roundingType": (("floor", "ceil"), "floor"), "outputSizes": ("ints", None),
+    "windowDimensions": ("ints", None),
+    "padding": ("ints", [0, 0, 0, 0]),
+    "strides": ("ints", [1, 1]),
+    "dilations": ("ints", [1, 1]),
+    "autoPad": (AUTO_PAD, "explicit"),
+    "layout": (INPUT_LAYOUT, "nchw"),
+    "roundingType": (("floor", "ceil"), "floor"),
+    "outputSizes": ("ints", None),
 }
-for _name, _what, _allowed in (("averagePool2d", "mean", FLOAT), ("l2Pool2d", "L2 norm", FLOAT),
-                               ("maxPool2d", "max", FLOAT | {"int8", "uint8"})):
-    define(_name, ["input"], _pool(_allowed),
-           f"Sliding-window {_what} over the spatial dims of a 4-D input in `layout` (nchw|nhwc). "
-           "windowDimensions defaults to the spatial dims (global pooling); output size rounds "
-           "(in + pb + pe - dil*(k-1) - 1) / stride down or up (roundingType) and adds 1. bind fills "
-           "windowDimensions, explicit `padding` (autoPad resolved), `outputSizes` and the roundingType "
-           "those imply. "
-           "WebNN §7.6.24 Pooling operations.",
-           options=dict(_POOL_OPTS))
+for _name, _what, _allowed in (
+    ("averagePool2d", "mean", FLOAT),
+    ("l2Pool2d", "L2 norm", FLOAT),
+    ("maxPool2d", "max", FLOAT | {"int8", "uint8"}),
+):
+    define(
+        _name,
+        ["input"],
+        _pool(_allowed),
+        f"Sliding-window {_what} over the spatial dims of a 4-D input in `layout` (nchw|nhwc). "
+        "windowDimensions defaults to the spatial dims (global pooling); output size rounds "
+        "(in + pb + pe - dil*(k-1) - 1) / stride down or up (roundingType) and adds 1. bind fills "
+        "windowDimensions, explicit `padding` (autoPad resolved), `outputSizes` and the roundingType "
+        "those imply. "
+        "WebNN §7.6.24 Pooling operations.",
+        options=dict(_POOL_OPTS),
+    )
 
 # -------------------------------------------------------------------------------------------- normalization
 
@@ -304,10 +359,15 @@ def _batch_norm(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
     return [TT(dt, x.shape)]
 
 
-define("batchNormalization", ["input", "mean", "variance"], _batch_norm,
-       "scale * (x - mean) / sqrt(variance + epsilon) + bias with 1-D mean/variance/scale/bias over the "
-       "dimension `axis` (default 1); scale and bias are operand options. WebNN §7.6.4 batchNormalization().",
-       operand_options=["scale", "bias"], options={"axis": ("int", 1), "epsilon": ("float", 1e-5)})
+define(
+    "batchNormalization",
+    ["input", "mean", "variance"],
+    _batch_norm,
+    "scale * (x - mean) / sqrt(variance + epsilon) + bias with 1-D mean/variance/scale/bias over the "
+    "dimension `axis` (default 1); scale and bias are operand options. WebNN §7.6.4 batchNormalization().",
+    operand_options=["scale", "bias"],
+    options={"axis": ("int", 1), "epsilon": ("float", 1e-5)},
+)
 
 
 def _instance_norm(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
@@ -320,12 +380,16 @@ def _instance_norm(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
     return [TT(dt, x.shape)]
 
 
-define("instanceNormalization", ["input"], _instance_norm,
-       "Per-sample, per-channel normalization of a 4-D input over its spatial dims: "
-       "scale[c] * (x - mean) / sqrt(var + epsilon) + bias[c]; layout nchw|nhwc. "
-       "WebNN §7.6.17 instanceNormalization().",
-       operand_options=["scale", "bias"],
-       options={"epsilon": ("float", 1e-5), "layout": (INPUT_LAYOUT, "nchw")})
+define(
+    "instanceNormalization",
+    ["input"],
+    _instance_norm,
+    "Per-sample, per-channel normalization of a 4-D input over its spatial dims: "
+    "scale[c] * (x - mean) / sqrt(var + epsilon) + bias[c]; layout nchw|nhwc. "
+    "WebNN §7.6.17 instanceNormalization().",
+    operand_options=["scale", "bias"],
+    options={"epsilon": ("float", 1e-5), "layout": (INPUT_LAYOUT, "nchw")},
+)
 
 
 def _layer_norm(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
@@ -339,8 +403,13 @@ def _layer_norm(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
     return [TT(dt, x.shape)]
 
 
-define("layerNormalization", ["input"], _layer_norm,
-       "Normalization over the dimensions `axes` (default [1, ..., rank-1]; negative accepted): "
-       "scale * (x - mean) / sqrt(var + epsilon) + bias, scale/bias shaped like the input dims at axes, "
-       "given positionally or as operand options. WebNN MLGraphBuilder.layerNormalization().",
-       operand_options=["scale", "bias"], options={"axes": ("ints", None), "epsilon": ("float", 1e-5)})
+define(
+    "layerNormalization",
+    ["input"],
+    _layer_norm,
+    "Normalization over the dimensions `axes` (default [1, ..., rank-1]; negative accepted): "
+    "scale * (x - mean) / sqrt(var + epsilon) + bias, scale/bias shaped like the input dims at axes, "
+    "given positionally or as operand options. WebNN MLGraphBuilder.layerNormalization().",
+    operand_options=["scale", "bias"],
+    options={"axes": ("ints", None), "epsilon": ("float", 1e-5)},
+)

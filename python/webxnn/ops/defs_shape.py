@@ -34,18 +34,24 @@ def resolve_new_shape(ctx: Ctx, in_shape: Sequence[Dim], new: Sequence[Dim]) -> 
     for d in new:
         if isinstance(d, DynDim):
             if d not in dyn_in:
-                ctx.fail(f"newShape {shown} names dynamic dimension {d.name!r}, which the input "
-                         f"{shape_str(in_shape)} does not have")
+                ctx.fail(
+                    f"newShape {shown} names dynamic dimension {d.name!r}, which the input "
+                    f"{shape_str(in_shape)} does not have"
+                )
             dyn_in.remove(d)
         elif d != -1:
             static_new *= d
     if -1 not in new:
         if dyn_in:
-            ctx.fail(f"reshape of {shape_str(in_shape)} to {shown}: dimension "
-                     f"{dyn_in[0].name!r} is dynamic (write -1 for it)")
+            ctx.fail(
+                f"reshape of {shape_str(in_shape)} to {shown}: dimension "
+                f"{dyn_in[0].name!r} is dynamic (write -1 for it)"
+            )
         if static_in != static_new:
-            ctx.fail(f"newShape {shown} has {static_new} elements but the input {shape_str(in_shape)} "
-                     f"has {static_in}")
+            ctx.fail(
+                f"newShape {shown} has {static_new} elements but the input {shape_str(in_shape)} "
+                f"has {static_in}"
+            )
         return list(new)
     if static_in % static_new:
         ctx.fail(f"newShape {shown}: {static_in} input elements do not divide into {static_new}")
@@ -55,8 +61,10 @@ def resolve_new_shape(ctx: Ctx, in_shape: Sequence[Dim], new: Sequence[Dim]) -> 
     elif len(dyn_in) == 1 and q == 1:
         fill = dyn_in[0]
     else:
-        ctx.fail(f"newShape {shown}: cannot infer -1 from input {shape_str(in_shape)} with dynamic "
-                 f"dimension {dyn_in[0].name!r}")
+        ctx.fail(
+            f"newShape {shown}: cannot infer -1 from input {shape_str(in_shape)} with dynamic "
+            f"dimension {dyn_in[0].name!r}"
+        )
     return [fill if d == -1 else d for d in new]
 
 
@@ -91,12 +99,17 @@ def _reshape(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
     return [TT(x.dtype, shape)]
 
 
-define("reshape", ["input"], _reshape,
-       "Same data, new shape newShape (one -1 or null entry is inferred). The converter form "
-       "reshape(axes=[..]) without newShape means squeeze. bind leaves the resolved shape in `newShape`. "
-       "WebNN §7.6.29 reshape().",
-       options={"newShape": ("shape", REQUIRED)}, accepts=("axes",),
-       normalize=_reshape_normalize)
+define(
+    "reshape",
+    ["input"],
+    _reshape,
+    "Same data, new shape newShape (one -1 or null entry is inferred). The converter form "
+    "reshape(axes=[..]) without newShape means squeeze. bind leaves the resolved shape in `newShape`. "
+    "WebNN §7.6.29 reshape().",
+    options={"newShape": ("shape", REQUIRED)},
+    accepts=("axes",),
+    normalize=_reshape_normalize,
+)
 
 
 def _squeeze(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
@@ -107,10 +120,14 @@ def _squeeze(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
     return [TT(x.dtype, shape)]
 
 
-define("squeeze", ["input"], _squeeze,
-       "Remove size-1 dims at `axes` (default: every static size-1 dim). A DSL alias: binds to a reshape "
-       "BoundNode with the resolved newShape. WebNN §7.6.36 squeeze() (earlier edition).",
-       options={"axes": ("ints", None)})
+define(
+    "squeeze",
+    ["input"],
+    _squeeze,
+    "Remove size-1 dims at `axes` (default: every static size-1 dim). A DSL alias: binds to a reshape "
+    "BoundNode with the resolved newShape. WebNN §7.6.36 squeeze() (earlier edition).",
+    options={"axes": ("ints", None)},
+)
 
 
 def _unsqueeze(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
@@ -124,10 +141,14 @@ def _unsqueeze(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
     return [TT(x.dtype, shape)]
 
 
-define("unsqueeze", ["input"], _unsqueeze,
-       "Insert size-1 dims at `axes` (positions in the output, negative counted from its end; ONNX "
-       "Unsqueeze). A DSL alias: binds to a reshape BoundNode with the resolved newShape.",
-       options={"axes": ("ints", REQUIRED)})
+define(
+    "unsqueeze",
+    ["input"],
+    _unsqueeze,
+    "Insert size-1 dims at `axes` (positions in the output, negative counted from its end; ONNX "
+    "Unsqueeze). A DSL alias: binds to a reshape BoundNode with the resolved newShape.",
+    options={"axes": ("ints", REQUIRED)},
+)
 
 # -------------------------------------------------------------------------------------------- transpose
 
@@ -141,10 +162,13 @@ def _transpose(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
     return [TT(x.dtype, [x.shape[p] for p in perm])]
 
 
-define("transpose", ["input"], _transpose,
-       "Permute dims: output dim i is input dim permutation[i] (default: reversed). "
-       "WebNN §7.6.38 transpose().",
-       options={"permutation": ("ints", None)})
+define(
+    "transpose",
+    ["input"],
+    _transpose,
+    "Permute dims: output dim i is input dim permutation[i] (default: reversed). WebNN §7.6.38 transpose().",
+    options={"permutation": ("ints", None)},
+)
 
 # -------------------------------------------------------------------------------------------- concat
 
@@ -160,17 +184,24 @@ def _concat(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
     out = list(xs[0].shape)
     for n, x in zip(names[1:], xs[1:]):
         if x.rank != r or any(x.shape[i] != out[i] for i in range(r) if i != axis):
-            ctx.fail(f"input {n!r} of shape {shape_str(x.shape)} does not match {shape_str(xs[0].shape)} "
-                     f"outside axis {axis}")
+            ctx.fail(
+                f"input {n!r} of shape {shape_str(x.shape)} does not match {shape_str(xs[0].shape)} "
+                f"outside axis {axis}"
+            )
     if len(xs) > 1:
         out[axis] = sum(need_int(x.shape[axis], "concat axis size") for x in xs)
     return [TT(dt, out)]
 
 
-define("concat", ["inputs"], _concat,
-       "Join the inputs (same dtype, same shape except along `axis`; negative counts from the end) along "
-       "`axis`. Inputs are positional (variadic). WebNN §7.6.6 concat().",
-       variadic=True, options={"axis": ("int", REQUIRED)})
+define(
+    "concat",
+    ["inputs"],
+    _concat,
+    "Join the inputs (same dtype, same shape except along `axis`; negative counts from the end) along "
+    "`axis`. Inputs are positional (variadic). WebNN §7.6.6 concat().",
+    variadic=True,
+    options={"axis": ("int", REQUIRED)},
+)
 
 # -------------------------------------------------------------------------------------------- slice
 
@@ -245,13 +276,18 @@ def _slice(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
     return [TT(x.dtype, out)]
 
 
-define("slice", ["input"], _slice,
-       "Take sizes[d] elements from starts[d] with step strides[d] in every dim (output ceil(size/stride)). "
-       "The ONNX form starts/ends/axes/steps is rewritten to this one; bind leaves dense, non-negative "
-       "starts/sizes/strides (a size is a DynDim only for an untouched dynamic dim). "
-       "WebNN §7.6.31 slice().",
-       options={"starts": ("ints", REQUIRED), "sizes": ("shape", REQUIRED), "strides": ("ints", None)},
-       accepts=("ends", "axes", "steps"), normalize=_slice_normalize)
+define(
+    "slice",
+    ["input"],
+    _slice,
+    "Take sizes[d] elements from starts[d] with step strides[d] in every dim (output ceil(size/stride)). "
+    "The ONNX form starts/ends/axes/steps is rewritten to this one; bind leaves dense, non-negative "
+    "starts/sizes/strides (a size is a DynDim only for an untouched dynamic dim). "
+    "WebNN §7.6.31 slice().",
+    options={"starts": ("ints", REQUIRED), "sizes": ("shape", REQUIRED), "strides": ("ints", None)},
+    accepts=("ends", "axes", "steps"),
+    normalize=_slice_normalize,
+)
 
 # -------------------------------------------------------------------------------------------- pad
 
@@ -277,12 +313,19 @@ def _pad(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
     return [TT(x.dtype, out)]
 
 
-define("pad", ["input"], _pad,
-       "Add beginningPadding[d] / endingPadding[d] elements around each dim, filled per mode: constant "
-       "(value), edge, reflection or symmetric. WebNN §7.6.23 pad().",
-       options={"beginningPadding": ("ints", REQUIRED), "endingPadding": ("ints", REQUIRED),
-                "mode": (("constant", "edge", "reflection", "symmetric"), "constant"),
-                "value": ("float", 0.0)})
+define(
+    "pad",
+    ["input"],
+    _pad,
+    "Add beginningPadding[d] / endingPadding[d] elements around each dim, filled per mode: constant "
+    "(value), edge, reflection or symmetric. WebNN §7.6.23 pad().",
+    options={
+        "beginningPadding": ("ints", REQUIRED),
+        "endingPadding": ("ints", REQUIRED),
+        "mode": (("constant", "edge", "reflection", "symmetric"), "constant"),
+        "value": ("float", 0.0),
+    },
+)
 
 # -------------------------------------------------------------------------------------------- split
 
@@ -310,12 +353,17 @@ def _split(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
     return [TT(x.dtype, [s if i == axis else d for i, d in enumerate(x.shape)]) for s in splits]
 
 
-define("split", ["input"], _split,
-       "Split along `axis` (default 0) into `splits` equal parts, or parts of the listed sizes; one output "
-       "per part (omitted splits = as many equal parts as the node has outputs). bind leaves the list of "
-       "sizes in `splits`. WebNN §7.6.35 split().",
-       options={"splits": ("int|ints", None), "axis": ("int", 0)}, normalize=_split_normalize,
-       num_outputs=lambda o: o["splits"] if isinstance(o["splits"], int) else len(o["splits"]))
+define(
+    "split",
+    ["input"],
+    _split,
+    "Split along `axis` (default 0) into `splits` equal parts, or parts of the listed sizes; one output "
+    "per part (omitted splits = as many equal parts as the node has outputs). bind leaves the list of "
+    "sizes in `splits`. WebNN §7.6.35 split().",
+    options={"splits": ("int|ints", None), "axis": ("int", 0)},
+    normalize=_split_normalize,
+    num_outputs=lambda o: o["splits"] if isinstance(o["splits"], int) else len(o["splits"]),
+)
 
 # -------------------------------------------------------------------------------------------- expand, tile
 
@@ -332,10 +380,14 @@ def _expand(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
     return [TT(x.dtype, out)]
 
 
-define("expand", ["input"], _expand,
-       "Broadcast the input to newShape (numpy rules; the output is the broadcast of both shapes). "
-       "WebNN MLGraphBuilder.expand().",
-       options={"newShape": ("ints", REQUIRED)})
+define(
+    "expand",
+    ["input"],
+    _expand,
+    "Broadcast the input to newShape (numpy rules; the output is the broadcast of both shapes). "
+    "WebNN MLGraphBuilder.expand().",
+    options={"newShape": ("ints", REQUIRED)},
+)
 
 
 def _tile(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
@@ -346,9 +398,13 @@ def _tile(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
     return [TT(x.dtype, [d if r == 1 else need_int(d, "tile") * r for d, r in zip(x.shape, reps)])]
 
 
-define("tile", ["input"], _tile,
-       "Repeat the input repetitions[d] times along each dim. WebNN MLGraphBuilder.tile().",
-       options={"repetitions": ("ints", REQUIRED)})
+define(
+    "tile",
+    ["input"],
+    _tile,
+    "Repeat the input repetitions[d] times along each dim. WebNN MLGraphBuilder.tile().",
+    options={"repetitions": ("ints", REQUIRED)},
+)
 
 
 def _reverse(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
@@ -358,9 +414,13 @@ def _reverse(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
     return [x]
 
 
-define("reverse", ["input"], _reverse,
-       "Reverse the element order along `axes` (default: all). WebNN MLGraphBuilder.reverse().",
-       options={"axes": ("ints", None)})
+define(
+    "reverse",
+    ["input"],
+    _reverse,
+    "Reverse the element order along `axes` (default: all). WebNN MLGraphBuilder.reverse().",
+    options={"axes": ("ints", None)},
+)
 
 # -------------------------------------------------------------------------------------------- gather/scatter
 
@@ -376,13 +436,19 @@ def _gather(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
     if x.rank == 0:
         ctx.fail("input must have rank >= 1")
     axis = opts["axis"] = norm_axis(opts["axis"], x.rank)
-    return [TT(x.dtype, [*x.shape[:axis], *idx.shape, *x.shape[axis + 1:]])]
+    return [TT(x.dtype, [*x.shape[:axis], *idx.shape, *x.shape[axis + 1 :]])]
 
 
-define("gather", ["input", "indices"], _gather,
-       "Take slices of the input along `axis` (default 0) at `indices` (int32/uint32/int64); output shape "
-       "input[:axis] + indices + input[axis+1:]. WebNN MLGraphBuilder.gather().",
-       options={"axis": ("int", 0)}, accepts=("shape",), normalize=_gather_normalize)
+define(
+    "gather",
+    ["input", "indices"],
+    _gather,
+    "Take slices of the input along `axis` (default 0) at `indices` (int32/uint32/int64); output shape "
+    "input[:axis] + indices + input[axis+1:]. WebNN MLGraphBuilder.gather().",
+    options={"axis": ("int", 0)},
+    accepts=("shape",),
+    normalize=_gather_normalize,
+)
 
 
 def _gather_elements(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
@@ -394,10 +460,14 @@ def _gather_elements(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
     return [TT(x.dtype, idx.shape)]
 
 
-define("gatherElements", ["input", "indices"], _gather_elements,
-       "output[i] = input[i with dim axis replaced by indices[i]]; output has the indices' shape. "
-       "WebNN MLGraphBuilder.gatherElements().",
-       options={"axis": ("int", 0)})
+define(
+    "gatherElements",
+    ["input", "indices"],
+    _gather_elements,
+    "output[i] = input[i with dim axis replaced by indices[i]]; output has the indices' shape. "
+    "WebNN MLGraphBuilder.gatherElements().",
+    options={"axis": ("int", 0)},
+)
 
 
 def _gather_nd(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
@@ -411,9 +481,13 @@ def _gather_nd(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
     return [TT(x.dtype, [*idx.shape[:-1], *x.shape[k:]])]
 
 
-define("gatherND", ["input", "indices"], _gather_nd,
-       "Gather slices addressed by the last indices dim (k coordinates); output indices[:-1] + input[k:]. "
-       "WebNN MLGraphBuilder.gatherND().")
+define(
+    "gatherND",
+    ["input", "indices"],
+    _gather_nd,
+    "Gather slices addressed by the last indices dim (k coordinates); output indices[:-1] + input[k:]. "
+    "WebNN MLGraphBuilder.gatherND().",
+)
 
 
 def _scatter_elements(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
@@ -421,16 +495,22 @@ def _scatter_elements(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list
     dtype_in(ctx, idx, "indices", INDEX)
     same_dtype(ctx, {"input": x, "updates": upd})
     if idx.shape != upd.shape or idx.rank != x.rank or x.rank == 0:
-        ctx.fail(f"indices {shape_str(idx.shape)} and updates {shape_str(upd.shape)} must match and have "
-                 f"the input's rank ({shape_str(x.shape)})")
+        ctx.fail(
+            f"indices {shape_str(idx.shape)} and updates {shape_str(upd.shape)} must match and have "
+            f"the input's rank ({shape_str(x.shape)})"
+        )
     opts["axis"] = norm_axis(opts["axis"], x.rank)
     return [x]
 
 
-define("scatterElements", ["input", "indices", "updates"], _scatter_elements,
-       "A copy of the input with updates written at indices along `axis`; output has the input's shape. "
-       "WebNN MLGraphBuilder.scatterElements().",
-       options={"axis": ("int", 0)})
+define(
+    "scatterElements",
+    ["input", "indices", "updates"],
+    _scatter_elements,
+    "A copy of the input with updates written at indices along `axis`; output has the input's shape. "
+    "WebNN MLGraphBuilder.scatterElements().",
+    options={"axis": ("int", 0)},
+)
 
 
 def _scatter_nd(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
@@ -442,14 +522,20 @@ def _scatter_nd(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
     k = need_int(idx.shape[-1], "scatterND index depth")
     want = (*idx.shape[:-1], *x.shape[k:])
     if not 1 <= k <= x.rank or tuple(upd.shape) != want:
-        ctx.fail(f"updates {shape_str(upd.shape)} must have shape {shape_str(want)} (indices "
-                 f"{shape_str(idx.shape)}, input {shape_str(x.shape)})")
+        ctx.fail(
+            f"updates {shape_str(upd.shape)} must have shape {shape_str(want)} (indices "
+            f"{shape_str(idx.shape)}, input {shape_str(x.shape)})"
+        )
     return [x]
 
 
-define("scatterND", ["input", "indices", "updates"], _scatter_nd,
-       "A copy of the input with slices replaced at the coordinates in indices' last dim; output has the "
-       "input's shape. WebNN MLGraphBuilder.scatterND().")
+define(
+    "scatterND",
+    ["input", "indices", "updates"],
+    _scatter_nd,
+    "A copy of the input with slices replaced at the coordinates in indices' last dim; output has the "
+    "input's shape. WebNN MLGraphBuilder.scatterND().",
+)
 
 # ------------------------------------------------------------------------------------ triangular, cumsum
 
@@ -467,11 +553,16 @@ def _triangular(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
     return [t["input"]]
 
 
-define("triangular", ["input"], _triangular,
-       "Keep the upper (upper=true, default) or lower triangle of the last two dims relative to diagonal "
-       "`diagonal` (converter `k`), zeroing the rest. WebNN MLGraphBuilder.triangular().",
-       options={"upper": ("bool", True), "diagonal": ("int", 0)}, accepts=("k",),
-       normalize=_triangular_normalize)
+define(
+    "triangular",
+    ["input"],
+    _triangular,
+    "Keep the upper (upper=true, default) or lower triangle of the last two dims relative to diagonal "
+    "`diagonal` (converter `k`), zeroing the rest. WebNN MLGraphBuilder.triangular().",
+    options={"upper": ("bool", True), "diagonal": ("int", 0)},
+    accepts=("k",),
+    normalize=_triangular_normalize,
+)
 
 
 def _cumsum(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
@@ -483,10 +574,14 @@ def _cumsum(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
     return [x]
 
 
-define("cumulativeSum", ["input"], _cumsum,
-       "Running sum along `axis`; `exclusive` leaves out the current element, `reversed` sums from the end. "
-       "WebNN MLGraphBuilder.cumulativeSum().",
-       options={"axis": ("int", REQUIRED), "exclusive": ("bool", False), "reversed": ("bool", False)})
+define(
+    "cumulativeSum",
+    ["input"],
+    _cumsum,
+    "Running sum along `axis`; `exclusive` leaves out the current element, `reversed` sums from the end. "
+    "WebNN MLGraphBuilder.cumulativeSum().",
+    options={"axis": ("int", REQUIRED), "exclusive": ("bool", False), "reversed": ("bool", False)},
+)
 
 # -------------------------------------------------------------------------------------------- constant
 
@@ -497,8 +592,16 @@ def _constant(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
     return [TT(opts["dataType"], opts["shape"])]
 
 
-define("constant", [], _constant,
-       "A constant written in the nodes block (the ONNX converter's Constant): dataType, shape and `data` "
-       "(base64 of raw little-endian bytes) or a scalar `value`. WebNN §7.6.3 constant().",
-       options={"dataType": ("dtype", REQUIRED), "shape": ("ints", REQUIRED), "data": ("str", None),
-                "value": ("float", None)})
+define(
+    "constant",
+    [],
+    _constant,
+    "A constant written in the nodes block (the ONNX converter's Constant): dataType, shape and `data` "
+    "(base64 of raw little-endian bytes) or a scalar `value`. WebNN §7.6.3 constant().",
+    options={
+        "dataType": ("dtype", REQUIRED),
+        "shape": ("ints", REQUIRED),
+        "data": ("str", None),
+        "value": ("float", None),
+    },
+)

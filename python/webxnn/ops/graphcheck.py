@@ -17,22 +17,28 @@ def _where(graph: Graph) -> str:
     return f"{graph.source}: " if graph.source else ""
 
 
-def _declared_type(graph: Graph, kind: str, name: str, dtype: str, shape: list,
-                   allow_dyn: bool) -> TensorType:
+def _declared_type(
+    graph: Graph, kind: str, name: str, dtype: str, shape: list, allow_dyn: bool
+) -> TensorType:
     if dtype not in DTYPES:
-        raise ValidationError(f"{_where(graph)}{kind} {name!r}: unknown data type {dtype!r} "
-                              f"(known: {', '.join(DTYPES)})")
+        raise ValidationError(
+            f"{_where(graph)}{kind} {name!r}: unknown data type {dtype!r} (known: {', '.join(DTYPES)})"
+        )
     for d in shape:
         if isinstance(d, DynDim):
             if not allow_dyn:
-                raise ValidationError(f"{_where(graph)}{kind} {name!r}: constants cannot have dynamic "
-                                      f"dimensions ({d.name!r})")
+                raise ValidationError(
+                    f"{_where(graph)}{kind} {name!r}: constants cannot have dynamic dimensions ({d.name!r})"
+                )
             if d.max_size < 1:
-                raise ValidationError(f"{_where(graph)}{kind} {name!r}: dynamic dimension {d.name!r} "
-                                      f"needs a positive maximum, got {d.max_size}")
+                raise ValidationError(
+                    f"{_where(graph)}{kind} {name!r}: dynamic dimension {d.name!r} "
+                    f"needs a positive maximum, got {d.max_size}"
+                )
         elif isinstance(d, bool) or not isinstance(d, int) or d < 1:
-            raise ValidationError(f"{_where(graph)}{kind} {name!r}: dimension {d!r} in shape {shape} must be "
-                                  "a positive integer")
+            raise ValidationError(
+                f"{_where(graph)}{kind} {name!r}: dimension {d!r} in shape {shape} must be a positive integer"
+            )
     return TensorType(dtype, tuple(shape))
 
 

@@ -64,6 +64,7 @@ class Ctx:
 
 # ---------------------------------------------------------------------------------------------- options
 
+
 def _is_int(v: Any) -> bool:
     if isinstance(v, bool):
         return False
@@ -81,9 +82,21 @@ def normalize_dtype(v: Any) -> str | None:
     if not isinstance(v, str):
         return None
     s = v.strip().lower()
-    short = {"f32": "float32", "f16": "float16", "i8": "int8", "u8": "uint8", "i32": "int32",
-             "u32": "uint32", "i64": "int64", "u64": "uint64", "i4": "int4", "u4": "uint4",
-             "float": "float32", "half": "float16", "bool": "uint8"}
+    short = {
+        "f32": "float32",
+        "f16": "float16",
+        "i8": "int8",
+        "u8": "uint8",
+        "i32": "int32",
+        "u32": "uint32",
+        "i64": "int64",
+        "u64": "uint64",
+        "i4": "int4",
+        "u4": "uint4",
+        "float": "float32",
+        "half": "float16",
+        "bool": "uint8",
+    }
     s = short.get(s, s)
     return s if s in DTYPES else None
 
@@ -159,6 +172,7 @@ def coerce_option(ctx: Ctx, key: str, kind: Any, v: Any) -> Any:
 
 # ---------------------------------------------------------------------------------------------- bind
 
+
 def operand_roles(spec: OpSpec) -> list[str]:
     """Roles in positional order: required inputs, positional-only optional inputs, operand options."""
     return [*spec.inputs, *spec.optional_inputs, *spec.operand_options]
@@ -200,21 +214,25 @@ def _bind(spec: OpSpec, ctx: Ctx, node: Node, types: dict[str, TensorType]) -> B
     else:
         roles = operand_roles(spec)
         if len(node.inputs) < len(spec.inputs):
-            missing = spec.inputs[len(node.inputs):]
-            ctx.fail(f"expects {len(spec.inputs)} operand(s) ({', '.join(spec.inputs)}), got "
-                     f"{len(node.inputs)}; missing {', '.join(missing)}")
+            missing = spec.inputs[len(node.inputs) :]
+            ctx.fail(
+                f"expects {len(spec.inputs)} operand(s) ({', '.join(spec.inputs)}), got "
+                f"{len(node.inputs)}; missing {', '.join(missing)}"
+            )
         if len(node.inputs) > len(roles):
             ctx.fail(f"expects at most {len(roles)} operand(s) ({', '.join(roles)}), got {len(node.inputs)}")
         for role, name in zip(roles, node.inputs):
             operands[role] = check_ref(name, role)
-        for role in roles[len(node.inputs):]:
+        for role in roles[len(node.inputs) :]:
             operands[role] = None
         for role in spec.operand_options:
             if role in opts:
                 v = opts.pop(role)
                 if operands[role] is not None:
-                    ctx.fail(f"operand {role!r} given both positionally ({operands[role]!r}) and as "
-                             f"option {role}={v!r}")
+                    ctx.fail(
+                        f"operand {role!r} given both positionally ({operands[role]!r}) and as "
+                        f"option {role}={v!r}"
+                    )
                 operands[role] = None if v is None else check_ref(v, role)
 
     unknown = [k for k in opts if k not in spec.options and k not in spec.accepts]
@@ -245,7 +263,14 @@ def _bind(spec: OpSpec, ctx: Ctx, node: Node, types: dict[str, TensorType]) -> B
     assert spec.infer is not None, spec.name
     out_types = spec.infer(ctx, ttypes, full)
     if len(out_types) != len(node.outputs):
-        ctx.fail(f"produces {len(out_types)} output(s) but the node names {len(node.outputs)} "
-                 f"({', '.join(node.outputs)})")
-    return BoundNode(node=node, op=full.pop("__op__", spec.name), operands=operands, options=full,
-                     outputs=list(zip(node.outputs, out_types)))
+        ctx.fail(
+            f"produces {len(out_types)} output(s) but the node names {len(node.outputs)} "
+            f"({', '.join(node.outputs)})"
+        )
+    return BoundNode(
+        node=node,
+        op=full.pop("__op__", spec.name),
+        operands=operands,
+        options=full,
+        outputs=list(zip(node.outputs, out_types)),
+    )

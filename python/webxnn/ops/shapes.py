@@ -64,7 +64,8 @@ def broadcast_shapes(*shapes: Sequence[Dim]) -> tuple[Dim, ...]:
             except ValueError:
                 raise ValidationError(
                     "shapes " + " and ".join(shape_str(x) for x in shapes) + " are not broadcastable "
-                    f"(dimension {i - rank} of the result: {dim_str(out[i])} vs {dim_str(d)})") from None
+                    f"(dimension {i - rank} of the result: {dim_str(out[i])} vs {dim_str(d)})"
+                ) from None
     return tuple(out)
 
 
@@ -120,8 +121,9 @@ def auto_pad(size: int, k: int, stride: int, dil: int, upper: bool) -> tuple[int
     return (small, total - small) if upper else (total - small, small)
 
 
-def auto_pad_transpose(size: int, k: int, stride: int, dil: int, out_pad: int,
-                       upper: bool) -> tuple[int, int]:
+def auto_pad_transpose(
+    size: int, k: int, stride: int, dil: int, out_pad: int, upper: bool
+) -> tuple[int, int]:
     """autoPad for convTranspose2d: the output size is size*stride; the padding to remove is split like
     `auto_pad` (extra at the end for "same-upper")."""
     total = max(0, (size - 1) * stride + dil * (k - 1) + 1 + out_pad - size * stride)

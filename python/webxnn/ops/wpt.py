@@ -33,8 +33,9 @@ def case_array(desc: dict[str, Any]) -> np.ndarray:
     return np.asarray(data, dtype=dtype).reshape(shape)
 
 
-def node_from_call(name: str, arguments: list[dict[str, Any]], outputs: list[str], known: set[str],
-                   node_id: str) -> Node:
+def node_from_call(
+    name: str, arguments: list[dict[str, Any]], outputs: list[str], known: set[str], node_id: str
+) -> Node:
     """One MLGraphBuilder call as a Node: operands positional, other parameters as named options."""
     spec = get(name)
     inputs: list[str] = []
@@ -63,8 +64,9 @@ def case_to_graph(case: dict[str, Any]) -> Graph:
     for name, desc in case.get("inputs", {}).items():
         g.inputs[name] = Operand(name, desc["dataType"], list(desc["shape"]))
     for name, desc in (case.get("constants") or {}).items():
-        g.consts[name] = Const(name, desc["dataType"], list(desc["shape"]),
-                               init=ConstInit("weights", ref=name))
+        g.consts[name] = Const(
+            name, desc["dataType"], list(desc["shape"]), init=ConstInit("weights", ref=name)
+        )
         g.weights[name] = case_array(desc)
     known = set(g.inputs) | set(g.consts)
     for i, op in enumerate(case["operators"]):

@@ -31,28 +31,75 @@ SCHEMA_PACKAGE = "webxnn.xnn._schema"
 
 # Builder Prepend<Type>Slot method → struct format of the scalar
 _SLOT_FORMATS = {
-    "PrependBoolSlot": "<?", "PrependInt8Slot": "<b", "PrependUint8Slot": "<B", "PrependInt16Slot": "<h",
-    "PrependUint16Slot": "<H", "PrependInt32Slot": "<i", "PrependUint32Slot": "<I", "PrependInt64Slot": "<q",
-    "PrependUint64Slot": "<Q", "PrependFloat32Slot": "<f", "PrependFloat64Slot": "<d",
+    "PrependBoolSlot": "<?",
+    "PrependInt8Slot": "<b",
+    "PrependUint8Slot": "<B",
+    "PrependInt16Slot": "<h",
+    "PrependUint16Slot": "<H",
+    "PrependInt32Slot": "<i",
+    "PrependUint32Slot": "<I",
+    "PrependInt64Slot": "<q",
+    "PrependUint64Slot": "<Q",
+    "PrependFloat32Slot": "<f",
+    "PrependFloat64Slot": "<d",
 }
 # number_types flags class → struct format of a vector element
 _FLAG_FORMATS = {
-    nt.BoolFlags: "<?", nt.Int8Flags: "<b", nt.Uint8Flags: "<B", nt.Int16Flags: "<h", nt.Uint16Flags: "<H",
-    nt.Int32Flags: "<i", nt.Uint32Flags: "<I", nt.Int64Flags: "<q", nt.Uint64Flags: "<Q",
-    nt.Float32Flags: "<f", nt.Float64Flags: "<d",
+    nt.BoolFlags: "<?",
+    nt.Int8Flags: "<b",
+    nt.Uint8Flags: "<B",
+    nt.Int16Flags: "<h",
+    nt.Uint16Flags: "<H",
+    nt.Int32Flags: "<i",
+    nt.Uint32Flags: "<I",
+    nt.Int64Flags: "<q",
+    nt.Uint64Flags: "<Q",
+    nt.Float32Flags: "<f",
+    nt.Float64Flags: "<d",
 }
 
 # Union members whose table has another name (`XNNAdd: _XNNNode2x1`). flatc's Python output does not record
 # this, so it is spelled out here, copied from the `union XNodeUnion` declaration; members not listed use the
 # table of their own name. tests/test_xnn_layout.py checks this table against schema/xnngraph.fbs.
 NODE_TABLE_ALIASES: dict[str, str] = {
-    **{k: "_XNNNode2x1" for k in (
-        "XNNAdd", "XNNDiv", "XNNMinimum", "XNNMultiply", "XNNSubtract", "XNNMaximum", "XNNPReLU",
-        "XNNBatchMatrixMultiply")},
-    **{k: "_XNNNode1x1" for k in (
-        "XNNSoftmax", "XNNSigmoid", "XNNClamp", "XNNFloor", "XNNConvert", "XNNGlobalAvgPooling2d",
-        "XNNSquareRoot", "XNNCeiling", "XNNHardswish", "XNNNegate", "XNNSquare", "XNNAbs",
-        "XNNReciprocalSquareRoot", "XNNLog", "XNNGelu", "XNNTanh", "XNNExp", "XNNSin", "XNNCopy", "XNNCos")},
+    **{
+        k: "_XNNNode2x1"
+        for k in (
+            "XNNAdd",
+            "XNNDiv",
+            "XNNMinimum",
+            "XNNMultiply",
+            "XNNSubtract",
+            "XNNMaximum",
+            "XNNPReLU",
+            "XNNBatchMatrixMultiply",
+        )
+    },
+    **{
+        k: "_XNNNode1x1"
+        for k in (
+            "XNNSoftmax",
+            "XNNSigmoid",
+            "XNNClamp",
+            "XNNFloor",
+            "XNNConvert",
+            "XNNGlobalAvgPooling2d",
+            "XNNSquareRoot",
+            "XNNCeiling",
+            "XNNHardswish",
+            "XNNNegate",
+            "XNNSquare",
+            "XNNAbs",
+            "XNNReciprocalSquareRoot",
+            "XNNLog",
+            "XNNGelu",
+            "XNNTanh",
+            "XNNExp",
+            "XNNSin",
+            "XNNCopy",
+            "XNNCos",
+        )
+    },
     **{k: "_XNNNodeConv" for k in ("XNNConv2d", "XNNDepthwiseConv2d", "XNNConvTranspose2d")},
     **{k: "_XNNPooling2D" for k in ("XNNAvgPooling2d", "XNNMaxPooling2d")},
     **{k: "_XNNCat" for k in ("XNNConcatenate2", "XNNConcatenate3", "XNNConcatenate4", "XNNConcatenate5")},
@@ -109,6 +156,7 @@ class _RecordingBuilder:
         def record(*args: Any) -> int:
             self.calls.append((name, args))
             return 0
+
         return record
 
 
@@ -188,8 +236,11 @@ def table(name: str) -> TableSpec:
         method, args = rec.calls[0]
         slot = args[0]
         if method in _SLOT_FORMATS:
-            kind, fmt, sub = ("union_type" if camel.endswith("Type") and hasattr(mod, "Add" + camel[:-4])
-                              else "scalar"), _SLOT_FORMATS[method], ""
+            kind, fmt, sub = (
+                ("union_type" if camel.endswith("Type") and hasattr(mod, "Add" + camel[:-4]) else "scalar"),
+                _SLOT_FORMATS[method],
+                "",
+            )
             default = args[2]
         else:  # PrependUOffsetTRelativeSlot: vector, string, table or union
             kind, fmt, sub = _probe_field(cls, camel)
@@ -210,8 +261,9 @@ def table(name: str) -> TableSpec:
 def union_members(union: str) -> dict[str, int]:
     """Member name → type value (NONE excluded) of a schema union, e.g. XNodeUnion."""
     cls = getattr(schema_module(union), union)
-    return {k: v for k, v in vars(cls).items()
-            if not k.startswith("_") and isinstance(v, int) and k != "NONE"}
+    return {
+        k: v for k, v in vars(cls).items() if not k.startswith("_") and isinstance(v, int) and k != "NONE"
+    }
 
 
 @functools.cache

@@ -25,8 +25,10 @@ from .ir import (
 
 # (height field, width field) pairs shown as one "HxW" parameter, and the label to show
 _PAIRS = [
-    ("kernel", "kernel_height", "kernel_width"), ("pool", "pooling_height", "pooling_width"),
-    ("stride", "subsampling_height", "subsampling_width"), ("stride", "stride_height", "stride_width"),
+    ("kernel", "kernel_height", "kernel_width"),
+    ("pool", "pooling_height", "pooling_width"),
+    ("stride", "subsampling_height", "subsampling_width"),
+    ("stride", "stride_height", "stride_width"),
     ("dilation", "dilation_height", "dilation_width"),
     ("adjustment", "adjustment_height", "adjustment_width"),
     ("size", "new_height", "new_width"),
@@ -75,8 +77,11 @@ def _quant_summary(q: Any) -> dict[str, Any] | None:
         return {"kind": "per-tensor", "scale": _num(float(q.scale)), "zero_point": q.zero_point}
     if isinstance(q, PerTokenDynamicQuant):
         return {"kind": "per-token dynamic", "num_nonbatch_dims": q.num_nonbatch_dims}
-    d: dict[str, Any] = {"kind": "per-channel" if isinstance(q, PerChannelQuant) else "per-channel-group",
-                         "channel_dim": q.channel_dim, "num_scales": len(q.scale)}
+    d: dict[str, Any] = {
+        "kind": "per-channel" if isinstance(q, PerChannelQuant) else "per-channel-group",
+        "channel_dim": q.channel_dim,
+        "num_scales": len(q.scale),
+    }
     if isinstance(q, PerChannelGroupQuant):
         d["group_size"] = q.group_size
     if q.scale_buffer_idx:
@@ -185,21 +190,40 @@ def summary_dict(g: XnnGraph, blob_size: int | None = None) -> dict[str, Any]:
         out = []
         for k, vid in enumerate(ids):
             v = by_id.get(vid)
-            out.append({"name": names[k] if k < len(names) else None, "value": vid,
-                        "external_id": v.external_id if v else None,
-                        "dtype": dtype_name(v.datatype) if v else None, "dims": list(v.dims) if v else None})
+            out.append(
+                {
+                    "name": names[k] if k < len(names) else None,
+                    "value": vid,
+                    "external_id": v.external_id if v else None,
+                    "dtype": dtype_name(v.datatype) if v else None,
+                    "dims": list(v.dims) if v else None,
+                }
+            )
         return out
 
-    values = [{"id": v.id, "dtype": dtype_name(v.datatype), "dims": list(v.dims), "kind": _value_kind(g, v),
-               "quant": _quant_summary(v.quant)} for v in g.values]
+    values = [
+        {
+            "id": v.id,
+            "dtype": dtype_name(v.datatype),
+            "dims": list(v.dims),
+            "kind": _value_kind(g, v),
+            "quant": _quant_summary(v.quant),
+        }
+        for v in g.values
+    ]
     nodes = []
     for i, n in enumerate(g.nodes):
         out_ids = n.output_ids()
         in_ids = [vid for vid in n.input_ids() if vid not in out_ids]
         if n.kind.startswith("XNNConcatenate") and n.kind[14:].isdigit():
             in_ids = [n.fields.get(f"input{k}_id", INVALID_ID) for k in range(1, int(n.kind[14:]) + 1)]
-        nd: dict[str, Any] = {"index": i, "kind": n.kind, "inputs": in_ids, "outputs": out_ids,
-                              "params": _node_params(n)}
+        nd: dict[str, Any] = {
+            "index": i,
+            "kind": n.kind,
+            "inputs": in_ids,
+            "outputs": out_ids,
+            "params": _node_params(n),
+        }
         if n.output_min_max is not None:
             nd["clamp"] = [_num(float(n.output_min_max[0])), _num(float(n.output_min_max[1]))]
         if meta and i < len(meta.node_sources):
@@ -210,21 +234,40 @@ def summary_dict(g: XnnGraph, blob_size: int | None = None) -> dict[str, Any]:
     total_const = sum(s for _, s in known)
     largest = max(known, key=lambda t: t[1], default=None)
     h = g.header
-    header = None if h is None else {
-        "header_length": h.header_length, "flatbuffer_offset": h.flatbuffer_offset,
-        "flatbuffer_size": h.flatbuffer_size, "constant_data_offset": h.constant_data_offset,
-        "constant_data_size": h.constant_data_size}
-    totals: dict[str, Any] = {"blob_size": blob_size, "flatbuffer_size": h.flatbuffer_size if h else None,
-                              "constants_bytes": total_const,
-                              "overhead_bytes": blob_size - total_const if blob_size is not None else None}
+    header = (
+        None
+        if h is None
+        else {
+            "header_length": h.header_length,
+            "flatbuffer_offset": h.flatbuffer_offset,
+            "flatbuffer_size": h.flatbuffer_size,
+            "constant_data_offset": h.constant_data_offset,
+            "constant_data_size": h.constant_data_size,
+        }
+    )
+    totals: dict[str, Any] = {
+        "blob_size": blob_size,
+        "flatbuffer_size": h.flatbuffer_size if h else None,
+        "constants_bytes": total_const,
+        "overhead_bytes": blob_size - total_const if blob_size is not None else None,
+    }
     return {
-        "identifier": g.identifier, "version": g.version, "producer": meta.producer if meta else None,
-        "has_header": g.has_header, "header": header, "num_externs": g.num_externs,
-        "inputs": io(list(g.input_ids), in_names), "outputs": io(list(g.output_ids), out_names),
-        "values": values, "nodes": nodes,
-        "constants": {"count": len(sizes), "total_bytes": total_const,
-                      "missing": [i for i, s in sizes if s is None],
-                      "largest": None if largest is None else {"index": largest[0], "bytes": largest[1]}},
+        "identifier": g.identifier,
+        "version": g.version,
+        "producer": meta.producer if meta else None,
+        "has_header": g.has_header,
+        "header": header,
+        "num_externs": g.num_externs,
+        "inputs": io(list(g.input_ids), in_names),
+        "outputs": io(list(g.output_ids), out_names),
+        "values": values,
+        "nodes": nodes,
+        "constants": {
+            "count": len(sizes),
+            "total_bytes": total_const,
+            "missing": [i for i, s in sizes if s is None],
+            "largest": None if largest is None else {"index": largest[0], "bytes": largest[1]},
+        },
         "totals": totals,
     }
 
@@ -244,25 +287,38 @@ def describe(g: XnnGraph, blob_size: int | None = None) -> str:
     """A plain-text report of a graph (as read from a blob of `blob_size` bytes, if given)."""
     s = summary_dict(g, blob_size)
     lines = []
-    lines.append(f"identifier   {s['identifier']}   version {s['version']!r}   "
-                 f"producer {s['producer'] if s['producer'] is not None else '(none)'}")
+    lines.append(
+        f"identifier   {s['identifier']}   version {s['version']!r}   "
+        f"producer {s['producer'] if s['producer'] is not None else '(none)'}"
+    )
     h = s["header"]
     if h is not None:
-        lines.append(f"header       XH00 length {h['header_length']}; flatbuffer {h['flatbuffer_size']} B at "
-                     f"{h['flatbuffer_offset']}; constants {h['constant_data_size']} B at "
-                     f"{h['constant_data_offset']}")
+        lines.append(
+            f"header       XH00 length {h['header_length']}; flatbuffer {h['flatbuffer_size']} B at "
+            f"{h['flatbuffer_offset']}; constants {h['constant_data_size']} B at "
+            f"{h['constant_data_offset']}"
+        )
     elif not s["has_header"]:
         lines.append("header       none (bare flatbuffer)")
     lines.append(f"externs      {s['num_externs']} (inputs {len(s['inputs'])}, outputs {len(s['outputs'])})")
     for title, key in (("inputs", "inputs"), ("outputs", "outputs")):
         lines.append(f"{title}:")
-        rows = [[f"[{e['external_id']}]", e["name"] if e["name"] is not None else "-", f"value {e['value']}",
-                 e["dtype"] or "?", _dims(e["dims"])] for e in s[key]]
+        rows = [
+            [
+                f"[{e['external_id']}]",
+                e["name"] if e["name"] is not None else "-",
+                f"value {e['value']}",
+                e["dtype"] or "?",
+                _dims(e["dims"]),
+            ]
+            for e in s[key]
+        ]
         lines += _table(rows) or ["  (none)"]
     lines.append(f"values ({len(s['values'])}):")
     rows = [["id", "dtype", "dims", "kind", "quant"]]
-    rows += [[str(v["id"]), v["dtype"], _dims(v["dims"]), v["kind"], _quant_text(v["quant"])]
-             for v in s["values"]]
+    rows += [
+        [str(v["id"]), v["dtype"], _dims(v["dims"]), v["kind"], _quant_text(v["quant"])] for v in s["values"]
+    ]
     lines += _table(rows)
     lines.append(f"nodes ({len(s['nodes'])}):")
     rows = []

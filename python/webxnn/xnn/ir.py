@@ -50,18 +50,40 @@ class Datatype(IntEnum):
 
 # bytes per element as stored in the constant segment (4-bit types: see `constant_nbytes`)
 ELEMENT_SIZE: dict[Datatype, int] = {
-    Datatype.FP32: 4, Datatype.FP16: 2, Datatype.QINT8: 1, Datatype.QUINT8: 1, Datatype.QINT32: 4,
-    Datatype.QCINT8: 1, Datatype.QCINT32: 4, Datatype.QDINT8: 1, Datatype.QPINT8: 1, Datatype.INT32: 4,
-    Datatype.PFP32: 4, Datatype.BF16: 2, Datatype.WX_INT8: 1, Datatype.WX_UINT8: 1, Datatype.WX_UINT32: 4,
-    Datatype.WX_INT64: 8, Datatype.WX_UINT64: 8,
+    Datatype.FP32: 4,
+    Datatype.FP16: 2,
+    Datatype.QINT8: 1,
+    Datatype.QUINT8: 1,
+    Datatype.QINT32: 4,
+    Datatype.QCINT8: 1,
+    Datatype.QCINT32: 4,
+    Datatype.QDINT8: 1,
+    Datatype.QPINT8: 1,
+    Datatype.INT32: 4,
+    Datatype.PFP32: 4,
+    Datatype.BF16: 2,
+    Datatype.WX_INT8: 1,
+    Datatype.WX_UINT8: 1,
+    Datatype.WX_UINT32: 4,
+    Datatype.WX_INT64: 8,
+    Datatype.WX_UINT64: 8,
 }
 
 NUMPY_DTYPE: dict[Datatype, np.dtype] = {
-    Datatype.FP32: np.dtype("<f4"), Datatype.FP16: np.dtype("<f2"), Datatype.QINT8: np.dtype("i1"),
-    Datatype.QUINT8: np.dtype("u1"), Datatype.QINT32: np.dtype("<i4"), Datatype.QCINT8: np.dtype("i1"),
-    Datatype.QCINT32: np.dtype("<i4"), Datatype.QDINT8: np.dtype("i1"), Datatype.INT32: np.dtype("<i4"),
-    Datatype.WX_INT8: np.dtype("i1"), Datatype.WX_UINT8: np.dtype("u1"), Datatype.WX_UINT32: np.dtype("<u4"),
-    Datatype.WX_INT64: np.dtype("<i8"), Datatype.WX_UINT64: np.dtype("<u8"),
+    Datatype.FP32: np.dtype("<f4"),
+    Datatype.FP16: np.dtype("<f2"),
+    Datatype.QINT8: np.dtype("i1"),
+    Datatype.QUINT8: np.dtype("u1"),
+    Datatype.QINT32: np.dtype("<i4"),
+    Datatype.QCINT8: np.dtype("i1"),
+    Datatype.QCINT32: np.dtype("<i4"),
+    Datatype.QDINT8: np.dtype("i1"),
+    Datatype.INT32: np.dtype("<i4"),
+    Datatype.WX_INT8: np.dtype("i1"),
+    Datatype.WX_UINT8: np.dtype("u1"),
+    Datatype.WX_UINT32: np.dtype("<u4"),
+    Datatype.WX_INT64: np.dtype("<i8"),
+    Datatype.WX_UINT64: np.dtype("<u8"),
 }
 
 
@@ -134,11 +156,14 @@ class Node:
         """Ids this node reads, in field order, without absent optional inputs. A ConcatenateN reads only
         input1..N (ExecuTorch payloads leave the unused `input5_id` at its default 0)."""
         if self.kind.startswith("XNNConcatenate"):
-            n = int(self.kind[len("XNNConcatenate"):])
+            n = int(self.kind[len("XNNConcatenate") :])
             ids = [self.fields.get(f"input{k}_id", INVALID_ID) for k in range(1, n + 1)]
             return [i for i in ids if i != INVALID_ID]
-        return [v for k, v in self.fields.items()
-                if k.endswith("_id") and not k.startswith("output") and v != INVALID_ID]
+        return [
+            v
+            for k, v in self.fields.items()
+            if k.endswith("_id") and not k.startswith("output") and v != INVALID_ID
+        ]
 
     def output_ids(self) -> list[int]:
         return [v for k, v in self.fields.items() if k.startswith("output") and k.endswith("_id")]

@@ -34,8 +34,12 @@ from .ir import (
 )
 
 IDENTIFIERS = (b"XN00", b"XN01")
-_QUANT_CLASSES = {"PerTensorQuant": PerTensorQuant, "PerChannelQuant": PerChannelQuant,
-                  "PerChannelGroupQuant": PerChannelGroupQuant, "PerTokenDynamicQuant": PerTokenDynamicQuant}
+_QUANT_CLASSES = {
+    "PerTensorQuant": PerTensorQuant,
+    "PerChannelQuant": PerChannelQuant,
+    "PerChannelGroupQuant": PerChannelGroupQuant,
+    "PerTokenDynamicQuant": PerTokenDynamicQuant,
+}
 _HEADER = struct.Struct("<4s4sHIIIQ")
 
 
@@ -52,14 +56,17 @@ class _Buf:
 
     def need(self, pos: int, size: int, what: str) -> None:
         if pos < 0 or size < 0 or pos + size > self.n:
-            raise FormatError(f"{what}: bytes {self.base + pos}..{self.base + pos + size} are outside the "
-                              f"{self.what} (bytes {self.base}..{self.base + self.n})")
+            raise FormatError(
+                f"{what}: bytes {self.base + pos}..{self.base + pos + size} are outside the "
+                f"{self.what} (bytes {self.base}..{self.base + self.n})"
+            )
 
     def spend(self, k: int, what: str) -> None:
         self.budget -= k
         if self.budget < 0:
-            raise FormatError(f"{what}: the {self.what} references far more data than it holds "
-                              "(overlapping vectors?)")
+            raise FormatError(
+                f"{what}: the {self.what} references far more data than it holds (overlapping vectors?)"
+            )
 
     def unpack(self, fmt: str, pos: int, what: str) -> Any:
         size = struct.calcsize(fmt)
@@ -93,8 +100,10 @@ class _Table:
         if off == 0:
             return 0
         if off < 4 or off + size > self.obj_len:
-            raise FormatError(f"{self.what}.{f.name}: field offset {off} is outside the table "
-                              f"({self.obj_len} bytes at byte {self.buf.base + self.pos})")
+            raise FormatError(
+                f"{self.what}.{f.name}: field offset {off} is outside the table "
+                f"({self.obj_len} bytes at byte {self.buf.base + self.pos})"
+            )
         return self.pos + off
 
     def present(self, f: L.FieldSpec) -> bool:
@@ -153,8 +162,13 @@ class _Table:
         if v is None:
             return []
         start, count = v
-        return [(start + 4 * i + struct.unpack_from("<I", self.buf.mv, start + 4 * i)[0],
-                 f"{self.what}.{f.name}[{i}]") for i in range(count)]
+        return [
+            (
+                start + 4 * i + struct.unpack_from("<I", self.buf.mv, start + 4 * i)[0],
+                f"{self.what}.{f.name}[{i}]",
+            )
+            for i in range(count)
+        ]
 
 
 def _string_at(buf: _Buf, t: int, what: str) -> str:
@@ -164,7 +178,7 @@ def _string_at(buf: _Buf, t: int, what: str) -> str:
     if buf.mv[t + 4 + count] != 0:
         raise FormatError(f"{what}: string at byte {buf.base + t} is not NUL-terminated")
     try:
-        return bytes(buf.mv[t + 4: t + 4 + count]).decode("utf-8")
+        return bytes(buf.mv[t + 4 : t + 4 + count]).decode("utf-8")
     except UnicodeDecodeError as e:
         raise FormatError(f"{what}: string at byte {buf.base + t} is not UTF-8 ({e.reason})") from None
 
@@ -219,8 +233,16 @@ def _read_value(t: _Table, i: int) -> Value:
         dt = Datatype(tv["datatype"])
     except ValueError:
         raise FormatError(f"{what}: unknown datatype {tv['datatype']}") from None
-    return Value(id=tv["id_out"], datatype=dt, dims=tv["dims"], constant_buffer_idx=tv["constant_buffer_idx"],
-                 external_id=tv["external_id"], flags=tv["flags"], quant=quant, dq_datatype=tv["dq_datatype"])
+    return Value(
+        id=tv["id_out"],
+        datatype=dt,
+        dims=tv["dims"],
+        constant_buffer_idx=tv["constant_buffer_idx"],
+        external_id=tv["external_id"],
+        flags=tv["flags"],
+        quant=quant,
+        dq_datatype=tv["dq_datatype"],
+    )
 
 
 def _read_node(t: _Table, i: int) -> Node:
@@ -235,10 +257,13 @@ def _read_node(t: _Table, i: int) -> Node:
     mm = t.table(_F("XNode", "output_min_max"))
     omm = None
     if mm is not None:
-        omm = (float(mm.scalar(_F("OutputMinMax", "output_min"))),
-               float(mm.scalar(_F("OutputMinMax", "output_max"))))
-    return Node(kind=kind, fields=fields, output_min_max=omm,
-                debug_handle=t.scalar(_F("XNode", "debug_handle")))
+        omm = (
+            float(mm.scalar(_F("OutputMinMax", "output_min"))),
+            float(mm.scalar(_F("OutputMinMax", "output_max"))),
+        )
+    return Node(
+        kind=kind, fields=fields, output_min_max=omm, debug_handle=t.scalar(_F("XNode", "debug_handle"))
+    )
 
 
 def _parse_header(mv: memoryview) -> Header:
@@ -251,14 +276,20 @@ def _parse_header(mv: memoryview) -> Header:
     if fb_size < 8:
         raise FormatError(f"header: flatbuffer_size {fb_size} (byte 14) is smaller than 8")
     if fb_off + fb_size > n:
-        raise FormatError(f"header: flatbuffer at {fb_off}..{fb_off + fb_size} (bytes 10, 14) runs past the "
-                          f"end of the {n}-byte blob")
+        raise FormatError(
+            f"header: flatbuffer at {fb_off}..{fb_off + fb_size} (bytes 10, 14) runs past the "
+            f"end of the {n}-byte blob"
+        )
     if c_off < fb_off + fb_size:
-        raise FormatError(f"header: constant_data_offset {c_off} (byte 18) overlaps the flatbuffer "
-                          f"(ends at {fb_off + fb_size})")
+        raise FormatError(
+            f"header: constant_data_offset {c_off} (byte 18) overlaps the flatbuffer "
+            f"(ends at {fb_off + fb_size})"
+        )
     if c_off + c_size > n:
-        raise FormatError(f"header: constant segment at {c_off}..{c_off + c_size} (bytes 18, 22) runs past "
-                          f"the end of the {n}-byte blob")
+        raise FormatError(
+            f"header: constant segment at {c_off}..{c_off + c_size} (bytes 18, 22) runs past "
+            f"the end of the {n}-byte blob"
+        )
     return Header(fb_off, fb_size, c_off, c_size, hlen)
 
 
@@ -275,14 +306,18 @@ def read(blob: bytes | bytearray | memoryview, named_data: dict[str, bytes] | No
         raise FormatError(f"blob is {len(mv)} bytes, too short to be an XNNPACK payload")
     header = _parse_header(mv) if bytes(mv[4:8]) == b"XH00" else None
     if header is not None:
-        buf = _Buf(mv[header.flatbuffer_offset: header.flatbuffer_offset + header.flatbuffer_size],
-                   header.flatbuffer_offset)
+        buf = _Buf(
+            mv[header.flatbuffer_offset : header.flatbuffer_offset + header.flatbuffer_size],
+            header.flatbuffer_offset,
+        )
     else:
         buf = _Buf(mv, 0)
     ident = bytes(buf.mv[4:8])
     if ident not in IDENTIFIERS:
-        raise FormatError(f"flatbuffer identifier at byte {buf.base + 4} is {ident!r}, expected b'XN00' or "
-                          "b'XN01' (not an XNNPACK payload)")
+        raise FormatError(
+            f"flatbuffer identifier at byte {buf.base + 4} is {ident!r}, expected b'XN00' or "
+            "b'XN01' (not an XNNPACK payload)"
+        )
     root = _root(buf, "XNNGraph")
     G = "XNNGraph"  # noqa: N806
     g = XnnGraph(identifier=ident.decode(), has_header=header is not None, header=header)
@@ -296,23 +331,30 @@ def read(blob: bytes | bytearray | memoryview, named_data: dict[str, bytes] | No
     meta = root.table(_F(G, "webxnn"))
     if meta is not None:
         M = "WXMetadata"  # noqa: N806
-        g.metadata = Metadata(producer=meta.string(_F(M, "producer")) or "",
-                              input_names=meta.strings(_F(M, "input_names")),
-                              output_names=meta.strings(_F(M, "output_names")),
-                              node_sources=meta.strings(_F(M, "node_sources")),
-                              dyn_dims=[_read_dyn_dim(t) for t in meta.tables(_F(M, "dyn_dims"))])
+        g.metadata = Metadata(
+            producer=meta.string(_F(M, "producer")) or "",
+            input_names=meta.strings(_F(M, "input_names")),
+            output_names=meta.strings(_F(M, "output_names")),
+            node_sources=meta.strings(_F(M, "node_sources")),
+            dyn_dims=[_read_dyn_dim(t) for t in meta.tables(_F(M, "dyn_dims"))],
+        )
     _check_refs(g)
     return g
 
 
 def _read_dyn_dim(t: _Table) -> DynDimRef:
     D = "WXDynDim"  # noqa: N806
-    return DynDimRef(input=t.scalar(_F(D, "input")), axis=t.scalar(_F(D, "axis")),
-                     name=t.string(_F(D, "name")) or "", max_size=t.scalar(_F(D, "max_size")))
+    return DynDimRef(
+        input=t.scalar(_F(D, "input")),
+        axis=t.scalar(_F(D, "axis")),
+        name=t.string(_F(D, "name")) or "",
+        max_size=t.scalar(_F(D, "max_size")),
+    )
 
 
-def _read_constants(mv: memoryview, buf: _Buf, root: _Table, header: Header | None,
-                    named_data: dict[str, bytes] | None) -> tuple[list[Any], list[ConstantRef]]:
+def _read_constants(
+    mv: memoryview, buf: _Buf, root: _Table, header: Header | None, named_data: dict[str, bytes] | None
+) -> tuple[list[Any], list[ConstantRef]]:
     G, C = "XNNGraph", "ConstantDataOffset"  # noqa: N806
     entries = root.tables(_F(G, "constant_data"))
     if header is None:
@@ -323,7 +365,7 @@ def _read_constants(mv: memoryview, buf: _Buf, root: _Table, header: Header | No
             for t in buffers:
                 v = t.bytes_view(_F("Buffer", "storage"))
                 start, size = v if v is not None else (0, 0)
-                consts.append(buf.mv[start: start + size])
+                consts.append(buf.mv[start : start + size])
                 refs.append(ConstantRef(buf.base + start, size))
             return consts, refs
     consts, refs = [], []
@@ -338,22 +380,26 @@ def _read_constants(mv: memoryview, buf: _Buf, root: _Table, header: Header | No
             if data is not None:
                 data = memoryview(data).cast("B")
                 if len(data) < size:
-                    raise FormatError(f"constant_data[{i}]: named data {key!r} has {len(data)} bytes, "
-                                      f"the entry says {size}")
+                    raise FormatError(
+                        f"constant_data[{i}]: named data {key!r} has {len(data)} bytes, the entry says {size}"
+                    )
                 data = data[:size]
             consts.append(data)
         elif header is None:
             if size:
-                raise FormatError(f"constant_data[{i}]: refers to a constant segment, but the blob has no "
-                                  "XH00 header")
+                raise FormatError(
+                    f"constant_data[{i}]: refers to a constant segment, but the blob has no XH00 header"
+                )
             consts.append(b"")
         else:
             if off + size > header.constant_data_size:
-                raise FormatError(f"constant_data[{i}]: offset {off} + size {size} is past the constant "
-                                  f"segment ({header.constant_data_size} bytes at byte "
-                                  f"{header.constant_data_offset})")
+                raise FormatError(
+                    f"constant_data[{i}]: offset {off} + size {size} is past the constant "
+                    f"segment ({header.constant_data_size} bytes at byte "
+                    f"{header.constant_data_offset})"
+                )
             start = header.constant_data_offset + off
-            consts.append(mv[start: start + size])
+            consts.append(mv[start : start + size])
     if not consts:
         consts, refs = [b""], [ConstantRef(0, 0)]
     return consts, refs
@@ -364,26 +410,35 @@ def _check_refs(g: XnnGraph) -> None:
     n = len(g.constants)
     for i, v in enumerate(g.values):
         if v.constant_buffer_idx >= n:
-            raise FormatError(f"xvalues[{i}] (id {v.id}): constant_buffer_idx {v.constant_buffer_idx} is "
-                              f"past the {n} constant entries")
+            raise FormatError(
+                f"xvalues[{i}] (id {v.id}): constant_buffer_idx {v.constant_buffer_idx} is "
+                f"past the {n} constant entries"
+            )
         sb = getattr(v.quant, "scale_buffer_idx", 0)
         if sb >= n:
-            raise FormatError(f"xvalues[{i}] (id {v.id}): scale_buffer_idx {sb} is past the {n} "
-                              "constant entries")
+            raise FormatError(
+                f"xvalues[{i}] (id {v.id}): scale_buffer_idx {sb} is past the {n} constant entries"
+            )
 
 
 # ---------------------------------------------------------------------------------------------------------
 # ExecuTorch .pte
 
 _PTE = {  # (slot, kind, fmt) of the Program fields we walk; ExecuTorch's schema/program.fbs
-    "execution_plan": (1, "tables", ""), "backend_delegate_data": (3, "tables", ""),
-    "segments": (4, "tables", ""), "named_data": (7, "tables", ""),
-    "delegates": (7, "tables", ""),                        # ExecutionPlan
-    "id": (0, "string", ""), "processed": (1, "table", ""),  # BackendDelegate
-    "location": (0, "scalar", "<b"), "index": (1, "scalar", "<I"),  # BackendDelegateDataReference
-    "data": (0, "vector", "<B"),                           # BackendDelegateInlineData
-    "offset": (0, "scalar", "<Q"), "size": (1, "scalar", "<Q"),  # DataSegment
-    "key": (0, "string", ""), "segment_index": (1, "scalar", "<I"),  # NamedData
+    "execution_plan": (1, "tables", ""),
+    "backend_delegate_data": (3, "tables", ""),
+    "segments": (4, "tables", ""),
+    "named_data": (7, "tables", ""),
+    "delegates": (7, "tables", ""),  # ExecutionPlan
+    "id": (0, "string", ""),
+    "processed": (1, "table", ""),  # BackendDelegate
+    "location": (0, "scalar", "<b"),
+    "index": (1, "scalar", "<I"),  # BackendDelegateDataReference
+    "data": (0, "vector", "<B"),  # BackendDelegateInlineData
+    "offset": (0, "scalar", "<Q"),
+    "size": (1, "scalar", "<Q"),  # DataSegment
+    "key": (0, "string", ""),
+    "segment_index": (1, "scalar", "<I"),  # NamedData
 }
 
 
@@ -392,8 +447,9 @@ def _P(name: str) -> L.FieldSpec:  # noqa: N802
     return L.FieldSpec(name, slot, kind, fmt, 0)
 
 
-def extract_from_pte(pte: bytes | bytearray | memoryview,
-                     delegate_index: int = 0) -> tuple[bytes, dict[str, bytes]]:
+def extract_from_pte(
+    pte: bytes | bytearray | memoryview, delegate_index: int = 0
+) -> tuple[bytes, dict[str, bytes]]:
     """The XnnpackBackend delegate payload (the `delegate_index`-th one) and the named data (key → bytes) of
     an ExecuTorch `.pte` program. Raises FormatError when there is none or the file is malformed."""
     mv = memoryview(pte).cast("B")
@@ -406,11 +462,15 @@ def extract_from_pte(pte: bytes | bytearray | memoryview,
         if hlen < 32:
             raise FormatError(f".pte extended header: length {hlen} at byte 12 is smaller than 32")
         if program_size > n or program_size < 8:
-            raise FormatError(f".pte extended header: program_size {program_size} (byte 16) is past the end "
-                              f"of the {n}-byte file")
+            raise FormatError(
+                f".pte extended header: program_size {program_size} (byte 16) is past the end "
+                f"of the {n}-byte file"
+            )
         if segment_base > n:
-            raise FormatError(f".pte extended header: segment_base_offset {segment_base} (byte 24) is past "
-                              f"the end of the {n}-byte file")
+            raise FormatError(
+                f".pte extended header: segment_base_offset {segment_base} (byte 24) is past "
+                f"the end of the {n}-byte file"
+            )
     buf = _Buf(mv[:program_size], 0, ".pte program")
     program = _root(buf, "Program")
     segments = program.tables(_P("segments"))
@@ -424,9 +484,10 @@ def extract_from_pte(pte: bytes | bytearray | memoryview,
         off, size = s.scalar(_P("offset")), s.scalar(_P("size"))
         start = segment_base + off
         if start + size > n:
-            raise FormatError(f"{what}: segment {idx} at {start}..{start + size} runs past the end of the "
-                              f"{n}-byte file")
-        return bytes(mv[start: start + size])
+            raise FormatError(
+                f"{what}: segment {idx} at {start}..{start + size} runs past the end of the {n}-byte file"
+            )
+        return bytes(mv[start : start + size])
 
     found = []
     for p, plan in enumerate(program.tables(_P("execution_plan"))):
@@ -445,7 +506,7 @@ def extract_from_pte(pte: bytes | bytearray | memoryview,
         if idx >= len(inline):
             raise FormatError(f"{what}: backend_delegate_data index {idx} is past the {len(inline)} entries")
         v = inline[idx].bytes_view(_P("data"))
-        payload = bytes(buf.mv[v[0]: v[0] + v[1]]) if v else b""
+        payload = bytes(buf.mv[v[0] : v[0] + v[1]]) if v else b""
     elif loc == 1:
         payload = segment(idx, what)
     else:

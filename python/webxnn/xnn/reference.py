@@ -35,17 +35,26 @@ def _windows(x: np.ndarray, kh: int, kw: int, sh: int, sw: int, dh: int, dw: int
     out = np.empty((n, oh, ow, kh, kw, c), dtype=x.dtype)
     for i in range(kh):
         for j in range(kw):
-            out[:, :, :, i, j, :] = x[:, i * dh: i * dh + (oh - 1) * sh + 1: sh,
-                                      j * dw: j * dw + (ow - 1) * sw + 1: sw, :]
+            out[:, :, :, i, j, :] = x[
+                :, i * dh : i * dh + (oh - 1) * sh + 1 : sh, j * dw : j * dw + (ow - 1) * sw + 1 : sw, :
+            ]
     return out
 
 
-def _conv(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, f: dict[str, Any],
-          depthwise: bool) -> np.ndarray:
+def _conv(
+    x: np.ndarray, w: np.ndarray, b: np.ndarray | None, f: dict[str, Any], depthwise: bool
+) -> np.ndarray:
     xp = _pad_nhwc(x.astype(np.float64), f)
     kh, kw = f["kernel_height"], f["kernel_width"]
-    win = _windows(xp, kh, kw, f["subsampling_height"], f["subsampling_width"],
-                   max(1, f["dilation_height"]), max(1, f["dilation_width"]))
+    win = _windows(
+        xp,
+        kh,
+        kw,
+        f["subsampling_height"],
+        f["subsampling_width"],
+        max(1, f["dilation_height"]),
+        max(1, f["dilation_width"]),
+    )
     g = f["groups"]
     if depthwise:
         c = x.shape[3]
@@ -57,8 +66,8 @@ def _conv(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, f: dict[str, Any],
         gic, goc = f["group_input_channels"], f["group_output_channels"]
         ys = []
         for k in range(g):
-            wk = w[k * goc:(k + 1) * goc].astype(np.float64)  # [goc, kh, kw, gic]
-            ys.append(np.einsum("nhwijc,oijc->nhwo", win[..., k * gic:(k + 1) * gic], wk))
+            wk = w[k * goc : (k + 1) * goc].astype(np.float64)  # [goc, kh, kw, gic]
+            ys.append(np.einsum("nhwijc,oijc->nhwo", win[..., k * gic : (k + 1) * gic], wk))
         y = np.concatenate(ys, axis=3)
     if b is not None:
         y = y + b
@@ -76,15 +85,20 @@ def _deconv(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, f: dict[str, Any
     y = np.zeros((n, full_h, full_w, g * goc))
     xd = x.astype(np.float64)
     for k in range(g):
-        wk = w[k * goc:(k + 1) * goc].astype(np.float64)  # [goc, kh, kw, gic]
-        xk = xd[..., k * gic:(k + 1) * gic]
+        wk = w[k * goc : (k + 1) * goc].astype(np.float64)  # [goc, kh, kw, gic]
+        xk = xd[..., k * gic : (k + 1) * gic]
         for i in range(kh):
             for j in range(kw):
                 contrib = np.einsum("nhwc,oc->nhwo", xk, wk[:, i, j, :])
-                y[:, i * dh: i * dh + (h - 1) * sh + 1: sh, j * dw: j * dw + (wd - 1) * sw + 1: sw,
-                  k * goc:(k + 1) * goc] += contrib
-    y = y[:, f["padding_top"]: full_h - f["padding_bottom"],
-          f["padding_left"]: full_w - f["padding_right"], :]
+                y[
+                    :,
+                    i * dh : i * dh + (h - 1) * sh + 1 : sh,
+                    j * dw : j * dw + (wd - 1) * sw + 1 : sw,
+                    k * goc : (k + 1) * goc,
+                ] += contrib
+    y = y[
+        :, f["padding_top"] : full_h - f["padding_bottom"], f["padding_left"] : full_w - f["padding_right"], :
+    ]
     if b is not None:
         y = y + b
     return y
@@ -120,16 +134,32 @@ def _cat(n: Node, get: Callable[[int], np.ndarray]) -> np.ndarray:
 
 
 _UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "XNNSigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)), "XNNTanh": np.tanh, "XNNExp": np.exp,
-    "XNNLog": np.log, "XNNAbs": np.abs, "XNNNegate": np.negative, "XNNFloor": np.floor,
-    "XNNCeiling": np.ceil, "XNNSquareRoot": np.sqrt, "XNNSin": np.sin, "XNNCos": np.cos,
-    "XNNSquare": np.square, "XNNReciprocalSquareRoot": lambda x: 1.0 / np.sqrt(x), "XNNCopy": lambda x: x,
+    "XNNSigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
+    "XNNTanh": np.tanh,
+    "XNNExp": np.exp,
+    "XNNLog": np.log,
+    "XNNAbs": np.abs,
+    "XNNNegate": np.negative,
+    "XNNFloor": np.floor,
+    "XNNCeiling": np.ceil,
+    "XNNSquareRoot": np.sqrt,
+    "XNNSin": np.sin,
+    "XNNCos": np.cos,
+    "XNNSquare": np.square,
+    "XNNReciprocalSquareRoot": lambda x: 1.0 / np.sqrt(x),
+    "XNNCopy": lambda x: x,
     "XNNGelu": lambda x: 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0))),
     "XNNHardswish": lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0,
     "XNNClamp": lambda x: x,  # the bounds are the node's output_min_max
 }
-_BINARY = {"XNNAdd": np.add, "XNNSubtract": np.subtract, "XNNMultiply": np.multiply, "XNNDiv": np.divide,
-           "XNNMinimum": np.minimum, "XNNMaximum": np.maximum}
+_BINARY = {
+    "XNNAdd": np.add,
+    "XNNSubtract": np.subtract,
+    "XNNMultiply": np.multiply,
+    "XNNDiv": np.divide,
+    "XNNMinimum": np.minimum,
+    "XNNMaximum": np.maximum,
+}
 
 
 def _enum_name(enum: str, value: Any) -> str:
@@ -221,15 +251,25 @@ def _unary_wx(f: dict[str, Any], x: np.ndarray, out_dt: np.dtype) -> np.ndarray:
         return np.minimum(np.maximum(x, a), b)
     xd = x.astype(np.float64)
     fn: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-        "erf": _erf, "round_even": np.rint, "reciprocal": lambda v: 1.0 / v,
-        "softplus": lambda v: np.logaddexp(0.0, v), "softsign": lambda v: v / (1.0 + np.abs(v)),
-        "tan": np.tan, "hard_sigmoid": lambda v: np.clip(a * v + b, 0.0, 1.0),
+        "erf": _erf,
+        "round_even": np.rint,
+        "reciprocal": lambda v: 1.0 / v,
+        "softplus": lambda v: np.logaddexp(0.0, v),
+        "softsign": lambda v: v / (1.0 + np.abs(v)),
+        "tan": np.tan,
+        "hard_sigmoid": lambda v: np.clip(a * v + b, 0.0, 1.0),
     }
     return fn[op](xd)
 
 
-_CMP = {"equal": np.equal, "not_equal": np.not_equal, "greater": np.greater,
-        "greater_or_equal": np.greater_equal, "lesser": np.less, "lesser_or_equal": np.less_equal}
+_CMP = {
+    "equal": np.equal,
+    "not_equal": np.not_equal,
+    "greater": np.greater,
+    "greater_or_equal": np.greater_equal,
+    "lesser": np.less,
+    "lesser_or_equal": np.less_equal,
+}
 _LOGIC = {"logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor}
 _ARITH = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "min": np.minimum, "max": np.maximum}
 
@@ -337,8 +377,9 @@ def _block_expand(p: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return np.broadcast_to(p, shape)
 
 
-def _quantize_wx(f: dict[str, Any], x: np.ndarray, s: np.ndarray, z: np.ndarray,
-                 out_dt: np.dtype) -> np.ndarray:
+def _quantize_wx(
+    f: dict[str, Any], x: np.ndarray, s: np.ndarray, z: np.ndarray, out_dt: np.dtype
+) -> np.ndarray:
     op = _enum_name("WXQuantizeOp", f["op"])
     s = _block_expand(s.astype(np.float64), x.shape)
     z = _block_expand(z.astype(np.float64), x.shape)
@@ -349,8 +390,9 @@ def _quantize_wx(f: dict[str, Any], x: np.ndarray, s: np.ndarray, z: np.ndarray,
     return np.clip(q, info.min, info.max)
 
 
-def _normalize_wx(f: dict[str, Any], x: np.ndarray, scale: np.ndarray | None,
-                  bias: np.ndarray | None) -> np.ndarray:
+def _normalize_wx(
+    f: dict[str, Any], x: np.ndarray, scale: np.ndarray | None, bias: np.ndarray | None
+) -> np.ndarray:
     axes = tuple(int(a) for a in f["axes"])
     xd = x.astype(np.float64)
     mean = xd.mean(axis=axes, keepdims=True)
@@ -419,8 +461,7 @@ def _opt(f: dict[str, Any], key: str, get: Callable[[int], np.ndarray]) -> np.nd
     return None if i == INVALID_ID else get(i)
 
 
-def _run_wx(n: Node, get: Callable[[int], np.ndarray], out_dt: np.dtype,
-            out_dims: list[int]) -> np.ndarray:
+def _run_wx(n: Node, get: Callable[[int], np.ndarray], out_dt: np.dtype, out_dims: list[int]) -> np.ndarray:
     """One webxnn node (union value >= 128), per the comments in schema/xnngraph.fbs."""
     f, k = n.fields, n.kind
     if k == "WXUnary":
@@ -469,8 +510,10 @@ def _run_wx(n: Node, get: Callable[[int], np.ndarray], out_dt: np.dtype,
         return np.pad(x, widths, mode=np_mode)
     if k == "WXSlice":
         x = get(f["input_id"])
-        idx = tuple(slice(int(s), int(s) + (o - 1) * int(st) + 1, int(st))
-                    for s, st, o in zip(f["starts"], f["strides"], out_dims))
+        idx = tuple(
+            slice(int(s), int(s) + (o - 1) * int(st) + 1, int(st))
+            for s, st, o in zip(f["starts"], f["strides"], out_dims)
+        )
         return x[idx]
     if k == "WXNormalize":
         return _normalize_wx(f, get(f["input_id"]), _opt(f, "scale_id", get), _opt(f, "bias_id", get))
@@ -500,8 +543,11 @@ def run(xg: XnnGraph, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     for v in xg.values:
         if v.constant_buffer_idx:
             data = xg.constants[v.constant_buffer_idx]
-            arr = np.frombuffer(memoryview(data).cast("B"), dtype=NUMPY_DTYPE[v.datatype]) \
-                if not isinstance(data, np.ndarray) else data
+            arr = (
+                np.frombuffer(memoryview(data).cast("B"), dtype=NUMPY_DTYPE[v.datatype])
+                if not isinstance(data, np.ndarray)
+                else data
+            )
             env[v.id] = np.asarray(arr).reshape(v.dims)
         elif v.flags & FLAG_EXTERNAL_INPUT:
             env[v.id] = np.asarray(inputs[names_in[v.external_id]], dtype=NUMPY_DTYPE[v.datatype])
@@ -566,8 +612,11 @@ def run(xg: XnnGraph, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         elif k == "XNNStaticSlice":
             y = _slice(get(f["input_id"]), f)
         elif k == "XNNStaticConstantPad":
-            y = np.pad(get(f["input_id"]), list(zip(f["pre_paddings"], f["post_paddings"])),
-                       constant_values=f["padding_value"])
+            y = np.pad(
+                get(f["input_id"]),
+                list(zip(f["pre_paddings"], f["post_paddings"])),
+                constant_values=f["padding_value"],
+            )
         elif k.startswith("XNNConcatenate"):
             y = _cat(n, get)
         else:
@@ -577,8 +626,11 @@ def run(xg: XnnGraph, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         y = np.asarray(y)
         if list(y.shape) != list(out.dims):
             raise AssertionError(f"{k} (value {out.id}): computed shape {list(y.shape)}, declared {out.dims}")
-        env[out.id] = y if y.dtype == out_dt else \
-            (convert(y, out_dt) if _is_int(out_dt) and not _is_int(y.dtype) else y.astype(out_dt))
+        env[out.id] = (
+            y
+            if y.dtype == out_dt
+            else (convert(y, out_dt) if _is_int(out_dt) and not _is_int(y.dtype) else y.astype(out_dt))
+        )
     n_in = len(names_in)
     return {names_out[v.external_id - n_in]: env[v.id] for v in xg.values if v.flags & FLAG_EXTERNAL_OUTPUT}
 

@@ -53,12 +53,21 @@ _HEADER = struct.Struct("<4s4sHIIIQ")  # 30 bytes, no padding with "<"
 
 # which quantization table goes with which datatype (reference §3)
 _QUANT_FOR_DATATYPE: dict[Datatype, type] = {
-    Datatype.QINT8: PerTensorQuant, Datatype.QUINT8: PerTensorQuant, Datatype.QINT32: PerTensorQuant,
-    Datatype.QCINT8: PerChannelQuant, Datatype.QCINT32: PerChannelQuant, Datatype.QCINT4: PerChannelQuant,
-    Datatype.QBINT4: PerChannelGroupQuant, Datatype.QDINT8: PerTokenDynamicQuant,
+    Datatype.QINT8: PerTensorQuant,
+    Datatype.QUINT8: PerTensorQuant,
+    Datatype.QINT32: PerTensorQuant,
+    Datatype.QCINT8: PerChannelQuant,
+    Datatype.QCINT32: PerChannelQuant,
+    Datatype.QCINT4: PerChannelQuant,
+    Datatype.QBINT4: PerChannelGroupQuant,
+    Datatype.QDINT8: PerTokenDynamicQuant,
 }
-_QUANT_TABLE = {PerTensorQuant: "PerTensorQuant", PerChannelQuant: "PerChannelQuant",
-                PerChannelGroupQuant: "PerChannelGroupQuant", PerTokenDynamicQuant: "PerTokenDynamicQuant"}
+_QUANT_TABLE = {
+    PerTensorQuant: "PerTensorQuant",
+    PerChannelQuant: "PerChannelQuant",
+    PerChannelGroupQuant: "PerChannelGroupQuant",
+    PerTokenDynamicQuant: "PerTokenDynamicQuant",
+}
 # node fields that name an optional input: absent from Node.fields means "no such input"
 _OPTIONAL_IDS = {"bias_id", "input3_id", "input4_id", "input5_id"}
 # datatypes whose constant byte size follows from the dims
@@ -74,12 +83,20 @@ def align16(n: int) -> int:
     return (n + CONSTANT_ALIGNMENT - 1) & ~(CONSTANT_ALIGNMENT - 1)
 
 
-def encode_header(flatbuffer_offset: int, flatbuffer_size: int, constant_data_offset: int,
-                  constant_data_size: int) -> bytes:
+def encode_header(
+    flatbuffer_offset: int, flatbuffer_size: int, constant_data_offset: int, constant_data_size: int
+) -> bytes:
     """The 30-byte XH00 header (without the 2 bytes of padding that follow it in a blob)."""
     try:
-        return _HEADER.pack(b"\0\0\0\0", HEADER_MAGIC, HEADER_LENGTH, flatbuffer_offset, flatbuffer_size,
-                            constant_data_offset, constant_data_size)
+        return _HEADER.pack(
+            b"\0\0\0\0",
+            HEADER_MAGIC,
+            HEADER_LENGTH,
+            flatbuffer_offset,
+            flatbuffer_size,
+            constant_data_offset,
+            constant_data_size,
+        )
     except struct.error as e:
         raise InvalidIRError(f"header field out of range: {e}") from None
 
@@ -123,8 +140,10 @@ def _check_value(g: XnnGraph, v: Value) -> None:
     _check_uint(v.constant_buffer_idx, f"{where}: constant_buffer_idx")
     if v.constant_buffer_idx:
         if v.constant_buffer_idx >= len(g.constants):
-            raise InvalidIRError(f"{where}: constant_buffer_idx {v.constant_buffer_idx} is past the "
-                                 f"{len(g.constants)} constants")
+            raise InvalidIRError(
+                f"{where}: constant_buffer_idx {v.constant_buffer_idx} is past the "
+                f"{len(g.constants)} constants"
+            )
         if v.flags:
             raise InvalidIRError(f"{where}: a constant cannot be an external input/output")
         data = g.constants[v.constant_buffer_idx]
@@ -132,8 +151,10 @@ def _check_value(g: XnnGraph, v: Value) -> None:
             want = constant_nbytes(dt, list(v.dims))
             got = _nbytes(data)
             if got != want:
-                raise InvalidIRError(f"{where}: constant {v.constant_buffer_idx} has {got} bytes, "
-                                     f"{dt.name} {list(v.dims)} needs {want}")
+                raise InvalidIRError(
+                    f"{where}: constant {v.constant_buffer_idx} has {got} bytes, "
+                    f"{dt.name} {list(v.dims)} needs {want}"
+                )
     _check_quant(g, v, dt, where)
 
 
@@ -144,8 +165,9 @@ def _check_quant(g: XnnGraph, v: Value, dt: Datatype, where: str) -> None:
         return
     if want is None:
         if q is not None:
-            raise InvalidIRError(f"{where}: {dt.name} takes no quantization parameters, got "
-                                 f"{type(q).__name__}")
+            raise InvalidIRError(
+                f"{where}: {dt.name} takes no quantization parameters, got {type(q).__name__}"
+            )
         return
     if not isinstance(q, want):
         raise InvalidIRError(f"{where}: {dt.name} needs {want.__name__}, got {type(q).__name__}")
@@ -161,15 +183,17 @@ def _check_quant(g: XnnGraph, v: Value, dt: Datatype, where: str) -> None:
             if q.num_scales == 0:
                 raise InvalidIRError(f"{where}: scale_buffer_idx set but num_scales is 0")
         elif isinstance(q, PerChannelQuant) and rank and len(q.scale) != v.dims[q.channel_dim]:
-            raise InvalidIRError(f"{where}: {len(q.scale)} scales for {v.dims[q.channel_dim]} channels "
-                                 f"(dim {q.channel_dim})")
+            raise InvalidIRError(
+                f"{where}: {len(q.scale)} scales for {v.dims[q.channel_dim]} channels (dim {q.channel_dim})"
+            )
         if isinstance(q, PerChannelGroupQuant):
             if q.group_size <= 0:
                 raise InvalidIRError(f"{where}: group_size {q.group_size} must be positive")
             if rank == 2 and not q.scale_buffer_idx:
                 if v.dims[1] % q.group_size:
-                    raise InvalidIRError(f"{where}: input dim {v.dims[1]} is not a multiple of group_size "
-                                         f"{q.group_size}")
+                    raise InvalidIRError(
+                        f"{where}: input dim {v.dims[1]} is not a multiple of group_size {q.group_size}"
+                    )
                 n = v.dims[0] * v.dims[1] // q.group_size
                 if len(q.scale) != n:
                     raise InvalidIRError(f"{where}: {len(q.scale)} group scales, expected {n}")
@@ -197,18 +221,23 @@ def validate(g: XnnGraph) -> None:
     if g.metadata is not None:
         m = g.metadata
         if len(m.input_names) != len(g.input_ids) or len(m.output_names) != len(g.output_ids):
-            raise InvalidIRError(f"metadata has {len(m.input_names)} input / {len(m.output_names)} output "
-                                 f"names for {len(g.input_ids)} inputs / {len(g.output_ids)} outputs")
+            raise InvalidIRError(
+                f"metadata has {len(m.input_names)} input / {len(m.output_names)} output "
+                f"names for {len(g.input_ids)} inputs / {len(g.output_ids)} outputs"
+            )
         if m.node_sources and len(m.node_sources) != len(g.nodes):
             raise InvalidIRError(f"metadata has {len(m.node_sources)} node sources for {len(g.nodes)} nodes")
         inputs = sorted((v for v in g.values if v.flags == 1), key=lambda v: v.external_id)
         for d in m.dyn_dims:
             if d.input >= len(inputs) or d.axis >= len(inputs[d.input].dims):
-                raise InvalidIRError(f"metadata dyn dim {d.name!r}: input {d.input} axis {d.axis} "
-                                     "does not exist")
+                raise InvalidIRError(
+                    f"metadata dyn dim {d.name!r}: input {d.input} axis {d.axis} does not exist"
+                )
             if inputs[d.input].dims[d.axis] != d.max_size or d.max_size < 1:
-                raise InvalidIRError(f"metadata dyn dim {d.name!r}: max_size {d.max_size} but input "
-                                     f"{d.input} has dims {list(inputs[d.input].dims)}")
+                raise InvalidIRError(
+                    f"metadata dyn dim {d.name!r}: max_size {d.max_size} but input "
+                    f"{d.input} has dims {list(inputs[d.input].dims)}"
+                )
 
 
 def _check_externs(g: XnnGraph) -> None:
@@ -216,21 +245,29 @@ def _check_externs(g: XnnGraph) -> None:
     outs = sorted((v for v in g.values if v.flags == 2), key=lambda v: v.external_id)
     for k, v in enumerate(ins):
         if v.external_id != k:
-            raise InvalidIRError(f"value {v.id}: input external ids must be 0..{len(ins) - 1}, got "
-                                 f"{[w.external_id for w in ins]}")
+            raise InvalidIRError(
+                f"value {v.id}: input external ids must be 0..{len(ins) - 1}, got "
+                f"{[w.external_id for w in ins]}"
+            )
     for k, v in enumerate(outs, len(ins)):
         if v.external_id != k:
-            raise InvalidIRError(f"value {v.id}: output external ids must follow the inputs "
-                                 f"({len(ins)}..{len(ins) + len(outs) - 1}), "
-                                 f"got {[w.external_id for w in outs]}")
+            raise InvalidIRError(
+                f"value {v.id}: output external ids must follow the inputs "
+                f"({len(ins)}..{len(ins) + len(outs) - 1}), "
+                f"got {[w.external_id for w in outs]}"
+            )
     if g.num_externs != len(ins) + len(outs):
         raise InvalidIRError(f"num_externs {g.num_externs} != {len(ins)} inputs + {len(outs)} outputs")
     if list(g.input_ids) != [v.id for v in ins]:
-        raise InvalidIRError(f"input_ids {list(g.input_ids)} != ids of the flagged inputs in extern order "
-                             f"{[v.id for v in ins]}")
+        raise InvalidIRError(
+            f"input_ids {list(g.input_ids)} != ids of the flagged inputs in extern order "
+            f"{[v.id for v in ins]}"
+        )
     if list(g.output_ids) != [v.id for v in outs]:
-        raise InvalidIRError(f"output_ids {list(g.output_ids)} != ids of the flagged outputs in extern order "
-                             f"{[v.id for v in outs]}")
+        raise InvalidIRError(
+            f"output_ids {list(g.output_ids)} != ids of the flagged outputs in extern order "
+            f"{[v.id for v in outs]}"
+        )
 
 
 def _check_nodes(g: XnnGraph, by_id: dict[int, Value]) -> None:
@@ -253,8 +290,9 @@ def _check_nodes(g: XnnGraph, by_id: dict[int, Value]) -> None:
             if vid not in by_id:
                 raise InvalidIRError(f"{where}: writes unknown value {vid}")
             if vid in defined:
-                raise InvalidIRError(f"{where}: writes value {vid}, which is an input, a constant or "
-                                     "already produced")
+                raise InvalidIRError(
+                    f"{where}: writes value {vid}, which is an input, a constant or already produced"
+                )
             defined.add(vid)
     for vid in g.output_ids:
         if vid not in defined:
@@ -331,8 +369,9 @@ def _as_bytes(data: Any, where: str) -> memoryview:
     try:
         mv = memoryview(data)
     except TypeError:
-        raise InvalidIRError(f"{where}: constant data must be bytes-like or a numpy array, "
-                             f"got {type(data).__name__}") from None
+        raise InvalidIRError(
+            f"{where}: constant data must be bytes-like or a numpy array, got {type(data).__name__}"
+        ) from None
     if not mv.c_contiguous:
         raise InvalidIRError(f"{where}: constant data is not contiguous")
     return mv.cast("B") if (mv.format != "B" or mv.ndim != 1) else mv
@@ -348,8 +387,9 @@ def _nbytes(data: Any) -> int:
     try:
         return memoryview(data).nbytes
     except TypeError:
-        raise InvalidIRError(f"constant data must be bytes-like or a numpy array, "
-                             f"got {type(data).__name__}") from None
+        raise InvalidIRError(
+            f"constant data must be bytes-like or a numpy array, got {type(data).__name__}"
+        ) from None
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -397,10 +437,21 @@ def _offset_vector(b: flatbuffers.Builder, offsets: list[int]) -> int:
 
 def _write_value(b: flatbuffers.Builder, v: Value) -> int:
     where = f"value {v.id}"
-    tensor = _write_table(b, L.table("XNNTensorValue"), {
-        "datatype": int(v.datatype), "num_dims": len(v.dims), "dims": list(v.dims),
-        "constant_buffer_idx": v.constant_buffer_idx, "external_id": v.external_id, "flags": v.flags,
-        "id_out": v.id, "dq_datatype": v.dq_datatype}, where)
+    tensor = _write_table(
+        b,
+        L.table("XNNTensorValue"),
+        {
+            "datatype": int(v.datatype),
+            "num_dims": len(v.dims),
+            "dims": list(v.dims),
+            "constant_buffer_idx": v.constant_buffer_idx,
+            "external_id": v.external_id,
+            "flags": v.flags,
+            "id_out": v.id,
+            "dq_datatype": v.dq_datatype,
+        },
+        where,
+    )
     vu = L.union_members(L.VALUE_UNION)
     if v.quant is None:
         utype, uoff = vu["XNNTensorValue"], tensor
@@ -410,9 +461,16 @@ def _write_value(b: flatbuffers.Builder, v: Value) -> int:
         if "scale" in qfields and isinstance(v.quant, (PerChannelQuant, PerChannelGroupQuant)):
             qfields["scale"] = list(qfields["scale"])  # always written, even empty
         qoff = _write_table(b, L.table(qname), qfields, where)
-        uoff = _write_table(b, L.table("XNNQuantizedTensorValue"), {
-            "tensor_value": tensor, "quant_params_type": L.union_members(L.QUANT_UNION)[qname],
-            "quant_params": qoff}, where)
+        uoff = _write_table(
+            b,
+            L.table("XNNQuantizedTensorValue"),
+            {
+                "tensor_value": tensor,
+                "quant_params_type": L.union_members(L.QUANT_UNION)[qname],
+                "quant_params": qoff,
+            },
+            where,
+        )
         utype = vu["XNNQuantizedTensorValue"]
     return _write_table(b, L.table("XValue"), {"xvalue_union_type": utype, "xvalue_union": uoff}, where)
 
@@ -421,12 +479,16 @@ def _write_node(b: flatbuffers.Builder, i: int, n: Node) -> int:
     where = f"node {i} ({n.kind})"
     fields = _node_field_values(n, where)
     body = _write_table(b, L.node_table(n.kind), fields, where)
-    xnode: dict[str, Any] = {"xnode_union_type": L.union_members(L.NODE_UNION)[n.kind], "xnode_union": body,
-                             "debug_handle": n.debug_handle}
+    xnode: dict[str, Any] = {
+        "xnode_union_type": L.union_members(L.NODE_UNION)[n.kind],
+        "xnode_union": body,
+        "debug_handle": n.debug_handle,
+    }
     if n.output_min_max is not None:
         lo, hi = n.output_min_max
-        xnode["output_min_max"] = _write_table(b, L.table("OutputMinMax"),
-                                               {"output_min": lo, "output_max": hi}, where)
+        xnode["output_min_max"] = _write_table(
+            b, L.table("OutputMinMax"), {"output_min": lo, "output_max": hi}, where
+        )
     return _write_table(b, L.table("XNode"), xnode, where)
 
 
@@ -435,23 +497,41 @@ def _build_flatbuffer(g: XnnGraph, entries: list[tuple[int, int]]) -> bytes:
     values = [_write_value(b, v) for v in g.values]
     nodes = [_write_node(b, i, n) for i, n in enumerate(g.nodes)]
     cdo = L.table("ConstantDataOffset")
-    consts = [_write_table(b, cdo, {"offset": off, "size": size}, f"constant {k}")  # never named_key
-              for k, (off, size) in enumerate(entries)]
+    consts = [
+        _write_table(b, cdo, {"offset": off, "size": size}, f"constant {k}")  # never named_key
+        for k, (off, size) in enumerate(entries)
+    ]
     root: dict[str, Any] = {
-        "version": g.version, "xnodes": _offset_vector(b, nodes), "xvalues": _offset_vector(b, values),
-        "num_externs": g.num_externs, "input_ids": list(g.input_ids), "output_ids": list(g.output_ids),
-        "constant_data": _offset_vector(b, consts)}
+        "version": g.version,
+        "xnodes": _offset_vector(b, nodes),
+        "xvalues": _offset_vector(b, values),
+        "num_externs": g.num_externs,
+        "input_ids": list(g.input_ids),
+        "output_ids": list(g.output_ids),
+        "constant_data": _offset_vector(b, consts),
+    }
     if g.metadata is not None:
         m = g.metadata
         meta: dict[str, Any] = {
-            "producer": m.producer, "input_names": list(m.input_names), "output_names": list(m.output_names),
-            "node_sources": list(m.node_sources)}
+            "producer": m.producer,
+            "input_names": list(m.input_names),
+            "output_names": list(m.output_names),
+            "node_sources": list(m.node_sources),
+        }
         if m.dyn_dims:
             dyn_spec = L.table("WXDynDim")
-            meta["dyn_dims"] = _offset_vector(b, [
-                _write_table(b, dyn_spec, {"input": d.input, "axis": d.axis, "name": d.name,
-                                           "max_size": d.max_size}, f"metadata dyn_dims[{k}]")
-                for k, d in enumerate(m.dyn_dims)])
+            meta["dyn_dims"] = _offset_vector(
+                b,
+                [
+                    _write_table(
+                        b,
+                        dyn_spec,
+                        {"input": d.input, "axis": d.axis, "name": d.name, "max_size": d.max_size},
+                        f"metadata dyn_dims[{k}]",
+                    )
+                    for k, d in enumerate(m.dyn_dims)
+                ],
+            )
         root["webxnn"] = _write_table(b, L.table("WXMetadata"), meta, "metadata")
     graph = _write_table(b, L.table("XNNGraph"), root, "graph")
     b.Finish(graph, file_identifier=FILE_IDENTIFIER)
@@ -497,4 +577,3 @@ def serialize_to_file(g: XnnGraph, path: str | os.PathLike[str]) -> int:
         for p in parts:
             total += f.write(p)
     return total
-

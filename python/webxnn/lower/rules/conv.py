@@ -13,8 +13,9 @@ from ...ops.shapes import need_int
 from ..ir import LNode
 from ..registry import LayoutRule, RuleCtx, layout_rule, lowers, operand
 
-layout_rule(LayoutRule("sensitive", option="inputLayout", nchw="nchw", data_role="input"),
-            "conv2d", "convTranspose2d")
+layout_rule(
+    LayoutRule("sensitive", option="inputLayout", nchw="nchw", data_role="input"), "conv2d", "convTranspose2d"
+)
 
 # filterLayout → permutation that makes it OHWI ([out, kh, kw, in/groups])
 CONV_FILTER_TO_OHWI = {"oihw": (0, 2, 3, 1), "hwio": (3, 0, 1, 2), "ohwi": (0, 1, 2, 3), "ihwo": (3, 1, 2, 0)}
@@ -38,15 +39,35 @@ def _bias(ctx: RuleCtx, node: LNode) -> str | None:
     return operand(node, "bias", 2)
 
 
-def _conv_fields(pads: tuple[int, int, int, int], k: tuple[int, int], s: tuple[int, int],
-                 d: tuple[int, int], gic: int, goc: int, groups: int,
-                 adj: tuple[int, int] = (0, 0)) -> dict[str, Any]:
+def _conv_fields(
+    pads: tuple[int, int, int, int],
+    k: tuple[int, int],
+    s: tuple[int, int],
+    d: tuple[int, int],
+    gic: int,
+    goc: int,
+    groups: int,
+    adj: tuple[int, int] = (0, 0),
+) -> dict[str, Any]:
     t, b, left, r = pads
-    return dict(padding_top=t, padding_right=r, padding_bottom=b, padding_left=left,
-                kernel_height=k[0], kernel_width=k[1], subsampling_height=s[0], subsampling_width=s[1],
-                dilation_height=d[0], dilation_width=d[1], group_input_channels=gic,
-                group_output_channels=goc, groups=groups, adjustment_height=adj[0],
-                adjustment_width=adj[1], flags=0)
+    return dict(
+        padding_top=t,
+        padding_right=r,
+        padding_bottom=b,
+        padding_left=left,
+        kernel_height=k[0],
+        kernel_width=k[1],
+        subsampling_height=s[0],
+        subsampling_width=s[1],
+        dilation_height=d[0],
+        dilation_width=d[1],
+        group_input_channels=gic,
+        group_output_channels=goc,
+        groups=groups,
+        adjustment_height=adj[0],
+        adjustment_width=adj[1],
+        flags=0,
+    )
 
 
 @lowers("conv2d")
@@ -66,11 +87,19 @@ def lower_conv2d(ctx: RuleCtx, node: LNode) -> None:
     if groups > 1 and gic == 1 and groups == cin:
         # depthwise: XNN wants the filter as [1, kh, kw, C·multiplier] (1HWO)
         operands["filter_id"] = ctx.transpose(w, (3, 1, 2, 0), "1hwo")
-        ctx.emit("XNNDepthwiseConv2d", operands, node.outputs[0],
-                 **_conv_fields(pads, (kh, kw), strides, dils, 1, goc, groups))
+        ctx.emit(
+            "XNNDepthwiseConv2d",
+            operands,
+            node.outputs[0],
+            **_conv_fields(pads, (kh, kw), strides, dils, 1, goc, groups),
+        )
         return
-    ctx.emit("XNNConv2d", operands, node.outputs[0],
-             **_conv_fields(pads, (kh, kw), strides, dils, gic, goc, groups))
+    ctx.emit(
+        "XNNConv2d",
+        operands,
+        node.outputs[0],
+        **_conv_fields(pads, (kh, kw), strides, dils, gic, goc, groups),
+    )
 
 
 @lowers("convTranspose2d")
@@ -97,13 +126,21 @@ def lower_conv_transpose2d(ctx: RuleCtx, node: LNode) -> None:
     # the output size (from outputSizes or outputPadding) decides XNN's adjustment
     _, oh, ow, _ = ctx.shape(node.outputs[0])
     adj = []
-    for size, out, k, s, d, pb, pe in ((in_hw[0], oh, kh, strides[0], dils[0], pads[0], pads[1]),
-                                       (in_hw[1], ow, kw, strides[1], dils[1], pads[2], pads[3])):
+    for size, out, k, s, d, pb, pe in (
+        (in_hw[0], oh, kh, strides[0], dils[0], pads[0], pads[1]),
+        (in_hw[1], ow, kw, strides[1], dils[1], pads[2], pads[3]),
+    ):
         base = (size - 1) * s + d * (k - 1) + 1 - pb - pe
         a = int(out) - base
         if not 0 <= a < max(s, 1) and not (a == 0):
-            ctx.unsupported(f"convTranspose2d output size {out} needs an output padding of {a}, "
-                            f"which must be below the stride {s}")
+            ctx.unsupported(
+                f"convTranspose2d output size {out} needs an output padding of {a}, "
+                f"which must be below the stride {s}"
+            )
         adj.append(a)
-    ctx.emit("XNNConvTranspose2d", {"input1_id": x, "filter_id": w, "bias_id": _bias(ctx, node)},
-             node.outputs[0], **_conv_fields(pads, (kh, kw), strides, dils, gic, goc, groups, tuple(adj)))
+    ctx.emit(
+        "XNNConvTranspose2d",
+        {"input1_id": x, "filter_id": w, "bias_id": _bias(ctx, node)},
+        node.outputs[0],
+        **_conv_fields(pads, (kh, kw), strides, dils, gic, goc, groups, tuple(adj)),
+    )

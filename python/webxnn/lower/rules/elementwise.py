@@ -15,27 +15,67 @@ from ..registry import LayoutRule, RuleCtx, folds, layout_rule, lowers, operand
 
 INF = float("inf")
 
-BINARY = {"add": "XNNAdd", "sub": "XNNSubtract", "mul": "XNNMultiply", "div": "XNNDiv",
-          "max": "XNNMaximum", "min": "XNNMinimum"}
-BINARY_NP = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
-             "max": np.maximum, "min": np.minimum, "pow": np.power}
+BINARY = {
+    "add": "XNNAdd",
+    "sub": "XNNSubtract",
+    "mul": "XNNMultiply",
+    "div": "XNNDiv",
+    "max": "XNNMaximum",
+    "min": "XNNMinimum",
+}
+BINARY_NP = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": np.divide,
+    "max": np.maximum,
+    "min": np.minimum,
+    "pow": np.power,
+}
 
 # unary ops with a plain XNN node
-UNARY = {"sigmoid": "XNNSigmoid", "tanh": "XNNTanh", "exp": "XNNExp", "log": "XNNLog", "abs": "XNNAbs",
-         "neg": "XNNNegate", "floor": "XNNFloor", "ceil": "XNNCeiling", "sqrt": "XNNSquareRoot",
-         "sin": "XNNSin", "cos": "XNNCos", "gelu": "XNNGelu", "hardSwish": "XNNHardswish",
-         "identity": "XNNCopy"}
+UNARY = {
+    "sigmoid": "XNNSigmoid",
+    "tanh": "XNNTanh",
+    "exp": "XNNExp",
+    "log": "XNNLog",
+    "abs": "XNNAbs",
+    "neg": "XNNNegate",
+    "floor": "XNNFloor",
+    "ceil": "XNNCeiling",
+    "sqrt": "XNNSquareRoot",
+    "sin": "XNNSin",
+    "cos": "XNNCos",
+    "gelu": "XNNGelu",
+    "hardSwish": "XNNHardswish",
+    "identity": "XNNCopy",
+}
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
 UNARY_NP = {
-    "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)), "tanh": np.tanh, "exp": np.exp, "log": np.log,
-    "abs": np.abs, "neg": np.negative, "floor": np.floor, "ceil": np.ceil, "sqrt": np.sqrt, "sin": np.sin,
-    "cos": np.cos, "erf": _erf, "identity": lambda x: x, "relu": lambda x: np.maximum(x, 0),
+    "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
+    "tanh": np.tanh,
+    "exp": np.exp,
+    "log": np.log,
+    "abs": np.abs,
+    "neg": np.negative,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "sqrt": np.sqrt,
+    "sin": np.sin,
+    "cos": np.cos,
+    "erf": _erf,
+    "identity": lambda x: x,
+    "relu": lambda x: np.maximum(x, 0),
     "gelu": lambda x: 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0))),
     "hardSwish": lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0,
-    "reciprocal": lambda x: 1.0 / x, "sign": np.sign, "roundEven": np.rint, "tan": np.tan,
-    "softplus": lambda x: np.logaddexp(0.0, x), "softsign": lambda x: x / (1.0 + np.abs(x)),
+    "reciprocal": lambda x: 1.0 / x,
+    "sign": np.sign,
+    "roundEven": np.rint,
+    "tan": np.tan,
+    "softplus": lambda x: np.logaddexp(0.0, x),
+    "softsign": lambda x: x / (1.0 + np.abs(x)),
 }
 
 
@@ -50,9 +90,26 @@ def clamp_bounds(attrs: dict[str, Any]) -> tuple[float, float]:
 
 # ---------------------------------------------------------------------------------------------- layout
 
-layout_rule(LayoutRule("elementwise"), *BINARY, "pow", *UNARY, "relu", "clamp", "leakyRelu", "elu",
-            "prelu", "erf", "reciprocal", "sign", "roundEven", "softplus", "softsign", "tan",
-            "hardSigmoid", "linear")
+layout_rule(
+    LayoutRule("elementwise"),
+    *BINARY,
+    "pow",
+    *UNARY,
+    "relu",
+    "clamp",
+    "leakyRelu",
+    "elu",
+    "prelu",
+    "erf",
+    "reciprocal",
+    "sign",
+    "roundEven",
+    "softplus",
+    "softsign",
+    "tan",
+    "hardSigmoid",
+    "linear",
+)
 
 
 def _softmax_permute(node: LNode, graph: LGraph) -> None:
@@ -69,10 +126,19 @@ layout_rule(LayoutRule("permute", permute=_softmax_permute), "softmax")
 
 # XNN's arithmetic nodes take float32 (float16 graphs were widened); every other datatype (the integers)
 # goes to the webxnn tables
-WX_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "max": "max", "min": "min",
-             "pow": "pow"}
-WX_UNARY = {"abs": "abs", "neg": "neg", "relu": "relu", "clamp": "clamp", "erf": "erf", "sign": "sign",
-            "roundEven": "round_even", "softplus": "softplus", "tan": "tan", "reciprocal": "reciprocal"}
+WX_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "max": "max", "min": "min", "pow": "pow"}
+WX_UNARY = {
+    "abs": "abs",
+    "neg": "neg",
+    "relu": "relu",
+    "clamp": "clamp",
+    "erf": "erf",
+    "sign": "sign",
+    "roundEven": "round_even",
+    "softplus": "softplus",
+    "tan": "tan",
+    "reciprocal": "reciprocal",
+}
 
 
 def is_float(ctx: RuleCtx, name: str) -> bool:
@@ -124,15 +190,20 @@ def lower_clamp(ctx: RuleCtx, node: LNode) -> None:
 @lowers("leakyRelu")
 def lower_leaky_relu(ctx: RuleCtx, node: LNode) -> None:
     alpha = node.attrs.get("alpha")
-    ctx.emit("XNNLeakyReLU", {"input_id": _input(node)}, node.outputs[0],
-             negative_slope=0.01 if alpha is None else float(alpha))
+    ctx.emit(
+        "XNNLeakyReLU",
+        {"input_id": _input(node)},
+        node.outputs[0],
+        negative_slope=0.01 if alpha is None else float(alpha),
+    )
 
 
 @lowers("elu")
 def lower_elu(ctx: RuleCtx, node: LNode) -> None:
     alpha = node.attrs.get("alpha")
-    ctx.emit("XNNELU", {"input_id": _input(node)}, node.outputs[0],
-             alpha=1.0 if alpha is None else float(alpha))
+    ctx.emit(
+        "XNNELU", {"input_id": _input(node)}, node.outputs[0], alpha=1.0 if alpha is None else float(alpha)
+    )
 
 
 @lowers("prelu")
@@ -161,6 +232,7 @@ def lower_softmax(ctx: RuleCtx, node: LNode) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- folding
+
 
 @folds(*BINARY_NP)
 def fold_binary(node: LNode, args: dict[str, Any]) -> list[np.ndarray]:

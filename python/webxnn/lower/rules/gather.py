@@ -21,15 +21,20 @@ def _xi(node: LNode) -> tuple[str, str]:
 @lowers("gather")
 def lower_gather(ctx: RuleCtx, node: LNode) -> None:
     x, i = _xi(node)
-    ctx.emit("WXGather", {"input_id": x, "indices_id": i}, node.outputs[0],
-             axis=int(node.attrs.get("axis", 0)))
+    ctx.emit(
+        "WXGather", {"input_id": x, "indices_id": i}, node.outputs[0], axis=int(node.attrs.get("axis", 0))
+    )
 
 
 @lowers("gatherElements")
 def lower_gather_elements(ctx: RuleCtx, node: LNode) -> None:
     x, i = _xi(node)
-    ctx.emit("WXGatherElements", {"input_id": x, "indices_id": i}, node.outputs[0],
-             axis=int(node.attrs.get("axis", 0)))
+    ctx.emit(
+        "WXGatherElements",
+        {"input_id": x, "indices_id": i},
+        node.outputs[0],
+        axis=int(node.attrs.get("axis", 0)),
+    )
 
 
 @lowers("gatherND")
@@ -42,8 +47,12 @@ def lower_gather_nd(ctx: RuleCtx, node: LNode) -> None:
 def lower_scatter_elements(ctx: RuleCtx, node: LNode) -> None:
     x, i = _xi(node)
     u = operand(node, "updates", 2)
-    ctx.emit("WXScatterElements", {"input_id": x, "indices_id": i, "updates_id": u}, node.outputs[0],
-             axis=int(node.attrs.get("axis", 0)))
+    ctx.emit(
+        "WXScatterElements",
+        {"input_id": x, "indices_id": i, "updates_id": u},
+        node.outputs[0],
+        axis=int(node.attrs.get("axis", 0)),
+    )
 
 
 @lowers("scatterND")

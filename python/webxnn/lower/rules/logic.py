@@ -13,13 +13,25 @@ from ...xnn.reference import convert
 from ..ir import LNode
 from ..registry import LayoutRule, RuleCtx, folds, layout_rule, lowers, operand
 
-COMPARE = {"equal": "equal", "notEqual": "not_equal", "greater": "greater",
-           "greaterOrEqual": "greater_or_equal", "lesser": "lesser", "lesserOrEqual": "lesser_or_equal"}
+COMPARE = {
+    "equal": "equal",
+    "notEqual": "not_equal",
+    "greater": "greater",
+    "greaterOrEqual": "greater_or_equal",
+    "lesser": "lesser",
+    "lesserOrEqual": "lesser_or_equal",
+}
 LOGICAL = {"logicalAnd": "logical_and", "logicalOr": "logical_or", "logicalXor": "logical_xor"}
 UNARY = {"logicalNot": "logical_not", "isNaN": "is_nan", "isInfinite": "is_infinite"}
 
-_NP_BINARY = {"equal": np.equal, "notEqual": np.not_equal, "greater": np.greater,
-              "greaterOrEqual": np.greater_equal, "lesser": np.less, "lesserOrEqual": np.less_equal}
+_NP_BINARY = {
+    "equal": np.equal,
+    "notEqual": np.not_equal,
+    "greater": np.greater,
+    "greaterOrEqual": np.greater_equal,
+    "lesser": np.less,
+    "lesserOrEqual": np.less_equal,
+}
 _NP_LOGICAL = {"logicalAnd": np.logical_and, "logicalOr": np.logical_or, "logicalXor": np.logical_xor}
 _NP_UNARY = {"logicalNot": lambda x: x == 0, "isNaN": np.isnan, "isInfinite": np.isinf}
 

@@ -29,8 +29,13 @@ def lower_matmul(ctx: RuleCtx, node: LNode) -> None:
         batch = np.broadcast_shapes(tuple(sa[:-2]), tuple(sb[:-2]))
         full = ctx.new_value(f"{out}.mm", ctx.val(out).dtype, (*batch, sa[-2], sb[-1]))
         _matmul(ctx, a, b, full)
-        ctx.emit("XNNStaticReshape", {"input_id": full}, out, num_dims=ctx.val(out).rank,
-                 new_shape=[int(d) for d in ctx.shape(out)])
+        ctx.emit(
+            "XNNStaticReshape",
+            {"input_id": full},
+            out,
+            num_dims=ctx.val(out).rank,
+            new_shape=[int(d) for d in ctx.shape(out)],
+        )
         return
     _matmul(ctx, a, b, out)
 

@@ -27,8 +27,15 @@ class _Builder:
             arr = arr.reshape(shape)
         return self.graph.add_const(f"{self.node.outputs[0]}.k", np.asarray(arr, order="C"), self.dtype)
 
-    def op(self, kind: str, operands: dict[str, Any], *, out: bool = False, shape: tuple | None = None,
-           **attrs: Any) -> str:
+    def op(
+        self,
+        kind: str,
+        operands: dict[str, Any],
+        *,
+        out: bool = False,
+        shape: tuple | None = None,
+        **attrs: Any,
+    ) -> str:
         if out:
             name = self.node.outputs[0]
         else:
@@ -80,9 +87,11 @@ def decompose_batch_norm(graph: LGraph, node: LNode) -> list[LNode]:
     c = graph.values[roles["mean"]].shape[0]
     bshape = tuple(c if i == axis else 1 for i in range(rank))
     if all(roles[r] is None or graph.is_const(roles[r]) for r in ("mean", "variance", "scale", "bias")):
+
         def data(role: str, default: float) -> np.ndarray:
             name = roles[role]
             return np.full(c, default) if name is None else graph.values[name].const.astype(np.float64)
+
         # (x - mean)·k + bias rather than x·k + (bias - mean·k): the latter loses precision when x is
         # close to the mean; after a convolution all three fold into its filter and bias anyway
         k = data("scale", 1.0) / np.sqrt(data("variance", 0.0) + eps)
@@ -96,8 +105,11 @@ def decompose_batch_norm(graph: LGraph, node: LNode) -> list[LNode]:
         return b.op("reshape", {"input": roles[role]}, shape=bshape, newShape=list(bshape))
 
     y = b.op("sub", {"a": x, "b": bcast("mean")})
-    sd = b.op("sqrt", {"input": b.op("add", {"a": bcast("variance"), "b": b.const(eps)}, shape=bshape)},
-              shape=bshape)
+    sd = b.op(
+        "sqrt",
+        {"input": b.op("add", {"a": bcast("variance"), "b": b.const(eps)}, shape=bshape)},
+        shape=bshape,
+    )
     last = roles["scale"] is None and roles["bias"] is None
     y = b.op("div", {"a": y, "b": sd}, out=last)
     if roles["scale"] is not None:
@@ -119,13 +131,20 @@ def decompose_softsign(graph: LGraph, node: LNode) -> list[LNode]:
 
 # ---------------------------------------------------------------------------------------------- WXNormalize
 
+
 def _instance_norm_permute(node: LNode, graph: LGraph) -> None:
     node.attrs["layout"] = "nhwc"  # the data is now NHWC; scale and bias stay per-channel vectors
 
 
-layout_rule(LayoutRule("permute", permute=_instance_norm_permute, data_only=True,
-                       ok=lambda node, graph: (node.attrs.get("layout") or "nchw") == "nchw"),
-            "instanceNormalization")
+layout_rule(
+    LayoutRule(
+        "permute",
+        permute=_instance_norm_permute,
+        data_only=True,
+        ok=lambda node, graph: (node.attrs.get("layout") or "nchw") == "nchw",
+    ),
+    "instanceNormalization",
+)
 
 
 def _broadcastable(ctx: RuleCtx, name: str | None, rank: int, axes: list[int]) -> str | None:
@@ -147,8 +166,13 @@ def lower_layer_norm(ctx: RuleCtx, node: LNode) -> None:
     axes = list(range(1, rank)) if axes is None else [int(a) for a in axes]
     scale = _broadcastable(ctx, operand(node, "scale", 1), rank, axes)
     bias = _broadcastable(ctx, operand(node, "bias", 2), rank, axes)
-    ctx.emit("WXNormalize", {"input_id": x, "scale_id": scale, "bias_id": bias}, node.outputs[0],
-             axes=sorted(axes), epsilon=float(node.attrs.get("epsilon", 1e-5)))
+    ctx.emit(
+        "WXNormalize",
+        {"input_id": x, "scale_id": scale, "bias_id": bias},
+        node.outputs[0],
+        axes=sorted(axes),
+        epsilon=float(node.attrs.get("epsilon", 1e-5)),
+    )
 
 
 @lowers("instanceNormalization")
@@ -158,5 +182,10 @@ def lower_instance_norm(ctx: RuleCtx, node: LNode) -> None:
     axes, channel = ([1, 2], 3) if nhwc else ([2, 3], 1)
     scale = _broadcastable(ctx, operand(node, "scale", 1), 4, [channel])
     bias = _broadcastable(ctx, operand(node, "bias", 2), 4, [channel])
-    ctx.emit("WXNormalize", {"input_id": x, "scale_id": scale, "bias_id": bias}, node.outputs[0],
-             axes=axes, epsilon=float(node.attrs.get("epsilon", 1e-5)))
+    ctx.emit(
+        "WXNormalize",
+        {"input_id": x, "scale_id": scale, "bias_id": bias},
+        node.outputs[0],
+        axes=axes,
+        epsilon=float(node.attrs.get("epsilon", 1e-5)),
+    )

@@ -13,8 +13,12 @@ from ..ir import LNode
 from ..registry import LayoutRule, RuleCtx, enum_value, layout_rule, lowers, operand
 from .conv import padding, pair
 
-layout_rule(LayoutRule("sensitive", option="layout", nchw="nchw", data_role="input"),
-            "maxPool2d", "averagePool2d", "l2Pool2d")
+layout_rule(
+    LayoutRule("sensitive", option="layout", nchw="nchw", data_role="input"),
+    "maxPool2d",
+    "averagePool2d",
+    "l2Pool2d",
+)
 
 FLAG_KEEP_DIMS = 0x40
 
@@ -34,8 +38,13 @@ def _lower_pool(ctx: RuleCtx, node: LNode, kind: str) -> None:
     if isinstance(h, DynDim) or isinstance(w, DynDim):
         ctx.unsupported("pooling over a dynamic spatial dimension")
     whole = global_window or (kh, kw) == (h, w)
-    if (kind == "XNNAvgPooling2d" and whole and ctx.val(x).dtype == "float32"
-            and (t, b, left, r) == (0, 0, 0, 0) and dils == (1, 1)):
+    if (
+        kind == "XNNAvgPooling2d"
+        and whole
+        and ctx.val(x).dtype == "float32"
+        and (t, b, left, r) == (0, 0, 0, 0)
+        and dils == (1, 1)
+    ):
         ctx.emit("XNNGlobalAvgPooling2d", {"input_id": x}, node.outputs[0], flags=FLAG_KEEP_DIMS)
         return
     # ceil rounding / outputSizes: pad the bottom/right so that XNN's floor rounding gives the same size
@@ -44,19 +53,43 @@ def _lower_pool(ctx: RuleCtx, node: LNode, kind: str) -> None:
     if kind == "WXPool2d" or (kind == "XNNAvgPooling2d" and dils != (1, 1)) or ctx.val(x).dtype != "float32":
         # l2 pooling, dilated average pooling and integer max pooling: XNNPACK has no node for them
         op = {"XNNMaxPooling2d": "max", "XNNAvgPooling2d": "average"}.get(kind, "l2")
-        ctx.emit("WXPool2d", {"input_id": x}, node.outputs[0], op=enum_value("WXPoolOp", op),
-                 padding_top=t, padding_right=r, padding_bottom=b, padding_left=left, pooling_height=kh,
-                 pooling_width=kw,
-                 stride_height=strides[0], stride_width=strides[1], dilation_height=dils[0],
-                 dilation_width=dils[1], flags=0)
+        ctx.emit(
+            "WXPool2d",
+            {"input_id": x},
+            node.outputs[0],
+            op=enum_value("WXPoolOp", op),
+            padding_top=t,
+            padding_right=r,
+            padding_bottom=b,
+            padding_left=left,
+            pooling_height=kh,
+            pooling_width=kw,
+            stride_height=strides[0],
+            stride_width=strides[1],
+            dilation_height=dils[0],
+            dilation_width=dils[1],
+            flags=0,
+        )
         return
     if (kh, kw) == (1, 1) and strides == (1, 1) and (t, b, left, r) == (0, 0, 0, 0):
         ctx.emit("XNNCopy", {"input_id": x}, node.outputs[0])  # XNN rejects 1x1 pooling windows
         return
-    ctx.emit(kind, {"input_id": x}, node.outputs[0], padding_top=t, padding_right=r, padding_bottom=b,
-             padding_left=left, pooling_height=kh, pooling_width=kw, stride_height=strides[0],
-             stride_width=strides[1], dilation_height=dils[0] if kind == "XNNMaxPooling2d" else 0,
-             dilation_width=dils[1] if kind == "XNNMaxPooling2d" else 0, flags=0)
+    ctx.emit(
+        kind,
+        {"input_id": x},
+        node.outputs[0],
+        padding_top=t,
+        padding_right=r,
+        padding_bottom=b,
+        padding_left=left,
+        pooling_height=kh,
+        pooling_width=kw,
+        stride_height=strides[0],
+        stride_width=strides[1],
+        dilation_height=dils[0] if kind == "XNNMaxPooling2d" else 0,
+        dilation_width=dils[1] if kind == "XNNMaxPooling2d" else 0,
+        flags=0,
+    )
 
 
 @lowers("maxPool2d")

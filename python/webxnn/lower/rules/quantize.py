@@ -19,8 +19,12 @@ def lower_quantize(ctx: RuleCtx, node: LNode) -> None:
             ctx.unsupported(f"{role} has data type {ctx.val(name).dtype} (4-bit types have no blob datatype)")
     s, z = _same_dims(ctx, s), _same_dims(ctx, z, ctx.shape(s))
     s = _same_dims(ctx, s, ctx.shape(z))
-    ctx.emit("WXQuantize", {"input_id": x, "scale_id": s, "zero_point_id": z}, node.outputs[0],
-             op="quantize" if node.kind == "quantizeLinear" else "dequantize")
+    ctx.emit(
+        "WXQuantize",
+        {"input_id": x, "scale_id": s, "zero_point_id": z},
+        node.outputs[0],
+        op="quantize" if node.kind == "quantizeLinear" else "dequantize",
+    )
 
 
 def _same_dims(ctx: RuleCtx, name: str, other: tuple | None = None) -> str:

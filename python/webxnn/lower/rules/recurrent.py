@@ -29,8 +29,9 @@ class _Nodes:
     def shape(self, name: str) -> tuple[Dim, ...]:
         return self.graph.values[name].shape
 
-    def op(self, kind: str, operands: dict[str, Any], shape: tuple, out: str | None = None,
-           **attrs: Any) -> str:
+    def op(
+        self, kind: str, operands: dict[str, Any], shape: tuple, out: str | None = None, **attrs: Any
+    ) -> str:
         name = out or self.graph.add_value(f"{self.node.outputs[0]}.{kind}", self.dtype, shape)
         self.nodes.append(LNode(kind, operands, [name], attrs, self.node.src))
         return name
@@ -71,8 +72,17 @@ class _Nodes:
         return self.op(fn, {"input": x}, self.shape(x), out)
 
 
-def _gru_cell(b: _Nodes, x: str, w: str, r: str, h: str, bias: str | None, rbias: str | None,
-              attrs: dict[str, Any], out: str | None = None) -> str:
+def _gru_cell(
+    b: _Nodes,
+    x: str,
+    w: str,
+    r: str,
+    h: str,
+    bias: str | None,
+    rbias: str | None,
+    attrs: dict[str, Any],
+    out: str | None = None,
+) -> str:
     hs = int(attrs["hiddenSize"])
     gates = GRU_GATES[attrs.get("layout") or "zrn"]
     f, g = attrs.get("activations") or ["sigmoid", "tanh"]
@@ -107,9 +117,19 @@ def _gru_cell(b: _Nodes, x: str, w: str, r: str, h: str, bias: str | None, rbias
     return b.bin("add", b.bin("mul", z, h), b.bin("mul", n, one_minus_z), out)
 
 
-def _lstm_cell(b: _Nodes, x: str, w: str, r: str, h: str, c: str, bias: str | None, rbias: str | None,
-               peep: str | None, attrs: dict[str, Any], outs: tuple[str | None, str | None] = (None, None)
-               ) -> tuple[str, str]:
+def _lstm_cell(
+    b: _Nodes,
+    x: str,
+    w: str,
+    r: str,
+    h: str,
+    c: str,
+    bias: str | None,
+    rbias: str | None,
+    peep: str | None,
+    attrs: dict[str, Any],
+    outs: tuple[str | None, str | None] = (None, None),
+) -> tuple[str, str]:
     hs = int(attrs["hiddenSize"])
     gates = LSTM_GATES[attrs.get("layout") or "iofg"]
     f_act, g_act, h_act = attrs.get("activations") or ["sigmoid", "tanh", "tanh"]
@@ -136,8 +156,9 @@ def _roles(node: LNode, names: tuple[str, ...]) -> list[Any]:
 @decomposes("gruCell")
 def decompose_gru_cell(graph: LGraph, node: LNode) -> list[LNode]:
     b = _Nodes(graph, node)
-    x, w, r, h, bias, rbias = _roles(node, ("input", "weight", "recurrentWeight", "hiddenState", "bias",
-                                            "recurrentBias"))
+    x, w, r, h, bias, rbias = _roles(
+        node, ("input", "weight", "recurrentWeight", "hiddenState", "bias", "recurrentBias")
+    )
     _gru_cell(b, x, w, r, h, bias, rbias, node.attrs, node.outputs[0])
     return b.nodes
 
@@ -145,8 +166,19 @@ def decompose_gru_cell(graph: LGraph, node: LNode) -> list[LNode]:
 @decomposes("lstmCell")
 def decompose_lstm_cell(graph: LGraph, node: LNode) -> list[LNode]:
     b = _Nodes(graph, node)
-    x, w, r, h, c, bias, rbias, peep = _roles(node, ("input", "weight", "recurrentWeight", "hiddenState",
-                                                     "cellState", "bias", "recurrentBias", "peepholeWeight"))
+    x, w, r, h, c, bias, rbias, peep = _roles(
+        node,
+        (
+            "input",
+            "weight",
+            "recurrentWeight",
+            "hiddenState",
+            "cellState",
+            "bias",
+            "recurrentBias",
+            "peepholeWeight",
+        ),
+    )
     _lstm_cell(b, x, w, r, h, c, bias, rbias, peep, node.attrs, (node.outputs[0], node.outputs[1]))
     return b.nodes
 
@@ -165,8 +197,9 @@ def _sequence(graph: LGraph, node: LNode, lstm: bool) -> list[LNode]:
     b = _Nodes(graph, node)
     a = node.attrs
     x, w, r = _roles(node, ("input", "weight", "recurrentWeight"))
-    bias, rbias, peep, h0, c0 = _roles(node, ("bias", "recurrentBias", "peepholeWeight", "initialHiddenState",
-                                              "initialCellState"))
+    bias, rbias, peep, h0, c0 = _roles(
+        node, ("bias", "recurrentBias", "peepholeWeight", "initialHiddenState", "initialCellState")
+    )
     steps, batch, in_size = (int(d) for d in b.shape(x))
     hs = int(a["hiddenSize"])
     dirs = 2 if a.get("direction") == "both" else 1
@@ -204,8 +237,9 @@ def _sequence(graph: LGraph, node: LNode, lstm: bool) -> list[LNode]:
     if want_seq:
         for t in range(steps):
             parts = [b.reshape(hd, (1, 1, batch, hs)) for hd in at_time[t]]
-            seq_parts.append(parts[0] if dirs == 1 else
-                             b.op("concat", {"inputs": parts}, (1, dirs, batch, hs), axis=1))
+            seq_parts.append(
+                parts[0] if dirs == 1 else b.op("concat", {"inputs": parts}, (1, dirs, batch, hs), axis=1)
+            )
 
     def stack(states: list[str], out: str) -> None:
         parts = [b.reshape(s, (1, batch, hs)) for s in states]

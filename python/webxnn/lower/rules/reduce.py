@@ -11,9 +11,18 @@ from ...xnn.reference import reduce_wx
 from ..ir import NCHW_TO_NHWC, LGraph, LNode
 from ..registry import LayoutRule, RuleCtx, folds, layout_rule, lowers, operand
 
-REDUCE = {"reduceSum": "sum", "reduceMean": "mean", "reduceMax": "max", "reduceMin": "min",
-          "reduceProduct": "product", "reduceL1": "l1", "reduceL2": "l2", "reduceLogSum": "log_sum",
-          "reduceLogSumExp": "log_sum_exp", "reduceSumSquare": "sum_square"}
+REDUCE = {
+    "reduceSum": "sum",
+    "reduceMean": "mean",
+    "reduceMax": "max",
+    "reduceMin": "min",
+    "reduceProduct": "product",
+    "reduceL1": "l1",
+    "reduceL2": "l2",
+    "reduceLogSum": "log_sum",
+    "reduceLogSumExp": "log_sum_exp",
+    "reduceSumSquare": "sum_square",
+}
 ARG = {"argMax": "arg_max", "argMin": "arg_min"}
 FLAG_KEEP_DIMS = 0x40
 
@@ -28,8 +37,12 @@ def _reduce_permute(node: LNode, graph: LGraph) -> None:
     node.attrs["axes"] = sorted(NCHW_TO_NHWC.index(a) for a in _axes(node, 4))
 
 
-layout_rule(LayoutRule("permute", permute=_reduce_permute,
-                       ok=lambda node, graph: bool(node.attrs.get("keepDimensions"))), *REDUCE)
+layout_rule(
+    LayoutRule(
+        "permute", permute=_reduce_permute, ok=lambda node, graph: bool(node.attrs.get("keepDimensions"))
+    ),
+    *REDUCE,
+)
 
 
 @lowers(*REDUCE)
@@ -38,8 +51,14 @@ def lower_reduce(ctx: RuleCtx, node: LNode) -> None:
     v = ctx.val(x)
     axes = _axes(node, v.rank)
     keep = bool(node.attrs.get("keepDimensions"))
-    if (node.kind == "reduceMean" and v.dtype == "float32" and v.rank == 4 and axes == [1, 2] and keep
-            and v.layout == "nhwc"):
+    if (
+        node.kind == "reduceMean"
+        and v.dtype == "float32"
+        and v.rank == 4
+        and axes == [1, 2]
+        and keep
+        and v.layout == "nhwc"
+    ):
         ctx.emit("XNNGlobalAvgPooling2d", {"input_id": x}, node.outputs[0], flags=FLAG_KEEP_DIMS)
         return
     ctx.emit("WXReduce", {"input_id": x}, node.outputs[0], op=REDUCE[node.kind], axes=axes, keep_dims=keep)
@@ -48,8 +67,14 @@ def lower_reduce(ctx: RuleCtx, node: LNode) -> None:
 @lowers(*ARG)
 def lower_arg(ctx: RuleCtx, node: LNode) -> None:
     x = operand(node, "input", 0)
-    ctx.emit("WXReduce", {"input_id": x}, node.outputs[0], op=ARG[node.kind], axes=[int(node.attrs["axis"])],
-             keep_dims=bool(node.attrs.get("keepDimensions")))
+    ctx.emit(
+        "WXReduce",
+        {"input_id": x},
+        node.outputs[0],
+        op=ARG[node.kind],
+        axes=[int(node.attrs["axis"])],
+        keep_dims=bool(node.attrs.get("keepDimensions")),
+    )
 
 
 def _np_reduce(kind: str, x: np.ndarray, axes: tuple[int, ...], keep: bool) -> np.ndarray:

@@ -17,8 +17,10 @@ def _resample_permute(node: LNode, graph: LGraph) -> None:
 
 
 # in an NHWC region the spatial axes [2, 3] are physical [1, 2]; other axes leave the region
-layout_rule(LayoutRule("permute", permute=_resample_permute, ok=lambda node, graph: _axes(node) == [2, 3]),
-            "resample2d")
+layout_rule(
+    LayoutRule("permute", permute=_resample_permute, ok=lambda node, graph: _axes(node) == [2, 3]),
+    "resample2d",
+)
 
 
 @lowers("resample2d")
@@ -28,13 +30,27 @@ def lower_resample2d(ctx: RuleCtx, node: LNode) -> None:
     axes = _axes(node)
     in_shape, out_shape = ctx.shape(x), ctx.shape(out)
     sizes = [int(out_shape[a]) for a in axes]
-    scales = [float(s) for s in (node.attrs.get("scales") or [sizes[i] / int(in_shape[a])
-                                                               for i, a in enumerate(axes)])]
+    scales = [
+        float(s)
+        for s in (node.attrs.get("scales") or [sizes[i] / int(in_shape[a]) for i, a in enumerate(axes)])
+    ]
     mode = node.attrs.get("mode") or "nearest-neighbor"
     exact = all(abs(scales[i] * int(in_shape[a]) - sizes[i]) <= 1e-6 * sizes[i] for i, a in enumerate(axes))
     if mode == "linear" and axes == [1, 2] and exact and ctx.val(x).dtype == "float32":
-        ctx.emit("XNNStaticResizeBilinear2D", {"input_id": x}, out, new_height=sizes[0], new_width=sizes[1],
-                 flags=0)
+        ctx.emit(
+            "XNNStaticResizeBilinear2D",
+            {"input_id": x},
+            out,
+            new_height=sizes[0],
+            new_width=sizes[1],
+            flags=0,
+        )
         return
-    ctx.emit("WXResample2d", {"input_id": x}, out, mode=enum_value("WXResampleMode", mode.replace("-", "_")),
-             axes=axes, scales=scales)
+    ctx.emit(
+        "WXResample2d",
+        {"input_id": x},
+        out,
+        mode=enum_value("WXResampleMode", mode.replace("-", "_")),
+        axes=axes,
+        scales=scales,
+    )

@@ -23,6 +23,7 @@ def _perm_list(values: list[Any]) -> list[Any]:
 
 # ---------------------------------------------------------------------------------------------- layout
 
+
 def _concat_permute(node: LNode, graph: LGraph) -> None:
     axis = node.attrs.get("axis", 0)
     node.attrs["axis"] = NHWC_TO_NCHW[axis + 4 if axis < 0 else axis]
@@ -54,6 +55,7 @@ layout_rule(LayoutRule("absorb", permute=_transpose_permute), "transpose")
 
 # ---------------------------------------------------------------------------------------------- lowering
 
+
 @lowers("reshape")
 def lower_reshape(ctx: RuleCtx, node: LNode) -> None:
     out = ctx.val(node.outputs[0])
@@ -61,8 +63,13 @@ def lower_reshape(ctx: RuleCtx, node: LNode) -> None:
     if len(dyn) > 1:
         ctx.unsupported("reshape to a shape with more than one dynamic dimension")
     new_shape = [0 if isinstance(d, DynDim) else int(d) for d in out.shape]  # 0 = inferred by XNN
-    ctx.emit("XNNStaticReshape", {"input_id": _input(node)}, node.outputs[0], num_dims=len(new_shape),
-             new_shape=new_shape)
+    ctx.emit(
+        "XNNStaticReshape",
+        {"input_id": _input(node)},
+        node.outputs[0],
+        num_dims=len(new_shape),
+        new_shape=new_shape,
+    )
 
 
 @lowers("transpose")
@@ -77,8 +84,9 @@ def lower_transpose(ctx: RuleCtx, node: LNode) -> None:
 
 
 def _concat_node(ctx: RuleCtx, axis: int, inputs: list[str], output: str) -> None:
-    operands: dict[str, Any] = {f"input{k + 1}_id": (inputs[k] if k < len(inputs) else None)
-                                for k in range(4)}
+    operands: dict[str, Any] = {
+        f"input{k + 1}_id": (inputs[k] if k < len(inputs) else None) for k in range(4)
+    }
     if len(inputs) == 5:
         operands["input5_id"] = inputs[4]
     ctx.emit(f"XNNConcatenate{len(inputs)}", operands, output, axis=axis)
@@ -110,14 +118,24 @@ def lower_slice(ctx: RuleCtx, node: LNode) -> None:
     rank = ctx.val(x).rank
     strides = node.attrs.get("strides") or [1] * rank
     if any(s != 1 for s in strides):
-        ctx.emit("WXSlice", {"input_id": x}, node.outputs[0], starts=[int(s) for s in node.attrs["starts"]],
-                 strides=[int(s) for s in strides])
+        ctx.emit(
+            "WXSlice",
+            {"input_id": x},
+            node.outputs[0],
+            starts=[int(s) for s in node.attrs["starts"]],
+            strides=[int(s) for s in strides],
+        )
         return
     out = ctx.val(node.outputs[0])
-    ctx.emit("XNNStaticSlice", {"input_id": x}, node.outputs[0], num_dims=rank,
-             offsets=[int(s) for s in node.attrs["starts"]],
-             # a whole dynamic dim is (offset 0, size 0): XNN reads a size of 0 as "to the end"
-             sizes=[0 if isinstance(d, DynDim) else int(d) for d in out.shape])
+    ctx.emit(
+        "XNNStaticSlice",
+        {"input_id": x},
+        node.outputs[0],
+        num_dims=rank,
+        offsets=[int(s) for s in node.attrs["starts"]],
+        # a whole dynamic dim is (offset 0, size 0): XNN reads a size of 0 as "to the end"
+        sizes=[0 if isinstance(d, DynDim) else int(d) for d in out.shape],
+    )
 
 
 @lowers("pad")
@@ -127,18 +145,28 @@ def lower_pad(ctx: RuleCtx, node: LNode) -> None:
     x = _input(node)
     if mode != "constant" or ctx.val(x).dtype != "float32":
         # edge / reflection / symmetric, and integer data (whose fill value a float field cannot hold)
-        ctx.emit("WXPad", {"input_id": x}, node.outputs[0], mode=enum_value("WXPadMode", mode),
-                 pre_paddings=[int(p) for p in node.attrs["beginningPadding"]],
-                 post_paddings=[int(p) for p in node.attrs["endingPadding"]],
-                 value=0.0 if value is None else float(value))
+        ctx.emit(
+            "WXPad",
+            {"input_id": x},
+            node.outputs[0],
+            mode=enum_value("WXPadMode", mode),
+            pre_paddings=[int(p) for p in node.attrs["beginningPadding"]],
+            post_paddings=[int(p) for p in node.attrs["endingPadding"]],
+            value=0.0 if value is None else float(value),
+        )
         return
-    ctx.emit("XNNStaticConstantPad", {"input_id": _input(node)}, node.outputs[0],
-             pre_paddings=[int(p) for p in node.attrs["beginningPadding"]],
-             post_paddings=[int(p) for p in node.attrs["endingPadding"]],
-             padding_value=0.0 if value is None else float(value))
+    ctx.emit(
+        "XNNStaticConstantPad",
+        {"input_id": _input(node)},
+        node.outputs[0],
+        pre_paddings=[int(p) for p in node.attrs["beginningPadding"]],
+        post_paddings=[int(p) for p in node.attrs["endingPadding"]],
+        padding_value=0.0 if value is None else float(value),
+    )
 
 
 # ---------------------------------------------------------------------------------------------- folding
+
 
 @folds("reshape")
 def fold_reshape(node: LNode, args: dict[str, Any]) -> list[np.ndarray]:
@@ -178,6 +206,7 @@ def fold_pad(node: LNode, args: dict[str, Any]) -> list[np.ndarray]:
 
 
 # ---------------------------------------------------------------------------------------------- webxnn tables
+
 
 def _split_permute(node: LNode, graph: LGraph) -> None:
     node.attrs["axis"] = NHWC_TO_NCHW[int(node.attrs.get("axis", 0))]
@@ -226,8 +255,12 @@ def fold_expand(node: LNode, args: dict[str, Any]) -> list[np.ndarray]:
 
 @lowers("tile")
 def lower_tile(ctx: RuleCtx, node: LNode) -> None:
-    ctx.emit("WXTile", {"input_id": _input(node)}, node.outputs[0],
-             repetitions=[int(r) for r in node.attrs["repetitions"]])
+    ctx.emit(
+        "WXTile",
+        {"input_id": _input(node)},
+        node.outputs[0],
+        repetitions=[int(r) for r in node.attrs["repetitions"]],
+    )
 
 
 @lowers("reverse")
@@ -243,15 +276,26 @@ def lower_reverse(ctx: RuleCtx, node: LNode) -> None:
 
 @lowers("cumulativeSum")
 def lower_cumulative_sum(ctx: RuleCtx, node: LNode) -> None:
-    ctx.emit("WXCumulativeSum", {"input_id": _input(node)}, node.outputs[0], axis=int(node.attrs["axis"]),
-             exclusive=bool(node.attrs.get("exclusive")), reversed=bool(node.attrs.get("reversed")))
+    ctx.emit(
+        "WXCumulativeSum",
+        {"input_id": _input(node)},
+        node.outputs[0],
+        axis=int(node.attrs["axis"]),
+        exclusive=bool(node.attrs.get("exclusive")),
+        reversed=bool(node.attrs.get("reversed")),
+    )
 
 
 @lowers("triangular")
 def lower_triangular(ctx: RuleCtx, node: LNode) -> None:
     upper = node.attrs.get("upper")
-    ctx.emit("WXTriangular", {"input_id": _input(node)}, node.outputs[0],
-             upper=True if upper is None else bool(upper), diagonal=int(node.attrs.get("diagonal") or 0))
+    ctx.emit(
+        "WXTriangular",
+        {"input_id": _input(node)},
+        node.outputs[0],
+        upper=True if upper is None else bool(upper),
+        diagonal=int(node.attrs.get("diagonal") or 0),
+    )
 
 
 @folds("constant")
@@ -267,7 +311,8 @@ def fold_constant(node: LNode, args: dict[str, Any]) -> list[np.ndarray]:
         raw = base64.b64decode(node.attrs["data"])
         count = int(np.prod(shape, dtype=np.int64))
         if len(raw) != count * dtype.itemsize:
-            raise UnsupportedError(f"node {node.src}: constant data has {len(raw)} bytes, "
-                                   f"expected {count * dtype.itemsize}")
+            raise UnsupportedError(
+                f"node {node.src}: constant data has {len(raw)} bytes, expected {count * dtype.itemsize}"
+            )
         return [np.frombuffer(raw, dtype=dtype).reshape(shape)]
     return [np.full(shape, node.attrs.get("value") or 0, dtype=dtype)]
