@@ -1056,66 +1056,6 @@ def test_quantize_dequantize(scale, zp):
         np.testing.assert_array_equal(dq, (q.astype(np.float32) - np.float32(zp)) * np.float32(scale))
 
 
-def ref_qs8_gemm(a, w_kn, bias, w_scales, in_scale, in_zp, out_scale, out_zp, lo, hi):
-    acc = (a.astype(np.int64) - in_zp) @ w_kn.astype(np.int64)
-    if bias is not None:
-        acc = acc + bias
-    acc = acc.astype(np.int32)
-    scale = (np.float32(in_scale) * w_scales.astype(np.float32)) / np.float32(out_scale)
-    v = np.rint(acc.astype(np.float32) * scale) + np.float32(out_zp)
-    return np.clip(v, lo, hi).astype(np.int8)
-
-
-@SETTINGS
-@given(
-    m=DIMS,
-    n=DIMS,
-    k=st.sampled_from([1, 7, 17, 64]),
-    nk=st.booleans(),
-    has_bias=st.booleans(),
-    in_zp=st.integers(-128, 127),
-    out_zp=st.integers(-128, 127),
-    act=st.booleans(),
-)
-def test_qs8_gemm(m, n, k, nk, has_bias, in_zp, out_zp, act):
-    rng = np.random.default_rng(m * 1000 + n * 10 + k)
-    a = rng.integers(-128, 128, size=(m, k), dtype=np.int8)
-    w = rng.integers(-127, 128, size=(n, k) if nk else (k, n), dtype=np.int8)
-    bias = rng.integers(-5000, 5000, size=n, dtype=np.int32) if has_bias else None
-    w_scales = rng.uniform(0.001, 0.02, size=n).astype(np.float32)
-    in_scale, out_scale = 0.05, 0.5
-    lo, hi = (-100, 50) if act else (-128, 127)
-    want = ref_qs8_gemm(a, w.T if nk else w, bias, w_scales, in_scale, in_zp, out_scale, out_zp, lo, hi)
-    got = K.qs8_gemm(
-        a, w, bias, w_scales, in_scale, in_zp, out_scale, out_zp, b_is_nk=nk, out_min=lo, out_max=hi
-    )
-    np.testing.assert_array_equal(got, want)
-    best = K.qs8_gemm(
-        a,
-        w,
-        bias,
-        w_scales,
-        in_scale,
-        in_zp,
-        out_scale,
-        out_zp,
-        b_is_nk=nk,
-        out_min=lo,
-        out_max=hi,
-        isa="best",
-    )
-    assert np.abs(best.astype(np.int32) - want).max(initial=0) <= 1
-
-
-def test_qs8_gemm_threads():
-    rng = np.random.default_rng(7)
-    a = rng.integers(-128, 128, size=(70, 200), dtype=np.int8)
-    w = rng.integers(-127, 128, size=(200, 90), dtype=np.int8)
-    s = rng.uniform(0.001, 0.01, size=90).astype(np.float32)
-    args = (a, w, None, s, 0.1, 3, 0.7, -2)
-    same_bytes(K.qs8_gemm(*args), K.qs8_gemm(*args, threads=2))
-
-
 # ------------------------------------------------------------------------------------------------- layout
 @SETTINGS
 @given(

@@ -458,6 +458,86 @@ def test_qs8_fully_connected() -> None:
     np.testing.assert_allclose(got, (yq_ref - out_zp) * out_s, atol=1e-6)
 
 
+def qfc_reference(
+    x: np.ndarray,
+    w_nk: np.ndarray,
+    bias: np.ndarray | None,
+    w_s: np.ndarray,
+    in_s: float,
+    in_zp: int,
+    out_s: float,
+    out_zp: int,
+    lo: float,
+    hi: float,
+) -> np.ndarray:
+    """qgemm's formula (kernels/table.def): exact int32 sums, fp32 scale (sa * sw) / sy, round half even, then
+    the clamp output_min_max quantized to the output (round half even, saturating)."""
+    acc = (x.astype(np.int64) - in_zp) @ w_nk.astype(np.int64).T
+    if bias is not None:
+        acc = acc + bias
+    scale = np.float32(in_s) * w_s.astype(np.float32) / np.float32(out_s)
+    y = np.rint(acc.astype(np.int32).astype(np.float32) * scale).astype(np.float64) + out_zp
+    qlo = -128 if math.isinf(lo) else np.clip(np.rint(lo / out_s) + out_zp, -128, 127)
+    qhi = 127 if math.isinf(hi) else np.clip(np.rint(hi / out_s) + out_zp, -128, 127)
+    return np.clip(y, max(qlo, -128), min(qhi, 127)).astype(np.int8)
+
+
+@pytest.mark.parametrize("channelwise", [True, False])
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("bias_dt", [None, "qint32", "qcint32"])
+@pytest.mark.parametrize("clamp", [None, (0.0, math.inf), (-1.5, 2.25)])
+def test_qs8_fully_connected_exact(
+    channelwise: bool, transposed: bool, bias_dt: str | None, clamp: tuple[float, float] | None
+) -> None:
+    """qint8 x (qcint8 | per-tensor qint8) [+ qint32 | qcint32 bias] -> qint8, filter [O, I] or [I, O] (flag
+    0x1), with and without a fused clamp: the kernel's bits, batched input of rank 3."""
+    rng = np.random.default_rng(5)
+    I, O = 37, 19  # noqa: E741 - the FC's dims
+    in_s, in_zp, out_s, out_zp = 0.04, -7, 0.25, 5
+    x = rng.integers(-128, 128, (2, 3, I)).astype(np.int8)
+    w = rng.integers(-128, 128, (O, I)).astype(np.int8)
+    w_s = rng.uniform(0.002, 0.02, O).astype(np.float32) if channelwise else np.full(O, 0.01, np.float32)
+    bias = rng.integers(-20000, 20000, O).astype(np.int32) if bias_dt else None
+    b = GraphBuilder()
+    xi = b.input("x", list(x.shape), Datatype.QINT8, per_tensor(in_s, in_zp))
+    w_stored = np.ascontiguousarray(w.T) if transposed else w
+    if channelwise:
+        wi = b.const(w_stored, Datatype.QCINT8, per_channel([float(s) for s in w_s], 1 if transposed else 0))
+    else:
+        wi = b.const(w_stored, Datatype.QINT8, per_tensor(0.01, 0))
+    bi = INVALID_ID
+    if bias_dt == "qint32":
+        bi = b.const(bias, Datatype.QINT32, per_tensor(in_s * 0.01, 0))
+    elif bias_dt == "qcint32":
+        bi = b.const(bias, Datatype.QCINT32, per_channel([in_s * float(s) for s in w_s], 0))
+    y = b.output(b.value([2, 3, O], Datatype.QINT8, per_tensor(out_s, out_zp)), "y")
+    b.node(
+        "XNNFullyConnected",
+        output_min_max=clamp,
+        input1_id=xi,
+        filter_id=wi,
+        bias_id=bi,
+        output_id=y,
+        flags=1 if transposed else 0,
+    )
+    lo, hi = clamp if clamp else (-math.inf, math.inf)
+    want = qfc_reference(x, w, bias, w_s, in_s, in_zp, out_s, out_zp, lo, hi)
+    for threads in (1, 2):
+        got = run1(b.build(), x, threads=threads)
+        assert got.dtype == np.int8
+        np.testing.assert_array_equal(got, want)
+
+
+def test_qs8_fully_connected_refuses_zero_points_outside_int8() -> None:
+    b = GraphBuilder()
+    xi = b.input("x", [1, 4], Datatype.QINT8, per_tensor(0.1, 200))
+    wi = b.const(np.ones((2, 4), np.int8), Datatype.QCINT8, per_channel([0.1, 0.1], 0))
+    y = b.output(b.value([1, 2], Datatype.QINT8, per_tensor(0.1, 0)), "y")
+    b.node("XNNFullyConnected", input1_id=xi, filter_id=wi, bias_id=INVALID_ID, output_id=y, flags=0)
+    with pytest.raises(UnsupportedError, match=r"qint8 zero point 200 is outside \[-128, 127\]"):
+        runtime.load(b.build())
+
+
 # ---------------------------------------------------------------- program behaviour
 
 

@@ -595,32 +595,6 @@ py::array dequantize(const I8Arr& q, float scale, int32_t zp, const std::string&
   return std::move(out);
 }
 
-py::array qs8_gemm(const I8Arr& A, const I8Arr& B, const std::optional<I32Arr>& bias, const FArr& w_scales,
-                   float in_scale, int32_t in_zp, float out_scale, int32_t out_zp, bool b_is_nk, int out_min,
-                   int out_max, const std::string& isa, size_t threads) {
-  const char* w = "qs8_gemm";
-  need_ndim(w, "A", A, 2);
-  need_ndim(w, "B", B, 2);
-  const size_t M = A.shape(0), K = A.shape(1);
-  const size_t bk = b_is_nk ? B.shape(1) : B.shape(0), N = b_is_nk ? B.shape(0) : B.shape(1);
-  if (bk != K) bad(w, "inner dimensions differ");
-  if (bias && (bias->ndim() != 1 || static_cast<size_t>(bias->shape(0)) != N)) bad(w, "bias must be [N]");
-  if (w_scales.ndim() != 1 || static_cast<size_t>(w_scales.shape(0)) != N) bad(w, "w_scales must be [N]");
-  if (out_min < -128 || out_max > 127 || out_min > out_max) bad(w, "bad output range");
-  const KernelTable& t = table_for(w, isa);
-  Parallel& par = pool_for(w, threads);
-  auto C = make_out<int8_t>({M, N});
-  Aligned packed(t.qs8_gemm_packed_size(K, N));
-  {
-    py::gil_scoped_release nogil;
-    t.qs8_gemm_pack(K, N, B.data(), b_is_nk, bias ? bias->data() : nullptr, w_scales.data(), in_scale, in_zp,
-                    out_scale, out_zp, packed.p);
-    t.qs8_gemm(M, N, K, A.data(), K, packed.p, C.mutable_data(), N, static_cast<int8_t>(out_min),
-               static_cast<int8_t>(out_max), par);
-  }
-  return std::move(C);
-}
-
 // ---------------------------------------------------------------------------------------- layout
 py::array contiguous(const py::array& x) { return py::array::ensure(x, py::array::c_style); }
 
@@ -793,9 +767,6 @@ void bind_kernels(py::module_& m) {
       isa, thr, "layer norm over the last dim: (x - mean) / sqrt(var + epsilon) * scale + bias");
   m.def("quantize", &quantize, py::arg("x"), py::arg("scale"), py::arg("zero_point"), isa);
   m.def("dequantize", &dequantize, py::arg("q"), py::arg("scale"), py::arg("zero_point"), isa);
-  m.def("qs8_gemm", &qs8_gemm, py::arg("A"), py::arg("B"), py::arg("bias"), py::arg("w_scales"),
-        py::arg("in_scale"), py::arg("in_zero_point"), py::arg("out_scale"), py::arg("out_zero_point"),
-        py::arg("b_is_nk") = false, py::arg("out_min") = -128, py::arg("out_max") = 127, isa, thr);
   m.def("transpose", &transpose, py::arg("x"), py::arg("perm"), thr,
         "out dim i = in dim perm[i] (any dtype)");
   m.def("slice", &slice, py::arg("x"), py::arg("offsets"), py::arg("sizes"));

@@ -10,8 +10,7 @@
 // The entries of table.def that the AVX2 table implements, X(name) each; its other entries are the scalar ones
 // (table.cc starts from the scalar table): dwconv2d_packed_size / dwconv2d_pack (dwconv2d reads the scalar
 // packed layout), the int8 packers qgemm_packed_size / qgemm_pack / qconv2d_packed_size / qconv2d_pack
-// (qgemm / qconv2d read the scalar packed layout, kernels/qgemm_layout.h) and the qs8_gemm entries. Where they
-// are defined:
+// (qgemm / qconv2d read the scalar packed layout, kernels/qgemm_layout.h). Where they are defined:
 //   gemm.cc     gemm_packed_size gemm_pack gemm gemm_residual batch_matmul
 //   igemm.cc    conv2d_packed_size conv2d_pack conv2d conv2d_reads_nchw conv2d_residual (Winograd: winograd.cc)
 //   dwconv.cc   dwconv2d dwconv2d_fused max_pool2d avg_pool2d global_avg_pool

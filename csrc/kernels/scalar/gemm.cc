@@ -1,4 +1,4 @@
-// Scalar GEMM, batch matmul and qs8 fully-connected kernels.
+// Scalar GEMM and batch matmul kernels.
 //
 // Packed f32 B:   [N bias][K x N weights, row-major]. The inner loops stream one row of B across a block of
 // output columns held in a small accumulator array, for up to 4 rows of A at once; the compiler vectorises
@@ -160,76 +160,6 @@ void batch_matmul(size_t batch, size_t M, size_t N, size_t K, const float* A, si
         float s = 0.f;
         for (size_t k = 0; k < K; ++k) s += a[k] * brow[k];
         c[n] = s;
-      }
-    }
-  });
-}
-
-// ---- qs8 fully connected ----
-// Packed: [int32 out_zero_point, 3 x pad][int32 bias'[N]][float scale[N]][int8 w[K x N]] where
-// bias'[n] = bias[n] - in_zp * sum_k w[k][n] (the input zero point folded in) and
-// scale[n] = in_scale * w_scale[n] / out_scale.
-namespace {
-constexpr size_t kQHeader = 16;
-}
-
-size_t qs8_gemm_packed_size(size_t K, size_t N) { return kQHeader + N * 8 + K * N; }
-
-void qs8_gemm_pack(size_t K, size_t N, const int8_t* B, bool b_is_nk, const int32_t* bias,
-                   const float* w_scales, float in_scale, int32_t in_zero_point, float out_scale,
-                   int32_t out_zero_point, void* packed) {
-  uint8_t* base = static_cast<uint8_t*>(packed);
-  std::memset(base, 0, kQHeader);
-  std::memcpy(base, &out_zero_point, sizeof(int32_t));
-  int32_t* pbias = reinterpret_cast<int32_t*>(base + kQHeader);
-  float* pscale = reinterpret_cast<float*>(base + kQHeader + N * 4);
-  int8_t* w = reinterpret_cast<int8_t*>(base + kQHeader + N * 8);
-  if (!b_is_nk) {
-    std::memcpy(w, B, K * N);
-  } else {
-    for (size_t n = 0; n < N; ++n)
-      for (size_t k = 0; k < K; ++k) w[k * N + n] = B[n * K + k];
-  }
-  for (size_t n = 0; n < N; ++n) {
-    // Unsigned arithmetic: wraps like the int32 accumulator instead of overflowing (UB) on hostile weights.
-    uint32_t wsum = 0;
-    for (size_t k = 0; k < K; ++k) wsum += static_cast<uint32_t>(static_cast<int32_t>(w[k * N + n]));
-    const uint32_t b = bias ? static_cast<uint32_t>(bias[n]) : 0u;
-    pbias[n] = static_cast<int32_t>(b - static_cast<uint32_t>(in_zero_point) * wsum);
-    pscale[n] = in_scale * w_scales[n] / out_scale;
-  }
-}
-
-void qs8_gemm(size_t M, size_t N, size_t K, const int8_t* A, size_t lda, const void* packed, int8_t* C,
-              size_t ldc, int8_t out_min, int8_t out_max, Parallel& par) {
-  if (M == 0 || N == 0) return;
-  const uint8_t* base = static_cast<const uint8_t*>(packed);
-  int32_t out_zp;
-  std::memcpy(&out_zp, base, sizeof(int32_t));
-  const int32_t* pbias = reinterpret_cast<const int32_t*>(base + kQHeader);
-  const float* pscale = reinterpret_cast<const float*>(base + kQHeader + N * 4);
-  const int8_t* w = reinterpret_cast<const int8_t*>(base + kQHeader + N * 8);
-  const float fmin = static_cast<float>(out_min), fmax = static_cast<float>(out_max);
-  const float fzp = static_cast<float>(out_zp);
-  const size_t tasks = pick_tasks(par, M, static_cast<double>(N) * (K + 1));
-  par.run(tasks, [&](size_t task) {
-    size_t m0, m1;
-    chunk_range(M, tasks, task, &m0, &m1);
-    std::vector<uint32_t> acc(N);
-    for (size_t m = m0; m < m1; ++m) {
-      for (size_t n = 0; n < N; ++n) acc[n] = static_cast<uint32_t>(pbias[n]);
-      const int8_t* a = A + m * lda;
-      for (size_t k = 0; k < K; ++k) {
-        const uint32_t ak = static_cast<uint32_t>(static_cast<int32_t>(a[k]));
-        const int8_t* wk = w + k * N;
-        for (size_t n = 0; n < N; ++n) acc[n] += ak * static_cast<uint32_t>(static_cast<int32_t>(wk[n]));
-      }
-      int8_t* c = C + m * ldc;
-      for (size_t n = 0; n < N; ++n) {
-        float v = round_even(static_cast<float>(static_cast<int32_t>(acc[n])) * pscale[n]) + fzp;
-        v = v >= fmin ? v : fmin;  // also maps NaN (hostile scales) to out_min
-        v = v > fmax ? fmax : v;
-        c[n] = static_cast<int8_t>(v);
       }
     }
   });

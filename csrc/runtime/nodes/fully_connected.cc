@@ -52,6 +52,13 @@ void fc_check(const SupportCheck& c) {
   const bool b_ok =
       !has_bias || c.dt(nd.inputs[2]) == DType::kQcint32 || c.dt(nd.inputs[2]) == DType::kQint32;
   if (x.dtype == DType::kQint8 && y.dtype == DType::kQint8 && w_ok && b_ok) {
+    // qgemm takes zero points in the int8 range (table.def); a blob may hold any int32.
+    for (const Value* v : {&x, &y}) {
+      if (v->quant.zero_point < -128 || v->quant.zero_point > 127) {
+        unsupported(c.label() + ": qint8 zero point " + std::to_string(v->quant.zero_point) +
+                    " is outside [-128, 127]");
+      }
+    }
     const size_t o_dim = (nd.flags & kFlagTransposeWeights) ? 1 : 0;
     if (w.quant.kind == QuantParams::Kind::kPerChannel && size_t(w.quant.channel_dim) != o_dim) {
       unsupported(c.label() + ": per-channel filter scales must be along the output dim " + str(o_dim) +
@@ -74,7 +81,7 @@ bool fc_kn(const PackArgs& a, size_t& K, size_t& N) {
 
 size_t fc_pack_size(const PackArgs& a) {
   size_t K = 0, N = 0;
-  return fc_kn(a, K, N) ? a.k.gemm_packed_size(K, N) : a.k.qs8_gemm_packed_size(K, N);
+  return fc_kn(a, K, N) ? a.k.gemm_packed_size(K, N) : a.k.qgemm_packed_size(K, N);
 }
 
 void fc_pack(const PackArgs& a, void* dst) {
@@ -88,10 +95,16 @@ void fc_pack(const PackArgs& a, void* dst) {
   const Value& w = a.m.values[nd.inputs[1]];
   const Value& x = a.m.values[nd.inputs[0]];
   const Value& y = a.m.values[nd.outputs[0]];
-  std::vector<float> scales(N, w.quant.scale);
-  if (w.quant.kind == QuantParams::Kind::kPerChannel) scales = w.quant.scales;
-  a.k.qs8_gemm_pack(K, N, static_cast<const int8_t*>(a.filter), !io, static_cast<const int32_t*>(a.bias),
-                    scales.data(), x.quant.scale, x.quant.zero_point, y.quant.scale, y.quant.zero_point, dst);
+  QGemmQuant q;  // s8 activations and output: the defaults
+  q.a_zero_point = x.quant.zero_point;
+  q.a_scale = x.quant.scale;
+  const bool per_channel = w.quant.kind == QuantParams::Kind::kPerChannel;
+  q.w_scales = per_channel ? w.quant.scales.data() : &w.quant.scale;
+  q.w_scale_count = per_channel ? N : 1;
+  q.out_zero_point = y.quant.zero_point;
+  q.out_scale = y.quant.scale;
+  a.k.qgemm_pack(K, N, static_cast<const int8_t*>(a.filter), !io, static_cast<const int32_t*>(a.bias), q,
+                 dst);
 }
 
 int8_t quantize_bound(float real, const QuantParams& q) {
@@ -118,8 +131,7 @@ void fc_exec(const ExecArgs& a, size_t i, const Step* step) {
   } else {
     const int8_t lo = quantize_bound(io.nd.act.min, out_val.quant);
     const int8_t hi = quantize_bound(io.nd.act.max, out_val.quant);
-    a.k.qs8_gemm(M, N, Kd, static_cast<const int8_t*>(io.in(0)), Kd, packed, static_cast<int8_t*>(io.out()),
-                 N, lo, hi, a.par);
+    a.k.qgemm(M, N, Kd, io.in(0), Kd, packed, io.out(), N, lo, hi, a.par);
   }
 }
 
