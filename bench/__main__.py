@@ -11,6 +11,7 @@ SUITES = {
     "kernels": "bench.kernels",
     "models": "bench.models",
     "layers": "bench.layers",
+    "builds": "bench.builds",
 }
 
 
