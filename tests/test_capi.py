@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pathlib
 import re
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -185,3 +187,24 @@ def test_dynamic_dims_in_info(capi) -> None:  # noqa: ANN001
         assert st == lib.WX_ERROR_INPUT and b"axis 1 is fixed at 3" in ffi.string(lib.wx_last_error())
     finally:
         lib.wx_free(prog)
+
+
+def test_xnnrun_help_documents_itself() -> None:
+    """`xnnrun --help` says what each option takes, what inputs default to and the --input file format; a bad
+    argument gets the one-line usage on stderr and exit status 64."""
+    exe = shutil.which("xnnrun")
+    if exe is None:
+        pytest.skip("xnnrun is not on PATH (installed with the package's scripts)")
+    out = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0
+    for words in (
+        "--threads N",
+        "--input name=file.bin",
+        "raw little-endian bytes",
+        "filled with ones",
+        "64 bad usage",
+    ):
+        assert words in out.stdout
+    bad = subprocess.run([exe, "--bogus"], capture_output=True, text=True, timeout=30)
+    assert bad.returncode == 64
+    assert bad.stderr.startswith("usage: xnnrun") and "--help" in bad.stderr

@@ -58,10 +58,35 @@ size_t numel(uint32_t rank, const int64_t* dims) {
   return n;
 }
 
+constexpr const char* kUsage =
+    "usage: xnnrun model.xnn [--threads N] [--input name=file.bin ...] [--repeat N] [--quiet]\n";
+
 int usage() {
-  std::fprintf(stderr,
-               "usage: xnnrun model.xnn [--threads N] [--input name=file.bin ...] [--repeat N] [--quiet]\n");
+  std::fputs(kUsage, stderr);
+  std::fputs("xnnrun --help says more\n", stderr);
   return 64;
+}
+
+// --help: what each option takes and what the tool does with inputs it was not given.
+int help() {
+  std::fputs(kUsage, stdout);
+  std::fputs(
+      "\n"
+      "Loads a .xnn blob through webxnn's C API (verified as untrusted input), runs it and prints each input and\n"
+      "output (name, dtype, shape, the first values) and the load and run times.\n"
+      "\n"
+      "  --threads N            threads of the program's pool (0 or absent: one per core)\n"
+      "  --input name=file.bin  the input `name` from a file of raw little-endian bytes: the input's declared\n"
+      "                         dtype and shape, row-major (C order), nothing else (no header; a .npy file's\n"
+      "                         data without its header). Repeat for several inputs.\n"
+      "                         Inputs without --input are filled with ones (float types) or zeros (integers).\n"
+      "  --repeat N             run N times (N >= 1) and report the mean and the best time\n"
+      "  --quiet                print nothing but errors (the exit status says the rest)\n"
+      "  -h, --help             this text\n"
+      "\n"
+      "Exit status: 0 ok, 1 + the wx_status of a load or run error (its message on stderr), 64 bad usage.\n",
+      stdout);
+  return 0;
 }
 
 // IEEE half to float (exact), for printing fp16 outputs.
@@ -122,8 +147,7 @@ int main(int argc, char** argv) {
     } else if (a == "--quiet") {
       quiet = true;
     } else if (a == "-h" || a == "--help") {
-      usage();
-      return 0;
+      return help();
     } else if (model.empty() && a.rfind("--", 0) != 0) {
       model = a;
     } else {
