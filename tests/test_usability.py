@@ -155,6 +155,9 @@ def test_cli_errors_are_one_line(blob: pathlib.Path, tmp_path: pathlib.Path) -> 
     assert_one_line_error(
         cli("run", str(blob), "--input", f"x={EXAMPLE.with_suffix('.weights')}"), ".weights file", "--input x"
     )
+    assert_one_line_error(
+        cli("run", str(blob), "--input", f"x={tmp_path / 'nope.npy'}"), "nope.npy: no such file", "--input x"
+    )
     r = cli("--debug", "run", str(tmp_path / "m.xnn"))
     assert r.returncode != 0 and "Traceback" in r.stderr and "FileError" in r.stderr
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .errors import InputError, WebxnnError, WeightsError
+from .errors import FileError, InputError, WebxnnError, WeightsError
 from .filekind import expect, sniff
 
 
@@ -51,7 +51,10 @@ def _load_graph(args: argparse.Namespace):
 
 
 def _load_array(path: str, what: str) -> np.ndarray:
-    expect(path, ("npy",), InputError, what=f"a .npy array ({what})")
+    try:
+        expect(path, ("npy",), InputError, what=f"a .npy array ({what})")
+    except FileError as e:  # say which argument named the file
+        raise FileError(e.path, f"{e.reason} ({what})") from None
     try:
         return np.load(path, allow_pickle=False)
     except (OSError, ValueError) as e:
