@@ -87,6 +87,7 @@ using NodeTable = std::array<NodeDef, 256>;
 
 const NodeTable& node_table();
 inline const NodeDef& node_def(NodeType t) { return node_table()[static_cast<uint8_t>(t)]; }
+inline const NodeDef& node_def(const Node& nd) { return node_def(nd.type); }
 
 // The row of `type`, for a family's register function; a type claimed twice is a bug (aborts at first use).
 NodeDef& claim(NodeTable& table, NodeType type);

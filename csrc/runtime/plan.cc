@@ -10,12 +10,6 @@
 #include "runtime/program.h"
 
 namespace webxnn {
-namespace {
-
-const NodeDef& def(const Node& nd) { return node_def(nd.type); }
-
-}  // namespace
-
 // Storage groups: a union-find over values whose root owns the storage every member shares. last[root]: the
 // last node reading any member of the group (after which its storage is free).
 struct StorageGroups {
@@ -83,7 +77,7 @@ StorageGroups Program::plan_storage(Plan& plan, const Fusions& f,
       continue;
     }
     const uint32_t out = nd.outputs[0];
-    const NodeDef& d = def(nd);
+    const NodeDef& d = node_def(nd);
     if (d.has(kView) && nd.outputs.size() == 1 && bytes_of(nd.inputs[0]) == bytes_of(out)) {
       const uint32_t rx = g.find(nd.inputs[0]);
       const Value& rv = model_.values[rx];
@@ -158,7 +152,8 @@ void Program::plan_ahead(Plan& plan) const {
   for (size_t f = 1; f < plan.steps.size(); ++f) {
     const uint32_t fc = plan.steps[f].node;
     const Node& fn = model_.nodes[fc];
-    if (!def(fn).has(kPrefetched) || !packed_ptr_[fc] || model_.values[fn.inputs[1]].dtype != DType::kFp32) {
+    if (!node_def(fn).has(kPrefetched) || !packed_ptr_[fc] ||
+        model_.values[fn.inputs[1]].dtype != DType::kFp32) {
       continue;
     }
     const Shape& x = plan.shapes[fn.inputs[0]];
@@ -170,7 +165,7 @@ void Program::plan_ahead(Plan& plan) const {
     for (size_t s = f; s-- > 0 && s + kAheadSteps >= f && convs.size() < kAheadConvs;) {
       Step& st = plan.steps[s];
       const Node& cn = model_.nodes[st.node];
-      if (!def(cn).has(kBlockConv)) continue;
+      if (!node_def(cn).has(kBlockConv)) continue;
       if (!is_pointwise(cn.conv) || st.dw != kNoValue || st.transpose != kNoValue || st.ahead != kNoValue ||
           st.serial) {
         break;
@@ -194,7 +189,7 @@ bool Program::small_step(const Plan& plan, const Step& st) const {
   constexpr size_t kMinParallelBytes = size_t(32) << 10;  // output bytes of element-wise / layout steps
   constexpr double kMinParallelMacs = 1e5;  // multiply-adds of GEMM / convolution steps
   const Node& nd = model_.nodes[st.node];
-  const NodeDef& d = def(nd);
+  const NodeDef& d = node_def(nd);
   if (d.macs) return d.macs(model_, plan, nd) < kMinParallelMacs;
   // Reductions, pools and gathers read more than they write: count the biggest operand.
   const uint32_t out = nd.outputs[0];

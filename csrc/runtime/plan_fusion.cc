@@ -19,8 +19,6 @@ bool act_is_none(const Activation& a) {
   return std::isinf(a.min) && a.min < 0 && std::isinf(a.max) && a.max > 0;
 }
 
-const NodeDef& def(const Node& nd) { return node_def(nd.type); }
-
 // Only where the tensor between two fused block steps would not stay in L2 (~1 MB per core here) from one step
 // to the next: on small maps the row-by-row pointwise GEMM (M = one row of pixels) re-reads its weights for
 // every row and loses more than the memory traffic saves (MobileNetV2: 112x112x96 and 56x56x144 fuse;
@@ -51,7 +49,7 @@ class FusionPlanner {
       if (nd.folded || nd.outputs.size() != 1) continue;
       const uint32_t out = nd.outputs[0];
       if (m_.values[out].dtype != DType::kFp32 || numel(shapes_[out]) == 0) continue;
-      const NodeDef& d = def(nd);
+      const NodeDef& d = node_def(nd);
       if (d.has(kBlockConv)) {
         if (!fuse_image_transpose(i)) fuse_depthwise_into_project(i);
       } else if (d.has(kBlockDepthwise)) {
@@ -154,7 +152,7 @@ class FusionPlanner {
     const int64_t j = sole_producer(pv);
     if (j < 0 || f_.fused_into[static_cast<size_t>(j)] != kNoValue) return -1;
     const Node& cv = m_.nodes[static_cast<size_t>(j)];
-    const bool kind = def(cv).has(residual ? kTakesResidual : kTakesActivation);
+    const bool kind = node_def(cv).has(residual ? kTakesResidual : kTakesActivation);
     if (!kind || (residual && !act_is_none(cv.act))) return -1;
     return j;
   }
@@ -168,11 +166,12 @@ class FusionPlanner {
     if (p < 0) return -1;
     size_t j = static_cast<size_t>(p);
     *act = kNoValue;
-    if (def(m_.nodes[j]).post_op != PostOp::kNone && f_.at[j].into == j) {
+    if (node_def(m_.nodes[j]).post_op != PostOp::kNone && f_.at[j].into == j) {
       *act = static_cast<uint32_t>(j);  // the node it runs (at[j].node) passed sole_producer when it fused
       j = f_.at[j].node;
     }
-    if (!def(m_.nodes[j]).has(role) || f_.fused_into[j] != *act || f_.at[j].transpose != kNoValue) return -1;
+    if (!node_def(m_.nodes[j]).has(role) || f_.fused_into[j] != *act || f_.at[j].transpose != kNoValue)
+      return -1;
     return static_cast<int64_t>(j);
   }
 
@@ -200,7 +199,7 @@ class FusionPlanner {
     const KernelTable& k = *p_.kernels_;
     if (t < 0 || !k.conv2d_reads_nchw || !k.conv2d_reads_nchw(cv.conv)) return -1;
     const Node& tn = m_.nodes[static_cast<size_t>(t)];
-    const bool nhwc = def(tn).has(kImageTranspose) && tn.ints_a.size() == 4 &&
+    const bool nhwc = node_def(tn).has(kImageTranspose) && tn.ints_a.size() == 4 &&
                       std::equal(kToNhwc, kToNhwc + 4, tn.ints_a.begin());
     return nhwc && shapes_[tn.inputs[0]].size() == 4 ? t : -1;
   }
