@@ -107,13 +107,6 @@ void fc_pack(const PackArgs& a, void* dst) {
                  dst);
 }
 
-int8_t quantize_bound(float real, const QuantParams& q) {
-  if (std::isinf(real)) return (real < 0) ? -128 : 127;
-  double x = std::nearbyint(double(real) / q.scale) + q.zero_point;
-  x = std::min(127.0, std::max(-128.0, x));
-  return static_cast<int8_t>(x);
-}
-
 void fc_exec(const ExecArgs& a, size_t i, const Step* step) {
   const NodeIo io(a, i);
   AlignedBuffer run_packed;
