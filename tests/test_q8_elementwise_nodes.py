@@ -39,7 +39,8 @@ def bound(real: float, scale: float, zp: int) -> int:
 
 
 def requant(v: np.ndarray, zy: int, lo: int = -128, hi: int = 127) -> np.ndarray:
-    """table.def's ending: clamp the fp32 value to [lo - zy, hi - zy], round half to even, add zy."""
+    """table.def's ending: clamp the fp32 value to [lo - zy, hi - zy] (NaN: lo), round half even, add zy."""
+    v = np.where(np.isnan(v), F32(lo - zy), v)
     v = np.minimum(np.maximum(v.astype(F32), F32(lo - zy)), F32(hi - zy))
     return (np.rint(v).astype(np.int32) + zy).astype(np.int8)
 
@@ -544,3 +545,16 @@ def test_qlut_kernel(isa: str, n: int) -> None:
     for threads in (1, 2):
         np.testing.assert_array_equal(K.qlut(x, table, isa=isa, threads=threads), want)
         np.testing.assert_array_equal(K.qlut(x, table, in_place=True, isa=isa, threads=threads), want)
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("op", ["add", "mul"])
+def test_qadd_qmul_kernels_huge_scale_ratios(isa: str, op: str) -> None:
+    """Multipliers so large that v leaves int32 (the AVX2 kernels' fp32-clamp path) saturate like the rest."""
+    a, b = q8(3, 37), q8(3, 37)
+    ref = add_ref if op == "add" else mul_ref
+    for sa, sb, sy in ((1e6, 3e5, 1e-6), (1e30, 1e30, 1e-30), (1e-30, 1e-30, 1e30)):
+        with np.errstate(over="ignore", invalid="ignore"):  # inf * 0 = NaN: out_min
+            want = ref(a, b, sa, 3, sb, -2, sy, 1, -120, 100)
+        got = K.qbinary(op, a, b, sa, 3, sb, -2, sy, 1, -120, 100, isa=isa)
+        np.testing.assert_array_equal(got, want)

@@ -29,22 +29,32 @@ inline __m256i load8_i(const int8_t* p, __m256i z) {
   return _mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))), z);
 }
 
-// table.def's requantization of 16 values: clamp in fp32 (vmaxps gives lo for NaN), round to nearest even
-// (MXCSR default), add zy, pack to bytes (in range already).
+// table.def's requantization of 16 values: round to nearest even (MXCSR default), add zy, pack to bytes,
+// clamp. When every |v| is known to stay below 2^30 (max_abs, from the operands' ranges and the multipliers),
+// rounding first is exact and the packs' saturation plus an int8 clamp give the same bytes as clamping in
+// fp32 first (rint is monotone, the bounds are integers); otherwise (huge scale ratios, NaN) v is clamped in
+// fp32 first (vmaxps gives lo for NaN).
 struct Requant {
   __m256 lo, hi;
   __m256i zy;
-  explicit Requant(const QElemParams& q)
+  __m128i lo8, hi8;
+  bool in_int;
+  Requant(const QElemParams& q, float max_abs)
       : lo(_mm256_set1_ps(static_cast<float>(q.out_min - q.out_zero_point))),
         hi(_mm256_set1_ps(static_cast<float>(q.out_max - q.out_zero_point))),
-        zy(_mm256_set1_epi32(q.out_zero_point)) {}
+        zy(_mm256_set1_epi32(q.out_zero_point)),
+        lo8(_mm_set1_epi8(static_cast<char>(q.out_min))),
+        hi8(_mm_set1_epi8(static_cast<char>(q.out_max))),
+        in_int(max_abs < 1073741824.f) {}  // false for NaN too
   __m256i i32(__m256 v) const {
-    return _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, lo), hi)), zy);
+    if (!in_int) v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
+    return _mm256_add_epi32(_mm256_cvtps_epi32(v), zy);
   }
   __m128i operator()(__m256 v0, __m256 v1) const {
     const __m256i p = _mm256_packs_epi32(i32(v0), i32(v1));  // lanes: v0 0-3, v1 0-3, v0 4-7, v1 4-7
     const __m256i o = _mm256_permute4x64_epi64(p, 0xD8);
-    return _mm_packs_epi16(_mm256_castsi256_si128(o), _mm256_extracti128_si256(o, 1));
+    const __m128i y = _mm_packs_epi16(_mm256_castsi256_si128(o), _mm256_extracti128_si256(o, 1));
+    return in_int ? _mm_min_epi8(_mm_max_epi8(y, lo8), hi8) : y;
   }
 };
 
@@ -62,6 +72,9 @@ struct AddV {
   __m256 part_a(const int8_t* p) const { return rounded(_mm256_mul_ps(load8_f(p, za), ma)); }
   __m256 part_b(const int8_t* p) const { return rounded(_mm256_mul_ps(load8_f(p, zb), mb)); }
   __m256 combine(__m256 a, __m256 b) const { return _mm256_add_ps(a, b); }
+  static float max_abs(const QElemParams& q) {
+    return 256.f * (q.a_scale / q.out_scale + q.b_scale / q.out_scale);
+  }
 };
 
 struct MulV {
@@ -77,6 +90,7 @@ struct MulV {
     const __m256i prod = _mm256_mullo_epi32(_mm256_castps_si256(a), _mm256_castps_si256(b));
     return _mm256_mul_ps(_mm256_cvtepi32_ps(prod), m);
   }
+  static float max_abs(const QElemParams& q) { return 65536.f * ((q.a_scale * q.b_scale) / q.out_scale); }
 };
 
 struct QBinCtx {
@@ -117,7 +131,7 @@ void qbin_task(const void* vctx, size_t task) {
   const QBinCtx& x = *static_cast<const QBinCtx*>(vctx);
   const BinaryShape& s = *x.s;
   const Op op(*x.q);
-  const Requant rq(*x.q);
+  const Requant rq(*x.q, Op::max_abs(*x.q));
   const size_t sa = s.a_strides[s.rank - 1], sb = s.b_strides[s.rank - 1];
   const size_t u0 = x.units * task / x.tasks, u1 = x.units * (task + 1) / x.tasks;
   for (size_t u = u0; u < u1; ++u) {
@@ -140,7 +154,7 @@ void qbinary(const BinaryShape& s, const int8_t* a, const int8_t* b, int8_t* out
              Parallel& par) {
   if (s.rank == 0) {
     const Op op(q);
-    const Requant rq(q);
+    const Requant rq(q, Op::max_abs(q));
     qbin_row(op, rq, a, 0, b, 0, out, 1);
     return;
   }
@@ -221,7 +235,7 @@ struct QGapCtx {
 void qgap_task(const void* vctx, size_t task) {
   const QGapCtx& x = *static_cast<const QGapCtx*>(vctx);
   const QElemParams& q = *x.q;
-  const Requant rq(q);
+  const Requant rq(q, 256.f * (q.a_scale / q.out_scale));  // |acc| <= 255 * HW, mc ~ m / HW
   const __m256 mc = _mm256_set1_ps((q.a_scale / q.out_scale) / static_cast<float>(x.HW));
   const __m256i bias = _mm256_set1_epi32(-static_cast<int32_t>(x.HW) * q.a_zero_point);
   const size_t C = x.C, HW = x.HW;
