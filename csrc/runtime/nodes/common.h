@@ -245,7 +245,5 @@ bool check_q8_weights(const SupportCheck& c, size_t channel_dim, const char* sup
 // The quantization of such a node for the int8 kernels' packers (qgemm_pack, qconv2d_pack, qdwconv2d_pack):
 // s8 activations and output; channels: the output channels (the per-channel scale count).
 QGemmQuant q8_quant(const Model& m, const Node& nd, size_t channels);
-// A real clamp bound (output_min / output_max) in the int8 domain of q: round half to even, saturating.
-int8_t quantize_bound(float real, const QuantParams& q);
 
 }  // namespace webxnn
