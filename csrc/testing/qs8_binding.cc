@@ -82,6 +82,35 @@ py::array qgemm(const py::array& A, const I8Arr& B, const std::optional<I32Arr>&
   return C;
 }
 
+// The geometry of a qconv2d / qdwconv2d call: pads (top, right, bottom, left), strides, dilations and a
+// kh x kw filter over an H x W input; sets OH, OW.
+ConvParams q_geometry(const char* w, const std::vector<uint32_t>& pads, const std::vector<uint32_t>& strides,
+                      const std::vector<uint32_t>& dil, size_t kh, size_t kw, size_t H, size_t W, size_t* OH,
+                      size_t* OW) {
+  if (pads.size() != 4 || strides.size() != 2 || dil.size() != 2)
+    bad(w, "pads has 4 values, strides and dilations 2");
+  ConvParams p;
+  p.pad_top = pads[0];
+  p.pad_right = pads[1];
+  p.pad_bottom = pads[2];
+  p.pad_left = pads[3];
+  p.kernel_h = static_cast<uint32_t>(kh);
+  p.kernel_w = static_cast<uint32_t>(kw);
+  p.stride_h = strides[0];
+  p.stride_w = strides[1];
+  p.dilation_h = dil[0];
+  p.dilation_w = dil[1];
+  if (!p.stride_h || !p.stride_w || !p.dilation_h || !p.dilation_w)
+    bad(w, "strides and dilations must be >= 1");
+  const size_t eh = (p.kernel_h - 1) * size_t{p.dilation_h} + 1,
+               ew = (p.kernel_w - 1) * size_t{p.dilation_w} + 1;
+  if (H + p.pad_top + p.pad_bottom < eh || W + p.pad_left + p.pad_right < ew)
+    bad(w, "filter larger than input");
+  *OH = (H + p.pad_top + p.pad_bottom - eh) / p.stride_h + 1;
+  *OW = (W + p.pad_left + p.pad_right - ew) / p.stride_w + 1;
+  return p;
+}
+
 // out = qconv2d(x, filter): x NHWC uint8 or int8, filter OHWI int8, pads (top, right, bottom, left).
 py::array qconv2d(const py::array& x, const I8Arr& f, const std::optional<I32Arr>& bias, const FArr& w_scales,
                   float a_scale, int32_t a_zp, float out_scale, int32_t out_zp, const std::string& out_dtype,
@@ -91,34 +120,15 @@ py::array qconv2d(const py::array& x, const I8Arr& f, const std::optional<I32Arr
   const char* w = "qconv2d";
   if (x.ndim() != 4 || f.ndim() != 4) bad(w, "x must be NHWC and filter OHWI (4-D)");
   if (!(x.flags() & py::array::c_style)) bad(w, "x must be C-contiguous");
-  if (pads.size() != 4 || strides.size() != 2 || dil.size() != 2)
-    bad(w, "pads has 4 values, strides and dilations 2");
   if (groups == 0 || x.shape(3) % groups || f.shape(0) % groups) bad(w, "groups must divide C and OC");
   const size_t N = x.shape(0), H = x.shape(1), W = x.shape(2), C = x.shape(3) / groups;
   const size_t OC = f.shape(0) / groups;
   if (static_cast<size_t>(f.shape(3)) != C) bad(w, "filter channels != input channels / groups");
-  ConvParams p;
+  size_t OH = 0, OW = 0;
+  ConvParams p = q_geometry(w, pads, strides, dil, f.shape(1), f.shape(2), H, W, &OH, &OW);
   p.groups = groups;
-  p.pad_top = pads[0];
-  p.pad_right = pads[1];
-  p.pad_bottom = pads[2];
-  p.pad_left = pads[3];
-  p.kernel_h = static_cast<uint32_t>(f.shape(1));
-  p.kernel_w = static_cast<uint32_t>(f.shape(2));
-  p.stride_h = strides[0];
-  p.stride_w = strides[1];
-  p.dilation_h = dil[0];
-  p.dilation_w = dil[1];
   p.group_input_channels = static_cast<uint32_t>(C);
   p.group_output_channels = static_cast<uint32_t>(OC);
-  if (!p.stride_h || !p.stride_w || !p.dilation_h || !p.dilation_w)
-    bad(w, "strides and dilations must be >= 1");
-  const size_t eh = (p.kernel_h - 1) * size_t{p.dilation_h} + 1,
-               ew = (p.kernel_w - 1) * size_t{p.dilation_w} + 1;
-  if (H + p.pad_top + p.pad_bottom < eh || W + p.pad_left + p.pad_right < ew)
-    bad(w, "filter larger than input");
-  const size_t OH = (H + p.pad_top + p.pad_bottom - eh) / p.stride_h + 1;
-  const size_t OW = (W + p.pad_left + p.pad_right - ew) / p.stride_w + 1;
   const size_t GOC = groups * OC;
   if (bias && (bias->ndim() != 1 || static_cast<size_t>(bias->shape(0)) != GOC)) bad(w, "bias must be [OC]");
   const QGemmQuant q = quant_of(w, x, w_scales, GOC, a_scale, a_zp, out_scale, out_zp, out_dtype);
@@ -146,32 +156,13 @@ py::array qdwconv2d(const py::array& x, const I8Arr& f, const std::optional<I32A
   const char* w = "qdwconv2d";
   if (x.ndim() != 4 || f.ndim() != 4 || f.shape(0) != 1) bad(w, "x must be NHWC and filter 1HWO (4-D)");
   if (!(x.flags() & py::array::c_style)) bad(w, "x must be C-contiguous");
-  if (pads.size() != 4 || strides.size() != 2 || dil.size() != 2)
-    bad(w, "pads has 4 values, strides and dilations 2");
   const size_t N = x.shape(0), H = x.shape(1), W = x.shape(2), C = x.shape(3), OC = f.shape(3);
   if (C == 0 || OC % C) bad(w, "filter channels must be a multiple of the input channels");
-  ConvParams p;
-  p.pad_top = pads[0];
-  p.pad_right = pads[1];
-  p.pad_bottom = pads[2];
-  p.pad_left = pads[3];
-  p.kernel_h = static_cast<uint32_t>(f.shape(1));
-  p.kernel_w = static_cast<uint32_t>(f.shape(2));
-  p.stride_h = strides[0];
-  p.stride_w = strides[1];
-  p.dilation_h = dil[0];
-  p.dilation_w = dil[1];
+  size_t OH = 0, OW = 0;
+  ConvParams p = q_geometry(w, pads, strides, dil, f.shape(1), f.shape(2), H, W, &OH, &OW);
   p.groups = static_cast<uint32_t>(C);
   p.group_input_channels = 1;
   p.group_output_channels = static_cast<uint32_t>(OC / C);
-  if (!p.stride_h || !p.stride_w || !p.dilation_h || !p.dilation_w)
-    bad(w, "strides and dilations must be >= 1");
-  const size_t eh = (p.kernel_h - 1) * size_t{p.dilation_h} + 1,
-               ew = (p.kernel_w - 1) * size_t{p.dilation_w} + 1;
-  if (H + p.pad_top + p.pad_bottom < eh || W + p.pad_left + p.pad_right < ew)
-    bad(w, "filter larger than input");
-  const size_t OH = (H + p.pad_top + p.pad_bottom - eh) / p.stride_h + 1;
-  const size_t OW = (W + p.pad_left + p.pad_right - ew) / p.stride_w + 1;
   if (bias && (bias->ndim() != 1 || static_cast<size_t>(bias->shape(0)) != OC)) bad(w, "bias must be [C * m]");
   const QGemmQuant q = quant_of(w, x, w_scales, OC, a_scale, a_zp, out_scale, out_zp, out_dtype);
   const KernelTable& t = table_for(w, isa);

@@ -40,14 +40,17 @@ __attribute__((always_inline)) inline __m256i widen(const uint8_t* p) {
   return kU8 ? _mm256_cvtepu8_epi16(v) : _mm256_cvtepi8_epi16(v);
 }
 
-// One tile: 16 channels at offset c of the rows tp[0 .. ntaps).
-template <bool kU8>
+// One tile: 16 channels at offset c of the rows tp[0 .. ntaps). kPairs: the tap pairs when known at compile
+// time (5: 3x3, unrolled), else 0 (x.h.pairs).
+template <bool kU8, size_t kPairs>
 __attribute__((always_inline)) inline __m128i tile16(const QDwCtx& x, const uint8_t* tile,
                                                      const uint8_t* const* tp, size_t c) {
+  const size_t pairs = kPairs ? kPairs : x.h.pairs;
   __m256i acc0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(tile));
   __m256i acc1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(tile + 32));
   const __m256i* w = reinterpret_cast<const __m256i*>(tile + kQDwTile * 8);
-  for (size_t q = 0; q < x.h.pairs; ++q) {
+#pragma GCC unroll 5
+  for (size_t q = 0; q < pairs; ++q) {
     const __m256i x0 = widen<kU8>(tp[2 * q] + c), x1 = widen<kU8>(tp[2 * q + 1] + c);
     acc0 = _mm256_add_epi32(acc0, _mm256_madd_epi16(_mm256_unpacklo_epi16(x0, x1), _mm256_load_si256(w + 2 * q)));
     acc1 =
@@ -57,21 +60,29 @@ __attribute__((always_inline)) inline __m128i tile16(const QDwCtx& x, const uint
   return requant16(x.rq, acc0, acc1, scale, _mm256_setr_epi32(0, 1, 4, 5, 0, 1, 4, 5));
 }
 
-template <bool kU8>
+// Output rows [r0, r1). tp: 2 x ntaps + kernel_h row pointers of scratch; tail: ntaps x 16 bytes.
+template <bool kU8, size_t kPairs>
 void qdw_rows(const QDwCtx& x, size_t r0, size_t r1, const uint8_t** tp, uint8_t* tail) {
   const ConvParams& p = x.p;
   const size_t taps = x.h.taps, full = x.C / kQDwTile, m = x.h.multiplier;
   const uint8_t** tt = tp + x.ntaps;  // the tail tile's rows: copies in `tail`
+  const uint8_t** rows = tt + x.ntaps;  // per filter row: its input row, or null in the padding
   for (size_t r = r0; r < r1; ++r) {
     const size_t n = r / x.OH, oy = r % x.OH;
     const uint8_t* img = x.in + n * x.H * x.W * x.C;
+    for (size_t ky = 0; ky < p.kernel_h; ++ky) {
+      // Unsigned: a coordinate in the top / left padding wraps past H / W.
+      const size_t iy = oy * p.stride_h + ky * p.dilation_h - p.pad_top;
+      rows[ky] = iy < x.H ? img + iy * x.W * x.C : nullptr;
+    }
     for (size_t ox = 0; ox < x.OW; ++ox) {
-      for (size_t t = 0; t < taps; ++t) {
-        const size_t ky = t / p.kernel_w, kx = t % p.kernel_w;
-        // Unsigned: a coordinate in the top / left padding wraps past H / W.
-        const size_t iy = oy * p.stride_h + ky * p.dilation_h - p.pad_top;
-        const size_t ix = ox * p.stride_w + kx * p.dilation_w - p.pad_left;
-        tp[t] = iy < x.H && ix < x.W ? img + (iy * x.W + ix) * x.C : x.zero_row;
+      const size_t ix0 = ox * p.stride_w - p.pad_left;
+      size_t t = 0;
+      for (size_t ky = 0; ky < p.kernel_h; ++ky) {
+        for (size_t kx = 0; kx < p.kernel_w; ++kx, ++t) {
+          const size_t ix = ix0 + kx * p.dilation_w;
+          tp[t] = rows[ky] && ix < x.W ? rows[ky] + ix * x.C : x.zero_row;
+        }
       }
       if (taps < x.ntaps) tp[taps] = x.zero_row;  // the odd tap's partner (zero weights)
       const size_t rem = x.C - full * kQDwTile;
@@ -86,7 +97,7 @@ void qdw_rows(const QDwCtx& x, size_t r0, size_t r1, const uint8_t** tp, uint8_t
         for (size_t ti = 0; ti < x.tiles; ++ti) {
           const uint8_t* tile = x.tiles0 + (j * x.tiles + ti) * x.tb;
           const size_t c = ti * kQDwTile, nc = ti < full ? kQDwTile : rem;
-          const __m128i v = ti < full ? tile16<kU8>(x, tile, tp, c) : tile16<kU8>(x, tile, tt, 0);
+          const __m128i v = ti < full ? tile16<kU8, kPairs>(x, tile, tp, c) : tile16<kU8, kPairs>(x, tile, tt, 0);
           if (m == 1 && nc == kQDwTile) {
             _mm_storeu_si128(reinterpret_cast<__m128i*>(o + c), v);
             continue;
@@ -104,14 +115,16 @@ void qdw_task(const void* vctx, size_t task) {
   const QDwCtx& x = *static_cast<const QDwCtx*>(vctx);
   const size_t r0 = x.rows * task / x.tasks, r1 = x.rows * (task + 1) / x.tasks;
   if (r1 <= r0) return;
-  // Row pointers: ntaps for the pixel, ntaps for its tail tile; the tail's row copies.
-  void* mem = internal::aligned_alloc64(2 * x.ntaps * sizeof(const uint8_t*) + x.ntaps * kQDwTile);
+  // Row pointers: ntaps for the pixel, ntaps for its tail tile, kernel_h filter rows; the tail's row copies.
+  const size_t ptrs = 2 * x.ntaps + x.p.kernel_h;
+  void* mem = internal::aligned_alloc64(ptrs * sizeof(const uint8_t*) + x.ntaps * kQDwTile);
   const uint8_t** tp = static_cast<const uint8_t**>(mem);
-  uint8_t* tail = static_cast<uint8_t*>(mem) + 2 * x.ntaps * sizeof(const uint8_t*);
-  if (x.h.a_type == QType::kU8) {
-    qdw_rows<true>(x, r0, r1, tp, tail);
+  uint8_t* tail = static_cast<uint8_t*>(mem) + ptrs * sizeof(const uint8_t*);
+  const bool u8 = x.h.a_type == QType::kU8, k3x3 = x.h.pairs == 5;
+  if (u8) {
+    k3x3 ? qdw_rows<true, 5>(x, r0, r1, tp, tail) : qdw_rows<true, 0>(x, r0, r1, tp, tail);
   } else {
-    qdw_rows<false>(x, r0, r1, tp, tail);
+    k3x3 ? qdw_rows<false, 5>(x, r0, r1, tp, tail) : qdw_rows<false, 0>(x, r0, r1, tp, tail);
   }
   internal::aligned_free(mem);
 }
