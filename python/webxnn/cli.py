@@ -13,11 +13,12 @@ import os
 import pathlib
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
 
-from .errors import FileError, InputError, WebxnnError, WeightsError
+from .errors import FileError, InputError, WebxnnError, WebxnnWarning, WeightsError
 from .filekind import expect, sniff
 
 
@@ -398,6 +399,20 @@ def _error(message: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    with warnings.catch_warnings():
+        shown = warnings.showwarning
+
+        def show(message: Warning | str, category: type[Warning], *rest: object, **kw: object) -> None:
+            if issubclass(category, WebxnnWarning):  # one line, like the errors
+                print(f"webxnn: warning: {message}", file=sys.stderr)
+            else:
+                shown(message, category, *rest, **kw)  # type: ignore[arg-type]
+
+        warnings.showwarning = show
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return args.func(args)
     except BrokenPipeError:
