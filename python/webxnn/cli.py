@@ -178,10 +178,15 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def _runtime_plan(path: str) -> dict:
-    """What the runtime makes of a blob: arena and packed-weight bytes, steps, fusions, aliases."""
+    """What the runtime makes of a blob: arena and packed-weight bytes, steps, fusions, aliases (or why it
+    cannot load it: the description of the blob itself still stands)."""
+    from .errors import UnsupportedError
     from .runtime import load
 
-    prog = load(path, threads=1)
+    try:
+        prog = load(path, threads=1)
+    except UnsupportedError as e:
+        return {"error": str(e)}
     steps = prog.plan()
     return {
         "peak_arena_bytes": prog.peak_arena_bytes,
@@ -193,6 +198,8 @@ def _runtime_plan(path: str) -> dict:
 
 
 def _describe_plan(plan: dict) -> str:
+    if "error" in plan:
+        return f"runtime plan: this runtime cannot load the blob: {plan['error']}"
     return (
         f"runtime plan: {plan['steps']} steps ({plan['fused_nodes']} nodes fused into their producer, "
         f"{plan['aliased_nodes']} reshapes/copies aliased), arena {plan['peak_arena_bytes']:,} bytes "
