@@ -43,6 +43,7 @@ def qdq(
     per_channel: bool = True,
     activation: str = "QUInt8",
     symmetric: bool = False,
+    weights: str = "QInt8",
 ) -> Path:
     """`model` quantized by onnxruntime.quantization.quantize_static (QDQ format) into `path`."""
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
@@ -56,7 +57,7 @@ def qdq(
         quant_format=QuantFormat.QDQ,
         per_channel=per_channel,
         activation_type=getattr(QuantType, activation),
-        weight_type=QuantType.QInt8,
+        weight_type=getattr(QuantType, weights),
         extra_options={"ActivationSymmetric": symmetric},
     )
     return path

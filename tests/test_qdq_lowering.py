@@ -4,6 +4,7 @@ through the reference interpreter (independent of the C++ runtime) and through t
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 import webxnn
+from webxnn.compiler import compile_graph, read_model
 from webxnn.xnn import reference
 from webxnn.xnn.ir import Datatype, PerChannelQuant, PerTensorQuant, XnnGraph
 from webxnn.xnn.reader import read
@@ -161,3 +163,76 @@ def test_runtime_matches_reference(qdq_dir: Path, name: str) -> None:
         # the runtime's requantization may round a different way than the reference on exact ties
         assert np.max(np.abs(got - want)) <= step * 1.001
         assert _cosine(got, _ort(path, x, optimized=False)) >= 0.999
+
+
+def test_executorch_profile_takes_the_int8_graph(qdq_dir: Path) -> None:
+    """qint8 activations, qcint8 filters (channel_dim 0, depthwise 3), qcint32 biases: what ExecuTorch's
+    XNNPACK delegate payloads hold for quantized CNNs, so the executorch profile accepts them."""
+    for name in ("depthwise", "pools_gemm", "residual"):
+        g = read_model(_model(qdq_dir, name, "pc-u8"))
+        xg = compile_graph(g, profile="executorch")
+        assert {n.kind for n in xg.nodes if xg.value(n.output_ids()[0]).quant is not None} >= EXPECT[name][0]
+
+
+def test_webnn_graph_with_quantize_dequantize() -> None:
+    """The .webnn DSL's quantizeLinear / dequantizeLinear around a conv: the same pass (ONNX arrives as
+    these WebNN ops too)."""
+    rng = np.random.default_rng(5)
+    w = rng.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8)
+    ws = (rng.random((4, 1, 1, 1)) * 0.01 + 0.005).astype(np.float32)
+    text = (
+        'webnn_graph "q" v1 { inputs { x: f32[1, 3, 6, 6]; } consts { '
+        "xs: f32[] @scalar(0.02); xz: u8[] @scalar(120); ys: f32[] @scalar(0.05); yz: i8[] @scalar(-10); "
+        'w: i8[4, 3, 3, 3] @weights("w"); ws: f32[4, 1, 1, 1] @weights("ws"); '
+        'wz: i8[4, 1, 1, 1] @weights("wz"); } nodes { '
+        "xq = quantizeLinear(x, xs, xz); xd = dequantizeLinear(xq, xs, xz); "
+        "wd = dequantizeLinear(w, ws, wz); c = conv2d(xd, wd, padding=[1, 1, 1, 1]); r = relu(c); "
+        "yq = quantizeLinear(r, ys, yz); y = dequantizeLinear(yq, ys, yz); } outputs { y; } }"
+    )
+    weights = {"w": w, "ws": ws, "wz": np.zeros((4, 1, 1, 1), np.int8)}
+    g = webxnn.parse(text)
+    xg = read(webxnn.compile(g, weights))
+    conv = next(n for n in xg.nodes if n.kind == "XNNConv2d")
+    assert xg.value(conv.fields["input1_id"]).quant == PerTensorQuant(np.float32(0.02), -8)
+    assert conv.output_min_max == (0.0, np.inf)
+    x = rng.standard_normal((1, 3, 6, 6)).astype(np.float32)
+    got = reference.run(xg, {"x": x})["y"]
+    # the QDQ graph's meaning, in numpy: conv of the dequantized values, relu, quantize, dequantize
+    xd = (np.clip(np.rint(x / np.float32(0.02)) + 120, 0, 255) - 120) * np.float32(0.02)
+    wd = w.astype(np.float64) * ws
+    xp = np.pad(xd, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    c = np.zeros((1, 4, 6, 6))
+    for i in range(3):
+        for j in range(3):
+            c += np.einsum("nchw,oc->nohw", xp[:, :, i : i + 6, j : j + 6], wd[:, :, i, j])
+    want = (np.clip(np.rint(np.maximum(c, 0) / 0.05) - 10, -128, 127) + 10) * 0.05
+    assert np.max(np.abs(got - want)) <= 0.05 * 1.001
+
+
+def test_compile_warns_when_a_qdq_model_stays_fp32(qdq_dir: Path, capsys: pytest.CaptureFixture) -> None:
+    """uint8 weights with a zero point other than 128 have no int8 node: the convs stay fp32, and compile
+    says which."""
+    from webxnn.cli import main
+
+    path = qdq_dir / "u8w.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        qm.qdq(qm.conv_relu(), path, qm.IN, per_channel=False, weights="QUInt8")
+    with pytest.warns(
+        webxnn.WebxnnWarning, match=r"1 of its 1 convolutions and matrix products stay fp32: conv2d ×1"
+    ):
+        webxnn.compile(path)
+    assert main(["compile", str(path), "-o", str(qdq_dir / "u8w.xnn")]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("webxnn: warning: the graph has quantize/dequantize nodes") and "conv2d ×1" in err
+
+
+def test_inspect_marks_int8_steps(qdq_dir: Path, capsys: pytest.CaptureFixture) -> None:
+    from webxnn.cli import main
+
+    blob = qdq_dir / "pools_gemm.xnn"
+    blob.write_bytes(_compile(_model(qdq_dir, "pools_gemm", "pc-u8")))
+    assert main(["inspect", str(blob)]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"XNNConv2d\s+int8", out) and re.search(r"XNNConvert\s+convert", out)
+    assert "precision    convert 2, int8 7" in out

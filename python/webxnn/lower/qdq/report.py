@@ -32,8 +32,8 @@ def warn_if_mostly_fp32(lg: LGraph) -> None:
     )
     warnings.warn(
         f"the graph has quantize/dequantize nodes but {len(fp32)} of its {len(heavy)} convolutions and "
-        f"matrix products stay fp32 (their inputs, weights or output are not per-tensor int8 / per-channel "
-        f"int8 weights as the int8 nodes need): {ops}",
+        f"matrix products stay fp32: {ops} (an int8 node needs per-tensor quantized input and output and "
+        f"int8 weights with zero point 0)",
         WebxnnWarning,
         stacklevel=2,
     )
