@@ -117,10 +117,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .runtime import load
 
     t0 = time.perf_counter()
+    blob: bytes | None = None
     if sniff(args.model) in ("webnn", "json", "onnx"):  # compiled in memory first, with its sidecar options
         from .compiler import compile as compile_model
 
-        prog = load(compile_model(_load_graph(args)), threads=args.threads)
+        blob = compile_model(_load_graph(args))
+        prog = load(blob, threads=args.threads)
     else:
         prog = load(args.model, threads=args.threads)
     load_ms = (time.perf_counter() - t0) * 1e3
@@ -142,7 +144,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"min {np.min(times) * 1e3:.3f} ms"
         )
     if args.profile:
-        _print_profile(prog, feeds, args.profile)
+        from .xnn.describe import node_precisions
+        from .xnn.reader import read
+
+        precisions = node_precisions(
+            read(blob if blob is not None else pathlib.Path(args.model).read_bytes())
+        )
+        _print_profile(prog, feeds, args.profile, precisions)
     if args.output_dir:
         out_dir = pathlib.Path(args.output_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -207,7 +215,7 @@ def _describe_plan(plan: dict) -> str:
     )
 
 
-def _print_profile(prog, feeds: dict[str, np.ndarray], repeat: int) -> None:
+def _print_profile(prog, feeds: dict[str, np.ndarray], repeat: int, precisions: list[str]) -> None:
     rows = sorted(prog.profile(feeds, repeat=repeat), key=lambda r: -r["ms"])
     total = sum(r["ms"] for r in rows) or 1.0
     print(f"profile (median of {repeat} runs per step, slowest first):")
@@ -218,6 +226,7 @@ def _print_profile(prog, feeds: dict[str, np.ndarray], repeat: int) -> None:
         ahead = f", prefetching node {r['prefetches']}'s weights" if r.get("prefetches") is not None else ""
         print(
             f"  {r['ms']:8.3f} ms {100 * r['ms'] / total:5.1f}%  node {r['node']:<4} {r['kind']:<26}"
+            f"{precisions[r['node']] if r['node'] < len(precisions) else '':<8}"
             f"{list(r['shape'])} {r.get('source') or ''}{fused}{ahead}"
         )
 

@@ -129,6 +129,12 @@ def precision(n: Node, by_id: dict[int, Value]) -> str:
     return dtype_name(outs[0].datatype) if outs else "?"
 
 
+def node_precisions(g: XnnGraph) -> list[str]:
+    """`precision` of every node, in node order."""
+    by_id = {v.id: v for v in g.values}
+    return [precision(n, by_id) for n in g.nodes]
+
+
 def _value_kind(g: XnnGraph, v: Value) -> str:
     if v.flags == 1:
         return f"input {v.external_id}"
