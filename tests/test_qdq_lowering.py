@@ -236,3 +236,29 @@ def test_inspect_marks_int8_steps(qdq_dir: Path, capsys: pytest.CaptureFixture) 
     out = capsys.readouterr().out
     assert re.search(r"XNNConv2d\s+int8", out) and re.search(r"XNNConvert\s+convert", out)
     assert "precision    convert 2, int8 7" in out
+
+
+@pytest.mark.parametrize("axis", [None, 1, 0, -1])
+def test_per_tensor_bias_dequantize_of_rank_1(axis: int | None) -> None:
+    """quantize_static's per-tensor bias: DequantizeLinear of an int32 vector, a 1-element scale, the
+    default axis 1 (out of range for rank 1, and unused: ONNX ignores axis for per-tensor parameters)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    attrs = {} if axis is None else {"axis": axis}
+    nodes = [
+        helper.make_node("DequantizeLinear", ["bq", "bs"], ["bd"], **attrs),
+        helper.make_node("Add", ["x", "bd"], ["y"]),
+    ]
+    inits = [
+        numpy_helper.from_array(np.array([5, -3, 7], np.int32), "bq"),
+        numpy_helper.from_array(np.array([0.5], np.float32), "bs"),
+    ]
+    io = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [3]) for n in ("x", "y")]
+    m = helper.make_model(
+        helper.make_graph(nodes, "g", io[:1], io[1:], inits), opset_imports=[helper.make_opsetid("", 13)]
+    )
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    out = reference.load(webxnn.compile(webxnn.from_onnx(m))).run({"x": np.zeros(3, np.float32)})
+    np.testing.assert_array_equal(out["y"], [2.5, -1.5, 3.5])
