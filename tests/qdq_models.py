@@ -106,10 +106,13 @@ def conv_relu() -> Any:
     return _model([c1, helper.make_node("Relu", ["c1"], ["y"])], i1, IN, [1, 16, 10, 10])
 
 
+def _one_conv(seed: int, group: int, stride: int) -> Any:
+    c1, i1 = _conv(np.random.default_rng(seed), "y", "x", 8, 12, group=group, stride=stride)
+    return _model([c1], i1, IN, [1, 12, 10 // stride, 10 // stride])
+
+
 def conv_plain() -> Any:
-    rng = np.random.default_rng(2)
-    c1, i1 = _conv(rng, "y", "x", 8, 12, stride=2)
-    return _model([c1], i1, IN, [1, 12, 5, 5])
+    return _one_conv(2, group=1, stride=2)
 
 
 def depthwise() -> Any:
@@ -132,9 +135,7 @@ def depthwise() -> Any:
 
 
 def grouped() -> Any:
-    rng = np.random.default_rng(4)
-    c1, i1 = _conv(rng, "y", "x", 8, 12, group=2)
-    return _model([c1], i1, IN, [1, 12, 10, 10])
+    return _one_conv(4, group=2, stride=1)
 
 
 def residual() -> Any:

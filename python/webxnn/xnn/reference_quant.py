@@ -137,17 +137,10 @@ def convert(src: Value, dst: Value, x: np.ndarray) -> np.ndarray:
     return _sat(np.rint(real(src, x) / _pt(dst)[0]) + _pt(dst)[1])
 
 
+# nodes that only move int8 values around (same parameters in and out): the float interpreter runs them
 MOVEMENT = frozenset(
-    {
-        "XNNStaticTranspose",
-        "XNNStaticReshape",
-        "XNNStaticSlice",
-        "XNNCopy",
-        "XNNConcatenate2",
-        "XNNConcatenate3",
-        "XNNConcatenate4",
-        "XNNConcatenate5",
-    }
+    ["XNNStaticTranspose", "XNNStaticReshape", "XNNStaticSlice", "XNNCopy"]
+    + [f"XNNConcatenate{k}" for k in range(2, 6)]
 )
 
 
