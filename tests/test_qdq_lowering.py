@@ -262,3 +262,16 @@ def test_per_tensor_bias_dequantize_of_rank_1(axis: int | None) -> None:
     onnx.checker.check_model(m)
     out = reference.load(webxnn.compile(webxnn.from_onnx(m))).run({"x": np.zeros(3, np.float32)})
     np.testing.assert_array_equal(out["y"], [2.5, -1.5, 3.5])
+
+
+def test_inspect_of_a_qdq_graph_tells_the_compiled_precision(
+    qdq_dir: Path, capsys: pytest.CaptureFixture
+) -> None:
+    import json
+
+    from webxnn.cli import main
+
+    assert main(["inspect", str(_model(qdq_dir, "activations_softmax", "pc-u8")), "--json"]) == 0
+    p = json.loads(capsys.readouterr().out)["precision"]
+    assert p["float32"] == {"softmax": 1} and p["int8"]["gemm"] == 1 and p["int8"]["sigmoid"] == 1
+    assert p["convert"] == {"dequantizeLinear": 2, "quantizeLinear": 2}

@@ -37,3 +37,18 @@ def warn_if_mostly_fp32(lg: LGraph) -> None:
         WebxnnWarning,
         stacklevel=2,
     )
+
+
+def precision_by_op(lg: LGraph) -> dict[str, dict[str, int]]:
+    """For `inspect` of a graph: how many XNN nodes of each WebNN op compute int8 or fp32 ("convert" for
+    the Converts at the borders), e.g. {"int8": {"conv2d": 52}, "fp32": {"softmax": 1}, ...}."""
+    counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for n in lg.nodes:
+        q_in = any(lg.values[i].quant is not None for i in n.inputs)
+        q_out = any(lg.values[o].quant is not None for o in n.outputs)
+        if n.kind == "XNNConvert" and q_in != q_out:
+            kind = "convert"
+        else:
+            kind = "int8" if q_in or q_out else lg.values[n.outputs[0]].dtype
+        counts[kind][n.src.rpartition(":")[2] or n.kind] += 1
+    return {k: dict(sorted(v.items())) for k, v in sorted(counts.items())}
