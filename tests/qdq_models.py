@@ -208,6 +208,32 @@ def activations_softmax() -> Any:
     return _model(nodes, i1 + i2 + [fw, fb], IN, [1, 10])
 
 
+def movement() -> Any:
+    """conv → average pool → resize (linear ×2) → slice → pad → conv → transpose. (The pool has no padding:
+    a padded window's mean of 4 or 6 values often ends in exactly .5 steps, where the QDQ graph's float32
+    arithmetic lands on either side of the tie and int8 arithmetic rounds it to even.)"""
+    rng = np.random.default_rng(9)
+    c1, i1 = _conv(rng, "c1", "x", 8, 8)
+    c2, i2 = _conv(rng, "c2", "pd", 8, 8)
+    consts = [
+        numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales"),
+        numpy_helper.from_array(np.array([1, 1], np.int64), "starts"),
+        numpy_helper.from_array(np.array([15, 13], np.int64), "ends"),
+        numpy_helper.from_array(np.array([2, 3], np.int64), "axes"),
+        numpy_helper.from_array(np.array([0, 0, 1, 2, 0, 0, 0, 1], np.int64), "pads"),
+    ]
+    nodes = [
+        c1,
+        helper.make_node("AveragePool", ["c1"], ["ap"], kernel_shape=[3, 3]),
+        helper.make_node("Resize", ["ap", "", "scales"], ["rs"], mode="linear"),
+        helper.make_node("Slice", ["rs", "starts", "ends", "axes"], ["sl"]),
+        helper.make_node("Pad", ["sl", "pads"], ["pd"]),
+        c2,
+        helper.make_node("Transpose", ["c2"], ["y"], perm=[0, 2, 3, 1]),
+    ]
+    return _model(nodes, i1 + i2 + consts, IN, [1, 15, 15, 8])
+
+
 MODELS: dict[str, Callable[[], Any]] = {
     "conv_relu": conv_relu,
     "conv_plain": conv_plain,
@@ -217,4 +243,5 @@ MODELS: dict[str, Callable[[], Any]] = {
     "pools_gemm": pools_gemm,
     "concat_reshape": concat_reshape,
     "activations_softmax": activations_softmax,
+    "movement": movement,
 }

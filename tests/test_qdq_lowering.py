@@ -37,7 +37,23 @@ EXPECT: dict[str, tuple[set[str], set[str]]] = {
         {"XNNConv2d", "XNNSigmoid", "XNNHardswish", "XNNGlobalAvgPooling2d", "XNNFullyConnected"},
         {"XNNSoftmax"},
     ),
+    "movement": (
+        {
+            "XNNConv2d",
+            "XNNAvgPooling2d",
+            "XNNStaticResizeBilinear2D",
+            "XNNStaticSlice",
+            "XNNStaticConstantPad",
+        },
+        set(),
+    ),
 }
+# output steps the reference may differ from the QDQ graph's float32 meaning by: 1, except where averages
+# of 2 or 4 values (the ×2 linear resize) land on exact .5 steps, which int8 rounds to even and float32
+# arithmetic puts on either side; the conv after it spreads such a step (and onnxruntime's own int8 resize
+# and pools stray further: the cosine against its optimized run is lower there)
+STEPS = {"movement": 3}
+ORT_COSINE = {"movement": 0.995}
 # quantize_static settings: (per-channel weights, activation type, ActivationSymmetric)
 RECIPES = {
     "pc-u8": (True, "QUInt8", False),
@@ -140,10 +156,10 @@ def test_reference_matches_onnxruntime(qdq_dir: Path, name: str, recipe: str) ->
     for x in _inputs():
         got = prog.run({"x": x})["y"]
         exact = _ort(path, x, optimized=False)
-        assert np.max(np.abs(got.reshape(exact.shape) - exact)) <= step * 1.001
+        assert np.max(np.abs(got.reshape(exact.shape) - exact)) <= step * STEPS.get(name, 1) * 1.001
         # onnxruntime's own int8 kernels differ from the QDQ meaning by a few steps here and there (u8 x s8
         # pair sums saturating), more with s8 activations (its s8 x s8 path): judged by cosine only
-        want = 0.999 if RECIPES[recipe][1] == "QUInt8" else 0.99
+        want = ORT_COSINE.get(name, 0.999) if RECIPES[recipe][1] == "QUInt8" else 0.99
         assert _cosine(got, _ort(path, x, optimized=True)) >= want
 
 
