@@ -44,6 +44,7 @@ def qdq(
     activation: str = "QUInt8",
     symmetric: bool = False,
     weights: str = "QInt8",
+    extra: dict[str, Any] | None = None,
 ) -> Path:
     """`model` quantized by onnxruntime.quantization.quantize_static (QDQ format) into `path`."""
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
@@ -58,7 +59,7 @@ def qdq(
         per_channel=per_channel,
         activation_type=getattr(QuantType, activation),
         weight_type=getattr(QuantType, weights),
-        extra_options={"ActivationSymmetric": symmetric},
+        extra_options={"ActivationSymmetric": symmetric, **(extra or {})},
     )
     return path
 

@@ -54,13 +54,20 @@ EXPECT: dict[str, tuple[set[str], set[str]]] = {
 # and pools stray further: the cosine against its optimized run is lower there)
 STEPS = {"movement": 3}
 ORT_COSINE = {"movement": 0.995}
-# quantize_static settings: (per-channel weights, activation type, ActivationSymmetric)
-RECIPES = {
-    "pc-u8": (True, "QUInt8", False),
-    "pt-u8": (False, "QUInt8", False),
-    "pc-s8": (True, "QInt8", False),
-    "pc-s8-sym": (True, "QInt8", True),
-    "pt-u8-sym": (False, "QUInt8", True),
+# quantize_static settings: (per-channel weights, activation type, ActivationSymmetric, other options)
+RECIPES: dict[str, tuple[bool, str, bool, dict]] = {
+    "pc-u8": (True, "QUInt8", False, {}),
+    "pt-u8": (False, "QUInt8", False, {}),
+    "pc-s8": (True, "QInt8", False, {}),
+    "pc-s8-sym": (True, "QInt8", True, {}),
+    "pt-u8-sym": (False, "QUInt8", True, {}),
+    # relu / clip kept as their own QDQ-wrapped nodes; weights as fp32 constants through quantizeLinear
+    "pc-u8-keep-relu-wpair": (
+        True,
+        "QUInt8",
+        False,
+        {"QDQKeepRemovableActivations": True, "AddQDQPairToWeight": True},
+    ),
 }
 
 
@@ -72,10 +79,10 @@ def qdq_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _model(qdq_dir: Path, name: str, recipe: str) -> Path:
     path = qdq_dir / f"{name}.{recipe}.onnx"
     if not path.exists():
-        pc, act, sym = RECIPES[recipe]
+        pc, act, sym, extra = RECIPES[recipe]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            qm.qdq(qm.MODELS[name](), path, qm.IN, per_channel=pc, activation=act, symmetric=sym)
+            qm.qdq(qm.MODELS[name](), path, qm.IN, per_channel=pc, activation=act, symmetric=sym, extra=extra)
     return path
 
 
