@@ -7,7 +7,8 @@ median of `repeat` calls, best of `rounds` passes over all rows (the passes inte
 ORT). The peak is measured in the same run by 12 independent FMA chains per thread.
 The int8 GEMM rows (kernels.qgemm: u8 activations x per-channel s8 weights, requantized to s8) are measured
 against the int8 peak of the same run (10 independent vpmaddubsw + vpmaddwd + vpaddd chains per thread), with
-the fp32 GEMM of the same shape and onnxruntime's QLinearMatMul (u8 x s8 -> u8) beside them.
+the fp32 GEMM of the same shape and onnxruntime's QLinearMatMul (u8 x s8 -> u8) beside them; the int8 conv
+and depthwise rows (kernels.qconv2d, qdwconv2d) likewise, with onnxruntime's QLinearConv (group = C for dw).
 numpy (its BLAS, GEMM rows only) and onnxruntime (a one-node ONNX model, NCHW, IO-bound buffers) run the same
 shapes with the same thread count; both are optional and their columns read "-" when absent.
 """
@@ -65,7 +66,13 @@ def _conv(name: str, h: int, w: int, c: int, oc: int, k: int, s: int, pad: int) 
     )
 
 
-INT8_KINDS = ("qgemm", "qconv")  # rows measured against the int8 peak, in a table of their own
+def _qdwconv(h: int, c: int, s: int) -> Case:
+    o = (h + 2 - 3) // s + 1
+    name = f"int8 dwconv 3x3{f' s{s}' if s > 1 else ''} {h}x{h}x{c}"
+    return Case(name, "qdwconv", 2.0 * o * o * c * 9, {"H": h, "W": h, "C": c, "k": 3, "s": s, "pad": 1})
+
+
+INT8_KINDS = ("qgemm", "qconv", "qdwconv")  # rows measured against the int8 peak, in a table of their own
 
 CASES: list[Case] = [
     _gemm(384, 384, 384),
@@ -101,6 +108,8 @@ CASES: list[Case] = [
         2.0 * 56 * 56 * 64 * 64 * 9,
         {"H": 56, "W": 56, "C": 64, "OC": 64, "k": 3, "s": 1, "pad": 1},
     ),
+    _qdwconv(112, 32, 1),  # MobileNetV2's first depthwise (the fp32 dwconv row's shape)
+    _qdwconv(56, 144, 2),
 ]
 
 
@@ -143,6 +152,14 @@ def _raw_inputs(case: Case, rng: np.random.Generator) -> dict[str, np.ndarray]:
             "xf": rng.standard_normal((1, p["H"], p["W"], p["C"]), f32),
             "wf": rng.standard_normal((p["OC"], p["k"], p["k"], p["C"]), f32) * f32(0.1),
         }
+    if case.kind == "qdwconv":  # and the fp32 depthwise conv of the same shape
+        return {
+            "x": rng.integers(0, 256, (1, p["H"], p["W"], p["C"])).astype(np.uint8),
+            "w": rng.integers(-127, 128, (1, p["k"], p["k"], p["C"])).astype(np.int8),
+            "w_scales": rng.uniform(0.005, 0.02, p["C"]).astype(f32),
+            "xf": rng.standard_normal((1, p["H"], p["W"], p["C"]), f32),
+            "wf": rng.standard_normal((1, p["k"], p["k"], p["C"]), f32),
+        }
     if case.kind in ("conv", "deconv"):
         return {
             "x": rng.standard_normal((1, p["H"], p["W"], p["C"]), f32),
@@ -172,6 +189,17 @@ def _webxnn_times(
             data["w"],
             data["w_scales"],
             pads=[pad] * 4,
+            strides=[p["s"]] * 2,
+            isa=isa,
+            threads=threads,
+            repeat=repeat,
+        )
+    if case.kind == "qdwconv":
+        return K.time_qdwconv2d(
+            data["x"],
+            data["w"],
+            data["w_scales"],
+            pads=[p["pad"]] * 4,
             strides=[p["s"]] * 2,
             isa=isa,
             threads=threads,
@@ -233,6 +261,17 @@ def _onnx_model(case: Case, data: dict[str, np.ndarray]) -> tuple[bytes, dict[st
             kernel_shape=[p["k"], p["k"]],
             strides=[p["s"]] * 2,
             pads=[p["pad"]] * 4,
+        )
+    if case.kind == "qdwconv":  # QLinearConv with one group per channel, NCHW
+        return _qlinear_model(
+            "QLinearConv",
+            np.ascontiguousarray(data["x"].transpose(0, 3, 1, 2)),
+            np.ascontiguousarray(data["w"].transpose(3, 0, 1, 2)),  # [C, 1, kh, kw]
+            data["w_scales"],
+            kernel_shape=[p["k"], p["k"]],
+            strides=[p["s"]] * 2,
+            pads=[p["pad"]] * 4,
+            group=p["C"],
         )
     if case.kind == "gemm":
         node = helper.make_node("MatMul", ["A", "B"], ["Y"])
@@ -387,6 +426,12 @@ def run(
         if case.kind == "qconv":
             pad = case.params["pad"]
             fp32 = K.time_conv2d(data["xf"], data["wf"], pads=(pad,) * 4, isa=isa, threads=t, repeat=repeat)
+            keep((case.name, t, "fp32_ms"), median_ms(fp32))
+        if case.kind == "qdwconv":
+            pads, strides = (case.params["pad"],) * 4, (case.params["s"],) * 2
+            fp32 = K.time_dwconv2d(
+                data["xf"], data["wf"], pads=pads, strides=strides, isa=isa, threads=t, repeat=repeat
+            )
             keep((case.name, t, "fp32_ms"), median_ms(fp32))
         if with_numpy:
             nt = _numpy_times(case, data, t, repeat)

@@ -85,4 +85,10 @@ const KernelTable* kernels_by_name(const char* name) {
   return nullptr;
 }
 
+// The int8 entries of a table, in a few words (cpu_info()'s "int8").
+const char* int8_kernels(const KernelTable& t) {
+  if (std::strcmp(t.name, "avx2") == 0) return "avx2 (exact: maddubs on 7-bit / sign-split weights, int16 madd)";
+  return "scalar";
+}
+
 }  // namespace webxnn

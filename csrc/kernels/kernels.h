@@ -188,6 +188,9 @@ struct CpuFeatures {
 const CpuFeatures& cpu_features();
 // (additive) A table by name: "scalar", "avx2" or "best"; nullptr when unknown or unsupported on this CPU.
 const KernelTable* kernels_by_name(const char* name);
+// (additive) What runs the int8 entries (qgemm, qconv2d, qdwconv2d) of table t, in a few words: "scalar", or
+// "avx2 (exact: ...)" naming how the AVX2 kernels stay exact.
+const char* int8_kernels(const KernelTable& t);
 
 // (additive) Numpy-style broadcasting of two shapes into a BinaryShape: dims are right-aligned, a dim of 1
 // broadcasts (stride 0), size-1 dims are dropped and adjacent dims with the same broadcast pattern are merged,

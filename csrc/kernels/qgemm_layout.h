@@ -12,8 +12,9 @@
 // The kernels multiply a' = a + d with d chosen by the path (QPath): d = -128 for u8 activations on the s8
 // paths (a ^ 0x80), d = +128 for s8 activations on the u8 path (also a ^ 0x80), else 0; the packed bias is
 // bias'[n] = bias[n] - (za + d) * sum_k w[n, k] (wrapping int32).
-// qconv2d's packed buffer: qgemm's layout for K = kh * kw * Cp (Cp = C rounded up to 4, each tap's channels
-// zero-padded), then a row of Cp input zero points (the padding taps' row).
+// qconv2d's packed buffer, per group (p.groups of them, qconv2d_group_bytes apart): qgemm's layout for
+// K = kh * kw * Cp (Cp = C rounded up to 4, each tap's channels zero-padded), then a row of Cp input zero points
+// (the padding taps' row), padded to 64 bytes.
 #pragma once
 
 #include <cstddef>
@@ -53,5 +54,7 @@ QGemmRun qgemm_run_params(const void* packed, size_t K, int32_t out_min, int32_t
 // qconv2d's zero-point row starts is qgemm_layout_bytes(qconv2d_packed_k(p), p.group_output_channels).
 size_t qgemm_layout_bytes(size_t K, size_t N);
 size_t qconv2d_packed_k(const ConvParams& p);
+// One group's bytes in qconv2d's packed buffer (a multiple of 64).
+size_t qconv2d_group_bytes(const ConvParams& p);
 
 }  // namespace webxnn

@@ -254,6 +254,7 @@ PYBIND11_MODULE(_runtime, m) {
         const webxnn::CpuFeatures& f = webxnn::cpu_features();
         py::dict d;
         d["isa"] = webxnn::best_kernels().name;
+        d["int8"] = webxnn::int8_kernels(webxnn::best_kernels());
         d["avx2"] = f.avx2;
         d["fma"] = f.fma;
         d["f16c"] = f.f16c;
@@ -261,5 +262,5 @@ PYBIND11_MODULE(_runtime, m) {
         d["cores"] = f.cores;
         return d;
       },
-      "dict(isa, avx2, fma, f16c, avx512f, cores): what the CPU offers and the kernel table in use");
+      "dict(isa, int8, avx2, fma, f16c, avx512f, cores): what the CPU offers and the kernel table in use");
 }

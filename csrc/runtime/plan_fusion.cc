@@ -15,6 +15,17 @@
 namespace webxnn {
 namespace {
 
+// Every fusion rule here is fp32-only (the fused kernels' epilogues, the block kernel and the planes reader take
+// fp32): a node with an operand of another datatype (an int8 conv, a Convert) neither fuses nor is fused.
+bool all_fp32(const Model& m, const Node& nd) {
+  for (const std::vector<uint32_t>* vs : {&nd.inputs, &nd.outputs}) {
+    for (uint32_t v : *vs) {
+      if (v != kNoValue && m.values[v].dtype != DType::kFp32) return false;
+    }
+  }
+  return true;
+}
+
 bool act_is_none(const Activation& a) {
   return std::isinf(a.min) && a.min < 0 && std::isinf(a.max) && a.max > 0;
 }
@@ -46,9 +57,9 @@ class FusionPlanner {
   Fusions run() {
     for (size_t i = 0; i < m_.nodes.size(); ++i) {
       const Node& nd = m_.nodes[i];
-      if (nd.folded || nd.outputs.size() != 1) continue;
+      if (nd.folded || nd.outputs.size() != 1 || !all_fp32(m_, nd)) continue;
       const uint32_t out = nd.outputs[0];
-      if (m_.values[out].dtype != DType::kFp32 || numel(shapes_[out]) == 0) continue;
+      if (numel(shapes_[out]) == 0) continue;
       const NodeDef& d = node_def(nd);
       if (d.has(kBlockConv)) {
         if (!fuse_image_transpose(i)) fuse_depthwise_into_project(i);
@@ -143,7 +154,7 @@ class FusionPlanner {
     if (!p_.computed(pv) || p_.consumers_[pv] != 1 || m_.values[pv].dtype != DType::kFp32) return -1;
     const size_t j = static_cast<size_t>(p_.producer_[pv]);
     const Node& cv = m_.nodes[j];
-    if (cv.folded || p_.needs_run_packing(j) || m_.values[cv.inputs[0]].dtype != DType::kFp32) return -1;
+    if (cv.folded || p_.needs_run_packing(j) || !all_fp32(m_, cv)) return -1;
     return static_cast<int64_t>(j);
   }
 

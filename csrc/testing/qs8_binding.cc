@@ -86,16 +86,19 @@ py::array qgemm(const py::array& A, const I8Arr& B, const std::optional<I32Arr>&
 py::array qconv2d(const py::array& x, const I8Arr& f, const std::optional<I32Arr>& bias, const FArr& w_scales,
                   float a_scale, int32_t a_zp, float out_scale, int32_t out_zp, const std::string& out_dtype,
                   int32_t out_min, int32_t out_max, const std::vector<uint32_t>& pads,
-                  const std::vector<uint32_t>& strides, const std::vector<uint32_t>& dil,
+                  const std::vector<uint32_t>& strides, const std::vector<uint32_t>& dil, uint32_t groups,
                   const std::string& isa, size_t threads, const Timing& tm) {
   const char* w = "qconv2d";
   if (x.ndim() != 4 || f.ndim() != 4) bad(w, "x must be NHWC and filter OHWI (4-D)");
   if (!(x.flags() & py::array::c_style)) bad(w, "x must be C-contiguous");
   if (pads.size() != 4 || strides.size() != 2 || dil.size() != 2)
     bad(w, "pads has 4 values, strides and dilations 2");
-  const size_t N = x.shape(0), H = x.shape(1), W = x.shape(2), C = x.shape(3), OC = f.shape(0);
-  if (static_cast<size_t>(f.shape(3)) != C) bad(w, "filter channels != input channels");
+  if (groups == 0 || x.shape(3) % groups || f.shape(0) % groups) bad(w, "groups must divide C and OC");
+  const size_t N = x.shape(0), H = x.shape(1), W = x.shape(2), C = x.shape(3) / groups;
+  const size_t OC = f.shape(0) / groups;
+  if (static_cast<size_t>(f.shape(3)) != C) bad(w, "filter channels != input channels / groups");
   ConvParams p;
+  p.groups = groups;
   p.pad_top = pads[0];
   p.pad_right = pads[1];
   p.pad_bottom = pads[2];
@@ -116,18 +119,71 @@ py::array qconv2d(const py::array& x, const I8Arr& f, const std::optional<I32Arr
     bad(w, "filter larger than input");
   const size_t OH = (H + p.pad_top + p.pad_bottom - eh) / p.stride_h + 1;
   const size_t OW = (W + p.pad_left + p.pad_right - ew) / p.stride_w + 1;
-  if (bias && (bias->ndim() != 1 || static_cast<size_t>(bias->shape(0)) != OC)) bad(w, "bias must be [OC]");
-  const QGemmQuant q = quant_of(w, x, w_scales, OC, a_scale, a_zp, out_scale, out_zp, out_dtype);
+  const size_t GOC = groups * OC;
+  if (bias && (bias->ndim() != 1 || static_cast<size_t>(bias->shape(0)) != GOC)) bad(w, "bias must be [OC]");
+  const QGemmQuant q = quant_of(w, x, w_scales, GOC, a_scale, a_zp, out_scale, out_zp, out_dtype);
   const KernelTable& t = table_for(w, isa);
   Parallel& par = pool_for(w, threads);
   py::array out = out_array(q, {static_cast<py::ssize_t>(N), static_cast<py::ssize_t>(OH),
-                                static_cast<py::ssize_t>(OW), static_cast<py::ssize_t>(OC)});
+                                static_cast<py::ssize_t>(OW), static_cast<py::ssize_t>(GOC)});
   Aligned packed(t.qconv2d_packed_size(p));
   {
     py::gil_scoped_release nogil;
     t.qconv2d_pack(p, f.data(), bias ? bias->data() : nullptr, q, packed.p);
     run_timed(tm, [&] {
       t.qconv2d(p, N, H, W, x.data(), OH, OW, packed.p, out.mutable_data(), out_min, out_max, par);
+    });
+  }
+  return out;
+}
+
+// out = qdwconv2d(x, filter): x NHWC uint8 or int8 [N, H, W, C], filter 1HWO int8 [1, kh, kw, C * m].
+py::array qdwconv2d(const py::array& x, const I8Arr& f, const std::optional<I32Arr>& bias, const FArr& w_scales,
+                    float a_scale, int32_t a_zp, float out_scale, int32_t out_zp, const std::string& out_dtype,
+                    int32_t out_min, int32_t out_max, const std::vector<uint32_t>& pads,
+                    const std::vector<uint32_t>& strides, const std::vector<uint32_t>& dil, const std::string& isa,
+                    size_t threads, const Timing& tm) {
+  const char* w = "qdwconv2d";
+  if (x.ndim() != 4 || f.ndim() != 4 || f.shape(0) != 1) bad(w, "x must be NHWC and filter 1HWO (4-D)");
+  if (!(x.flags() & py::array::c_style)) bad(w, "x must be C-contiguous");
+  if (pads.size() != 4 || strides.size() != 2 || dil.size() != 2)
+    bad(w, "pads has 4 values, strides and dilations 2");
+  const size_t N = x.shape(0), H = x.shape(1), W = x.shape(2), C = x.shape(3), OC = f.shape(3);
+  if (C == 0 || OC % C) bad(w, "filter channels must be a multiple of the input channels");
+  ConvParams p;
+  p.pad_top = pads[0];
+  p.pad_right = pads[1];
+  p.pad_bottom = pads[2];
+  p.pad_left = pads[3];
+  p.kernel_h = static_cast<uint32_t>(f.shape(1));
+  p.kernel_w = static_cast<uint32_t>(f.shape(2));
+  p.stride_h = strides[0];
+  p.stride_w = strides[1];
+  p.dilation_h = dil[0];
+  p.dilation_w = dil[1];
+  p.groups = static_cast<uint32_t>(C);
+  p.group_input_channels = 1;
+  p.group_output_channels = static_cast<uint32_t>(OC / C);
+  if (!p.stride_h || !p.stride_w || !p.dilation_h || !p.dilation_w)
+    bad(w, "strides and dilations must be >= 1");
+  const size_t eh = (p.kernel_h - 1) * size_t{p.dilation_h} + 1,
+               ew = (p.kernel_w - 1) * size_t{p.dilation_w} + 1;
+  if (H + p.pad_top + p.pad_bottom < eh || W + p.pad_left + p.pad_right < ew)
+    bad(w, "filter larger than input");
+  const size_t OH = (H + p.pad_top + p.pad_bottom - eh) / p.stride_h + 1;
+  const size_t OW = (W + p.pad_left + p.pad_right - ew) / p.stride_w + 1;
+  if (bias && (bias->ndim() != 1 || static_cast<size_t>(bias->shape(0)) != OC)) bad(w, "bias must be [C * m]");
+  const QGemmQuant q = quant_of(w, x, w_scales, OC, a_scale, a_zp, out_scale, out_zp, out_dtype);
+  const KernelTable& t = table_for(w, isa);
+  Parallel& par = pool_for(w, threads);
+  py::array out = out_array(q, {static_cast<py::ssize_t>(N), static_cast<py::ssize_t>(OH),
+                                static_cast<py::ssize_t>(OW), static_cast<py::ssize_t>(OC)});
+  Aligned packed(t.qdwconv2d_packed_size(p));
+  {
+    py::gil_scoped_release nogil;
+    t.qdwconv2d_pack(p, f.data(), bias ? bias->data() : nullptr, q, packed.p);
+    run_timed(tm, [&] {
+      t.qdwconv2d(p, N, H, W, x.data(), OH, OW, packed.p, out.mutable_data(), out_min, out_max, par);
     });
   }
   return out;
@@ -172,17 +228,19 @@ void bind_qs8(py::module_& m) {
       [](const py::array& x, const I8Arr& f, const std::optional<I32Arr>& bias, const FArr& w_scales,
          float a_scale, int32_t a_zp, float out_scale, int32_t out_zp, const std::string& out_dtype,
          int32_t out_min, int32_t out_max, const std::vector<uint32_t>& pads,
-         const std::vector<uint32_t>& strides, const std::vector<uint32_t>& dil, const std::string& isa,
-         size_t threads) {
+         const std::vector<uint32_t>& strides, const std::vector<uint32_t>& dil, uint32_t groups,
+         const std::string& isa, size_t threads) {
         return qconv2d(x, f, bias, w_scales, a_scale, a_zp, out_scale, out_zp, out_dtype, out_min, out_max,
-                       pads, strides, dil, isa, threads, Timing{});
+                       pads, strides, dil, groups, isa, threads, Timing{});
       },
       py::arg("x"), py::arg("filter"), py::arg("bias"), py::arg("w_scales"), py::arg("a_scale"),
       py::arg("a_zero_point"), py::arg("out_scale"), py::arg("out_zero_point"), py::arg("out_dtype") = "int8",
       py::arg("out_min") = -1024, py::arg("out_max") = 1024,
       py::arg("pads") = std::vector<uint32_t>{0, 0, 0, 0}, py::arg("strides") = std::vector<uint32_t>{1, 1},
-      py::arg("dilations") = std::vector<uint32_t>{1, 1}, py::arg("isa") = "scalar", thr,
-      "NHWC int8 convolution (IGEMM), filter OHWI; pads (top, right, bottom, left); quantization as qgemm");
+      py::arg("dilations") = std::vector<uint32_t>{1, 1}, py::arg("groups") = uint32_t{1},
+      py::arg("isa") = "scalar", thr,
+      "NHWC int8 convolution (IGEMM), filter OHWI [groups * OC, kh, kw, C / groups]; pads (top, right, bottom, "
+      "left); quantization as qgemm");
   // Timed entries (bench/): u8 or s8 activations (A's dtype) at fixed scales, s8 output clamped to its range.
   m.def(
       "time_qgemm",
@@ -201,12 +259,40 @@ void bind_qs8(py::module_& m) {
          const std::vector<uint32_t>& strides, const std::string& isa, size_t threads, size_t repeat) {
         std::vector<double> times;
         qconv2d(x, f, std::nullopt, w_scales, 0.02f, x.dtype().kind() == 'u' ? 128 : 0, 0.5f, 0, "int8", -128,
-                127, pads, strides, {1, 1}, isa, threads, Timing{repeat, &times});
+                127, pads, strides, {1, 1}, 1, isa, threads, Timing{repeat, &times});
         return times;
       },
       py::arg("x"), py::arg("filter"), py::arg("w_scales"),
       py::arg("pads") = std::vector<uint32_t>{0, 0, 0, 0}, py::arg("strides") = std::vector<uint32_t>{1, 1},
       py::arg("isa") = "best", thr, rep, "wall times (s) of `repeat` qconv2d calls after a warm-up one");
+  m.def(
+      "qdwconv2d",
+      [](const py::array& x, const I8Arr& f, const std::optional<I32Arr>& bias, const FArr& w_scales,
+         float a_scale, int32_t a_zp, float out_scale, int32_t out_zp, const std::string& out_dtype,
+         int32_t out_min, int32_t out_max, const std::vector<uint32_t>& pads,
+         const std::vector<uint32_t>& strides, const std::vector<uint32_t>& dil, const std::string& isa,
+         size_t threads) {
+        return qdwconv2d(x, f, bias, w_scales, a_scale, a_zp, out_scale, out_zp, out_dtype, out_min, out_max,
+                         pads, strides, dil, isa, threads, Timing{});
+      },
+      py::arg("x"), py::arg("filter"), py::arg("bias"), py::arg("w_scales"), py::arg("a_scale"),
+      py::arg("a_zero_point"), py::arg("out_scale"), py::arg("out_zero_point"), py::arg("out_dtype") = "int8",
+      py::arg("out_min") = -1024, py::arg("out_max") = 1024,
+      py::arg("pads") = std::vector<uint32_t>{0, 0, 0, 0}, py::arg("strides") = std::vector<uint32_t>{1, 1},
+      py::arg("dilations") = std::vector<uint32_t>{1, 1}, py::arg("isa") = "scalar", thr,
+      "NHWC int8 depthwise convolution, filter 1HWO [1, kh, kw, C * m]; quantization as qgemm");
+  m.def(
+      "time_qdwconv2d",
+      [](const py::array& x, const I8Arr& f, const FArr& w_scales, const std::vector<uint32_t>& pads,
+         const std::vector<uint32_t>& strides, const std::string& isa, size_t threads, size_t repeat) {
+        std::vector<double> times;
+        qdwconv2d(x, f, std::nullopt, w_scales, 0.02f, x.dtype().kind() == 'u' ? 128 : 0, 0.5f, 0, "int8", -128,
+                  127, pads, strides, {1, 1}, isa, threads, Timing{repeat, &times});
+        return times;
+      },
+      py::arg("x"), py::arg("filter"), py::arg("w_scales"),
+      py::arg("pads") = std::vector<uint32_t>{0, 0, 0, 0}, py::arg("strides") = std::vector<uint32_t>{1, 1},
+      py::arg("isa") = "best", thr, rep, "wall times (s) of `repeat` qdwconv2d calls after a warm-up one");
   m.def("peak_int8", &peak_int8, thr, py::arg("iters") = size_t{2000000}, py::arg("repeat") = size_t{5},
         "GOP/s of 10 independent vpmaddubsw + vpmaddwd + vpaddd chains per thread (the AVX2 int8 peak)");
 }

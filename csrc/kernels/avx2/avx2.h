@@ -17,6 +17,7 @@
 //   deconv.cc   deconv2d_packed_size deconv2d_pack deconv2d
 //   elementwise.cc binary unary; math.cc softmax normalize; layout.cc image_layout_f32 (3-channel images)
 //   qgemm.cc    qgemm qconv2d
+//   qdwconv.cc  qdwconv2d (reads the scalar packer's layout, kernels/qdw_layout.h)
 // clang-format off
 #define WEBXNN_AVX2_KERNELS(X) \
   X(gemm_packed_size) X(gemm_pack) X(gemm) X(gemm_residual) X(batch_matmul) \
@@ -24,7 +25,8 @@
   X(dwconv2d) X(dwconv2d_fused) X(max_pool2d) X(avg_pool2d) X(global_avg_pool) \
   X(deconv2d_packed_size) X(deconv2d_pack) X(deconv2d) \
   X(binary) X(unary) X(softmax) X(normalize) X(image_layout_f32) \
-  X(qgemm) X(qconv2d)
+  X(qgemm) X(qconv2d) \
+  X(qdwconv2d)
 // clang-format on
 
 namespace webxnn {

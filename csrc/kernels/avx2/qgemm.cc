@@ -28,6 +28,7 @@
 #include <cstring>
 
 #include "kernels/avx2/avx2.h"
+#include "kernels/avx2/qrequant.h"
 #include "kernels/avx2/simd.h"
 #include "kernels/internal.h"
 #include "kernels/qgemm_layout.h"
@@ -41,6 +42,7 @@ constexpr size_t kQMC = 192;  // rows of A per M chunk: a chunk's rows stay in L
 // A convolution's geometry for IGEMM tiles (qconv2d); null for a plain GEMM.
 struct QConvGeom {
   size_t H, W, C, OH, OW;
+  size_t in_stride;  // bytes from one input pixel to the next (groups x C)
   ConvParams p;
   const uint8_t* zero_row;  // C bytes of the input zero point: the rows of padding taps
 };
@@ -115,7 +117,7 @@ struct ConvRows {
     const ConvParams& p = g.p;
     for (int m = 0; m < MR; ++m) {
       const size_t pix = m0 + m, n = pix / (g.OH * g.OW), r = pix % (g.OH * g.OW);
-      tl.img[m] = in + n * g.H * g.W * g.C;
+      tl.img[m] = in + n * g.H * g.W * g.in_stride;
       tl.iy0[m] = r / g.OW * p.stride_h - p.pad_top;
       tl.ix0[m] = r % g.OW * p.stride_w - p.pad_left;
     }
@@ -127,7 +129,7 @@ struct ConvRows {
     for (int m = 0; m < MR; ++m) {
       // Unsigned: a coordinate in the top / left padding wrapped past H / W, so one compare catches both sides.
       const size_t iy = tl.iy0[m] + dy, ix = tl.ix0[m] + dx;
-      ar[m] = iy < g.H && ix < g.W ? tl.img[m] + (iy * g.W + ix) * g.C : g.zero_row;
+      ar[m] = iy < g.H && ix < g.W ? tl.img[m] + (iy * g.W + ix) * g.in_stride : g.zero_row;
     }
     if (++tl.kx == p.kernel_w) {
       tl.kx = 0;
@@ -139,21 +141,8 @@ struct ConvRows {
 // Requantizes 16 int32 sums (columns n0..n0+nc of one row; scale: the panel's 16 scales) and stores nc bytes.
 __attribute__((always_inline)) inline void store16(const QCtx& x, __m256i s0, __m256i s1, const float* scale,
                                                    uint8_t* c, size_t nc) {
-  const __m256 lo = _mm256_set1_ps(x.flo), hi = _mm256_set1_ps(x.fhi);
-  const __m256i zy = _mm256_set1_epi32(x.zy);
-  // vmaxps(v, lo) first: a NaN v gives lo (its second operand), as the scalar reference does.
-  __m256 f0 = _mm256_mul_ps(_mm256_cvtepi32_ps(s0), _mm256_load_ps(scale));
-  __m256 f1 = _mm256_mul_ps(_mm256_cvtepi32_ps(s1), _mm256_load_ps(scale + 8));
-  f0 = _mm256_min_ps(_mm256_max_ps(f0, lo), hi);
-  f1 = _mm256_min_ps(_mm256_max_ps(f1, lo), hi);
-  const __m256i r0 = _mm256_add_epi32(_mm256_cvtps_epi32(f0), zy);  // round to nearest even (MXCSR default)
-  const __m256i r1 = _mm256_add_epi32(_mm256_cvtps_epi32(f1), zy);
-  // Values are in the output type's range already; the packs only narrow. Lane order after the packs:
-  // dwords [r0 0-3, r1 0-3, .., .. | r0 4-7, r1 4-7, .., ..] -> gather dwords 0, 4, 1, 5.
-  const __m256i p16 = _mm256_packs_epi32(r0, r1);
-  const __m256i p8 = x.out_u8 ? _mm256_packus_epi16(p16, p16) : _mm256_packs_epi16(p16, p16);
-  const __m128i v =
-      _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5)));
+  const QRequant r{_mm256_set1_ps(x.flo), _mm256_set1_ps(x.fhi), _mm256_set1_epi32(x.zy), x.out_u8};
+  const __m128i v = requant16(r, s0, s1, scale, _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5));
   if (nc == kQNR) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(c), v);
   } else {
@@ -423,9 +412,16 @@ void qconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, 
   g.OH = OH;
   g.OW = OW;
   g.p = p;
-  const size_t K = qconv2d_packed_k(p), OC = p.group_output_channels;
-  g.zero_row = static_cast<const uint8_t*>(packed) + qgemm_layout_bytes(K, OC);
-  qrun(N * OH * OW, OC, K, &g, in, 0, packed, out, OC, out_min, out_max, par);
+  const size_t G = p.groups, K = qconv2d_packed_k(p), OC = p.group_output_channels;
+  g.in_stride = G * g.C;
+  // One IGEMM per group, each split over the threads (grouped convs are rare and have few groups: the
+  // depthwise-like ones, one input channel per group, run on qdwconv2d).
+  for (size_t gi = 0; gi < G; ++gi) {
+    const uint8_t* gpacked = static_cast<const uint8_t*>(packed) + gi * qconv2d_group_bytes(p);
+    g.zero_row = gpacked + qgemm_layout_bytes(K, OC);
+    qrun(N * OH * OW, OC, K, &g, static_cast<const uint8_t*>(in) + gi * g.C, 0, gpacked,
+         static_cast<uint8_t*>(out) + gi * OC, G * OC, out_min, out_max, par);
+  }
 }
 
 }  // namespace avx2

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 
 #include "kernels/internal.h"
@@ -46,6 +47,15 @@ inline float round_even(float x) {
   if (!(ax < 8388608.f)) return x;  // already integral, or inf/NaN
   const float r = (ax + 8388608.f) - 8388608.f;
   return std::copysign(r, x);
+}
+
+// The int8 kernels' requantization of one int32 sum (table.def's qgemm): acc * scale clamped to [lo, hi] (a NaN
+// gives lo, like vmaxps(v, lo)), rounded half to even, plus the output zero point.
+inline int32_t requantize(int32_t acc, float scale, float lo, float hi, int32_t zy) {
+  float v = static_cast<float>(acc) * scale;
+  v = v >= lo ? v : lo;
+  v = v <= hi ? v : hi;
+  return static_cast<int32_t>(round_even(v)) + zy;
 }
 
 // How many tasks to split `units` independent pieces of work into, each unit costing about `unit_cost`

@@ -43,39 +43,42 @@ void qgemm(size_t M, size_t N, size_t K, const void* A, size_t lda, const void* 
               (a_u8 ? static_cast<int32_t>(a[k]) : static_cast<int32_t>(static_cast<int8_t>(a[k])));
           acc += static_cast<uint32_t>((ak + h.a_shift) * w[(k / 4) * kQNR * 4 + k % 4]);
         }
-        float v = static_cast<float>(static_cast<int32_t>(acc)) * scale;
-        v = v >= flo ? v : flo;  // NaN -> lo, like vmaxps(v, lo)
-        v = v <= fhi ? v : fhi;
-        const int32_t y = static_cast<int32_t>(round_even(v)) + h.out_zero_point;
+        const int32_t y = requantize(static_cast<int32_t>(acc), scale, flo, fhi, h.out_zero_point);
         c_base[m * ldc + n] = static_cast<uint8_t>(y);  // in range: lo <= y <= hi (or hi when lo > hi)
       }
     }
   });
 }
 
-// The reference IGEMM: each output pixel's taps gathered into one row (im2col, padding taps as the zero-point
-// row the packing stored), then qgemm over those rows.
+// The reference IGEMM, per group: each output pixel's taps gathered into one row (im2col, padding taps as the
+// zero-point row the packing stored), then qgemm over those rows into the group's output columns.
 void qconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, size_t OH, size_t OW,
              const void* packed, void* out, int32_t out_min, int32_t out_max, Parallel& par) {
   const size_t K = qconv2d_packed_k(p), OC = p.group_output_channels, C = p.group_input_channels;
+  const size_t G = p.groups, in_stride = G * C;
   const size_t taps = size_t{p.kernel_h} * p.kernel_w, cp = K / (taps ? taps : 1), M = N * OH * OW;
   if (M == 0 || OC == 0) return;
-  const uint8_t* zero_row = static_cast<const uint8_t*>(packed) + qgemm_layout_bytes(K, OC);
   const uint8_t* x = static_cast<const uint8_t*>(in);
   std::vector<uint8_t> rows(M * K, 0);
-  for (size_t m = 0; m < M; ++m) {
-    const size_t n = m / (OH * OW), oy = m % (OH * OW) / OW, ox = m % OW;
-    for (size_t t = 0; t < taps; ++t) {
-      const size_t ky = t / p.kernel_w, kx = t % p.kernel_w;
-      const long iy = static_cast<long>(oy * p.stride_h + ky * p.dilation_h) - static_cast<long>(p.pad_top);
-      const long ix = static_cast<long>(ox * p.stride_w + kx * p.dilation_w) - static_cast<long>(p.pad_left);
-      const bool inside = iy >= 0 && ix >= 0 && iy < static_cast<long>(H) && ix < static_cast<long>(W);
-      const uint8_t* src =
-          inside ? x + ((n * H + static_cast<size_t>(iy)) * W + static_cast<size_t>(ix)) * C : zero_row;
-      std::memcpy(&rows[m * K + t * cp], src, C);
+  for (size_t g = 0; g < G; ++g) {
+    const uint8_t* gpacked = static_cast<const uint8_t*>(packed) + g * qconv2d_group_bytes(p);
+    const uint8_t* zero_row = gpacked + qgemm_layout_bytes(K, OC);
+    for (size_t m = 0; m < M; ++m) {
+      const size_t n = m / (OH * OW), oy = m % (OH * OW) / OW, ox = m % OW;
+      for (size_t t = 0; t < taps; ++t) {
+        const size_t ky = t / p.kernel_w, kx = t % p.kernel_w;
+        const long iy = static_cast<long>(oy * p.stride_h + ky * p.dilation_h) - static_cast<long>(p.pad_top);
+        const long ix = static_cast<long>(ox * p.stride_w + kx * p.dilation_w) - static_cast<long>(p.pad_left);
+        const bool inside = iy >= 0 && ix >= 0 && iy < static_cast<long>(H) && ix < static_cast<long>(W);
+        const uint8_t* src =
+            inside ? x + ((n * H + static_cast<size_t>(iy)) * W + static_cast<size_t>(ix)) * in_stride + g * C
+                   : zero_row;
+        std::memcpy(&rows[m * K + t * cp], src, C);
+      }
     }
+    qgemm(M, OC, K, rows.data(), K, gpacked, static_cast<uint8_t*>(out) + g * OC, G * OC, out_min, out_max,
+          par);
   }
-  qgemm(M, OC, K, rows.data(), K, packed, out, OC, out_min, out_max, par);
 }
 
 }  // namespace scalar

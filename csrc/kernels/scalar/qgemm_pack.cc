@@ -3,6 +3,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/qdw_layout.h"
 #include "kernels/qgemm_layout.h"
 #include "kernels/scalar/scalar.h"
 
@@ -19,6 +20,12 @@ size_t qconv2d_packed_k(const ConvParams& p) {
 
 size_t qgemm_layout_bytes(size_t K, size_t N) {
   return kQHeaderBytes + (N + kQNR - 1) / kQNR * panel_bytes(K);
+}
+
+size_t qconv2d_group_bytes(const ConvParams& p) {
+  const size_t bytes = qgemm_layout_bytes(qconv2d_packed_k(p), p.group_output_channels) +
+                       k_padded(p.group_input_channels);
+  return (bytes + 63) / 64 * 64;  // each group's panels stay 64-byte aligned
 }
 
 namespace scalar {
@@ -68,20 +75,27 @@ void qgemm_pack(size_t K, size_t N, const int8_t* B, bool b_is_nk, const int32_t
   std::memcpy(base, &h, sizeof(h));
 }
 
-size_t qconv2d_packed_size(const ConvParams& p) {
-  return qgemm_layout_bytes(qconv2d_packed_k(p), p.group_output_channels) + k_padded(p.group_input_channels);
-}
+size_t qconv2d_packed_size(const ConvParams& p) { return size_t{p.groups} * qconv2d_group_bytes(p); }
 
 void qconv2d_pack(const ConvParams& p, const int8_t* filter_ohwi, const int32_t* bias, const QGemmQuant& q,
                   void* packed) {
   const size_t taps = size_t{p.kernel_h} * p.kernel_w, C = p.group_input_channels, cp = k_padded(C);
   const size_t OC = p.group_output_channels, K = taps * cp;
   std::vector<int8_t> b(OC * K, 0);  // [OC, taps x Cp]: each tap's channels zero-padded to the row groups
-  for (size_t o = 0; o < OC; ++o)
-    for (size_t t = 0; t < taps; ++t) std::memcpy(&b[o * K + t * cp], filter_ohwi + (o * taps + t) * C, C);
-  qgemm_pack(K, OC, b.data(), true, bias, q, packed);
-  uint8_t* zero_row = static_cast<uint8_t*>(packed) + qgemm_layout_bytes(K, OC);
-  std::memset(zero_row, static_cast<uint8_t>(q.a_zero_point), cp);  // the raw byte of za (u8 or s8)
+  for (size_t g = 0; g < p.groups; ++g) {
+    const int8_t* f = filter_ohwi + g * OC * taps * C;
+    for (size_t o = 0; o < OC; ++o)
+      for (size_t t = 0; t < taps; ++t) std::memcpy(&b[o * K + t * cp], f + (o * taps + t) * C, C);
+    QGemmQuant qg = q;
+    if (q.w_scale_count > 1) {
+      qg.w_scales = q.w_scales + g * OC;
+      qg.w_scale_count = OC;
+    }
+    uint8_t* dst = static_cast<uint8_t*>(packed) + g * qconv2d_group_bytes(p);
+    qgemm_pack(K, OC, b.data(), true, bias ? bias + g * OC : nullptr, qg, dst);
+    uint8_t* zero_row = dst + qgemm_layout_bytes(K, OC);
+    std::memset(zero_row, static_cast<uint8_t>(q.a_zero_point), cp);  // the raw byte of za (u8 or s8)
+  }
 }
 
 }  // namespace scalar
@@ -90,12 +104,17 @@ QGemmRun qgemm_run_params(const void* packed, size_t K, int32_t out_min, int32_t
   QGemmRun r;
   std::memcpy(&r.h, packed, sizeof(r.h));
   r.panel_bytes = panel_bytes(K);
-  const bool out_u8 = r.h.out_type == QType::kU8;
-  const int32_t lo = out_min > (out_u8 ? 0 : -128) ? out_min : (out_u8 ? 0 : -128);
-  const int32_t hi = out_max < (out_u8 ? 255 : 127) ? out_max : (out_u8 ? 255 : 127);
-  r.lo = static_cast<float>(lo - r.h.out_zero_point);
-  r.hi = static_cast<float>(hi - r.h.out_zero_point);
+  q8_clamp_bounds(r.h.out_type, r.h.out_zero_point, out_min, out_max, &r.lo, &r.hi);
   return r;
+}
+
+void q8_clamp_bounds(QType out_type, int32_t out_zero_point, int32_t out_min, int32_t out_max, float* lo,
+                     float* hi) {
+  const bool out_u8 = out_type == QType::kU8;
+  const int32_t l = out_min > (out_u8 ? 0 : -128) ? out_min : (out_u8 ? 0 : -128);
+  const int32_t u = out_max < (out_u8 ? 255 : 127) ? out_max : (out_u8 ? 255 : 127);
+  *lo = static_cast<float>(l - out_zero_point);
+  *hi = static_cast<float>(u - out_zero_point);
 }
 
 }  // namespace webxnn

@@ -1,6 +1,7 @@
 #include "runtime/nodes/common.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace webxnn {
@@ -238,6 +239,64 @@ const void* packed_weights(const NodeIo& io, size_t i, AlignedBuffer& buf) {
   buf = AlignedBuffer(d.pack_size(p));
   d.pack(p, buf.data());
   return buf.data();
+}
+
+// ---- int8 nodes with weights ----
+
+bool check_q8_weights(const SupportCheck& c, size_t channel_dim, const char* supported) {
+  if (c.all_fp32()) return false;
+  c.need_const(1, "filter");
+  c.need_const(2, "bias");
+  const Node& nd = c.node();
+  const Model& m = c.model();
+  const Value& x = m.values[nd.inputs[0]];
+  const Value& w = m.values[nd.inputs[1]];
+  const Value& y = m.values[nd.outputs[0]];
+  const bool has_bias = nd.inputs.size() > 2 && nd.inputs[2] != kNoValue;
+  if (w.dtype == DType::kQint8 && w.quant.zero_point != 0) {
+    unsupported(c.label() + ": filter zero point " + std::to_string(w.quant.zero_point) +
+                " is not supported (int8 filters are symmetric: zero point 0)");
+  }
+  const bool w_ok = w.dtype == DType::kQcint8 || w.dtype == DType::kQint8;
+  const bool b_ok =
+      !has_bias || c.dt(nd.inputs[2]) == DType::kQcint32 || c.dt(nd.inputs[2]) == DType::kQint32;
+  if (x.dtype != DType::kQint8 || y.dtype != DType::kQint8 || !w_ok || !b_ok) {
+    unsupported(c.label() + ": datatypes " + c.describe() + " are not supported (" + supported + ")");
+  }
+  // The int8 kernels take zero points in the int8 range (table.def); a blob may hold any int32.
+  for (const Value* v : {&x, &y}) {
+    if (v->quant.zero_point < -128 || v->quant.zero_point > 127) {
+      unsupported(c.label() + ": qint8 zero point " + std::to_string(v->quant.zero_point) +
+                  " is outside [-128, 127]");
+    }
+  }
+  if (w.quant.kind == QuantParams::Kind::kPerChannel && size_t(w.quant.channel_dim) != channel_dim) {
+    unsupported(c.label() + ": per-channel filter scales must be along the output dim " + str(channel_dim) +
+                ", not " + std::to_string(w.quant.channel_dim));
+  }
+  return true;
+}
+
+QGemmQuant q8_quant(const Model& m, const Node& nd, size_t channels) {
+  const Value& x = m.values[nd.inputs[0]];
+  const Value& w = m.values[nd.inputs[1]];
+  const Value& y = m.values[nd.outputs[0]];
+  QGemmQuant q;  // s8 activations and output: the defaults
+  q.a_zero_point = x.quant.zero_point;
+  q.a_scale = x.quant.scale;
+  const bool per_channel = w.quant.kind == QuantParams::Kind::kPerChannel;
+  q.w_scales = per_channel ? w.quant.scales.data() : &w.quant.scale;
+  q.w_scale_count = per_channel ? channels : 1;
+  q.out_zero_point = y.quant.zero_point;
+  q.out_scale = y.quant.scale;
+  return q;
+}
+
+int8_t quantize_bound(float real, const QuantParams& q) {
+  if (std::isinf(real)) return (real < 0) ? -128 : 127;
+  double x = std::nearbyint(double(real) / q.scale) + q.zero_point;
+  x = std::min(127.0, std::max(-128.0, x));
+  return static_cast<int8_t>(x);
 }
 
 }  // namespace webxnn

@@ -219,4 +219,17 @@ void view_exec(const ExecArgs& a, size_t i, const Step* step);
 // into `buf`.
 const void* packed_weights(const NodeIo& io, size_t i, AlignedBuffer& buf);
 
+// ---- int8 nodes with weights (INT8_CONTRACT.md: FullyConnected, Conv2d, DepthwiseConv2d) ----
+
+// The int8 check of a node (input 0, filter 1, bias 2, output 0): false when every operand is fp32; true for
+// qint8 x (qcint8 per channel along channel_dim | qint8 per tensor with zero point 0) [+ qcint32 | qint32 bias]
+// -> qint8 with a constant filter and bias and activation zero points in [-128, 127]; else throws
+// Error(kUnsupported) naming what (`supported`: the datatypes the node takes, for the message).
+bool check_q8_weights(const SupportCheck& c, size_t channel_dim, const char* supported);
+// The quantization of such a node for the int8 kernels' packers (qgemm_pack, qconv2d_pack, qdwconv2d_pack):
+// s8 activations and output; channels: the output channels (the per-channel scale count).
+QGemmQuant q8_quant(const Model& m, const Node& nd, size_t channels);
+// A real clamp bound (output_min / output_max) in the int8 domain of q: round half to even, saturating.
+int8_t quantize_bound(float real, const QuantParams& q);
+
 }  // namespace webxnn

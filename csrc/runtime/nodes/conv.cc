@@ -1,7 +1,10 @@
-// Convolutions (fp32, NHWC, weights packed at load): Conv2d, DepthwiseConv2d, ConvTranspose2d. A step of one
+// Convolutions (NHWC, weights packed at load): Conv2d, DepthwiseConv2d, ConvTranspose2d. fp32: a step of one
 // may carry fusions (plan_fusion.cc): the residual Add or activation after it, a MobileNet block's expand and
 // depthwise before a pointwise project, the image transpose before a stem, weights it fetches ahead.
+// int8 (Conv2d, DepthwiseConv2d: qint8 x qcint8 [+ qcint32] -> qint8, INT8_CONTRACT.md): no fusions; the clamp
+// is applied in the int8 domain by the kernel (qconv2d, qdwconv2d).
 #include <algorithm>
+#include <vector>
 
 #include "runtime/nodes/common.h"
 
@@ -116,13 +119,76 @@ void deconv2d_shapes(ShapeInference& s) { conv_shapes(s, false, true); }
 
 const float* f32(const void* p) { return static_cast<const float*>(p); }
 
-size_t conv2d_size(const PackArgs& a) { return a.k.conv2d_packed_size(a.m.nodes[a.node].conv); }
+// ---- int8 ----
+
+bool is_q8(const PackArgs& a) { return a.m.values[a.m.nodes[a.node].inputs[1]].dtype != DType::kFp32; }
+
+// An int8 Conv2d with one input channel per group is a depthwise convolution (depth multiplier
+// group_output_channels, the same ConvParams): it runs on qdwconv2d, its filter transposed to 1HWO at pack
+// time. Other grouped convs run one IGEMM per group (qconv2d packs each group's panels apart).
+bool q8_conv_is_depthwise(const ConvParams& c) { return c.groups > 1 && c.group_input_channels == 1; }
+
+void conv2d_check(const SupportCheck& c) {
+  check_q8_weights(c, 0, "fp32, or qint8 x qcint8 [+ qcint32 bias] -> qint8");
+}
+void dwconv2d_check(const SupportCheck& c) {
+  check_q8_weights(c, 3, "fp32, or qint8 x qcint8 [1, H, W, C*m] [+ qcint32 bias] -> qint8");
+}
+
+size_t q8_conv2d_size(const PackArgs& a) {
+  const ConvParams& c = a.m.nodes[a.node].conv;
+  return q8_conv_is_depthwise(c) ? a.k.qdwconv2d_packed_size(c) : a.k.qconv2d_packed_size(c);
+}
+
+void q8_conv2d_pack(const PackArgs& a, void* dst) {
+  const Node& nd = a.m.nodes[a.node];
+  const ConvParams& c = nd.conv;
+  const size_t oc = size_t{c.groups} * c.group_output_channels, taps = size_t{c.kernel_h} * c.kernel_w;
+  const QGemmQuant q = q8_quant(a.m, nd, oc);
+  const int8_t* f = static_cast<const int8_t*>(a.filter);
+  const int32_t* bias = static_cast<const int32_t*>(a.bias);
+  if (!q8_conv_is_depthwise(c)) return a.k.qconv2d_pack(c, f, bias, q, dst);
+  std::vector<int8_t> hwo(oc * taps);  // [oc, kh, kw, 1] -> [1, kh, kw, oc]
+  for (size_t o = 0; o < oc; ++o)
+    for (size_t t = 0; t < taps; ++t) hwo[t * oc + o] = f[o * taps + t];
+  a.k.qdwconv2d_pack(c, hwo.data(), bias, q, dst);
+}
+
+using QConvFn = decltype(KernelTable::qconv2d);  // qconv2d and qdwconv2d share it
+
+void exec_q8(const ExecArgs& a, size_t i, QConvFn fn) {
+  const NodeIo io(a, i);
+  AlignedBuffer run_packed;
+  const void* packed = packed_weights(io, i, run_packed);
+  const Shape& x = io.in_shape(0);
+  const Shape& y = io.out_shape();
+  const QuantParams& yq = io.out_val().quant;
+  fn(io.nd.conv, x[0], x[1], x[2], io.in(0), y[1], y[2], packed, io.out(), quantize_bound(io.nd.act.min, yq),
+     quantize_bound(io.nd.act.max, yq), a.par);
+}
+
+// ---- fp32 (and the rows' dispatch on the filter's datatype) ----
+
+size_t conv2d_size(const PackArgs& a) {
+  if (is_q8(a)) return q8_conv2d_size(a);
+  return a.k.conv2d_packed_size(a.m.nodes[a.node].conv);
+}
 void conv2d_pack(const PackArgs& a, void* dst) {
+  if (is_q8(a)) return q8_conv2d_pack(a, dst);
   a.k.conv2d_pack(a.m.nodes[a.node].conv, f32(a.filter), f32(a.bias), dst);
 }
-size_t dwconv2d_size(const PackArgs& a) { return a.k.dwconv2d_packed_size(a.m.nodes[a.node].conv); }
+size_t dwconv2d_size(const PackArgs& a) {
+  if (is_q8(a)) return a.k.qdwconv2d_packed_size(a.m.nodes[a.node].conv);
+  return a.k.dwconv2d_packed_size(a.m.nodes[a.node].conv);
+}
 void dwconv2d_pack(const PackArgs& a, void* dst) {
-  a.k.dwconv2d_pack(a.m.nodes[a.node].conv, f32(a.filter), f32(a.bias), dst);
+  const Node& nd = a.m.nodes[a.node];
+  if (is_q8(a)) {
+    const QGemmQuant q = q8_quant(a.m, nd, size_t{nd.conv.groups} * nd.conv.group_output_channels);
+    return a.k.qdwconv2d_pack(nd.conv, static_cast<const int8_t*>(a.filter), static_cast<const int32_t*>(a.bias),
+                              q, dst);
+  }
+  a.k.dwconv2d_pack(nd.conv, f32(a.filter), f32(a.bias), dst);
 }
 size_t deconv2d_size(const PackArgs& a) { return a.k.deconv2d_packed_size(a.m.nodes[a.node].conv); }
 void deconv2d_pack(const PackArgs& a, void* dst) {
@@ -207,22 +273,31 @@ void exec_conv(const ExecArgs& a, size_t i, const Step* step, ConvFn fn) {
   fn(p, N, H, W, src, out_shape[1], out_shape[2], packed, f.out, a.par);
 }
 
-void exec_conv2d(const ExecArgs& a, size_t i, const Step* step) { exec_conv(a, i, step, a.k.conv2d); }
-void exec_dwconv2d(const ExecArgs& a, size_t i, const Step* step) { exec_conv(a, i, step, a.k.dwconv2d); }
+bool out_q8(const ExecArgs& a, size_t i) { return a.m.values[a.m.nodes[i].outputs[0]].dtype != DType::kFp32; }
+
+void exec_conv2d(const ExecArgs& a, size_t i, const Step* step) {
+  if (!out_q8(a, i)) return exec_conv(a, i, step, a.k.conv2d);
+  exec_q8(a, i, q8_conv_is_depthwise(a.m.nodes[i].conv) ? a.k.qdwconv2d : a.k.qconv2d);
+}
+void exec_dwconv2d(const ExecArgs& a, size_t i, const Step* step) {
+  if (!out_q8(a, i)) return exec_conv(a, i, step, a.k.dwconv2d);
+  exec_q8(a, i, a.k.qdwconv2d);
+}
 void exec_deconv2d(const ExecArgs& a, size_t i, const Step* step) { exec_conv(a, i, step, a.k.deconv2d); }
 
 }  // namespace
 
-// fp32 only; a non-constant filter or bias is packed by the step itself, every run.
+// A non-constant filter or bias is packed by the step itself, every run (fp32; int8 ones need constants).
+// ConvTranspose2d is fp32 only.
 void register_conv(NodeTable& table) {
-  NodeDef& conv = define_node(table, T::XNNConv2d, decode_conv2d, conv2d_shapes, check_fp32, exec_conv2d);
+  NodeDef& conv = define_node(table, T::XNNConv2d, decode_conv2d, conv2d_shapes, conv2d_check, exec_conv2d);
   conv.pack_size = conv2d_size;
   conv.pack = conv2d_pack;
   conv.macs = conv_macs;
   conv.traits = kPacksWeights | kTakesActivation | kTakesResidual | kBlockConv;
 
   NodeDef& dw =
-      define_node(table, T::XNNDepthwiseConv2d, decode_conv, dwconv2d_shapes, check_fp32, exec_dwconv2d);
+      define_node(table, T::XNNDepthwiseConv2d, decode_conv, dwconv2d_shapes, dwconv2d_check, exec_dwconv2d);
   dw.pack_size = dwconv2d_size;
   dw.pack = dwconv2d_pack;
   dw.macs = dwconv_macs;

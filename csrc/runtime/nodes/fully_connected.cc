@@ -39,35 +39,8 @@ void fc_shapes(ShapeInference& s) {
 }
 
 void fc_check(const SupportCheck& c) {
-  if (c.all_fp32()) return;
-  c.need_const(1, "filter");
-  c.need_const(2, "bias");
-  const Node& nd = c.node();
-  const Model& m = c.model();
-  const Value& x = m.values[nd.inputs[0]];
-  const Value& w = m.values[nd.inputs[1]];
-  const Value& y = m.values[nd.outputs[0]];
-  const bool has_bias = nd.inputs[2] != kNoValue;
-  const bool w_ok = (w.dtype == DType::kQcint8) || (w.dtype == DType::kQint8 && w.quant.zero_point == 0);
-  const bool b_ok =
-      !has_bias || c.dt(nd.inputs[2]) == DType::kQcint32 || c.dt(nd.inputs[2]) == DType::kQint32;
-  if (x.dtype == DType::kQint8 && y.dtype == DType::kQint8 && w_ok && b_ok) {
-    // qgemm takes zero points in the int8 range (table.def); a blob may hold any int32.
-    for (const Value* v : {&x, &y}) {
-      if (v->quant.zero_point < -128 || v->quant.zero_point > 127) {
-        unsupported(c.label() + ": qint8 zero point " + std::to_string(v->quant.zero_point) +
-                    " is outside [-128, 127]");
-      }
-    }
-    const size_t o_dim = (nd.flags & kFlagTransposeWeights) ? 1 : 0;
-    if (w.quant.kind == QuantParams::Kind::kPerChannel && size_t(w.quant.channel_dim) != o_dim) {
-      unsupported(c.label() + ": per-channel filter scales must be along the output dim " + str(o_dim) +
-                  ", not " + std::to_string(w.quant.channel_dim));
-    }
-    return;
-  }
-  unsupported(c.label() + ": datatypes " + c.describe() +
-              " are not supported (fp32, or qint8 x qcint8 [+ qcint32 bias] -> qint8)");
+  const size_t o_dim = (c.node().flags & kFlagTransposeWeights) ? 1 : 0;
+  check_q8_weights(c, o_dim, "fp32, or qint8 x qcint8 [+ qcint32 bias] -> qint8");
 }
 
 // K and N of the filter; true for fp32 weights (else qint8).
@@ -92,26 +65,9 @@ void fc_pack(const PackArgs& a, void* dst) {
     a.k.gemm_pack(K, N, static_cast<const float*>(a.filter), !io, static_cast<const float*>(a.bias), dst);
     return;
   }
-  const Value& w = a.m.values[nd.inputs[1]];
-  const Value& x = a.m.values[nd.inputs[0]];
-  const Value& y = a.m.values[nd.outputs[0]];
-  QGemmQuant q;  // s8 activations and output: the defaults
-  q.a_zero_point = x.quant.zero_point;
-  q.a_scale = x.quant.scale;
-  const bool per_channel = w.quant.kind == QuantParams::Kind::kPerChannel;
-  q.w_scales = per_channel ? w.quant.scales.data() : &w.quant.scale;
-  q.w_scale_count = per_channel ? N : 1;
-  q.out_zero_point = y.quant.zero_point;
-  q.out_scale = y.quant.scale;
+  const QGemmQuant q = q8_quant(a.m, nd, N);
   a.k.qgemm_pack(K, N, static_cast<const int8_t*>(a.filter), !io, static_cast<const int32_t*>(a.bias), q,
                  dst);
-}
-
-int8_t quantize_bound(float real, const QuantParams& q) {
-  if (std::isinf(real)) return (real < 0) ? -128 : 127;
-  double x = std::nearbyint(double(real) / q.scale) + q.zero_point;
-  x = std::min(127.0, std::max(-128.0, x));
-  return static_cast<int8_t>(x);
 }
 
 void fc_exec(const ExecArgs& a, size_t i, const Step* step) {

@@ -1,0 +1,114 @@
+// int8 depthwise convolution (table.def's qdwconv2d): the packer (qdw_layout.h's layout, which the AVX2 kernel
+// reads too) and the scalar reference kernel, on the same packed tiles.
+#include <cstring>
+
+#include "kernels/qdw_layout.h"
+#include "kernels/scalar/common.h"
+#include "kernels/scalar/scalar.h"
+
+namespace webxnn {
+
+size_t qdw_tiles(size_t C) { return (C + kQDwTile - 1) / kQDwTile; }
+
+size_t qdw_tiles_bytes(const QDwHeader& h) {
+  return h.multiplier * qdw_tiles(h.channels) * qdw_tile_bytes(h.pairs);
+}
+
+namespace {
+QDwHeader qdw_header(const ConvParams& p) {
+  QDwHeader h{};
+  h.channels = p.groups;
+  h.multiplier = p.group_output_channels;
+  h.taps = p.kernel_h * p.kernel_w;
+  h.pairs = (h.taps + 1) / 2;
+  return h;
+}
+}  // namespace
+
+namespace scalar {
+
+size_t qdwconv2d_packed_size(const ConvParams& p) {
+  const QDwHeader h = qdw_header(p);
+  return 64 + qdw_tiles_bytes(h) + qdw_row_bytes(h.channels);
+}
+
+void qdwconv2d_pack(const ConvParams& p, const int8_t* filter_1hwo, const int32_t* bias, const QGemmQuant& q,
+                    void* packed) {
+  uint8_t* base = static_cast<uint8_t*>(packed);
+  std::memset(base, 0, qdwconv2d_packed_size(p));
+  QDwHeader h = qdw_header(p);
+  h.out_zero_point = q.out_zero_point;
+  h.a_type = q.a_type;
+  h.out_type = q.out_type;
+  const size_t C = h.channels, m = h.multiplier, OC = C * m, tiles = qdw_tiles(C), tb = qdw_tile_bytes(h.pairs);
+  for (size_t j = 0; j < m; ++j) {
+    for (size_t c = 0; c < C; ++c) {
+      const size_t o = c * m + j, s = qdw_slot(c % kQDwTile);
+      uint8_t* tile = base + 64 + (j * tiles + c / kQDwTile) * tb;
+      int16_t* w = reinterpret_cast<int16_t*>(tile + kQDwTile * 8);
+      // Unsigned arithmetic: wraps like the kernels' int32 sums (no UB on hostile values).
+      uint32_t wsum = 0;
+      for (size_t t = 0; t < h.taps; ++t) {
+        const int8_t v = filter_1hwo[t * OC + o];
+        w[(t / 2) * kQDwTile * 2 + s * 2 + t % 2] = v;
+        wsum += static_cast<uint32_t>(static_cast<int32_t>(v));
+      }
+      const uint32_t za = static_cast<uint32_t>(q.a_zero_point);
+      const int32_t b = static_cast<int32_t>((bias ? static_cast<uint32_t>(bias[o]) : 0u) - za * wsum);
+      const float scale = q.a_scale * q.w_scales[q.w_scale_count > 1 ? o : 0] / q.out_scale;
+      std::memcpy(tile + s * 4, &b, 4);
+      std::memcpy(tile + kQDwTile * 4 + s * 4, &scale, 4);
+    }
+  }
+  std::memcpy(base, &h, sizeof(h));
+  std::memset(base + 64 + qdw_tiles_bytes(h), static_cast<uint8_t>(q.a_zero_point), qdw_row_bytes(C));
+}
+
+void qdwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, size_t OH, size_t OW,
+               const void* packed, void* out, int32_t out_min, int32_t out_max, Parallel& par) {
+  const uint8_t* base = static_cast<const uint8_t*>(packed);
+  QDwHeader h;
+  std::memcpy(&h, base, sizeof(h));
+  float lo = 0.f, hi = 0.f;
+  q8_clamp_bounds(h.out_type, h.out_zero_point, out_min, out_max, &lo, &hi);
+  const size_t C = h.channels, m = h.multiplier, OC = C * m, tiles = qdw_tiles(C), tb = qdw_tile_bytes(h.pairs);
+  const bool a_u8 = h.a_type == QType::kU8;
+  const uint8_t* zero_row = base + 64 + qdw_tiles_bytes(h);
+  const uint8_t* x = static_cast<const uint8_t*>(in);
+  uint8_t* y = static_cast<uint8_t*>(out);
+  const size_t rows = N * OH;
+  const size_t tasks = pick_tasks(par, rows, static_cast<double>(OW) * OC * h.taps);
+  par.run(tasks, [&](size_t task) {
+    size_t r0, r1;
+    chunk_range(rows, tasks, task, &r0, &r1);
+    for (size_t r = r0; r < r1; ++r) {
+      const size_t n = r / OH, oy = r % OH;
+      for (size_t ox = 0; ox < OW; ++ox) {
+        for (size_t o = 0; o < OC; ++o) {
+          const size_t c = o / m, j = o % m, s = qdw_slot(c % kQDwTile);
+          const uint8_t* tile = base + 64 + (j * tiles + c / kQDwTile) * tb;
+          const int16_t* w = reinterpret_cast<const int16_t*>(tile + kQDwTile * 8);
+          int32_t b;
+          float scale;
+          std::memcpy(&b, tile + s * 4, 4);
+          std::memcpy(&scale, tile + kQDwTile * 4 + s * 4, 4);
+          uint32_t acc = static_cast<uint32_t>(b);
+          for (size_t t = 0; t < h.taps; ++t) {
+            const size_t ky = t / p.kernel_w, kx = t % p.kernel_w;
+            // Unsigned: a coordinate in the top / left padding wraps past H / W.
+            const size_t iy = oy * p.stride_h + ky * p.dilation_h - p.pad_top;
+            const size_t ix = ox * p.stride_w + kx * p.dilation_w - p.pad_left;
+            const uint8_t* px = iy < H && ix < W ? x + ((n * H + iy) * W + ix) * C : zero_row;
+            const int32_t xv = a_u8 ? static_cast<int32_t>(px[c]) : static_cast<int32_t>(static_cast<int8_t>(px[c]));
+            acc += static_cast<uint32_t>(xv * w[(t / 2) * kQDwTile * 2 + s * 2 + t % 2]);
+          }
+          y[(r * OW + ox) * OC + o] =
+              static_cast<uint8_t>(requantize(static_cast<int32_t>(acc), scale, lo, hi, h.out_zero_point));
+        }
+      }
+    }
+  });
+}
+
+}  // namespace scalar
+}  // namespace webxnn
