@@ -170,9 +170,10 @@ def test_reference_matches_onnxruntime(qdq_dir: Path, name: str, recipe: str) ->
         assert _cosine(got, _ort(path, x, optimized=True)) >= want
 
 
+@pytest.mark.parametrize("recipe", list(RECIPES))
 @pytest.mark.parametrize("name", list(EXPECT))
-def test_runtime_matches_reference(qdq_dir: Path, name: str) -> None:
-    path = _model(qdq_dir, name, "pc-u8")
+def test_runtime_matches_reference(qdq_dir: Path, name: str, recipe: str) -> None:
+    path = _model(qdq_dir, name, recipe)
     blob = _compile(path)
     try:
         prog = webxnn.load(blob)
