@@ -43,8 +43,9 @@ from bench.common import (
 @dataclass
 class Case:
     name: str
-    kind: str  # gemm | qgemm | conv | deconv | dwconv | maxpool
-    flops: float  # 2 * MACs (maxpool: comparisons, reported but no % of peak; qgemm: int8 ops)
+    kind: str  # gemm | qgemm | conv | deconv | dwconv | maxpool | qadd | qgap
+    # 2 * MACs (maxpool: comparisons, qadd / qgap: elements read, reported but no % of peak; qgemm: int8 ops)
+    flops: float
     params: dict[str, Any] = field(default_factory=dict)
 
 
@@ -73,6 +74,7 @@ def _qdwconv(h: int, c: int, s: int) -> Case:
 
 
 INT8_KINDS = ("qgemm", "qconv", "qdwconv")  # rows measured against the int8 peak, in a table of their own
+NO_PEAK_KINDS = ("maxpool", "qadd", "qgap")  # memory-bound rows: no % of a compute peak
 
 CASES: list[Case] = [
     _gemm(384, 384, 384),
@@ -98,6 +100,9 @@ CASES: list[Case] = [
         2.0 * 28 * 28 * 64 * 64 * 16,
         {"H": 28, "W": 28, "C": 64, "OC": 64, "k": 4, "s": 2, "pad": 1},
     ),
+    # qint8 element-wise rows (ORT: com.microsoft QLinearAdd / QLinearGlobalAveragePool, u8, channels last)
+    Case("int8 add 56x56x64 (residual)", "qadd", 56.0 * 56 * 64 * 2, {"n": 56 * 56 * 64}),
+    Case("int8 global avg pool 7x7x1280", "qgap", 49.0 * 1280, {"HW": 49, "C": 1280}),
     _qgemm(384, 384, 384),
     _qgemm(128, 3072, 768),
     _qgemm(1, 4096, 4096),
@@ -160,6 +165,10 @@ def _raw_inputs(case: Case, rng: np.random.Generator) -> dict[str, np.ndarray]:
             "xf": rng.standard_normal((1, p["H"], p["W"], p["C"]), f32),
             "wf": rng.standard_normal((1, p["k"], p["k"], p["C"]), f32),
         }
+    if case.kind == "qadd":  # for ORT (webxnn's timed entry makes its own operands)
+        return {k: rng.integers(0, 256, p["n"]).astype(np.uint8) for k in ("a", "b")}
+    if case.kind == "qgap":
+        return {"x": rng.integers(0, 256, (1, 7, 7, p["C"])).astype(np.uint8)}
     if case.kind in ("conv", "deconv"):
         return {
             "x": rng.standard_normal((1, p["H"], p["W"], p["C"]), f32),
@@ -182,6 +191,10 @@ def _webxnn_times(
         return K.time_gemm(data["A"], data["B"], isa=isa, threads=threads, repeat=repeat)
     if case.kind == "qgemm":
         return K.time_qgemm(data["A"], data["B"], data["w_scales"], isa=isa, threads=threads, repeat=repeat)
+    if case.kind == "qadd":
+        return K.time_qadd(p["n"], isa=isa, threads=threads, repeat=repeat)
+    if case.kind == "qgap":
+        return K.time_qglobal_avg_pool(p["HW"], p["C"], isa=isa, threads=threads, repeat=repeat)
     if case.kind == "qconv":
         pad = p["pad"]
         return K.time_qconv2d(
@@ -250,6 +263,8 @@ def _onnx_model(case: Case, data: dict[str, np.ndarray]) -> tuple[bytes, dict[st
 
     p = case.params
     f = TensorProto.FLOAT
+    if case.kind in ("qadd", "qgap"):
+        return _ms_qlinear_model(case, data)
     if case.kind == "qgemm":  # QLinearMatMul, u8 x s8 per-column -> u8, as the int8 quantizers emit it
         return _qlinear_model("QLinearMatMul", data["A"], np.ascontiguousarray(data["B"].T), data["w_scales"])
     if case.kind == "qconv":  # QLinearConv, NCHW
@@ -363,6 +378,38 @@ def _qlinear_model(
     return model.SerializeToString(), {"X": x}
 
 
+def _ms_qlinear_model(case: Case, data: dict[str, np.ndarray]) -> tuple[bytes, dict[str, np.ndarray]]:
+    """onnxruntime's contrib QLinearAdd (two u8 vectors) or QLinearGlobalAveragePool (u8 NHWC,
+    channels_last=1) and its feeds."""
+    from onnx import TensorProto, helper, numpy_helper  # noqa: PLC0415
+
+    def q(name: str, scale: float, zp: int) -> list:
+        return [
+            numpy_helper.from_array(np.array(scale, np.float32), f"{name}_scale"),
+            numpy_helper.from_array(np.array(zp, np.uint8), f"{name}_zp"),
+        ]
+
+    u8 = TensorProto.UINT8
+    if case.kind == "qadd":
+        ins = ["A", "a_scale", "a_zp", "B", "b_scale", "b_zp", "y_scale", "y_zp"]
+        node = helper.make_node("QLinearAdd", ins, ["Y"], domain="com.microsoft")
+        inits = q("a", 0.05, 131) + q("b", 0.04, 123) + q("y", 0.07, 129)
+        feeds = {"A": data["a"], "B": data["b"]}
+    else:
+        ins = ["A", "a_scale", "a_zp", "y_scale", "y_zp"]
+        node = helper.make_node(
+            "QLinearGlobalAveragePool", ins, ["Y"], domain="com.microsoft", channels_last=1
+        )
+        inits = q("a", 0.05, 131) + q("y", 0.02, 124)
+        feeds = {"A": data["x"]}
+    inputs = [helper.make_tensor_value_info(k, u8, list(v.shape)) for k, v in feeds.items()]
+    graph = helper.make_graph([node], "k", inputs, [helper.make_tensor_value_info("Y", u8, None)], inits)
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    model = helper.make_model(graph, opset_imports=opsets)
+    model.ir_version = 8
+    return model.SerializeToString(), feeds
+
+
 def _ort_times(case: Case, data: dict[str, np.ndarray], threads: int, repeat: int) -> list[float]:
     model, feeds = _onnx_model(case, data)
     sess = ort_session(model, threads)
@@ -449,7 +496,7 @@ def run(
                 row[key] = best.get((case.name, t, key))
             row["gflops"] = case.flops / (row["webxnn_ms"] * 1e-3) * 1e-9  # GOP/s for int8 rows
             peak = int8_peaks_best.get(t) if case.kind in INT8_KINDS else peaks[t]
-            row["pct_peak"] = 100.0 * row["gflops"] / peak if case.kind != "maxpool" else None
+            row["pct_peak"] = 100.0 * row["gflops"] / peak if case.kind not in NO_PEAK_KINDS else None
             rows.append(row)
     return {
         "cpu": info,
@@ -482,7 +529,7 @@ def markdown(result: dict[str, Any]) -> str:
             continue
         ort = r.get("ort_ms")
         ratio = r["webxnn_ms"] / ort if ort else None
-        gf = "-" if r["kind"] == "maxpool" else f"{r['gflops']:.1f}"
+        gf = "-" if r["kind"] in NO_PEAK_KINDS else f"{r['gflops']:.1f}"
         lines.append(
             f"| {r['case']} | {r['threads']} | {r['webxnn_ms']:.3f} | {gf} "
             f"| {_fmt(r['pct_peak'], '.1f')} "
@@ -536,7 +583,7 @@ def plot(result: dict[str, Any], path: pathlib.Path) -> bool:
         import matplotlib.pyplot as plt  # noqa: PLC0415
     except ImportError:
         return False
-    rows = [r for r in result["rows"] if r["kind"] not in ("maxpool", *INT8_KINDS)]
+    rows = [r for r in result["rows"] if r["kind"] not in (*NO_PEAK_KINDS, *INT8_KINDS)]
     if not rows:
         return False
     names = list(dict.fromkeys(r["case"] for r in rows))

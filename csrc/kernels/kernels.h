@@ -155,6 +155,16 @@ struct QGemmQuant {
   float out_scale = 1.f;
 };
 
+// (additive) The quantization of one qint8 element-wise or pooling op (qadd, qmul, qavg_pool2d,
+// qglobal_avg_pool in table.def): per-tensor scale and zero point of each operand (b: the binary ops' second
+// one) and of the output, and the output clamp out_min <= out_max within [-128, 127] (a fused relu / clamp,
+// quantized by the caller).
+struct QElemParams {
+  float a_scale = 1.f, b_scale = 1.f, out_scale = 1.f;
+  int32_t a_zero_point = 0, b_zero_point = 0, out_zero_point = 0;  // in [-128, 127]
+  int32_t out_min = -128, out_max = 127;
+};
+
 // Each entry's function type, by name: kernel_fn::gemm is `void(size_t M, ..., Parallel& par)`. An ISA declares
 // its implementation of an entry with it (`kernel_fn::gemm gemm;` in its namespace), so no signature is
 // written twice.

@@ -31,6 +31,9 @@ enum NodeTrait : uint32_t {
   kBlockDepthwise = 1u << 6,  // the depthwise middle of a fused block (dwconv2d_fused)
   kImageTranspose = 1u << 7,  // NCHW -> NHWC a kBlockConv node may read through
   kPrefetched = 1u << 8,  // its packed weights may be fetched ahead by the kBlockConv steps before it
+  // (additive) packs a table of its own at load (pack_size / pack with no filter or bias; size 0: none for this
+  // node): the qint8 nodes' 256-entry lookup tables. Unlike kPacksWeights, it may still fold.
+  kPacksTable = 1u << 9,
 };
 
 // What one step's executor sees. Built per step on the stack: no allocation.
@@ -43,7 +46,8 @@ struct ExecArgs {
   Parallel& par;
 };
 
-// The weights of one kPacksWeights node: filter (input 1) and bias (input 2, may be null).
+// The weights of one kPacksWeights node: filter (input 1) and bias (input 2, may be null); for a kPacksTable
+// node, empty dims and null.
 struct PackArgs {
   const Model& m;
   const KernelTable& k;
@@ -66,7 +70,7 @@ struct NodeDef {
   ShapesFn shapes = nullptr;
   // Throws Error(kUnsupported) for datatypes or features this runtime cannot run (null: no such node runs).
   CheckFn check = nullptr;
-  // kPacksWeights: the packed size, and the packing into a buffer of that size.
+  // kPacksWeights, kPacksTable: the packed size, and the packing into a buffer of that size.
   size_t (*pack_size)(const PackArgs& a) = nullptr;
   void (*pack)(const PackArgs& a, void* dst) = nullptr;
   // Element-wise nodes: may the output take over the storage of an input no later step reads?

@@ -1,5 +1,6 @@
 // Weight packing at load: every kPacksWeights node with constant filter and bias gets its packed weights (the
-// kernel table's tile layout, bias interleaved) once, in one buffer shared by all of them.
+// kernel table's tile layout, bias interleaved) once, in one buffer shared by all of them; so does every
+// kPacksTable node's table.
 #include <algorithm>
 
 #include "runtime/node_table.h"
@@ -29,14 +30,19 @@ void Program::pack_weights() {
     auto cdata = [&](size_t k) -> const void* {
       return (k < nd.inputs.size() && nd.inputs[k] != kNoValue) ? model_.values[nd.inputs[k]].data : nullptr;
     };
-    return PackArgs{model_, *kernels_, i, model_.values[nd.inputs[1]].dims, cdata(1), cdata(2)};
+    static const Shape kNoFilter;
+    const bool filter = nd.inputs.size() > 1 && nd.inputs[1] != kNoValue;
+    return PackArgs{model_,   *kernels_, i, filter ? model_.values[nd.inputs[1]].dims : kNoFilter,
+                    cdata(1), cdata(2)};
   };
   size_t total = 0;
   std::vector<size_t> order;
   for (size_t i = 0; i < nn; ++i) {
     const Node& nd = model_.nodes[i];
-    if (nd.folded || !node_def(nd.type).has(kPacksWeights) || needs_run_packing(i)) continue;
-    packed_size_[i] = node_def(nd.type).pack_size(args(i));
+    const NodeDef& d = node_def(nd.type);
+    if (nd.folded || !(d.has(kPacksWeights) || d.has(kPacksTable)) || needs_run_packing(i)) continue;
+    packed_size_[i] = d.pack_size(args(i));
+    if (packed_size_[i] == 0) continue;  // a kPacksTable node without a table (fp32)
     offset[i] = total;
     total += align_up(std::max<size_t>(packed_size_[i], 1), kArenaAlignment);
     order.push_back(i);

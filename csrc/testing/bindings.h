@@ -11,6 +11,8 @@ namespace webxnn {
 void bind_kernels(pybind11::module_& kernels);
 // Its int8 GEMM and IGEMM convolution entries, their timed entries, the int8 peak probe (qs8_binding.cc).
 void bind_qs8(pybind11::module_& kernels);
+// (q8elem) Its qint8 element-wise, pooling and lookup entries and their timed ones (q8elem_binding.cc).
+void bind_q8elem(pybind11::module_& kernels);
 // webxnn._testing.arena_layout: the arena placement on its own (arena_binding.cc).
 void bind_arena_layout(pybind11::module_& m);
 }  // namespace webxnn

@@ -29,12 +29,17 @@
   X(qdwconv2d)
 // clang-format on
 
+// (additive) The qint8 element-wise, pooling and lookup entries AVX2 implements (q8elem.cc; qavg_pool2d is the
+// scalar one): filled over the table like WEBXNN_AVX2_KERNELS.
+#define WEBXNN_AVX2_Q8ELEM_KERNELS(X) X(qadd) X(qmul) X(qmax_pool2d) X(qglobal_avg_pool) X(qlut)
+
 namespace webxnn {
 namespace avx2 {
 
 // The entries, with table.def's signatures.
 #define WEBXNN_AVX2_DECLARE(fn) kernel_fn::fn fn;
 WEBXNN_AVX2_KERNELS(WEBXNN_AVX2_DECLARE)
+WEBXNN_AVX2_Q8ELEM_KERNELS(WEBXNN_AVX2_DECLARE)
 #undef WEBXNN_AVX2_DECLARE
 
 // gemm.cc: gemm (R null) or gemm_residual that also pulls `ahead` toward L2 while it computes: conv2d's 1x1

@@ -29,7 +29,7 @@ Tap linear_tap(double src, size_t n) {
 template <class T>
 void resample_typed(int mode, size_t outer, size_t H, size_t mid, size_t W, size_t inner, size_t OH,
                     size_t OW, const std::vector<Tap>& ty, const std::vector<Tap>& tx, const T* x, T* y,
-                    Parallel& par) {
+                    Parallel& par, bool round_ints) {
   parallel_for(par, outer * OH * mid, 8, [&](size_t b, size_t e) {
     for (size_t w = b; w < e; ++w) {
       const size_t m = w % mid;
@@ -51,7 +51,8 @@ void resample_typed(int mode, size_t outer, size_t H, size_t mid, size_t W, size
           for (size_t i = 0; i < inner; ++i) {
             const double top = to_double(p00[i]) * (1 - c.w1) + to_double(p01[i]) * c.w1;
             const double bot = to_double(p10[i]) * (1 - c.w1) + to_double(p11[i]) * c.w1;
-            dst[i] = from_double<T>(top * (1 - a.w1) + bot * a.w1);
+            const double v = top * (1 - a.w1) + bot * a.w1;
+            dst[i] = from_double<T>(round_ints ? std::nearbyint(v) : v);
           }
         }
       }
@@ -61,11 +62,11 @@ void resample_typed(int mode, size_t outer, size_t H, size_t mid, size_t W, size
 
 void resample_core(ET t, int mode, size_t outer, size_t H, size_t mid, size_t W, size_t inner, size_t OH,
                    size_t OW, const std::vector<Tap>& ty, const std::vector<Tap>& tx, const void* px,
-                   void* py, Parallel& par) {
+                   void* py, Parallel& par, bool round_ints = false) {
   dispatch(t, [&](auto tag) {
     using T = decltype(tag);
     resample_typed<T>(mode, outer, H, mid, W, inner, OH, OW, ty, tx, static_cast<const T*>(px),
-                      static_cast<T*>(py), par);
+                      static_cast<T*>(py), par, round_ints);
   });
 }
 
@@ -102,7 +103,7 @@ void resample2d(ET t, int mode, const Dims& x, const Dims& o, const size_t axes[
 }
 
 void resize_bilinear_nhwc(ET t, uint32_t flags, const Dims& x, const Dims& o, const void* px, void* py,
-                          Parallel& par) {
+                          Parallel& par, bool round_ints) {
   const size_t N = x[0], H = x[1], W = x[2], C = x[3], OH = o[1], OW = o[2];
   auto taps = [&](size_t n, size_t on) {
     std::vector<Tap> r(on);
@@ -120,7 +121,7 @@ void resize_bilinear_nhwc(ET t, uint32_t flags, const Dims& x, const Dims& o, co
     }
     return r;
   };
-  resample_core(t, 1, N, H, 1, W, C, OH, OW, taps(H, OH), taps(W, OW), px, py, par);
+  resample_core(t, 1, N, H, 1, W, C, OH, OW, taps(H, OH), taps(W, OW), px, py, par, round_ints);
 }
 
 void pool2d(int op, ET t, const PoolParams& p, size_t N, size_t H, size_t W, size_t C, const void* px,

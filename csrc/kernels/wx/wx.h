@@ -91,9 +91,11 @@ void strided_slice(size_t esize, const Dims& x, const std::vector<uint32_t>& sta
 // WebNN resample2d over x's dims axes[0], axes[1] (output sizes from o); x_in = (x_out + 0.5) / scale - 0.5.
 void resample2d(ET t, int mode, const Dims& x, const Dims& o, const size_t axes[2], const float scales[2],
                 const void* px, void* py, Parallel& par);
-// XNNPACK StaticResizeBilinear2D, NHWC: half-pixel, align corners (flag 0x8) or legacy (0x4).
+// XNNPACK StaticResizeBilinear2D, NHWC: half-pixel, align corners (flag 0x8) or legacy (0x4). Integer types
+// truncate the interpolated value, or with round_ints (qint8 with equal in and out quantization) round it half
+// to even; both saturate.
 void resize_bilinear_nhwc(ET t, uint32_t flags, const Dims& x, const Dims& o, const void* px, void* py,
-                          Parallel& par);
+                          Parallel& par, bool round_ints = false);
 // NHWC pooling; op 0 max, 1 average, 2 l2. Padding contributes nothing; average divides by the number of
 // non-padding elements in the window. A window with no element writes 0.
 void pool2d(int op, ET t, const PoolParams& p, size_t N, size_t H, size_t W, size_t C, const void* px,

@@ -1,6 +1,7 @@
 // XNNPACK's element-wise binary nodes (fp32, numpy broadcasting): Add, Subtract, Multiply, Div, Minimum,
-// Maximum, PReLU. One kernel (KernelTable::binary) runs them all; an Add may take the conv / FC that makes one
-// of its operands into its step (a fused residual, see plan_fusion.cc).
+// Maximum, PReLU. One kernel (KernelTable::binary) runs them all; Add and Multiply also run qint8 (qadd, qmul:
+// each operand with its own quantization, requantized to the output's). An fp32 Add may take the conv / FC
+// that makes one of its operands into its step (a fused residual, see plan_fusion.cc).
 #include "runtime/nodes/common.h"
 
 namespace webxnn {
@@ -61,19 +62,20 @@ Collapsed collapse_binary(const Shape& a, const Shape& b, const Shape& o) {
   return c;
 }
 
-void exec_binary(const ExecArgs& a, size_t i, const Step*) {
-  const NodeIo io(a, i);
-  const BinaryOp op = static_cast<BinaryOp>(node_def(io.nd.type).op);
-  const Shape& out_shape = io.out_shape();
-  const Collapsed c = collapse_binary(io.in_shape(0), io.in_shape(1), out_shape);
-  Activation act;  // output_min_max: XNNPACK's add, subtract, multiply and divide have one
-  if (op == BinaryOp::kAdd || op == BinaryOp::kSub || op == BinaryOp::kMul || op == BinaryOp::kDiv) {
-    act = io.nd.act;
-  }
-  const float* x = io.inf(0);
-  const float* y = io.inf(1);
-  float* outf = io.outf();
-  // The kernel takes up to kMaxBinaryRank dims; loop over any leading ones beyond that.
+// fp32, or (Add, Multiply) qint8 a and b, each with its own quantization, -> qint8.
+void check_binary(const SupportCheck& c) {
+  if (c.all_fp32()) return;
+  const BinaryOp op = static_cast<BinaryOp>(node_def(c.node().type).op);
+  if ((op == BinaryOp::kAdd || op == BinaryOp::kMul) && all_q8(c)) return need_q8(c, false);
+  unsupported(c.label() + ": datatypes " + c.describe() + " are not supported (fp32" +
+              (op == BinaryOp::kAdd || op == BinaryOp::kMul ? ", or qint8 per tensor" : " only") + ")");
+}
+
+// Runs fn(shape, a offset, b offset, out offset) over the kernel calls of a broadcast binary node: the kernels
+// take up to kMaxBinaryRank dims, so any leading ones beyond that are looped over here (offsets in elements).
+template <typename Fn>
+void for_each_binary_call(const NodeIo& io, Fn fn) {
+  const Collapsed c = collapse_binary(io.in_shape(0), io.in_shape(1), io.out_shape());
   const size_t lead = c.rank > kMaxBinaryRank ? c.rank - kMaxBinaryRank : 0;
   BinaryShape s;
   s.rank = c.rank - lead;
@@ -94,15 +96,41 @@ void exec_binary(const ExecArgs& a, size_t i, const Step*) {
       ao += idx * c.as[d];
       bo += idx * c.bs[d];
     }
-    a.k.binary(op, s, x + ao, y + bo, outf + o * inner, act, a.par);
+    fn(s, ao, bo, o * inner);
   }
+}
+
+void exec_binary(const ExecArgs& a, size_t i, const Step*) {
+  const NodeIo io(a, i);
+  const BinaryOp op = static_cast<BinaryOp>(node_def(io.nd.type).op);
+  if (io.out_val().dtype == DType::kQint8) {
+    const QElemParams q = q8_params(a.m, io.nd);
+    const auto fn = op == BinaryOp::kAdd ? a.k.qadd : a.k.qmul;
+    const int8_t* x = static_cast<const int8_t*>(io.in(0));
+    const int8_t* y = static_cast<const int8_t*>(io.in(1));
+    int8_t* out = static_cast<int8_t*>(io.out());
+    for_each_binary_call(io, [&](const BinaryShape& s, size_t ao, size_t bo, size_t oo) {
+      fn(s, x + ao, y + bo, out + oo, q, a.par);
+    });
+    return;
+  }
+  Activation act;  // output_min_max: XNNPACK's add, subtract, multiply and divide have one
+  if (op == BinaryOp::kAdd || op == BinaryOp::kSub || op == BinaryOp::kMul || op == BinaryOp::kDiv) {
+    act = io.nd.act;
+  }
+  const float* x = io.inf(0);
+  const float* y = io.inf(1);
+  float* outf = io.outf();
+  for_each_binary_call(io, [&](const BinaryShape& s, size_t ao, size_t bo, size_t oo) {
+    a.k.binary(op, s, x + ao, y + bo, outf + oo, act, a.par);
+  });
 }
 
 }  // namespace
 
 void register_binary(NodeTable& table) {
   auto add = [&](T type, BinaryOp op) -> NodeDef& {
-    NodeDef& d = define_node(table, type, decode_2x1, broadcast_shape, check_fp32, exec_binary);
+    NodeDef& d = define_node(table, type, decode_2x1, broadcast_shape, check_binary, exec_binary);
     d.in_place = always;
     d.op = static_cast<uint8_t>(op);
     return d;

@@ -158,6 +158,7 @@ void SupportCheck::need_bytes() const {
   }
   for (uint32_t v : nd_.inputs) {
     if (!same_quant(m_.values[v], out)) {
+      if (dt(v) == DType::kQint8 && out.dtype == DType::kQint8) need_q8(*this, true);  // names the params
       unsupported(label() + ": datatypes or quantization differ between input and output " + describe());
     }
   }
@@ -206,6 +207,79 @@ void check_wx_float(const SupportCheck& c) {
   const WxTypes t(c);
   if (!t.in_float()) t.bad("a float datatype is needed");
   t.need_same();
+}
+
+// ---- qint8 ----
+
+int8_t quantize_bound(float real, const QuantParams& q) {
+  if (std::isinf(real)) return (real < 0) ? -128 : 127;
+  double x = std::nearbyint(double(real) / q.scale) + q.zero_point;
+  x = std::min(127.0, std::max(-128.0, x));
+  return static_cast<int8_t>(x);
+}
+
+bool all_q8(const SupportCheck& c) {
+  const Node& nd = c.node();
+  auto q8 = [&](uint32_t v) {
+    const Value& x = c.model().values[v];
+    return x.dtype == DType::kQint8 && x.quant.kind == QuantParams::Kind::kPerTensor;
+  };
+  for (uint32_t v : nd.inputs) {
+    if (v != kNoValue && !q8(v)) return false;
+  }
+  for (uint32_t v : nd.outputs) {
+    if (!q8(v)) return false;
+  }
+  return true;
+}
+
+void need_q8(const SupportCheck& c, bool same_params) {
+  const Node& nd = c.node();
+  const Model& m = c.model();
+  const Value& out = m.values[nd.outputs[0]];
+  for (uint32_t v : nd.inputs) {
+    if (v == kNoValue) continue;
+    const QuantParams& q = m.values[v].quant;
+    if (q.zero_point < -128 || q.zero_point > 127) {
+      unsupported(c.label() + ": qint8 zero point " + std::to_string(q.zero_point) + " of " +
+                  m.value_label(v) + " is outside [-128, 127]");
+    }
+    if (same_params && (q.scale != out.quant.scale || q.zero_point != out.quant.zero_point)) {
+      unsupported(c.label() + ": qint8 input " + m.value_label(v) + " (scale " + std::to_string(q.scale) +
+                  ", zero point " + std::to_string(q.zero_point) + ") and output (scale " +
+                  std::to_string(out.quant.scale) + ", zero point " + std::to_string(out.quant.zero_point) +
+                  ") must have the same quantization (a Convert qint8 -> qint8 requantizes)");
+    }
+  }
+  if (out.quant.zero_point < -128 || out.quant.zero_point > 127) {
+    unsupported(c.label() + ": qint8 zero point " + std::to_string(out.quant.zero_point) + " of " +
+                m.value_label(nd.outputs[0]) + " is outside [-128, 127]");
+  }
+}
+
+QElemParams q8_params(const Model& m, const Node& nd) {
+  QElemParams q;
+  const QuantParams& a = m.values[nd.inputs[0]].quant;
+  const QuantParams& y = m.values[nd.outputs[0]].quant;
+  q.a_scale = a.scale;
+  q.a_zero_point = a.zero_point;
+  if (nd.inputs.size() > 1 && nd.inputs[1] != kNoValue) {
+    const QuantParams& b = m.values[nd.inputs[1]].quant;
+    q.b_scale = b.scale;
+    q.b_zero_point = b.zero_point;
+  }
+  q.out_scale = y.scale;
+  q.out_zero_point = y.zero_point;
+  q.out_min = quantize_bound(nd.act.min, y);
+  q.out_max = quantize_bound(nd.act.max, y);
+  return q;
+}
+
+const int8_t* packed_table(const ExecArgs& a, size_t i, int8_t (&buf)[256]) {
+  if (a.packed && a.packed[i]) return static_cast<const int8_t*>(a.packed[i]);
+  static const Shape kNoFilter;
+  node_def(a.m.nodes[i]).pack(PackArgs{a.m, a.k, i, kNoFilter, nullptr, nullptr}, buf);
+  return buf;
 }
 
 // ---- execution ----

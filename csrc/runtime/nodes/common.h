@@ -168,6 +168,22 @@ struct WxTypes {
 void check_wx_same(const SupportCheck& c);
 void check_wx_float(const SupportCheck& c);
 
+// ---- qint8 (the int8 contract: per-tensor qint8 activations, zero points in [-128, 127]) ----
+
+// A real bound (output_min / output_max) in the int8 domain of q: round half to even, saturating (+-inf: the
+// type's ends).
+int8_t quantize_bound(float real, const QuantParams& q);
+// The int8 nodes other than conv / FC (binary.cc, pool.cc, unary.cc, convert.cc, resize.cc): does every
+// operand of c's node hold qint8 per tensor? need_q8 then refuses, naming the value, a zero point outside
+// [-128, 127]; when same_params, also input and output quantization that differ.
+bool all_q8(const SupportCheck& c);
+void need_q8(const SupportCheck& c, bool same_params);
+// The scales, zero points (a: input 0, b: input 1 when present) and the node's output clamp of a qint8 node.
+QElemParams q8_params(const Model& m, const Node& nd);
+// The lookup table of a kPacksTable node (256 entries for qlut): packed at load, or (a folded node, which runs
+// before packing) built now into `buf` by the node's pack.
+const int8_t* packed_table(const ExecArgs& a, size_t i, int8_t (&buf)[256]);
+
 // ---- execution ----
 
 // A node's operands in one step.

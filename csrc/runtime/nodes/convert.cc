@@ -1,5 +1,9 @@
-// Datatype changes: Convert (fp32 <-> qint8, or between fp32, fp16 and the plain integer types) and WXQuantize
-// (quantize / dequantize with scale and zero-point tensors, block-wise or broadcast).
+// Datatype changes: Convert (fp32 <-> qint8, qint8 -> qint8 by a requantization table, or between fp32, fp16
+// and the plain integer types) and WXQuantize (quantize / dequantize with scale and zero-point tensors,
+// block-wise or broadcast).
+#include <algorithm>
+#include <cmath>
+
 #include "runtime/nodes/common.h"
 
 namespace webxnn {
@@ -10,6 +14,7 @@ using T = fb::XNodeUnion;
 void convert_check(const SupportCheck& c) {
   const DType a = c.dt(c.node().inputs[0]), b = c.dt(c.node().outputs[0]);
   if ((a == DType::kFp32 && b == DType::kQint8) || (a == DType::kQint8 && b == DType::kFp32)) return;
+  if (a == DType::kQint8 && b == DType::kQint8 && all_q8(c)) return need_q8(c, false);  // requantize
   wx::ET ea, eb;
   if (wx_et(a, ea) && wx_et(b, eb)) return;
   unsupported(c.label() + ": conversion " + c.describe() +
@@ -24,10 +29,37 @@ void convert_exec(const ExecArgs& a, size_t i, const Step*) {
   wx::ET ea, eb;
   if (wx_et(x.dtype, ea) && wx_et(y.dtype, eb)) {
     wx::convert(ea, eb, n, io.in(0), io.out(), a.par);
+  } else if (x.dtype == DType::kQint8 && y.dtype == DType::kQint8) {
+    int8_t buf[256];
+    a.k.qlut(n, static_cast<const int8_t*>(io.in(0)), static_cast<int8_t*>(io.out()), packed_table(a, i, buf),
+             a.par);
   } else if (y.dtype == DType::kQint8) {
     a.k.quantize_qs8(n, io.inf(0), static_cast<int8_t*>(io.out()), y.quant.scale, y.quant.zero_point);
   } else {
     a.k.dequantize_qs8(n, static_cast<const int8_t*>(io.in(0)), io.outf(), x.quant.scale, x.quant.zero_point);
+  }
+}
+
+// qint8 -> qint8: the requantization table (kPacksTable), qgemm's arithmetic on one value: entry q (at
+// uint8_t(q)) = clamp(rint(float(q - zx) * m) + zy, -128, 127) with m = sx / sy in fp32.
+size_t requant_table_size(const PackArgs& a) {
+  const Node& nd = a.m.nodes[a.node];
+  const bool q8 =
+      a.m.values[nd.inputs[0]].dtype == DType::kQint8 && a.m.values[nd.outputs[0]].dtype == DType::kQint8;
+  return q8 ? 256 : 0;
+}
+
+void requant_table(const PackArgs& a, void* dst) {
+  const Node& nd = a.m.nodes[a.node];
+  const QuantParams& qx = a.m.values[nd.inputs[0]].quant;
+  const QuantParams& qy = a.m.values[nd.outputs[0]].quant;
+  const float m = qx.scale / qy.scale;
+  const float lo = static_cast<float>(-128 - qy.zero_point), hi = static_cast<float>(127 - qy.zero_point);
+  int8_t* t = static_cast<int8_t*>(dst);
+  for (int q = -128; q < 128; ++q) {
+    float v = static_cast<float>(q - qx.zero_point) * m;
+    v = std::min(hi, std::max(lo, v));
+    t[static_cast<uint8_t>(q)] = static_cast<int8_t>(static_cast<int32_t>(std::nearbyint(v)) + qy.zero_point);
   }
 }
 
@@ -75,7 +107,10 @@ void quantize_exec(const ExecArgs& a, size_t i, const Step*) {
 }  // namespace
 
 void register_convert(NodeTable& table) {
-  define_node(table, T::XNNConvert, decode_1x1, same_shape, convert_check, convert_exec);
+  NodeDef& convert = define_node(table, T::XNNConvert, decode_1x1, same_shape, convert_check, convert_exec);
+  convert.pack_size = requant_table_size;
+  convert.pack = requant_table;
+  convert.traits = kPacksTable;
   define_node(table, T::WXQuantize, decode_quantize, quantize_shapes, quantize_check, quantize_exec);
 }
 

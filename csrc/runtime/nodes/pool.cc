@@ -1,5 +1,5 @@
-// Pooling, NHWC: AvgPooling2d, MaxPooling2d (fp32 kernels), ArgMaxPooling2d (decoded and shaped, not run),
-// GlobalAvgPooling2d, and WXPool2d (max / average / L2 with ceil rounding, any float type).
+// Pooling, NHWC: AvgPooling2d, MaxPooling2d (fp32 or qint8 kernels), ArgMaxPooling2d (decoded and shaped, not
+// run), GlobalAvgPooling2d (fp32 or qint8), and WXPool2d (max / average / L2 with ceil rounding, any float type).
 #include <algorithm>
 
 #include "runtime/nodes/common.h"
@@ -126,15 +126,45 @@ void wx_pool_shapes(ShapeInference& s) {
   s.set_out(0, {x[0], static_cast<size_t>(ceil_h ? ch : fh), static_cast<size_t>(ceil_w ? cw : fw), x[3]});
 }
 
-using PoolFn = decltype(KernelTable::max_pool2d);  // and avg_pool2d
+// fp32, or qint8 per tensor: max pooling keeps the input's quantization, average pooling requantizes.
+void check_max_pool(const SupportCheck& c) {
+  if (c.all_fp32()) return;
+  if (all_q8(c)) return need_q8(c, true);
+  unsupported(c.label() + ": datatypes " + c.describe() + " are not supported (fp32, or qint8 per tensor)");
+}
+void check_avg_pool(const SupportCheck& c) {
+  if (c.all_fp32()) return;
+  if (all_q8(c)) return need_q8(c, false);
+  unsupported(c.label() + ": datatypes " + c.describe() + " are not supported (fp32, or qint8 per tensor)");
+}
 
-void pool_exec(const ExecArgs& a, size_t i, PoolFn fn) {
+const int8_t* in8(const NodeIo& io) { return static_cast<const int8_t*>(io.in(0)); }
+int8_t* out8(const NodeIo& io) { return static_cast<int8_t*>(io.out()); }
+
+void max_pool_exec(const ExecArgs& a, size_t i, const Step*) {
   const NodeIo io(a, i);
   const Shape& x = io.in_shape(0);
-  fn(io.nd.pool, x[0], x[1], x[2], x[3], io.inf(0), io.out_shape()[1], io.out_shape()[2], io.outf(), a.par);
+  const size_t OH = io.out_shape()[1], OW = io.out_shape()[2];
+  if (io.out_val().dtype == DType::kQint8) {
+    const QElemParams q = q8_params(a.m, io.nd);
+    a.k.qmax_pool2d(io.nd.pool, x[0], x[1], x[2], x[3], in8(io), OH, OW, out8(io), q.out_min, q.out_max,
+                    a.par);
+    return;
+  }
+  a.k.max_pool2d(io.nd.pool, x[0], x[1], x[2], x[3], io.inf(0), OH, OW, io.outf(), a.par);
 }
-void max_pool_exec(const ExecArgs& a, size_t i, const Step*) { pool_exec(a, i, a.k.max_pool2d); }
-void avg_pool_exec(const ExecArgs& a, size_t i, const Step*) { pool_exec(a, i, a.k.avg_pool2d); }
+
+void avg_pool_exec(const ExecArgs& a, size_t i, const Step*) {
+  const NodeIo io(a, i);
+  const Shape& x = io.in_shape(0);
+  const size_t OH = io.out_shape()[1], OW = io.out_shape()[2];
+  if (io.out_val().dtype == DType::kQint8) {
+    a.k.qavg_pool2d(io.nd.pool, x[0], x[1], x[2], x[3], in8(io), OH, OW, out8(io), q8_params(a.m, io.nd),
+                    a.par);
+    return;
+  }
+  a.k.avg_pool2d(io.nd.pool, x[0], x[1], x[2], x[3], io.inf(0), OH, OW, io.outf(), a.par);
+}
 
 void global_pool_exec(const ExecArgs& a, size_t i, const Step*) {
   const NodeIo io(a, i);
@@ -143,6 +173,10 @@ void global_pool_exec(const ExecArgs& a, size_t i, const Step*) {
   const size_t C = x[r - 1], HW = x[r - 3] * x[r - 2];
   size_t N = 1;
   for (size_t d = 0; d + 3 < r; ++d) N *= x[d];
+  if (io.out_val().dtype == DType::kQint8) {
+    a.k.qglobal_avg_pool(N, HW, C, in8(io), out8(io), q8_params(a.m, io.nd), a.par);
+    return;
+  }
   a.k.global_avg_pool(N, HW, C, io.inf(0), io.outf(), io.nd.act, a.par);
 }
 
@@ -157,11 +191,12 @@ void wx_pool_exec(const ExecArgs& a, size_t i, const Step*) {
 }  // namespace
 
 void register_pool(NodeTable& table) {
-  define_node(table, T::XNNAvgPooling2d, decode_avg_pool, pool_shapes, check_fp32, avg_pool_exec);
-  define_node(table, T::XNNMaxPooling2d, decode_max_pool, pool_shapes, check_fp32, max_pool_exec);
+  define_node(table, T::XNNAvgPooling2d, decode_avg_pool, pool_shapes, check_avg_pool, avg_pool_exec);
+  define_node(table, T::XNNMaxPooling2d, decode_max_pool, pool_shapes, check_max_pool, max_pool_exec);
   // No kernel: decoded and shaped, then refused by the support check.
   define_node(table, T::XNNArgMaxPooling2d, decode_argmax_pool, pool_shapes, nullptr, nullptr);
-  define_node(table, T::XNNGlobalAvgPooling2d, decode_1x1, global_pool_shapes, check_fp32, global_pool_exec);
+  define_node(table, T::XNNGlobalAvgPooling2d, decode_1x1, global_pool_shapes, check_avg_pool,
+              global_pool_exec);
   define_node(table, T::WXPool2d, decode_wx_pool, wx_pool_shapes, check_wx_float, wx_pool_exec);
 }
 

@@ -1,4 +1,4 @@
-// Spatial resampling: StaticResizeBilinear2D (XNNPACK's, NHWC, fp32 or fp16) and WXResample2d (nearest or
+// Spatial resampling: StaticResizeBilinear2D (XNNPACK's, NHWC, fp32, fp16 or qint8) and WXResample2d (nearest or
 // linear over any two axes, with the scales WebNN gives).
 #include <cmath>
 
@@ -29,13 +29,17 @@ void bilinear_shapes(ShapeInference& s) {
 void bilinear_check(const SupportCheck& c) {
   const DType a = c.dt(c.node().inputs[0]), b = c.dt(c.node().outputs[0]);
   if (a == b && (a == DType::kFp32 || a == DType::kFp16)) return;
-  unsupported(c.label() + ": datatypes " + c.describe() + " are not supported (fp32 or fp16)");
+  if (all_q8(c)) return need_q8(c, true);
+  unsupported(c.label() + ": datatypes " + c.describe() + " are not supported (fp32, fp16 or qint8)");
 }
 
+// qint8 (same quantization in and out): the raw values interpolated in double like fp32's, rounded half to even
+// (so exact wherever the taps' weights make the result an integer: copies, align-corners 2x upsampling, ...).
 void bilinear_exec(const ExecArgs& a, size_t i, const Step*) {
   const NodeIo io(a, i);
-  wx::resize_bilinear_nhwc(io.et(io.nd.outputs[0]), io.nd.flags, io.in_shape(0), io.out_shape(), io.in(0),
-                           io.out(), a.par);
+  const bool q8 = io.out_val().dtype == DType::kQint8;
+  wx::resize_bilinear_nhwc(q8 ? wx::ET::kI8 : io.et(io.nd.outputs[0]), io.nd.flags, io.in_shape(0),
+                           io.out_shape(), io.in(0), io.out(), a.par, q8);
 }
 
 void decode_resample(const NodeDecoder& d, const void* table, Node& nd) {
