@@ -366,11 +366,4 @@ QGemmQuant q8_quant(const Model& m, const Node& nd, size_t channels) {
   return q;
 }
 
-int8_t quantize_bound(float real, const QuantParams& q) {
-  if (std::isinf(real)) return (real < 0) ? -128 : 127;
-  double x = std::nearbyint(double(real) / q.scale) + q.zero_point;
-  x = std::min(127.0, std::max(-128.0, x));
-  return static_cast<int8_t>(x);
-}
-
 }  // namespace webxnn
