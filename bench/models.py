@@ -1,6 +1,8 @@
-"""Model speed: MobileNetV2, ResNet-50 and a 6-layer MiniLM-sized encoder, webxnn vs onnxruntime.
+"""Model speed: MobileNetV2, ResNet-50 and a 6-layer MiniLM-sized encoder, webxnn vs onnxruntime; and the
+int8 (QDQ, `quantize_static`) MobileNetV2 and ResNet-50, both runtimes on the same quantized file.
 
-`python -m bench models [--models mobilenetv2 resnet50 minilm] [--threads 1 2] [--repeat 10] [--rounds 3]`
+`python -m bench models [--models mobilenetv2 resnet50 minilm mobilenetv2-int8 resnet50-int8] [--threads 1 2]
+[--repeat 10] [--rounds 3]`
 
 Each model is defined once here as an ONNX graph (onnx.helper, weights seeded, batch-norm already folded into
 the convolution biases as an exporter would), and the same ONNX bytes go to onnxruntime and to webxnn
@@ -14,6 +16,7 @@ compile is reported with the ops it is missing, and the others still run.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import pathlib
@@ -200,10 +203,62 @@ def minilm(
     return b.model([("input", [1, seq, hidden])], [x]), feeds
 
 
+# quantized models: the fp32 ones through onnxruntime's quantize_static (QDQ, per-channel s8 weights, u8
+# activations: the usual recipe), calibrated on a fixed seeded set; kept in bench/out/int8-cache/ under the
+# hash of the fp32 model, since calibrating ResNet-50 takes a while
+INT8_CACHE = pathlib.Path("bench/out/int8-cache")
+CALIBRATION_INPUTS = 8
+
+
+class _Calibration:
+    """onnxruntime.quantization's CalibrationDataReader over seeded normal inputs."""
+
+    def __init__(self, feeds: dict[str, np.ndarray]) -> None:
+        rng = np.random.default_rng(1234)
+        self.it = iter(
+            [
+                {k: rng.standard_normal(v.shape).astype(v.dtype) for k, v in feeds.items()}
+                for _ in range(CALIBRATION_INPUTS)
+            ]
+        )
+
+    def get_next(self) -> dict[str, np.ndarray] | None:
+        return next(self.it, None)
+
+
+def quantized(name: str, make: Callable[[], tuple[bytes, dict[str, np.ndarray]]]) -> Callable[[], Any]:
+    def build() -> tuple[bytes, dict[str, np.ndarray]]:
+        from onnxruntime.quantization import QuantFormat, QuantType, quantize_static  # noqa: PLC0415
+
+        model, feeds = make()
+        path = INT8_CACHE / f"{name}-{hashlib.sha256(model).hexdigest()[:16]}.onnx"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fp32 = path.with_suffix(".fp32.onnx")
+            fp32.write_bytes(model)
+            tmp = path.with_suffix(".tmp.onnx")
+            quantize_static(
+                str(fp32),
+                str(tmp),
+                _Calibration(feeds),
+                quant_format=QuantFormat.QDQ,
+                per_channel=True,
+                activation_type=QuantType.QUInt8,
+                weight_type=QuantType.QInt8,
+            )
+            tmp.replace(path)
+            fp32.unlink()
+        return path.read_bytes(), feeds
+
+    return build
+
+
 MODELS: dict[str, Callable[[], tuple[bytes, dict[str, np.ndarray]]]] = {
     "mobilenetv2": mobilenet_v2,
     "resnet50": resnet50,
     "minilm": minilm,
+    "mobilenetv2-int8": quantized("mobilenetv2", mobilenet_v2),
+    "resnet50-int8": quantized("resnet50", resnet50),
 }
 
 

@@ -19,6 +19,7 @@ from .errors import (
     UnsupportedError,
     ValidationError,
     WebxnnError,
+    WebxnnWarning,
     WeightsError,
 )
 from .graph import Const, ConstInit, DynDim, Graph, Node, Operand
@@ -126,6 +127,7 @@ __all__ = [
     "FormatError",
     "UnsupportedError",
     "InputError",
+    "WebxnnWarning",
     "Graph",
     "Node",
     "Operand",

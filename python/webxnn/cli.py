@@ -13,11 +13,12 @@ import os
 import pathlib
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
 
-from .errors import FileError, InputError, WebxnnError, WeightsError
+from .errors import FileError, InputError, WebxnnError, WebxnnWarning, WeightsError
 from .filekind import expect, sniff
 
 
@@ -116,10 +117,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .runtime import load
 
     t0 = time.perf_counter()
+    blob: bytes | None = None
     if sniff(args.model) in ("webnn", "json", "onnx"):  # compiled in memory first, with its sidecar options
         from .compiler import compile as compile_model
 
-        prog = load(compile_model(_load_graph(args)), threads=args.threads)
+        blob = compile_model(_load_graph(args))
+        prog = load(blob, threads=args.threads)
     else:
         prog = load(args.model, threads=args.threads)
     load_ms = (time.perf_counter() - t0) * 1e3
@@ -141,7 +144,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"min {np.min(times) * 1e3:.3f} ms"
         )
     if args.profile:
-        _print_profile(prog, feeds, args.profile)
+        from .xnn.describe import node_precisions
+        from .xnn.reader import read
+
+        precisions = node_precisions(
+            read(blob if blob is not None else pathlib.Path(args.model).read_bytes())
+        )
+        _print_profile(prog, feeds, args.profile, precisions)
     if args.output_dir:
         out_dir = pathlib.Path(args.output_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -177,10 +186,15 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def _runtime_plan(path: str) -> dict:
-    """What the runtime makes of a blob: arena and packed-weight bytes, steps, fusions, aliases."""
+    """What the runtime makes of a blob: arena and packed-weight bytes, steps, fusions, aliases (or why it
+    cannot load it: the description of the blob itself still stands)."""
+    from .errors import UnsupportedError
     from .runtime import load
 
-    prog = load(path, threads=1)
+    try:
+        prog = load(path, threads=1)
+    except UnsupportedError as e:
+        return {"error": str(e)}
     steps = prog.plan()
     return {
         "peak_arena_bytes": prog.peak_arena_bytes,
@@ -192,6 +206,8 @@ def _runtime_plan(path: str) -> dict:
 
 
 def _describe_plan(plan: dict) -> str:
+    if "error" in plan:
+        return f"runtime plan: this runtime cannot load the blob: {plan['error']}"
     return (
         f"runtime plan: {plan['steps']} steps ({plan['fused_nodes']} nodes fused into their producer, "
         f"{plan['aliased_nodes']} reshapes/copies aliased), arena {plan['peak_arena_bytes']:,} bytes "
@@ -199,7 +215,7 @@ def _describe_plan(plan: dict) -> str:
     )
 
 
-def _print_profile(prog, feeds: dict[str, np.ndarray], repeat: int) -> None:
+def _print_profile(prog, feeds: dict[str, np.ndarray], repeat: int, precisions: list[str]) -> None:
     rows = sorted(prog.profile(feeds, repeat=repeat), key=lambda r: -r["ms"])
     total = sum(r["ms"] for r in rows) or 1.0
     print(f"profile (median of {repeat} runs per step, slowest first):")
@@ -210,6 +226,7 @@ def _print_profile(prog, feeds: dict[str, np.ndarray], repeat: int) -> None:
         ahead = f", prefetching node {r['prefetches']}'s weights" if r.get("prefetches") is not None else ""
         print(
             f"  {r['ms']:8.3f} ms {100 * r['ms'] / total:5.1f}%  node {r['node']:<4} {r['kind']:<26}"
+            f"{precisions[r['node']] if r['node'] < len(precisions) else '':<8}"
             f"{list(r['shape'])} {r.get('source') or ''}{fused}{ahead}"
         )
 
@@ -398,6 +415,20 @@ def _error(message: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    with warnings.catch_warnings():
+        shown = warnings.showwarning
+
+        def show(message: Warning | str, category: type[Warning], *rest: object, **kw: object) -> None:
+            if issubclass(category, WebxnnWarning):  # one line, like the errors
+                print(f"webxnn: warning: {message}", file=sys.stderr)
+            else:
+                shown(message, category, *rest, **kw)  # type: ignore[arg-type]
+
+        warnings.showwarning = show
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return args.func(args)
     except BrokenPipeError:

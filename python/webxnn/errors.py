@@ -79,3 +79,8 @@ __all__ = [
     "UnsupportedError",
     "InputError",
 ]
+
+
+class WebxnnWarning(UserWarning):
+    """Something worth knowing about a model that still compiles, e.g. a quantized (Q/DQ) model whose
+    compute stays mostly fp32. The command line prints it as `webxnn: warning: ...`."""

@@ -54,7 +54,7 @@ def summarize_graph(graph: Graph) -> dict:
         macs += _macs(b.op, [types[n] for n in names], [t for _, t in b.outputs], b.options)
     params = sum(_numel(c.shape) for c in graph.consts.values())
     const_bytes = sum(_numel(c.shape) * DTYPES[c.dtype].itemsize for c in graph.consts.values())
-    return {
+    summary = {
         "name": graph.name,
         "inputs": {n: _typed(o.dtype, o.shape) for n, o in graph.inputs.items()},
         "outputs": {
@@ -67,6 +67,22 @@ def summarize_graph(graph: Graph) -> dict:
         "macs": macs,
         "values": {n: _typed(t.dtype, t.shape) for n, t in types.items()},
     }
+    if op_counts.get("quantizeLinear") or op_counts.get("dequantizeLinear"):
+        summary["precision"] = _precision(graph, bound)
+    return summary
+
+
+def _precision(graph: Graph, bound: list) -> dict[str, dict[str, int]] | None:
+    """A quantized graph's XNN nodes by precision and WebNN op, as compiling makes them (None when the graph
+    does not lower, e.g. its weights are missing)."""
+    from .errors import WebxnnError
+    from .lower import lower_to_lgraph
+    from .lower.qdq.report import precision_by_op
+
+    try:
+        return precision_by_op(lower_to_lgraph(graph, bound))
+    except WebxnnError:
+        return None
 
 
 def _typed_str(v: dict) -> str:
@@ -87,6 +103,12 @@ def describe_graph(graph: Graph, as_json: bool = False) -> str:
     lines.append("outputs:")
     lines += [f"  {n} = {v['ref']}: {_typed_str(v)}" for n, v in s["outputs"].items()]
     lines.append("ops: " + ", ".join(f"{op} x{n}" for op, n in s["op_counts"].items()))
+    if s.get("precision"):
+        lines.append("compiled precision (XNN nodes by WebNN op):")
+        lines += [
+            f"  {kind}: " + ", ".join(f"{op} x{n}" for op, n in ops.items())
+            for kind, ops in s["precision"].items()
+        ]
     lines.append("values:")
     lines += [f"  {n}: {_typed_str(v)}" for n, v in s["values"].items()]
     return "\n".join(lines)

@@ -1,6 +1,7 @@
 """Lowering: a validated WebNN graph → XNN IR, as a pipeline of small passes over `ir.LGraph`.
 
-    normalize → widen → fold → decompose → fold → patterns → layout → select → fuse → simplify → narrow → emit
+    normalize → widen → fold → decompose → fold → patterns → layout → select → fuse → simplify → qdq → narrow
+    → emit
 
 Per-op knowledge lives in `rules/` (one module per op family, registered with `@lowers`, `@folds`,
 `@decomposes` and `layout_rule`); the passes themselves are op-agnostic.
@@ -24,6 +25,7 @@ from .ir import LGraph, LNode, LValue
 from .layout import layout
 from .normalize import normalize
 from .patterns import patterns
+from .qdq import qdq
 from .registry import LOWER_RULES, lowers
 from .select import select
 from .simplify import simplify
@@ -39,6 +41,7 @@ PASSES: list[tuple[str, Callable[[LGraph], LGraph]]] = [
     ("select", select),
     ("fuse", fuse),
     ("simplify", simplify),
+    ("qdq", qdq),
     ("narrow", narrow),
 ]
 
@@ -69,6 +72,7 @@ __all__ = [
     "fuse",
     "patterns",
     "simplify",
+    "qdq",
     "emit",
     "widen",
     "narrow",

@@ -20,6 +20,7 @@ from ..xnn.ir import (
     DynDimRef,
     Metadata,
     Node,
+    PerChannelQuant,
     Value,
     XnnGraph,
 )
@@ -43,7 +44,18 @@ def _dims(shape: tuple) -> list[int]:
     return [d.max_size if isinstance(d, DynDim) else int(d) for d in shape]
 
 
-def _datatype(dtype: str, where: str) -> Datatype:
+# quantized values (`LValue.quant` set by the qdq pass): (dtype, per-channel?) → datatype
+QUANT_DATATYPES: dict[tuple[str, bool], Datatype] = {
+    ("int8", False): Datatype.QINT8,
+    ("int8", True): Datatype.QCINT8,
+    ("int32", False): Datatype.QINT32,
+    ("int32", True): Datatype.QCINT32,
+}
+
+
+def _datatype(dtype: str, where: str, quant: object = None) -> Datatype:
+    if quant is not None:
+        return QUANT_DATATYPES[(dtype, isinstance(quant, PerChannelQuant))]
     dt = DATATYPES.get(dtype)
     if dt is None:
         raise UnsupportedError(f"{where}: data type {dtype} has no XNN datatype")
@@ -80,8 +92,8 @@ def emit(lg: LGraph) -> XnnGraph:
             return ids[name]
         v = lg.values[name]
         vid = len(g.values)
-        dt = _datatype(v.dtype, f"value {name!r}")
-        val = Value(id=vid, datatype=dt, dims=_dims(v.shape))
+        dt = _datatype(v.dtype, f"value {name!r}", v.quant)
+        val = Value(id=vid, datatype=dt, dims=_dims(v.shape), quant=v.quant)
         if v.const is not None:
             data = v.const
             want = NUMPY_DTYPE[dt]

@@ -38,6 +38,9 @@ class LValue:
     # a float32 constant that came from float16 data (exactly representable): `emit` stores it as FP16
     # followed by an XNNConvert, so an fp16 graph's weights take half the bytes
     half: bool = False
+    # an `xnn.ir` PerTensorQuant / PerChannelQuant: a quantized value (dtype int8 → qint8 / qcint8, int32 →
+    # qint32 / qcint32), set by the qdq pass
+    quant: Any = None
 
     @property
     def rank(self) -> int:

@@ -8,6 +8,7 @@ never raise on them.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Any
 
 from . import _layout as L
@@ -112,6 +113,26 @@ def _quant_text(d: dict[str, Any] | None) -> str:
         if "scale_min" in d:
             s += f" [{d['scale_min']:g}..{d['scale_max']:g}]"
     return s
+
+
+def precision(n: Node, by_id: dict[int, Value]) -> str:
+    """How a node computes: "int8" when it reads or writes quantized values (static or dynamic int8),
+    "convert" for an XNNConvert between quantized and unquantized values, else its output's dtype ("fp32",
+    ...)."""
+    outs = [by_id[i] for i in n.output_ids() if i in by_id]
+    q_out = any(v.quant is not None for v in outs)
+    q_in = any(by_id[i].quant is not None for i in n.input_ids() if i in by_id)
+    if n.kind == "XNNConvert" and q_in != q_out:
+        return "convert"
+    if q_in or q_out:
+        return "int8"
+    return dtype_name(outs[0].datatype) if outs else "?"
+
+
+def node_precisions(g: XnnGraph) -> list[str]:
+    """`precision` of every node, in node order."""
+    by_id = {v.id: v for v in g.values}
+    return [precision(n, by_id) for n in g.nodes]
 
 
 def _value_kind(g: XnnGraph, v: Value) -> str:
@@ -223,6 +244,7 @@ def summary_dict(g: XnnGraph, blob_size: int | None = None) -> dict[str, Any]:
             "inputs": in_ids,
             "outputs": out_ids,
             "params": _node_params(n),
+            "precision": precision(n, by_id),
         }
         if n.output_min_max is not None:
             nd["clamp"] = [_num(float(n.output_min_max[0])), _num(float(n.output_min_max[1]))]
@@ -330,8 +352,11 @@ def describe(g: XnnGraph, blob_size: int | None = None) -> str:
         if "source" in n:
             extra += f"  <{n['source']}>"
         outs = ", ".join(map(str, n["outputs"]))
-        rows.append([f"#{n['index']}", n["kind"], f"{ins} -> {outs}", extra.strip()])
+        rows.append([f"#{n['index']}", n["kind"], n["precision"], f"{ins} -> {outs}", extra.strip()])
     lines += _table(rows)
+    counts = Counter(n["precision"] for n in s["nodes"])
+    if counts.get("int8") or counts.get("convert"):
+        lines.append("precision    " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     c = s["constants"]
     line = f"constants    {c['count']} entries, {c['total_bytes']} B"
     if c["largest"] is not None:

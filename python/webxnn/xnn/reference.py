@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from . import reference_quant
 from .ir import FLAG_EXTERNAL_INPUT, FLAG_EXTERNAL_OUTPUT, INVALID_ID, NUMPY_DTYPE, Node, XnnGraph
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
@@ -560,7 +561,12 @@ def run(xg: XnnGraph, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         k = n.kind
         out = by_id[f["output_id"]]
         out_dt = NUMPY_DTYPE[out.datatype]
-        if k.startswith("WX"):
+        y = None
+        if any(by_id[i].quant is not None for i in [*n.input_ids(), *n.output_ids()]):
+            y = reference_quant.run_node(n, get, by_id.__getitem__, _QUANT_HELPERS)
+        if y is not None:
+            pass
+        elif k.startswith("WX"):
             y = _run_wx(n, get, out_dt, list(out.dims))
         elif k == "XNNConvert":
             y = convert(get(f["input_id"]), out_dt)
@@ -621,7 +627,7 @@ def run(xg: XnnGraph, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             y = _cat(n, get)
         else:
             raise NotImplementedError(f"reference interpreter: no {k}")
-        if n.output_min_max is not None:
+        if n.output_min_max is not None and out.quant is None:
             y = np.clip(y, *n.output_min_max)
         y = np.asarray(y)
         if list(y.shape) != list(out.dims):
@@ -633,6 +639,15 @@ def run(xg: XnnGraph, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         )
     n_in = len(names_in)
     return {names_out[v.external_id - n_in]: env[v.id] for v in xg.values if v.flags & FLAG_EXTERNAL_OUTPUT}
+
+
+# what the quantized nodes borrow from the float interpreter (their shapes and windows are the same)
+_QUANT_HELPERS: dict[str, Any] = {
+    "conv": _conv,
+    "pool": _pool,
+    "resize": _resize_bilinear_xnn,
+    "unary": _UNARY,
+}
 
 
 class Program:
