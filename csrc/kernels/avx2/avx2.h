@@ -25,6 +25,8 @@
   X(deconv2d_packed_size) X(deconv2d_pack) X(deconv2d) \
   X(binary) X(unary) X(softmax) X(normalize) X(image_layout_f32) \
   X(qgemm) X(qconv2d)
+// Dynamic int8 (qdint8): quantize_qd8 in qd8.cc, qd8_gemm in qgemm.cc (its packers are the scalar ones).
+#define WEBXNN_AVX2_KERNELS_QD8(X) X(quantize_qd8) X(qd8_gemm)
 // clang-format on
 
 namespace webxnn {
@@ -33,6 +35,7 @@ namespace avx2 {
 // The entries, with table.def's signatures.
 #define WEBXNN_AVX2_DECLARE(fn) kernel_fn::fn fn;
 WEBXNN_AVX2_KERNELS(WEBXNN_AVX2_DECLARE)
+WEBXNN_AVX2_KERNELS_QD8(WEBXNN_AVX2_DECLARE)
 #undef WEBXNN_AVX2_DECLARE
 
 // gemm.cc: gemm (R null) or gemm_residual that also pulls `ahead` toward L2 while it computes: conv2d's 1x1

@@ -13,7 +13,6 @@ namespace scalar {
 void qgemm(size_t M, size_t N, size_t K, const void* A, size_t lda, const void* packed, void* C, size_t ldc,
            int32_t out_min, int32_t out_max, Parallel& par) {
   if (M == 0 || N == 0) return;
-  const uint8_t* base = static_cast<const uint8_t*>(packed);
   const QGemmRun run = qgemm_run_params(packed, K, out_min, out_max);
   const QGemmHeader& h = run.h;
   const size_t pb = run.panel_bytes;
@@ -28,21 +27,8 @@ void qgemm(size_t M, size_t N, size_t K, const void* A, size_t lda, const void* 
     for (size_t m = m0; m < m1; ++m) {
       const uint8_t* a = a_base + m * lda;
       for (size_t n = 0; n < N; ++n) {
-        const uint8_t* panel = base + kQHeaderBytes + n / kQNR * pb;
-        const size_t j = n % kQNR;
-        const int8_t* w = reinterpret_cast<const int8_t*>(panel + kQNR * 8) + j * 4;
-        int32_t b;
         float scale;
-        std::memcpy(&b, panel + j * 4, 4);
-        std::memcpy(&scale, panel + kQNR * 4 + j * 4, 4);
-        // The kernels' view of a, a + d (qgemm_layout.h); the packed bias holds the correction.
-        // Unsigned arithmetic: wraps like int32 would, without UB.
-        uint32_t acc = static_cast<uint32_t>(b);
-        for (size_t k = 0; k < K; ++k) {
-          const int32_t ak =
-              (a_u8 ? static_cast<int32_t>(a[k]) : static_cast<int32_t>(static_cast<int8_t>(a[k])));
-          acc += static_cast<uint32_t>((ak + h.a_shift) * w[(k / 4) * kQNR * 4 + k % 4]);
-        }
+        const uint32_t acc = qgemm_column_sum(packed, pb, n, a, K, a_u8, h.a_shift, &scale);
         float v = static_cast<float>(static_cast<int32_t>(acc)) * scale;
         v = v >= flo ? v : flo;  // NaN -> lo, like vmaxps(v, lo)
         v = v <= fhi ? v : fhi;
