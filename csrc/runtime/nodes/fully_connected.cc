@@ -1,6 +1,11 @@
 // FullyConnected: fp32 (weights packed for the GEMM at load, or per run when not constant), or qint8 x
-// qcint8 [+ qcint32 bias] -> qint8. An fp32 step may write the residual Add or the activation after it, and on
-// a few rows have its weights fetched ahead by the convs before it (plan.cc).
+// qcint8 [+ qcint32 bias] -> qint8, or dynamic int8: qdint8 x qcint8 [+ fp32 bias] -> fp32 (ExecuTorch's
+// dynamically quantized linear, on qd8_gemm). An fp32 step may write the residual Add or the activation after
+// it, and on a few rows have its weights fetched ahead by the convs before it (plan.cc); a dynamic one does
+// neither (its input is not fp32).
+// A qdint8 input holds its per-row parameters beside its data in the same arena slot (plan.h: value_bytes,
+// qd8_params): the Convert fp32 -> qdint8 before this node wrote them; one row per output row
+// (num_nonbatch_dims 1).
 #include <algorithm>
 #include <cmath>
 
@@ -38,6 +43,15 @@ void fc_shapes(ShapeInference& s) {
   s.set_out(0, o);
 }
 
+// Per-channel filter scales must run along the output dim.
+void check_fc_channel_dim(const SupportCheck& c, const Value& w) {
+  const size_t o_dim = (c.node().flags & kFlagTransposeWeights) ? 1 : 0;
+  if (w.quant.kind == QuantParams::Kind::kPerChannel && size_t(w.quant.channel_dim) != o_dim) {
+    unsupported(c.label() + ": per-channel filter scales must be along the output dim " + str(o_dim) +
+                ", not " + std::to_string(w.quant.channel_dim));
+  }
+}
+
 void fc_check(const SupportCheck& c) {
   if (c.all_fp32()) return;
   c.need_const(1, "filter");
@@ -59,15 +73,23 @@ void fc_check(const SupportCheck& c) {
                     " is outside [-128, 127]");
       }
     }
-    const size_t o_dim = (nd.flags & kFlagTransposeWeights) ? 1 : 0;
-    if (w.quant.kind == QuantParams::Kind::kPerChannel && size_t(w.quant.channel_dim) != o_dim) {
-      unsupported(c.label() + ": per-channel filter scales must be along the output dim " + str(o_dim) +
-                  ", not " + std::to_string(w.quant.channel_dim));
-    }
+    check_fc_channel_dim(c, w);
     return;
   }
-  unsupported(c.label() + ": datatypes " + c.describe() +
-              " are not supported (fp32, or qint8 x qcint8 [+ qcint32 bias] -> qint8)");
+  if (x.dtype == DType::kQdint8 && y.dtype == DType::kFp32 && w_ok &&
+      (!has_bias || c.dt(nd.inputs[2]) == DType::kFp32)) {
+    if (x.quant.num_nonbatch_dims != 1) {
+      unsupported(c.label() +
+                  ": a qdint8 input needs num_nonbatch_dims 1 (a zero point and scale per row), not " +
+                  std::to_string(x.quant.num_nonbatch_dims));
+    }
+    check_fc_channel_dim(c, w);
+    return;
+  }
+  unsupported(
+      c.label() + ": datatypes " + c.describe() +
+      " are not supported (fp32, qint8 x qcint8 [+ qcint32 bias] -> qint8, or qdint8 x qcint8 [+ fp32 "
+      "bias] -> fp32)");
 }
 
 // K and N of the filter; true for fp32 weights (else qint8).
@@ -79,9 +101,12 @@ bool fc_kn(const PackArgs& a, size_t& K, size_t& N) {
   return a.m.values[nd.inputs[1]].dtype == DType::kFp32;
 }
 
+bool fc_dynamic(const PackArgs& a) { return a.m.values[a.m.nodes[a.node].inputs[0]].dtype == DType::kQdint8; }
+
 size_t fc_pack_size(const PackArgs& a) {
   size_t K = 0, N = 0;
-  return fc_kn(a, K, N) ? a.k.gemm_packed_size(K, N) : a.k.qgemm_packed_size(K, N);
+  if (fc_kn(a, K, N)) return a.k.gemm_packed_size(K, N);
+  return fc_dynamic(a) ? a.k.qd8_gemm_packed_size(K, N) : a.k.qgemm_packed_size(K, N);
 }
 
 void fc_pack(const PackArgs& a, void* dst) {
@@ -95,11 +120,17 @@ void fc_pack(const PackArgs& a, void* dst) {
   const Value& w = a.m.values[nd.inputs[1]];
   const Value& x = a.m.values[nd.inputs[0]];
   const Value& y = a.m.values[nd.outputs[0]];
+  const bool per_channel = w.quant.kind == QuantParams::Kind::kPerChannel;
+  const float* w_scales = per_channel ? w.quant.scales.data() : &w.quant.scale;
+  if (fc_dynamic(a)) {
+    a.k.qd8_gemm_pack(K, N, static_cast<const int8_t*>(a.filter), !io, w_scales, per_channel ? N : 1,
+                      static_cast<const float*>(a.bias), dst);
+    return;
+  }
   QGemmQuant q;  // s8 activations and output: the defaults
   q.a_zero_point = x.quant.zero_point;
   q.a_scale = x.quant.scale;
-  const bool per_channel = w.quant.kind == QuantParams::Kind::kPerChannel;
-  q.w_scales = per_channel ? w.quant.scales.data() : &w.quant.scale;
+  q.w_scales = w_scales;
   q.w_scale_count = per_channel ? N : 1;
   q.out_zero_point = y.quant.zero_point;
   q.out_scale = y.quant.scale;
@@ -126,6 +157,10 @@ void fc_exec(const ExecArgs& a, size_t i, const Step* step) {
   const Value& out_val = io.out_val();
   if (f.residual) {
     a.k.gemm_residual(M, N, Kd, io.inf(0), Kd, packed, f.residual, N, f.out, N, f.act, a.par);
+  } else if (io.in_val(0).dtype == DType::kQdint8) {
+    void* in = const_cast<void*>(io.in(0));  // read only: qd8_params gives the same pointer type for both
+    a.k.qd8_gemm(M, N, Kd, static_cast<const int8_t*>(in), Kd, qd8_params(in, x), packed, f.out, N,
+                 io.nd.act.min, io.nd.act.max, a.par);
   } else if (out_val.dtype == DType::kFp32) {
     a.k.gemm(M, N, Kd, io.inf(0), Kd, packed, f.out, N, f.act, a.par);
   } else {
