@@ -20,10 +20,13 @@ from ..xnn.ir import (
     DynDimRef,
     Metadata,
     Node,
+    PerChannelQuant,
+    PerTensorQuant,
+    PerTokenDynamicQuant,
     Value,
     XnnGraph,
 )
-from .ir import LGraph, LNode
+from .ir import LGraph, LNode, LValue
 from .widen import store_half
 
 DATATYPES: dict[str, Datatype] = {
@@ -47,6 +50,27 @@ def _datatype(dtype: str, where: str) -> Datatype:
     dt = DATATYPES.get(dtype)
     if dt is None:
         raise UnsupportedError(f"{where}: data type {dtype} has no XNN datatype")
+    return dt
+
+
+# the quantized datatype of a value by (its WebNN dtype, the type of its `quant`)
+QUANT_DATATYPES: dict[tuple[str, type], Datatype] = {
+    ("int8", PerTokenDynamicQuant): Datatype.QDINT8,
+    ("int8", PerChannelQuant): Datatype.QCINT8,
+    ("int8", PerTensorQuant): Datatype.QINT8,
+    ("int32", PerChannelQuant): Datatype.QCINT32,
+    ("int32", PerTensorQuant): Datatype.QINT32,
+}
+
+
+def _value_datatype(v: LValue) -> Datatype:
+    if v.quant is None:
+        return _datatype(v.dtype, f"value {v.name!r}")
+    dt = QUANT_DATATYPES.get((v.dtype, type(v.quant)))
+    if dt is None:
+        raise UnsupportedError(
+            f"value {v.name!r}: {v.dtype} with {type(v.quant).__name__} has no XNN datatype"
+        )
     return dt
 
 
@@ -80,8 +104,8 @@ def emit(lg: LGraph) -> XnnGraph:
             return ids[name]
         v = lg.values[name]
         vid = len(g.values)
-        dt = _datatype(v.dtype, f"value {name!r}")
-        val = Value(id=vid, datatype=dt, dims=_dims(v.shape))
+        dt = _value_datatype(v)
+        val = Value(id=vid, datatype=dt, dims=_dims(v.shape), quant=v.quant)
         if v.const is not None:
             data = v.const
             want = NUMPY_DTYPE[dt]

@@ -38,6 +38,9 @@ class LValue:
     # a float32 constant that came from float16 data (exactly representable): `emit` stores it as FP16
     # followed by an XNNConvert, so an fp16 graph's weights take half the bytes
     half: bool = False
+    # quantization params (an `xnn.ir` Quant) of a value the lowering made quantized: `emit` then writes the
+    # quantized XNN datatype its dtype and params name (int8 + PerTokenDynamicQuant -> qdint8, ...)
+    quant: Any = None
 
     @property
     def rank(self) -> int:
