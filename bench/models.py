@@ -1,4 +1,5 @@
-"""Model speed: MobileNetV2, ResNet-50 and a 6-layer MiniLM-sized encoder, webxnn vs onnxruntime.
+"""Model speed: MobileNetV2, ResNet-50 and a 6-layer MiniLM-sized encoder (fp32, and MiniLM dynamically
+quantized to int8), webxnn vs onnxruntime.
 
 `python -m bench models [--models mobilenetv2 resnet50 minilm] [--threads 1 2] [--repeat 10] [--rounds 3]`
 
@@ -200,10 +201,33 @@ def minilm(
     return b.model([("input", [1, seq, hidden])], [x]), feeds
 
 
+def minilm_int8_dynamic() -> tuple[bytes, dict[str, np.ndarray]]:
+    """`minilm` through onnxruntime's `quantize_dynamic` (int8 per-tensor weights, the default):
+    DynamicQuantizeLinear + MatMulInteger on every linear layer. The quantized file is cached under
+    bench/out/cache/, keyed by the fp32 model's bytes (quantizing takes a few seconds)."""
+    import hashlib  # noqa: PLC0415
+    import tempfile  # noqa: PLC0415
+
+    from onnxruntime.quantization import quantize_dynamic  # noqa: PLC0415
+
+    model, feeds = minilm()
+    cache = pathlib.Path("bench/out/cache") / f"minilm-int8dyn-{hashlib.sha256(model).hexdigest()[:12]}.onnx"
+    if not cache.exists():
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            src, dst = pathlib.Path(tmp) / "fp32.onnx", pathlib.Path(tmp) / "int8.onnx"
+            src.write_bytes(model)
+            quantize_dynamic(src, dst)
+            cache.write_bytes(dst.read_bytes())
+    return cache.read_bytes(), feeds
+
+
 MODELS: dict[str, Callable[[], tuple[bytes, dict[str, np.ndarray]]]] = {
     "mobilenetv2": mobilenet_v2,
     "resnet50": resnet50,
     "minilm": minilm,
+    # int8 rows: the same model quantized, onnxruntime's int8 beside webxnn's on the same file
+    "minilm-int8dyn": minilm_int8_dynamic,
 }
 
 
