@@ -201,13 +201,13 @@ def consume_deferred(ctx: Converter, node: Any) -> None:
 
 @contrib_op("com.microsoft", "MatMulIntegerToFloat")
 def matmul_integer_to_float(ctx: Converter, node: Any) -> None:
-    a = ctx.deferred.get(node.input[0])
-    sa = ctx.deferred.get(node.input[2])
-    za = ctx.deferred.get(node.input[4]) if ctx.has(node, 4) else None
-    ok = isinstance(a, Quantized) and a.part == "q"
-    ok = ok and isinstance(sa, Quantized) and sa.part == "scale" and sa.x == a.x
-    ok = ok and isinstance(za, Quantized) and za.part == "zp" and za.x == a.x
-    if not ok or a is None:
+    parts = [ctx.deferred.get(node.input[i]) if ctx.has(node, i) else None for i in (0, 2, 4)]
+    a = parts[0]
+    ok = isinstance(a, Quantized) and all(
+        isinstance(p, Quantized) and p.part == want and p.x == a.x
+        for p, want in zip(parts, ("q", "scale", "zp"))
+    )
+    if not ok or not isinstance(a, Quantized):
         raise UnsupportedError(
             "MatMulIntegerToFloat: A, its scale and zero point must come from one DynamicQuantizeLinear"
         )
