@@ -252,3 +252,18 @@ def test_qdint8_constant_is_refused() -> None:
 
     with pytest.raises(WebxnnError):  # the writer or the loader refuses it
         b.build() and runtime.load(b.build())
+
+
+def test_qdint8_is_not_moved_by_layout_nodes() -> None:
+    """Its row parameters would not follow a reshape: only Convert makes and FullyConnected reads qdint8."""
+    b = GraphBuilder()
+    x = b.input("x", [2, 4])
+    q = b.value([2, 4], Datatype.QDINT8, PerTokenDynamicQuant(num_nonbatch_dims=1))
+    b.node("XNNConvert", input_id=x, output_id=q, flags=0)
+    r = b.value([4, 2], Datatype.QDINT8, PerTokenDynamicQuant(num_nonbatch_dims=1))
+    b.node("XNNStaticReshape", input_id=q, output_id=r, num_dims=2, new_shape=[4, 2], flags=0)
+    w = b.const(np.ones((3, 2), np.int8), Datatype.QCINT8, per_channel([1.0] * 3, 0))
+    y = b.output(b.value([4, 3]), "y")
+    b.node("XNNFullyConnected", input1_id=r, filter_id=w, bias_id=0xFFFFFFFF, output_id=y, flags=0)
+    with pytest.raises(UnsupportedError, match="only read by FullyConnected"):
+        runtime.load(b.build())
