@@ -1,8 +1,9 @@
 """Model speed: MobileNetV2, ResNet-50 and a 6-layer MiniLM-sized encoder, webxnn vs onnxruntime; and the
-int8 (QDQ, `quantize_static`) MobileNetV2 and ResNet-50, both runtimes on the same quantized file.
+int8 models, both runtimes on the same quantized file: MobileNetV2 and ResNet-50 static (QDQ,
+`quantize_static`), MiniLM dynamic (`quantize_dynamic`).
 
-`python -m bench models [--models mobilenetv2 resnet50 minilm mobilenetv2-int8 resnet50-int8] [--threads 1 2]
-[--repeat 10] [--rounds 3]`
+`python -m bench models [--models mobilenetv2 resnet50 minilm mobilenetv2-int8 resnet50-int8 minilm-int8dyn]
+[--threads 1 2] [--repeat 10] [--rounds 3]`
 
 Each model is defined once here as an ONNX graph (onnx.helper, weights seeded, batch-norm already folded into
 the convolution biases as an exporter would), and the same ONNX bytes go to onnxruntime and to webxnn
@@ -253,12 +254,35 @@ def quantized(name: str, make: Callable[[], tuple[bytes, dict[str, np.ndarray]]]
     return build
 
 
+def minilm_int8_dynamic() -> tuple[bytes, dict[str, np.ndarray]]:
+    """`minilm` through onnxruntime's `quantize_dynamic` (int8 per-tensor weights, the default):
+    DynamicQuantizeLinear + MatMulInteger on every linear layer. The quantized file is cached in INT8_CACHE,
+    keyed by the fp32 model's bytes (quantizing takes a few seconds)."""
+    import hashlib  # noqa: PLC0415
+    import tempfile  # noqa: PLC0415
+
+    from onnxruntime.quantization import quantize_dynamic  # noqa: PLC0415
+
+    model, feeds = minilm()
+    cache = INT8_CACHE / f"minilm-int8dyn-{hashlib.sha256(model).hexdigest()[:12]}.onnx"
+    if not cache.exists():
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            src, dst = pathlib.Path(tmp) / "fp32.onnx", pathlib.Path(tmp) / "int8.onnx"
+            src.write_bytes(model)
+            quantize_dynamic(src, dst)
+            cache.write_bytes(dst.read_bytes())
+    return cache.read_bytes(), feeds
+
+
 MODELS: dict[str, Callable[[], tuple[bytes, dict[str, np.ndarray]]]] = {
     "mobilenetv2": mobilenet_v2,
     "resnet50": resnet50,
     "minilm": minilm,
+    # int8 rows: the same models quantized, onnxruntime's int8 beside webxnn's on the same file
     "mobilenetv2-int8": quantized("mobilenetv2", mobilenet_v2),
     "resnet50-int8": quantized("resnet50", resnet50),
+    "minilm-int8dyn": minilm_int8_dynamic,
 }
 
 

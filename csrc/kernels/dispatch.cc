@@ -87,7 +87,8 @@ const KernelTable* kernels_by_name(const char* name) {
 
 // The int8 entries of a table, in a few words (cpu_info()'s "int8").
 const char* int8_kernels(const KernelTable& t) {
-  if (std::strcmp(t.name, "avx2") == 0) return "avx2 (exact: maddubs on 7-bit / sign-split weights, int16 madd)";
+  if (std::strcmp(t.name, "avx2") == 0)
+    return "avx2 (exact: maddubs on 7-bit / sign-split weights, int16 madd)";
   return "scalar";
 }
 

@@ -165,6 +165,13 @@ struct QElemParams {
   int32_t out_min = -128, out_max = 127;
 };
 
+// The quantization of one row of a dynamically quantized int8 tensor (qdint8, table.def's quantize_qd8 /
+// qd8_gemm): real = (q - zero_point) * scale. The layout of XNNPACK's xnn_quantization_params (8 bytes).
+struct RowQuant {
+  int32_t zero_point;
+  float scale;
+};
+
 // Each entry's function type, by name: kernel_fn::gemm is `void(size_t M, ..., Parallel& par)`. An ISA declares
 // its implementation of an entry with it (`kernel_fn::gemm gemm;` in its namespace), so no signature is
 // written twice.

@@ -15,6 +15,10 @@
 // qconv2d's packed buffer, per group (p.groups of them, qconv2d_group_bytes apart): qgemm's layout for
 // K = kh * kw * Cp (Cp = C rounded up to 4, each tap's channels zero-padded), then a row of Cp input zero points
 // (the padding taps' row), padded to 64 bytes.
+// qd8_gemm's packed buffer: qgemm's layout for s8 activations with zero point 0, unit activation and output
+// scales (each column's scale is then w_scale[n], its bias' -d * sum_k w), then the section Qd8Columns below
+// (Np = N rounded up to 16): the kernels subtract the row's zero point times the column sum and add the bias
+// in their fp32 epilogue.
 #pragma once
 
 #include <cstddef>
@@ -56,5 +60,18 @@ size_t qgemm_layout_bytes(size_t K, size_t N);
 size_t qconv2d_packed_k(const ConvParams& p);
 // One group's bytes in qconv2d's packed buffer (a multiple of 64).
 size_t qconv2d_group_bytes(const ConvParams& p);
+
+// The scalar kernels' view of one output: column n's packed bias' plus sum_k (a[k] + a_shift) * w[n, k] over the
+// row a (u8 or s8 bytes per a_u8), wrapping like int32; *scale gets the column's packed scale. Out of line in
+// scalar/qgemm_pack.cc (baseline flags), shared by the scalar qgemm and qd8_gemm.
+uint32_t qgemm_column_sum(const void* packed, size_t panel_bytes, size_t n, const uint8_t* a, size_t K,
+                          bool a_u8, int32_t a_shift, float* scale);
+
+// qd8_gemm's section after qgemm's layout, 64-byte aligned: int32 wsum[Np] then float bias[Np].
+struct Qd8Columns {
+  const int32_t* wsum;
+  const float* bias;
+};
+Qd8Columns qd8_columns(const void* packed, size_t K, size_t N);
 
 }  // namespace webxnn

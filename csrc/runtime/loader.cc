@@ -318,6 +318,8 @@ class Decoder {
       if (cidx != 0) {
         if (v.flags)
           format_error(what + ": a constant (constant_buffer_idx " + str(cidx) + ") cannot be external");
+        // Its row parameters are computed at run time by Convert (plan.h: qd8_params): no stored form.
+        if (v.dtype == DType::kQdint8) unsupported(what + ": a qdint8 value cannot be a constant");
         resolve_constant(v, cidx, nbytes, what);
       }
     }

@@ -167,8 +167,8 @@ void Program::plan_ahead(Plan& plan) const {
       const Node& cn = model_.nodes[st.node];
       if (!node_def(cn).has(kBlockConv)) continue;
       // int8 convs do not prefetch (qconv2d has no ConvParams::ahead): the chain of prefetchers ends there.
-      if (!is_pointwise(cn.conv) || model_.values[cn.outputs[0]].dtype != DType::kFp32 || st.dw != kNoValue || st.transpose != kNoValue || st.ahead != kNoValue ||
-          st.serial) {
+      if (!is_pointwise(cn.conv) || model_.values[cn.outputs[0]].dtype != DType::kFp32 || st.dw != kNoValue ||
+          st.transpose != kNoValue || st.ahead != kNoValue || st.serial) {
         break;
       }
       convs.push_back(&st);

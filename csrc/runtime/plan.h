@@ -1,6 +1,7 @@
 // A plan: the steps one run executes and where every value lives, for one tuple of input shapes.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -12,13 +13,32 @@ namespace webxnn {
 
 constexpr size_t kTensorSlack = 16;  // readable bytes after every arena tensor (and folded constant)
 
-// Bytes of value v at shape s (4-bit types count a byte per element).
-inline size_t value_bytes(const Value& v, const Shape& s) { return numel(s) * storage_size(v.dtype); }
+// A qdint8 value (PerTokenDynamicQuant) is its int8 data, then -- at the first 16-byte boundary after it -- one
+// RowQuant (kernels.h: zero point, scale) per row, rows being the product of the dims before the last
+// num_nonbatch_dims (at least the last dim is inside a row). Convert fp32 -> qdint8 writes both; the node that
+// reads it (FullyConnected) finds the parameters through qd8_params. They share the value's one arena slot,
+// so lifetimes, folding and copies need nothing more.
+inline size_t qd8_params_offset(size_t elements) { return (elements + 15) / 16 * 16; }
+inline size_t qd8_rows(const Value& v, const Shape& s) {
+  const size_t inner = std::min<size_t>(s.size(), std::max<int32_t>(v.quant.num_nonbatch_dims, 1));
+  size_t rows = 1;
+  for (size_t d = 0; d + inner < s.size(); ++d) rows *= s[d];
+  return rows;
+}
+inline RowQuant* qd8_params(void* data, const Shape& s) {
+  return reinterpret_cast<RowQuant*>(static_cast<uint8_t*>(data) + qd8_params_offset(numel(s)));
+}
+
+// Bytes of value v at shape s (4-bit types count a byte per element; qdint8 adds its row parameters).
+inline size_t value_bytes(const Value& v, const Shape& s) {
+  if (v.dtype == DType::kQdint8) return qd8_params_offset(numel(s)) + qd8_rows(v, s) * sizeof(RowQuant);
+  return numel(s) * storage_size(v.dtype);
+}
 
 // One unit of work of a plan: a node, or a Conv2d / FullyConnected with the Add that consumes it fused into
 // its epilogue (out = clamp(conv(x) + bias + residual)).
 struct Step {
-  uint32_t node = 0;               // the node run
+  uint32_t node = 0;  // the node run
   // A fused consumer whose output this step writes: an Add (residual: the conv / FC output plus `residual`)
   // or an activation (HardSwish / Sigmoid / Gelu, applied as the kernel's Activation::post).
   uint32_t into = kNoValue;

@@ -15,4 +15,7 @@ void bind_qs8(pybind11::module_& kernels);
 void bind_q8elem(pybind11::module_& kernels);
 // webxnn._testing.arena_layout: the arena placement on its own (arena_binding.cc).
 void bind_arena_layout(pybind11::module_& m);
+
+// qd8_binding.cc: quantize_qd8, qd8_gemm (dynamic int8) in webxnn._testing.kernels
+void bind_qd8(pybind11::module_& kernels);
 }  // namespace webxnn

@@ -14,6 +14,7 @@ PYBIND11_MODULE(_testing, m) {
   webxnn::bind_kernels(kernels);
   webxnn::bind_qs8(kernels);
   webxnn::bind_q8elem(kernels);
+  webxnn::bind_qd8(kernels);
   // the product's cpu_info, under the name the kernel tests have always used
   kernels.attr("cpu_info") = py::module_::import("webxnn._runtime").attr("cpu_info");
   webxnn::bind_arena_layout(m);

@@ -148,11 +148,12 @@ py::array qconv2d(const py::array& x, const I8Arr& f, const std::optional<I32Arr
 }
 
 // out = qdwconv2d(x, filter): x NHWC uint8 or int8 [N, H, W, C], filter 1HWO int8 [1, kh, kw, C * m].
-py::array qdwconv2d(const py::array& x, const I8Arr& f, const std::optional<I32Arr>& bias, const FArr& w_scales,
-                    float a_scale, int32_t a_zp, float out_scale, int32_t out_zp, const std::string& out_dtype,
-                    int32_t out_min, int32_t out_max, const std::vector<uint32_t>& pads,
-                    const std::vector<uint32_t>& strides, const std::vector<uint32_t>& dil, const std::string& isa,
-                    size_t threads, const Timing& tm) {
+py::array qdwconv2d(const py::array& x, const I8Arr& f, const std::optional<I32Arr>& bias,
+                    const FArr& w_scales, float a_scale, int32_t a_zp, float out_scale, int32_t out_zp,
+                    const std::string& out_dtype, int32_t out_min, int32_t out_max,
+                    const std::vector<uint32_t>& pads, const std::vector<uint32_t>& strides,
+                    const std::vector<uint32_t>& dil, const std::string& isa, size_t threads,
+                    const Timing& tm) {
   const char* w = "qdwconv2d";
   if (x.ndim() != 4 || f.ndim() != 4 || f.shape(0) != 1) bad(w, "x must be NHWC and filter 1HWO (4-D)");
   if (!(x.flags() & py::array::c_style)) bad(w, "x must be C-contiguous");
@@ -163,7 +164,8 @@ py::array qdwconv2d(const py::array& x, const I8Arr& f, const std::optional<I32A
   p.groups = static_cast<uint32_t>(C);
   p.group_input_channels = 1;
   p.group_output_channels = static_cast<uint32_t>(OC / C);
-  if (bias && (bias->ndim() != 1 || static_cast<size_t>(bias->shape(0)) != OC)) bad(w, "bias must be [C * m]");
+  if (bias && (bias->ndim() != 1 || static_cast<size_t>(bias->shape(0)) != OC))
+    bad(w, "bias must be [C * m]");
   const QGemmQuant q = quant_of(w, x, w_scales, OC, a_scale, a_zp, out_scale, out_zp, out_dtype);
   const KernelTable& t = table_for(w, isa);
   Parallel& par = pool_for(w, threads);
@@ -277,8 +279,8 @@ void bind_qs8(py::module_& m) {
       [](const py::array& x, const I8Arr& f, const FArr& w_scales, const std::vector<uint32_t>& pads,
          const std::vector<uint32_t>& strides, const std::string& isa, size_t threads, size_t repeat) {
         std::vector<double> times;
-        qdwconv2d(x, f, std::nullopt, w_scales, 0.02f, x.dtype().kind() == 'u' ? 128 : 0, 0.5f, 0, "int8", -128,
-                  127, pads, strides, {1, 1}, isa, threads, Timing{repeat, &times});
+        qdwconv2d(x, f, std::nullopt, w_scales, 0.02f, x.dtype().kind() == 'u' ? 128 : 0, 0.5f, 0, "int8",
+                  -128, 127, pads, strides, {1, 1}, isa, threads, Timing{repeat, &times});
         return times;
       },
       py::arg("x"), py::arg("filter"), py::arg("w_scales"),

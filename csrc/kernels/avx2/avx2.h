@@ -16,7 +16,8 @@
 //   dwconv.cc   dwconv2d dwconv2d_fused max_pool2d avg_pool2d global_avg_pool
 //   deconv.cc   deconv2d_packed_size deconv2d_pack deconv2d
 //   elementwise.cc binary unary; math.cc softmax normalize; layout.cc image_layout_f32 (3-channel images)
-//   qgemm.cc    qgemm qconv2d
+//   qgemm.cc    qgemm qconv2d qd8_gemm; qd8.cc quantize_qd8 (the int8 packers are the scalar ones)
+//   q8elem.cc   qadd qmul qmax_pool2d qglobal_avg_pool qlut (qavg_pool2d is the scalar one)
 //   qdwconv.cc  qdwconv2d (reads the scalar packer's layout, kernels/qdw_layout.h)
 // clang-format off
 #define WEBXNN_AVX2_KERNELS(X) \
@@ -25,13 +26,9 @@
   X(dwconv2d) X(dwconv2d_fused) X(max_pool2d) X(avg_pool2d) X(global_avg_pool) \
   X(deconv2d_packed_size) X(deconv2d_pack) X(deconv2d) \
   X(binary) X(unary) X(softmax) X(normalize) X(image_layout_f32) \
-  X(qgemm) X(qconv2d) \
-  X(qdwconv2d)
+  X(qgemm) X(qconv2d) X(qdwconv2d) X(quantize_qd8) X(qd8_gemm) \
+  X(qadd) X(qmul) X(qmax_pool2d) X(qglobal_avg_pool) X(qlut)
 // clang-format on
-
-// (additive) The qint8 element-wise, pooling and lookup entries AVX2 implements (q8elem.cc; qavg_pool2d is the
-// scalar one): filled over the table like WEBXNN_AVX2_KERNELS.
-#define WEBXNN_AVX2_Q8ELEM_KERNELS(X) X(qadd) X(qmul) X(qmax_pool2d) X(qglobal_avg_pool) X(qlut)
 
 namespace webxnn {
 namespace avx2 {
@@ -39,7 +36,6 @@ namespace avx2 {
 // The entries, with table.def's signatures.
 #define WEBXNN_AVX2_DECLARE(fn) kernel_fn::fn fn;
 WEBXNN_AVX2_KERNELS(WEBXNN_AVX2_DECLARE)
-WEBXNN_AVX2_Q8ELEM_KERNELS(WEBXNN_AVX2_DECLARE)
 #undef WEBXNN_AVX2_DECLARE
 
 // gemm.cc: gemm (R null) or gemm_residual that also pulls `ahead` toward L2 while it computes: conv2d's 1x1

@@ -52,9 +52,10 @@ __attribute__((always_inline)) inline __m128i tile16(const QDwCtx& x, const uint
 #pragma GCC unroll 5
   for (size_t q = 0; q < pairs; ++q) {
     const __m256i x0 = widen<kU8>(tp[2 * q] + c), x1 = widen<kU8>(tp[2 * q + 1] + c);
-    acc0 = _mm256_add_epi32(acc0, _mm256_madd_epi16(_mm256_unpacklo_epi16(x0, x1), _mm256_load_si256(w + 2 * q)));
-    acc1 =
-        _mm256_add_epi32(acc1, _mm256_madd_epi16(_mm256_unpackhi_epi16(x0, x1), _mm256_load_si256(w + 2 * q + 1)));
+    acc0 = _mm256_add_epi32(acc0,
+                            _mm256_madd_epi16(_mm256_unpacklo_epi16(x0, x1), _mm256_load_si256(w + 2 * q)));
+    acc1 = _mm256_add_epi32(
+        acc1, _mm256_madd_epi16(_mm256_unpackhi_epi16(x0, x1), _mm256_load_si256(w + 2 * q + 1)));
   }
   const float* scale = reinterpret_cast<const float*>(tile + kQDwTile * 4);
   return requant16(x.rq, acc0, acc1, scale, _mm256_setr_epi32(0, 1, 4, 5, 0, 1, 4, 5));
@@ -97,7 +98,8 @@ void qdw_rows(const QDwCtx& x, size_t r0, size_t r1, const uint8_t** tp, uint8_t
         for (size_t ti = 0; ti < x.tiles; ++ti) {
           const uint8_t* tile = x.tiles0 + (j * x.tiles + ti) * x.tb;
           const size_t c = ti * kQDwTile, nc = ti < full ? kQDwTile : rem;
-          const __m128i v = ti < full ? tile16<kU8, kPairs>(x, tile, tp, c) : tile16<kU8, kPairs>(x, tile, tt, 0);
+          const __m128i v =
+              ti < full ? tile16<kU8, kPairs>(x, tile, tp, c) : tile16<kU8, kPairs>(x, tile, tt, 0);
           if (m == 1 && nc == kQDwTile) {
             _mm_storeu_si128(reinterpret_cast<__m128i*>(o + c), v);
             continue;

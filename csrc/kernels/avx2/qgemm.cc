@@ -58,7 +58,10 @@ struct QCtx {
   const uint8_t* A;
   const uint8_t* panels0;  // first panel
   uint8_t* C;
-  float flo, fhi;  // the clamp, relative to the output zero point
+  size_t cstep;  // bytes of C per panel: 16 int8 or (qd8_gemm) 16 fp32 outputs
+  const RowQuant* rowq;  // qd8_gemm: the rows' quantization (fp32 out); null for qgemm / qconv2d
+  Qd8Columns cols;  // qd8_gemm: column sums and fp32 bias
+  float flo, fhi;  // the clamp, relative to the output zero point (qd8_gemm: in real units)
   int32_t zy;
   bool flip, out_u8, wide, small;
 };
@@ -152,6 +155,47 @@ __attribute__((always_inline)) inline void store16(const QCtx& x, __m256i s0, __
   }
 }
 
+// qd8_gemm's epilogue (table.def): 16 fp32 outputs of row `row` from its int32 sums, stored as nc floats.
+__attribute__((always_inline)) inline void store16_f32(const QCtx& x, __m256i s0, __m256i s1,
+                                                       const uint8_t* panel, size_t row, uint8_t* c,
+                                                       size_t nc) {
+  const size_t n0 = static_cast<size_t>(panel - x.panels0) / x.pb * kQNR;
+  const float* sw = reinterpret_cast<const float*>(panel + kQNR * 4);
+  const RowQuant q = x.rowq[row];
+  const __m256i za = _mm256_set1_epi32(q.zero_point);
+  const __m256 sa = _mm256_set1_ps(q.scale);
+  const __m256 lo = _mm256_set1_ps(x.flo), hi = _mm256_set1_ps(x.fhi);
+  const int32_t* ws = x.cols.wsum + n0;
+  const float* bias = x.cols.bias + n0;
+  s0 = _mm256_sub_epi32(s0, _mm256_mullo_epi32(za, _mm256_load_si256(reinterpret_cast<const __m256i*>(ws))));
+  s1 = _mm256_sub_epi32(s1,
+                        _mm256_mullo_epi32(za, _mm256_load_si256(reinterpret_cast<const __m256i*>(ws + 8))));
+  __m256 f0 =
+      _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_mul_ps(sa, _mm256_load_ps(sw)), _mm256_load_ps(bias));
+  __m256 f1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_mul_ps(sa, _mm256_load_ps(sw + 8)),
+                              _mm256_load_ps(bias + 8));
+  f0 = _mm256_min_ps(_mm256_max_ps(f0, lo), hi);  // a NaN gives lo, as the scalar reference does
+  f1 = _mm256_min_ps(_mm256_max_ps(f1, lo), hi);
+  float* out = reinterpret_cast<float*>(c);
+  if (nc == kQNR) {
+    _mm256_storeu_ps(out, f0);
+    _mm256_storeu_ps(out + 8, f1);
+  } else {
+    alignas(32) float tmp[16];
+    _mm256_store_ps(tmp, f0);
+    _mm256_store_ps(tmp + 8, f1);
+    std::memcpy(out, tmp, nc * 4);
+  }
+}
+
+// A tile's 16 sums of one row (columns of `panel`) to C: requantized int8, or (qd8_gemm) fp32.
+__attribute__((always_inline)) inline void store_out(const QCtx& x, __m256i s0, __m256i s1,
+                                                     const uint8_t* panel, size_t row, uint8_t* c,
+                                                     size_t nc) {
+  if (x.rowq) return store16_f32(x, s0, s1, panel, row, c, nc);
+  store16(x, s0, s1, reinterpret_cast<const float*>(panel + kQNR * 4), c, nc);
+}
+
 // The k loop of a tile: for each tap, its rows into ar, then step(weight group, row group, tail) over the row
 // groups (a partial last one with tail set).
 template <int MR, typename Src, typename Step>
@@ -215,8 +259,8 @@ void tile_sign(const QCtx& x, const Src& src, size_t m0, const uint8_t* panel, u
   for (int m = 0; m < MR; ++m) {
 #pragma GCC unroll 4
     for (int p = 0; p < NP; ++p) {
-      const float* scale = reinterpret_cast<const float*>(panel + p * x.pb + kQNR * 4);
-      store16(x, acc[m][2 * p], acc[m][2 * p + 1], scale, c + m * x.ldc + p * kQNR, p == NP - 1 ? nc : kQNR);
+      store_out(x, acc[m][2 * p], acc[m][2 * p + 1], panel + p * x.pb, m0 + m, c + m * x.ldc + p * x.cstep,
+                p == NP - 1 ? nc : kQNR);
     }
   }
 }
@@ -249,13 +293,12 @@ void tile_wide(const QCtx& x, const Src& src, size_t m0, const uint8_t* panel, u
   for_each_group(x, src, m0, ar, step);
   const __m256i b0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(panel));
   const __m256i b1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(panel + 32));
-  const float* scale = reinterpret_cast<const float*>(panel + kQNR * 4);
 #pragma GCC unroll 4
   for (int m = 0; m < MR; ++m) {
     // hadd lanes: [c0 c1 c4 c5 | c2 c3 c6 c7] -> vpermq 0, 2, 1, 3.
     const __m256i s0 = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[m][0], acc[m][1]), 0xD8);
     const __m256i s1 = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[m][2], acc[m][3]), 0xD8);
-    store16(x, _mm256_add_epi32(s0, b0), _mm256_add_epi32(s1, b1), scale, c + m * x.ldc, nc);
+    store_out(x, _mm256_add_epi32(s0, b0), _mm256_add_epi32(s1, b1), panel, m0 + m, c + m * x.ldc, nc);
   }
 }
 
@@ -269,19 +312,20 @@ void run_block(const QCtx& x, const Src& src, size_t m0, size_t m1, size_t p0, s
       const uint8_t* panel = x.panels0 + p * x.pb;
       const size_t nc = min_sz(kQNR, x.N - p * kQNR);
       size_t m = 0;
-      for (; m + 2 <= rows; m += 2) tile_wide<2, kFlip>(x, src, m0 + m, panel, c0 + m * x.ldc + p * kQNR, nc);
-      if (m < rows) tile_wide<1, kFlip>(x, src, m0 + m, panel, c0 + m * x.ldc + p * kQNR, nc);
+      for (; m + 2 <= rows; m += 2)
+        tile_wide<2, kFlip>(x, src, m0 + m, panel, c0 + m * x.ldc + p * x.cstep, nc);
+      if (m < rows) tile_wide<1, kFlip>(x, src, m0 + m, panel, c0 + m * x.ldc + p * x.cstep, nc);
     }
     return;
   }
   if (rows == 1) {  // GEMV: 4 panels at a time
     size_t p = p0;
     for (; p + 4 <= p1; p += 4) {
-      tile_sign<1, 4, kFlip, kSmall>(x, src, m0, x.panels0 + p * x.pb, c0 + p * kQNR,
+      tile_sign<1, 4, kFlip, kSmall>(x, src, m0, x.panels0 + p * x.pb, c0 + p * x.cstep,
                                      min_sz(kQNR, x.N - (p + 3) * kQNR));
     }
     for (; p < p1; ++p)
-      tile_sign<1, 1, kFlip, kSmall>(x, src, m0, x.panels0 + p * x.pb, c0 + p * kQNR,
+      tile_sign<1, 1, kFlip, kSmall>(x, src, m0, x.panels0 + p * x.pb, c0 + p * x.cstep,
                                      min_sz(kQNR, x.N - p * kQNR));
     return;
   }
@@ -291,16 +335,16 @@ void run_block(const QCtx& x, const Src& src, size_t m0, size_t m1, size_t p0, s
     const size_t nc = min_sz(kQNR, x.N - (p + 1) * kQNR);
     size_t m = 0;
     for (; m + 2 <= rows; m += 2)
-      tile_sign<2, 2, kFlip, kSmall>(x, src, m0 + m, panel, c0 + m * x.ldc + p * kQNR, nc);
-    if (m < rows) tile_sign<1, 2, kFlip, kSmall>(x, src, m0 + m, panel, c0 + m * x.ldc + p * kQNR, nc);
+      tile_sign<2, 2, kFlip, kSmall>(x, src, m0 + m, panel, c0 + m * x.ldc + p * x.cstep, nc);
+    if (m < rows) tile_sign<1, 2, kFlip, kSmall>(x, src, m0 + m, panel, c0 + m * x.ldc + p * x.cstep, nc);
   }
   for (; p < p1; ++p) {
     const uint8_t* panel = x.panels0 + p * x.pb;
     const size_t nc = min_sz(kQNR, x.N - p * kQNR);
     size_t m = 0;
     for (; m + 4 <= rows; m += 4)
-      tile_sign<4, 1, kFlip, kSmall>(x, src, m0 + m, panel, c0 + m * x.ldc + p * kQNR, nc);
-    uint8_t* c = c0 + m * x.ldc + p * kQNR;
+      tile_sign<4, 1, kFlip, kSmall>(x, src, m0 + m, panel, c0 + m * x.ldc + p * x.cstep, nc);
+    uint8_t* c = c0 + m * x.ldc + p * x.cstep;
     switch (rows - m) {
       case 3: tile_sign<3, 1, kFlip, kSmall>(x, src, m0 + m, panel, c, nc); break;
       case 2: tile_sign<2, 1, kFlip, kSmall>(x, src, m0 + m, panel, c, nc); break;
@@ -346,8 +390,10 @@ void qgemm_task(const void* vctx, size_t task) {
 }
 
 // The one driver of qgemm and qconv2d. K: the packed K (taps x C rounded up to 4 for a convolution).
+// rowq (qd8_gemm): C is fp32 with row stride ldc floats, clamped to [flo, fhi]; else int8 (out_min, out_max).
 void qrun(size_t M, size_t N, size_t K, const QConvGeom* conv, const void* A, size_t lda, const void* packed,
-          void* C, size_t ldc, int32_t out_min, int32_t out_max, Parallel& par) {
+          void* C, size_t ldc, int32_t out_min, int32_t out_max, const RowQuant* rowq, float flo, float fhi,
+          Parallel& par) {
   if (M == 0 || N == 0) return;
   const QGemmRun run = qgemm_run_params(packed, K, out_min, out_max);
   const QGemmHeader& h = run.h;
@@ -356,7 +402,10 @@ void qrun(size_t M, size_t N, size_t K, const QConvGeom* conv, const void* A, si
   x.N = N;
   x.K = K;
   x.lda = lda;
-  x.ldc = ldc;
+  x.ldc = rowq ? ldc * 4 : ldc;
+  x.cstep = rowq ? kQNR * 4 : kQNR;
+  x.rowq = rowq;
+  x.cols = rowq ? qd8_columns(packed, K, N) : Qd8Columns{nullptr, nullptr};
   x.panels = div_up(N, kQNR);
   x.conv = conv;
   const size_t row_k = conv ? conv->C : K;  // bytes read per row and tap
@@ -369,8 +418,8 @@ void qrun(size_t M, size_t N, size_t K, const QConvGeom* conv, const void* A, si
   x.panels0 = static_cast<const uint8_t*>(packed) + kQHeaderBytes;
   x.C = static_cast<uint8_t*>(C);
   x.out_u8 = h.out_type == QType::kU8;
-  x.flo = run.lo;
-  x.fhi = run.hi;
+  x.flo = rowq ? flo : run.lo;
+  x.fhi = rowq ? fhi : run.hi;
   x.zy = h.out_zero_point;
   x.flip = h.a_shift != 0;
   x.wide = h.path == QPath::kWide;
@@ -400,7 +449,7 @@ void qrun(size_t M, size_t N, size_t K, const QConvGeom* conv, const void* A, si
 
 void qgemm(size_t M, size_t N, size_t K, const void* A, size_t lda, const void* packed, void* C, size_t ldc,
            int32_t out_min, int32_t out_max, Parallel& par) {
-  qrun(M, N, K, nullptr, A, lda, packed, C, ldc, out_min, out_max, par);
+  qrun(M, N, K, nullptr, A, lda, packed, C, ldc, out_min, out_max, nullptr, 0.f, 0.f, par);
 }
 
 void qconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, size_t OH, size_t OW,
@@ -420,8 +469,13 @@ void qconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, 
     const uint8_t* gpacked = static_cast<const uint8_t*>(packed) + gi * qconv2d_group_bytes(p);
     g.zero_row = gpacked + qgemm_layout_bytes(K, OC);
     qrun(N * OH * OW, OC, K, &g, static_cast<const uint8_t*>(in) + gi * g.C, 0, gpacked,
-         static_cast<uint8_t*>(out) + gi * OC, G * OC, out_min, out_max, par);
+         static_cast<uint8_t*>(out) + gi * OC, G * OC, out_min, out_max, nullptr, 0.f, 0.f, par);
   }
+}
+
+void qd8_gemm(size_t M, size_t N, size_t K, const int8_t* A, size_t lda, const RowQuant* aq,
+              const void* packed, float* C, size_t ldc, float out_min, float out_max, Parallel& par) {
+  qrun(M, N, K, nullptr, A, lda, packed, C, ldc, -128, 127, aq, out_min, out_max, par);
 }
 
 }  // namespace avx2

@@ -13,7 +13,6 @@ const KernelTable* avx2_table() {
     t.name = "avx2";
 #define WEBXNN_AVX2_FILL(fn) t.fn = avx2::fn;
     WEBXNN_AVX2_KERNELS(WEBXNN_AVX2_FILL)
-    WEBXNN_AVX2_Q8ELEM_KERNELS(WEBXNN_AVX2_FILL)
 #undef WEBXNN_AVX2_FILL
     return t;
   }();

@@ -40,7 +40,8 @@ void qdwconv2d_pack(const ConvParams& p, const int8_t* filter_1hwo, const int32_
   h.out_zero_point = q.out_zero_point;
   h.a_type = q.a_type;
   h.out_type = q.out_type;
-  const size_t C = h.channels, m = h.multiplier, OC = C * m, tiles = qdw_tiles(C), tb = qdw_tile_bytes(h.pairs);
+  const size_t C = h.channels, m = h.multiplier, OC = C * m, tiles = qdw_tiles(C),
+               tb = qdw_tile_bytes(h.pairs);
   for (size_t j = 0; j < m; ++j) {
     for (size_t c = 0; c < C; ++c) {
       const size_t o = c * m + j, s = qdw_slot(c % kQDwTile);
@@ -71,7 +72,8 @@ void qdwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const void* in
   std::memcpy(&h, base, sizeof(h));
   float lo = 0.f, hi = 0.f;
   q8_clamp_bounds(h.out_type, h.out_zero_point, out_min, out_max, &lo, &hi);
-  const size_t C = h.channels, m = h.multiplier, OC = C * m, tiles = qdw_tiles(C), tb = qdw_tile_bytes(h.pairs);
+  const size_t C = h.channels, m = h.multiplier, OC = C * m, tiles = qdw_tiles(C),
+               tb = qdw_tile_bytes(h.pairs);
   const bool a_u8 = h.a_type == QType::kU8;
   const uint8_t* zero_row = base + 64 + qdw_tiles_bytes(h);
   const uint8_t* x = static_cast<const uint8_t*>(in);
@@ -99,7 +101,8 @@ void qdwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const void* in
             const size_t iy = oy * p.stride_h + ky * p.dilation_h - p.pad_top;
             const size_t ix = ox * p.stride_w + kx * p.dilation_w - p.pad_left;
             const uint8_t* px = iy < H && ix < W ? x + ((n * H + iy) * W + ix) * C : zero_row;
-            const int32_t xv = a_u8 ? static_cast<int32_t>(px[c]) : static_cast<int32_t>(static_cast<int8_t>(px[c]));
+            const int32_t xv =
+                a_u8 ? static_cast<int32_t>(px[c]) : static_cast<int32_t>(static_cast<int8_t>(px[c]));
             acc += static_cast<uint32_t>(xv * w[(t / 2) * kQDwTile * 2 + s * 2 + t % 2]);
           }
           y[(r * OW + ox) * OC + o] =

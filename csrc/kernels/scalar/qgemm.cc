@@ -13,7 +13,6 @@ namespace scalar {
 void qgemm(size_t M, size_t N, size_t K, const void* A, size_t lda, const void* packed, void* C, size_t ldc,
            int32_t out_min, int32_t out_max, Parallel& par) {
   if (M == 0 || N == 0) return;
-  const uint8_t* base = static_cast<const uint8_t*>(packed);
   const QGemmRun run = qgemm_run_params(packed, K, out_min, out_max);
   const QGemmHeader& h = run.h;
   const size_t pb = run.panel_bytes;
@@ -28,21 +27,8 @@ void qgemm(size_t M, size_t N, size_t K, const void* A, size_t lda, const void* 
     for (size_t m = m0; m < m1; ++m) {
       const uint8_t* a = a_base + m * lda;
       for (size_t n = 0; n < N; ++n) {
-        const uint8_t* panel = base + kQHeaderBytes + n / kQNR * pb;
-        const size_t j = n % kQNR;
-        const int8_t* w = reinterpret_cast<const int8_t*>(panel + kQNR * 8) + j * 4;
-        int32_t b;
         float scale;
-        std::memcpy(&b, panel + j * 4, 4);
-        std::memcpy(&scale, panel + kQNR * 4 + j * 4, 4);
-        // The kernels' view of a, a + d (qgemm_layout.h); the packed bias holds the correction.
-        // Unsigned arithmetic: wraps like int32 would, without UB.
-        uint32_t acc = static_cast<uint32_t>(b);
-        for (size_t k = 0; k < K; ++k) {
-          const int32_t ak =
-              (a_u8 ? static_cast<int32_t>(a[k]) : static_cast<int32_t>(static_cast<int8_t>(a[k])));
-          acc += static_cast<uint32_t>((ak + h.a_shift) * w[(k / 4) * kQNR * 4 + k % 4]);
-        }
+        const uint32_t acc = qgemm_column_sum(packed, pb, n, a, K, a_u8, h.a_shift, &scale);
         const int32_t y = requantize(static_cast<int32_t>(acc), scale, flo, fhi, h.out_zero_point);
         c_base[m * ldc + n] = static_cast<uint8_t>(y);  // in range: lo <= y <= hi (or hi when lo > hi)
       }
@@ -68,7 +54,8 @@ void qconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, 
       for (size_t t = 0; t < taps; ++t) {
         const size_t ky = t / p.kernel_w, kx = t % p.kernel_w;
         const long iy = static_cast<long>(oy * p.stride_h + ky * p.dilation_h) - static_cast<long>(p.pad_top);
-        const long ix = static_cast<long>(ox * p.stride_w + kx * p.dilation_w) - static_cast<long>(p.pad_left);
+        const long ix =
+            static_cast<long>(ox * p.stride_w + kx * p.dilation_w) - static_cast<long>(p.pad_left);
         const bool inside = iy >= 0 && ix >= 0 && iy < static_cast<long>(H) && ix < static_cast<long>(W);
         const uint8_t* src =
             inside ? x + ((n * H + static_cast<size_t>(iy)) * W + static_cast<size_t>(ix)) * in_stride + g * C

@@ -23,8 +23,8 @@ size_t qgemm_layout_bytes(size_t K, size_t N) {
 }
 
 size_t qconv2d_group_bytes(const ConvParams& p) {
-  const size_t bytes = qgemm_layout_bytes(qconv2d_packed_k(p), p.group_output_channels) +
-                       k_padded(p.group_input_channels);
+  const size_t bytes =
+      qgemm_layout_bytes(qconv2d_packed_k(p), p.group_output_channels) + k_padded(p.group_input_channels);
   return (bytes + 63) / 64 * 64;  // each group's panels stay 64-byte aligned
 }
 
@@ -99,6 +99,24 @@ void qconv2d_pack(const ConvParams& p, const int8_t* filter_ohwi, const int32_t*
 }
 
 }  // namespace scalar
+
+uint32_t qgemm_column_sum(const void* packed, size_t panel_bytes, size_t n, const uint8_t* a, size_t K,
+                          bool a_u8, int32_t a_shift, float* scale) {
+  const uint8_t* panel = static_cast<const uint8_t*>(packed) + kQHeaderBytes + n / kQNR * panel_bytes;
+  const size_t j = n % kQNR;
+  const int8_t* w = reinterpret_cast<const int8_t*>(panel + kQNR * 8) + j * 4;
+  int32_t b;
+  std::memcpy(&b, panel + j * 4, 4);
+  std::memcpy(scale, panel + kQNR * 4 + j * 4, 4);
+  // The kernels' view of a, a + d (qgemm_layout.h); the packed bias holds the correction.
+  // Unsigned arithmetic: wraps like int32 would, without UB.
+  uint32_t acc = static_cast<uint32_t>(b);
+  for (size_t k = 0; k < K; ++k) {
+    const int32_t ak = a_u8 ? static_cast<int32_t>(a[k]) : static_cast<int32_t>(static_cast<int8_t>(a[k]));
+    acc += static_cast<uint32_t>((ak + a_shift) * w[(k / 4) * kQNR * 4 + k % 4]);
+  }
+  return acc;
+}
 
 QGemmRun qgemm_run_params(const void* packed, size_t K, int32_t out_min, int32_t out_max) {
   QGemmRun r;

@@ -156,6 +156,9 @@ void SupportCheck::need_bytes() const {
   if (element_size(out.dtype) == 0) {
     unsupported(label() + ": datatype " + dtype_name(out.dtype) + " is not supported here");
   }
+  // A qdint8 value's per-row parameters sit after its data (plan.h: qd8_params), in rows that moving bytes
+  // would not keep: only Convert makes one and only FullyConnected reads it.
+  if (out.dtype == DType::kQdint8) unsupported(label() + ": qdint8 values are only read by FullyConnected");
   for (uint32_t v : nd_.inputs) {
     if (!same_quant(m_.values[v], out)) {
       if (dt(v) == DType::kQint8 && out.dtype == DType::kQint8) need_q8(*this, true);  // names the params

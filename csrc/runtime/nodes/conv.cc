@@ -185,8 +185,8 @@ void dwconv2d_pack(const PackArgs& a, void* dst) {
   const Node& nd = a.m.nodes[a.node];
   if (is_q8(a)) {
     const QGemmQuant q = q8_quant(a.m, nd, size_t{nd.conv.groups} * nd.conv.group_output_channels);
-    return a.k.qdwconv2d_pack(nd.conv, static_cast<const int8_t*>(a.filter), static_cast<const int32_t*>(a.bias),
-                              q, dst);
+    return a.k.qdwconv2d_pack(nd.conv, static_cast<const int8_t*>(a.filter),
+                              static_cast<const int32_t*>(a.bias), q, dst);
   }
   a.k.dwconv2d_pack(nd.conv, f32(a.filter), f32(a.bias), dst);
 }

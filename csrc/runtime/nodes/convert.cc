@@ -15,10 +15,12 @@ void convert_check(const SupportCheck& c) {
   const DType a = c.dt(c.node().inputs[0]), b = c.dt(c.node().outputs[0]);
   if ((a == DType::kFp32 && b == DType::kQint8) || (a == DType::kQint8 && b == DType::kFp32)) return;
   if (a == DType::kQint8 && b == DType::kQint8 && all_q8(c)) return need_q8(c, false);  // requantize
+  if (a == DType::kFp32 && b == DType::kQdint8) return;  // dynamic: per-row parameters (plan.h: qd8_params)
   wx::ET ea, eb;
   if (wx_et(a, ea) && wx_et(b, eb)) return;
-  unsupported(c.label() + ": conversion " + c.describe() +
-              " is not supported (fp32 <-> qint8, or between fp32, fp16 and the integer types)");
+  unsupported(
+      c.label() + ": conversion " + c.describe() +
+      " is not supported (fp32 <-> qint8, fp32 -> qdint8, or between fp32, fp16 and the integer types)");
 }
 
 void convert_exec(const ExecArgs& a, size_t i, const Step*) {
@@ -33,6 +35,10 @@ void convert_exec(const ExecArgs& a, size_t i, const Step*) {
     int8_t buf[256];
     a.k.qlut(n, static_cast<const int8_t*>(io.in(0)), static_cast<int8_t*>(io.out()), packed_table(a, i, buf),
              a.par);
+  } else if (y.dtype == DType::kQdint8) {
+    const size_t rows = qd8_rows(y, io.out_shape());
+    a.k.quantize_qd8(rows, rows ? n / rows : 0, io.inf(0), static_cast<int8_t*>(io.out()),
+                     qd8_params(io.out(), io.out_shape()), a.par);
   } else if (y.dtype == DType::kQint8) {
     a.k.quantize_qs8(n, io.inf(0), static_cast<int8_t*>(io.out()), y.quant.scale, y.quant.zero_point);
   } else {

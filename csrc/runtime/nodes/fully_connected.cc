@@ -1,6 +1,11 @@
 // FullyConnected: fp32 (weights packed for the GEMM at load, or per run when not constant), or qint8 x
-// qcint8 [+ qcint32 bias] -> qint8. An fp32 step may write the residual Add or the activation after it, and on
-// a few rows have its weights fetched ahead by the convs before it (plan.cc).
+// qcint8 [+ qcint32 bias] -> qint8, or dynamic int8: qdint8 x qcint8 [+ fp32 bias] -> fp32 (ExecuTorch's
+// dynamically quantized linear, on qd8_gemm). An fp32 step may write the residual Add or the activation after
+// it, and on a few rows have its weights fetched ahead by the convs before it (plan.cc); a dynamic one does
+// neither (its input is not fp32).
+// A qdint8 input holds its per-row parameters beside its data in the same arena slot (plan.h: value_bytes,
+// qd8_params): the Convert fp32 -> qdint8 before this node wrote them; one row per output row
+// (num_nonbatch_dims 1).
 #include <algorithm>
 #include <cmath>
 
@@ -38,9 +43,39 @@ void fc_shapes(ShapeInference& s) {
   s.set_out(0, o);
 }
 
+// qdint8 x (qcint8 | qint8 zp 0) [+ fp32 bias] -> fp32, one row of parameters per output row.
+void check_fc_dynamic(const SupportCheck& c, size_t o_dim) {
+  c.need_const(1, "filter");
+  c.need_const(2, "bias");
+  const Node& nd = c.node();
+  const Model& m = c.model();
+  const Value& x = m.values[nd.inputs[0]];
+  const Value& w = m.values[nd.inputs[1]];
+  const bool has_bias = nd.inputs[2] != kNoValue;
+  const bool w_ok = (w.dtype == DType::kQcint8) || (w.dtype == DType::kQint8 && w.quant.zero_point == 0);
+  if (!w_ok || c.dt(nd.outputs[0]) != DType::kFp32 || (has_bias && c.dt(nd.inputs[2]) != DType::kFp32)) {
+    unsupported(c.label() + ": datatypes " + c.describe() +
+                " are not supported (a qdint8 input takes qcint8 weights [+ fp32 bias] -> fp32)");
+  }
+  if (x.quant.num_nonbatch_dims != 1) {
+    unsupported(c.label() +
+                ": a qdint8 input needs num_nonbatch_dims 1 (a zero point and scale per row), not " +
+                std::to_string(x.quant.num_nonbatch_dims));
+  }
+  if (w.quant.kind == QuantParams::Kind::kPerChannel && size_t(w.quant.channel_dim) != o_dim) {
+    unsupported(c.label() + ": per-channel filter scales must be along the output dim " + str(o_dim) +
+                ", not " + std::to_string(w.quant.channel_dim));
+  }
+}
+
 void fc_check(const SupportCheck& c) {
   const size_t o_dim = (c.node().flags & kFlagTransposeWeights) ? 1 : 0;
-  check_q8_weights(c, o_dim, "fp32, or qint8 x qcint8 [+ qcint32 bias] -> qint8");
+  if (c.dt(c.node().inputs[0]) == DType::kQdint8) {
+    check_fc_dynamic(c, o_dim);
+    return;
+  }
+  check_q8_weights(
+      c, o_dim, "fp32, qint8 x qcint8 [+ qcint32 bias] -> qint8, or qdint8 x qcint8 [+ fp32 bias] -> fp32");
 }
 
 // K and N of the filter; true for fp32 weights (else qint8).
@@ -52,9 +87,12 @@ bool fc_kn(const PackArgs& a, size_t& K, size_t& N) {
   return a.m.values[nd.inputs[1]].dtype == DType::kFp32;
 }
 
+bool fc_dynamic(const PackArgs& a) { return a.m.values[a.m.nodes[a.node].inputs[0]].dtype == DType::kQdint8; }
+
 size_t fc_pack_size(const PackArgs& a) {
   size_t K = 0, N = 0;
-  return fc_kn(a, K, N) ? a.k.gemm_packed_size(K, N) : a.k.qgemm_packed_size(K, N);
+  if (fc_kn(a, K, N)) return a.k.gemm_packed_size(K, N);
+  return fc_dynamic(a) ? a.k.qd8_gemm_packed_size(K, N) : a.k.qgemm_packed_size(K, N);
 }
 
 void fc_pack(const PackArgs& a, void* dst) {
@@ -63,6 +101,14 @@ void fc_pack(const PackArgs& a, void* dst) {
   size_t K = 0, N = 0;
   if (fc_kn(a, K, N)) {
     a.k.gemm_pack(K, N, static_cast<const float*>(a.filter), !io, static_cast<const float*>(a.bias), dst);
+    return;
+  }
+  if (fc_dynamic(a)) {
+    const Value& w = a.m.values[nd.inputs[1]];
+    const bool per_channel = w.quant.kind == QuantParams::Kind::kPerChannel;
+    a.k.qd8_gemm_pack(K, N, static_cast<const int8_t*>(a.filter), !io,
+                      per_channel ? w.quant.scales.data() : &w.quant.scale, per_channel ? N : 1,
+                      static_cast<const float*>(a.bias), dst);
     return;
   }
   const QGemmQuant q = q8_quant(a.m, nd, N);
@@ -82,6 +128,10 @@ void fc_exec(const ExecArgs& a, size_t i, const Step* step) {
   const Value& out_val = io.out_val();
   if (f.residual) {
     a.k.gemm_residual(M, N, Kd, io.inf(0), Kd, packed, f.residual, N, f.out, N, f.act, a.par);
+  } else if (io.in_val(0).dtype == DType::kQdint8) {
+    void* in = const_cast<void*>(io.in(0));  // read only: qd8_params gives the same pointer type for both
+    a.k.qd8_gemm(M, N, Kd, static_cast<const int8_t*>(in), Kd, qd8_params(in, x), packed, f.out, N,
+                 io.nd.act.min, io.nd.act.max, a.par);
   } else if (out_val.dtype == DType::kFp32) {
     a.k.gemm(M, N, Kd, io.inf(0), Kd, packed, f.out, N, f.act, a.par);
   } else {

@@ -21,10 +21,12 @@ from ..xnn.ir import (
     Metadata,
     Node,
     PerChannelQuant,
+    PerTensorQuant,
+    PerTokenDynamicQuant,
     Value,
     XnnGraph,
 )
-from .ir import LGraph, LNode
+from .ir import LGraph, LNode, LValue
 from .widen import store_half
 
 DATATYPES: dict[str, Datatype] = {
@@ -45,20 +47,31 @@ def _dims(shape: tuple) -> list[int]:
 
 
 # quantized values (`LValue.quant` set by the qdq pass): (dtype, per-channel?) → datatype
-QUANT_DATATYPES: dict[tuple[str, bool], Datatype] = {
-    ("int8", False): Datatype.QINT8,
-    ("int8", True): Datatype.QCINT8,
-    ("int32", False): Datatype.QINT32,
-    ("int32", True): Datatype.QCINT32,
-}
-
-
-def _datatype(dtype: str, where: str, quant: object = None) -> Datatype:
-    if quant is not None:
-        return QUANT_DATATYPES[(dtype, isinstance(quant, PerChannelQuant))]
+def _datatype(dtype: str, where: str) -> Datatype:
     dt = DATATYPES.get(dtype)
     if dt is None:
         raise UnsupportedError(f"{where}: data type {dtype} has no XNN datatype")
+    return dt
+
+
+# the quantized datatype of a value by (its WebNN dtype, the type of its `quant`)
+QUANT_DATATYPES: dict[tuple[str, type], Datatype] = {
+    ("int8", PerTokenDynamicQuant): Datatype.QDINT8,
+    ("int8", PerChannelQuant): Datatype.QCINT8,
+    ("int8", PerTensorQuant): Datatype.QINT8,
+    ("int32", PerChannelQuant): Datatype.QCINT32,
+    ("int32", PerTensorQuant): Datatype.QINT32,
+}
+
+
+def _value_datatype(v: LValue) -> Datatype:
+    if v.quant is None:
+        return _datatype(v.dtype, f"value {v.name!r}")
+    dt = QUANT_DATATYPES.get((v.dtype, type(v.quant)))
+    if dt is None:
+        raise UnsupportedError(
+            f"value {v.name!r}: {v.dtype} with {type(v.quant).__name__} has no XNN datatype"
+        )
     return dt
 
 
@@ -92,7 +105,7 @@ def emit(lg: LGraph) -> XnnGraph:
             return ids[name]
         v = lg.values[name]
         vid = len(g.values)
-        dt = _datatype(v.dtype, f"value {name!r}", v.quant)
+        dt = _value_datatype(v)
         val = Value(id=vid, datatype=dt, dims=_dims(v.shape), quant=v.quant)
         if v.const is not None:
             data = v.const

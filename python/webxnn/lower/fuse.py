@@ -82,6 +82,8 @@ def _fuse_scale(lg: LGraph, mul: LNode, prod: LNode) -> bool:
     bias = prod.operands.get("bias_id")
     if vec is None or lg.values[w].const is None or (bias is not None and lg.values[bias].const is None):
         return False
+    if lg.values[w].quant is not None:  # int8 weights: the product is not int8 (their scales could take it)
+        return False
     wv = lg.values[w]
     # the output-channel dim of each filter layout: OHWI / per-group OHWI / FC [O, I] → 0; 1HWO and
     # FC [I, O] (TRANSPOSE_WEIGHTS) → last

@@ -38,8 +38,9 @@ class LValue:
     # a float32 constant that came from float16 data (exactly representable): `emit` stores it as FP16
     # followed by an XNNConvert, so an fp16 graph's weights take half the bytes
     half: bool = False
-    # an `xnn.ir` PerTensorQuant / PerChannelQuant: a quantized value (dtype int8 → qint8 / qcint8, int32 →
-    # qint32 / qcint32), set by the qdq pass
+    # an `xnn.ir` Quant: a quantized value that `emit` writes with the XNN datatype its dtype and params name
+    # (int8 + PerTensorQuant -> qint8, PerChannelQuant -> qcint8, PerTokenDynamicQuant -> qdint8; int32 ->
+    # qint32 / qcint32); set by the qdq pass and the dynamic-quantization rule
     quant: Any = None
 
     @property

@@ -23,7 +23,7 @@ from .fold import NO_FOLD, fold_node
 from .functions import MAX_DEPTH, expand, function_of, function_opset
 from .names import Namer
 from .refusals import NON_TENSOR, ZERO_SIZED, op_reason, type_reason
-from .registry import TRANSLATORS
+from .registry import CONTRIB_TRANSLATORS, TRANSLATORS
 from .tensors import NP_OF_ONNX, WEBNN_OF_ONNX, as_webnn_array, to_array, webnn_dtype, webnn_dtype_of_array
 
 # Placeholder bound for a symbolic dim nobody resolved; never written out (see `_finish`).
@@ -87,6 +87,9 @@ class Converter:
         self._elem_types: dict[str, int] | None = None  # ONNX element types by value, when asked for
         self.local_functions = {(f.domain, f.name): f for f in getattr(model, "functions", [])}
         self.depth = 0  # function expansions we are inside of
+        # values matched but not emitted yet (a chain of ops that becomes one WebNN node when it completes,
+        # e.g. ops_dynquant's dynamic quantization): name -> what it is; read only by `deferred_reader`
+        self.deferred: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ values
     def is_const(self, name: str) -> bool:
@@ -288,7 +291,8 @@ class Converter:
         self.node = node
         op = node.op_type
         custom = node.domain not in ("", "ai.onnx")
-        if custom and (node.domain, op) not in self.local_functions:
+        contrib = CONTRIB_TRANSLATORS.get((node.domain, op)) if custom else None
+        if custom and contrib is None and (node.domain, op) not in self.local_functions:
             self._problem(node, op_reason(op, node.domain) or f"custom domain {node.domain!r}")
             return
         ins = [i for i in node.input if i]
@@ -297,6 +301,21 @@ class Converter:
             if op not in TRANSLATORS:
                 self._problem(node, op_reason(op) or "")
             return
+        # onnxruntime's contrib ops, and the readers of values deferred by a chain being matched
+        special = contrib or (deferred_reader if any(i in self.deferred for i in ins) else None)
+        if special is not None:
+            try:
+                special(self, node)
+            except UnsupportedError as e:
+                self._problem(node, str(e))
+            return
+        self._translate(node)
+
+    def _translate(self, node: Any) -> None:
+        """The usual way a node goes: a Constant, folded, refused by design, its translator, its function."""
+        op = node.op_type
+        custom = node.domain not in ("", "ai.onnx")
+        ins = [i for i in node.input if i]
         if op == "Constant":
             self.set_const(node.output[0], _constant_value(node))
             return
@@ -423,7 +442,9 @@ class Converter:
                 if o.name not in self.materialized:
                     self.materialized[o.name] = self.new_const(ident, self.consts[o.name], exact=True)
                 ref = self.materialized[o.name]
-            elif o.name in self.vals:
+            elif o.name in self.deferred or o.name in self.vals:
+                if o.name in self.deferred:
+                    deferred_reader(self, None, o.name)
                 ref = self.vals[o.name].name
             else:
                 raise ValidationError(f"model output {o.name!r} is never computed")
@@ -474,6 +495,17 @@ class Converter:
                 if d.HasField("dim_param") and d.dim_param:
                     out.add(d.dim_param)
         return out
+
+
+def deferred_reader(ctx: Converter, node: Any, output: str | None = None) -> None:
+    """`node` reads a deferred value (or model output `output` is one): the module that deferred it continues
+    its chain, or gives the value a graph value after all, or refuses."""
+    from .ops_dynquant import consume_deferred, materialize
+
+    if node is None:
+        materialize(ctx, output or "", f"model output {output!r}")
+    else:
+        consume_deferred(ctx, node)
 
 
 def _elem_types(model: Any) -> dict[str, int]:

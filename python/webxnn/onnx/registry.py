@@ -32,12 +32,30 @@ def onnx_op(*op_types: str) -> Callable[[Translator], Translator]:
     return deco
 
 
+# Translators of ops in other domains (onnxruntime's com.microsoft contrib ops), by (domain, op type).
+CONTRIB_TRANSLATORS: dict[tuple[str, str], Translator] = {}
+
+
+def contrib_op(domain: str, *op_types: str) -> Callable[[Translator], Translator]:
+    """Register `fn` as the translator of each op type of `domain`."""
+
+    def deco(fn: Translator) -> Translator:
+        for t in op_types:
+            if (domain, t) in CONTRIB_TRANSLATORS:
+                raise RuntimeError(f"ONNX op {domain}.{t} registered twice")
+            CONTRIB_TRANSLATORS[(domain, t)] = fn
+        return fn
+
+    return deco
+
+
 def load_translators() -> None:
     """Import the ops_* modules, which register their translators."""
     from . import (  # noqa: F401
         ops_bitwise,
         ops_decomposed,
         ops_dft,
+        ops_dynquant,
         ops_nn,
         ops_quant,
         ops_recurrent,

@@ -3,7 +3,7 @@ and shared shape helpers (`auto_pad`, output-size formulas) for `lower`."""
 
 from __future__ import annotations
 
-from . import defs_elementwise, defs_misc, defs_nn, defs_shape  # noqa: F401  (they register the ops)
+from . import defs_dynquant, defs_elementwise, defs_misc, defs_nn, defs_shape  # noqa: F401  (register ops)
 from .base import ANNOTATION_KEYS, REQUIRED, BoundNode, OpSpec, TensorType
 from .graphcheck import bind_all, infer, validate
 from .registry import REGISTRY, bind, get

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from . import (  # noqa: F401  (registration side effects)
     conv,
+    dynquant,
     elementwise,
     gather,
     logic,
