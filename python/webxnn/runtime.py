@@ -20,7 +20,7 @@ import numpy as np
 from . import _runtime
 from .compiler import GRAPH_KINDS
 from .compiler import compile as compile_model
-from .errors import FormatError, InputError, UnsupportedError
+from .errors import FormatError, InputError
 from .filekind import KINDS, expect, sniff_bytes
 
 BlobOrPath = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]"]
@@ -192,7 +192,8 @@ def _step_row(raw: tuple) -> dict[str, Any]:
 
 def load(blob_or_path: BlobOrPath, threads: int | None = None) -> Program:
     """Verify and plan a `.xnn` blob given as bytes or a file path (memory-mapped); a `.webnn` / `.json`
-    graph or `.onnx` model path is compiled on the fly. `threads`: threads per run (None or 0 = one per
+    graph or `.onnx` model path is compiled on the fly; an ExecuTorch `.pte` (bytes or path) runs its
+    XnnpackBackend payload. `threads`: threads per run (None or 0 = one per
     core). Raises FormatError / UnsupportedError for bad blobs or wrong kinds of file, FileError for files
     that cannot be read."""
     n = 0 if threads is None else int(threads)
@@ -202,11 +203,11 @@ def load(blob_or_path: BlobOrPath, threads: int | None = None) -> Program:
         path = os.fspath(blob_or_path)
         # an unknown kind goes to the blob verifier, which says which bytes are wrong
         kind = expect(path, ("xnn", "unknown", "pte", *GRAPH_KINDS), what=_MODEL)
-        if kind == "pte":
-            raise UnsupportedError(
-                f"{path}: {KINDS['pte'][0]}: {KINDS['pte'][1]}; export the model to ONNX "
-                "and run that, or extract the delegate payload"
-            )
+        if kind == "pte":  # its XnnpackBackend payload, with the program's named data resolved
+            from .pte.reader import payload_for_runtime
+
+            with open(path, "rb") as f:
+                return Program(_runtime.Program.from_buffer(payload_for_runtime(f.read(), path), n))
         if kind in GRAPH_KINDS:  # a graph or ONNX model: compiled here, in memory
             return Program(_runtime.Program.from_buffer(compile_model(path), n))
         return Program(_runtime.Program.from_path(path, n))
@@ -217,6 +218,10 @@ def load(blob_or_path: BlobOrPath, threads: int | None = None) -> Program:
             f"load() takes bytes, bytearray, memoryview or a path, not {type(blob_or_path).__name__}"
         )
     kind = sniff_bytes(bytes(blob_or_path[:256]))
+    if kind == "pte":
+        from .pte.reader import payload_for_runtime
+
+        return Program(_runtime.Program.from_buffer(payload_for_runtime(blob_or_path), n))
     if kind not in ("xnn", "unknown"):
         raise FormatError(f"these bytes are {KINDS[kind][0]}, not {_MODEL}; {KINDS[kind][1]}")
     return Program(_runtime.Program.from_buffer(blob_or_path, n))
