@@ -260,3 +260,16 @@ def test_cli_compile_pte_and_inspect_run(tmp_path, capsys):
     np.testing.assert_array_equal(
         webxnn.load(out).run([x])["r"], webxnn.load(webxnn.compile(webxnn.parse(CONV_RELU))).run([x])["r"]
     )
+
+
+def test_profile_stores_identical_constants_once():
+    text = """webnn_graph "z" v1 {
+      inputs { x: f32[1, 2, 4, 4]; }
+      consts { w1: f32[2, 2, 1, 1] @scalar(0.5); w2: f32[2, 2, 1, 1] @scalar(0.5); b: f32[2] @scalar(0); }
+      nodes { a = conv2d(x, w1, bias=b); c = conv2d(a, w2, bias=b); }
+      outputs { c; }
+    }"""
+    g = reader.read(webxnn.compile(webxnn.parse(text), profile="executorch"))
+    assert len(g.constants) == 3  # placeholder, one filter, one bias
+    x = np.ones((1, 2, 4, 4), np.float32)
+    np.testing.assert_array_equal(webxnn.load(writer.serialize(g)).run([x])["c"], np.full_like(x, 1.0))

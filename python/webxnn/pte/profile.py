@@ -10,6 +10,8 @@ messages ("... node 12 ...") point at a node `webxnn inspect` lists.
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 from ..errors import UnsupportedError
@@ -53,7 +55,7 @@ def apply(xg: XnnGraph) -> XnnGraph:
         xg.nodes = [xg.nodes[k] for k in keep]
         if xg.metadata is not None and len(sources) == len(keep) + len(folded):
             xg.metadata.node_sources = [sources[k] for k in keep]
-        _drop_unused(xg)
+    _compact_constants(xg)
     for k, n in enumerate(xg.nodes):
         n.debug_handle = k
     return xg
@@ -89,18 +91,35 @@ def _fold_half_constant(xg: XnnGraph, node: Node, by_id: dict) -> bool:
     return True
 
 
-def _drop_unused(xg: XnnGraph) -> None:
-    """Remove constant values no node reads any more and compact the constant list."""
+def _compact_constants(xg: XnnGraph) -> None:
+    """Remove constant values no node reads any more, and store byte-identical constants once (ExecuTorch's
+    exporter does the same with its named data, e.g. for the all-zero biases of freshly initialised convs)."""
     used = {i for n in xg.nodes for i in n.input_ids()}
     xg.values = [v for v in xg.values if not v.constant_buffer_idx or v.id in used]
     refs = sorted(
         {v.constant_buffer_idx for v in xg.values if v.constant_buffer_idx}
         | {getattr(v.quant, "scale_buffer_idx", 0) for v in xg.values} - {0}
     )
-    remap = {old: new for new, old in enumerate(refs, 1)}
-    xg.constants = [xg.constants[0]] + [xg.constants[i] for i in refs]
+    first: dict[tuple[bytes, int], int] = {}  # (sha256, size) of the data → its new index
+    remap: dict[int, int] = {}
+    constants = [xg.constants[0]]
+    for i in refs:
+        raw = _raw(xg.constants[i])
+        key = (hashlib.sha256(raw).digest(), raw.nbytes)
+        if key not in first:
+            first[key] = len(constants)
+            constants.append(xg.constants[i])
+        remap[i] = first[key]
+    xg.constants = constants
     for v in xg.values:
         if v.constant_buffer_idx:
             v.constant_buffer_idx = remap[v.constant_buffer_idx]
         if getattr(v.quant, "scale_buffer_idx", 0):
             v.quant.scale_buffer_idx = remap[v.quant.scale_buffer_idx]  # type: ignore[union-attr]
+
+
+def _raw(data: object) -> memoryview:
+    """The bytes of constant data (bytes-like or a numpy array) without copying a contiguous array."""
+    if isinstance(data, np.ndarray):
+        data = np.ascontiguousarray(data)
+    return memoryview(data).cast("B")  # type: ignore[arg-type]
