@@ -174,15 +174,24 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         from .xnn.reader import read
 
         data = pathlib.Path(args.model).read_bytes()
+        program: dict = {}
         if kind == "pte":  # the XnnpackBackend payload it runs, named data resolved
             from .pte.reader import payload_for_runtime
 
+            program = {"pte_bytes": len(data)}
             data = payload_for_runtime(data, args.model)
+            program["payload_bytes"] = len(data)
         g = read(data)
         plan = _runtime_plan(data)
         if args.json:
-            print(json.dumps({**summary_dict(g, blob_size=len(data)), "runtime": plan}, indent=1))
+            extra = {"executorch_program": program} if program else {}
+            print(json.dumps({**summary_dict(g, blob_size=len(data)), **extra, "runtime": plan}, indent=1))
         else:
+            if program:
+                print(
+                    f"ExecuTorch program ({program['pte_bytes']:,} bytes) running this XnnpackBackend "
+                    f"payload ({program['payload_bytes']:,} bytes)"
+                )
             print(describe(g, blob_size=len(data)))
             print(_describe_plan(plan))
         return 0
