@@ -6,7 +6,9 @@ from __future__ import annotations
 import hashlib
 import json
 import pathlib
+import shutil
 import struct
+import subprocess
 import sys
 
 import numpy as np
@@ -214,6 +216,8 @@ def test_named_data_and_scale_buffer_idx_load():
     pte = build_pte(blob)  # our writer around an ExecuTorch >= 0.7 style payload (named keys) ...
     with pytest.raises(UnsupportedError, match=r"constants \['w', 'q', 'scale_q'\] are not in the program"):
         payload_for_runtime(pte)
+    with pytest.raises(FormatError, match="named_key 'w' is not in the .pte's named data"):
+        webxnn.load(pte)  # the C++ loader, which xnnrun and the C API use too
     # ... and the same payload with its named data: keys resolved, scales read from constant data
     g = reader.read(blob, {"w": W, "q": Q, "scale_q": QS})
     prog = webxnn.load(writer.serialize(g))
@@ -273,3 +277,17 @@ def test_profile_stores_identical_constants_once():
     assert len(g.constants) == 3  # placeholder, one filter, one bias
     x = np.ones((1, 2, 4, 4), np.float32)
     np.testing.assert_array_equal(webxnn.load(writer.serialize(g)).run([x])["c"], np.full_like(x, 1.0))
+
+
+def test_xnnrun_runs_a_pte(tmp_path):
+    exe = shutil.which("xnnrun")
+    if exe is None:
+        pytest.skip("xnnrun is not on PATH (installed with the package's scripts)")
+    path = tmp_path / "m.pte"
+    path.write_bytes(webxnn.to_pte(webxnn.parse(CONV_RELU)))
+    out = subprocess.run([exe, str(path), "--quiet"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    bad = tmp_path / "two.pte"
+    bad.write_bytes(build_foreign_pte(foreign_payload("named"), {}, inline=True))
+    out = subprocess.run([exe, str(bad)], capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0 and "delegates OtherBackend, XnnpackBackend" in out.stderr

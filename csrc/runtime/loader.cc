@@ -246,7 +246,8 @@ void check_quant(const Value& v, const std::string& what) {
 
 class Decoder {
  public:
-  Decoder(const uint8_t* data, size_t size) : data_(data), size_(size) {}
+  Decoder(const uint8_t* data, size_t size, const NamedData* named)
+      : data_(data), size_(size), named_(named) {}
 
   Model run() {
     seg_ = parse_header(data_, size_);
@@ -395,10 +396,21 @@ class Decoder {
       }
       const fb::ConstantDataOffset* e = cd->Get(cidx);
       if (flatbuffers::IsFieldPresent(e, fb::ConstantDataOffset::VT_NAMED_KEY)) {
-        unsupported(what + ": constant data lives in a named-data map (named_key '" +
-                    (e->named_key() ? e->named_key()->str() : std::string()) +
-                    "', ExecuTorch >= 0.6): load the .pte file it came from (webxnn.load, webxnn run), which "
-                    "resolves the keys from the program's named data");
+        const std::string key = e->named_key() ? e->named_key()->str() : std::string();
+        if (!named_) {
+          unsupported(what + ": constant data lives in a named-data map (named_key '" + key +
+                      "', ExecuTorch >= 0.6): load the .pte file it came from, which holds the named data");
+        }
+        const auto it = named_->find(key);
+        if (it == named_->end()) {
+          format_error(what + ": named_key '" + key + "' is not in the .pte's named data");
+        }
+        if (e->size() > it->second.size) {
+          format_error(what + ": named data '" + key + "' has " + str(it->second.size) +
+                       " bytes, the entry says " + str(e->size()));
+        }
+        *out_size = static_cast<size_t>(e->size());
+        return it->second.data;
       }
       const uint64_t off = e->offset();
       size = e->size();
@@ -611,6 +623,7 @@ class Decoder {
 
   const uint8_t* data_;
   size_t size_;
+  const NamedData* named_;
   Segments seg_;
   const fb::XNNGraph* graph_ = nullptr;
   Model model_;
@@ -619,6 +632,8 @@ class Decoder {
 
 }  // namespace
 
-Model decode_blob(const uint8_t* data, size_t size) { return Decoder(data, size).run(); }
+Model decode_blob(const uint8_t* data, size_t size, const NamedData* named) {
+  return Decoder(data, size, named).run();
+}
 
 }  // namespace webxnn
