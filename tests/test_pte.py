@@ -291,3 +291,25 @@ def test_xnnrun_runs_a_pte(tmp_path):
     bad.write_bytes(build_foreign_pte(foreign_payload("named"), {}, inline=True))
     out = subprocess.run([exe, str(bad)], capture_output=True, text=True, timeout=60)
     assert out.returncode != 0 and "delegates OtherBackend, XnnpackBackend" in out.stderr
+
+
+@pytest.mark.parametrize("inline", [False, True])
+def test_damaged_pte_is_an_error_not_a_crash(inline):
+    """Truncated or bit-flipped programs: the C++ loader and the Python reader both answer with a
+    WebxnnError (or, for a harmless flip, load)."""
+    from webxnn.errors import WebxnnError
+    from webxnn.pte.reader import payload_for_runtime
+
+    pte = webxnn.to_pte(webxnn.parse(CONV_RELU), inline=inline)
+    rng = np.random.default_rng(0)
+    cases = [pte[:n] for n in range(0, len(pte), 37)]
+    for _ in range(150):
+        b = bytearray(pte)
+        b[int(rng.integers(0, min(len(b), 700)))] ^= 1 << int(rng.integers(0, 8))
+        cases.append(bytes(b))
+    for data in cases:
+        for load in (webxnn.load, payload_for_runtime):
+            try:
+                load(data)
+            except WebxnnError:
+                pass
