@@ -129,6 +129,7 @@ PtePayload open_pte(const uint8_t* data, size_t size) {
         (i ? " | " : "") + describe_plan(plans->Get(static_cast<flatbuffers::uoffset_t>(i)), &plan_ok);
     ok = ok && plan_ok;
   }
+  if (np == 0) contents = "none";
   if (!ok) {
     unsupported(
         ".pte: webxnn runs ExecuTorch programs that are one method making one XnnpackBackend delegate "

@@ -23,7 +23,7 @@ def _describe(plans: list[PlanContents]) -> str:
         if other:
             bits.append(", ".join(f"{n} {k}" for k, n in other.items()))
         parts.append(f"method {p.name!r}: " + ("; ".join(bits) or "no instructions"))
-    return " | ".join(parts)
+    return " | ".join(parts) or "none"
 
 
 def payload_for_runtime(pte: bytes | bytearray | memoryview, where: str = "the .pte") -> bytes:
