@@ -129,7 +129,30 @@ uint64_t tensor_bytes(DType t, const Shape& dims, const std::string& what) {
 
 bool finite_positive(float x) { return std::isfinite(x) && x > 0.f; }
 
-QuantParams decode_quant(const fb::XNNQuantizedTensorValue* q, const std::string& what) {
+// Scales kept in constant data (`scale_buffer_idx`, what ExecuTorch writes today): `n` of them as fp32 or bf16
+// (told apart by the entry's size, 4n or 2n bytes). `load(idx, &size)` returns the entry's bytes.
+template <typename Load>
+std::vector<float> constant_scales(Load&& load, uint32_t idx, size_t n, const std::string& what) {
+  size_t size = 0;
+  const uint8_t* p = load(idx, &size);
+  std::vector<float> out(n);
+  if (size == 4 * n) {
+    if (n) std::memcpy(out.data(), p, 4 * n);
+  } else if (size == 2 * n) {
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t bits = uint32_t(rd16(p + 2 * i)) << 16;
+      std::memcpy(&out[i], &bits, 4);
+    }
+  } else {
+    format_error(what + ": scale_buffer_idx " + str(idx) + " holds " + str(size) + " bytes, but " + str(n) +
+                 " scales need " + str(4 * n) + " (fp32) or " + str(2 * n) + " (bf16)");
+  }
+  return out;
+}
+
+template <typename Load>
+QuantParams decode_quant(const fb::XNNQuantizedTensorValue* q, const fb::XNNTensorValue* tv, Load&& load,
+                         const std::string& what) {
   QuantParams p;
   const auto type = q->quant_params_type();
   if (type == fb::XNNQuantParams::NONE) return p;
@@ -150,11 +173,15 @@ QuantParams decode_quant(const fb::XNNQuantizedTensorValue* q, const std::string
       p.kind = QuantParams::Kind::kPerChannel;
       p.channel_dim = t->channel_dim();
       if (t->scale_buffer_idx() != 0) {
-        unsupported(what + ": per-channel scales stored in constant data (scale_buffer_idx " +
-                    str(t->scale_buffer_idx()) + ") are not supported yet");
+        // one scale per channel of channel_dim (a bad channel_dim is reported by check_quant)
+        const auto* dims = tv->dims();
+        const size_t cd = static_cast<size_t>(p.channel_dim);
+        const size_t n = (dims && p.channel_dim >= 0 && cd < dims->size()) ? dims->Get(cd) : 0;
+        p.scales = constant_scales(load, t->scale_buffer_idx(), n, what);
+      } else {
+        if (!t->scale()) format_error(what + ": per-channel quantization has no scale vector");
+        p.scales.assign(t->scale()->begin(), t->scale()->end());
       }
-      if (!t->scale()) format_error(what + ": per-channel quantization has no scale vector");
-      p.scales.assign(t->scale()->begin(), t->scale()->end());
       for (size_t i = 0; i < p.scales.size(); ++i) {
         if (!finite_positive(p.scales[i])) {
           format_error(what + ": per-channel scale[" + str(i) + "] = " + std::to_string(p.scales[i]) +
@@ -169,10 +196,10 @@ QuantParams decode_quant(const fb::XNNQuantizedTensorValue* q, const std::string
       p.channel_dim = t->channel_dim();
       p.group_size = t->group_size();
       if (t->scale_buffer_idx() != 0) {
-        unsupported(what + ": blockwise scales stored in constant data (scale_buffer_idx " +
-                    str(t->scale_buffer_idx()) + ") are not supported yet");
+        p.scales = constant_scales(load, t->scale_buffer_idx(), t->num_scales(), what);
+      } else if (t->scale()) {
+        p.scales.assign(t->scale()->begin(), t->scale()->end());
       }
-      if (t->scale()) p.scales.assign(t->scale()->begin(), t->scale()->end());
       break;
     }
     case fb::XNNQuantParams::PerTokenDynamicQuant: {
@@ -219,7 +246,8 @@ void check_quant(const Value& v, const std::string& what) {
 
 class Decoder {
  public:
-  Decoder(const uint8_t* data, size_t size) : data_(data), size_(size) {}
+  Decoder(const uint8_t* data, size_t size, const NamedData* named)
+      : data_(data), size_(size), named_(named) {}
 
   Model run() {
     seg_ = parse_header(data_, size_);
@@ -312,7 +340,13 @@ class Decoder {
                      " has bits other than external input (0x1) and external output (0x2)");
       }
       v.external_id = tv->external_id();
-      if (qv) v.quant = decode_quant(qv, what);
+      if (qv) {
+        auto load = [&](uint32_t idx, size_t* size) {
+          const std::string swhat = what + " scale_buffer_idx " + str(idx);
+          return constant_entry(idx, size, swhat);
+        };
+        v.quant = decode_quant(qv, tv, load, what);
+      }
       check_quant(v, what);
       const uint32_t cidx = tv->constant_buffer_idx();
       if (cidx != 0) {
@@ -332,6 +366,27 @@ class Decoder {
   }
 
   void resolve_constant(Value& v, uint32_t cidx, uint64_t nbytes, const std::string& what) {
+    size_t size = 0;
+    const uint8_t* ptr = constant_entry(cidx, &size, what);
+    if (size != nbytes) {
+      format_error(what + ": constant data has " + str(size) + " bytes but " + dtype_name(v.dtype) + " " +
+                   shape_str(v.dims) + " needs " + str(nbytes));
+    }
+    // Kernels read constants as typed arrays: copy the rare misaligned one.
+    const size_t align = std::max<size_t>(1, element_size(v.dtype));
+    if (reinterpret_cast<uintptr_t>(ptr) % align != 0) {
+      auto copy = std::make_shared<AlignedBuffer>(size);
+      if (size) std::memcpy(copy->data(), ptr, size);
+      ptr = copy->data();
+      model_.keepalive.push_back(copy);
+    }
+    v.is_constant = true;
+    v.data = ptr;
+    v.data_size = size;
+  }
+
+  // The bytes of constant entry `cidx` (constant_data with an XH00 header, else constant_buffer).
+  const uint8_t* constant_entry(uint32_t cidx, size_t* out_size, const std::string& what) {
     const uint8_t* ptr = nullptr;
     uint64_t size = 0;
     if (seg_.has_header) {
@@ -343,10 +398,21 @@ class Decoder {
       }
       const fb::ConstantDataOffset* e = cd->Get(cidx);
       if (flatbuffers::IsFieldPresent(e, fb::ConstantDataOffset::VT_NAMED_KEY)) {
-        unsupported(what + ": constant data lives in a named-data map (named_key '" +
-                    (e->named_key() ? e->named_key()->str() : std::string()) +
-                    "', ExecuTorch >= 0.6); loading such payloads needs the .pte named data, which is not "
-                    "supported yet");
+        const std::string key = e->named_key() ? e->named_key()->str() : std::string();
+        if (!named_) {
+          unsupported(what + ": constant data lives in a named-data map (named_key '" + key +
+                      "', ExecuTorch >= 0.6): load the .pte file it came from, which holds the named data");
+        }
+        const auto it = named_->find(key);
+        if (it == named_->end()) {
+          format_error(what + ": named_key '" + key + "' is not in the .pte's named data");
+        }
+        if (e->size() > it->second.size) {
+          format_error(what + ": named data '" + key + "' has " + str(it->second.size) +
+                       " bytes, the entry says " + str(e->size()));
+        }
+        *out_size = static_cast<size_t>(e->size());
+        return it->second.data;
       }
       const uint64_t off = e->offset();
       size = e->size();
@@ -369,21 +435,8 @@ class Decoder {
       ptr = storage->data();
       size = storage->size();
     }
-    if (size != nbytes) {
-      format_error(what + ": constant data has " + str(size) + " bytes but " + dtype_name(v.dtype) + " " +
-                   shape_str(v.dims) + " needs " + str(nbytes));
-    }
-    // Kernels read constants as typed arrays: copy the rare misaligned one.
-    const size_t align = std::max<size_t>(1, element_size(v.dtype));
-    if (reinterpret_cast<uintptr_t>(ptr) % align != 0) {
-      auto copy = std::make_shared<AlignedBuffer>(size);
-      if (size) std::memcpy(copy->data(), ptr, size);
-      ptr = copy->data();
-      model_.keepalive.push_back(copy);
-    }
-    v.is_constant = true;
-    v.data = ptr;
-    v.data_size = size;
+    *out_size = static_cast<size_t>(size);
+    return ptr;
   }
 
   void decode_externs() {
@@ -572,6 +625,7 @@ class Decoder {
 
   const uint8_t* data_;
   size_t size_;
+  const NamedData* named_;
   Segments seg_;
   const fb::XNNGraph* graph_ = nullptr;
   Model model_;
@@ -580,6 +634,8 @@ class Decoder {
 
 }  // namespace
 
-Model decode_blob(const uint8_t* data, size_t size) { return Decoder(data, size).run(); }
+Model decode_blob(const uint8_t* data, size_t size, const NamedData* named) {
+  return Decoder(data, size, named).run();
+}
 
 }  // namespace webxnn

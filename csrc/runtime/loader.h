@@ -8,10 +8,12 @@
 #include <cstdint>
 
 #include "runtime/model.h"
+#include "runtime/pte.h"
 
 namespace webxnn {
 
-// `data` must stay alive (and unchanged) as long as the returned Model: constants point into it.
-Model decode_blob(const uint8_t* data, size_t size);
+// `data` must stay alive (and unchanged) as long as the returned Model: constants point into it. `named`
+// resolves constants that carry a `named_key` (a .pte's named data, which must stay alive as well).
+Model decode_blob(const uint8_t* data, size_t size, const NamedData* named = nullptr);
 
 }  // namespace webxnn

@@ -87,7 +87,13 @@ Program::~Program() = default;
 
 void Program::init(std::shared_ptr<BlobStorage> blob, const LoadOptions& opts) {
   blob_ = std::move(blob);
-  model_ = decode_blob(blob_->data(), blob_->size());
+  if (is_pte(blob_->data(), blob_->size())) {  // an ExecuTorch program: its XnnpackBackend payload
+    PtePayload pte = open_pte(blob_->data(), blob_->size());
+    model_ = decode_blob(pte.data, pte.size, &pte.named);
+    for (auto& k : pte.keepalive) model_.keepalive.push_back(std::move(k));
+  } else {
+    model_ = decode_blob(blob_->data(), blob_->size());
+  }
   const size_t nv = model_.values.size();
   const size_t nn = model_.nodes.size();
 

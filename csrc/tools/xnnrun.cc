@@ -59,7 +59,7 @@ size_t numel(uint32_t rank, const int64_t* dims) {
 }
 
 constexpr const char* kUsage =
-    "usage: xnnrun model.xnn [--threads N] [--input name=file.bin ...] [--repeat N] [--quiet]\n";
+    "usage: xnnrun model.xnn|model.pte [--threads N] [--input name=file.bin ...] [--repeat N] [--quiet]\n";
 
 int usage() {
   std::fputs(kUsage, stderr);
@@ -73,7 +73,8 @@ int help() {
   std::fputs(
       "\n"
       "Loads a .xnn blob through webxnn's C API (verified as untrusted input), runs it and prints each input and\n"
-      "output (name, dtype, shape, the first values) and the load and run times.\n"
+      "output (name, dtype, shape, the first values) and the load and run times. An ExecuTorch .pte whose work\n"
+      "is one XnnpackBackend delegate runs that payload, with the program's named data.\n"
       "\n"
       "  --threads N            threads of the program's pool (0 or absent: one per core)\n"
       "  --input name=file.bin  the input `name` from a file of raw little-endian bytes: the input's declared\n"

@@ -87,9 +87,22 @@ def compile(
     return _compile(graph, weights=weights, profile=profile)
 
 
+def to_pte(
+    model: Graph | PathLike | bytes,
+    weights: dict[str, np.ndarray] | None = None,
+    inline: bool = False,
+) -> bytes:
+    """An ExecuTorch `.pte` program running `model` (a Graph, a `.webnn` / `.json` / `.onnx` path, or a `.xnn`
+    blob or path) as its XnnpackBackend delegate, compiled with the `executorch` profile. The payload goes
+    in a segment after the program, or inside it with `inline`. Needs neither torch nor executorch."""
+    from .pte.writer import to_pte as _to_pte
+
+    return _to_pte(model, weights=weights, inline=inline)
+
+
 def load(blob_or_path: bytes | bytearray | memoryview | PathLike, threads: int | None = None) -> Program:
     """Verify and load a `.xnn` blob (bytes) or file (memory-mapped) into a runnable `Program`; a `.webnn`,
-    `.json` or `.onnx` path is compiled on the fly."""
+    `.json` or `.onnx` path is compiled on the fly; an ExecuTorch `.pte` runs its XnnpackBackend payload."""
     from .runtime import load as _load
 
     return _load(blob_or_path, threads=threads)
@@ -141,6 +154,7 @@ __all__ = [
     "validate",
     "infer",
     "compile",
+    "to_pte",
     "load",
     "cpu_info",
     "Program",

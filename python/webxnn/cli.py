@@ -67,11 +67,23 @@ def cmd_compile(args: argparse.Namespace) -> int:
     from .xnn.writer import serialize_to_file
 
     graph = _load_graph(args)
-    out = args.output or str(pathlib.Path(args.model).with_suffix(".xnn"))
+    fmt = args.format or ("pte" if (args.output or "").lower().endswith(".pte") else "xnn")
+    out = args.output or str(pathlib.Path(args.model).with_suffix("." + fmt))
     if os.path.isdir(out):
-        raise WebxnnError(f"-o {out}: is a folder; name the .xnn file to write")
+        raise WebxnnError(f"-o {out}: is a folder; name the .{fmt} file to write")
+    if fmt == "pte":  # an ExecuTorch program around the payload
+        from .pte.writer import build_pte
+        from .xnn.writer import serialize
+
+        if args.profile == "webxnn":
+            raise WebxnnError("--format pte needs --profile executorch (the default for .pte)")
+        data = build_pte(serialize(compile_graph(graph, profile="executorch")), inline=args.inline)
+        with open(out, "wb") as f:
+            f.write(data)
+        print(f"wrote {out} ({len(data):,} bytes, ExecuTorch program, XnnpackBackend delegate)")
+        return 0
     # streamed: each constant is laid out and written in turn, so the blob is never whole in memory
-    size = serialize_to_file(compile_graph(graph, profile=args.profile), out)
+    size = serialize_to_file(compile_graph(graph, profile=args.profile or "webxnn"), out)
     print(f"wrote {out} ({size:,} bytes)")
     return 0
 
@@ -165,16 +177,30 @@ def _safe_filename(name: str) -> str:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    if sniff(args.model) == "xnn":
+    kind = sniff(args.model)
+    if kind in ("xnn", "pte"):
         from .xnn.describe import describe, summary_dict
         from .xnn.reader import read
 
         data = pathlib.Path(args.model).read_bytes()
+        program: dict = {}
+        if kind == "pte":  # the XnnpackBackend payload it runs, named data resolved
+            from .pte.reader import payload_for_runtime
+
+            program = {"pte_bytes": len(data)}
+            data = payload_for_runtime(data, args.model)
+            program["payload_bytes"] = len(data)
         g = read(data)
-        plan = _runtime_plan(args.model)
+        plan = _runtime_plan(data)
         if args.json:
-            print(json.dumps({**summary_dict(g, blob_size=len(data)), "runtime": plan}, indent=1))
+            extra = {"executorch_program": program} if program else {}
+            print(json.dumps({**summary_dict(g, blob_size=len(data)), **extra, "runtime": plan}, indent=1))
         else:
+            if program:
+                print(
+                    f"ExecuTorch program ({program['pte_bytes']:,} bytes) running this XnnpackBackend "
+                    f"payload ({program['payload_bytes']:,} bytes)"
+                )
             print(describe(g, blob_size=len(data)))
             print(_describe_plan(plan))
         return 0
@@ -185,14 +211,14 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
-def _runtime_plan(path: str) -> dict:
+def _runtime_plan(blob: bytes) -> dict:
     """What the runtime makes of a blob: arena and packed-weight bytes, steps, fusions, aliases (or why it
     cannot load it: the description of the blob itself still stands)."""
     from .errors import UnsupportedError
     from .runtime import load
 
     try:
-        prog = load(path, threads=1)
+        prog = load(blob, threads=1)
     except UnsupportedError as e:
         return {"error": str(e)}
     steps = prog.plan()
@@ -336,13 +362,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("compile", help="compile a .webnn/.json graph to a .xnn blob")
     _add_graph_args(p)
-    p.add_argument("-o", "--output", help="output .xnn path (default: beside the model)")
+    p.add_argument("-o", "--output", help="output .xnn (or .pte) path (default: beside the model)")
     p.add_argument(
         "--profile",
         choices=["webxnn", "executorch"],
-        default="webxnn",
-        help="executorch: only node types ExecuTorch's XNNPACK runtime knows",
+        default=None,
+        help="executorch: only what ExecuTorch's XNNPACK delegate accepts "
+        "(default: webxnn; executorch for .pte)",
     )
+    p.add_argument(
+        "--format",
+        choices=["xnn", "pte"],
+        default=None,
+        help="pte: an ExecuTorch program running the blob as its XnnpackBackend delegate "
+        "(default: from the -o extension, else xnn)",
+    )
+    p.add_argument("--inline", action="store_true", help="pte: the payload inside the program, not a segment")
     p.set_defaults(func=cmd_compile)
 
     p = sub.add_parser("run", help="run a .xnn blob (or a graph / ONNX model, compiled first) on .npy inputs")

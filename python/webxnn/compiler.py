@@ -62,6 +62,10 @@ def compile_graph(
     bound = bind_all(graph)
     xg = lower(graph, bound, weights)
     _check_profile(xg, profile)
+    if profile == "executorch":
+        from .pte.profile import apply
+
+        apply(xg)
     return xg
 
 

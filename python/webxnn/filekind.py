@@ -23,7 +23,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "xnn": ("a compiled .xnn blob", "run it with `webxnn run` or `webxnn.load`"),
     "pte": (
         "an ExecuTorch .pte program",
-        "webxnn runs the XNNPACK delegate payload (.xnn), not whole .pte programs",
+        "`webxnn run`, `webxnn inspect` and `webxnn.load` run its XnnpackBackend delegate",
     ),
     "onnx": ("an ONNX model", "use `webxnn compile` or `webxnn run` on it"),
     "webnn": ("a .webnn text file", "use `webxnn compile`"),

@@ -20,7 +20,7 @@ import numpy as np
 from . import _runtime
 from .compiler import GRAPH_KINDS
 from .compiler import compile as compile_model
-from .errors import FormatError, InputError, UnsupportedError
+from .errors import FormatError, InputError
 from .filekind import KINDS, expect, sniff_bytes
 
 BlobOrPath = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]"]
@@ -192,9 +192,10 @@ def _step_row(raw: tuple) -> dict[str, Any]:
 
 def load(blob_or_path: BlobOrPath, threads: int | None = None) -> Program:
     """Verify and plan a `.xnn` blob given as bytes or a file path (memory-mapped); a `.webnn` / `.json`
-    graph or `.onnx` model path is compiled on the fly. `threads`: threads per run (None or 0 = one per
-    core). Raises FormatError / UnsupportedError for bad blobs or wrong kinds of file, FileError for files
-    that cannot be read."""
+    graph or `.onnx` model path is compiled on the fly; an ExecuTorch `.pte` (bytes or path) runs its
+    XnnpackBackend payload (the C++ loader finds it and the program's named data). `threads`: threads per
+    run (None or 0 = one per core). Raises FormatError / UnsupportedError for bad blobs or wrong kinds of
+    file, FileError for files that cannot be read."""
     n = 0 if threads is None else int(threads)
     if n < 0:
         raise ValueError(f"threads must be >= 0, got {threads}")
@@ -202,11 +203,6 @@ def load(blob_or_path: BlobOrPath, threads: int | None = None) -> Program:
         path = os.fspath(blob_or_path)
         # an unknown kind goes to the blob verifier, which says which bytes are wrong
         kind = expect(path, ("xnn", "unknown", "pte", *GRAPH_KINDS), what=_MODEL)
-        if kind == "pte":
-            raise UnsupportedError(
-                f"{path}: {KINDS['pte'][0]}: {KINDS['pte'][1]}; export the model to ONNX "
-                "and run that, or extract the delegate payload"
-            )
         if kind in GRAPH_KINDS:  # a graph or ONNX model: compiled here, in memory
             return Program(_runtime.Program.from_buffer(compile_model(path), n))
         return Program(_runtime.Program.from_path(path, n))
@@ -217,7 +213,7 @@ def load(blob_or_path: BlobOrPath, threads: int | None = None) -> Program:
             f"load() takes bytes, bytearray, memoryview or a path, not {type(blob_or_path).__name__}"
         )
     kind = sniff_bytes(bytes(blob_or_path[:256]))
-    if kind not in ("xnn", "unknown"):
+    if kind not in ("xnn", "pte", "unknown"):
         raise FormatError(f"these bytes are {KINDS[kind][0]}, not {_MODEL}; {KINDS[kind][1]}")
     return Program(_runtime.Program.from_buffer(blob_or_path, n))
 

@@ -72,7 +72,8 @@ typedef struct wx_tensor {
 WX_API const char* wx_version(void);
 
 /* Load from a file (memory-mapped; constants are not copied) or from bytes (copied, so the caller may free
- * them). The blob is verified completely before anything else touches it. */
+ * them). The blob is verified completely before anything else touches it. An ExecuTorch program (.pte) that
+ * is one XnnpackBackend delegate call loads as its payload, constants in the program's named data included. */
 WX_API wx_status wx_load_file(const char* path, const wx_options* options, wx_program** out);
 WX_API wx_status wx_load_bytes(const void* data, size_t size, const wx_options* options, wx_program** out);
 WX_API void wx_free(wx_program* program);

@@ -14,6 +14,7 @@ Constants come back as memoryviews into the blob: nothing is copied.
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import FormatError
@@ -439,7 +440,17 @@ _PTE = {  # (slot, kind, fmt) of the Program fields we walk; ExecuTorch's schema
     "size": (1, "scalar", "<Q"),  # DataSegment
     "key": (0, "string", ""),
     "segment_index": (1, "scalar", "<I"),  # NamedData
+    "name": (0, "string", ""),  # ExecutionPlan, Operator
+    "chains": (5, "tables", ""),
+    "operators": (6, "tables", ""),  # ExecutionPlan
+    "overload": (1, "string", ""),  # Operator
+    "instructions": (2, "tables", ""),  # Chain
+    "instr_args_type": (0, "scalar", "<B"),
+    "instr_args": (1, "table", ""),  # Instruction
+    "op_index": (0, "scalar", "<i"),  # KernelCall
 }
+# InstructionArguments union members, in schema order (0 is NONE)
+_INSTRUCTIONS = {1: "KernelCall", 2: "DelegateCall", 3: "MoveCall", 4: "JumpFalseCall", 5: "FreeCall"}
 
 
 def _P(name: str) -> L.FieldSpec:  # noqa: N802
@@ -447,12 +458,47 @@ def _P(name: str) -> L.FieldSpec:  # noqa: N802
     return L.FieldSpec(name, slot, kind, fmt, 0)
 
 
-def extract_from_pte(
-    pte: bytes | bytearray | memoryview, delegate_index: int = 0
-) -> tuple[bytes, dict[str, bytes]]:
-    """The XnnpackBackend delegate payload (the `delegate_index`-th one) and the named data (key → bytes) of
-    an ExecuTorch `.pte` program. Raises FormatError when there is none or the file is malformed."""
-    mv = memoryview(pte).cast("B")
+@dataclass
+class PlanContents:
+    """What one method of a `.pte` holds: its name, its delegates' backend ids, the operators its
+    KernelCalls run ("aten::add.out"), and how many instructions of each kind it has."""
+
+    name: str
+    delegates: list[str] = field(default_factory=list)
+    kernel_ops: list[str] = field(default_factory=list)
+    instructions: dict[str, int] = field(default_factory=dict)
+
+
+def program_contents(pte: bytes | bytearray | memoryview) -> list[PlanContents]:
+    """Each method (execution plan) of an ExecuTorch `.pte`: delegates, operators and instruction kinds, so a
+    caller can say what a program holds before refusing it."""
+    _, program = _program(memoryview(pte).cast("B"))
+    out = []
+    for plan in program.tables(_P("execution_plan")):
+        ops = [
+            (o.string(_P("name")) or "?")
+            + (f".{o.string(_P('overload'))}" if o.string(_P("overload")) else "")
+            for o in plan.tables(_P("operators"))
+        ]
+        pc = PlanContents(
+            plan.string(_P("name")) or "", [d.string(_P("id")) or "" for d in plan.tables(_P("delegates"))]
+        )
+        for chain in plan.tables(_P("chains")):
+            for ins in chain.tables(_P("instructions")):
+                kind = _INSTRUCTIONS.get(ins.scalar(_P("instr_args_type")), "unknown")
+                pc.instructions[kind] = pc.instructions.get(kind, 0) + 1
+                if kind == "KernelCall":
+                    body = ins.table(_P("instr_args"))
+                    k = body.scalar(_P("op_index")) if body is not None else -1
+                    op = ops[k] if 0 <= k < len(ops) else f"operator #{k}"
+                    if op not in pc.kernel_ops:
+                        pc.kernel_ops.append(op)
+        out.append(pc)
+    return out
+
+
+def _program(mv: memoryview) -> tuple[tuple[int, int | None], _Table]:
+    """((program_size, segment_base_offset or None), root Program table) of a `.pte`."""
     n = len(mv)
     if n < 8 or bytes(mv[4:8]) != b"ET12":
         raise FormatError("not an ExecuTorch program: bytes 4..8 are not 'ET12'")
@@ -472,7 +518,18 @@ def extract_from_pte(
                 f"the end of the {n}-byte file"
             )
     buf = _Buf(mv[:program_size], 0, ".pte program")
-    program = _root(buf, "Program")
+    return (program_size, segment_base), _root(buf, "Program")
+
+
+def extract_from_pte(
+    pte: bytes | bytearray | memoryview, delegate_index: int = 0
+) -> tuple[bytes, dict[str, bytes]]:
+    """The XnnpackBackend delegate payload (the `delegate_index`-th one) and the named data (key → bytes) of
+    an ExecuTorch `.pte` program. Raises FormatError when there is none or the file is malformed."""
+    mv = memoryview(pte).cast("B")
+    n = len(mv)
+    (program_size, segment_base), program = _program(mv)
+    buf = program.buf
     segments = program.tables(_P("segments"))
 
     def segment(idx: int, what: str) -> bytes:

@@ -1,0 +1,1 @@
+"""ExecuTorch programs (`.pte`): webxnn writes them (XnnpackBackend delegate) and reads their payloads."""
