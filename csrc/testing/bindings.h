@@ -13,4 +13,6 @@ void bind_kernels(pybind11::module_& kernels);
 void bind_qs8(pybind11::module_& kernels);
 // webxnn._testing.arena_layout: the arena placement on its own (arena_binding.cc).
 void bind_arena_layout(pybind11::module_& m);
+// webxnn._testing.ThreadPool: the thread pool on its own (pool_binding.cc).
+void bind_pool(pybind11::module_& m);
 }  // namespace webxnn
