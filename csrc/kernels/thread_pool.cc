@@ -134,7 +134,8 @@ void ThreadPool::worker_loop(size_t self) {
     // while between runs nothing may come for seconds.
     if (in_session_.load(std::memory_order_relaxed)) {
       spin_until(spin_, [&] {
-        return generation_.load(std::memory_order_acquire) != seen || !in_session_.load(std::memory_order_relaxed);
+        return generation_.load(std::memory_order_acquire) != seen ||
+               !in_session_.load(std::memory_order_relaxed);
       });
     }
     const std::function<void(size_t)>* fn = nullptr;

@@ -165,7 +165,8 @@ class PyProgram {
   }
 
   py::list run_impl(const py::sequence& inputs, size_t repeat, std::shared_ptr<const Plan>* plan_out,
-                    std::vector<std::vector<uint64_t>>* times, std::vector<std::vector<uint64_t>>* waits) const {
+                    std::vector<std::vector<uint64_t>>* times,
+                    std::vector<std::vector<uint64_t>>* waits) const {
     const auto& infos = p_->inputs();
     if (static_cast<size_t>(py::len(inputs)) != infos.size()) {
       input_error("expected " + std::to_string(infos.size()) + " inputs, got " +
@@ -269,8 +270,8 @@ PYBIND11_MODULE(_runtime, m) {
       "set_shared_pool",
       [](size_t threads, int64_t spin_us) {
         py::gil_scoped_release nogil;  // the old pool's workers are joined here
-        webxnn::set_shared_pool(threads, spin_us < 0 ? webxnn::ThreadPool::default_spin_us()
-                                                     : static_cast<uint32_t>(spin_us));
+        webxnn::set_shared_pool(
+            threads, spin_us < 0 ? webxnn::ThreadPool::default_spin_us() : static_cast<uint32_t>(spin_us));
       },
       py::arg("threads"), py::arg("spin_us") = -1,
       "Replace the process's shared pool (threads 0 = one per core; spin_us -1 = default).");

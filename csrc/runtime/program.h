@@ -46,7 +46,8 @@ struct TensorInfo {
 struct LoadOptions {
   size_t threads = 0;  // 0 = std::thread::hardware_concurrency(); ignored with shared_pool
   int64_t spin_us = -1;  // how long the pool's threads poll before sleeping (-1 = ThreadPool's default)
-  bool shared_pool = false;  // run on the process's shared pool (runtime/shared_pool.h), not a pool of its own
+  bool shared_pool =
+      false;  // run on the process's shared pool (runtime/shared_pool.h), not a pool of its own
 };
 
 // Per-step wall time of one run (Program::run with a profile).

@@ -8,7 +8,8 @@
 namespace py = pybind11;
 
 PYBIND11_MODULE(_testing, m) {
-  m.doc() = "webxnn test and benchmark entry points: kernels, the arena placement and the thread pool, one by one";
+  m.doc() =
+      "webxnn test and benchmark entry points: kernels, the arena placement and the thread pool, one by one";
   webxnn::register_error_translator();  // for this module's own copy of the core's Error type
   py::module_ kernels = m.def_submodule("kernels", "Direct access to the kernel tables (tests, benchmarks)");
   webxnn::bind_kernels(kernels);

@@ -58,7 +58,8 @@ void bind_pool(py::module_& m) {
               if (t == bad) throw std::runtime_error("task failed");
             });
           },
-          py::arg("tasks"), py::arg("bad"), "Runs a region whose task `bad` throws (the error is re-raised).");
+          py::arg("tasks"), py::arg("bad"),
+          "Runs a region whose task `bad` throws (the error is re-raised).");
 }
 
 }  // namespace webxnn
