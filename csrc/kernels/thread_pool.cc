@@ -76,8 +76,11 @@ ThreadPool::~ThreadPool() {
 
 uint64_t ThreadPool::barrier_wait_ns() { return tl_barrier_wait_ns; }
 
-ThreadPool::Session::Session(ThreadPool& pool) : pool_(pool.workers_.empty() ? nullptr : &pool) {
+ThreadPool::Session::Session(ThreadPool& pool)
+    : pool_(pool.workers_.empty() || tl_session_pool == &pool ? nullptr : &pool) {
+  // (A thread already holding this pool's session, or a pool without workers: nothing to do.)
   if (!pool_) return;
+  saved_ = tl_session_pool;
   pool_->session_mutex_.lock();  // another caller's session: sleep until it closes
   {
     std::lock_guard<std::mutex> lk(pool_->mutex_);
@@ -92,7 +95,7 @@ ThreadPool::Session::Session(ThreadPool& pool) : pool_(pool.workers_.empty() ? n
 
 ThreadPool::Session::~Session() {
   if (!pool_) return;
-  tl_session_pool = nullptr;
+  tl_session_pool = saved_;
   {
     std::lock_guard<std::mutex> lk(pool_->mutex_);
     pool_->in_session_.store(false, std::memory_order_relaxed);

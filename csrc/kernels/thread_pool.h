@@ -62,7 +62,8 @@ class ThreadPool final : public Parallel {
   uint32_t spin_us() const { return static_cast<uint32_t>(spin_.count()); }
   void run(size_t tasks, const std::function<void(size_t task)>& fn) override;
 
-  // RAII: one caller's series of regions (see the header comment). Not reentrant on one pool.
+  // RAII: one caller's series of regions (see the header comment). A nested Session of the same pool on the
+  // same thread does nothing.
   class Session {
    public:
     explicit Session(ThreadPool& pool);
@@ -71,7 +72,8 @@ class ThreadPool final : public Parallel {
     Session& operator=(const Session&) = delete;
 
    private:
-    ThreadPool* pool_;  // null for a pool without workers
+    ThreadPool* pool_;  // null when there is nothing to do
+    const ThreadPool* saved_ = nullptr;  // the session this thread held before (another pool's)
   };
 
   // Nanoseconds the calling thread has waited, in total, at the end of its regions (any pool).
