@@ -61,6 +61,15 @@ def test_many_callers_on_one_pool(spin_us: int) -> None:
     in_threads(6, caller)
 
 
+@pytest.mark.parametrize("threads", [2, 3])
+def test_a_late_thread_loses_its_tasks_not_the_result(threads: int) -> None:
+    # Task 1 sleeps 2 ms: whoever holds it makes the others wait, and the pool then runs regions on the caller
+    # alone for a while (the back-off) before trying its workers again. Every task still runs once.
+    pool = _testing.ThreadPool(threads, 50)
+    assert pool.run_counts(9, regions=25, session=True, slow_task=1, slow_us=2000) == [25] * 9
+    assert pool.run_counts(9, regions=25) == [25] * 9
+
+
 def test_nested_region_runs_inline() -> None:
     pool = _testing.ThreadPool(2, 0)
     assert pool.run_counts(9, regions=5, session=True, nested=3) == [5] * 9

@@ -40,6 +40,20 @@ bool spin_until(std::chrono::microseconds budget, Ready ready) {
   }
 }
 
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// A barrier wait this long means a worker was descheduled while holding a task (a wake-up or a task that
+// merely ran slower costs tens of microseconds; the kernel's time slices are milliseconds).
+constexpr int64_t kLateNs = 1000000;
+// After such a wait, the pool's regions run on the caller alone for this many times the wait (capped), then
+// it tries its workers again.
+constexpr int64_t kSoloFactor = 16;
+constexpr int64_t kMaxSoloNs = 200000000;
+
 }  // namespace
 
 // Why 100 us: the gap between two parallel ops of a graph (element-wise and serial steps in between) is a
@@ -172,7 +186,13 @@ void ThreadPool::worker_loop(size_t self) {
 
 void ThreadPool::run(size_t tasks, const std::function<void(size_t)>& fn) {
   if (tasks == 0) return;
-  const bool inline_only = workers_.empty() || tasks == 1 || tl_active_pool == this;
+  bool inline_only = workers_.empty() || tasks == 1 || tl_active_pool == this;
+  if (!inline_only && solo_until_ns_.load(std::memory_order_relaxed) != 0) {
+    if (now_ns() < solo_until_ns_.load(std::memory_order_relaxed))
+      inline_only = true;
+    else
+      solo_until_ns_.store(0, std::memory_order_relaxed);
+  }
   if (!inline_only) {
     if (tl_session_pool == this) {
       std::lock_guard<std::mutex> run_lk(run_mutex_);
@@ -202,18 +222,25 @@ void ThreadPool::run_region(size_t tasks, const std::function<void(size_t)>& fn)
 
   const ThreadPool* saved = tl_active_pool;
   tl_active_pool = this;
+  const int64_t t_start = now_ns();
   drain(fn, 0);
   tl_active_pool = saved;
 
   // The barrier: workers still running a task of this region.
   if (busy_.load(std::memory_order_acquire) != 0) {
-    const auto t0 = std::chrono::steady_clock::now();
+    const int64_t t0 = now_ns();
     if (!spin_until(spin_, [&] { return busy_.load(std::memory_order_acquire) == 0; })) {
       std::unique_lock<std::mutex> lk(mutex_);
       done_cv_.wait(lk, [&] { return busy_.load(std::memory_order_relaxed) == 0; });
     }
-    tl_barrier_wait_ns += static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+    const int64_t t1 = now_ns();
+    const int64_t wait = t1 - t0;
+    tl_barrier_wait_ns += static_cast<uint64_t>(wait);
+    // The caller waited longer than it worked, and for a time slice: a worker lost its core while holding a
+    // task, so this region was slower than on one thread. Until the other process lets go of the core, the
+    // workers cost more than they bring: run alone for a while, then try again.
+    if (wait >= kLateNs && wait > t0 - t_start)
+      solo_until_ns_.store(t1 + std::min(kMaxSoloNs, kSoloFactor * wait), std::memory_order_relaxed);
   }
   std::exception_ptr error;
   {

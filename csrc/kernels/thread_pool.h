@@ -17,6 +17,10 @@
 //    cores with two callers and one set of workers. Opening a session wakes sleeping workers early, so they
 //    are polling by the time the first region starts. A pool with no workers makes Session a no-op, so
 //    single-threaded runs from several threads stay concurrent.
+//  * Back-off: when the caller waited at a region's end for at least 1 ms, and longer than its own share of
+//    the work took, a worker lost its core while holding a task (another process took it). The next regions
+//    then run on the caller alone for 16 times that wait (at most 0.2 s), after which the workers are tried
+//    again: with a core taken away, two threads must not be slower than one.
 //  * run() outside a session (load-time packing, kernel tests) on a pool whose workers are busy with
 //    another caller's region runs inline on the calling thread instead of waiting. A run() issued from inside
 //    a task of the same pool (nested parallelism) also executes inline.
@@ -109,6 +113,7 @@ class ThreadPool final : public Parallel {
   std::atomic<bool> in_session_{false};  // workers poll only while a Session is open
   std::atomic<size_t> sleepers_{0};  // workers asleep on wake_cv_ (a Session wakes them only if any)
   std::atomic<size_t> busy_{0};  // workers that joined the current region and have not left it
+  std::atomic<int64_t> solo_until_ns_{0};  // steady-clock time until which run() runs inline (0 = no)
   std::atomic<bool> failed_{false};
   std::exception_ptr error_;
   bool stop_ = false;
