@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/internal.h"
@@ -68,13 +69,9 @@ struct Timing {
   std::vector<double>* times = nullptr;
 };
 
-// The calls run inside one ThreadPool::Session, as the ops of a Program::run do: the workers poll between
-// them instead of sleeping.
+// Without a pool: calls of serial kernels (or of a pool the caller holds a ThreadPool::Session on).
 template <typename Fn>
-void run_timed(const Timing& tm, Parallel& par, Fn&& fn) {
-  auto* pool = dynamic_cast<ThreadPool*>(&par);
-  std::optional<ThreadPool::Session> session;
-  if (pool) session.emplace(*pool);
+void run_timed(const Timing& tm, Fn&& fn) {
   fn();
   if (!tm.times) return;
   for (size_t i = 0; i < tm.repeat; ++i) {
@@ -82,6 +79,16 @@ void run_timed(const Timing& tm, Parallel& par, Fn&& fn) {
     fn();
     tm.times->push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
+}
+
+// The calls run inside one ThreadPool::Session, as the ops of a Program::run do: the workers poll between
+// them instead of sleeping.
+template <typename Fn>
+void run_timed(const Timing& tm, Parallel& par, Fn&& fn) {
+  auto* pool = dynamic_cast<ThreadPool*>(&par);
+  std::optional<ThreadPool::Session> session;
+  if (pool) session.emplace(*pool);
+  run_timed(tm, std::forward<Fn>(fn));
 }
 
 // The peak probes' timing: the median wall time (s) of `repeat` (at least 1) runs of `per_thread` on each of
