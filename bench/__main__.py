@@ -12,6 +12,7 @@ SUITES = {
     "models": "bench.models",
     "layers": "bench.layers",
     "builds": "bench.builds",
+    "contended": "bench.contended",
 }
 
 

@@ -438,7 +438,16 @@ def main(argv: list[str] | None = None) -> int:
         "--save-onnx", type=pathlib.Path, default=None, help="also write the ONNX models here"
     )
     parser.add_argument("--no-progress", action="store_true")
-    args = parser.parse_args(argv)
+    parser.add_argument(
+        "--contended", action="store_true", help="run the contended suite instead (python -m bench contended)"
+    )
+    args, rest = parser.parse_known_args(argv)
+    if args.contended:
+        from bench.contended import main as contended_main  # noqa: PLC0415
+
+        return contended_main(rest)
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
         import onnx  # noqa: F401, PLC0415
     except ImportError:

@@ -1,7 +1,7 @@
 #include "kernels/thread_pool.h"
 
 #include <algorithm>
-#include <chrono>
+#include <cstdlib>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -12,6 +12,10 @@ namespace {
 
 // The pool whose tasks this thread is running right now (nested run() calls execute inline).
 thread_local const ThreadPool* tl_active_pool = nullptr;
+// The pool whose Session this thread holds (its run() calls wait for the region lock instead of going inline).
+thread_local const ThreadPool* tl_session_pool = nullptr;
+// ThreadPool::barrier_wait_ns() of this thread.
+thread_local uint64_t tl_barrier_wait_ns = 0;
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -21,20 +25,12 @@ inline void cpu_relax() {
 #endif
 }
 
-// How long a thread polls before sleeping on a condition variable. Time-based (a pause costs ~10 to ~140
-// cycles depending on the CPU, so an iteration count is not a duration):
-//  * an idle worker, for the next region: ~0.5 ms covers the gap between the parallel ops of a graph
-//    (element-wise and single-threaded ops in between), so the next region starts without a futex wake-up,
-//    yet an idle pool stops burning a core within a millisecond;
-//  * the caller, for workers still finishing their last task: the threads of a region often finish tens of
-//    microseconds apart (unequal speeds, a last big task), and a futex sleep plus wake-up then added ~50 us
-//    more in this VM. It used to poll 2000 pauses (~35 us here) before sleeping.
-constexpr std::chrono::microseconds kSpin{500};
-
-// Polls `ready` until it holds or kSpin has passed (the clock read once per 64 polls).
+// Polls `ready` until it holds or `budget` has passed (the clock read once per 64 polls). Time-based: a pause
+// costs ~10 to ~140 cycles depending on the CPU, so an iteration count is not a duration.
 template <typename Ready>
-bool spin_until(Ready ready) {
-  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+bool spin_until(std::chrono::microseconds budget, Ready ready) {
+  if (budget.count() <= 0) return ready();
+  const auto deadline = std::chrono::steady_clock::now() + budget;
   for (;;) {
     for (int i = 0; i < 64; ++i) {
       if (ready()) return true;
@@ -44,9 +40,39 @@ bool spin_until(Ready ready) {
   }
 }
 
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// A barrier wait this long means a worker was descheduled while holding a task (a wake-up or a task that
+// merely ran slower costs tens of microseconds; the kernel's time slices are milliseconds).
+constexpr int64_t kLateNs = 1000000;
+// After such a wait, the pool's regions run on the caller alone for this many times the wait (capped), then
+// it tries its workers again.
+constexpr int64_t kSoloFactor = 16;
+constexpr int64_t kMaxSoloNs = 200000000;
+
 }  // namespace
 
-ThreadPool::ThreadPool(size_t threads) {
+// Why 100 us: the gap between two parallel ops of a graph (element-wise and serial steps in between) is a
+// few to tens of microseconds, so the next region still finds the workers polling; and a futex wake-up costs
+// ~50 us in this VM. Longer polling (it was 500 us, and outside runs too) pays off only on an idle machine:
+// with a core shared with another process, a polling worker takes time slices from the threads doing the
+// work (the caller's serial steps), and a polling caller keeps the kernel from moving a descheduled worker
+// onto its core.
+uint32_t ThreadPool::default_spin_us() {
+  const char* env = std::getenv("WEBXNN_SPIN_US");
+  if (env && *env) {
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(env, &end, 10);
+    if (end && *end == '\0' && v <= 1000000) return static_cast<uint32_t>(v);
+  }
+  return kDefaultSpinUs;
+}
+
+ThreadPool::ThreadPool(size_t threads, uint32_t spin_us) : spin_(spin_us) {
   if (threads == 0) threads = std::max<size_t>(1, std::thread::hardware_concurrency());
   ranges_ = std::make_unique<Range[]>(threads);
   workers_.reserve(threads - 1);
@@ -60,6 +86,35 @@ ThreadPool::~ThreadPool() {
   }
   wake_cv_.notify_all();
   for (auto& t : workers_) t.join();
+}
+
+uint64_t ThreadPool::barrier_wait_ns() { return tl_barrier_wait_ns; }
+
+ThreadPool::Session::Session(ThreadPool& pool)
+    : pool_(pool.workers_.empty() || tl_session_pool == &pool ? nullptr : &pool) {
+  // (A thread already holding this pool's session, or a pool without workers: nothing to do.)
+  if (!pool_) return;
+  saved_ = tl_session_pool;
+  pool_->session_mutex_.lock();  // another caller's session: sleep until it closes
+  {
+    std::lock_guard<std::mutex> lk(pool_->mutex_);
+    pool_->in_session_.store(true, std::memory_order_relaxed);
+    pool_->sessions_opened_.fetch_add(1, std::memory_order_relaxed);
+  }
+  // Sleeping workers start polling now, while the caller prepares its run.
+  if (pool_->spin_.count() > 0 && pool_->sleepers_.load(std::memory_order_relaxed) > 0)
+    pool_->wake_cv_.notify_all();
+  tl_session_pool = pool_;
+}
+
+ThreadPool::Session::~Session() {
+  if (!pool_) return;
+  tl_session_pool = saved_;
+  {
+    std::lock_guard<std::mutex> lk(pool_->mutex_);
+    pool_->in_session_.store(false, std::memory_order_relaxed);
+  }
+  pool_->session_mutex_.unlock();
 }
 
 void ThreadPool::drain(const std::function<void(size_t)>& fn, size_t self) {
@@ -90,14 +145,31 @@ bool ThreadPool::work_left() const {
 void ThreadPool::worker_loop(size_t self) {
   tl_active_pool = this;
   uint64_t seen = 0;
+  uint64_t seen_sessions = 0;
   for (;;) {
-    // Spin first: in a graph the next op usually follows within microseconds.
-    spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
+    // Poll first, but only inside a session: in a graph the next op usually follows within microseconds,
+    // while between runs nothing may come for seconds.
+    if (in_session_.load(std::memory_order_relaxed)) {
+      spin_until(spin_, [&] {
+        return generation_.load(std::memory_order_acquire) != seen ||
+               !in_session_.load(std::memory_order_relaxed);
+      });
+    }
     const std::function<void(size_t)>* fn = nullptr;
     {
       std::unique_lock<std::mutex> lk(mutex_);
-      wake_cv_.wait(lk, [&] { return stop_ || generation_.load(std::memory_order_relaxed) != seen; });
+      auto ready = [&] {
+        return stop_ || generation_.load(std::memory_order_relaxed) != seen ||
+               sessions_opened_.load(std::memory_order_relaxed) != seen_sessions;
+      };
+      if (!ready()) {
+        sleepers_.fetch_add(1, std::memory_order_relaxed);
+        wake_cv_.wait(lk, ready);
+        sleepers_.fetch_sub(1, std::memory_order_relaxed);
+      }
       if (stop_) return;
+      seen_sessions = sessions_opened_.load(std::memory_order_relaxed);
+      if (generation_.load(std::memory_order_relaxed) == seen) continue;  // a session opened: go poll
       seen = generation_.load(std::memory_order_relaxed);
       // Join only if work is left; the caller cannot finish the region while busy_ > 0.
       if (!work_left()) continue;
@@ -114,11 +186,26 @@ void ThreadPool::worker_loop(size_t self) {
 
 void ThreadPool::run(size_t tasks, const std::function<void(size_t)>& fn) {
   if (tasks == 0) return;
-  if (workers_.empty() || tasks == 1 || tl_active_pool == this) {
-    for (size_t t = 0; t < tasks; ++t) fn(t);
-    return;
+  bool inline_only = workers_.empty() || tasks == 1 || tl_active_pool == this;
+  if (!inline_only && solo_until_ns_.load(std::memory_order_relaxed) != 0) {
+    if (now_ns() < solo_until_ns_.load(std::memory_order_relaxed))
+      inline_only = true;
+    else
+      solo_until_ns_.store(0, std::memory_order_relaxed);
   }
-  std::lock_guard<std::mutex> run_lk(run_mutex_);
+  if (!inline_only) {
+    if (tl_session_pool == this) {
+      std::lock_guard<std::mutex> run_lk(run_mutex_);
+      return run_region(tasks, fn);
+    }
+    // Outside a session: the workers are ours only if nobody else is using them.
+    std::unique_lock<std::mutex> run_lk(run_mutex_, std::try_to_lock);
+    if (run_lk.owns_lock()) return run_region(tasks, fn);
+  }
+  for (size_t t = 0; t < tasks; ++t) fn(t);
+}
+
+void ThreadPool::run_region(size_t tasks, const std::function<void(size_t)>& fn) {
   {
     std::lock_guard<std::mutex> lk(mutex_);
     fn_ = &fn;
@@ -131,18 +218,33 @@ void ThreadPool::run(size_t tasks, const std::function<void(size_t)>& fn) {
     }
     generation_.fetch_add(1, std::memory_order_release);
   }
-  wake_cv_.notify_all();
+  if (sleepers_.load(std::memory_order_relaxed) > 0) wake_cv_.notify_all();
 
   const ThreadPool* saved = tl_active_pool;
   tl_active_pool = this;
+  const int64_t t_start = now_ns();
   drain(fn, 0);
   tl_active_pool = saved;
 
-  spin_until([&] { return busy_.load(std::memory_order_acquire) == 0; });
+  // The barrier: workers still running a task of this region.
+  if (busy_.load(std::memory_order_acquire) != 0) {
+    const int64_t t0 = now_ns();
+    if (!spin_until(spin_, [&] { return busy_.load(std::memory_order_acquire) == 0; })) {
+      std::unique_lock<std::mutex> lk(mutex_);
+      done_cv_.wait(lk, [&] { return busy_.load(std::memory_order_relaxed) == 0; });
+    }
+    const int64_t t1 = now_ns();
+    const int64_t wait = t1 - t0;
+    tl_barrier_wait_ns += static_cast<uint64_t>(wait);
+    // The caller waited longer than it worked, and for a time slice: a worker lost its core while holding a
+    // task, so this region was slower than on one thread. Until the other process lets go of the core, the
+    // workers cost more than they bring: run alone for a while, then try again.
+    if (wait >= kLateNs && wait > t0 - t_start)
+      solo_until_ns_.store(t1 + std::min(kMaxSoloNs, kSoloFactor * wait), std::memory_order_relaxed);
+  }
   std::exception_ptr error;
   {
-    std::unique_lock<std::mutex> lk(mutex_);
-    done_cv_.wait(lk, [&] { return busy_.load(std::memory_order_relaxed) == 0; });
+    std::lock_guard<std::mutex> lk(mutex_);
     fn_ = nullptr;
     error = error_;
     error_ = nullptr;

@@ -1,17 +1,33 @@
-// webxnn::ThreadPool — the project's one persistent thread pool (a Parallel implementation).
+// webxnn::ThreadPool — the project's persistent thread pool (a Parallel implementation).
 //
-//  * `ThreadPool(n)` runs tasks on n threads in total: the caller of run() plus n-1 persistent workers
+//  * `ThreadPool(n, spin)` runs tasks on n threads in total: the caller of run() plus n-1 persistent workers
 //    (n = 0 means std::thread::hardware_concurrency()). n = 1 starts no thread and runs everything inline.
-//  * run(tasks, fn) hands out task indices dynamically (one atomic counter); the caller participates and
-//    run() returns when every task has finished. Workers that wake up after the caller already claimed all
-//    tasks simply go back to sleep, so a small run never waits for a wake-up.
-//  * Workers poll for ~0.5 ms (steady clock) after each run before sleeping on a condition variable, so the
-//    next op of a graph finds them awake; the caller polls as long for workers finishing their last task.
-//  * Concurrency: run() may be called from several threads at once; calls are SERIALIZED by a mutex (one
-//    parallel region at a time per pool). A run() issued from inside a task of the same pool (nested
-//    parallelism) executes inline on that thread instead of deadlocking.
+//  * run(tasks, fn) hands out task indices dynamically: participant p first takes the tasks of its own
+//    share [p*tasks/P, (p+1)*tasks/P), in order, then whatever is left of the others' shares. A worker that
+//    wakes up late, or is descheduled, holds at most the one task it is running: the others take the rest.
+//    Workers that wake up after all tasks are claimed go back to waiting, so a small run never waits for a
+//    wake-up.
+//  * Waiting (the policy the README states): a worker that finished a region polls for the next one for at
+//    most `spin` (steady clock), and only while a Session is open (a caller inside Program::run); then it
+//    sleeps on a condition variable. When the last Session closes, polling workers go to sleep at once. The
+//    caller of run() polls for at most `spin` for workers still finishing their last task, then sleeps too.
+//    spin = 0: nobody polls. The default is WEBXNN_SPIN_US from the environment, else kDefaultSpinUs.
+//  * Sessions: `Session s(pool)` brackets a series of run() calls (one Program::run). Sessions of one pool
+//    are SERIALIZED: a second caller sleeps until the first session closes, instead of oversubscribing the
+//    cores with two callers and one set of workers. Opening a session wakes sleeping workers early, so they
+//    are polling by the time the first region starts. A pool with no workers makes Session a no-op, so
+//    single-threaded runs from several threads stay concurrent.
+//  * Back-off: when the caller waited at a region's end for at least 1 ms, and longer than its own share of
+//    the work took, a worker lost its core while holding a task (another process took it). The next regions
+//    then run on the caller alone for 16 times that wait (at most 0.2 s), after which the workers are tried
+//    again: with a core taken away, two threads must not be slower than one.
+//  * run() outside a session (load-time packing, kernel tests) on a pool whose workers are busy with
+//    another caller's region runs inline on the calling thread instead of waiting. A run() issued from inside
+//    a task of the same pool (nested parallelism) also executes inline.
 //  * An exception thrown by fn is caught, the remaining tasks are skipped, and the first exception is
 //    rethrown from run() on the calling thread.
+//  * barrier_wait_ns(): per calling thread, the total time it waited at the end of its regions for workers
+//    still running a task (what Program.profile() reports per step as the barrier wait).
 //  * Destruction joins the workers; destroying the pool while another thread is inside run() is a bug of
 //    the owner (as with any object).
 //  * The pool does not touch the floating-point environment (MXCSR): results stay bit-identical whichever
@@ -19,6 +35,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -35,13 +52,36 @@ namespace webxnn {
 
 class ThreadPool final : public Parallel {
  public:
-  explicit ThreadPool(size_t threads);
+  // How long threads poll before sleeping when neither the constructor nor WEBXNN_SPIN_US says otherwise.
+  static constexpr uint32_t kDefaultSpinUs = 100;
+  // WEBXNN_SPIN_US when set to a number in [0, 1000000], else kDefaultSpinUs.
+  static uint32_t default_spin_us();
+
+  explicit ThreadPool(size_t threads, uint32_t spin_us = default_spin_us());
   ~ThreadPool() override;
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   size_t threads() const override { return workers_.size() + 1; }
+  uint32_t spin_us() const { return static_cast<uint32_t>(spin_.count()); }
   void run(size_t tasks, const std::function<void(size_t task)>& fn) override;
+
+  // RAII: one caller's series of regions (see the header comment). A nested Session of the same pool on the
+  // same thread does nothing.
+  class Session {
+   public:
+    explicit Session(ThreadPool& pool);
+    ~Session();
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
+
+   private:
+    ThreadPool* pool_;  // null when there is nothing to do
+    const ThreadPool* saved_ = nullptr;  // the session this thread held before (another pool's)
+  };
+
+  // Nanoseconds the calling thread has waited, in total, at the end of its regions (any pool).
+  static uint64_t barrier_wait_ns();
 
  private:
   void worker_loop(size_t self);
@@ -49,6 +89,7 @@ class ThreadPool final : public Parallel {
   // whatever is left of the others' ranges.
   void drain(const std::function<void(size_t)>& fn, size_t self);
   bool work_left() const;
+  void run_region(size_t tasks, const std::function<void(size_t)>& fn);
 
   // Participant p (0 = the caller, p >= 1 = worker p) owns tasks [p*tasks/P, (p+1)*tasks/P) of a region and
   // claims them in order; a participant with nothing left takes the rest of the others' ranges. Kernels number
@@ -59,14 +100,20 @@ class ThreadPool final : public Parallel {
     size_t end = 0;
   };
 
-  std::mutex run_mutex_;  // serializes whole run() calls
+  const std::chrono::microseconds spin_;
+  std::mutex session_mutex_;  // held by the open Session
+  std::mutex run_mutex_;  // serializes regions
   std::mutex mutex_;  // guards the region state below and the condition variables
   std::condition_variable wake_cv_;
   std::condition_variable done_cv_;
   const std::function<void(size_t)>* fn_ = nullptr;
   std::unique_ptr<Range[]> ranges_;  // one per participant
   std::atomic<uint64_t> generation_{0};  // bumped once per parallel region
+  std::atomic<uint64_t> sessions_opened_{0};  // bumped by each Session (wakes sleeping workers to poll)
+  std::atomic<bool> in_session_{false};  // workers poll only while a Session is open
+  std::atomic<size_t> sleepers_{0};  // workers asleep on wake_cv_ (a Session wakes them only if any)
   std::atomic<size_t> busy_{0};  // workers that joined the current region and have not left it
+  std::atomic<int64_t> solo_until_ns_{0};  // steady-clock time until which run() runs inline (0 = no)
   std::atomic<bool> failed_{false};
   std::exception_ptr error_;
   bool stop_ = false;

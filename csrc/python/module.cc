@@ -11,6 +11,7 @@
 #include "kernels/kernels.h"
 #include "python/errors.h"
 #include "runtime/program.h"
+#include "runtime/shared_pool.h"
 #include "runtime/status.h"
 
 namespace py = pybind11;
@@ -73,13 +74,20 @@ class PyProgram {
     }
   };
 
-  static PyProgram from_buffer(const py::buffer& buf, size_t threads) {
+  static LoadOptions load_options(size_t threads, int64_t spin_us, bool shared) {
+    LoadOptions opts;
+    opts.threads = threads;
+    opts.spin_us = spin_us;
+    opts.shared_pool = shared;
+    return opts;
+  }
+
+  static PyProgram from_buffer(const py::buffer& buf, size_t threads, int64_t spin_us, bool shared) {
     auto info = std::make_unique<py::buffer_info>(buf.request());  // requires a contiguous buffer
     const size_t size = static_cast<size_t>(info->size * info->itemsize);
     const void* data = info->ptr;
     const bool readonly = info->readonly;
-    LoadOptions opts;
-    opts.threads = threads;
+    const LoadOptions opts = load_options(threads, spin_us, shared);
     std::shared_ptr<Program> p;
     if (readonly && size) {
       // bytes (or a read-only view of them) cannot change: verify and use them in place, no copy.
@@ -95,9 +103,8 @@ class PyProgram {
     return PyProgram(std::move(p));
   }
 
-  static PyProgram from_path(const std::string& path, size_t threads) {
-    LoadOptions opts;
-    opts.threads = threads;
+  static PyProgram from_path(const std::string& path, size_t threads, int64_t spin_us, bool shared) {
+    const LoadOptions opts = load_options(threads, spin_us, shared);
     std::shared_ptr<Program> p;
     {
       py::gil_scoped_release nogil;
@@ -106,25 +113,26 @@ class PyProgram {
     return PyProgram(std::move(p));
   }
 
-  py::list run(const py::sequence& inputs) const { return run_impl(inputs, 0, nullptr, nullptr); }
+  py::list run(const py::sequence& inputs) const { return run_impl(inputs, 0, nullptr, nullptr, nullptr); }
 
   // Runs `repeat` times and returns one entry per step of the plan (then one per node that needed no step):
-  // (node, kind, source, output shape, fused node or -1, [ns per run]).
+  // (node, kind, source, output shape, fused node or -1, [ns per run], serial, ahead, [barrier wait ns per run]).
   py::list profile(const py::sequence& inputs, size_t repeat) const {
     std::shared_ptr<const Plan> plan;
-    std::vector<std::vector<uint64_t>> times;
-    run_impl(inputs, repeat == 0 ? 1 : repeat, &plan, &times);
-    return describe_plan(*plan, &times);
+    std::vector<std::vector<uint64_t>> times, waits;
+    run_impl(inputs, repeat == 0 ? 1 : repeat, &plan, &times, &waits);
+    return describe_plan(*plan, &times, &waits);
   }
 
   // The declared shapes' plan: (node, kind, source, output shape, [fused nodes], None when the node needs no
   // step else [ns per run] (empty without timings), runs serially, the node whose weights the step prefetches
-  // or None). The fused nodes: the image transpose a
+  // or None, then the barrier waits like the times). The fused nodes: the image transpose a
   // conv reads through, the pointwise producer of a depthwise step and its activation, the depthwise
   // producer of a pointwise step, then the consumer whose output the step writes.
-  py::list describe_plan(const Plan& plan, const std::vector<std::vector<uint64_t>>* times) const {
+  py::list describe_plan(const Plan& plan, const std::vector<std::vector<uint64_t>>* times,
+                         const std::vector<std::vector<uint64_t>>* waits = nullptr) const {
     const Model& m = p_->model();
-    auto entry = [&](uint32_t node, const Step& st, py::object ns) {
+    auto entry = [&](uint32_t node, const Step& st, py::object ns, py::object wait) {
       const Node& nd = m.nodes[node];
       const uint32_t out = st.into != kNoValue ? m.nodes[st.into].outputs[0] : nd.outputs[0];
       py::list fused;
@@ -136,25 +144,29 @@ class PyProgram {
       py::list shape;
       for (size_t d : plan.shapes[out]) shape.append(d);
       py::object ahead = st.ahead != kNoValue ? py::object(py::int_(st.ahead)) : py::object(py::none());
-      return py::make_tuple(node, kind ? kind : "?", src, shape, fused, ns, st.serial, ahead);
+      return py::make_tuple(node, kind ? kind : "?", src, shape, fused, ns, st.serial, ahead, wait);
     };
     py::list r;
     for (size_t s = 0; s < plan.steps.size(); ++s) {
       const Step& st = plan.steps[s];
-      py::list ns;
+      py::list ns, wait;
       if (times) {
         for (const auto& t : *times) ns.append(t[s]);
       }
-      r.append(entry(st.node, st, ns));
+      if (waits) {
+        for (const auto& w : *waits) wait.append(w[s]);
+      }
+      r.append(entry(st.node, st, ns, wait));
     }
     Step aliased;
     aliased.serial = true;
-    for (uint32_t node : plan.aliased_nodes) r.append(entry(node, aliased, py::none()));
+    for (uint32_t node : plan.aliased_nodes) r.append(entry(node, aliased, py::none(), py::none()));
     return r;
   }
 
   py::list run_impl(const py::sequence& inputs, size_t repeat, std::shared_ptr<const Plan>* plan_out,
-                    std::vector<std::vector<uint64_t>>* times) const {
+                    std::vector<std::vector<uint64_t>>* times,
+                    std::vector<std::vector<uint64_t>>* waits) const {
     const auto& infos = p_->inputs();
     if (static_cast<size_t>(py::len(inputs)) != infos.size()) {
       input_error("expected " + std::to_string(infos.size()) + " inputs, got " +
@@ -196,7 +208,9 @@ class PyProgram {
     if (times) {
       py::gil_scoped_release nogil;
       times->assign(repeat, std::vector<uint64_t>(plan->steps.size(), 0));
-      for (size_t k = 0; k < repeat; ++k) p_->run(*plan, in_ptrs.data(), out_ptrs.data(), (*times)[k].data());
+      waits->assign(repeat, std::vector<uint64_t>(plan->steps.size(), 0));
+      for (size_t k = 0; k < repeat; ++k)
+        p_->run(*plan, in_ptrs.data(), out_ptrs.data(), (*times)[k].data(), (*waits)[k].data());
       *plan_out = plan;
       return result;
     }
@@ -225,8 +239,10 @@ PYBIND11_MODULE(_runtime, m) {
 
   py::class_<PyProgram>(m, "Program")
       .def_static("from_buffer", &PyProgram::from_buffer, py::arg("data"), py::arg("threads") = 0,
+                  py::arg("spin_us") = -1, py::arg("shared_pool") = false,
                   "Load from a bytes-like object (copied into an aligned buffer).")
       .def_static("from_path", &PyProgram::from_path, py::arg("path"), py::arg("threads") = 0,
+                  py::arg("spin_us") = -1, py::arg("shared_pool") = false,
                   "Load from a file (memory-mapped; constants are not copied).")
       .def_property_readonly("inputs",
                              [](const PyProgram& p) { return webxnn::describe(p.program().inputs()); })
@@ -239,6 +255,8 @@ PYBIND11_MODULE(_runtime, m) {
       .def_property_readonly(
           "plan", [](const PyProgram& p) { return p.describe_plan(p.program().base_plan(), nullptr); })
       .def_property_readonly("threads", [](const PyProgram& p) { return p.program().threads(); })
+      .def_property_readonly("spin_us", [](const PyProgram& p) { return p.program().spin_us(); })
+      .def_property_readonly("shared_pool", [](const PyProgram& p) { return p.program().shared_pool(); })
       .def_property_readonly("kernels",
                              [](const PyProgram& p) { return std::string(p.program().kernels_name()); })
       .def("run", &PyProgram::run, py::arg("inputs"),
@@ -248,6 +266,18 @@ PYBIND11_MODULE(_runtime, m) {
           "Run `repeat` times timing every step: a list of (node, kind, source, output shape, fused node or -1, "
           "[ns per run] or None for a node that needs no step, serial).");
 
+  m.def(
+      "set_shared_pool",
+      [](size_t threads, int64_t spin_us) {
+        py::gil_scoped_release nogil;  // the old pool's workers are joined here
+        webxnn::set_shared_pool(
+            threads, spin_us < 0 ? webxnn::ThreadPool::default_spin_us() : static_cast<uint32_t>(spin_us));
+      },
+      py::arg("threads"), py::arg("spin_us") = -1,
+      "Replace the process's shared pool (threads 0 = one per core; spin_us -1 = default).");
+  m.def(
+      "shared_pool_threads", [] { return webxnn::shared_pool()->threads(); },
+      "Threads of the process's shared pool (created on first use).");
   m.def(
       "cpu_info",
       [] {

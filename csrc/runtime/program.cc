@@ -8,6 +8,7 @@
 #include "runtime/node_table.h"
 #include "runtime/nodes/common.h"
 #include "runtime/shapes.h"
+#include "runtime/shared_pool.h"
 #include "runtime/status.h"
 
 namespace webxnn {
@@ -155,7 +156,12 @@ void Program::init(std::shared_ptr<BlobStorage> blob, const LoadOptions& opts) {
     for (uint32_t out : model_.nodes[i].outputs) producer_[out] = static_cast<int64_t>(i);
   }
 
-  pool_ = std::make_unique<ThreadPool>(opts.threads);
+  shared_pool_ = opts.shared_pool;
+  if (opts.shared_pool)
+    pool_ = webxnn::shared_pool();
+  else
+    pool_ = std::make_shared<ThreadPool>(
+        opts.threads, opts.spin_us < 0 ? ThreadPool::default_spin_us() : static_cast<uint32_t>(opts.spin_us));
   pack_weights();
   base_plan_ = make_plan(std::move(shapes));
 }

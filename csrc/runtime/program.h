@@ -44,7 +44,10 @@ struct TensorInfo {
 };
 
 struct LoadOptions {
-  size_t threads = 0;  // 0 = std::thread::hardware_concurrency()
+  size_t threads = 0;  // 0 = std::thread::hardware_concurrency(); ignored with shared_pool
+  int64_t spin_us = -1;  // how long the pool's threads poll before sleeping (-1 = ThreadPool's default)
+  bool shared_pool =
+      false;  // run on the process's shared pool (runtime/shared_pool.h), not a pool of its own
 };
 
 // Per-step wall time of one run (Program::run with a profile).
@@ -69,6 +72,8 @@ class Program {
   // The plan for the declared input shapes.
   const Plan& base_plan() const { return *base_plan_; }
   size_t threads() const { return pool_->threads(); }
+  uint32_t spin_us() const { return pool_->spin_us(); }
+  bool shared_pool() const { return shared_pool_; }
   const char* kernels_name() const { return kernels_->name; }
   const Model& model() const { return model_; }
 
@@ -80,9 +85,11 @@ class Program {
   size_t output_bytes(const Plan& plan, size_t k) const;
 
   // Runs with dense row-major inputs of plan's shapes; outputs[i] must hold numel(plan output i) elements.
-  // With `step_ns` (plan.steps.size() entries), each step's wall time in nanoseconds is added to it.
-  void run(const Plan& plan, const void* const* inputs, void* const* outputs,
-           uint64_t* step_ns = nullptr) const;
+  // With `step_ns` (plan.steps.size() entries), each step's wall time in nanoseconds is added to it; with
+  // `step_wait_ns` too, the time the calling thread waited at the step's barriers for the pool's workers.
+  // Runs of Programs on one pool take turns (ThreadPool::Session); single-threaded ones do not.
+  void run(const Plan& plan, const void* const* inputs, void* const* outputs, uint64_t* step_ns = nullptr,
+           uint64_t* step_wait_ns = nullptr) const;
 
  private:
   Program() = default;
@@ -121,7 +128,8 @@ class Program {
   std::vector<int64_t> last_use_;  // per value: last node reading it, or -1
   std::vector<uint32_t> consumers_;  // per value: how many input slots of non-folded nodes read it
   std::shared_ptr<const Plan> base_plan_;
-  std::unique_ptr<ThreadPool> pool_;
+  std::shared_ptr<ThreadPool> pool_;
+  bool shared_pool_ = false;
 
   // Arenas of finished runs, reused by the next run (one per concurrent run at most).
   mutable std::mutex arena_mutex_;

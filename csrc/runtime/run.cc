@@ -28,8 +28,11 @@ void Program::release_arena(AlignedBuffer buf) const {
   if (free_arenas_.size() < kMaxFreeArenas) free_arenas_.push_back(std::move(buf));
 }
 
-void Program::run(const Plan& plan, const void* const* inputs, void* const* outputs,
-                  uint64_t* step_ns) const {
+void Program::run(const Plan& plan, const void* const* inputs, void* const* outputs, uint64_t* step_ns,
+                  uint64_t* step_wait_ns) const {
+  // First: another run on this pool finishes before ours starts, and sleeping workers wake up while we
+  // prepare.
+  ThreadPool::Session session(*pool_);
   const size_t nv = model_.values.size();
   // The arena comes from (and goes back to) a small cache: a fresh multi-megabyte allocation per run would
   // be mapped and page-faulted anew every time.
@@ -60,11 +63,13 @@ void Program::run(const Plan& plan, const void* const* inputs, void* const* outp
       exec_node(st.node, plan, ptrs.data(), par, &st);
       continue;
     }
+    const uint64_t w0 = ThreadPool::barrier_wait_ns();
     const auto t0 = std::chrono::steady_clock::now();
     exec_node(st.node, plan, ptrs.data(), par, &st);
     const auto t1 = std::chrono::steady_clock::now();
     step_ns[s] +=
         static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
+    if (step_wait_ns) step_wait_ns[s] += ThreadPool::barrier_wait_ns() - w0;
   }
   // An input that is also an output (flags 3) is copied through.
   for (size_t k = 0; k < model_.outputs.size(); ++k) {

@@ -18,4 +18,6 @@ void bind_arena_layout(pybind11::module_& m);
 
 // qd8_binding.cc: quantize_qd8, qd8_gemm (dynamic int8) in webxnn._testing.kernels
 void bind_qd8(pybind11::module_& kernels);
+// webxnn._testing.ThreadPool: the thread pool on its own (pool_binding.cc).
+void bind_pool(pybind11::module_& m);
 }  // namespace webxnn

@@ -12,7 +12,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/internal.h"
@@ -67,6 +69,7 @@ struct Timing {
   std::vector<double>* times = nullptr;
 };
 
+// Without a pool: calls of serial kernels (or of a pool the caller holds a ThreadPool::Session on).
 template <typename Fn>
 void run_timed(const Timing& tm, Fn&& fn) {
   fn();
@@ -78,6 +81,16 @@ void run_timed(const Timing& tm, Fn&& fn) {
   }
 }
 
+// The calls run inside one ThreadPool::Session, as the ops of a Program::run do: the workers poll between
+// them instead of sleeping.
+template <typename Fn>
+void run_timed(const Timing& tm, Parallel& par, Fn&& fn) {
+  auto* pool = dynamic_cast<ThreadPool*>(&par);
+  std::optional<ThreadPool::Session> session;
+  if (pool) session.emplace(*pool);
+  run_timed(tm, std::forward<Fn>(fn));
+}
+
 // The peak probes' timing: the median wall time (s) of `repeat` (at least 1) runs of `per_thread` on each of
 // `threads` workers of par at once, after a warm-up run; the GIL is released meanwhile.
 template <typename Fn>
@@ -85,6 +98,9 @@ double median_run_seconds(Parallel& par, size_t threads, size_t repeat, Fn&& per
   std::vector<double> times;
   {
     pybind11::gil_scoped_release nogil;
+    auto* pool = dynamic_cast<ThreadPool*>(&par);
+    std::optional<ThreadPool::Session> session;
+    if (pool) session.emplace(*pool);
     for (size_t r = 0; r < std::max<size_t>(repeat, 1) + 1; ++r) {
       const auto t0 = std::chrono::steady_clock::now();
       par.run(threads, [&](size_t) { per_thread(); });

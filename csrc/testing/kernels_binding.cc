@@ -90,11 +90,11 @@ py::array gemm_t(const FArr& A, const FArr& B, const std::optional<FArr>& bias, 
     py::gil_scoped_release nogil;
     t.gemm_pack(K, N, B.data(), b_is_nk, bias ? bias->data() : nullptr, packed.p);
     if (residual) {
-      run_timed(tm, [&] {
+      run_timed(tm, par, [&] {
         t.gemm_residual(M, N, K, A.data(), K, packed.p, residual->data(), N, C.mutable_data(), N, act, par);
       });
     } else {
-      run_timed(tm, [&] { t.gemm(M, N, K, A.data(), K, packed.p, C.mutable_data(), N, act, par); });
+      run_timed(tm, par, [&] { t.gemm(M, N, K, A.data(), K, packed.p, C.mutable_data(), N, act, par); });
     }
   }
   return std::move(C);
@@ -202,11 +202,11 @@ py::array conv2d_t(const FArr& x, const FArr& f, const std::optional<FArr>& bias
     py::gil_scoped_release nogil;
     t.conv2d_pack(p, f.data(), bias ? bias->data() : nullptr, packed.p);
     if (residual) {
-      run_timed(tm, [&] {
+      run_timed(tm, par, [&] {
         t.conv2d_residual(p, N, H, W, x.data(), OH, OW, packed.p, residual->data(), out.mutable_data(), par);
       });
     } else {
-      run_timed(tm, [&] { t.conv2d(p, N, H, W, x.data(), OH, OW, packed.p, out.mutable_data(), par); });
+      run_timed(tm, par, [&] { t.conv2d(p, N, H, W, x.data(), OH, OW, packed.p, out.mutable_data(), par); });
     }
   }
   return std::move(out);
@@ -240,7 +240,7 @@ py::array dwconv2d_t(const FArr& x, const FArr& f, const std::optional<FArr>& bi
   {
     py::gil_scoped_release nogil;
     t.dwconv2d_pack(p, f.data(), bias ? bias->data() : nullptr, packed.p);
-    run_timed(tm, [&] { t.dwconv2d(p, N, H, W, x.data(), OH, OW, packed.p, out.mutable_data(), par); });
+    run_timed(tm, par, [&] { t.dwconv2d(p, N, H, W, x.data(), OH, OW, packed.p, out.mutable_data(), par); });
   }
   return std::move(out);
 }
@@ -381,7 +381,7 @@ py::array deconv2d_t(const FArr& x, const FArr& f, const std::optional<FArr>& bi
   {
     py::gil_scoped_release nogil;
     t.deconv2d_pack(p, f.data(), bias ? bias->data() : nullptr, packed.p);
-    run_timed(tm, [&] { t.deconv2d(p, N, H, W, x.data(), OH, OW, packed.p, out.mutable_data(), par); });
+    run_timed(tm, par, [&] { t.deconv2d(p, N, H, W, x.data(), OH, OW, packed.p, out.mutable_data(), par); });
   }
   return std::move(out);
 }
@@ -417,7 +417,7 @@ py::array pool2d_t(bool is_max, const FArr& x, const Pair& pool, const Pads& pad
   auto out = make_out<float>({N, OH, OW, C});
   {
     py::gil_scoped_release nogil;
-    run_timed(tm, [&] {
+    run_timed(tm, par, [&] {
       (is_max ? t.max_pool2d : t.avg_pool2d)(p, N, H, W, C, x.data(), OH, OW, out.mutable_data(), par);
     });
   }
@@ -528,7 +528,7 @@ py::array unary_t(const std::string& op, const FArr& x, float alpha, float beta,
   p.act = act_of(w, mn, mx);
   {
     py::gil_scoped_release nogil;
-    run_timed(tm, [&] {
+    run_timed(tm, par, [&] {
       t.unary(it->second, static_cast<size_t>(x.size()), x.data(), out.mutable_data(), p, par);
     });
   }
@@ -550,7 +550,7 @@ py::array softmax_t(const FArr& x, const std::string& isa, size_t threads, const
   auto out = make_out<float>(shape_of(x));
   {
     py::gil_scoped_release nogil;
-    run_timed(tm, [&] { t.softmax(rows, cols, x.data(), out.mutable_data(), par); });
+    run_timed(tm, par, [&] { t.softmax(rows, cols, x.data(), out.mutable_data(), par); });
   }
   return std::move(out);
 }
@@ -573,7 +573,7 @@ py::array normalize_t(const FArr& x, const std::optional<FArr>& scale, const std
   auto out = make_out<float>(shape_of(x));
   {
     py::gil_scoped_release nogil;
-    run_timed(tm, [&] {
+    run_timed(tm, par, [&] {
       t.normalize(rows, cols, x.data(), scale ? scale->data() : nullptr, bias ? bias->data() : nullptr,
                   epsilon, out.mutable_data(), par);
     });

@@ -8,7 +8,8 @@
 namespace py = pybind11;
 
 PYBIND11_MODULE(_testing, m) {
-  m.doc() = "webxnn test and benchmark entry points: kernels and the arena placement, one by one";
+  m.doc() =
+      "webxnn test and benchmark entry points: kernels, the arena placement and the thread pool, one by one";
   webxnn::register_error_translator();  // for this module's own copy of the core's Error type
   py::module_ kernels = m.def_submodule("kernels", "Direct access to the kernel tables (tests, benchmarks)");
   webxnn::bind_kernels(kernels);
@@ -18,4 +19,5 @@ PYBIND11_MODULE(_testing, m) {
   // the product's cpu_info, under the name the kernel tests have always used
   kernels.attr("cpu_info") = py::module_::import("webxnn._runtime").attr("cpu_info");
   webxnn::bind_arena_layout(m);
+  webxnn::bind_pool(m);
 }

@@ -76,8 +76,9 @@ py::array qgemm(const py::array& A, const I8Arr& B, const std::optional<I32Arr>&
   {
     py::gil_scoped_release nogil;
     t.qgemm_pack(K, N, B.data(), b_is_nk, bias ? bias->data() : nullptr, q, packed.p);
-    run_timed(
-        tm, [&] { t.qgemm(M, N, K, A.data(), lda, packed.p, C.mutable_data(), ldc, out_min, out_max, par); });
+    run_timed(tm, par, [&] {
+      t.qgemm(M, N, K, A.data(), lda, packed.p, C.mutable_data(), ldc, out_min, out_max, par);
+    });
   }
   return C;
 }
@@ -140,7 +141,7 @@ py::array qconv2d(const py::array& x, const I8Arr& f, const std::optional<I32Arr
   {
     py::gil_scoped_release nogil;
     t.qconv2d_pack(p, f.data(), bias ? bias->data() : nullptr, q, packed.p);
-    run_timed(tm, [&] {
+    run_timed(tm, par, [&] {
       t.qconv2d(p, N, H, W, x.data(), OH, OW, packed.p, out.mutable_data(), out_min, out_max, par);
     });
   }

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from .ops.base import TensorType
-    from .runtime import Program
+    from .runtime import Pool, Program
 
     PathLike = str | os.PathLike[str]
 
@@ -100,12 +100,28 @@ def to_pte(
     return _to_pte(model, weights=weights, inline=inline)
 
 
-def load(blob_or_path: bytes | bytearray | memoryview | PathLike, threads: int | None = None) -> Program:
+def load(
+    blob_or_path: bytes | bytearray | memoryview | PathLike,
+    threads: int | None = None,
+    *,
+    spin_us: int | None = None,
+    pool: Pool = "own",
+) -> Program:
     """Verify and load a `.xnn` blob (bytes) or file (memory-mapped) into a runnable `Program`; a `.webnn`,
-    `.json` or `.onnx` path is compiled on the fly; an ExecuTorch `.pte` runs its XnnpackBackend payload."""
+    `.json` or `.onnx` path is compiled on the fly; an ExecuTorch `.pte` runs its XnnpackBackend payload.
+    `spin_us`: how long idle pool threads poll before sleeping; `pool="shared"`: use the process's shared pool
+    (see `set_threads`)."""
     from .runtime import load as _load
 
-    return _load(blob_or_path, threads=threads)
+    return _load(blob_or_path, threads=threads, spin_us=spin_us, pool=pool)
+
+
+def set_threads(threads: int | None = None, spin_us: int | None = None) -> None:
+    """Size the process's shared thread pool (None or 0 threads = one per core), which Programs loaded with
+    `pool="shared"` share: their runs take turns on its threads instead of oversubscribing the cores."""
+    from .runtime import set_threads as _set_threads
+
+    _set_threads(threads, spin_us)
 
 
 def from_onnx(model: Any, override_dims: dict[str, int] | None = None) -> Graph:
@@ -156,6 +172,7 @@ __all__ = [
     "compile",
     "to_pte",
     "load",
+    "set_threads",
     "cpu_info",
     "Program",
     "__version__",

@@ -250,10 +250,12 @@ def _print_profile(prog, feeds: dict[str, np.ndarray], repeat: int, precisions: 
             continue
         fused = f" +{len(r['fused'])} fused" if r.get("fused") else ""
         ahead = f", prefetching node {r['prefetches']}'s weights" if r.get("prefetches") is not None else ""
+        # a thread of the pool that was late (its core busy elsewhere) shows as a wait at the step's end
+        wait = f", {r['wait_ms']:.3f} ms waiting for threads" if r.get("wait_ms", 0.0) >= 0.001 else ""
         print(
             f"  {r['ms']:8.3f} ms {100 * r['ms'] / total:5.1f}%  node {r['node']:<4} {r['kind']:<26}"
             f"{precisions[r['node']] if r['node'] < len(precisions) else '':<8}"
-            f"{list(r['shape'])} {r.get('source') or ''}{fused}{ahead}"
+            f"{list(r['shape'])} {r.get('source') or ''}{fused}{ahead}{wait}"
         )
 
 

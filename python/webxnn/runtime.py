@@ -13,7 +13,7 @@ import os
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, Literal, Union
 
 import numpy as np
 
@@ -24,6 +24,7 @@ from .errors import FormatError, InputError
 from .filekind import KINDS, expect, sniff_bytes
 
 BlobOrPath = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]"]
+Pool = Literal["own", "shared"]
 
 _MODEL = "a compiled .xnn blob"
 
@@ -73,6 +74,16 @@ class Program:
         return int(self._impl.threads)
 
     @property
+    def pool(self) -> Pool:
+        """ "shared" when the Program runs on the process's shared pool (see `set_threads`), else "own"."""
+        return "shared" if self._impl.shared_pool else "own"
+
+    @property
+    def spin_us(self) -> int:
+        """How long the pool's threads poll for work before sleeping, in microseconds."""
+        return int(self._impl.spin_us)
+
+    @property
     def kernels(self) -> str:
         """Name of the kernel table chosen for this CPU ("scalar", "avx2", ...)."""
         return str(self._impl.kernels)
@@ -108,7 +119,9 @@ class Program:
         of an image a conv reads in place, the 1x1 XNNConv2d expanding a depthwise step's input, a residual
         XNNAdd, or the HardSwish / Sigmoid / Gelu that was its only reader), `prefetches` (the fully
         connected node whose weights this step pulls toward the cache while it computes, or None), `ms`
-        (median over the runs), `total_ms` (sum over the runs).
+        (median over the runs), `total_ms` (sum over the runs), `wait_ms` (median over the runs of the time
+        the calling thread waited at the step's end for other threads still running their last piece: a
+        high figure means a thread of the pool was late, e.g. its core was busy with another process).
         Nodes that need no work of their own (a reshape or copy whose output shares its input's memory) follow
         with `ms` 0.0 and `aliased` True."""
         if repeat < 1:
@@ -119,6 +132,8 @@ class Program:
             ns = raw[5]
             row["ms"] = statistics.median(ns) / 1e6 if ns else 0.0
             row["total_ms"] = sum(ns) / 1e6 if ns else 0.0
+            wait = raw[8]
+            row["wait_ms"] = statistics.median(wait) / 1e6 if wait else 0.0
             rows.append(row)
         return rows
 
@@ -177,7 +192,7 @@ class Program:
 
 
 def _step_row(raw: tuple) -> dict[str, Any]:
-    node, kind, source, shape, fused, ns, serial, ahead = raw
+    node, kind, source, shape, fused, ns, serial, ahead = raw[:8]
     return {
         "node": node,
         "kind": kind,
@@ -190,22 +205,54 @@ def _step_row(raw: tuple) -> dict[str, Any]:
     }
 
 
-def load(blob_or_path: BlobOrPath, threads: int | None = None) -> Program:
-    """Verify and plan a `.xnn` blob given as bytes or a file path (memory-mapped); a `.webnn` / `.json`
-    graph or `.onnx` model path is compiled on the fly; an ExecuTorch `.pte` (bytes or path) runs its
-    XnnpackBackend payload (the C++ loader finds it and the program's named data). `threads`: threads per
-    run (None or 0 = one per core). Raises FormatError / UnsupportedError for bad blobs or wrong kinds of
-    file, FileError for files that cannot be read."""
+_MAX_SPIN_US = 1_000_000
+
+
+def _spin_arg(spin_us: int | None) -> int:
+    if spin_us is None:
+        return -1
+    if not 0 <= int(spin_us) <= _MAX_SPIN_US:
+        raise ValueError(f"spin_us must be in [0, {_MAX_SPIN_US}], got {spin_us}")
+    return int(spin_us)
+
+
+def set_threads(threads: int | None = None, spin_us: int | None = None) -> None:
+    """Size the process's shared thread pool, used by Programs loaded with `pool="shared"`: `threads` in
+    total (None or 0 = one per core), polling `spin_us` before sleeping (None = the default, or
+    WEBXNN_SPIN_US). Programs loaded before keep the pool they were loaded with."""
     n = 0 if threads is None else int(threads)
     if n < 0:
         raise ValueError(f"threads must be >= 0, got {threads}")
+    _runtime.set_shared_pool(n, _spin_arg(spin_us))
+
+
+def load(
+    blob_or_path: BlobOrPath, threads: int | None = None, *, spin_us: int | None = None, pool: Pool = "own"
+) -> Program:
+    """Verify and plan a `.xnn` blob given as bytes or a file path (memory-mapped); a `.webnn` / `.json` graph
+    or `.onnx` model path is compiled on the fly; an ExecuTorch `.pte` (bytes or path) runs its XnnpackBackend
+    payload (the C++ loader finds it and the program's named data). `threads`: threads per run (None or 0 =
+    one per core). `spin_us`: how long the pool's threads poll for the next piece of work before sleeping
+    (None = the default, or WEBXNN_SPIN_US). `pool="shared"`: run on the process's shared pool instead (sized
+    by `set_threads`; `threads` and `spin_us` must then be None), so several Programs share its threads and
+    their runs take turns. Raises FormatError / UnsupportedError for bad blobs or wrong kinds of file,
+    FileError for files that cannot be read."""
+    n = 0 if threads is None else int(threads)
+    if n < 0:
+        raise ValueError(f"threads must be >= 0, got {threads}")
+    if pool not in ("own", "shared"):
+        raise ValueError(f"pool must be 'own' or 'shared', got {pool!r}")
+    shared = pool == "shared"
+    if shared and (threads is not None or spin_us is not None):
+        raise ValueError("pool='shared' takes its threads and spin_us from webxnn.set_threads(), not load()")
+    opts = {"threads": n, "spin_us": _spin_arg(spin_us), "shared_pool": shared}
     if isinstance(blob_or_path, (str, os.PathLike)):
         path = os.fspath(blob_or_path)
         # an unknown kind goes to the blob verifier, which says which bytes are wrong
         kind = expect(path, ("xnn", "unknown", "pte", *GRAPH_KINDS), what=_MODEL)
         if kind in GRAPH_KINDS:  # a graph or ONNX model: compiled here, in memory
-            return Program(_runtime.Program.from_buffer(compile_model(path), n))
-        return Program(_runtime.Program.from_path(path, n))
+            return Program(_runtime.Program.from_buffer(compile_model(path), **opts))
+        return Program(_runtime.Program.from_path(path, **opts))
     if isinstance(blob_or_path, memoryview) and not blob_or_path.contiguous:
         blob_or_path = blob_or_path.tobytes()
     if not isinstance(blob_or_path, (bytes, bytearray, memoryview)):
@@ -215,7 +262,7 @@ def load(blob_or_path: BlobOrPath, threads: int | None = None) -> Program:
     kind = sniff_bytes(bytes(blob_or_path[:256]))
     if kind not in ("xnn", "pte", "unknown"):
         raise FormatError(f"these bytes are {KINDS[kind][0]}, not {_MODEL}; {KINDS[kind][1]}")
-    return Program(_runtime.Program.from_buffer(blob_or_path, n))
+    return Program(_runtime.Program.from_buffer(blob_or_path, **opts))
 
 
-__all__ = ["Program", "TensorInfo", "load"]
+__all__ = ["Pool", "Program", "TensorInfo", "load", "set_threads"]

@@ -1,0 +1,71 @@
+// webxnn._testing.ThreadPool: the thread pool on its own, for its correctness tests. Each call releases the
+// GIL, so several Python threads drive one pool at once.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "kernels/thread_pool.h"
+#include "testing/bindings.h"
+
+namespace py = pybind11;
+
+namespace webxnn {
+namespace {
+
+// How often each task ran in `regions` regions of `tasks` tasks, one after another (inside a Session when
+// `session`); a task with `nested` > 0 runs a nested region of that many tasks of the same pool; task
+// `slow_task` sleeps `slow_us` first (a thread that loses its core while holding a task).
+std::vector<int> run_counts(ThreadPool& pool, size_t tasks, size_t regions, bool session, size_t nested,
+                            size_t slow_task, uint32_t slow_us) {
+  std::vector<std::atomic<int>> counts(tasks);
+  {
+    py::gil_scoped_release nogil;
+    std::optional<ThreadPool::Session> s;
+    if (session) s.emplace(pool);
+    for (size_t r = 0; r < regions; ++r) {
+      pool.run(tasks, [&](size_t t) {
+        if (t == slow_task && slow_us) std::this_thread::sleep_for(std::chrono::microseconds(slow_us));
+        if (nested) {
+          std::atomic<size_t> inner{0};
+          pool.run(nested, [&](size_t) { inner.fetch_add(1); });
+          if (inner.load() != nested) throw std::runtime_error("nested region lost tasks");
+        }
+        counts[t].fetch_add(1);
+      });
+    }
+  }
+  std::vector<int> out;
+  for (auto& c : counts) out.push_back(c.load());
+  return out;
+}
+
+}  // namespace
+
+void bind_pool(py::module_& m) {
+  py::class_<ThreadPool>(m, "ThreadPool")
+      .def(py::init<size_t, uint32_t>(), py::arg("threads"), py::arg("spin_us") = ThreadPool::kDefaultSpinUs)
+      .def_property_readonly("threads", &ThreadPool::threads)
+      .def_property_readonly("spin_us", &ThreadPool::spin_us)
+      .def("run_counts", &run_counts, py::arg("tasks"), py::arg("regions") = 1, py::arg("session") = false,
+           py::arg("nested") = 0, py::arg("slow_task") = 0, py::arg("slow_us") = 0,
+           "How often each task ran in `regions` regions (each should be `regions`).")
+      .def(
+          "run_failing",
+          [](ThreadPool& pool, size_t tasks, size_t bad) {
+            py::gil_scoped_release nogil;
+            pool.run(tasks, [&](size_t t) {
+              if (t == bad) throw std::runtime_error("task failed");
+            });
+          },
+          py::arg("tasks"), py::arg("bad"),
+          "Runs a region whose task `bad` throws (the error is re-raised).");
+}
+
+}  // namespace webxnn

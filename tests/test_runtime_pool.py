@@ -1,0 +1,165 @@
+"""The thread pool: every task runs exactly once for any thread count, task count, polling budget and number
+of concurrent callers; Programs on their own or on the shared pool give the bytes of a single-threaded run."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+import webxnn
+from conftest import conv_fields
+from test_runtime_util import GraphBuilder
+from webxnn import runtime
+
+_testing = pytest.importorskip("webxnn._testing")
+RNG = np.random.default_rng(26)
+
+
+def rand(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def in_threads(n: int, fn: Callable[[int], None]) -> None:
+    """Runs fn(0..n-1) on n Python threads at once; re-raises the first failure."""
+    errors: list[BaseException] = []
+
+    def body(k: int) -> None:
+        try:
+            fn(k)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    ts = [threading.Thread(target=body, args=(k,)) for k in range(n)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors, errors
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 4])
+@pytest.mark.parametrize("spin_us", [0, 100])
+@pytest.mark.parametrize("session", [False, True])
+def test_every_task_runs_once(threads: int, spin_us: int, session: bool) -> None:
+    pool = _testing.ThreadPool(threads, spin_us)
+    assert pool.threads == threads and pool.spin_us == spin_us
+    for tasks in [1, 2, 3, 5, 7, 13, 31, 64, 101]:  # fewer than, equal to and odd multiples of the threads
+        assert pool.run_counts(tasks, regions=20, session=session) == [20] * tasks
+
+
+@pytest.mark.parametrize("spin_us", [0, 100])
+def test_many_callers_on_one_pool(spin_us: int) -> None:
+    pool = _testing.ThreadPool(3, spin_us)
+
+    def caller(k: int) -> None:
+        tasks = 5 + 2 * k
+        assert pool.run_counts(tasks, regions=50, session=k % 2 == 0) == [50] * tasks
+
+    in_threads(6, caller)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_a_late_thread_loses_its_tasks_not_the_result(threads: int) -> None:
+    # Task 1 sleeps 2 ms: whoever holds it makes the others wait, and the pool then runs regions on the caller
+    # alone for a while (the back-off) before trying its workers again. Every task still runs once.
+    pool = _testing.ThreadPool(threads, 50)
+    assert pool.run_counts(9, regions=25, session=True, slow_task=1, slow_us=2000) == [25] * 9
+    assert pool.run_counts(9, regions=25) == [25] * 9
+
+
+def test_nested_region_runs_inline() -> None:
+    pool = _testing.ThreadPool(2, 0)
+    assert pool.run_counts(9, regions=5, session=True, nested=3) == [5] * 9
+
+
+def test_task_error_reaches_the_caller() -> None:
+    pool = _testing.ThreadPool(2, 0)
+    with pytest.raises(RuntimeError, match="task failed"):
+        pool.run_failing(17, 11)
+    assert pool.run_counts(17) == [1] * 17  # the pool still works
+
+
+def chain_blob(width: int = 24) -> bytes:
+    """Four 3x3 convs and an add: enough parallel steps, with task counts that do not divide evenly."""
+    rng = np.random.default_rng(3)
+    b = GraphBuilder()
+    dims = [1, 23, 19, width]
+    x = b.input("x", dims)
+    y = x
+    for _ in range(4):
+        w = b.const(rng.standard_normal((width, 3, 3, width)).astype(np.float32) * 0.1)
+        bias = b.const(rng.standard_normal(width).astype(np.float32))
+        out = b.value(dims)
+        b.node(
+            "XNNConv2d",
+            **conv_fields((3, 3), (1, 1, 1, 1), gic=width, goc=width),
+            input1_id=y,
+            filter_id=w,
+            bias_id=bias,
+            output_id=out,
+            flags=0,
+        )
+        y = out
+    z = b.output(b.value(dims), "y")
+    b.node("XNNAdd", input1_id=x, input2_id=y, output_id=z, flags=0)
+    return b.build()
+
+
+def test_programs_match_single_thread_from_many_python_threads() -> None:
+    blob = chain_blob()
+    xs = [rand(1, 23, 19, 24) for _ in range(4)]
+    want = [runtime.load(blob, threads=1).run({"x": x})["y"].tobytes() for x in xs]
+    webxnn.set_threads(2, spin_us=0)
+    programs = [
+        runtime.load(blob, threads=2),
+        runtime.load(blob, threads=3, spin_us=0),
+        runtime.load(blob, pool="shared"),
+        runtime.load(blob, pool="shared"),
+    ]
+    assert [p.pool for p in programs] == ["own", "own", "shared", "shared"]
+    assert programs[2].threads == 2 and programs[2].spin_us == 0
+
+    def caller(k: int) -> None:
+        p = programs[k % len(programs)]
+        for r in range(15):
+            j = (k + r) % len(xs)
+            assert p.run({"x": xs[j]})["y"].tobytes() == want[j]
+
+    in_threads(8, caller)
+
+
+def test_set_threads_leaves_loaded_programs_their_pool() -> None:
+    blob = chain_blob(8)
+    x = rand(1, 23, 19, 8)
+    webxnn.set_threads(3)
+    p = runtime.load(blob, pool="shared")
+    webxnn.set_threads(1)
+    q = runtime.load(blob, pool="shared")
+    assert (p.threads, q.threads) == (3, 1)
+    assert p.run({"x": x})["y"].tobytes() == q.run({"x": x})["y"].tobytes()
+
+
+def test_profile_reports_barrier_waits() -> None:
+    p = runtime.load(chain_blob(), threads=2)
+    rows = p.profile({"x": rand(1, 23, 19, 24)}, repeat=3)
+    assert all(r["wait_ms"] >= 0.0 for r in rows)
+    assert all(r["wait_ms"] <= r["ms"] or r["aliased"] for r in rows if r["wait_ms"])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"spin_us": -1}, "spin_us must be in"),
+        ({"spin_us": 2_000_000}, "spin_us must be in"),
+        ({"pool": "global"}, "pool must be 'own' or 'shared'"),
+        ({"pool": "shared", "threads": 2}, "set_threads"),
+    ],
+)
+def test_bad_pool_options(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        runtime.load(chain_blob(8), **kwargs)
+    with pytest.raises(ValueError, match="threads must be >= 0"):
+        webxnn.set_threads(-1)
