@@ -12,6 +12,8 @@ SUITES = {
     "models": "bench.models",
     "layers": "bench.layers",
     "builds": "bench.builds",
+    "ray": "bench.ray_data",
+    "view": "bench.netron_load",
 }
 
 
