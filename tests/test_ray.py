@@ -74,6 +74,8 @@ def test_program_and_bytes_are_accepted_and_errors_name_the_column() -> None:
         InputError, match=r"rows of shape \[3, 32, 32\] expected, got a batch of shape \[3, 3"
     ):
         a({"x": x[..., None]})
+    with pytest.raises(InputError, match="input 'x': expected dtype float32, got float64"):
+        a({"x": x.astype(np.float64)})
     with pytest.raises(ValueError, match="max_batch"):
         Predictor(blob, max_batch=0)
 

@@ -66,6 +66,17 @@ def test_message_shows_webxnn_nodes_and_quantization(tmp_path: pathlib.Path) -> 
     assert any(t.startswith("qcint8 (per-channel dim=0, 3 scales [0.01..0.03]") for t in types)
 
 
+def test_cli_view_names_a_bad_model(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from webxnn.cli import main
+
+    (tmp_path / "x.npy").write_bytes(b"\x93NUMPY" + b"\0" * 64)
+    assert main(["view", str(tmp_path / "nope.xnn"), "--no-browser"]) == 2
+    assert main(["view", str(tmp_path / "x.npy"), "--port", "0", "--no-browser"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and all(e.startswith("webxnn: error: ") for e in err)
+    assert "nope.xnn" in err[0] and ("x.npy" in err[1] or "netron" in err[1].lower())
+
+
 # ------------------------------------------------------------------------------------------ in a browser
 
 

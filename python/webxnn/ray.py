@@ -122,7 +122,7 @@ the one column's name. Columns the model does not read are
                     f"input {info.name!r} (column {cols[info.name]!r}): rows of shape {list(info.shape[1:])} "
                     f"expected, got a batch of shape {list(a.shape)}"
                 )
-            arrays[info.name] = np.ascontiguousarray(a, dtype=info.numpy_dtype)
+            arrays[info.name] = a  # the dtype is checked by run: an InputError naming the input
         n = len(next(iter(arrays.values())))
         if any(len(a) != n for a in arrays.values()):
             raise InputError(f"input columns differ in length: { {k: len(a) for k, a in arrays.items()} }")
