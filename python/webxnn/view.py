@@ -54,8 +54,10 @@ def serve(path: str | os.PathLike[str], port: int = 0, browse: bool = True) -> t
     if kind == "pte":
         return netron.serve(os.path.abspath(path), None, address=("127.0.0.1", port), browse=browse)
     data = bytearray(netron_json(path))  # a bytearray: Netron serves it as the file's bytes
-    # Netron also serves the files beside the one it shows: give it an empty folder of its own
+    # Netron also serves the files beside the one it shows: name a folder that does not exist (made unique,
+    # then removed), so that there are none
     beside = tempfile.mkdtemp(prefix="webxnn-view-")
+    os.rmdir(beside)
     name = os.path.join(beside, os.path.basename(path) + ".netron")
     return netron.serve(name, data, address=("127.0.0.1", port), browse=browse)
 
