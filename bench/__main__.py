@@ -13,6 +13,8 @@ SUITES = {
     "layers": "bench.layers",
     "builds": "bench.builds",
     "contended": "bench.contended",
+    "ray": "bench.ray_data",
+    "view": "bench.netron_load",
 }
 
 

@@ -64,7 +64,7 @@ py::array qbinary(const std::string& op, const I8Arr& a, const I8Arr& b, const Q
   }
   const auto fn = op == "add" ? t.qadd : t.qmul;
   py::gil_scoped_release nogil;
-  run_timed(tm, [&] { fn(s, pa, b.data(), out.mutable_data(), q, par); });
+  run_timed(tm, par, [&] { fn(s, pa, b.data(), out.mutable_data(), q, par); });
   return std::move(out);
 }
 
@@ -122,7 +122,7 @@ py::array qglobal_avg_pool(const I8Arr& x, const QElemParams& q, const std::stri
   Parallel& par = pool_for(w, threads);
   py::array_t<int8_t> out(std::vector<py::ssize_t>{py::ssize_t(N), py::ssize_t(C)});
   py::gil_scoped_release nogil;
-  run_timed(tm, [&] { t.qglobal_avg_pool(N, HW, C, x.data(), out.mutable_data(), q, par); });
+  run_timed(tm, par, [&] { t.qglobal_avg_pool(N, HW, C, x.data(), out.mutable_data(), q, par); });
   return std::move(out);
 }
 
@@ -139,7 +139,7 @@ py::array qlut(const I8Arr& x, const I8Arr& table, bool in_place, const std::str
     in = out.data();
   }
   py::gil_scoped_release nogil;
-  run_timed(tm, [&] { t.qlut(size_t(x.size()), in, out.mutable_data(), table.data(), par); });
+  run_timed(tm, par, [&] { t.qlut(size_t(x.size()), in, out.mutable_data(), table.data(), par); });
   return std::move(out);
 }
 

@@ -176,7 +176,7 @@ py::array qdwconv2d(const py::array& x, const I8Arr& f, const std::optional<I32A
   {
     py::gil_scoped_release nogil;
     t.qdwconv2d_pack(p, f.data(), bias ? bias->data() : nullptr, q, packed.p);
-    run_timed(tm, [&] {
+    run_timed(tm, par, [&] {
       t.qdwconv2d(p, N, H, W, x.data(), OH, OW, packed.p, out.mutable_data(), out_min, out_max, par);
     });
   }

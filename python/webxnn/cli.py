@@ -442,6 +442,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_onnx_cli(sub)
     add_conformance_cli(sub)
+    from .view import add_cli as add_view_cli  # no netron import until the command runs
+
+    add_view_cli(sub)
     return parser
 
 

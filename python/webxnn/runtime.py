@@ -5,6 +5,10 @@ caller passed, so that mistakes come back as `InputError` naming the input. The 
 (any bad blob is a `FormatError` or `UnsupportedError`), re-plans for input shapes that differ from the
 declared ones when the graph allows it, and releases the GIL while running, so one Program can serve several
 Python threads at once.
+
+A Program pickles as its blob's bytes and the `threads` it was loaded with (None = one per core of whichever
+machine unpickles it), so it can be sent to worker processes (multiprocessing, Ray actors) and is verified
+and planned again there.
 """
 
 from __future__ import annotations
@@ -55,10 +59,17 @@ def _infos(raw: list[tuple[str, str, list[int], list[str | None]]], inputs: bool
 
 
 class Program:
-    """A verified, planned `.xnn` program. Immutable; `run` may be called from several threads at once."""
+    """A verified, planned `.xnn` program. Immutable; `run` may be called from several threads at once.
+    Pickles by its blob's bytes and load options (see the module docstring)."""
 
-    def __init__(self, impl: _runtime.Program) -> None:
+    def __init__(
+        self, impl: _runtime.Program, source: bytes | memoryview | str | None = None, threads: int = 0
+    ) -> None:
         self._impl = impl
+        # what pickling needs: the blob (bytes it was loaded from, or the .xnn path, read when pickled) and
+        # the requested thread count (0 = one per core, resolved again where it is unpickled)
+        self._source = source
+        self._threads_opt = threads
         self.inputs: list[TensorInfo] = _infos(impl.inputs, True)
         self.outputs: list[TensorInfo] = _infos(impl.outputs, False)
         self._in_names = [i.name for i in self.inputs]
@@ -175,6 +186,19 @@ class Program:
             raise InputError(f"expected {len(expected)} input(s) {expected}, got {len(inputs)}")
         return list(inputs)
 
+    def blob(self) -> bytes:
+        """The bytes of the `.xnn` blob this Program was loaded from (a path is read again)."""
+        src = self._source
+        if src is None:
+            raise TypeError("this Program was built without its blob; load it with webxnn.load to pickle it")
+        if isinstance(src, str):
+            with open(src, "rb") as f:
+                return f.read()
+        return bytes(src)
+
+    def __reduce__(self) -> tuple[Any, tuple[bytes, int]]:
+        return _unpickle, (self.blob(), self._threads_opt)
+
     def __repr__(self) -> str:
         def fmt(infos: list[TensorInfo]) -> str:
             def dims(i: TensorInfo) -> str:
@@ -189,6 +213,10 @@ class Program:
             f"webxnn.Program(inputs=[{fmt(self.inputs)}], outputs=[{fmt(self.outputs)}], "
             f"threads={self.threads}, peak_arena_bytes={self.peak_arena_bytes})"
         )
+
+
+def _unpickle(blob: bytes, threads: int) -> Program:
+    return Program(_runtime.Program.from_buffer(blob, threads=threads), blob, threads)
 
 
 def _step_row(raw: tuple) -> dict[str, Any]:
@@ -251,18 +279,23 @@ def load(
         # an unknown kind goes to the blob verifier, which says which bytes are wrong
         kind = expect(path, ("xnn", "unknown", "pte", *GRAPH_KINDS), what=_MODEL)
         if kind in GRAPH_KINDS:  # a graph or ONNX model: compiled here, in memory
-            return Program(_runtime.Program.from_buffer(compile_model(path), **opts))
-        return Program(_runtime.Program.from_path(path, **opts))
-    if isinstance(blob_or_path, memoryview) and not blob_or_path.contiguous:
+            blob = compile_model(path)
+            return Program(_runtime.Program.from_buffer(blob, **opts), blob, n)
+        return Program(_runtime.Program.from_path(path, **opts), os.path.abspath(path), n)
+    if isinstance(blob_or_path, memoryview) and (not blob_or_path.contiguous or not blob_or_path.readonly):
         blob_or_path = blob_or_path.tobytes()
     if not isinstance(blob_or_path, (bytes, bytearray, memoryview)):
         raise TypeError(
             f"load() takes bytes, bytearray, memoryview or a path, not {type(blob_or_path).__name__}"
         )
+    if isinstance(blob_or_path, bytearray):
+        # the runtime copies writable buffers anyway; an immutable copy here is what it then borrows, and
+        # what a pickle sends, whatever the caller later does to the bytearray
+        blob_or_path = bytes(blob_or_path)
     kind = sniff_bytes(bytes(blob_or_path[:256]))
     if kind not in ("xnn", "pte", "unknown"):
         raise FormatError(f"these bytes are {KINDS[kind][0]}, not {_MODEL}; {KINDS[kind][1]}")
-    return Program(_runtime.Program.from_buffer(blob_or_path, **opts))
+    return Program(_runtime.Program.from_buffer(blob_or_path, **opts), blob_or_path, n)
 
 
 __all__ = ["Pool", "Program", "TensorInfo", "load", "set_threads"]
