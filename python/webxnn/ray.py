@@ -50,14 +50,13 @@ def _load_model(model: Model, threads: int, max_batch: int | None) -> Program:
 class Predictor:
     """Runs a webxnn model over numpy batches; one instance per Ray actor (`Dataset.map_batches`).
 
-        `model`: a `.xnn` / `.webnn` / `.onnx` path (it must exist where the actor runs), blob bytes, or a loaded
-        `Program` (sent as its blob). `threads`: threads per run in this actor (1 suits one actor per core).
-        `max_batch`: the most rows per run; an ONNX model's symbolic batch dim becomes dynamic up to it, and it
-        caps a dynamic model's own bound. `columns`: model input name -> batch column (default: same name; a
-        one-input model reads the batch's only column when it has one). `outputs`: which model
-        outputs to return (default all), as columns of the same names. A one-input model may take `columns` as
-    the one column's name. Columns the model does not read are
-        returned unchanged beside the outputs."""
+    `model`: a `.xnn` / `.webnn` / `.onnx` path (it must exist where the actor runs), blob bytes, or a loaded
+    `Program` (sent as its blob). `threads`: threads per run in this actor (1 suits one actor per core).
+    `max_batch`: the most rows per run; an ONNX model's symbolic batch dim becomes dynamic up to it, and it
+    caps a dynamic model's own bound. `columns`: model input name -> batch column (default: same name; a
+    one-input model reads the batch's only column when it has one; a one-input model may also take `columns`
+    as that column's name). `outputs`: which model outputs to return (default all), as columns of the same
+    names. Columns the model does not read are returned unchanged beside the outputs."""
 
     def __init__(
         self,

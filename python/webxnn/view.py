@@ -46,11 +46,12 @@ def netron_json(path: str | os.PathLike[str]) -> bytes:
 def serve(path: str | os.PathLike[str], port: int = 0, browse: bool = True) -> tuple[str, int]:
     """Serve `path` in Netron on 127.0.0.1:`port` (0: a free port) and return the address; the server runs
     in a thread of this process until `stop(address)` or the process ends."""
-    netron = _netron()
     from .filekind import expect
 
     path = os.fspath(path)
+    # the file first: a missing or wrong file is named even where Netron is not installed
     kind = expect(path, ("xnn", "pte", "webnn", "json", "onnx"), what="a model to view")
+    netron = _netron()
     if kind == "pte":
         return netron.serve(os.path.abspath(path), None, address=("127.0.0.1", port), browse=browse)
     data = bytearray(netron_json(path))  # a bytearray: Netron serves it as the file's bytes
@@ -67,10 +68,9 @@ def stop(address: tuple[str, int]) -> None:
 
 
 def cmd_view(args: argparse.Namespace) -> int:
-    netron = _netron()
     host, port = serve(args.model, args.port, browse=not args.no_browser)
     print(f"Netron: http://{host}:{port} (Ctrl-C stops it)", flush=True)
-    netron.wait()
+    _netron().wait()
     return 0
 
 

@@ -19,7 +19,8 @@ def warn_if_mostly_fp32(lg: LGraph) -> None:
         v.quant is not None for v in lg.values.values()
     )
     heavy = [n for n in lg.nodes if n.kind in HEAVY]
-    fp32 = [n for n in heavy if lg.values[n.outputs[0]].quant is None]
+    # int8 when any operand is quantized: a dynamically quantized FC reads qdint8 and writes fp32
+    fp32 = [n for n in heavy if all(lg.values[v].quant is None for v in (*n.inputs, *n.outputs) if v)]
     if not quantized or not heavy or 2 * len(fp32) <= len(heavy):
         return
     by_op: dict[str, list[str]] = defaultdict(list)
