@@ -64,6 +64,9 @@ def from_onnx(
     load_translators()
 
     proto, base, mapped = _load_model(model)
+    from .checks import check_strings
+
+    check_strings(proto)
     for k, v in (override_dims or {}).items():
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise InputError(f"override_dims[{k!r}] = {v!r}: must be a positive integer")

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import UnsupportedError
+from ..errors import UnsupportedError, ValidationError
 from ..graph import DTYPES
-from .convert import Converter, attrs_of, text
+from .convert import Converter, attrs_of, text, where
 from .registry import onnx_op
 
 _ACTS = {"Sigmoid": "sigmoid", "Tanh": "tanh", "Relu": "relu"}
@@ -130,6 +130,9 @@ def _gates(ctx: Converter, node: Any, fixed: list[np.ndarray], last: str, what: 
 def _split_bias(ctx: Converter, node: Any, n: int) -> tuple[str, str]:
     """ONNX B [dirs, 2n] as WebNN's bias and recurrentBias [dirs, n]."""
     name = node.input[3]
+    shape = list(ctx.shape(name))
+    if len(shape) != 2 or shape[1] != 2 * n:
+        raise ValidationError(f"{where(node)}: B has shape {shape}, expected [num_directions, {2 * n}]")
     if ctx.is_const(name):
         return (
             ctx.derived_const(name, "input_bias", lambda b: np.ascontiguousarray(b[:, :n])),
