@@ -535,6 +535,35 @@ def test_mutated_blobs_fail_cleanly_or_run() -> None:
     assert ran > 0 and loaded >= ran
 
 
+# ---------------------------------------------------------------- strings that are not UTF-8
+
+
+def test_names_and_sources_that_are_not_utf8_come_out_escaped() -> None:
+    """Value names and node sources are untrusted bytes: load(), inputs/outputs, run(), plan(), profile(),
+    the Python reader and an error message quoting a node source show them escaped (\\xff), never raise
+    UnicodeDecodeError."""
+    import webxnn
+    from webxnn.xnn.reader import read
+
+    text = (
+        'webnn_graph "t" v1 { inputs { xqq: f32[4]; } nodes { mqq = relu(xqq); yqq = sigmoid(mqq); } '
+        "outputs { yqq; } }"
+    )
+    blob = webxnn.compile(webxnn.parse(text)).replace(b"xqq", b"x\xff\xfe").replace(b"mqq", b"m\xc3(")
+    p = runtime.load(blob)
+    assert p.inputs[0].name == "x\\xff\\xfe"
+    x = np.float32([-1, 0, 1, 2])
+    np.testing.assert_allclose(p.run([x])["yqq"], 1 / (1 + np.exp(-np.maximum(x, 0))), rtol=1e-6)
+    assert p.plan()[0]["source"] == "m\\xc3(:relu"
+    assert p.profile([x], 1)[0]["source"] == "m\\xc3(:relu"
+    assert "x\\xff\\xfe" in repr(p)
+    assert len(read(blob).values) == 3
+    pat = b"\x01\x00\x00\x00\x04\x00\x00\x00"  # the dims [4] of value 1 (the relu's output) -> [5]
+    at = [i for i in range(len(blob)) if blob.startswith(pat, i)][3]
+    bad = blob[:at] + b"\x01\x00\x00\x00\x05\x00\x00\x00" + blob[at + 8 :]
+    expect_format(bad, r"node 0 \(XNNClamp\) \[from m\\xc3\(:relu\]: output value 1 is declared \[5\]")
+
+
 # ---------------------------------------------------------------- (c) sanitizers
 
 
