@@ -86,12 +86,14 @@ def compile(
     return _compile(graph, weights=weights, profile=profile)
 
 
-def load(blob_or_path: bytes | bytearray | memoryview | PathLike, threads: int | None = None) -> Program:
-    """Verify and load a `.xnn` blob (bytes) or file (memory-mapped) into a runnable `Program`; a `.webnn`,
-    `.json` or `.onnx` path is compiled on the fly."""
+def load(
+    blob_or_path: bytes | bytearray | memoryview | PathLike, threads: int | None = None, mmap: bool = True
+) -> Program:
+    """Verify and load a `.xnn` blob (bytes) or file (memory-mapped; `mmap=False` reads it into memory) into
+    a runnable `Program`; a `.webnn`, `.json` or `.onnx` path is compiled on the fly."""
     from .runtime import load as _load
 
-    return _load(blob_or_path, threads=threads)
+    return _load(blob_or_path, threads=threads, mmap=mmap)
 
 
 def from_onnx(model: Any, override_dims: dict[str, int] | None = None) -> Graph:

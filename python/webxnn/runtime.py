@@ -10,6 +10,7 @@ Python threads at once.
 from __future__ import annotations
 
 import os
+import pathlib
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ import numpy as np
 from . import _runtime
 from .compiler import GRAPH_KINDS
 from .compiler import compile as compile_model
-from .errors import FormatError, InputError, UnsupportedError
+from .errors import FileError, FormatError, InputError, UnsupportedError
 from .filekind import KINDS, expect, sniff_bytes
 
 BlobOrPath = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]"]
@@ -190,11 +191,13 @@ def _step_row(raw: tuple) -> dict[str, Any]:
     }
 
 
-def load(blob_or_path: BlobOrPath, threads: int | None = None) -> Program:
+def load(blob_or_path: BlobOrPath, threads: int | None = None, mmap: bool = True) -> Program:
     """Verify and plan a `.xnn` blob given as bytes or a file path (memory-mapped); a `.webnn` / `.json`
     graph or `.onnx` model path is compiled on the fly. `threads`: threads per run (None or 0 = one per
-    core). Raises FormatError / UnsupportedError for bad blobs or wrong kinds of file, FileError for files
-    that cannot be read."""
+    core). `mmap=False` reads the file into memory instead of mapping it: for a file that may be truncated
+    or rewritten in place while the Program lives (constants are read from a mapping at every run, and a
+    truncated mapping is a SIGBUS). Raises FormatError / UnsupportedError for bad blobs or wrong kinds of
+    file, FileError for files that cannot be read."""
     n = 0 if threads is None else int(threads)
     if n < 0:
         raise ValueError(f"threads must be >= 0, got {threads}")
@@ -209,6 +212,12 @@ def load(blob_or_path: BlobOrPath, threads: int | None = None) -> Program:
             )
         if kind in GRAPH_KINDS:  # a graph or ONNX model: compiled here, in memory
             return Program(_runtime.Program.from_buffer(compile_model(path), n))
+        if not mmap:
+            try:
+                data = pathlib.Path(path).read_bytes()  # bytes are immutable: the runtime uses them in place
+            except OSError as e:
+                raise FileError.from_os_error(path, e) from None
+            return Program(_runtime.Program.from_buffer(data, n))
         return Program(_runtime.Program.from_path(path, n))
     if isinstance(blob_or_path, memoryview) and not blob_or_path.contiguous:
         blob_or_path = blob_or_path.tobytes()

@@ -83,6 +83,7 @@ def load_onnx_graph(path: PathLike, override_dims: dict[str, int] | None = None)
 
 def write_graph(g: Graph, output: PathLike) -> list[Path]:
     """Write `g` as `.webnn` (or `.json`) plus `<stem>.weights` and `<stem>.manifest.json` beside it."""
+    from ..atomic import write_text
     from ..dsl import pack_weights, to_json, to_text
 
     out = Path(os.fspath(output))
@@ -90,7 +91,7 @@ def write_graph(g: Graph, output: PathLike) -> list[Path]:
     text = to_json(g) if out.suffix.lower() == ".json" else to_text(g)
     written = [out]
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
+    write_text(out, text)
     weights = {c.init.ref or c.name: g.weights[c.name] for c in g.consts.values() if c.init.kind == "weights"}
     if weights:
         wpath = out.with_name(stem + ".weights")
