@@ -16,7 +16,7 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto as TP  # noqa: E402
 from onnx import helper, numpy_helper  # noqa: E402
 
-from webxnn.errors import ValidationError, WeightsError  # noqa: E402
+from webxnn.errors import UnsupportedError, ValidationError, WeightsError  # noqa: E402
 from webxnn.onnx import convert, from_onnx  # noqa: E402
 
 VI = helper.make_tensor_value_info
@@ -220,3 +220,18 @@ def test_the_safety_net_names_the_node(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(convert, "SAFETY_NET", False)
     with pytest.raises(KeyError):
         from_onnx(_model([helper.make_node("Relu", ["x"], ["y"], name="r")]))
+
+
+def test_a_one_d_matmul_operand_of_symbolic_length() -> None:
+    """Found by the ONNX fuzzer (seed 2511, case 1773): a TypeError from int(DynDim)."""
+    g = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+        "m",
+        [VI("x", TP.FLOAT, ["n"])],
+        [VI("y", TP.FLOAT, None)],
+        [_w("w", (4, 3))],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(UnsupportedError, match=r"(?s)MatMul ×1: 'mm'.*needs the symbolic dim 'n' fixed"):
+        from_onnx(m, dyn_max=8)
+    assert from_onnx(m, override_dims={"n": 4}).nodes

@@ -88,6 +88,8 @@ def run(
                 rep.counts[key] += 1
                 if key not in rep.findings:
                     rep.findings[key] = (k, "".join(traceback.format_exception(e))[-2500:])
+                    if progress is not None:  # a long campaign says so at once, not only at its end
+                        print(f"FINDING {key} at case {k}", flush=True)
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
             rep.cases += 1

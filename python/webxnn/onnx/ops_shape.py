@@ -55,6 +55,12 @@ def reshape_value(
     """Reshape a WebNN value (helper values that have no ONNX name)."""
     if list(ctx.types[wname].shape) == list(target) and out is None:
         return wname
+    dyn = [d for d in target if isinstance(d, DynDim)]
+    if dyn:  # e.g. a 1-D MatMul operand of symbolic length, made 2-D here
+        raise UnsupportedError(
+            f"a reshape to {list(target)} needs the symbolic dim {dyn[0].name!r} fixed: pass "
+            f"override_dims={{{dyn[0].name!r}: N}} (CLI: --override-dim {dyn[0].name}=N)"
+        )
     return ctx.emit("reshape", [wname], {"newShape": [int(d) for d in target]}, out=out, hint=hint)
 
 
