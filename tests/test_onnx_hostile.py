@@ -235,3 +235,13 @@ def test_a_one_d_matmul_operand_of_symbolic_length() -> None:
     with pytest.raises(UnsupportedError, match=r"(?s)MatMul ×1: 'mm'.*needs the symbolic dim 'n' fixed"):
         from_onnx(m, dyn_max=8)
     assert from_onnx(m, override_dims={"n": 4}).nodes
+
+
+def test_trilu_k_that_is_not_one_integer() -> None:
+    """Found by the ONNX fuzzer (seed 2521, case 2966): int() of a TensorProto / an array."""
+    for k in (np.int64([1, 2]), np.float32([0.5])):
+        node = helper.make_node("Trilu", ["x", "k"], ["y"], name="t")
+        with pytest.raises(ValidationError, match=r"Trilu node 't': input 1 \(k\) must"):
+            from_onnx(_model([node], [numpy_helper.from_array(k, "k")]))
+    node = helper.make_node("Trilu", ["x", "k"], ["y"], name="t")
+    assert from_onnx(_model([node], [numpy_helper.from_array(np.int64(1), "k")])).nodes

@@ -439,7 +439,10 @@ class Converter:
             except (UnsupportedError, KeyError):
                 return None
             dims = [d.name if isinstance(d, DynDim) else int(d) for d in self.shape(name)]
-            types.append(helper.make_tensor_type_proto(elem, dims))
+            try:
+                types.append(helper.make_tensor_type_proto(elem, dims))
+            except ValueError:  # a dim protobuf cannot hold (beyond int64): no types, as when unknown
+                return None
         return types
 
     def _problem(self, node: Any, reason: str) -> None:

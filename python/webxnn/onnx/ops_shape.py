@@ -558,11 +558,16 @@ def arg_reduce(ctx: Converter, node: Any) -> None:
 
 @onnx_op("Trilu")
 def trilu(ctx: Converter, node: Any) -> None:
-    k = ctx.opt_const(node, 1, "k")
+    k = 0
+    if ctx.has(node, 1):
+        ks = ctx.const_ints(node, 1, "k")
+        if len(ks) != 1:
+            raise ValidationError(f"{where(node)}: input 1 (k) must be one value, not {len(ks)}")
+        k = ks[0]
     ctx.emit(
         "triangular",
         [ctx.x(node, 0)],
-        {"upper": bool(int(attrs_of(node).get("upper", 1))), "diagonal": 0 if k is None else int(k)},
+        {"upper": bool(int(attrs_of(node).get("upper", 1))), "diagonal": k},
         out=node.output[0],
     )
 
