@@ -420,7 +420,7 @@ def _mutate_edges(rng: np.random.Generator, m: Any) -> None:
     elif kind == 5:  # outputs: drop, duplicate another node's, add
         if rng.random() < 0.4 and len(n.output) > 0:
             del n.output[int(rng.integers(0, len(n.output))) :]
-        elif rng.random() < 0.5:
+        elif rng.random() < 0.5 and len(n.output):
             n.output[0] = _pick(rng, [o for nd in nodes for o in nd.output])
         else:
             n.output.append(f"extra{int(rng.integers(0, 3))}")
@@ -552,7 +552,7 @@ def make(seed: int, k: int) -> Case:
         fn = _MUTATORS[int(rng.choice(len(_MUTATORS), p=weights / weights.sum()))][0]
         try:
             fn(rng, m)
-        except (ValueError, TypeError):  # protobuf refuses the value (an enum it does not know): skip it
+        except (ValueError, TypeError, IndexError):  # protobuf refuses the value, or nothing left to pick
             pass
     try:
         data = m.SerializeToString()
