@@ -245,3 +245,10 @@ def test_trilu_k_that_is_not_one_integer() -> None:
             from_onnx(_model([node], [numpy_helper.from_array(k, "k")]))
     node = helper.make_node("Trilu", ["x", "k"], ["y"], name="t")
     assert from_onnx(_model([node], [numpy_helper.from_array(np.int64(1), "k")])).nodes
+
+
+def test_conv_attributes_a_pool_does_not_declare_are_ignored() -> None:
+    """Found by the ONNX fuzzer (seed 2531, case 3525): `group=[..]` on a MaxPool (no such attribute) made
+    the window check call int() on a list."""
+    node = helper.make_node("MaxPool", ["x"], ["y"], name="p", kernel_shape=[2, 2], group=[1, 2])
+    assert from_onnx(_model([node], shape=[1, 1, 4, 4])).nodes

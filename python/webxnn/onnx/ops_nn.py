@@ -43,7 +43,10 @@ def _to_2d_filter(ctx: Converter, name: str) -> str:
 
 def check_window(node: Any, a: dict[str, Any], spatial: int) -> None:
     """The window attributes of a conv or pool over `spatial` dims: one entry per dim (pads two), kernel,
-    strides and dilations >= 1, pads >= 0 (ValidationError naming the node and attribute otherwise)."""
+    strides and dilations >= 1, pads >= 0 (ValidationError naming the node and attribute otherwise). An
+    attribute of another type is one this op's schema does not declare (checks.check_node has checked the
+    declared ones), which no translator reads: left alone."""
+    a = {k: v for k, v in a.items() if isinstance(v, int if k == "group" else list)}
     lengths = {
         "kernel_shape": spatial,
         "strides": spatial,
