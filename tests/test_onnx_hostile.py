@@ -247,8 +247,13 @@ def test_trilu_k_that_is_not_one_integer() -> None:
     assert from_onnx(_model([node], [numpy_helper.from_array(np.int64(1), "k")])).nodes
 
 
-def test_conv_attributes_a_pool_does_not_declare_are_ignored() -> None:
-    """Found by the ONNX fuzzer (seed 2531, case 3525): `group=[..]` on a MaxPool (no such attribute) made
-    the window check call int() on a list."""
+def test_attributes_the_op_does_not_have_are_refused() -> None:
+    """Found by the ONNX fuzzer (seed 2531, cases 3525 and 11212): `group=[..]` on a MaxPool and `axes=1.5`
+    on an op without `axes` reached translators that read those names (TypeError). onnx.checker refuses
+    such attributes too."""
     node = helper.make_node("MaxPool", ["x"], ["y"], name="p", kernel_shape=[2, 2], group=[1, 2])
-    assert from_onnx(_model([node], shape=[1, 1, 4, 4])).nodes
+    with pytest.raises(ValidationError, match=r"MaxPool node 'p': MaxPool has no attribute 'group'"):
+        from_onnx(_model([node], shape=[1, 1, 4, 4]))
+    node = helper.make_node("Pad", ["x", "p"], ["y"], name="pad", axes=1.5)
+    with pytest.raises(ValidationError, match=r"Pad node 'pad': Pad has no attribute 'axes'"):
+        from_onnx(_model([node], [numpy_helper.from_array(np.int64([0, 0, 0, 0]), "p")]))

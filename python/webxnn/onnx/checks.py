@@ -111,7 +111,9 @@ def check_node(node: Any, opset: int) -> None:
             if spec is not None
             else _attr_types_any_version().get((schema.domain, node.op_type, a.name))
         )
-        if want is not None and want != a.type:
+        if want is None:  # as onnx.checker does: no version of the op has it (translators read names blindly)
+            raise ValidationError(f"{at}: {node.op_type} has no attribute {a.name!r}")
+        if want != a.type:
             raise ValidationError(
                 f"{at}: attribute {a.name!r} is {_TYPE_NAMES[a.type]}, but {node.op_type} takes "
                 f"{_TYPE_NAMES.get(want, want)}"
