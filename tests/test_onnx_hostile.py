@@ -257,3 +257,12 @@ def test_attributes_the_op_does_not_have_are_refused() -> None:
     node = helper.make_node("Pad", ["x", "p"], ["y"], name="pad", axes=1.5)
     with pytest.raises(ValidationError, match=r"Pad node 'pad': Pad has no attribute 'axes'"):
         from_onnx(_model([node], [numpy_helper.from_array(np.int64([0, 0, 0, 0]), "p")]))
+
+
+def test_recurrent_inputs_of_the_wrong_rank() -> None:
+    """Found by the ONNX fuzzer (seed 2541, case 26629): an IndexError reading R's hidden size."""
+    w = numpy_helper.from_array(np.ones((1, 12, 4), np.float32), "W")
+    r = numpy_helper.from_array(np.ones((12,), np.float32), "R")
+    node = helper.make_node("GRU", ["x", "W", "R"], ["y"], name="gru")
+    with pytest.raises(ValidationError, match=r"GRU node 'gru': input 2 \(R\) has rank 1, not 3"):
+        from_onnx(_model([node], [w, r], shape=[5, 1, 4]))

@@ -55,6 +55,11 @@ def recurrent(ctx: Converter, node: Any) -> None:
         raise UnsupportedError(f"direction {a['direction']!r}")
     dirs = 2 if direction == "both" else 1
     batch_major = bool(int(a.get("layout", 0)))
+    for i, what in ((0, "X"), (1, "W"), (2, "R")):
+        if ctx.rank(node.input[i]) != 3:
+            raise ValidationError(
+                f"{where(node)}: input {i} ({what}) has rank {ctx.rank(node.input[i])}, not 3"
+            )
     shape = ctx.static_shape(node.input[0], node.op_type)
     steps, batch = (shape[1], shape[0]) if batch_major else (shape[0], shape[1])
     hidden = int(a.get("hidden_size") or ctx.static_shape(node.input[2], node.op_type)[-1])
