@@ -266,3 +266,18 @@ def test_recurrent_inputs_of_the_wrong_rank() -> None:
     node = helper.make_node("GRU", ["x", "W", "R"], ["y"], name="gru")
     with pytest.raises(ValidationError, match=r"GRU node 'gru': input 2 \(R\) has rank 1, not 3"):
         from_onnx(_model([node], [w, r], shape=[5, 1, 4]))
+
+
+def test_a_zero_point_as_large_as_a_huge_scale_is_refused_before_it_is_made() -> None:
+    """Found by the ONNX fuzzer (seed 2551, case 12704): np.zeros of y_scale's shape raised ValueError."""
+    g = helper.make_graph(
+        [helper.make_node("QuantizeLinear", ["x", "s"], ["y"], name="q")],
+        "m",
+        [VI("x", TP.FLOAT, [2, 4]), VI("s", TP.FLOAT, [1 << 41])],
+        [VI("y", TP.UINT8, None)],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(
+        ValidationError, match=r"QuantizeLinear node 'q': a zero point of shape \[1, 2199023255552\]"
+    ):
+        from_onnx(m)
