@@ -281,3 +281,22 @@ def test_a_zero_point_as_large_as_a_huge_scale_is_refused_before_it_is_made() ->
         ValidationError, match=r"QuantizeLinear node 'q': a zero point of shape \[1, 2199023255552\]"
     ):
         from_onnx(m)
+
+
+def test_layer_norm_scale_broadcast_over_a_symbolic_dim(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by the ONNX fuzzer (seed 2561, case 21716): a scale broadcast to a shape with a symbolic dim
+    compared DynDim with int (TypeError)."""
+    g = helper.make_graph(
+        [helper.make_node("LayerNormalization", ["x", "s", "b"], ["y"], name="ln", axis=1)],
+        "m",
+        [VI("x", TP.FLOAT, [1, "n", 8])],
+        [VI("y", TP.FLOAT, None)],
+        [
+            numpy_helper.from_array(np.ones(8, np.float32), "s"),
+            numpy_helper.from_array(np.zeros(8, np.float32), "b"),
+        ],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    monkeypatch.setattr(convert, "SAFETY_NET", False)  # the check itself must catch it, not the net
+    with pytest.raises(UnsupportedError, match=r"needs the symbolic dims fixed"):
+        from_onnx(m, dyn_max=4)

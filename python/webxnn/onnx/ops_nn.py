@@ -354,6 +354,10 @@ def _param_for(ctx: Converter, name: str, target: list[Any], what: str) -> str:
         raise UnsupportedError(
             f"{what} of shape {list(ctx.shape(name))} computed at run time; WebNN needs shape {list(target)}"
         )
+    if not all(isinstance(d, int) for d in target):
+        raise UnsupportedError(
+            f"{what} broadcast to {list(target)} needs the symbolic dims fixed (override_dims)"
+        )
     try:
         arr = np.broadcast_to(ctx.const(name), target)
     except ValueError:
