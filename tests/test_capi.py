@@ -208,3 +208,35 @@ def test_xnnrun_help_documents_itself() -> None:
     bad = subprocess.run([exe, "--bogus"], capture_output=True, text=True, timeout=30)
     assert bad.returncode == 64
     assert bad.stderr.startswith("usage: xnnrun") and "--help" in bad.stderr
+
+
+def test_xnnrun_refuses_inputs_over_its_stated_limit(tmp_path) -> None:  # noqa: ANN001
+    """A blob may declare x: f32[4294967295, 5] (80 GB): xnnrun says so against --max-bytes and exits 4,
+    instead of dying of std::bad_alloc (exit 134) or filling 20 GB before running; an --input file of the
+    wrong size is refused before a byte of it is read."""
+    import webxnn
+
+    exe = shutil.which("xnnrun")
+    if exe is None:
+        pytest.skip("xnnrun is not on PATH (installed with the package's scripts)")
+
+    def blob(decl: str) -> str:
+        path = tmp_path / f"m{len(list(tmp_path.iterdir()))}.xnn"
+        text = f'webnn_graph "t" v1 {{ inputs {{ x: {decl}; }} nodes {{ y = relu(x); }} outputs {{ y; }} }}'
+        path.write_bytes(webxnn.compile(webxnn.parse(text)))
+        return str(path)
+
+    big = blob("f32[4294967295, 5]")
+    r = subprocess.run([exe, big, "--quiet"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 4, r.stderr
+    assert "input 'x' float32 [4294967295, 5] needs 85899345900 bytes" in r.stderr
+    assert "at most 4294967296 bytes (--max-bytes)" in r.stderr
+    small = blob("f32[1024]")
+    r = subprocess.run([exe, small, "--quiet", "--max-bytes", "4096"], capture_output=True, text=True)
+    assert r.returncode == 4 and "output 'y' float32 [1024] needs 4096 bytes" in r.stderr
+    assert subprocess.run([exe, small, "--quiet", "--max-bytes", "8192"]).returncode == 0
+    wrong = tmp_path / "x.bin"
+    wrong.write_bytes(bytes(12))
+    r = subprocess.run([exe, small, "--quiet", "--input", f"x={wrong}"], capture_output=True, text=True)
+    assert r.returncode == 3 and "has 12 bytes, input 'x' needs 4096" in r.stderr
+    assert "--max-bytes N" in subprocess.run([exe, "--help"], capture_output=True, text=True).stdout

@@ -24,6 +24,8 @@ from webxnn.xnn._schema import XNode, XValue
 from webxnn.xnn._schema import _XNNNode1x1 as N11
 
 from conftest import conv_fields, pool_fields
+from fuzz.blobs import mutate
+from fuzz.run_graph import run_program
 from test_runtime_util import GraphBuilder, conv_chain_blob, mixed_chain_blob, simple_fc_blob, wx_chain_blob
 from webxnn import runtime
 from webxnn.errors import FormatError, UnsupportedError
@@ -465,7 +467,8 @@ def test_wx_parameter_sanity() -> None:
 # ---------------------------------------------------------------- (b) random mutations
 
 
-def _valid_blobs() -> list[bytes]:
+def valid_blobs() -> list[bytes]:
+    """The seeds of the blob fuzzer (tests/fuzz/blobs.py) and of the mutation tests here."""
     blobs = [
         simple_fc_blob(),
         conv_chain_blob(),
@@ -480,41 +483,9 @@ def _valid_blobs() -> list[bytes]:
     return blobs
 
 
-def mutate(blob: bytes, rng: np.random.Generator) -> bytes:
-    b = bytearray(blob)
-    kind = rng.integers(0, 6)
-    if kind <= 2:  # flip 1..4 bytes (mostly in the flatbuffer, where the structure is)
-        for _ in range(int(rng.integers(1, 5))):
-            pos = int(rng.integers(0, len(b)))
-            b[pos] = int(rng.integers(0, 256)) if kind == 0 else b[pos] ^ (1 << int(rng.integers(0, 8)))
-    elif kind == 3:  # truncate
-        del b[int(rng.integers(0, len(b))) :]
-    elif kind == 4:  # insert bytes
-        pos = int(rng.integers(0, len(b)))
-        b[pos:pos] = bytes(rng.integers(0, 256, int(rng.integers(1, 9)), dtype=np.uint8))
-    else:  # overwrite a 32-bit word with an extreme value
-        pos = int(rng.integers(0, max(1, len(b) - 4)))
-        b[pos : pos + 4] = struct.pack(
-            "<I", int(rng.choice([0, 1, 0x7FFFFFFF, 0xFFFFFFFF, 0x80000000, 16, 255]))
-        )
-    return bytes(b)
-
-
-def _zeros_for(p: runtime.Program) -> list[np.ndarray] | None:
-    total = 0
-    arrs = []
-    for i in p.inputs:
-        n = int(np.prod(i.shape, dtype=np.int64)) * np.dtype(i.dtype).itemsize
-        total += n
-        if total > 16 << 20:
-            return None
-        arrs.append(np.zeros(i.shape, i.dtype))
-    return arrs
-
-
 def test_mutated_blobs_fail_cleanly_or_run() -> None:
     rng = np.random.default_rng(20240611)
-    blobs = _valid_blobs()
+    blobs = valid_blobs()
     loaded = ran = 0
     for k in range(1000):
         blob = mutate(blobs[k % len(blobs)], rng)
@@ -524,15 +495,37 @@ def test_mutated_blobs_fail_cleanly_or_run() -> None:
             assert str(e), "error without a message"
             continue
         loaded += 1
-        if p.peak_arena_bytes > 64 << 20:
-            continue
-        xs = _zeros_for(p)
-        if xs is None:
-            continue
-        outs = p.run(xs)
-        assert len(outs) == len(p.outputs)
-        ran += 1
+        ran += run_program(p)
     assert ran > 0 and loaded >= ran
+
+
+# ---------------------------------------------------------------- strings that are not UTF-8
+
+
+def test_names_and_sources_that_are_not_utf8_come_out_escaped() -> None:
+    """Value names and node sources are untrusted bytes: load(), inputs/outputs, run(), plan(), profile(),
+    the Python reader and an error message quoting a node source show them escaped (\\xff), never raise
+    UnicodeDecodeError."""
+    import webxnn
+    from webxnn.xnn.reader import read
+
+    text = (
+        'webnn_graph "t" v1 { inputs { xqq: f32[4]; } nodes { mqq = relu(xqq); yqq = sigmoid(mqq); } '
+        "outputs { yqq; } }"
+    )
+    blob = webxnn.compile(webxnn.parse(text)).replace(b"xqq", b"x\xff\xfe").replace(b"mqq", b"m\xc3(")
+    p = runtime.load(blob)
+    assert p.inputs[0].name == "x\\xff\\xfe"
+    x = np.float32([-1, 0, 1, 2])
+    np.testing.assert_allclose(p.run([x])["yqq"], 1 / (1 + np.exp(-np.maximum(x, 0))), rtol=1e-6)
+    assert p.plan()[0]["source"] == "m\\xc3(:relu"
+    assert p.profile([x], 1)[0]["source"] == "m\\xc3(:relu"
+    assert "x\\xff\\xfe" in repr(p)
+    assert len(read(blob).values) == 3
+    pat = b"\x01\x00\x00\x00\x04\x00\x00\x00"  # the dims [4] of value 1 (the relu's output) -> [5]
+    at = [i for i in range(len(blob)) if blob.startswith(pat, i)][3]
+    bad = blob[:at] + b"\x01\x00\x00\x00\x05\x00\x00\x00" + blob[at + 8 :]
+    expect_format(bad, r"node 0 \(XNNClamp\) \[from m\\xc3\(:relu\]: output value 1 is declared \[5\]")
 
 
 # ---------------------------------------------------------------- (c) sanitizers
@@ -572,7 +565,7 @@ def test_mutated_blobs_under_sanitizers(tmp_path: pathlib.Path) -> None:
             pytest.fail("CI could not build the ASan/UBSan xnnrun (cmake/gcc/flatc missing?)")
         pytest.skip("cannot build the sanitizer xnnrun (cmake/gcc/flatc missing?)")
     rng = np.random.default_rng(7)
-    blobs = _valid_blobs()
+    blobs = valid_blobs()
     env = dict(
         os.environ,
         ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:exitcode=99",

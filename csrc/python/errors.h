@@ -5,10 +5,19 @@
 #include <pybind11/pybind11.h>
 
 #include <exception>
+#include <string>
 
 #include "runtime/status.h"
 
 namespace webxnn {
+
+// A string from a blob (a value name, a node source) as a Python str: blobs are untrusted, and bytes that are
+// not UTF-8 come out escaped (\xff) instead of raising UnicodeDecodeError where the name is only shown.
+inline pybind11::str escaped_str(const std::string& s) {
+  PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "backslashreplace");
+  if (!o) throw pybind11::error_already_set();
+  return pybind11::reinterpret_steal<pybind11::str>(o);
+}
 
 inline pybind11::object error_class(StatusCode code) {
   namespace py = pybind11;
@@ -30,7 +39,8 @@ inline void register_error_translator() {
       if (p) std::rethrow_exception(p);
     } catch (const Error& e) {
       pybind11::object cls = error_class(e.code());
-      PyErr_SetString(cls.ptr(), e.what());
+      // messages quote names and node sources from the blob: escaped, never a UnicodeDecodeError instead
+      PyErr_SetObject(cls.ptr(), escaped_str(e.what()).ptr());
     }
   });
 }

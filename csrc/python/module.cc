@@ -49,9 +49,9 @@ py::list describe(const std::vector<TensorInfo>& infos) {
       if (!is_dyn)
         dyn.append(py::none());
       else
-        dyn.append(t.dynamic[d].empty() ? std::string("?") : t.dynamic[d]);
+        dyn.append(escaped_str(t.dynamic[d].empty() ? std::string("?") : t.dynamic[d]));
     }
-    r.append(py::make_tuple(t.name, public_dtype_name(t.dtype), shape, dyn));
+    r.append(py::make_tuple(escaped_str(t.name), public_dtype_name(t.dtype), shape, dyn));
   }
   return r;
 }
@@ -144,7 +144,7 @@ class PyProgram {
       py::list shape;
       for (size_t d : plan.shapes[out]) shape.append(d);
       py::object ahead = st.ahead != kNoValue ? py::object(py::int_(st.ahead)) : py::object(py::none());
-      return py::make_tuple(node, kind ? kind : "?", src, shape, fused, ns, st.serial, ahead, wait);
+      return py::make_tuple(node, kind ? kind : "?", escaped_str(src), shape, fused, ns, st.serial, ahead, wait);
     };
     py::list r;
     for (size_t s = 0; s < plan.steps.size(); ++s) {

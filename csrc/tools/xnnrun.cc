@@ -4,7 +4,10 @@
 //
 // Input files hold raw little-endian tensor bytes of the declared shape. Inputs without a file are filled
 // with ones for float types and zeros otherwise, so any blob can be smoke-tested. Exit codes: 0 ok,
-// 1 + wx_status on a runtime error, 64 on bad usage.
+// 1 + wx_status on a runtime error, 64 on bad usage. The input and output buffers xnnrun allocates are
+// capped (--max-bytes, 4 GiB by default): a blob may declare a 1 TiB input, which must be refused with a
+// message, not answered with std::bad_alloc (and an allocation that fails under the cap is caught too).
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -14,6 +17,8 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -58,8 +63,31 @@ size_t numel(uint32_t rank, const int64_t* dims) {
   return n;
 }
 
+// Bytes of a tensor, or SIZE_MAX when that does not fit in size_t (a hostile blob's dims).
+size_t tensor_bytes(uint32_t rank, const int64_t* dims, size_t elem) {
+  size_t n = elem;
+  for (uint32_t d = 0; d < rank; ++d) {
+    const size_t v = static_cast<size_t>(dims[d]);
+    if (dims[d] < 0 || (v != 0 && n > std::numeric_limits<size_t>::max() / v)) {
+      return std::numeric_limits<size_t>::max();
+    }
+    n *= v;
+  }
+  return n;
+}
+
+constexpr size_t kDefaultMaxBytes = size_t(4) << 30;
+
+// Size of the file at `path`, or -1 when it cannot be opened.
+long long file_size(const std::string& path) {
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
+  if (!f) return -1;
+  return static_cast<long long>(f.tellg());
+}
+
 constexpr const char* kUsage =
-    "usage: xnnrun model.xnn|model.pte [--threads N] [--input name=file.bin ...] [--repeat N] [--quiet]\n";
+    "usage: xnnrun model.xnn|model.pte [--threads N] [--input name=file.bin ...] [--repeat N] [--max-bytes N] "
+    "[--quiet]\n";
 
 int usage() {
   std::fputs(kUsage, stderr);
@@ -82,10 +110,14 @@ int help() {
       "                         data without its header). Repeat for several inputs.\n"
       "                         Inputs without --input are filled with ones (float types) or zeros (integers).\n"
       "  --repeat N             run N times (N >= 1) and report the mean and the best time\n"
+      "  --max-bytes N          refuse a model whose inputs and outputs together need more than N bytes of\n"
+      "                         buffers (default 4294967296 = 4 GiB; a blob may declare tensors up to 1 TiB)\n"
       "  --quiet                print nothing but errors (the exit status says the rest)\n"
       "  -h, --help             this text\n"
       "\n"
-      "Exit status: 0 ok, 1 + the wx_status of a load or run error (its message on stderr), 64 bad usage.\n",
+      "Exit status: 0 ok, 1 + the wx_status of a load or run error (its message on stderr), 64 bad usage;\n"
+      "inputs and outputs over --max-bytes, or buffers that cannot be allocated, exit with 4 (1 +\n"
+      "WX_ERROR_UNSUPPORTED: this machine or limit cannot run it).\n",
       stdout);
   return 0;
 }
@@ -126,12 +158,13 @@ void print_values(const wx_tensor& t) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run_main(int argc, char** argv) {
   if (argc < 2) return usage();
   std::string model;
   uint32_t threads = 0;
   int repeat = 1;
   bool quiet = false;
+  size_t max_bytes = kDefaultMaxBytes;
   std::map<std::string, std::string> input_files;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -145,6 +178,10 @@ int main(int argc, char** argv) {
       const size_t eq = spec.find('=');
       if (eq == std::string::npos) return usage();
       input_files[spec.substr(0, eq)] = spec.substr(eq + 1);
+    } else if (a == "--max-bytes" && i + 1 < argc) {
+      char* end = nullptr;
+      max_bytes = static_cast<size_t>(std::strtoull(argv[++i], &end, 10));
+      if (!end || *end || max_bytes == 0) return usage();
     } else if (a == "--quiet") {
       quiet = true;
     } else if (a == "-h" || a == "--help") {
@@ -171,7 +208,31 @@ int main(int argc, char** argv) {
                 std::chrono::duration<double, std::milli>(t1 - t0).count());
   }
 
+  const std::unique_ptr<wx_program, void (*)(wx_program*)> owner(prog, wx_free);  // freed on every path
   const size_t n_in = wx_num_inputs(prog), n_out = wx_num_outputs(prog);
+  // every buffer's size first, against the cap, before anything is allocated or read
+  size_t buffer_bytes = 0;
+  for (size_t k = 0; k < n_in + n_out; ++k) {
+    wx_tensor_info info;
+    if (k < n_in) {
+      wx_input_info(prog, k, &info);
+    } else {
+      wx_output_info(prog, k - n_in, &info);
+    }
+    const size_t bytes = tensor_bytes(info.rank, info.dims, dtype_size(info.dtype));
+    buffer_bytes = bytes > max_bytes - buffer_bytes ? max_bytes + 1 : buffer_bytes + bytes;
+    if (buffer_bytes > max_bytes) {
+      std::fprintf(
+          stderr,
+          "xnnrun: %s '%s' %s %s needs %s bytes; the inputs and outputs together may take at most "
+          "%zu bytes (--max-bytes)\n",
+          k < n_in ? "input" : "output", info.name, dtype_str(info.dtype),
+          shape_str(info.rank, info.dims).c_str(),
+          bytes == std::numeric_limits<size_t>::max() ? "more than 2^64" : std::to_string(bytes).c_str(),
+          max_bytes);
+      return 1 + WX_ERROR_UNSUPPORTED;
+    }
+  }
   std::vector<std::vector<unsigned char>> in_bufs(n_in), out_bufs(n_out);
   std::vector<wx_tensor> ins(n_in), outs(n_out);
   int rc = 0;
@@ -182,17 +243,23 @@ int main(int argc, char** argv) {
     auto& buf = in_bufs[k];
     auto it = input_files.find(info.name);
     if (it != input_files.end()) {
-      std::ifstream f(it->second, std::ios::binary);
-      if (!f) {
+      const long long have = file_size(it->second);
+      if (have < 0) {
         std::fprintf(stderr, "xnnrun: cannot read %s\n", it->second.c_str());
         rc = 1 + WX_ERROR_IO;
         break;
       }
+      if (static_cast<unsigned long long>(have) != bytes) {  // checked before reading a byte of it
+        std::fprintf(stderr, "xnnrun: %s has %lld bytes, input '%s' needs %zu\n", it->second.c_str(), have,
+                     info.name, bytes);
+        rc = 1 + WX_ERROR_INPUT;
+        break;
+      }
+      std::ifstream f(it->second, std::ios::binary);
       buf.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
       if (buf.size() != bytes) {
-        std::fprintf(stderr, "xnnrun: %s has %zu bytes, input '%s' needs %zu\n", it->second.c_str(),
-                     buf.size(), info.name, bytes);
-        rc = 1 + WX_ERROR_INPUT;
+        std::fprintf(stderr, "xnnrun: %s changed while it was read\n", it->second.c_str());
+        rc = 1 + WX_ERROR_IO;
         break;
       }
       input_files.erase(it);
@@ -251,6 +318,15 @@ int main(int argc, char** argv) {
     }
     std::printf("latency: best %.3f ms, mean %.3f ms over %d run(s)\n", best, total / repeat, repeat);
   }
-  wx_free(prog);
   return rc;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run_main(argc, argv);
+  } catch (const std::bad_alloc&) {
+    // the buffers fit under --max-bytes but not in this machine's memory
+    std::fputs("xnnrun: out of memory allocating the input and output buffers\n", stderr);
+    return 1 + WX_ERROR_UNSUPPORTED;
+  }
 }

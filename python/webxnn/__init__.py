@@ -103,6 +103,7 @@ def to_pte(
 def load(
     blob_or_path: bytes | bytearray | memoryview | PathLike,
     threads: int | None = None,
+    mmap: bool = True,
     *,
     spin_us: int | None = None,
     pool: Pool = "own",
@@ -110,10 +111,10 @@ def load(
     """Verify and load a `.xnn` blob (bytes) or file (memory-mapped) into a runnable `Program`; a `.webnn`,
     `.json` or `.onnx` path is compiled on the fly; an ExecuTorch `.pte` runs its XnnpackBackend payload.
     `spin_us`: how long idle pool threads poll before sleeping; `pool="shared"`: use the process's shared pool
-    (see `set_threads`)."""
+    (see `set_threads`); `mmap=False` reads a file into memory instead of mapping it."""
     from .runtime import load as _load
 
-    return _load(blob_or_path, threads=threads, spin_us=spin_us, pool=pool)
+    return _load(blob_or_path, threads=threads, mmap=mmap, spin_us=spin_us, pool=pool)
 
 
 def set_threads(threads: int | None = None, spin_us: int | None = None) -> None:

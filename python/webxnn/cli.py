@@ -164,10 +164,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         _print_profile(prog, feeds, args.profile, precisions)
     if args.output_dir:
+        from .atomic import atomic_open
+
         out_dir = pathlib.Path(args.output_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
         for name, arr in outputs.items():
-            np.save(out_dir / f"{_safe_filename(name)}.npy", arr)
+            with atomic_open(out_dir / f"{_safe_filename(name)}.npy", "wb") as f:
+                np.save(f, arr)
         print(f"wrote {len(outputs)} output(s) to {out_dir}/")
     return 0
 
@@ -295,7 +298,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
         text = to_js(graph)
     if args.output:
-        pathlib.Path(args.output).write_text(text)
+        from .atomic import write_text
+
+        write_text(args.output, text)
         print(f"wrote {args.output}")
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")

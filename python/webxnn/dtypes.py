@@ -37,6 +37,8 @@ INT_RANGES: dict[str, tuple[int, int]] = {
 }
 FLOAT_MAX = {"float32": float(np.finfo(np.float32).max), "float16": float(np.finfo(np.float16).max)}
 MAX_DIM = 2**32 - 1
+# The largest tensor a blob may declare: the runtime's kMaxTensorBytes (csrc/runtime/model.h).
+MAX_TENSOR_BYTES = 1 << 40
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 
 

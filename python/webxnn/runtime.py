@@ -14,6 +14,7 @@ and planned again there.
 from __future__ import annotations
 
 import os
+import pathlib
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ import numpy as np
 from . import _runtime
 from .compiler import GRAPH_KINDS
 from .compiler import compile as compile_model
-from .errors import FormatError, InputError
+from .errors import FileError, FormatError, InputError
 from .filekind import KINDS, expect, sniff_bytes
 
 BlobOrPath = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]"]
@@ -255,7 +256,12 @@ def set_threads(threads: int | None = None, spin_us: int | None = None) -> None:
 
 
 def load(
-    blob_or_path: BlobOrPath, threads: int | None = None, *, spin_us: int | None = None, pool: Pool = "own"
+    blob_or_path: BlobOrPath,
+    threads: int | None = None,
+    mmap: bool = True,
+    *,
+    spin_us: int | None = None,
+    pool: Pool = "own",
 ) -> Program:
     """Verify and plan a `.xnn` blob given as bytes or a file path (memory-mapped); a `.webnn` / `.json` graph
     or `.onnx` model path is compiled on the fly; an ExecuTorch `.pte` (bytes or path) runs its XnnpackBackend
@@ -263,8 +269,10 @@ def load(
     one per core). `spin_us`: how long the pool's threads poll for the next piece of work before sleeping
     (None = the default, or WEBXNN_SPIN_US). `pool="shared"`: run on the process's shared pool instead (sized
     by `set_threads`; `threads` and `spin_us` must then be None), so several Programs share its threads and
-    their runs take turns. Raises FormatError / UnsupportedError for bad blobs or wrong kinds of file,
-    FileError for files that cannot be read."""
+    their runs take turns. `mmap=False` reads the file into memory instead of mapping it: for a file that may
+    be truncated or rewritten in place while the Program lives (constants are read from a mapping at every
+    run, and a truncated mapping is a SIGBUS). Raises FormatError / UnsupportedError for bad blobs or wrong
+    kinds of file, FileError for files that cannot be read."""
     n = 0 if threads is None else int(threads)
     if n < 0:
         raise ValueError(f"threads must be >= 0, got {threads}")
@@ -281,6 +289,12 @@ def load(
         if kind in GRAPH_KINDS:  # a graph or ONNX model: compiled here, in memory
             blob = compile_model(path)
             return Program(_runtime.Program.from_buffer(blob, **opts), blob, n)
+        if not mmap:
+            try:
+                data = pathlib.Path(path).read_bytes()  # bytes are immutable: the runtime uses them in place
+            except OSError as e:
+                raise FileError.from_os_error(path, e) from None
+            return Program(_runtime.Program.from_buffer(data, **opts), data, n)
         return Program(_runtime.Program.from_path(path, **opts), os.path.abspath(path), n)
     if isinstance(blob_or_path, memoryview) and (not blob_or_path.contiguous or not blob_or_path.readonly):
         blob_or_path = blob_or_path.tobytes()

@@ -6,7 +6,6 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from .runner import CaseResult, format_table, run_dir, summarize
@@ -63,7 +62,9 @@ def cmd_conformance(args: argparse.Namespace) -> int:
             print(f"- {r.op} / {r.name}: [{r.status} at {r.stage}] {r.detail}")
     if args.json:
         doc = {"summary": [vars(s) for s in rows], "cases": [r.to_json() for r in results]}
-        Path(args.json).write_text(json.dumps(doc, indent=1, default=float))
+        from ..atomic import write_text
+
+        write_text(args.json, json.dumps(doc, indent=1, default=float))
     return 1 if bad else 0
 
 

@@ -96,7 +96,7 @@ def parse_manifest(doc: Any, source: str | None = None) -> Manifest:
     for key in ("format", "version", "endianness", "tensors"):
         if key not in doc:
             raise WeightsError(f"{where}: missing required field {key!r}")
-    if doc["format"] not in MANIFEST_FORMATS:
+    if not isinstance(doc["format"], str) or doc["format"] not in MANIFEST_FORMATS:
         raise WeightsError(f'{where}: format must be "wg-weights-manifest", got {doc["format"]!r}')
     if doc["version"] != 1 or type(doc["version"]) is not int:
         raise WeightsError(f"{where}: unsupported manifest version {doc['version']!r} (expected 1)")
@@ -113,7 +113,7 @@ def parse_manifest(doc: Any, source: str | None = None) -> Manifest:
             if f not in t:
                 raise WeightsError(f"{w}: missing required field {f!r}")
         dtype = t["dataType"]
-        if dtype not in DTYPES:
+        if not isinstance(dtype, str) or dtype not in DTYPES:
             raise WeightsError(f"{w}.dataType: unknown data type {dtype!r}")
         if not isinstance(t["shape"], list):
             raise WeightsError(f"{w}.shape: expected a list of dimensions")
@@ -276,11 +276,13 @@ def pack_weights(
         offset += arr.nbytes
         blobs.append(arr)
     doc = {"format": "wg-weights-manifest", "version": 1, "endianness": "little", "tensors": entries}
-    with open(weights_path, "wb") as f:
+    from ..atomic import atomic_open
+
+    with atomic_open(weights_path, "wb") as f:
         f.write(MAGIC + struct.pack("<I", 1))
         for arr in blobs:
             f.write(arr.tobytes())
-    with open(manifest_path, "w", encoding="utf-8") as f:
+    with atomic_open(manifest_path, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=2)
         f.write("\n")
     return parse_manifest(doc, os.fspath(manifest_path))
@@ -292,6 +294,8 @@ def unpack_weights(weights_path: PathLike, manifest_path: PathLike, out_dir: Pat
     m = load_manifest(manifest_path)
     wf = WeightsFile(weights_path)
     wf.check_header(m)
+    from ..atomic import atomic_open
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}
@@ -309,6 +313,7 @@ def unpack_weights(weights_path: PathLike, manifest_path: PathLike, out_dir: Pat
             fname = f"{fname}_{len(used)}"
         used.add(fname)
         path = out / (fname + ".npy")
-        np.save(path, wf.array(entry, what))
+        with atomic_open(path, "wb") as f:
+            np.save(f, wf.array(entry, what))
         written[key] = path
     return written

@@ -24,7 +24,8 @@ if TYPE_CHECKING:  # the graph AST sits above this package (graph.py reads const
 
 def const_array(g: Graph, name: str) -> np.ndarray:
     """The data of const `name` as an array of its declared dtype and shape: `@weights` data from
-    `g.weights` (see attach_weights), `@scalar` filled over the shape, `@bytes` reinterpreted."""
+    `g.weights` (see attach_weights), `@scalar` as a read-only broadcast view of its one value (never
+    materialised here: the blob writer, which needs the full data, fills it), `@bytes` reinterpreted."""
     c = g.consts.get(name)
     if c is None:
         raise ValidationError(f"no const named {name!r}")
@@ -45,7 +46,7 @@ def const_array(g: Graph, name: str) -> np.ndarray:
         problem = scalar_problem(c.dtype, init.value)
         if problem:
             raise WeightsError(f"const '{name}': {problem}")
-        return np.full(shape, init.value, dtype=dt)
+        return np.broadcast_to(np.array(init.value, dtype=dt), shape)
     if init.kind == "bytes":
         data = init.data or b""
         if len(data) != math.prod(shape) * dt.itemsize:

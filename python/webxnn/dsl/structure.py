@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from ..dtypes import dtype_size, scalar_problem
+from ..dtypes import MAX_TENSOR_BYTES, dtype_size, scalar_problem
 from ..graph import Const, DynDim, Graph
 
 TEXT_DTYPES: dict[str, str] = {
@@ -46,6 +46,12 @@ def const_problem(c: Const) -> str | None:
     for d in c.shape:
         if isinstance(d, DynDim):
             return "constant shapes must be static (dyn() is only allowed in input shapes)"
+    size = numel(c.shape) * dtype_size(c.dtype)
+    if size > MAX_TENSOR_BYTES:
+        return (
+            f"{DTYPE_TEXT.get(c.dtype, c.dtype)}{list(c.shape)} is {size} bytes, more than a .xnn blob "
+            f"can hold in one tensor ({MAX_TENSOR_BYTES} bytes)"
+        )
     init = c.init
     if init.kind == "scalar":
         return scalar_problem(c.dtype, init.value)

@@ -64,6 +64,9 @@ def from_onnx(
     load_translators()
 
     proto, base, mapped = _load_model(model)
+    from .checks import check_strings
+
+    check_strings(proto)
     for k, v in (override_dims or {}).items():
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise InputError(f"override_dims[{k!r}] = {v!r}: must be a positive integer")
@@ -80,6 +83,7 @@ def load_onnx_graph(path: PathLike, override_dims: dict[str, int] | None = None)
 
 def write_graph(g: Graph, output: PathLike) -> list[Path]:
     """Write `g` as `.webnn` (or `.json`) plus `<stem>.weights` and `<stem>.manifest.json` beside it."""
+    from ..atomic import write_text
     from ..dsl import pack_weights, to_json, to_text
 
     out = Path(os.fspath(output))
@@ -87,7 +91,7 @@ def write_graph(g: Graph, output: PathLike) -> list[Path]:
     text = to_json(g) if out.suffix.lower() == ".json" else to_text(g)
     written = [out]
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
+    write_text(out, text)
     weights = {c.init.ref or c.name: g.weights[c.name] for c in g.consts.values() if c.init.kind == "weights"}
     if weights:
         wpath = out.with_name(stem + ".weights")

@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import UnsupportedError, ValidationError, WebxnnError
+from ..errors import UnsupportedError, ValidationError, WebxnnError, WeightsError
 from ..graph import Const, ConstInit, Dim, DynDim, Graph, Node, Operand
 from ..ops.base import TensorType
+from .checks import check_node, node_where
 from .fold import NO_FOLD, fold_node
 from .functions import MAX_DEPTH, expand, function_of, function_opset
 from .names import Namer
@@ -28,6 +29,11 @@ from .tensors import NP_OF_ONNX, WEBNN_OF_ONNX, as_webnn_array, to_array, webnn_
 
 # Placeholder bound for a symbolic dim nobody resolved; never written out (see `_finish`).
 _UNRESOLVED_MAX = 1 << 30
+
+# A last resort: an exception that is not a WebxnnError escaping a node's translation becomes a
+# ValidationError naming that node. The checks at the entry points (attributes, inputs, tensors) should make
+# it unreachable; the fuzz harness turns it off so that anything reaching it shows up as a finding.
+SAFETY_NET = True
 
 
 @dataclass
@@ -39,19 +45,37 @@ class Val:
     shape: tuple[Dim, ...]
 
 
-def attrs_of(node: Any) -> dict[str, Any]:
+class Attrs(dict):  # type: ignore[type-arg]
+    """A node's attributes by name; asking for one that is absent is a ValidationError naming the node."""
+
+    def __init__(self, node: Any, values: dict[str, Any]) -> None:
+        super().__init__(values)
+        self.node = node
+
+    def __missing__(self, key: str) -> Any:
+        raise ValidationError(f"{where(self.node)}: attribute {key!r} is missing")
+
+
+def attrs_of(node: Any) -> Attrs:
+    """The attributes of `node` (checked against its schema's types by `checks.check_node` first)."""
     from onnx import helper
 
-    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    values = {}
+    for a in node.attribute:
+        try:
+            values[a.name] = helper.get_attribute_value(a)
+        except Exception as e:  # noqa: BLE001 - onnx refuses the attribute's type
+            raise ValidationError(f"{where(node)}: attribute {a.name!r} cannot be read ({e})") from None
+    return Attrs(node, values)
 
 
 def text(v: Any) -> str:
-    """A string attribute's value as str (onnx gives bytes)."""
-    return v.decode() if isinstance(v, bytes) else str(v)
+    """A string attribute's value as str (onnx gives bytes; bytes that are not UTF-8 come out escaped, so a
+    message can quote them and no mode or name matches them)."""
+    return v.decode("utf-8", "backslashreplace") if isinstance(v, bytes) else str(v)
 
 
-def where(node: Any) -> str:
-    return f"{node.op_type} node {node.name or node.output[0]!r}"
+where = node_where
 
 
 class Converter:
@@ -109,6 +133,28 @@ class Converter:
                 "static shapes, but it is computed at run time"
             )
         return self.consts[name]
+
+    def const_ints(self, node: Any, i: int, what: str) -> list[int]:
+        """Constant input `i` as a list of ints (shapes, axes, pads, starts, ...): integer values only."""
+        arr = np.asarray(self.const_input(node, i, what)).reshape(-1)
+        if arr.dtype.kind not in "iub":
+            ok = (
+                arr.dtype.kind == "f"
+                and bool(np.all(np.isfinite(arr)))
+                and bool(np.all(arr == np.trunc(arr)))
+            )
+            if not ok or (arr.size and np.abs(arr).max() >= 2.0**63):
+                raise ValidationError(
+                    f"{where(node)}: input {i} ({what}) must hold integers, not {arr.dtype}"
+                )
+        return [int(v) for v in arr]
+
+    def const_scalar(self, node: Any, i: int, what: str) -> Any:
+        """Constant input `i` that must hold exactly one value, as a Python number."""
+        arr = np.asarray(self.const_input(node, i, what))
+        if arr.size != 1:
+            raise ValidationError(f"{where(node)}: input {i} ({what}) must be one value, not {arr.size}")
+        return arr.reshape(-1)[0].item()
 
     def opt_const(self, node: Any, i: int, what: str) -> np.ndarray | None:
         return self.const_input(node, i, what) if self.has(node, i) else None
@@ -270,7 +316,10 @@ class Converter:
         for t in getattr(g, "sparse_initializer", []):
             from onnx import numpy_helper
 
-            self.consts[t.values.name] = numpy_helper.to_array(t)  # rare; dense copy
+            try:
+                self.consts[t.values.name] = numpy_helper.to_array(t)  # rare; dense copy
+            except Exception as e:  # noqa: BLE001 - corrupt indices or values
+                raise WeightsError(f"sparse initializer {t.values.name!r}: cannot decode ({e})") from None
         for o in g.output:  # outputs get their own names first, so they stay readable
             self.namer.of(o.name)
         for vi in g.input:
@@ -287,6 +336,16 @@ class Converter:
             self.types[ident] = TensorType(dt, tuple(shape))
             self.vals[vi.name] = Val(ident, dt, tuple(shape))
 
+    def _guarded_node(self, node: Any) -> None:
+        try:
+            self._node(node)
+        except (WebxnnError, RecursionError):
+            raise
+        except Exception as e:
+            if not SAFETY_NET:
+                raise
+            raise ValidationError(f"{where(node)}: cannot convert it ({type(e).__name__}: {e})") from e
+
     def _node(self, node: Any) -> None:
         self.node = node
         op = node.op_type
@@ -301,6 +360,14 @@ class Converter:
             if op not in TRANSLATORS:
                 self._problem(node, op_reason(op) or "")
             return
+        check_node(node, self.opset)
+        for k, name in enumerate(node.input):
+            known = name in self.consts or name in self.vals or name in self.deferred
+            if name and not known:
+                raise ValidationError(
+                    f"{where(node)}: input {k} {name!r} is not defined before this node (no graph input, "
+                    "initializer or earlier node has it: undefined, a cycle, or nodes out of order)"
+                )
         # onnxruntime's contrib ops, and the readers of values deferred by a chain being matched
         special = contrib or (deferred_reader if any(i in self.deferred for i in ins) else None)
         if special is not None:
@@ -392,18 +459,21 @@ class Converter:
             except (UnsupportedError, KeyError):
                 return None
             dims = [d.name if isinstance(d, DynDim) else int(d) for d in self.shape(name)]
-            types.append(helper.make_tensor_type_proto(elem, dims))
+            try:
+                types.append(helper.make_tensor_type_proto(elem, dims))
+            except ValueError:  # a dim protobuf cannot hold (beyond int64): no types, as when unknown
+                return None
         return types
 
     def _problem(self, node: Any, reason: str) -> None:
         op = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
-        self.problems.append((op, node.name or node.output[0], reason))
+        self.problems.append((op, node.name or (node.output[0] if len(node.output) else ""), reason))
         self.poisoned.update(o for o in node.output if o)
 
     def run(self) -> Graph:
         self._inputs()
         for node in self.model.graph.node:
-            self._node(node)
+            self._guarded_node(node)
         self.node = None
         self._report_problems()
         self._outputs()
@@ -533,11 +603,11 @@ def _check_output_type(vi: Any) -> None:
 
 
 def _constant_value(node: Any) -> np.ndarray:
-    from onnx import numpy_helper
-
     for a in node.attribute:
         if a.name == "value":
-            return to_array(a.t) if a.t.data_location != 1 else numpy_helper.to_array(a.t)
+            if a.t.data_location == 1:  # external data in a Constant: onnx itself refuses that
+                raise ValidationError(f"{where(node)}: a Constant's value cannot be external data")
+            return to_array(a.t)
         if a.name == "value_float":
             return np.array(a.f, np.float32)
         if a.name == "value_floats":

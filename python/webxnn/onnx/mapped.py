@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import WeightsError
-from .tensors import BOOL, NP_OF_ONNX
+from .tensors import BOOL, NP_OF_ONNX, numel
 
 # Field numbers from onnx.proto (stable: protobuf field numbers never change).
 _MODEL_GRAPH = 7
@@ -167,10 +167,10 @@ def load_mapped(path: Path) -> tuple[Any, dict[str, np.ndarray]] | None:
         off, length = rng
         dt = NP_OF_ONNX[t.data_type]
         shape = tuple(int(d) for d in t.dims)
-        if length != int(np.prod(shape, dtype=np.int64)) * dt.itemsize:
+        if length != numel(t, shape) * dt.itemsize:
             raise WeightsError(
                 f"initializer {t.name!r}: raw_data holds {length} bytes, but "
-                f"{dt}{list(shape)} needs {int(np.prod(shape, dtype=np.int64)) * dt.itemsize}"
+                f"{dt}{list(shape)} needs {numel(t, shape) * dt.itemsize}"
             )
         # a view of the map (unaligned offsets are fine for numpy); it keeps the map open
         arrays[t.name] = mm[off : off + length].view(dt).reshape(shape)

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import UnsupportedError
-from .convert import Converter, attrs_of, text
+from ..errors import UnsupportedError, ValidationError
+from .convert import Converter, attrs_of, text, where
 from .ops_decomposed import scalar
 from .ops_shape import norm_axis, reshape_value
 from .refusals import TRAINING_MODE
@@ -41,6 +41,35 @@ def _to_2d_filter(ctx: Converter, name: str) -> str:
     return reshape_value(ctx, ctx.operand(name), target)
 
 
+def check_window(node: Any, a: dict[str, Any], spatial: int) -> None:
+    """The window attributes of a conv or pool over `spatial` dims: one entry per dim (pads two), kernel,
+    strides and dilations >= 1, pads >= 0 (ValidationError naming the node and attribute otherwise). An
+    attribute of another type is one this op's schema does not declare (checks.check_node has checked the
+    declared ones), which no translator reads: left alone."""
+    a = {k: v for k, v in a.items() if isinstance(v, int if k == "group" else list)}
+    lengths = {
+        "kernel_shape": spatial,
+        "strides": spatial,
+        "dilations": spatial,
+        "pads": 2 * spatial,
+        "output_padding": spatial,
+    }
+    for key, n in lengths.items():
+        if key in a and len(a[key]) != n:
+            raise ValidationError(
+                f"{where(node)}: {key} has {len(a[key])} entries, but the input has "
+                f"{spatial} spatial dims (needs {n})"
+            )
+    least = {"kernel_shape": 1, "strides": 1, "dilations": 1, "pads": 0, "output_padding": 0}
+    for key, low in least.items():
+        if key in a and any(int(v) < low or int(v) > 1 << 31 for v in a[key]):
+            raise ValidationError(f"{where(node)}: {key} {list(a[key])} must be in {low}..2^31")
+    if "output_shape" in a and len(a["output_shape"]) not in (spatial, spatial + 2):
+        raise ValidationError(f"{where(node)}: output_shape has {len(a['output_shape'])} entries")
+    if "group" in a and not 1 <= int(a["group"]) <= 1 << 31:
+        raise ValidationError(f"{where(node)}: group {a['group']} must be >= 1")
+
+
 @onnx_op("Conv", "ConvTranspose")
 def conv(ctx: Converter, node: Any) -> None:
     a = attrs_of(node)
@@ -49,6 +78,9 @@ def conv(ctx: Converter, node: Any) -> None:
     rank = len(xshape)
     if rank not in (3, 4):
         raise UnsupportedError(f"{rank - 2}-D {node.op_type} (WebNN has 2-D convolutions; 1-D is reshaped)")
+    if len(wshape) != rank:
+        raise ValidationError(f"{where(node)}: the filter has rank {len(wshape)}, the input {rank}")
+    check_window(node, a, rank - 2)
     kernel = [int(v) for v in a.get("kernel_shape", wshape[2:])]
     is_t = node.op_type == "ConvTranspose"
     x = ctx.x(node, 0)
@@ -128,6 +160,8 @@ def pool(ctx: Converter, node: Any) -> None:
         raise UnsupportedError("MaxPool storage_order=1")
     xshape = ctx.static_shape(node.input[0], node.op_type)
     rank = len(xshape)
+    if rank >= 3:
+        check_window(node, a, rank - 2)
     if rank == 5:
         _pool3d(ctx, node, a, xshape)
         return
@@ -320,7 +354,16 @@ def _param_for(ctx: Converter, name: str, target: list[Any], what: str) -> str:
         raise UnsupportedError(
             f"{what} of shape {list(ctx.shape(name))} computed at run time; WebNN needs shape {list(target)}"
         )
-    arr = np.broadcast_to(ctx.const(name), target)
+    if not all(isinstance(d, int) for d in target):
+        raise UnsupportedError(
+            f"{what} broadcast to {list(target)} needs the symbolic dims fixed (override_dims)"
+        )
+    try:
+        arr = np.broadcast_to(ctx.const(name), target)
+    except ValueError:
+        raise ValidationError(
+            f"{where(ctx.node)}: {what} of shape {list(ctx.shape(name))} does not broadcast to {list(target)}"
+        ) from None
     return ctx.new_const(f"{ctx.namer.of(name)}/{what}", np.asarray(arr, order="C"))
 
 

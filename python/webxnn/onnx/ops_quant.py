@@ -8,13 +8,15 @@ int8 weights and their scales.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
-from ..errors import UnsupportedError
+from ..dtypes import MAX_TENSOR_BYTES
+from ..errors import UnsupportedError, ValidationError
 from ..graph import DTYPES
-from .convert import Converter, attrs_of
+from .convert import Converter, attrs_of, where
 from .ops_shape import norm_axis
 from .refusals import type_reason
 from .registry import onnx_op
@@ -42,6 +44,13 @@ def _zero_point(ctx: Converter, node: Any, dtype: np.dtype, rank: int, axis: int
         target = [1] * rank
         target[axis] = scale_shape[0]
         scale_shape = target
+    if (
+        not all(isinstance(d, int) for d in scale_shape)
+        or math.prod(scale_shape) * dtype.itemsize > MAX_TENSOR_BYTES
+    ):
+        raise ValidationError(
+            f"{where(node)}: a zero point of shape {scale_shape} (y_scale's) is not a constant it can make"
+        )
     return ctx.new_const(f"{ctx.namer.of(node.output[0])}/zero_point", np.zeros(scale_shape, dtype))
 
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import UnsupportedError
+from ..errors import UnsupportedError, ValidationError
 from ..graph import DTYPES
-from .convert import Converter, attrs_of, text
+from .convert import Converter, attrs_of, text, where
 from .registry import onnx_op
 
 _ACTS = {"Sigmoid": "sigmoid", "Tanh": "tanh", "Relu": "relu"}
@@ -55,6 +55,11 @@ def recurrent(ctx: Converter, node: Any) -> None:
         raise UnsupportedError(f"direction {a['direction']!r}")
     dirs = 2 if direction == "both" else 1
     batch_major = bool(int(a.get("layout", 0)))
+    for i, what in ((0, "X"), (1, "W"), (2, "R")):
+        if ctx.rank(node.input[i]) != 3:
+            raise ValidationError(
+                f"{where(node)}: input {i} ({what}) has rank {ctx.rank(node.input[i])}, not 3"
+            )
     shape = ctx.static_shape(node.input[0], node.op_type)
     steps, batch = (shape[1], shape[0]) if batch_major else (shape[0], shape[1])
     hidden = int(a.get("hidden_size") or ctx.static_shape(node.input[2], node.op_type)[-1])
@@ -130,6 +135,9 @@ def _gates(ctx: Converter, node: Any, fixed: list[np.ndarray], last: str, what: 
 def _split_bias(ctx: Converter, node: Any, n: int) -> tuple[str, str]:
     """ONNX B [dirs, 2n] as WebNN's bias and recurrentBias [dirs, n]."""
     name = node.input[3]
+    shape = list(ctx.shape(name))
+    if len(shape) != 2 or shape[1] != 2 * n:
+        raise ValidationError(f"{where(node)}: B has shape {shape}, expected [num_directions, {2 * n}]")
     if ctx.is_const(name):
         return (
             ctx.derived_const(name, "input_bias", lambda b: np.ascontiguousarray(b[:, :n])),

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import UnsupportedError, ValidationError
 from ..graph import DTYPES, Dim, DynDim
-from .convert import Converter, attrs_of, text
+from .convert import Converter, attrs_of, text, where
 from .refusals import DATA_SHAPED
 from .registry import onnx_op
 
@@ -24,7 +24,7 @@ def norm_axis(axis: int, rank: int, what: str = "axis") -> int:
 def axes_input(ctx: Converter, node: Any, idx: int, rank: int) -> list[int] | None:
     """Axes given as attribute (older opsets) or as constant input `idx` (newer ones), normalized."""
     if ctx.has(node, idx):
-        raw = [int(v) for v in ctx.const_input(node, idx, "axes").reshape(-1)]
+        raw = ctx.const_ints(node, idx, "axes")
     else:
         got = attrs_of(node).get("axes")
         if got is None:
@@ -55,13 +55,19 @@ def reshape_value(
     """Reshape a WebNN value (helper values that have no ONNX name)."""
     if list(ctx.types[wname].shape) == list(target) and out is None:
         return wname
+    dyn = [d for d in target if isinstance(d, DynDim)]
+    if dyn:  # e.g. a 1-D MatMul operand of symbolic length, made 2-D here
+        raise UnsupportedError(
+            f"a reshape to {list(target)} needs the symbolic dim {dyn[0].name!r} fixed: pass "
+            f"override_dims={{{dyn[0].name!r}: N}} (CLI: --override-dim {dyn[0].name}=N)"
+        )
     return ctx.emit("reshape", [wname], {"newShape": [int(d) for d in target]}, out=out, hint=hint)
 
 
 @onnx_op("Reshape")
 def reshape(ctx: Converter, node: Any) -> None:
     shape_in = list(ctx.shape(node.input[0]))
-    spec = [int(v) for v in ctx.const_input(node, 1, "shape").reshape(-1)]
+    spec = ctx.const_ints(node, 1, "shape")
     allowzero = int(attrs_of(node).get("allowzero", 0))
     target: list[Dim] = []
     for i, s in enumerate(spec):
@@ -119,7 +125,7 @@ def squeeze(ctx: Converter, node: Any) -> None:
 def unsqueeze(ctx: Converter, node: Any) -> None:
     shape = list(ctx.shape(node.input[0]))
     if ctx.has(node, 1):
-        raw = [int(v) for v in ctx.const_input(node, 1, "axes").reshape(-1)]
+        raw = ctx.const_ints(node, 1, "axes")
     else:
         raw = [int(v) for v in attrs_of(node).get("axes", [])]
     rank = len(shape) + len(raw)
@@ -143,6 +149,8 @@ def transpose(ctx: Converter, node: Any) -> None:
 def concat(ctx: Converter, node: Any) -> None:
     ins = [n for n in node.input if n]
     rank = ctx.rank(ins[0])
+    if any(ctx.rank(n) != rank for n in ins):
+        raise ValidationError(f"{where(node)}: inputs of ranks {[ctx.rank(n) for n in ins]} (must be equal)")
     axis = norm_axis(int(attrs_of(node)["axis"]), rank)
     ins = [n for n in ins if ctx.shape(n)[axis] != 0]  # ONNX allows empty pieces; WebNN does not
     if len(ins) == 1:
@@ -154,11 +162,13 @@ def concat(ctx: Converter, node: Any) -> None:
 @onnx_op("Split")
 def split(ctx: Converter, node: Any) -> None:
     shape = ctx.shape(node.input[0])
+    if not shape:
+        raise ValidationError(f"{where(node)}: a scalar cannot be split")
     a = attrs_of(node)
     axis = norm_axis(int(a.get("axis", 0)), len(shape))
     n_out = len(node.output)
     if ctx.has(node, 1):
-        splits = [int(v) for v in ctx.const_input(node, 1, "split").reshape(-1)]
+        splits = ctx.const_ints(node, 1, "split")
     elif a.get("split") is not None:
         splits = [int(v) for v in a["split"]]
     else:
@@ -166,6 +176,8 @@ def split(ctx: Converter, node: Any) -> None:
         if isinstance(dim, DynDim):
             raise UnsupportedError(f"split of symbolic dim {dim.name!r}: pass override_dims for it")
         n = int(a.get("num_outputs", n_out))
+        if n != n_out:
+            raise ValidationError(f"{where(node)}: num_outputs {n}, but the node has {n_out} outputs")
         chunk = -(-dim // n)
         splits = [min(chunk, dim - k * chunk) for k in range(n)]
     if len(splits) != n_out:
@@ -191,18 +203,10 @@ def slice_(ctx: Converter, node: Any) -> None:
     rank = len(shape)
     a = attrs_of(node)
     if ctx.has(node, 1):
-        starts = [int(v) for v in ctx.const_input(node, 1, "starts").reshape(-1)]
-        ends = [int(v) for v in ctx.const_input(node, 2, "ends").reshape(-1)]
-        axes = (
-            [int(v) for v in ctx.const_input(node, 3, "axes").reshape(-1)]
-            if ctx.has(node, 3)
-            else list(range(len(starts)))
-        )
-        steps = (
-            [int(v) for v in ctx.const_input(node, 4, "steps").reshape(-1)]
-            if ctx.has(node, 4)
-            else [1] * len(starts)
-        )
+        starts = ctx.const_ints(node, 1, "starts")
+        ends = ctx.const_ints(node, 2, "ends")
+        axes = ctx.const_ints(node, 3, "axes") if ctx.has(node, 3) else list(range(len(starts)))
+        steps = ctx.const_ints(node, 4, "steps") if ctx.has(node, 4) else [1] * len(starts)
     else:  # opset < 10
         starts, ends = list(a["starts"]), list(a["ends"])
         axes = list(a.get("axes", range(len(starts))))
@@ -263,7 +267,7 @@ def _broadcast(a: list[Dim], b: list[int]) -> list[Dim]:
 
 @onnx_op("Expand")
 def expand(ctx: Converter, node: Any) -> None:
-    target = [int(v) for v in ctx.const_input(node, 1, "shape").reshape(-1)]
+    target = ctx.const_ints(node, 1, "shape")
     out_shape = _broadcast(list(ctx.shape(node.input[0])), target)
     if out_shape == list(ctx.shape(node.input[0])):
         ctx.alias(node.output[0], node.input[0])
@@ -275,7 +279,7 @@ def expand(ctx: Converter, node: Any) -> None:
 
 @onnx_op("Tile")
 def tile(ctx: Converter, node: Any) -> None:
-    reps = [int(v) for v in ctx.const_input(node, 1, "repeats").reshape(-1)]
+    reps = ctx.const_ints(node, 1, "repeats")
     ctx.emit("tile", [ctx.x(node, 0)], {"repetitions": reps}, out=node.output[0])
 
 
@@ -411,14 +415,13 @@ def _scatter_reduce(ctx: Converter, node: Any, targets: np.ndarray, reduction: s
 def pad(ctx: Converter, node: Any) -> None:
     a = attrs_of(node)
     rank = ctx.rank(node.input[0])
-    mode = a.get("mode", b"constant")
-    mode = mode.decode() if isinstance(mode, bytes) else mode
+    mode = text(a.get("mode", b"constant"))
     wmode = {"constant": "constant", "reflect": "reflection", "edge": "edge"}.get(mode)
     if wmode is None:
         raise UnsupportedError(f"Pad mode {mode!r}")
     run_time_value = None  # a constant_value computed at run time
     if ctx.has(node, 1):
-        pads = [int(v) for v in ctx.const_input(node, 1, "pads").reshape(-1)]
+        pads = ctx.const_ints(node, 1, "pads")
         if ctx.has(node, 2) and not ctx.is_const(node.input[2]) and wmode == "constant":
             run_time_value, value = ctx.x(node, 2), 0.0
         else:
@@ -431,6 +434,8 @@ def pad(ctx: Converter, node: Any) -> None:
         axes = None
     axes = list(range(rank)) if axes is None else axes
     n = len(axes)
+    if len(pads) != 2 * n:
+        raise ValidationError(f"{where(node)}: {len(pads)} pads for {n} axes (needs {2 * n})")
     begin, end = [0] * rank, [0] * rank
     for k, ax in enumerate(axes):
         begin[ax], end[ax] = pads[k], pads[k + n]
@@ -553,11 +558,16 @@ def arg_reduce(ctx: Converter, node: Any) -> None:
 
 @onnx_op("Trilu")
 def trilu(ctx: Converter, node: Any) -> None:
-    k = ctx.opt_const(node, 1, "k")
+    k = 0
+    if ctx.has(node, 1):
+        ks = ctx.const_ints(node, 1, "k")
+        if len(ks) != 1:
+            raise ValidationError(f"{where(node)}: input 1 (k) must be one value, not {len(ks)}")
+        k = ks[0]
     ctx.emit(
         "triangular",
         [ctx.x(node, 0)],
-        {"upper": bool(int(attrs_of(node).get("upper", 1))), "diagonal": 0 if k is None else int(k)},
+        {"upper": bool(int(attrs_of(node).get("upper", 1))), "diagonal": k},
         out=node.output[0],
     )
 
@@ -565,7 +575,7 @@ def trilu(ctx: Converter, node: Any) -> None:
 @onnx_op("CumSum")
 def cumsum(ctx: Converter, node: Any) -> None:
     a = attrs_of(node)
-    axis = norm_axis(int(ctx.const_input(node, 1, "axis").reshape(-1)[0]), ctx.rank(node.input[0]))
+    axis = norm_axis(int(ctx.const_scalar(node, 1, "axis")), ctx.rank(node.input[0]))
     ctx.emit(
         "cumulativeSum",
         [ctx.x(node, 0)],

@@ -165,9 +165,9 @@ def clip(ctx: Converter, node: Any) -> None:
         _clip_runtime(ctx, node)
         return
     if ctx.has(node, 1):
-        lo = ctx.const_input(node, 1, "min").item()
+        lo = ctx.const_scalar(node, 1, "min")
     if ctx.has(node, 2):
-        hi = ctx.const_input(node, 2, "max").item()
+        hi = ctx.const_scalar(node, 2, "max")
     if lo is not None and np.isfinite(lo):
         opts["minValue"] = float(lo)
     if hi is not None and np.isfinite(hi):

@@ -26,7 +26,7 @@ def top_k(ctx: Converter, node: Any) -> None:
     r = len(shape)
     axis = norm_axis(int(a.get("axis", -1)), r)
     n = shape[axis]
-    k = int(ctx.const_input(node, 1, "K").reshape(-1)[0]) if ctx.opset >= 10 else int(a["k"])
+    k = int(ctx.const_scalar(node, 1, "K")) if ctx.opset >= 10 else int(a["k"])
     if not 0 < k <= n:
         raise UnsupportedError(f"TopK with K={k} of an axis of {n}")
     if n > _MAX_AXIS:

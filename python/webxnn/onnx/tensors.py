@@ -104,25 +104,77 @@ def as_webnn_array(a: np.ndarray) -> np.ndarray:
     return a
 
 
+def _field_int(t: Any, info: dict[str, str], key: str, default: int) -> int:
+    """A non-negative integer external_data field (`offset`, `length`) of initializer `t`."""
+    raw = info.get(key)
+    if raw is None or raw == "":
+        return default
+    if not raw.isascii() or not raw.isdigit():
+        raise WeightsError(
+            f"initializer {t.name!r}: external data {key} {raw!r} is not a non-negative integer"
+        )
+    return int(raw)
+
+
+def external_path(t: Any, base: Path | None, location: str) -> Path:
+    """The file an initializer's external data `location` names, confined to the model's folder `base`
+    (as onnxruntime does): no absolute path, no `..` and no symlink leading out of it."""
+    if base is None:
+        raise WeightsError(f"initializer {t.name!r}: external data, but the model was not loaded from a file")
+    if not location or "\0" in location:
+        raise WeightsError(f"initializer {t.name!r}: external data location {location!r} is not a file name")
+    rel = Path(location)
+    if rel.is_absolute() or rel.drive or ".." in rel.parts or location.startswith(("/", "\\")):
+        raise WeightsError(
+            f"initializer {t.name!r}: external data location {location!r} is outside the model's folder "
+            "(it must be a relative path without '..')"
+        )
+    root = base.resolve()
+    try:
+        path = (root / rel).resolve()
+    except (OSError, RuntimeError, ValueError) as e:  # a symlink loop, an unencodable name
+        raise WeightsError(f"initializer {t.name!r}: external data location {location!r}: {e}") from None
+    if not path.is_relative_to(root):
+        raise WeightsError(
+            f"initializer {t.name!r}: external data location {location!r} leads outside the model's folder "
+            f"(to {path}, through a symlink)"
+        )
+    try:
+        found = path.is_file()
+    except OSError as e:  # a name too long for the file system, ...
+        raise WeightsError(f"initializer {t.name!r}: external data location {location!r}: {e}") from None
+    if not found:
+        raise WeightsError(
+            f"initializer {t.name!r}: external data file {location!r} not found beside the model"
+        )
+    return path
+
+
 def _external(t: Any, base: Path | None, dt: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
     info = {e.key: e.value for e in t.external_data}
-    loc = info.get("location")
-    if not loc or base is None:
-        raise WeightsError(f"initializer {t.name!r}: external data without a location or model path")
-    path = (base / loc).resolve()
-    if not path.is_file():
-        raise WeightsError(f"initializer {t.name!r}: external data file {path} not found")
-    offset = int(info.get("offset", 0))
-    count = int(np.prod(shape, dtype=np.int64))
-    length = int(info.get("length", count * dt.itemsize))
-    if length != count * dt.itemsize or offset + length > os.path.getsize(path):
+    path = external_path(t, base, info.get("location", ""))
+    offset = _field_int(t, info, "offset", 0)
+    count = numel(t, shape)
+    length = _field_int(t, info, "length", count * dt.itemsize)
+    size = os.path.getsize(path)
+    if length != count * dt.itemsize or offset > size or length > size - offset:
         raise WeightsError(
-            f"initializer {t.name!r}: external data {loc} offset {offset} length {length} "
-            f"does not hold {dt}{list(shape)}"
+            f"initializer {t.name!r}: external data {info.get('location')!r} offset {offset} length {length} "
+            f"does not hold {dt}{list(shape)} ({count * dt.itemsize} bytes; the file has {size})"
         )
     if count == 0:
         return np.zeros(shape, dt)
     return np.memmap(path, dtype=dt, mode="r", offset=offset, shape=shape)
+
+
+def numel(t: Any, shape: tuple[int, ...]) -> int:
+    """The element count of `shape`; a negative dim is an error naming the initializer."""
+    if any(d < 0 for d in shape):
+        raise WeightsError(f"initializer {t.name!r}: negative dim in {list(shape)}")
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 def to_array(t: Any, base: Path | None = None) -> np.ndarray:
@@ -138,9 +190,18 @@ def to_array(t: Any, base: Path | None = None) -> np.ndarray:
                 f"{ONNX_TYPE_NAMES.get(t.data_type, t.data_type)}"
             )
         return _external(t, base, dt, shape)
+    count = numel(t, shape)
     if dt is not None and t.raw_data and dt != np.bool_:
+        if len(t.raw_data) != count * dt.itemsize:
+            raise WeightsError(
+                f"initializer {t.name!r}: raw_data holds {len(t.raw_data)} bytes, but {dt}{list(shape)} "
+                f"needs {count * dt.itemsize}"
+            )
         return np.frombuffer(t.raw_data, dtype=dt).reshape(shape)
     try:
-        return numpy_helper.to_array(t)
+        arr = numpy_helper.to_array(t)
     except Exception as e:  # an odd or corrupt tensor: say which one
         raise WeightsError(f"initializer {t.name!r}: cannot decode ({e})") from None
+    if arr.shape != shape:  # typed data fields (float_data, ...) of the wrong length
+        raise WeightsError(f"initializer {t.name!r}: holds {arr.size} values, but its dims are {list(shape)}")
+    return arr

@@ -12,6 +12,7 @@ import difflib
 import math
 from typing import Any, NoReturn
 
+from ..dtypes import FLOAT_MAX, I64_MIN
 from ..errors import ValidationError, WebxnnError
 from ..graph import DTYPES, DynDim, Node
 from .base import ANNOTATION_KEYS, REQUIRED, BoundNode, OpSpec, TensorType
@@ -101,6 +102,14 @@ def normalize_dtype(v: Any) -> str | None:
     return s if s in DTYPES else None
 
 
+def _float32_range(ctx: Ctx, key: str, v: float) -> float:
+    """`v` when a blob's float32 field can hold it (infinities and NaN included); a finite value beyond the
+    float32 range would only fail in the blob writer, without saying which op and option."""
+    if math.isfinite(v) and abs(v) > FLOAT_MAX["float32"]:
+        ctx.fail(f"option {key!r} = {v!r} is outside the float32 range (±{FLOAT_MAX['float32']:g})")
+    return v
+
+
 def coerce_option(ctx: Ctx, key: str, kind: Any, v: Any) -> Any:
     """Check option `key` against its kind and return it in canonical Python form (lists, ints, floats)."""
 
@@ -116,10 +125,14 @@ def coerce_option(ctx: Ctx, key: str, kind: Any, v: Any) -> Any:
     if kind == "float":
         if not _is_num(v):
             bad("a number")
-        return float(v)
+        return _float32_range(ctx, key, float(v))
     if kind == "number":  # keeps integers exact (clamp bounds on int64 tensors)
         if not _is_num(v):
             bad("a number")
+        if isinstance(v, float):
+            _float32_range(ctx, key, v)
+        elif not I64_MIN <= int(v) < 1 << 64:
+            ctx.fail(f"option {key!r} = {v} is outside the 64-bit integer range")
         return v
     if kind == "bool":
         if not isinstance(v, bool):
@@ -142,7 +155,7 @@ def coerce_option(ctx: Ctx, key: str, kind: Any, v: Any) -> Any:
     if kind == "floats":
         if not isinstance(v, (list, tuple)) or not all(_is_num(x) for x in v):
             bad("a list of numbers")
-        return [float(x) for x in v]
+        return [_float32_range(ctx, key, float(x)) for x in v]
     if kind == "int|ints":
         if _is_int(v):
             return int(v)

@@ -178,10 +178,8 @@ def _string_at(buf: _Buf, t: int, what: str) -> str:
     buf.spend(count, what)
     if buf.mv[t + 4 + count] != 0:
         raise FormatError(f"{what}: string at byte {buf.base + t} is not NUL-terminated")
-    try:
-        return bytes(buf.mv[t + 4 : t + 4 + count]).decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise FormatError(f"{what}: string at byte {buf.base + t} is not UTF-8 ({e.reason})") from None
+    # the runtime takes any bytes as a name; shown here escaped (\xff) like the runtime module shows them
+    return bytes(buf.mv[t + 4 : t + 4 + count]).decode("utf-8", "backslashreplace")
 
 
 def _root(buf: _Buf, what: str) -> _Table:

@@ -572,7 +572,9 @@ def serialize_to_file(g: XnnGraph, path: str | os.PathLike[str]) -> int:
     parts = _parts(g)
     first = next(parts)  # validates and builds the flatbuffer before the file is touched
     total = 0
-    with open(path, "wb") as f:
+    from ..atomic import atomic_open
+
+    with atomic_open(path, "wb") as f:  # a failed write leaves the old blob whole (and any map of it valid)
         total += f.write(first)
         for p in parts:
             total += f.write(p)

@@ -1,0 +1,68 @@
+"""Hostile `.webnn` / JSON graphs (issue 25 item 3): `@scalar` constants stay splats until the blob writer
+needs their bytes, a constant larger than a blob can hold is a clear error before anything allocates it, and
+float options outside the float32 range are a ValidationError naming the op and option (not an
+OverflowError from the flatbuffer writer)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import webxnn
+from webxnn.constants import const_array
+from webxnn.errors import ParseError, ValidationError
+
+
+def _graph(consts: str, nodes: str, x: str = "f32[2]") -> str:
+    consts_block = f"  consts {{ {consts} }}\n" if consts else ""
+    return (
+        f'webnn_graph "t" v1 {{\n  inputs {{ x: {x}; }}\n{consts_block}'
+        f"  nodes {{ {nodes} }}\n  outputs {{ y; }}\n}}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "decl",
+    ["f32[65536, 65536, 65536] @scalar(1.0)", "u32[65536, 65536, 65536, 65536] @scalar(1)"],
+)
+def test_a_constant_too_large_for_a_blob_is_refused_before_it_is_allocated(decl: str) -> None:
+    text = _graph(f"big: {decl};", "y = relu(x);")
+    with pytest.raises(ParseError, match=r"const 'big': .* bytes, more than a \.xnn blob can hold"):
+        webxnn.parse(text)
+
+
+def test_scalar_consts_are_broadcast_views_until_written() -> None:
+    # 1 GB each if materialised; unused, the second is dropped without ever being filled
+    text = _graph(
+        "c: f32[4, 2] @scalar(3.0); unused: f32[268435456] @scalar(2.0);", "y = add(x, c);", x="f32[4, 2]"
+    )
+    g = webxnn.parse(text)
+    arr = const_array(g, "unused")
+    assert arr.shape == (268435456,) and arr.strides == (0,) and not arr.flags.writeable
+    p = webxnn.load(webxnn.compile(g))
+    x = np.arange(8, dtype=np.float32).reshape(4, 2)
+    np.testing.assert_array_equal(p.run([x])["y"], x + 3)
+
+
+@pytest.mark.parametrize(
+    ("node", "pattern"),
+    [
+        (
+            "y = clamp(x, maxValue=1e300);",
+            r"node 'y' \(clamp\): option 'maxValue' = 1e\+300 is outside the float32",
+        ),
+        (
+            "y = leakyRelu(x, alpha=1e39);",
+            r"node 'y' \(leakyRelu\): option 'alpha' = 1e\+39 is outside the float32",
+        ),
+        ("y = elu(x, alpha=-1e39);", r"node 'y' \(elu\): option 'alpha' = -1e\+39"),
+    ],
+)
+def test_float_options_outside_float32_are_validation_errors(node: str, pattern: str) -> None:
+    with pytest.raises(ValidationError, match=pattern):
+        webxnn.compile(webxnn.parse(_graph("", node)))
+
+
+def test_float_option_edges_still_compile() -> None:
+    for node in ("y = clamp(x, maxValue=3.4e38);", "y = clamp(x, maxValue=1e30);"):
+        assert webxnn.compile(webxnn.parse(_graph("", node)))
