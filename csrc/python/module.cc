@@ -144,7 +144,8 @@ class PyProgram {
       py::list shape;
       for (size_t d : plan.shapes[out]) shape.append(d);
       py::object ahead = st.ahead != kNoValue ? py::object(py::int_(st.ahead)) : py::object(py::none());
-      return py::make_tuple(node, kind ? kind : "?", escaped_str(src), shape, fused, ns, st.serial, ahead, wait);
+      return py::make_tuple(node, kind ? kind : "?", escaped_str(src), shape, fused, ns, st.serial, ahead,
+                            wait);
     };
     py::list r;
     for (size_t s = 0; s < plan.steps.size(); ++s) {
