@@ -320,36 +320,43 @@ const void* packed_weights(const NodeIo& io, size_t i, AlignedBuffer& buf) {
 
 // ---- int8 nodes with weights ----
 
-bool check_q8_weights(const SupportCheck& c, size_t channel_dim, const char* supported) {
-  if (c.all_fp32()) return false;
+void check_q8_filter(const SupportCheck& c, size_t channel_dim) {
   c.need_const(1, "filter");
   c.need_const(2, "bias");
-  const Node& nd = c.node();
-  const Model& m = c.model();
-  const Value& x = m.values[nd.inputs[0]];
-  const Value& w = m.values[nd.inputs[1]];
-  const Value& y = m.values[nd.outputs[0]];
-  const bool has_bias = nd.inputs.size() > 2 && nd.inputs[2] != kNoValue;
+  const Value& w = c.model().values[c.node().inputs[1]];
   if (w.dtype == DType::kQint8 && w.quant.zero_point != 0) {
     unsupported(c.label() + ": filter zero point " + std::to_string(w.quant.zero_point) +
                 " is not supported (int8 filters are symmetric: zero point 0)");
   }
-  const bool w_ok = w.dtype == DType::kQcint8 || w.dtype == DType::kQint8;
+  if (w.dtype != DType::kQcint8 && w.dtype != DType::kQint8) {
+    unsupported(c.label() + ": datatypes " + c.describe() +
+                " are not supported (int8 filters: qcint8 or qint8)");
+  }
+  if (w.quant.kind == QuantParams::Kind::kPerChannel && size_t(w.quant.channel_dim) != channel_dim) {
+    unsupported(c.label() + ": per-channel filter scales must be along the output dim " + str(channel_dim) +
+                ", not " + std::to_string(w.quant.channel_dim));
+  }
+}
+
+bool check_q8_weights(const SupportCheck& c, size_t channel_dim, const char* supported) {
+  if (c.all_fp32()) return false;
+  const Node& nd = c.node();
+  const Model& m = c.model();
+  const Value& x = m.values[nd.inputs[0]];
+  const Value& y = m.values[nd.outputs[0]];
+  const bool has_bias = nd.inputs.size() > 2 && nd.inputs[2] != kNoValue;
   const bool b_ok =
       !has_bias || c.dt(nd.inputs[2]) == DType::kQcint32 || c.dt(nd.inputs[2]) == DType::kQint32;
-  if (x.dtype != DType::kQint8 || y.dtype != DType::kQint8 || !w_ok || !b_ok) {
+  if (x.dtype != DType::kQint8 || y.dtype != DType::kQint8 || !b_ok) {
     unsupported(c.label() + ": datatypes " + c.describe() + " are not supported (" + supported + ")");
   }
+  check_q8_filter(c, channel_dim);
   // The int8 kernels take zero points in the int8 range (table.def); a blob may hold any int32.
   for (const Value* v : {&x, &y}) {
     if (v->quant.zero_point < -128 || v->quant.zero_point > 127) {
       unsupported(c.label() + ": qint8 zero point " + std::to_string(v->quant.zero_point) +
                   " is outside [-128, 127]");
     }
-  }
-  if (w.quant.kind == QuantParams::Kind::kPerChannel && size_t(w.quant.channel_dim) != channel_dim) {
-    unsupported(c.label() + ": per-channel filter scales must be along the output dim " + str(channel_dim) +
-                ", not " + std::to_string(w.quant.channel_dim));
   }
   return true;
 }

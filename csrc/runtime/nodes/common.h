@@ -242,6 +242,9 @@ const void* packed_weights(const NodeIo& io, size_t i, AlignedBuffer& buf);
 // -> qint8 with a constant filter and bias and activation zero points in [-128, 127]; else throws
 // Error(kUnsupported) naming what (`supported`: the datatypes the node takes, for the message).
 bool check_q8_weights(const SupportCheck& c, size_t channel_dim, const char* supported);
+// Its filter and bias part, shared with the dynamic FC: both constant, int8 filters (qcint8, or qint8 with
+// zero point 0), per-channel scales along channel_dim; else throws Error(kUnsupported).
+void check_q8_filter(const SupportCheck& c, size_t channel_dim);
 // The quantization of such a node for the int8 kernels' packers (qgemm_pack, qconv2d_pack, qdwconv2d_pack):
 // s8 activations and output; channels: the output channels (the per-channel scale count).
 QGemmQuant q8_quant(const Model& m, const Node& nd, size_t channels);

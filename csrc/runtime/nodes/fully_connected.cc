@@ -45,26 +45,18 @@ void fc_shapes(ShapeInference& s) {
 
 // qdint8 x (qcint8 | qint8 zp 0) [+ fp32 bias] -> fp32, one row of parameters per output row.
 void check_fc_dynamic(const SupportCheck& c, size_t o_dim) {
-  c.need_const(1, "filter");
-  c.need_const(2, "bias");
   const Node& nd = c.node();
-  const Model& m = c.model();
-  const Value& x = m.values[nd.inputs[0]];
-  const Value& w = m.values[nd.inputs[1]];
   const bool has_bias = nd.inputs[2] != kNoValue;
-  const bool w_ok = (w.dtype == DType::kQcint8) || (w.dtype == DType::kQint8 && w.quant.zero_point == 0);
-  if (!w_ok || c.dt(nd.outputs[0]) != DType::kFp32 || (has_bias && c.dt(nd.inputs[2]) != DType::kFp32)) {
+  if (c.dt(nd.outputs[0]) != DType::kFp32 || (has_bias && c.dt(nd.inputs[2]) != DType::kFp32)) {
     unsupported(c.label() + ": datatypes " + c.describe() +
                 " are not supported (a qdint8 input takes qcint8 weights [+ fp32 bias] -> fp32)");
   }
-  if (x.quant.num_nonbatch_dims != 1) {
+  check_q8_filter(c, o_dim);
+  const int32_t rows_dims = c.model().values[nd.inputs[0]].quant.num_nonbatch_dims;
+  if (rows_dims != 1) {
     unsupported(c.label() +
                 ": a qdint8 input needs num_nonbatch_dims 1 (a zero point and scale per row), not " +
-                std::to_string(x.quant.num_nonbatch_dims));
-  }
-  if (w.quant.kind == QuantParams::Kind::kPerChannel && size_t(w.quant.channel_dim) != o_dim) {
-    unsupported(c.label() + ": per-channel filter scales must be along the output dim " + str(o_dim) +
-                ", not " + std::to_string(w.quant.channel_dim));
+                std::to_string(rows_dims));
   }
 }
 
