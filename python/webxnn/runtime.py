@@ -281,7 +281,7 @@ def load(
     shared = pool == "shared"
     if shared and (threads is not None or spin_us is not None):
         raise ValueError("pool='shared' takes its threads and spin_us from webxnn.set_threads(), not load()")
-    opts = {"threads": n, "spin_us": _spin_arg(spin_us), "shared_pool": shared}
+    opts: dict[str, Any] = {"threads": n, "spin_us": _spin_arg(spin_us), "shared_pool": shared}
     if isinstance(blob_or_path, (str, os.PathLike)):
         path = os.fspath(blob_or_path)
         # an unknown kind goes to the blob verifier, which says which bytes are wrong

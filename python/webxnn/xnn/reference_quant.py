@@ -180,6 +180,7 @@ def run_node(
         return _table(n, get, val, lambda r: np.where(r >= 0, r, r * f["negative_slope"]))
     if k == "XNNELU":
         return _table(n, get, val, lambda r: np.where(r >= 0, r, f["alpha"] * np.expm1(np.minimum(r, 0))))
-    if k in helpers["unary"] and k not in ("XNNCopy", "XNNClamp"):
-        return _table(n, get, val, helpers["unary"][k])
+    unary: Any = helpers["unary"]  # the float reference's unary functions, by node kind
+    if k in unary and k not in ("XNNCopy", "XNNClamp"):
+        return _table(n, get, val, unary[k])
     raise NotImplementedError(f"reference interpreter: no quantized {k}")

@@ -24,7 +24,13 @@ def requantize_pairs(lg: LGraph, qvals: dict[str, QParams]) -> None:
     for node in lg.nodes:
         dq = producers.get(node.operands.get("input_id") or "") if is_quantize(node) else None
         q = dq.operands["input_id"] if dq is not None and is_dequantize(dq) else None
-        if q is None or q not in qvals or node_params(lg, dq) != qvals[q] or node.outputs[0] not in qvals:
+        if (
+            dq is None
+            or q is None
+            or q not in qvals
+            or node_params(lg, dq) != qvals[q]
+            or node.outputs[0] not in qvals
+        ):
             out.append(node)
         elif qvals[q] == qvals[node.outputs[0]]:
             lg.replace_uses(node.outputs[0], q)

@@ -125,7 +125,7 @@ def _to_int8(g: _Graph, node: LNode) -> bool:
     if found is None or any(a is None for a in acts):
         return False
     q, add = found
-    operands = dict(zip(roles, (a[0] for a in acts if a is not None)))
+    operands: dict[str, str | None] = dict(zip(roles, (a[0] for a in acts if a is not None)))
     if node.kind in FILTERED:
         fields = _filter_fields(g, node, acts[0][1], add)  # type: ignore[index]
         if fields is None:

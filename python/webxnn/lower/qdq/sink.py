@@ -53,7 +53,7 @@ def _concat_params(lg: LGraph, readers: dict[str, list[LNode]], node: LNode, fir
 def _pad_exact(node: LNode, p: QParams) -> bool:
     """The pad value is exactly representable with the tensor's parameters (0 always is)."""
     v = float(node.attrs.get("padding_value", 0.0))
-    return float((int(p.quantize(v)) - p.zero_point) * np.float32(p.scale)) == v
+    return float((int(p.quantize(np.asarray(v))) - p.zero_point) * np.float32(p.scale)) == v
 
 
 def _requantize(lg: LGraph, out: list[LNode], qvals: dict[str, QParams], q: str, p: QParams, src: str) -> str:
@@ -78,8 +78,9 @@ def sink_dequantize(lg: LGraph, qvals: dict[str, QParams]) -> None:
                 out.append(node)
                 continue
         elif node.kind in CONCATS and sources and all(s is not None for s in sources):
-            p = _concat_params(lg, readers, node, qvals[sources[0]])
-            sources = [_requantize(lg, out, qvals, s, p, node.src) for s in sources]
+            present = [s for s in sources if s is not None]
+            p = _concat_params(lg, readers, node, qvals[present[0]])
+            sources = [_requantize(lg, out, qvals, s, p, node.src) for s in present]
         else:
             out.append(node)
             continue

@@ -40,13 +40,15 @@ def _replay(lg: LGraph, arr: np.ndarray, chain: list[LNode]) -> np.ndarray:
         if node.kind == "XNNStaticTranspose":
             arr = np.transpose(arr, node.attrs["perm"])
         else:
-            arr = arr.reshape([int(d) for d in lg.values[node.outputs[0]].shape])
+            arr = arr.reshape([int(d) for d in lg.values[node.outputs[0]].shape])  # type: ignore[arg-type]
     return arr
 
 
 def _operands(lg: LGraph, dq: LNode) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """(integers, scale, zero point) of a dequantizeLinear, the parameters broadcast to the data's shape."""
     q, s, z = (lg.values[dq.operands[k]].const for k in ("input_id", "scale_id", "zero_point_id"))
+    if q is None or s is None or z is None:  # not constant: not weights
+        return None
     try:
         s, z = np.broadcast_to(s, q.shape), np.broadcast_to(z, q.shape)
     except ValueError:  # block-wise parameters
