@@ -9,6 +9,8 @@ grows. Structure tests (ops emitted, shapes, folding, names, errors) need no run
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,7 @@ from onnx import TensorProto as TP  # noqa: E402
 from onnx import helper, numpy_helper  # noqa: E402
 
 import webxnn  # noqa: E402
-from webxnn.errors import UnsupportedError, ValidationError  # noqa: E402
+from webxnn.errors import UnsupportedError  # noqa: E402
 from webxnn.onnx import from_onnx, import_onnx  # noqa: E402
 
 NEWEST = onnx.defs.onnx_opset_version()
@@ -1089,10 +1091,40 @@ def test_unresolved_dim_without_static_need() -> None:
     assert g.inputs["x"].shape == [3, 4]
 
 
-def test_unknown_override_dim_is_an_error() -> None:
+def test_unknown_override_dim_is_a_warning() -> None:
+    """One --override-dim list serves a folder of models: a dim the model lacks is named and ignored."""
     m = model([n("Relu", ["x"], "y")], {"x": (np.float32, ["N", 4])}, {"y": np.float32})
-    with pytest.raises(ValidationError, match="'batch'.*N"):
-        from_onnx(m, override_dims={"N": 1, "batch": 2})
+    with pytest.warns(webxnn.WebxnnWarning, match="'batch'.*ignored.*N"):
+        g = from_onnx(m, override_dims={"N": 1, "batch": 2})
+    assert g.inputs["x"].shape == [1, 4]
+
+
+def test_cli_unknown_override_dim_warns_in_one_line(tmp_path: Path) -> None:
+    m = model([n("Relu", ["x"], "y")], {"x": (np.float32, ["N", 4])}, {"y": np.float32})
+    path = tmp_path / "m.onnx"
+    path.write_bytes(m.SerializeToString())
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "webxnn",
+            "compile",
+            str(path),
+            "-o",
+            str(tmp_path / "m.xnn"),
+            "--override-dim",
+            "N=1",
+            "--override-dim",
+            "batch_size=1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr
+    assert [ln for ln in r.stderr.splitlines() if ln.startswith("webxnn: warning: ") and "'batch_size'" in ln]
+    assert (tmp_path / "m.xnn").stat().st_size > 0
 
 
 # --------------------------------------------------------------------------------------------- errors, names

@@ -9,6 +9,7 @@ output shapes that later translations need.
 
 from __future__ import annotations
 
+import warnings
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import UnsupportedError, ValidationError, WebxnnError, WeightsError
+from ..errors import UnsupportedError, ValidationError, WebxnnError, WebxnnWarning, WeightsError
 from ..graph import Const, ConstInit, Dim, DynDim, Graph, Node, Operand
 from ..ops.base import TensorType
 from .checks import check_node, node_where
@@ -541,11 +542,15 @@ class Converter:
     def _finish(self) -> None:
         unknown = sorted(set(self.override) - self.used_overrides)
         if unknown:
+            # a warning, not an error: one command line (--override-dim batch_size=1) serves a folder of
+            # models, some of which have no such dim
             known = sorted(self._all_dim_params())
             names = ", ".join(repr(u) for u in unknown)
-            raise ValidationError(
-                f"override_dims names {names}, which no model "
-                f"input uses; symbolic dims are: {', '.join(known) or '(none)'}"
+            warnings.warn(
+                f"override_dims names {names}, which no model input uses (ignored); symbolic dims are: "
+                f"{', '.join(known) or '(none)'}",
+                WebxnnWarning,
+                stacklevel=3,
             )
         if self.unresolved:
             if self.dyn_max is None:
