@@ -93,28 +93,34 @@ def conv_case(
     )
 
 
-def check_conv(
-    c: dict, pads=(0, 0, 0, 0), strides=(1, 1), dil=(1, 1), threads=(1,), out_min=-1024, out_max=1024
+def check_kernel(
+    kernel: str,
+    ref,
+    c: dict,
+    pads=(0, 0, 0, 0),
+    strides=(1, 1),
+    dil=(1, 1),
+    threads=(1,),
+    out_min=-1024,
+    out_max=1024,
 ) -> np.ndarray:
-    want = conv_reference(
-        c["x"],
-        c["filter"],
-        c["bias"],
-        c["w_scales"],
-        c["a_scale"],
-        c["a_zero_point"],
-        c["out_scale"],
-        c["out_zero_point"],
-        c["out_dtype"],
-        pads,
-        strides,
-        dil,
-        out_min,
-        out_max,
+    """kernels.<kernel> (qconv2d, qdwconv2d) on case `c` against `ref`, bit for bit, on every ISA and thread
+    count; returns the reference output."""
+    keys = (
+        "x",
+        "filter",
+        "bias",
+        "w_scales",
+        "a_scale",
+        "a_zero_point",
+        "out_scale",
+        "out_zero_point",
+        "out_dtype",
     )
+    want = ref(*(c[k] for k in keys), pads, strides, dil, out_min, out_max)
     for isa in ISAS:
         for t in threads:
-            got = Q.qconv2d(
+            got = getattr(Q, kernel)(
                 **c,
                 pads=pads,
                 strides=strides,
@@ -127,6 +133,10 @@ def check_conv(
             bad = np.argwhere(got != want)
             assert bad.size == 0, (isa, t, bad[:5])
     return want
+
+
+def check_conv(c: dict, **kw) -> np.ndarray:
+    return check_kernel("qconv2d", conv_reference, c, **kw)
 
 
 @pytest.mark.parametrize("a_dtype,out_dtype", [("uint8", "int8"), ("int8", "uint8")])

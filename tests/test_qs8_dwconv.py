@@ -9,21 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import load_testing_module
-from test_qs8_conv import conv_reference
-from test_qs8_gemm import ISAS, RANGE
+from test_qs8_conv import check_kernel, conv_reference
+from test_qs8_gemm import ISAS, RANGE, requantize
 
 Q = load_testing_module().kernels
-
-
-def requantize(acc, w_scales, a_scale, out_scale, out_zp, out_dtype, out_min, out_max) -> np.ndarray:
-    """table.def's qgemm formula on int32 sums [..., OC]: fp32 scale, round half even, clamp."""
-    acc = ((acc + 2**31) % 2**32 - 2**31).astype(np.int32)
-    scale = np.float32(a_scale) * w_scales.astype(np.float32) / np.float32(out_scale)
-    v = acc.astype(np.float32) * scale
-    tmin, tmax = RANGE[out_dtype]
-    lo, hi = max(out_min, tmin), min(out_max, tmax)
-    y = np.clip(np.rint(v).astype(np.float64) + out_zp, lo, hi)
-    return y.astype(out_dtype)
 
 
 def dw_reference(
@@ -84,35 +73,8 @@ def dw_case(n, h, w, c, m, k, a_dtype="int8", out_dtype="int8", seed=0, per_chan
     )
 
 
-def check_dw(c, pads=(0, 0, 0, 0), strides=(1, 1), dil=(1, 1), threads=(1, 2), out_min=-1024, out_max=1024):
-    ref_args = {k: c[k] for k in ("x", "filter", "bias", "w_scales", "a_scale")}
-    want = dw_reference(
-        *ref_args.values(),
-        c["a_zero_point"],
-        c["out_scale"],
-        c["out_zero_point"],
-        c["out_dtype"],
-        pads,
-        strides,
-        dil,
-        out_min,
-        out_max,
-    )
-    for isa in ISAS:
-        for t in threads:
-            got = Q.qdwconv2d(
-                **c,
-                pads=pads,
-                strides=strides,
-                dilations=dil,
-                out_min=out_min,
-                out_max=out_max,
-                isa=isa,
-                threads=t,
-            )
-            bad = np.argwhere(got != want)
-            assert bad.size == 0, (isa, t, bad[:5])
-    return want
+def check_dw(c: dict, threads=(1, 2), **kw) -> np.ndarray:
+    return check_kernel("qdwconv2d", dw_reference, c, threads=threads, **kw)
 
 
 @pytest.mark.parametrize("a_dtype,out_dtype", [("int8", "int8"), ("uint8", "int8"), ("int8", "uint8")])

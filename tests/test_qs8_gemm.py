@@ -38,6 +38,12 @@ def reference(
     acc = (a.astype(np.int64) - a_zp) @ b_nk.astype(np.int64).T
     if bias is not None:
         acc = acc + bias.astype(np.int64)
+    return requantize(acc, w_scales, a_scale, out_scale, out_zp, out_dtype, out_min, out_max)
+
+
+def requantize(acc, w_scales, a_scale, out_scale, out_zp, out_dtype, out_min, out_max) -> np.ndarray:
+    """table.def's requantization of exact sums [..., N] (wrapping as int32): fp32 scale, round half even,
+    clamp (NaN: the low bound)."""
     acc = ((acc + 2**31) % 2**32 - 2**31).astype(np.int32)
     scale = np.float32(a_scale) * w_scales.astype(np.float32) / np.float32(out_scale)
     assert scale.dtype == np.float32
