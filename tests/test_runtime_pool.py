@@ -163,3 +163,16 @@ def test_bad_pool_options(kwargs: dict, message: str) -> None:
         runtime.load(chain_blob(8), **kwargs)
     with pytest.raises(ValueError, match="threads must be >= 0"):
         webxnn.set_threads(-1)
+
+
+def test_bad_load_options_are_webxnn_errors() -> None:
+    """Bad option values are OptionErrors: WebxnnErrors (one error family) that are also ValueErrors."""
+    blob = webxnn.compile(
+        webxnn.parse('webnn_graph "t" v1 { inputs { x: f32[4]; } nodes { y = relu(x); } outputs { y; } }')
+    )
+    for kw in ({"threads": -1}, {"spin_us": -5}, {"pool": "nope"}, {"pool": "shared", "threads": 2}):
+        with pytest.raises(webxnn.OptionError) as e:
+            webxnn.load(blob, **kw)
+        assert isinstance(e.value, webxnn.WebxnnError) and isinstance(e.value, ValueError)
+    with pytest.raises(webxnn.OptionError, match="threads must be >= 0"):
+        webxnn.set_threads(-1)

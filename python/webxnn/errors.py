@@ -69,6 +69,11 @@ class InputError(WebxnnError):
     """Wrong inputs to `Program.run`: missing or unknown names, wrong dtype or shape."""
 
 
+class OptionError(WebxnnError, ValueError):
+    """A bad option value given to the API (`threads`, `spin_us`, `pool`, `repeat`). Also a `ValueError`, so
+    `except ValueError` and `except WebxnnError` both catch it."""
+
+
 __all__ = [
     "WebxnnError",
     "FileError",
@@ -78,6 +83,7 @@ __all__ = [
     "FormatError",
     "UnsupportedError",
     "InputError",
+    "OptionError",
 ]
 
 

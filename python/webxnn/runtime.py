@@ -25,7 +25,7 @@ import numpy as np
 from . import _runtime
 from .compiler import GRAPH_KINDS
 from .compiler import compile as compile_model
-from .errors import FileError, FormatError, InputError
+from .errors import FileError, FormatError, InputError, OptionError
 from .filekind import KINDS, expect, sniff_bytes
 
 BlobOrPath = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]"]
@@ -137,7 +137,7 @@ class Program:
         Nodes that need no work of their own (a reshape or copy whose output shares its input's memory) follow
         with `ms` 0.0 and `aliased` True."""
         if repeat < 1:
-            raise ValueError(f"repeat must be >= 1, got {repeat}")
+            raise OptionError(f"repeat must be >= 1, got {repeat}")
         rows = []
         for raw in self._impl.profile(self._ordered(inputs), int(repeat)):
             row = _step_row(raw)
@@ -241,7 +241,7 @@ def _spin_arg(spin_us: int | None) -> int:
     if spin_us is None:
         return -1
     if not 0 <= int(spin_us) <= _MAX_SPIN_US:
-        raise ValueError(f"spin_us must be in [0, {_MAX_SPIN_US}], got {spin_us}")
+        raise OptionError(f"spin_us must be in [0, {_MAX_SPIN_US}], got {spin_us}")
     return int(spin_us)
 
 
@@ -251,7 +251,7 @@ def set_threads(threads: int | None = None, spin_us: int | None = None) -> None:
     WEBXNN_SPIN_US). Programs loaded before keep the pool they were loaded with."""
     n = 0 if threads is None else int(threads)
     if n < 0:
-        raise ValueError(f"threads must be >= 0, got {threads}")
+        raise OptionError(f"threads must be >= 0, got {threads}")
     _runtime.set_shared_pool(n, _spin_arg(spin_us))
 
 
@@ -275,12 +275,12 @@ def load(
     kinds of file, FileError for files that cannot be read."""
     n = 0 if threads is None else int(threads)
     if n < 0:
-        raise ValueError(f"threads must be >= 0, got {threads}")
+        raise OptionError(f"threads must be >= 0, got {threads}")
     if pool not in ("own", "shared"):
-        raise ValueError(f"pool must be 'own' or 'shared', got {pool!r}")
+        raise OptionError(f"pool must be 'own' or 'shared', got {pool!r}")
     shared = pool == "shared"
     if shared and (threads is not None or spin_us is not None):
-        raise ValueError("pool='shared' takes its threads and spin_us from webxnn.set_threads(), not load()")
+        raise OptionError("pool='shared' takes its threads and spin_us from webxnn.set_threads(), not load()")
     opts: dict[str, Any] = {"threads": n, "spin_us": _spin_arg(spin_us), "shared_pool": shared}
     if isinstance(blob_or_path, (str, os.PathLike)):
         path = os.fspath(blob_or_path)
