@@ -131,6 +131,17 @@ def test_programs_match_single_thread_from_many_python_threads() -> None:
     in_threads(8, caller)
 
 
+def test_runs_alone_or_with_workers_give_the_same_bytes() -> None:
+    """A Program picks, run by run, the workers or the caller alone (runtime/run_mode.h: warm-up, a probe
+    alone, then the faster mode and a probe of the other every 16th run); 40 runs cover every branch."""
+    blob = chain_blob(17)
+    x = rand(1, 23, 19, 17)
+    want = runtime.load(blob, threads=1).run({"x": x})["y"].tobytes()
+    prog = runtime.load(blob, threads=3)
+    for _ in range(40):
+        assert prog.run({"x": x})["y"].tobytes() == want
+
+
 def test_set_threads_leaves_loaded_programs_their_pool() -> None:
     blob = chain_blob(8)
     x = rand(1, 23, 19, 8)

@@ -14,6 +14,8 @@ namespace {
 thread_local const ThreadPool* tl_active_pool = nullptr;
 // The pool whose Session this thread holds (its run() calls wait for the region lock instead of going inline).
 thread_local const ThreadPool* tl_session_pool = nullptr;
+// The pool whose solo Session this thread holds (its run() calls execute inline).
+thread_local const ThreadPool* tl_solo_pool = nullptr;
 // ThreadPool::barrier_wait_ns() of this thread.
 thread_local uint64_t tl_barrier_wait_ns = 0;
 
@@ -90,10 +92,16 @@ ThreadPool::~ThreadPool() {
 
 uint64_t ThreadPool::barrier_wait_ns() { return tl_barrier_wait_ns; }
 
-ThreadPool::Session::Session(ThreadPool& pool)
-    : pool_(pool.workers_.empty() || tl_session_pool == &pool ? nullptr : &pool) {
+ThreadPool::Session::Session(ThreadPool& pool, bool solo)
+    : pool_(pool.workers_.empty() || tl_session_pool == &pool || tl_solo_pool == &pool ? nullptr : &pool) {
   // (A thread already holding this pool's session, or a pool without workers: nothing to do.)
   if (!pool_) return;
+  if (solo) {
+    solo_ = true;
+    saved_solo_ = tl_solo_pool;
+    tl_solo_pool = pool_;
+    return;
+  }
   saved_ = tl_session_pool;
   pool_->session_mutex_.lock();  // another caller's session: sleep until it closes
   {
@@ -109,6 +117,10 @@ ThreadPool::Session::Session(ThreadPool& pool)
 
 ThreadPool::Session::~Session() {
   if (!pool_) return;
+  if (solo_) {
+    tl_solo_pool = saved_solo_;
+    return;
+  }
   tl_session_pool = saved_;
   {
     std::lock_guard<std::mutex> lk(pool_->mutex_);
@@ -186,7 +198,7 @@ void ThreadPool::worker_loop(size_t self) {
 
 void ThreadPool::run(size_t tasks, const std::function<void(size_t)>& fn) {
   if (tasks == 0) return;
-  bool inline_only = workers_.empty() || tasks == 1 || tl_active_pool == this;
+  bool inline_only = workers_.empty() || tasks == 1 || tl_active_pool == this || tl_solo_pool == this;
   if (!inline_only && solo_until_ns_.load(std::memory_order_relaxed) != 0) {
     if (now_ns() < solo_until_ns_.load(std::memory_order_relaxed))
       inline_only = true;

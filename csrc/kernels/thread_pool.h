@@ -17,6 +17,7 @@
 //    cores with two callers and one set of workers. Opening a session wakes sleeping workers early, so they
 //    are polling by the time the first region starts. A pool with no workers makes Session a no-op, so
 //    single-threaded runs from several threads stay concurrent.
+//  * A solo Session (`Session s(pool, true)`) makes the caller's run() calls inline until it closes.
 //  * Back-off: when the caller waited at a region's end for at least 1 ms, and longer than its own share of
 //    the work took, a worker lost its core while holding a task (another process took it). The next regions
 //    then run on the caller alone for 16 times that wait (at most 0.2 s), after which the workers are tried
@@ -70,7 +71,9 @@ class ThreadPool final : public Parallel {
   // same thread does nothing.
   class Session {
    public:
-    explicit Session(ThreadPool& pool);
+    // solo: this series runs on the calling thread alone (every run() inline, same tasks in order), takes no
+    // turn and wakes no worker (runtime/run_mode.h decides when that is faster).
+    explicit Session(ThreadPool& pool, bool solo = false);
     ~Session();
     Session(const Session&) = delete;
     Session& operator=(const Session&) = delete;
@@ -78,6 +81,8 @@ class ThreadPool final : public Parallel {
    private:
     ThreadPool* pool_;  // null when there is nothing to do
     const ThreadPool* saved_ = nullptr;  // the session this thread held before (another pool's)
+    const ThreadPool* saved_solo_ = nullptr;  // likewise for solo sessions
+    bool solo_ = false;
   };
 
   // Nanoseconds the calling thread has waited, in total, at the end of its regions (any pool).

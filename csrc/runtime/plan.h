@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/model.h"
+#include "runtime/run_mode.h"
 #include "runtime/shapes.h"
 
 namespace webxnn {
@@ -76,6 +77,8 @@ struct Plan {
   std::vector<Step> steps;  // in execution order
   std::vector<uint32_t> aliased_nodes;  // nodes that need no step (their output shares storage)
   size_t arena_bytes = 0;
+  // Workers or the caller alone, from this plan's measured run times (run() is const; this is its only state).
+  mutable RunMode run_mode;
   static constexpr size_t kNotInArena = ~size_t(0);
 };
 

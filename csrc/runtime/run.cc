@@ -30,9 +30,13 @@ void Program::release_arena(AlignedBuffer buf) const {
 
 void Program::run(const Plan& plan, const void* const* inputs, void* const* outputs, uint64_t* step_ns,
                   uint64_t* step_wait_ns) const {
+  // Workers or not (runtime/run_mode.h; profiled runs always use them: they show what the workers cost).
+  const bool adaptive = !step_ns && pool_->threads() > 1 && RunMode::enabled();
+  const bool solo = adaptive && plan.run_mode.pick_solo();
   // First: another run on this pool finishes before ours starts, and sleeping workers wake up while we
   // prepare.
-  ThreadPool::Session session(*pool_);
+  ThreadPool::Session session(*pool_, solo);
+  const auto t_run = std::chrono::steady_clock::now();  // after our turn came: waiting for it is not our cost
   const size_t nv = model_.values.size();
   // The arena comes from (and goes back to) a small cache: a fresh multi-megabyte allocation per run would
   // be mapped and page-faulted anew every time.
@@ -78,6 +82,11 @@ void Program::run(const Plan& plan, const void* const* inputs, void* const* outp
       const size_t bytes = output_bytes(plan, k);
       if (bytes && outputs[k] != ptrs[v]) std::memcpy(outputs[k], ptrs[v], bytes);
     }
+  }
+  if (adaptive) {  // (a run that failed is no figure)
+    const auto ns = std::chrono::steady_clock::now() - t_run;
+    plan.run_mode.record(
+        solo, static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(ns).count()));
   }
 }
 
