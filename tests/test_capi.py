@@ -128,6 +128,37 @@ def test_run_matches_python(capi) -> None:  # noqa: ANN001
         lib.wx_free(prog)
 
 
+def test_pool_options(capi) -> None:  # noqa: ANN001
+    """wx_options.flags: a polling budget and the process's shared pool (sized by wx_set_threads) give the
+    same bytes as a single-threaded run; unknown flag bits and out-of-range budgets are refused."""
+    ffi, lib = capi
+    blob = simple_fc_blob()
+    x = np.random.default_rng(1).standard_normal((2, 3)).astype(np.float32)
+    want = runtime.load(blob).run({"x": x})["y"]
+    assert lib.wx_set_threads(2, 0) == lib.WX_OK
+    for flags, spin in (
+        (lib.WX_OPTION_SPIN_US, 0),
+        (lib.WX_OPTION_SPIN_US, 50),
+        (lib.WX_OPTION_SHARED_POOL, 0),
+    ):
+        opts = ffi.new("wx_options*", {"threads": 2, "flags": flags, "spin_us": spin})
+        out = ffi.new("wx_program**")
+        assert lib.wx_load_bytes(blob, len(blob), opts, out) == lib.WX_OK, ffi.string(lib.wx_last_error())
+        try:
+            for _ in range(20):  # past the run-mode warm-up and probe (runtime/run_mode.h)
+                st, y, _ = _run(ffi, lib, out[0], x, (2, 4))
+                assert st == lib.WX_OK
+                np.testing.assert_array_equal(y, want)
+        finally:
+            lib.wx_free(out[0])
+    for flags, spin, words in ((8, 0, b"unknown bits"), (lib.WX_OPTION_SPIN_US, 2_000_000, b"over 1000000")):
+        opts = ffi.new("wx_options*", {"threads": 2, "flags": flags, "spin_us": spin})
+        out = ffi.new("wx_program**")
+        assert lib.wx_load_bytes(blob, len(blob), opts, out) == lib.WX_ERROR_INVALID_ARGUMENT
+        assert out[0] == ffi.NULL and words in ffi.string(lib.wx_last_error())
+    assert lib.wx_set_threads(2, 2_000_000) == lib.WX_ERROR_INVALID_ARGUMENT
+
+
 def test_load_errors(capi, tmp_path) -> None:  # noqa: ANN001
     ffi, lib = capi
     st, prog = _load(ffi, lib, b"\0\0\0\0XH00junk")
@@ -205,6 +236,10 @@ def test_xnnrun_help_documents_itself() -> None:
         "64 bad usage",
     ):
         assert words in out.stdout
+    assert "--spin-us N" in out.stdout
+    for args in (["--bogus"], ["m.xnn", "--spin-us", "2000000"], ["m.xnn", "--spin-us", "x"]):
+        r = subprocess.run([exe, *args], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 64 and r.stderr.startswith("usage: xnnrun"), args
     bad = subprocess.run([exe, "--bogus"], capture_output=True, text=True, timeout=30)
     assert bad.returncode == 64
     assert bad.stderr.startswith("usage: xnnrun") and "--help" in bad.stderr
@@ -235,6 +270,12 @@ def test_xnnrun_refuses_inputs_over_its_stated_limit(tmp_path) -> None:  # noqa:
     r = subprocess.run([exe, small, "--quiet", "--max-bytes", "4096"], capture_output=True, text=True)
     assert r.returncode == 4 and "output 'y' float32 [1024] needs 4096 bytes" in r.stderr
     assert subprocess.run([exe, small, "--quiet", "--max-bytes", "8192"]).returncode == 0
+    assert (
+        subprocess.run(
+            [exe, small, "--quiet", "--threads", "2", "--spin-us", "0", "--repeat", "5"]
+        ).returncode
+        == 0
+    )
     wrong = tmp_path / "x.bin"
     wrong.write_bytes(bytes(12))
     r = subprocess.run([exe, small, "--quiet", "--input", f"x={wrong}"], capture_output=True, text=True)

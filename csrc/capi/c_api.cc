@@ -9,6 +9,7 @@
 
 #include "runtime/program.h"
 #include "runtime/shapes.h"
+#include "runtime/shared_pool.h"
 #include "runtime/status.h"
 
 struct wx_program {
@@ -34,10 +35,26 @@ wx_status set_error(wx_status code, const std::string& msg) {
   return code;
 }
 
-webxnn::LoadOptions load_options(const wx_options* o) {
-  webxnn::LoadOptions opts;
-  if (o) opts.threads = o->threads;
-  return opts;
+constexpr uint32_t kMaxSpinUs = 1000000;
+
+// The runtime's options from the C ones; false (and the error set) for flags or values out of range.
+bool load_options(const wx_options* o, webxnn::LoadOptions* opts, const char* fn) {
+  if (!o) return true;
+  constexpr uint32_t kKnown = WX_OPTION_SPIN_US | WX_OPTION_SHARED_POOL;
+  if (o->flags & ~kKnown) {
+    set_error(WX_ERROR_INVALID_ARGUMENT, std::string(fn) + ": unknown bits in wx_options.flags");
+    return false;
+  }
+  if ((o->flags & WX_OPTION_SPIN_US) && o->spin_us > kMaxSpinUs) {
+    set_error(WX_ERROR_INVALID_ARGUMENT, std::string(fn) + ": wx_options.spin_us " +
+                                             std::to_string(o->spin_us) + " is over " +
+                                             std::to_string(kMaxSpinUs));
+    return false;
+  }
+  opts->threads = o->threads;
+  if (o->flags & WX_OPTION_SPIN_US) opts->spin_us = o->spin_us;
+  opts->shared_pool = (o->flags & WX_OPTION_SHARED_POOL) != 0;
+  return true;
 }
 
 wx_status fill_info(const webxnn::TensorInfo& t, wx_tensor_info* out) {
@@ -62,10 +79,12 @@ wx_status wx_load_file(const char* path, const wx_options* options, wx_program**
   if (!path || !out)
     return set_error(WX_ERROR_INVALID_ARGUMENT, "wx_load_file: path and out must not be null");
   *out = nullptr;
+  webxnn::LoadOptions opts;
+  if (!load_options(options, &opts, "wx_load_file")) return WX_ERROR_INVALID_ARGUMENT;
   std::unique_ptr<wx_program> p;
   const webxnn::Status s = webxnn::capture_status([&] {
     p = std::make_unique<wx_program>();
-    p->program = webxnn::Program::load_file(path, load_options(options));
+    p->program = webxnn::Program::load_file(path, opts);
   });
   if (s.ok()) *out = p.release();
   return to_c(s);
@@ -76,17 +95,27 @@ wx_status wx_load_bytes(const void* data, size_t size, const wx_options* options
     return set_error(WX_ERROR_INVALID_ARGUMENT, "wx_load_bytes: data and out must not be null");
   }
   *out = nullptr;
+  webxnn::LoadOptions opts;
+  if (!load_options(options, &opts, "wx_load_bytes")) return WX_ERROR_INVALID_ARGUMENT;
   std::unique_ptr<wx_program> p;
   const webxnn::Status s = webxnn::capture_status([&] {
     p = std::make_unique<wx_program>();
     static const uint8_t kEmpty = 0;
-    p->program = webxnn::Program::load_bytes(data ? data : &kEmpty, size, load_options(options));
+    p->program = webxnn::Program::load_bytes(data ? data : &kEmpty, size, opts);
   });
   if (s.ok()) *out = p.release();
   return to_c(s);
 }
 
 void wx_free(wx_program* program) { delete program; }
+
+wx_status wx_set_threads(uint32_t threads, int64_t spin_us) {
+  if (spin_us > static_cast<int64_t>(kMaxSpinUs))
+    return set_error(WX_ERROR_INVALID_ARGUMENT, "wx_set_threads: spin_us " + std::to_string(spin_us) +
+                                                    " is over " + std::to_string(kMaxSpinUs));
+  const uint32_t spin = spin_us < 0 ? webxnn::ThreadPool::default_spin_us() : static_cast<uint32_t>(spin_us);
+  return to_c(webxnn::capture_status([&] { webxnn::set_shared_pool(threads, spin); }));
+}
 
 size_t wx_num_inputs(const wx_program* program) { return program ? program->program->inputs().size() : 0; }
 size_t wx_num_outputs(const wx_program* program) { return program ? program->program->outputs().size() : 0; }

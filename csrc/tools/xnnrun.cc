@@ -1,6 +1,6 @@
 // xnnrun: load a .xnn blob through the C API, run it, print inputs, outputs and latency.
 //
-//   xnnrun model.xnn [--threads N] [--input name=file.bin ...] [--repeat N] [--quiet]
+//   xnnrun model.xnn [--threads N] [--spin-us N] [--input name=file.bin ...] [--repeat N] [--quiet]
 //
 // Input files hold raw little-endian tensor bytes of the declared shape. Inputs without a file are filled
 // with ones for float types and zeros otherwise, so any blob can be smoke-tested. Exit codes: 0 ok,
@@ -86,7 +86,7 @@ long long file_size(const std::string& path) {
 }
 
 constexpr const char* kUsage =
-    "usage: xnnrun model.xnn|model.pte [--threads N] [--input name=file.bin ...] [--repeat N] [--max-bytes N] "
+    "usage: xnnrun model.xnn|model.pte [--threads N] [--spin-us N] [--input name=file.bin ...] [--repeat N] [--max-bytes N] "
     "[--quiet]\n";
 
 int usage() {
@@ -105,6 +105,7 @@ int help() {
       "is one XnnpackBackend delegate runs that payload, with the program's named data.\n"
       "\n"
       "  --threads N            threads of the program's pool (0 or absent: one per core)\n"
+      "  --spin-us N            how long idle threads poll before sleeping, microseconds (default 100; 0: never)\n"
       "  --input name=file.bin  the input `name` from a file of raw little-endian bytes: the input's declared\n"
       "                         dtype and shape, row-major (C order), nothing else (no header; a .npy file's\n"
       "                         data without its header). Repeat for several inputs.\n"
@@ -161,7 +162,7 @@ void print_values(const wx_tensor& t) {
 int run_main(int argc, char** argv) {
   if (argc < 2) return usage();
   std::string model;
-  uint32_t threads = 0;
+  uint32_t threads = 0, flags = 0, spin_us = 0;
   int repeat = 1;
   bool quiet = false;
   size_t max_bytes = kDefaultMaxBytes;
@@ -170,6 +171,12 @@ int run_main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) {
       threads = static_cast<uint32_t>(std::strtoul(argv[++i], nullptr, 10));
+    } else if (a == "--spin-us" && i + 1 < argc) {
+      char* end = nullptr;
+      const unsigned long long v = std::strtoull(argv[++i], &end, 10);
+      if (!end || *end || v > 1000000) return usage();
+      spin_us = static_cast<uint32_t>(v);
+      flags |= WX_OPTION_SPIN_US;
     } else if (a == "--repeat" && i + 1 < argc) {
       repeat = std::atoi(argv[++i]);
       if (repeat < 1) repeat = 1;
@@ -194,7 +201,7 @@ int run_main(int argc, char** argv) {
   }
   if (model.empty()) return usage();
 
-  wx_options opts{threads};
+  wx_options opts{threads, flags, spin_us};
   wx_program* prog = nullptr;
   const auto t0 = std::chrono::steady_clock::now();
   wx_status st = wx_load_file(model.c_str(), &opts, &prog);

@@ -46,8 +46,15 @@ typedef enum wx_dtype {
 
 typedef struct wx_program wx_program;
 
+/* wx_options.flags bits. */
+#define WX_OPTION_SPIN_US 1 /* spin_us is set; otherwise WEBXNN_SPIN_US from the environment, else 100 */
+#define WX_OPTION_SHARED_POOL 2 /* run on the process's shared pool (wx_set_threads); `threads` is ignored */
+
+/* Zero-initialised options are the defaults. */
 typedef struct wx_options {
   uint32_t threads; /* 0 = one per physical core */
+  uint32_t flags; /* WX_OPTION_* bits */
+  uint32_t spin_us; /* with WX_OPTION_SPIN_US: how long idle threads poll before sleeping, <= 1000000 us */
 } wx_options;
 
 /* A tensor's description. For inputs, a dim of a dynamic input is its maximum and `dynamic[i]` is 1. */
@@ -77,6 +84,10 @@ WX_API const char* wx_version(void);
 WX_API wx_status wx_load_file(const char* path, const wx_options* options, wx_program** out);
 WX_API wx_status wx_load_bytes(const void* data, size_t size, const wx_options* options, wx_program** out);
 WX_API void wx_free(wx_program* program);
+
+/* Replaces the process's shared pool (WX_OPTION_SHARED_POOL) by one of `threads` threads (0 = one per core)
+ * polling `spin_us` (< 0: the default). Programs loaded before keep the pool they were loaded with. */
+WX_API wx_status wx_set_threads(uint32_t threads, int64_t spin_us);
 
 WX_API size_t wx_num_inputs(const wx_program* program);
 WX_API size_t wx_num_outputs(const wx_program* program);
