@@ -151,7 +151,7 @@ class Layer:
         return np.ascontiguousarray(w, dtype=np.float32)
 
     def out_channels(self, graph: Graph) -> int:
-        return int(graph.consts[self.weight].shape[self.channel_axis])
+        return dims(graph, self.weight)[self.channel_axis]
 
     def bias_array(self, graph: Graph) -> np.ndarray:
         """The effective bias (beta * c for gemm) as float64, its last axis the output channels."""
@@ -182,7 +182,7 @@ class Layer:
             set_operand(node, "bias", 2, name)
         elif self.op == "gemm":
             set_operand(node, "c", 2, name)
-        elif self.bias_node is not None:
+        elif self.bias_node is not None and self.bias is not None:
             i = self.bias_node.inputs.index(self.bias)
             self.bias_node.inputs[i] = name
         else:  # a matmul without bias: an add after it, under the matmul's output name
@@ -204,6 +204,11 @@ class Layer:
             self.weight = add_const(graph, f"{self.node.id}_weight", arr)
             set_operand(self.node, "filter" if self.op == "conv2d" else "b", 1, self.weight)
             owned.add(self.weight)
+
+
+def dims(graph: Graph, name: str) -> tuple[int, ...]:
+    """A const's shape (consts have static dims: graphcheck refuses dynamic ones)."""
+    return tuple(d for d in graph.consts[name].shape if isinstance(d, int))
 
 
 def _is_f32_const(graph: Graph, name: str | None) -> bool:
@@ -277,7 +282,7 @@ def find_layers(graph: Graph) -> tuple[list[Layer], list[BoundNode], dict[str, i
             add = _single_reader(out, readers, counts)
             if add is not None and add.op == "add":
                 other = [v for v in (add.operands["a"], add.operands["b"]) if v != out]
-                n = int(graph.consts[ops["b"]].shape[1])
+                n = dims(graph, ops["b"])[1]
                 if len(other) == 1 and _is_f32_const(graph, other[0]):
                     shape = graph.consts[other[0]].shape
                     if shape and shape[-1] == n and all(d == 1 for d in shape[:-1]) and len(shape) <= 2:
@@ -302,7 +307,7 @@ def fold_batch_norms(g: Graph) -> list[str]:
     owned = owned_consts(layers, counts)
     folded = []
     for b in bound:
-        layer = convs.get(b.operands.get("input")) if b.op == "batchNormalization" else None
+        layer = convs.get(b.operands["input"]) if b.op == "batchNormalization" else None
         if (
             layer is None
             or counts.get(layer.out) != 1
@@ -402,8 +407,8 @@ def _pair_problem(graph: Graph, first: Layer, second: Layer) -> str:
         return "their inputLayouts differ"
     if second.extra.get("aTranspose"):
         return "the second gemm transposes its input (aTranspose)"
-    c_in = graph.consts[second.weight].shape
-    k = int(c_in[second.layout.index("i")] if second.op == "conv2d" else c_in[second.layout.index("k")])
+    c_in = dims(graph, second.weight)
+    k = c_in[second.layout.index("i")] if second.op == "conv2d" else c_in[second.layout.index("k")]
     if k * second.groups != first.out_channels(graph):
         return "channel counts do not match"
     return ""
