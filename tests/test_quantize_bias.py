@@ -41,11 +41,13 @@ def graph(
 def run(g: Graph, xs: list[np.ndarray]) -> dict[str, np.ndarray]:
     prog = webxnn.load(webxnn.compile(g), threads=1)
     outs = [prog.run({"x": x}) for x in xs]
-    return {k: np.concatenate([o[k] for o in outs]) for k in outs[0]}
+    return {k: np.stack([o[k] for o in outs]) for k in outs[0]}  # a leading axis: the run
 
 
 def channel_means(v: np.ndarray, axis: int) -> np.ndarray:
-    return v.mean(axis=tuple(i for i in range(v.ndim) if i != axis))
+    """Mean over the runs (axis 0) and every axis of one run's value but `axis`."""
+    keep = 1 + axis % (v.ndim - 1)
+    return v.mean(axis=tuple(i for i in range(v.ndim) if i != keep))
 
 
 def quantized(g: Graph) -> Graph:
@@ -71,14 +73,8 @@ def input_means_of(g: Graph, xs: list[np.ndarray]) -> dict[str, np.ndarray]:
     probe.outputs = {layer.input: layer.input for layer in layers if layer.input != "x"}
     probe.outputs["keep"] = next(iter(g.outputs.values()))
     vals = run(probe, xs) if len(probe.outputs) > 1 else {}
-    vals["x"] = np.concatenate(xs)
-    return {
-        layer.input: channel_means(
-            vals[layer.input],
-            1 if layer.op == "conv2d" and not layer.channels_last else vals[layer.input].ndim - 1,
-        )
-        for layer in layers
-    }
+    vals["x"] = np.stack(xs)
+    return {layer.input: channel_means(vals[layer.input], layer.input_axis) for layer in layers}
 
 
 def test_conv_chain_mean_error_shrinks() -> None:
@@ -123,14 +119,15 @@ def test_exact_without_padding_nhwc_gemm_matmul() -> None:
     nodes = [
         ("c0", "conv2d", ["x", "w0"], {"filterLayout": "hwio", "inputLayout": "nhwc"}),
         ("flat", "reshape", ["c0"], {"newShape": [8, 9]}),
-        ("g1", "gemm", ["flat", "wg"], {"bTranspose": True, "alpha": 0.5}),
+        ("flatT", "transpose", ["flat"], {}),  # gemm reads it back with aTranspose: channels on axis 0
+        ("g1", "gemm", ["flatT", "wg"], {"aTranspose": True, "bTranspose": True, "alpha": 0.5}),
         ("m2", "matmul", ["g1", "wm"], {}),
     ]
     g = graph(nodes, consts, [2, 2, 2, 7], ["m2"])
     xs = [(rng.standard_normal((2, 2, 2, 7)) + 2.0).astype(np.float32) for _ in range(4)]
     means = input_means_of(g, xs)
     gc = correct_biases(g, means, coarse)
-    assert [n.op for n in gc.nodes] == ["conv2d", "reshape", "gemm", "matmul", "add"]
+    assert [n.op for n in gc.nodes] == ["conv2d", "reshape", "transpose", "gemm", "matmul", "add"]
     assert gc.nodes[-1].id == "m2"  # consumers and outputs keep reading the same name
     values = {"c0": 3, "g1": 1, "m2": 1}
     before = mean_errors(g, quantized(g), xs, values)

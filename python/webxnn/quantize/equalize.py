@@ -133,6 +133,14 @@ class Layer:
         """Axis of the output channels in the stored weight (what per-channel quantization uses)."""
         return self.layout.index("o") if self.op == "conv2d" else self.layout.index("n")
 
+    @property
+    def input_axis(self) -> int:
+        """Axis of the input operand that holds the input channels: bias correction's E[x] is the mean
+        over all the other axes."""
+        if self.op == "conv2d":
+            return -1 if self.channels_last else 1
+        return 0 if self.extra.get("aTranspose") else -1
+
     def canonical(self, w: np.ndarray) -> np.ndarray:
         """The stored weight as float64 [O, I/groups, kh, kw]."""
         w = np.asarray(w, dtype=np.float64)
