@@ -425,23 +425,30 @@ def _pair_problem(graph: Graph, first: Layer, second: Layer) -> str:
 # --------------------------------------------------------------------------------------------- equalize
 
 
+def _tap_max(w: np.ndarray) -> np.ndarray:
+    """max |w| over the filter taps: [O, I/groups] from a canonical filter (a 2-D one is taken as is).
+    Channel scales act on it exactly as on the filter, so the sweeps iterate on it alone."""
+    return np.abs(w).max(axis=(2, 3)) if w.ndim == 4 else w
+
+
 def out_ranges(w: np.ndarray) -> np.ndarray:
-    """max |w| per output channel of a canonical filter."""
-    return np.abs(w).max(axis=(1, 2, 3))
+    """max |w| per output channel of a canonical filter (or of its _tap_max)."""
+    return _tap_max(w).max(axis=1)
 
 
 def in_ranges(w: np.ndarray, groups: int) -> np.ndarray:
-    """max |w| per input channel (over all output channels that read it) of a canonical filter."""
-    o, ig = w.shape[:2]
-    per_group = np.abs(w).reshape(groups, o // groups, ig, -1).max(axis=(1, 3))
-    return per_group.reshape(groups * ig)
+    """max |w| per input channel (over all output channels that read it) of a canonical filter (or of its
+    _tap_max)."""
+    m = _tap_max(w)
+    o, ig = m.shape
+    return m.reshape(groups, o // groups, ig).max(axis=1).reshape(groups * ig)
 
 
 def _scale_inputs(w: np.ndarray, groups: int, s: np.ndarray) -> np.ndarray:
+    """`w` (canonical, or its _tap_max) with input channel i multiplied by s[i]."""
     o, ig = w.shape[:2]
-    return (w.reshape(groups, o // groups, ig, *w.shape[2:]) * s.reshape(groups, 1, ig, 1, 1)).reshape(
-        w.shape
-    )
+    grouped = w.reshape(groups, o // groups, ig, *w.shape[2:])
+    return (grouped * s.reshape(groups, 1, ig, *([1] * (w.ndim - 2)))).reshape(w.shape)
 
 
 def _ratio(r1: np.ndarray, r2: np.ndarray) -> dict[str, float]:
@@ -466,10 +473,12 @@ def equalize_graph(graph: Graph, *, relu6: str = "split") -> tuple[Graph, dict]:
     folded = fold_batch_norms(g)
     pairs, skipped = find_pairs(g, relu6)
     layers = {id(p.first.node): p.first for p in pairs} | {id(p.second.node): p.second for p in pairs}
-    w = {k: layer.canonical(g.const_array(layer.weight)) for k, layer in layers.items()}
+    m = {k: _tap_max(layer.canonical(g.const_array(layer.weight))) for k, layer in layers.items()}
     b = {k: layer.bias_array(g) for k, layer in layers.items()}
+    out_s = {k: np.ones(x.shape[0]) for k, x in m.items()}  # what each layer's channels get divided by
+    in_s = {k: np.ones(x.shape[1] * layers[k].groups) for k, x in m.items()}  # ... and multiplied by
     before = [
-        _ratio(out_ranges(w[id(p.first.node)]), in_ranges(w[id(p.second.node)], p.second.groups))
+        _ratio(out_ranges(m[id(p.first.node)]), in_ranges(m[id(p.second.node)], p.second.groups))
         for p in pairs
     ]
     sweeps, converged = 0, not pairs
@@ -478,20 +487,22 @@ def equalize_graph(graph: Graph, *, relu6: str = "split") -> tuple[Graph, dict]:
         worst = 0.0
         for p in pairs:
             k1, k2 = id(p.first.node), id(p.second.node)
-            r1, r2 = out_ranges(w[k1]), in_ranges(w[k2], p.second.groups)
+            r1, r2 = out_ranges(m[k1]), in_ranges(m[k2], p.second.groups)
             s = np.ones_like(r1)
             live = (r1 > 0) & (r2 > 0)
             s[live] = np.sqrt(r1[live] / r2[live])
-            w[k1] = w[k1] / s[:, None, None, None]
+            m[k1] = m[k1] / s[:, None]
             b[k1] = b[k1] / s
-            w[k2] = _scale_inputs(w[k2], p.second.groups, s)
+            m[k2] = _scale_inputs(m[k2], p.second.groups, s)
+            out_s[k1], in_s[k2] = out_s[k1] * s, in_s[k2] * s
             p.scale = p.scale * s
             worst = max(worst, float(np.abs(np.log(s)).max()))
         converged = worst < _TOL
     _, _, counts = find_layers(g)
     owned = owned_consts(list(layers.values()), counts)
     for k, layer in layers.items():
-        layer.set_weight(g, w[k], owned)
+        w = layer.canonical(g.const_array(layer.weight)) / out_s[k][:, None, None, None]
+        layer.set_weight(g, _scale_inputs(w, layer.groups, in_s[k]), owned)
         if layer.bias is not None or np.any(b[k]):
             layer.set_bias(g, b[k], owned)
     report_pairs = []
@@ -506,7 +517,7 @@ def equalize_graph(graph: Graph, *, relu6: str = "split") -> tuple[Graph, dict]:
                 "channels": int(p.scale.size),
                 "ratio_before": rb,
                 "ratio_after": _ratio(
-                    out_ranges(w[id(p.first.node)]), in_ranges(w[id(p.second.node)], p.second.groups)
+                    out_ranges(m[id(p.first.node)]), in_ranges(m[id(p.second.node)], p.second.groups)
                 ),
             }
         )
