@@ -44,7 +44,8 @@ struct QConvGeom {
   size_t H, W, C, OH, OW;
   size_t in_stride;  // bytes from one input pixel to the next (groups x C)
   ConvParams p;
-  const uint8_t* zero_row;  // C bytes of the input zero point: the rows of padding taps
+  QConvTaps t;  // merged: a tap is a filter row, t.row_k = kw * C contiguous input bytes
+  const uint8_t* zero_row;  // t.tap_k bytes of the input zero point: the rows of padding taps
 };
 
 struct QCtx {
@@ -110,6 +111,7 @@ struct GemmRows {
   }
 };
 
+template <bool kMerged>  // qgemm_layout.h's merged taps: one per filter row
 struct ConvRows {
   const QConvGeom& g;
   const uint8_t* in;
@@ -118,6 +120,7 @@ struct ConvRows {
     const uint8_t* img[MR];
     size_t iy0[MR], ix0[MR];  // top-left tap's input coordinates; negative ones wrap around (unsigned)
     size_t ky = 0, kx = 0;  // the next tap
+    uint8_t gather[MR][64];  // merged taps: a filter row that overlaps the left or right padding
   };
   template <int MR>
   void start(size_t m0, Tile<MR>& tl) const {
@@ -132,6 +135,7 @@ struct ConvRows {
   template <int MR>
   void rows(Tile<MR>& tl, const uint8_t* (&ar)[MR]) const {
     const ConvParams& p = g.p;
+    if (kMerged) return merged_rows(tl, ar);
     const size_t dy = tl.ky * p.dilation_h, dx = tl.kx * p.dilation_w;
     for (int m = 0; m < MR; ++m) {
       // Unsigned: a coordinate in the top / left padding wrapped past H / W, so one compare catches both sides.
@@ -141,6 +145,32 @@ struct ConvRows {
     if (++tl.kx == p.kernel_w) {
       tl.kx = 0;
       ++tl.ky;
+    }
+  }
+  // Merged taps (qgemm_layout.h): filter row ky reads the kw * C bytes from input pixel (iy, ix0) on, or where
+  // that run overlaps the left / right padding, a copy with the zero point in the padding pixels' places.
+  template <int MR>
+  void merged_rows(Tile<MR>& tl, const uint8_t* (&ar)[MR]) const {
+    const ConvParams& p = g.p;
+    const size_t dy = tl.ky++ * p.dilation_h, kw = p.kernel_w;
+    for (int m = 0; m < MR; ++m) {
+      const size_t iy = tl.iy0[m] + dy, ix = tl.ix0[m];
+      if (iy >= g.H) {
+        ar[m] = g.zero_row;
+      } else if (ix < g.W && g.W - ix >= kw) {
+        ar[m] = tl.img[m] + (iy * g.W + ix) * g.in_stride;
+      } else {
+        for (size_t kx = 0; kx < kw; ++kx) {
+          const size_t xx = ix + kx;
+          const uint8_t* src = xx < g.W ? tl.img[m] + (iy * g.W + xx) * g.in_stride : g.zero_row;
+          // C < 8 (qconv2d_taps); a bounded conditional copy, which the compiler keeps inline (a memcpy
+          // call here would spill the tile's accumulators).
+#pragma GCC unroll 8
+          for (size_t c = 0; c < 8; ++c)
+            if (c < g.C) tl.gather[m][kx * g.C + c] = src[c];
+        }
+        ar[m] = tl.gather[m];
+      }
     }
   }
 };
@@ -385,8 +415,10 @@ void qgemm_task(const void* vctx, size_t task) {
     const size_t p0 = min_sz(x.panels, tiles * ngi / x.n_groups * x.pstep);
     const size_t p1 = min_sz(x.panels, tiles * (ngi + 1) / x.n_groups * x.pstep);
     if (m1 <= m0 || p1 <= p0) continue;
-    if (x.conv) {
-      run_block_src(x, ConvRows{*x.conv, x.A}, m0, m1, p0, p1);
+    if (x.conv && x.conv->t.merged) {
+      run_block_src(x, ConvRows<true>{*x.conv, x.A}, m0, m1, p0, p1);
+    } else if (x.conv) {
+      run_block_src(x, ConvRows<false>{*x.conv, x.A}, m0, m1, p0, p1);
     } else {
       run_block_src(x, GemmRows{x.A, x.lda}, m0, m1, p0, p1);
     }
@@ -412,8 +444,8 @@ void qrun(size_t M, size_t N, size_t K, const QConvGeom* conv, const void* A, si
   x.cols = rowq ? qd8_columns(packed, K, N) : Qd8Columns{nullptr, nullptr};
   x.panels = div_up(N, kQNR);
   x.conv = conv;
-  const size_t row_k = conv ? conv->C : K;  // bytes read per row and tap
-  x.taps = conv ? size_t{conv->p.kernel_h} * conv->p.kernel_w : 1;
+  const size_t row_k = conv ? conv->t.row_k : K;  // bytes read per row and tap
+  x.taps = conv ? conv->t.taps : 1;
   x.tap_groups = div_up(row_k, 4);
   x.groups = row_k / 4;
   x.krem = row_k % 4;
@@ -465,6 +497,7 @@ void qconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, 
   g.OH = OH;
   g.OW = OW;
   g.p = p;
+  g.t = qconv2d_taps(p);
   const size_t G = p.groups, K = qconv2d_packed_k(p), OC = p.group_output_channels;
   g.in_stride = G * g.C;
   // A pointwise conv (1x1, stride 1, no padding) is a plain GEMM over the NHWC pixel rows (lda: the input's
