@@ -64,6 +64,10 @@ struct QCtx {
   Qd8Columns cols;  // qd8_gemm: column sums and fp32 bias
   float flo, fhi;  // the clamp, relative to the output zero point (qd8_gemm: in real units)
   int32_t zy;
+  int32_t qmin, qmax;  // the int8 clamp in output units (flo + zy, fhi + zy; qmin > qmax gives qmax)
+  // int8 out, zy small enough for store2x16's int16 add (any valid zero point is), qmin <= qmax (else every
+  // output is qmax, which may lie outside the type: store16 does that)
+  bool pairs;
   bool flip, out_u8, wide, small;
 };
 
@@ -191,9 +195,8 @@ __attribute__((always_inline)) inline void store16(const QCtx& x, __m256i s0, __
 
 // qd8_gemm's epilogue (table.def): 16 fp32 outputs of row `row` from its int32 sums, stored as nc floats.
 __attribute__((always_inline)) inline void store16_f32(const QCtx& x, __m256i s0, __m256i s1,
-                                                       const uint8_t* panel, size_t row, uint8_t* c,
+                                                       const uint8_t* panel, size_t n0, size_t row, uint8_t* c,
                                                        size_t nc) {
-  const size_t n0 = static_cast<size_t>(panel - x.panels0) / x.pb * kQNR;
   const float* sw = reinterpret_cast<const float*>(panel + kQNR * 4);
   const RowQuant q = x.rowq[row];
   const __m256i za = _mm256_set1_epi32(q.zero_point);
@@ -222,11 +225,44 @@ __attribute__((always_inline)) inline void store16_f32(const QCtx& x, __m256i s0
   }
 }
 
-// A tile's 16 sums of one row (columns of `panel`) to C: requantized int8, or (qd8_gemm) fp32.
-__attribute__((always_inline)) inline void store_out(const QCtx& x, __m256i s0, __m256i s1,
-                                                     const uint8_t* panel, size_t row, uint8_t* c,
+// Two rows' 16 sums each (s: row 0, t: row 1, the same 16 columns; scale: their scales), requantized per
+// table.def and stored as nc bytes at c0 and c1: half requant16's work per output, which shows at small K
+// (MobileNetV2's 1x1 convs with K = 16..32 spend a third of their instructions here). The clamp is split: v to
+// at most hi in fp32 (minps(hi, v) keeps a NaN v), rint, then + zy in saturating int16 and the packs, then
+// [qmin, qmax] on the bytes. Equal to clamping v to [lo, hi] first: rint is monotone and the bounds are
+// integers; a NaN or a v below the int16 range converts / saturates to below qmin, hence qmin, as clip does.
+__attribute__((always_inline)) inline void store2x16(const QCtx& x, __m256i s0, __m256i s1, __m256i t0,
+                                                     __m256i t1, const float* scale, uint8_t* c0, uint8_t* c1,
                                                      size_t nc) {
-  if (x.rowq) return store16_f32(x, s0, s1, panel, row, c, nc);
+  const __m256 hi = _mm256_set1_ps(x.fhi), sc0 = _mm256_load_ps(scale), sc1 = _mm256_load_ps(scale + 8);
+  const auto conv = [&](__m256i v, __m256 sc) __attribute__((always_inline)) {
+    return _mm256_cvtps_epi32(_mm256_min_ps(hi, _mm256_mul_ps(_mm256_cvtepi32_ps(v), sc)));
+  };
+  const __m256i zy = _mm256_set1_epi16(static_cast<int16_t>(x.zy));
+  // Per 128-bit lane: [s0 s1 t0 t1] x 4 columns each, lane 0 columns 0-3 (+8), lane 1 columns 4-7 (+8).
+  const __m256i p0 = _mm256_adds_epi16(_mm256_packs_epi32(conv(s0, sc0), conv(s1, sc1)), zy);
+  const __m256i p1 = _mm256_adds_epi16(_mm256_packs_epi32(conv(t0, sc0), conv(t1, sc1)), zy);
+  __m256i b = x.out_u8 ? _mm256_packus_epi16(p0, p1) : _mm256_packs_epi16(p0, p1);
+  b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));  // row 0 | row 1
+  const __m256i qmin = _mm256_set1_epi8(static_cast<char>(x.qmin)), qmax = _mm256_set1_epi8(static_cast<char>(x.qmax));
+  b = x.out_u8 ? _mm256_min_epu8(_mm256_max_epu8(b, qmin), qmax) : _mm256_min_epi8(_mm256_max_epi8(b, qmin), qmax);
+  if (nc == kQNR) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(c0), _mm256_castsi256_si128(b));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(c1), _mm256_extracti128_si256(b, 1));
+  } else {
+    alignas(32) uint8_t tmp[32];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(tmp), b);
+    std::memcpy(c0, tmp, nc);
+    std::memcpy(c1, tmp + 16, nc);
+  }
+}
+
+// A tile's 16 sums of one row (columns of `panel`) to C: requantized int8, or (qd8_gemm) fp32.
+// n0: the panel's first column (qd8_gemm's column sums and bias).
+__attribute__((always_inline)) inline void store_out(const QCtx& x, __m256i s0, __m256i s1,
+                                                     const uint8_t* panel, size_t n0, size_t row, uint8_t* c,
+                                                     size_t nc) {
+  if (x.rowq) return store16_f32(x, s0, s1, panel, n0, row, c, nc);
   store16(x, s0, s1, reinterpret_cast<const float*>(panel + kQNR * 4), c, nc);
 }
 
@@ -289,12 +325,22 @@ void tile_sign(const QCtx& x, const Src& src, size_t m0, const uint8_t* panel, u
     }
   };
   for_each_group(x, src, m0, ar, step);
+  const size_t n0 = x.rowq ? static_cast<size_t>(panel - x.panels0) / x.pb * kQNR : 0;  // qd8_gemm only
 #pragma GCC unroll 4
-  for (int m = 0; m < MR; ++m) {
+  for (int m = 0; m < MR; m += 2) {
 #pragma GCC unroll 4
     for (int p = 0; p < NP; ++p) {
-      store_out(x, acc[m][2 * p], acc[m][2 * p + 1], panel + p * x.pb, m0 + m, c + m * x.ldc + p * x.cstep,
-                p == NP - 1 ? nc : kQNR);
+      const uint8_t* pp = panel + p * x.pb;
+      uint8_t* cm = c + m * x.ldc + p * x.cstep;
+      const size_t ncp = p == NP - 1 ? nc : kQNR;
+      if (m + 1 < MR && x.pairs) {
+        store2x16(x, acc[m][2 * p], acc[m][2 * p + 1], acc[m + 1][2 * p], acc[m + 1][2 * p + 1],
+                  reinterpret_cast<const float*>(pp + kQNR * 4), cm, cm + x.ldc, ncp);
+        continue;
+      }
+      store_out(x, acc[m][2 * p], acc[m][2 * p + 1], pp, n0 + p * kQNR, m0 + m, cm, ncp);
+      if (m + 1 < MR)
+        store_out(x, acc[m + 1][2 * p], acc[m + 1][2 * p + 1], pp, n0 + p * kQNR, m0 + m + 1, cm + x.ldc, ncp);
     }
   }
 }
@@ -327,12 +373,13 @@ void tile_wide(const QCtx& x, const Src& src, size_t m0, const uint8_t* panel, u
   for_each_group(x, src, m0, ar, step);
   const __m256i b0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(panel));
   const __m256i b1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(panel + 32));
+  const size_t n0 = x.rowq ? static_cast<size_t>(panel - x.panels0) / x.pb * kQNR : 0;  // qd8_gemm only
 #pragma GCC unroll 4
   for (int m = 0; m < MR; ++m) {
     // hadd lanes: [c0 c1 c4 c5 | c2 c3 c6 c7] -> vpermq 0, 2, 1, 3.
     const __m256i s0 = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[m][0], acc[m][1]), 0xD8);
     const __m256i s1 = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[m][2], acc[m][3]), 0xD8);
-    store_out(x, _mm256_add_epi32(s0, b0), _mm256_add_epi32(s1, b1), panel, m0 + m, c + m * x.ldc, nc);
+    store_out(x, _mm256_add_epi32(s0, b0), _mm256_add_epi32(s1, b1), panel, n0, m0 + m, c + m * x.ldc, nc);
   }
 }
 
@@ -457,6 +504,9 @@ void qrun(size_t M, size_t N, size_t K, const QConvGeom* conv, const void* A, si
   x.flo = rowq ? flo : run.lo;
   x.fhi = rowq ? fhi : run.hi;
   x.zy = h.out_zero_point;
+  x.qmin = static_cast<int32_t>(run.lo) + x.zy;
+  x.qmax = static_cast<int32_t>(run.hi) + x.zy;
+  x.pairs = !rowq && x.zy >= -512 && x.zy <= 512 && x.qmin <= x.qmax;
   x.flip = h.a_shift != 0;
   x.wide = h.path == QPath::kWide;
   x.small = h.path == QPath::kSmall;
