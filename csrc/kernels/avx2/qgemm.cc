@@ -11,6 +11,20 @@
 // kSign / kWide): 384^3 158 / 101 / 86, 128x3072x768 139 / 105 / 75, 3136x64x576 155 / 106 / 82. The vpsignb
 // is what kSign pays: without it (wrong results, same tiles) 384^3 ran at 182. onnxruntime's AVX2 u8s8 kernel
 // (plain vpmaddubsw on 8-bit weights, which may saturate) ran at 124-143 on these shapes in the same runs.
+// Why kSign and not int16 weights (XNNPACK's AVX2 qs8 way: weights widened at pack time, vpmaddwd on
+// activation pairs): both spend 4 vector ops per 32 MACs (vpsignb + vpmaddubsw + vpmaddwd + vpaddd against
+// 2 x (vpmaddwd + vpaddd)), kSmall and onnxruntime 3, and int16 weights double the bytes streamed per MAC.
+// An in-L1 loop microbenchmark (Zen 4, -O3, GOP/s): kSign 2x32 122, 4x16 130; kSmall 2x32 185; int16 with
+// pre-widened activation pairs 2x32 123, 4x16 126, 3x32 / 4x24 / 6x16 80-97 (spills), with activations widened
+// in the loop (vpmovzxbw + 2 vpshufd per 4 k) 104-120. So an exact AVX2 kernel for 8-bit weights tops out near
+// 3/4 of a saturating one; the gains came from around the k loop instead (measured against the previous
+// kernel, 1 thread, A/B alternating, u8 activations, GOP/s): pointwise 1x1 convs as plain GEMMs and one call
+// per column strip of tiles (tile_sign loops down the rows) with a two-row epilogue (store2x16): MobileNetV2's
+// 56x56x24->144 56 -> 82, 28x28x32->192 65 -> 89, 14x14x64->384 86 -> 105, 56x56x144->24 78 -> 85, 7x7x320->1280
+// 114 -> 120; ResNet-50's 56x56x64->256 85 -> 104, 14x14x1024->256 121 -> 124; 3x3 56x56x64->64 level (110);
+// image stems with merged filter rows (qconv2d_taps: a 3-channel tap was a 3-byte partial group, now a filter
+// row is one run of kw * C bytes): ResNet-50's 7x7x3->64 s2 7 -> 77, MobileNetV2's 3x3x3->32 33 -> 47. Known
+// weak spot: K beyond ~1500 with two panels (> L1) runs from L2, e.g. 3x3 7x7x512->512 80-96 (no K blocking).
 //
 // Tiles: 2 rows x 32 columns (two panels): 8 int32 accumulators, the panels' 4 weight vectors, the broadcast
 // row group, its |a|, a product and the ones vector -- 16 ymm registers, no spills (the compiler reloads a
