@@ -205,3 +205,25 @@ def test_conv_property(h, w, c, oc, kh, kw, stride, pad, a_u8, seed):
         return
     case = conv_case(1, h, w, c, oc, (kh, kw), "uint8" if a_u8 else "int8", seed=seed)
     check_conv(case, pads=(pad, pad, pad, pad), strides=(stride, stride), threads=(1, 2))
+
+
+@pytest.mark.parametrize("a_dtype", ["uint8", "int8"])
+@pytest.mark.parametrize(
+    "h,w,ch,oc,k,strides,dil,pads",
+    [
+        (15, 13, 3, 20, (7, 7), (2, 2), (1, 1), (3, 3, 3, 3)),  # ResNet's stem, small
+        (9, 10, 3, 32, (3, 3), (2, 2), (1, 1), (1, 1, 1, 1)),  # MobileNetV2's
+        (6, 3, 1, 5, (2, 5), (1, 1), (2, 1), (1, 2, 0, 2)),  # W < kw: every filter row gathered
+        (7, 8, 2, 17, (3, 4), (1, 3), (1, 1), (0, 0, 2, 1)),
+        (5, 12, 7, 9, (2, 9), (2, 1), (1, 1), (1, 4, 1, 4)),  # kw * C = 63, the largest merged row
+        (5, 12, 7, 9, (1, 10), (1, 1), (1, 1), (0, 0, 0, 0)),  # 70: taps of C
+        (6, 7, 5, 33, (3, 3), (1, 1), (1, 2), (1, 1, 1, 1)),  # horizontal dilation: taps of C
+    ],
+)
+def test_conv_few_channels_merged_filter_rows(h, w, ch, oc, k, strides, dil, pads, a_dtype):
+    """Convs with C < 8 (not a multiple of 4) and groups 1 pack each filter row as one tap of kw * C bytes
+    (qgemm_layout.h); the rows that overlap the left / right padding are gathered with the zero point."""
+    c = conv_case(2, h, w, ch, oc, k, a_dtype, seed=h * 10 + ch)
+    c["filter"][0, 0, 0, 0] = 127
+    c["filter"][-1, -1, -1, -1] = -127
+    check_conv(c, pads=pads, strides=strides, dil=dil, threads=(1, 2))

@@ -13,8 +13,9 @@
 // paths (a ^ 0x80), d = +128 for s8 activations on the u8 path (also a ^ 0x80), else 0; the packed bias is
 // bias'[n] = bias[n] - (za + d) * sum_k w[n, k] (wrapping int32).
 // qconv2d's packed buffer, per group (p.groups of them, qconv2d_group_bytes apart): qgemm's layout for
-// K = kh * kw * Cp (Cp = C rounded up to 4, each tap's channels zero-padded), then a row of Cp input zero points
-// (the padding taps' row), padded to 64 bytes.
+// K = taps * Tp (QConvTaps: kh * kw taps of C channels, or for a merged-row conv kh taps of kw * C bytes; Tp =
+// those bytes rounded up to 4, each tap zero-padded), then a row of Tp input zero points (the padding taps'
+// row), padded to 64 bytes.
 // qd8_gemm's packed buffer: qgemm's layout for s8 activations with zero point 0, unit activation and output
 // scales (each column's scale is then w_scale[n], its bias' -d * sum_k w), then the section Qd8Columns below
 // (Np = N rounded up to 16): the kernels subtract the row's zero point times the column sum and add the bias
@@ -58,6 +59,18 @@ QGemmRun qgemm_run_params(const void* packed, size_t K, int32_t out_min, int32_t
 // qconv2d's zero-point row starts is qgemm_layout_bytes(qconv2d_packed_k(p), p.group_output_channels).
 size_t qgemm_layout_bytes(size_t K, size_t N);
 size_t qconv2d_packed_k(const ConvParams& p);
+// How qconv2d's K splits into taps. A conv with few input channels (an image stem, C = 3) and groups 1 merges
+// each filter row's kw taps into one tap of kw * C bytes: the input pixels of a filter row are one contiguous
+// run (in NHWC with groups 1), so the kernels read it as whole row groups instead of kw partial ones (C = 3:
+// every tap a 3-byte tail). Weight (ky, kx, c) sits at ky * tap_k + kx * tap_c + c of a packed row.
+struct QConvTaps {
+  bool merged;
+  size_t taps;   // kh * kw, or kh when merged
+  size_t tap_c;  // bytes from one kx to the next in a packed row: Tp, or C when merged
+  size_t row_k;  // bytes of input read per tap: C, or kw * C when merged
+  size_t tap_k;  // row_k rounded up to 4 (Tp): the packed bytes per tap, the zero-point row's length
+};
+QConvTaps qconv2d_taps(const ConvParams& p);
 // One group's bytes in qconv2d's packed buffer (a multiple of 64).
 size_t qconv2d_group_bytes(const ConvParams& p);
 

@@ -11,6 +11,20 @@
 // kSign / kWide): 384^3 158 / 101 / 86, 128x3072x768 139 / 105 / 75, 3136x64x576 155 / 106 / 82. The vpsignb
 // is what kSign pays: without it (wrong results, same tiles) 384^3 ran at 182. onnxruntime's AVX2 u8s8 kernel
 // (plain vpmaddubsw on 8-bit weights, which may saturate) ran at 124-143 on these shapes in the same runs.
+// Why kSign and not int16 weights (XNNPACK's AVX2 qs8 way: weights widened at pack time, vpmaddwd on
+// activation pairs): both spend 4 vector ops per 32 MACs (vpsignb + vpmaddubsw + vpmaddwd + vpaddd against
+// 2 x (vpmaddwd + vpaddd)), kSmall and onnxruntime 3, and int16 weights double the bytes streamed per MAC.
+// An in-L1 loop microbenchmark (Zen 4, -O3, GOP/s): kSign 2x32 122, 4x16 130; kSmall 2x32 185; int16 with
+// pre-widened activation pairs 2x32 123, 4x16 126, 3x32 / 4x24 / 6x16 80-97 (spills), with activations widened
+// in the loop (vpmovzxbw + 2 vpshufd per 4 k) 104-120. So an exact AVX2 kernel for 8-bit weights tops out near
+// 3/4 of a saturating one; the gains came from around the k loop instead (measured against the previous
+// kernel, 1 thread, A/B alternating, u8 activations, GOP/s): pointwise 1x1 convs as plain GEMMs and one call
+// per column strip of tiles (tile_sign loops down the rows) with a two-row epilogue (store2x16): MobileNetV2's
+// 56x56x24->144 56 -> 82, 28x28x32->192 65 -> 89, 14x14x64->384 86 -> 105, 56x56x144->24 78 -> 85, 7x7x320->1280
+// 114 -> 120; ResNet-50's 56x56x64->256 85 -> 104, 14x14x1024->256 121 -> 124; 3x3 56x56x64->64 level (110);
+// image stems with merged filter rows (qconv2d_taps: a 3-channel tap was a 3-byte partial group, now a filter
+// row is one run of kw * C bytes): ResNet-50's 7x7x3->64 s2 7 -> 77, MobileNetV2's 3x3x3->32 33 -> 47. Known
+// weak spot: K beyond ~1500 with two panels (> L1) runs from L2, e.g. 3x3 7x7x512->512 80-96 (no K blocking).
 //
 // Tiles: 2 rows x 32 columns (two panels): 8 int32 accumulators, the panels' 4 weight vectors, the broadcast
 // row group, its |a|, a product and the ones vector -- 16 ymm registers, no spills (the compiler reloads a
@@ -44,7 +58,8 @@ struct QConvGeom {
   size_t H, W, C, OH, OW;
   size_t in_stride;  // bytes from one input pixel to the next (groups x C)
   ConvParams p;
-  const uint8_t* zero_row;  // C bytes of the input zero point: the rows of padding taps
+  QConvTaps t;  // merged: a tap is a filter row, t.row_k = kw * C contiguous input bytes
+  const uint8_t* zero_row;  // t.tap_k bytes of the input zero point: the rows of padding taps
 };
 
 struct QCtx {
@@ -63,6 +78,10 @@ struct QCtx {
   Qd8Columns cols;  // qd8_gemm: column sums and fp32 bias
   float flo, fhi;  // the clamp, relative to the output zero point (qd8_gemm: in real units)
   int32_t zy;
+  int32_t qmin, qmax;  // the int8 clamp in output units (flo + zy, fhi + zy; qmin > qmax gives qmax)
+  // int8 out, zy small enough for store2x16's int16 add (any valid zero point is), qmin <= qmax (else every
+  // output is qmax, which may lie outside the type: store16 does that)
+  bool pairs;
   bool flip, out_u8, wide, small;
 };
 
@@ -73,9 +92,13 @@ __attribute__((always_inline)) inline __m256i row_group(const QCtx& x, const uin
                                                         bool tail) {
   __m256i v;
   if (tail) {
-    uint32_t t = 0;
-    std::memcpy(&t, a + 4 * g, x.krem);
-    v = _mm256_set1_epi32(static_cast<int32_t>(t));
+    // Byte loads, not memcpy into a stack word: a call, spilled accumulators and a failed store forward per
+    // row and tap, which made 3-channel stems (every tap a tail) run 5x slower in a model than alone.
+    const uint8_t* t = a + 4 * g;
+    uint32_t u = t[0];
+    if (x.krem > 1) u |= uint32_t{t[1]} << 8;
+    if (x.krem > 2) u |= uint32_t{t[2]} << 16;
+    v = _mm256_set1_epi32(static_cast<int32_t>(u));
   } else {
     v = _mm256_castps_si256(_mm256_broadcast_ss(reinterpret_cast<const float*>(a + 4 * g)));
   }
@@ -106,6 +129,7 @@ struct GemmRows {
   }
 };
 
+template <bool kMerged>  // qgemm_layout.h's merged taps: one per filter row
 struct ConvRows {
   const QConvGeom& g;
   const uint8_t* in;
@@ -114,6 +138,7 @@ struct ConvRows {
     const uint8_t* img[MR];
     size_t iy0[MR], ix0[MR];  // top-left tap's input coordinates; negative ones wrap around (unsigned)
     size_t ky = 0, kx = 0;  // the next tap
+    uint8_t gather[MR][64];  // merged taps: a filter row that overlaps the left or right padding
   };
   template <int MR>
   void start(size_t m0, Tile<MR>& tl) const {
@@ -128,6 +153,7 @@ struct ConvRows {
   template <int MR>
   void rows(Tile<MR>& tl, const uint8_t* (&ar)[MR]) const {
     const ConvParams& p = g.p;
+    if (kMerged) return merged_rows(tl, ar);
     const size_t dy = tl.ky * p.dilation_h, dx = tl.kx * p.dilation_w;
     for (int m = 0; m < MR; ++m) {
       // Unsigned: a coordinate in the top / left padding wrapped past H / W, so one compare catches both sides.
@@ -137,6 +163,32 @@ struct ConvRows {
     if (++tl.kx == p.kernel_w) {
       tl.kx = 0;
       ++tl.ky;
+    }
+  }
+  // Merged taps (qgemm_layout.h): filter row ky reads the kw * C bytes from input pixel (iy, ix0) on, or where
+  // that run overlaps the left / right padding, a copy with the zero point in the padding pixels' places.
+  template <int MR>
+  void merged_rows(Tile<MR>& tl, const uint8_t* (&ar)[MR]) const {
+    const ConvParams& p = g.p;
+    const size_t dy = tl.ky++ * p.dilation_h, kw = p.kernel_w;
+    for (int m = 0; m < MR; ++m) {
+      const size_t iy = tl.iy0[m] + dy, ix = tl.ix0[m];
+      if (iy >= g.H) {
+        ar[m] = g.zero_row;
+      } else if (ix < g.W && g.W - ix >= kw) {
+        ar[m] = tl.img[m] + (iy * g.W + ix) * g.in_stride;
+      } else {
+        for (size_t kx = 0; kx < kw; ++kx) {
+          const size_t xx = ix + kx;
+          const uint8_t* src = xx < g.W ? tl.img[m] + (iy * g.W + xx) * g.in_stride : g.zero_row;
+          // C < 8 (qconv2d_taps); a bounded conditional copy, which the compiler keeps inline (a memcpy
+          // call here would spill the tile's accumulators).
+#pragma GCC unroll 8
+          for (size_t c = 0; c < 8; ++c)
+            if (c < g.C) tl.gather[m][kx * g.C + c] = src[c];
+        }
+        ar[m] = tl.gather[m];
+      }
     }
   }
 };
@@ -157,9 +209,8 @@ __attribute__((always_inline)) inline void store16(const QCtx& x, __m256i s0, __
 
 // qd8_gemm's epilogue (table.def): 16 fp32 outputs of row `row` from its int32 sums, stored as nc floats.
 __attribute__((always_inline)) inline void store16_f32(const QCtx& x, __m256i s0, __m256i s1,
-                                                       const uint8_t* panel, size_t row, uint8_t* c,
+                                                       const uint8_t* panel, size_t n0, size_t row, uint8_t* c,
                                                        size_t nc) {
-  const size_t n0 = static_cast<size_t>(panel - x.panels0) / x.pb * kQNR;
   const float* sw = reinterpret_cast<const float*>(panel + kQNR * 4);
   const RowQuant q = x.rowq[row];
   const __m256i za = _mm256_set1_epi32(q.zero_point);
@@ -188,11 +239,44 @@ __attribute__((always_inline)) inline void store16_f32(const QCtx& x, __m256i s0
   }
 }
 
-// A tile's 16 sums of one row (columns of `panel`) to C: requantized int8, or (qd8_gemm) fp32.
-__attribute__((always_inline)) inline void store_out(const QCtx& x, __m256i s0, __m256i s1,
-                                                     const uint8_t* panel, size_t row, uint8_t* c,
+// Two rows' 16 sums each (s: row 0, t: row 1, the same 16 columns; scale: their scales), requantized per
+// table.def and stored as nc bytes at c0 and c1: half requant16's work per output, which shows at small K
+// (MobileNetV2's 1x1 convs with K = 16..32 spend a third of their instructions here). The clamp is split: v to
+// at most hi in fp32 (minps(hi, v) keeps a NaN v), rint, then + zy in saturating int16 and the packs, then
+// [qmin, qmax] on the bytes. Equal to clamping v to [lo, hi] first: rint is monotone and the bounds are
+// integers; a NaN or a v below the int16 range converts / saturates to below qmin, hence qmin, as clip does.
+__attribute__((always_inline)) inline void store2x16(const QCtx& x, __m256i s0, __m256i s1, __m256i t0,
+                                                     __m256i t1, const float* scale, uint8_t* c0, uint8_t* c1,
                                                      size_t nc) {
-  if (x.rowq) return store16_f32(x, s0, s1, panel, row, c, nc);
+  const __m256 hi = _mm256_set1_ps(x.fhi), sc0 = _mm256_load_ps(scale), sc1 = _mm256_load_ps(scale + 8);
+  const auto conv = [&](__m256i v, __m256 sc) __attribute__((always_inline)) {
+    return _mm256_cvtps_epi32(_mm256_min_ps(hi, _mm256_mul_ps(_mm256_cvtepi32_ps(v), sc)));
+  };
+  const __m256i zy = _mm256_set1_epi16(static_cast<int16_t>(x.zy));
+  // Per 128-bit lane: [s0 s1 t0 t1] x 4 columns each, lane 0 columns 0-3 (+8), lane 1 columns 4-7 (+8).
+  const __m256i p0 = _mm256_adds_epi16(_mm256_packs_epi32(conv(s0, sc0), conv(s1, sc1)), zy);
+  const __m256i p1 = _mm256_adds_epi16(_mm256_packs_epi32(conv(t0, sc0), conv(t1, sc1)), zy);
+  __m256i b = x.out_u8 ? _mm256_packus_epi16(p0, p1) : _mm256_packs_epi16(p0, p1);
+  b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));  // row 0 | row 1
+  const __m256i qmin = _mm256_set1_epi8(static_cast<char>(x.qmin)), qmax = _mm256_set1_epi8(static_cast<char>(x.qmax));
+  b = x.out_u8 ? _mm256_min_epu8(_mm256_max_epu8(b, qmin), qmax) : _mm256_min_epi8(_mm256_max_epi8(b, qmin), qmax);
+  if (nc == kQNR) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(c0), _mm256_castsi256_si128(b));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(c1), _mm256_extracti128_si256(b, 1));
+  } else {
+    alignas(32) uint8_t tmp[32];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(tmp), b);
+    std::memcpy(c0, tmp, nc);
+    std::memcpy(c1, tmp + 16, nc);
+  }
+}
+
+// A tile's 16 sums of one row (columns of `panel`) to C: requantized int8, or (qd8_gemm) fp32.
+// n0: the panel's first column (qd8_gemm's column sums and bias).
+__attribute__((always_inline)) inline void store_out(const QCtx& x, __m256i s0, __m256i s1,
+                                                     const uint8_t* panel, size_t n0, size_t row, uint8_t* c,
+                                                     size_t nc) {
+  if (x.rowq) return store16_f32(x, s0, s1, panel, n0, row, c, nc);
   store16(x, s0, s1, reinterpret_cast<const float*>(panel + kQNR * 4), c, nc);
 }
 
@@ -214,7 +298,8 @@ __attribute__((always_inline)) inline void for_each_group(const QCtx& x, const S
 // MR rows x NP panels (16 columns each) over the full K, sign trick: acc += maddwd(maddubs(|a|, sign(w, a)), 1).
 // a: the tile's first row; panel: its first panel; c: its first output; nc: columns of the last panel.
 template <int MR, int NP, bool kFlip, bool kSmall, typename Src>
-void tile_sign(const QCtx& x, const Src& src, size_t m0, const uint8_t* panel, uint8_t* c, size_t nc) {
+__attribute__((always_inline)) inline void tile_sign_one(const QCtx& x, const Src& src, size_t m0,
+                                                         const uint8_t* panel, uint8_t* c, size_t nc) {
   __m256i acc[MR][2 * NP];
   const int8_t* w[NP];
 #pragma GCC unroll 4
@@ -255,14 +340,34 @@ void tile_sign(const QCtx& x, const Src& src, size_t m0, const uint8_t* panel, u
     }
   };
   for_each_group(x, src, m0, ar, step);
+  const size_t n0 = x.rowq ? static_cast<size_t>(panel - x.panels0) / x.pb * kQNR : 0;  // qd8_gemm only
 #pragma GCC unroll 4
-  for (int m = 0; m < MR; ++m) {
+  for (int m = 0; m < MR; m += 2) {
 #pragma GCC unroll 4
     for (int p = 0; p < NP; ++p) {
-      store_out(x, acc[m][2 * p], acc[m][2 * p + 1], panel + p * x.pb, m0 + m, c + m * x.ldc + p * x.cstep,
-                p == NP - 1 ? nc : kQNR);
+      const uint8_t* pp = panel + p * x.pb;
+      uint8_t* cm = c + m * x.ldc + p * x.cstep;
+      const size_t ncp = p == NP - 1 ? nc : kQNR;
+      if (m + 1 < MR && x.pairs) {
+        store2x16(x, acc[m][2 * p], acc[m][2 * p + 1], acc[m + 1][2 * p], acc[m + 1][2 * p + 1],
+                  reinterpret_cast<const float*>(pp + kQNR * 4), cm, cm + x.ldc, ncp);
+        continue;
+      }
+      store_out(x, acc[m][2 * p], acc[m][2 * p + 1], pp, n0 + p * kQNR, m0 + m, cm, ncp);
+      if (m + 1 < MR)
+        store_out(x, acc[m + 1][2 * p], acc[m + 1][2 * p + 1], pp, n0 + p * kQNR, m0 + m + 1, cm + x.ldc, ncp);
     }
   }
+}
+
+// `tiles` tiles of MR rows down the same panels, from row m0 (c: its output) in one call: the call, the
+// stack frame and the loop set-up are paid once per column strip, not per tile (at K = 16..32, MobileNetV2's
+// first 1x1 convs, a tile's k loop is only 4..8 row groups).
+template <int MR, int NP, bool kFlip, bool kSmall, typename Src>
+void tile_sign(const QCtx& x, const Src& src, size_t m0, size_t tiles, const uint8_t* panel, uint8_t* c,
+               size_t nc) {
+  for (size_t t = 0; t < tiles; ++t)
+    tile_sign_one<MR, NP, kFlip, kSmall>(x, src, m0 + t * MR, panel, c + t * MR * x.ldc, nc);
 }
 
 // MR rows x 16 columns, 16-bit path (any weights, -128 included): per row group, the 4 activations as int16
@@ -293,12 +398,13 @@ void tile_wide(const QCtx& x, const Src& src, size_t m0, const uint8_t* panel, u
   for_each_group(x, src, m0, ar, step);
   const __m256i b0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(panel));
   const __m256i b1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(panel + 32));
+  const size_t n0 = x.rowq ? static_cast<size_t>(panel - x.panels0) / x.pb * kQNR : 0;  // qd8_gemm only
 #pragma GCC unroll 4
   for (int m = 0; m < MR; ++m) {
     // hadd lanes: [c0 c1 c4 c5 | c2 c3 c6 c7] -> vpermq 0, 2, 1, 3.
     const __m256i s0 = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[m][0], acc[m][1]), 0xD8);
     const __m256i s1 = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[m][2], acc[m][3]), 0xD8);
-    store_out(x, _mm256_add_epi32(s0, b0), _mm256_add_epi32(s1, b1), panel, m0 + m, c + m * x.ldc, nc);
+    store_out(x, _mm256_add_epi32(s0, b0), _mm256_add_epi32(s1, b1), panel, n0, m0 + m, c + m * x.ldc, nc);
   }
 }
 
@@ -321,11 +427,11 @@ void run_block(const QCtx& x, const Src& src, size_t m0, size_t m1, size_t p0, s
   if (rows == 1) {  // GEMV: 4 panels at a time
     size_t p = p0;
     for (; p + 4 <= p1; p += 4) {
-      tile_sign<1, 4, kFlip, kSmall>(x, src, m0, x.panels0 + p * x.pb, c0 + p * x.cstep,
+      tile_sign<1, 4, kFlip, kSmall>(x, src, m0, 1, x.panels0 + p * x.pb, c0 + p * x.cstep,
                                      min_sz(kQNR, x.N - (p + 3) * kQNR));
     }
     for (; p < p1; ++p)
-      tile_sign<1, 1, kFlip, kSmall>(x, src, m0, x.panels0 + p * x.pb, c0 + p * x.cstep,
+      tile_sign<1, 1, kFlip, kSmall>(x, src, m0, 1, x.panels0 + p * x.pb, c0 + p * x.cstep,
                                      min_sz(kQNR, x.N - p * kQNR));
     return;
   }
@@ -333,22 +439,20 @@ void run_block(const QCtx& x, const Src& src, size_t m0, size_t m1, size_t p0, s
   for (; p + 2 <= p1; p += 2) {
     const uint8_t* panel = x.panels0 + p * x.pb;
     const size_t nc = min_sz(kQNR, x.N - (p + 1) * kQNR);
-    size_t m = 0;
-    for (; m + 2 <= rows; m += 2)
-      tile_sign<2, 2, kFlip, kSmall>(x, src, m0 + m, panel, c0 + m * x.ldc + p * x.cstep, nc);
-    if (m < rows) tile_sign<1, 2, kFlip, kSmall>(x, src, m0 + m, panel, c0 + m * x.ldc + p * x.cstep, nc);
+    const size_t m = rows / 2 * 2;
+    tile_sign<2, 2, kFlip, kSmall>(x, src, m0, rows / 2, panel, c0 + p * x.cstep, nc);
+    if (m < rows) tile_sign<1, 2, kFlip, kSmall>(x, src, m0 + m, 1, panel, c0 + m * x.ldc + p * x.cstep, nc);
   }
   for (; p < p1; ++p) {
     const uint8_t* panel = x.panels0 + p * x.pb;
     const size_t nc = min_sz(kQNR, x.N - p * kQNR);
-    size_t m = 0;
-    for (; m + 4 <= rows; m += 4)
-      tile_sign<4, 1, kFlip, kSmall>(x, src, m0 + m, panel, c0 + m * x.ldc + p * x.cstep, nc);
+    const size_t m = rows / 4 * 4;
+    tile_sign<4, 1, kFlip, kSmall>(x, src, m0, rows / 4, panel, c0 + p * x.cstep, nc);
     uint8_t* c = c0 + m * x.ldc + p * x.cstep;
     switch (rows - m) {
-      case 3: tile_sign<3, 1, kFlip, kSmall>(x, src, m0 + m, panel, c, nc); break;
-      case 2: tile_sign<2, 1, kFlip, kSmall>(x, src, m0 + m, panel, c, nc); break;
-      case 1: tile_sign<1, 1, kFlip, kSmall>(x, src, m0 + m, panel, c, nc); break;
+      case 3: tile_sign<3, 1, kFlip, kSmall>(x, src, m0 + m, 1, panel, c, nc); break;
+      case 2: tile_sign<2, 1, kFlip, kSmall>(x, src, m0 + m, 1, panel, c, nc); break;
+      case 1: tile_sign<1, 1, kFlip, kSmall>(x, src, m0 + m, 1, panel, c, nc); break;
       default: break;
     }
   }
@@ -381,8 +485,10 @@ void qgemm_task(const void* vctx, size_t task) {
     const size_t p0 = min_sz(x.panels, tiles * ngi / x.n_groups * x.pstep);
     const size_t p1 = min_sz(x.panels, tiles * (ngi + 1) / x.n_groups * x.pstep);
     if (m1 <= m0 || p1 <= p0) continue;
-    if (x.conv) {
-      run_block_src(x, ConvRows{*x.conv, x.A}, m0, m1, p0, p1);
+    if (x.conv && x.conv->t.merged) {
+      run_block_src(x, ConvRows<true>{*x.conv, x.A}, m0, m1, p0, p1);
+    } else if (x.conv) {
+      run_block_src(x, ConvRows<false>{*x.conv, x.A}, m0, m1, p0, p1);
     } else {
       run_block_src(x, GemmRows{x.A, x.lda}, m0, m1, p0, p1);
     }
@@ -408,8 +514,8 @@ void qrun(size_t M, size_t N, size_t K, const QConvGeom* conv, const void* A, si
   x.cols = rowq ? qd8_columns(packed, K, N) : Qd8Columns{nullptr, nullptr};
   x.panels = div_up(N, kQNR);
   x.conv = conv;
-  const size_t row_k = conv ? conv->C : K;  // bytes read per row and tap
-  x.taps = conv ? size_t{conv->p.kernel_h} * conv->p.kernel_w : 1;
+  const size_t row_k = conv ? conv->t.row_k : K;  // bytes read per row and tap
+  x.taps = conv ? conv->t.taps : 1;
   x.tap_groups = div_up(row_k, 4);
   x.groups = row_k / 4;
   x.krem = row_k % 4;
@@ -421,6 +527,9 @@ void qrun(size_t M, size_t N, size_t K, const QConvGeom* conv, const void* A, si
   x.flo = rowq ? flo : run.lo;
   x.fhi = rowq ? fhi : run.hi;
   x.zy = h.out_zero_point;
+  x.qmin = static_cast<int32_t>(run.lo) + x.zy;
+  x.qmax = static_cast<int32_t>(run.hi) + x.zy;
+  x.pairs = !rowq && x.zy >= -512 && x.zy <= 512 && x.qmin <= x.qmax;
   x.flip = h.a_shift != 0;
   x.wide = h.path == QPath::kWide;
   x.small = h.path == QPath::kSmall;
@@ -461,15 +570,27 @@ void qconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, 
   g.OH = OH;
   g.OW = OW;
   g.p = p;
+  g.t = qconv2d_taps(p);
   const size_t G = p.groups, K = qconv2d_packed_k(p), OC = p.group_output_channels;
   g.in_stride = G * g.C;
+  // A pointwise conv (1x1, stride 1, no padding) is a plain GEMM over the NHWC pixel rows (lda: the input's
+  // channels), K = C unpadded (the panels are the same: one tap): no per-tile pixel divisions, no tap pointers.
+  // That is 3/4 of MobileNetV2's int8 time, often with K = 16..32, where those per-tile costs showed.
+  const bool pointwise = p.kernel_h == 1 && p.kernel_w == 1 && p.stride_h == 1 && p.stride_w == 1 &&
+                         p.pad_top == 0 && p.pad_left == 0 && OH == H && OW == W;
   // One IGEMM per group, each split over the threads (grouped convs are rare and have few groups: the
   // depthwise-like ones, one input channel per group, run on qdwconv2d).
   for (size_t gi = 0; gi < G; ++gi) {
     const uint8_t* gpacked = static_cast<const uint8_t*>(packed) + gi * qconv2d_group_bytes(p);
     g.zero_row = gpacked + qgemm_layout_bytes(K, OC);
-    qrun(N * OH * OW, OC, K, &g, static_cast<const uint8_t*>(in) + gi * g.C, 0, gpacked,
-         static_cast<uint8_t*>(out) + gi * OC, G * OC, out_min, out_max, nullptr, 0.f, 0.f, par);
+    const uint8_t* gin = static_cast<const uint8_t*>(in) + gi * g.C;
+    uint8_t* gout = static_cast<uint8_t*>(out) + gi * OC;
+    if (pointwise) {
+      qrun(N * H * W, OC, g.C, nullptr, gin, g.in_stride, gpacked, gout, G * OC, out_min, out_max, nullptr, 0.f,
+           0.f, par);
+    } else {
+      qrun(N * OH * OW, OC, K, &g, gin, 0, gpacked, gout, G * OC, out_min, out_max, nullptr, 0.f, 0.f, par);
+    }
   }
 }
 

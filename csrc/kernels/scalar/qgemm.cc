@@ -42,7 +42,8 @@ void qconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, 
              const void* packed, void* out, int32_t out_min, int32_t out_max, Parallel& par) {
   const size_t K = qconv2d_packed_k(p), OC = p.group_output_channels, C = p.group_input_channels;
   const size_t G = p.groups, in_stride = G * C;
-  const size_t taps = size_t{p.kernel_h} * p.kernel_w, cp = K / (taps ? taps : 1), M = N * OH * OW;
+  const size_t kh = p.kernel_h, kw = p.kernel_w, M = N * OH * OW;
+  const size_t row_bytes = kh ? K / kh : 0, tap_c = qconv2d_taps(p).tap_c;  // qgemm_layout.h's (ky, kx) place
   if (M == 0 || OC == 0) return;
   const uint8_t* x = static_cast<const uint8_t*>(in);
   std::vector<uint8_t> rows(M * K, 0);
@@ -51,8 +52,8 @@ void qconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, 
     const uint8_t* zero_row = gpacked + qgemm_layout_bytes(K, OC);
     for (size_t m = 0; m < M; ++m) {
       const size_t n = m / (OH * OW), oy = m % (OH * OW) / OW, ox = m % OW;
-      for (size_t t = 0; t < taps; ++t) {
-        const size_t ky = t / p.kernel_w, kx = t % p.kernel_w;
+      for (size_t t = 0; t < kh * kw; ++t) {
+        const size_t ky = t / kw, kx = t % kw;
         const long iy = static_cast<long>(oy * p.stride_h + ky * p.dilation_h) - static_cast<long>(p.pad_top);
         const long ix =
             static_cast<long>(ox * p.stride_w + kx * p.dilation_w) - static_cast<long>(p.pad_left);
@@ -60,7 +61,7 @@ void qconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, 
         const uint8_t* src =
             inside ? x + ((n * H + static_cast<size_t>(iy)) * W + static_cast<size_t>(ix)) * in_stride + g * C
                    : zero_row;
-        std::memcpy(&rows[m * K + t * cp], src, C);
+        std::memcpy(&rows[m * K + ky * row_bytes + kx * tap_c], src, C);
       }
     }
     qgemm(M, OC, K, rows.data(), K, gpacked, static_cast<uint8_t*>(out) + g * OC, G * OC, out_min, out_max,

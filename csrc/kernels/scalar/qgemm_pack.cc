@@ -14,8 +14,22 @@ size_t k_padded(size_t K) { return (K + 3) / 4 * 4; }
 size_t panel_bytes(size_t K) { return kQNR * 8 + k_padded(K) * kQNR; }
 }  // namespace
 
+QConvTaps qconv2d_taps(const ConvParams& p) {
+  const size_t C = p.group_input_channels, kw = p.kernel_w;
+  QConvTaps t;
+  // Merged when C is not a multiple of 4 and small (the partial groups dominate) and a filter row's input is
+  // one run: groups 1 (pixels C bytes apart), no horizontal dilation; 64 bytes bound the kernels' gather buffer.
+  t.merged = p.groups == 1 && p.dilation_w == 1 && kw > 1 && C < 8 && C % 4 != 0 && kw * C <= 64;
+  t.taps = size_t{p.kernel_h} * (t.merged ? 1 : kw);
+  t.row_k = t.merged ? kw * C : C;
+  t.tap_k = k_padded(t.row_k);
+  t.tap_c = t.merged ? C : t.tap_k;
+  return t;
+}
+
 size_t qconv2d_packed_k(const ConvParams& p) {
-  return size_t{p.kernel_h} * p.kernel_w * k_padded(p.group_input_channels);
+  const QConvTaps t = qconv2d_taps(p);
+  return t.taps * t.tap_k;
 }
 
 size_t qgemm_layout_bytes(size_t K, size_t N) {
@@ -23,8 +37,7 @@ size_t qgemm_layout_bytes(size_t K, size_t N) {
 }
 
 size_t qconv2d_group_bytes(const ConvParams& p) {
-  const size_t bytes =
-      qgemm_layout_bytes(qconv2d_packed_k(p), p.group_output_channels) + k_padded(p.group_input_channels);
+  const size_t bytes = qgemm_layout_bytes(qconv2d_packed_k(p), p.group_output_channels) + qconv2d_taps(p).tap_k;
   return (bytes + 63) / 64 * 64;  // each group's panels stay 64-byte aligned
 }
 
@@ -79,13 +92,16 @@ size_t qconv2d_packed_size(const ConvParams& p) { return size_t{p.groups} * qcon
 
 void qconv2d_pack(const ConvParams& p, const int8_t* filter_ohwi, const int32_t* bias, const QGemmQuant& q,
                   void* packed) {
-  const size_t taps = size_t{p.kernel_h} * p.kernel_w, C = p.group_input_channels, cp = k_padded(C);
-  const size_t OC = p.group_output_channels, K = taps * cp;
-  std::vector<int8_t> b(OC * K, 0);  // [OC, taps x Cp]: each tap's channels zero-padded to the row groups
+  const QConvTaps ct = qconv2d_taps(p);
+  const size_t kh = p.kernel_h, kw = p.kernel_w, C = p.group_input_channels;
+  const size_t OC = p.group_output_channels, K = ct.taps * ct.tap_k;
+  std::vector<int8_t> b(OC * K, 0);  // [OC, taps x Tp]: each tap's bytes zero-padded to the row groups
   for (size_t g = 0; g < p.groups; ++g) {
-    const int8_t* f = filter_ohwi + g * OC * taps * C;
+    const int8_t* f = filter_ohwi + g * OC * kh * kw * C;
     for (size_t o = 0; o < OC; ++o)
-      for (size_t t = 0; t < taps; ++t) std::memcpy(&b[o * K + t * cp], f + (o * taps + t) * C, C);
+      for (size_t ky = 0; ky < kh; ++ky)
+        for (size_t kx = 0; kx < kw; ++kx)
+          std::memcpy(&b[o * K + ky * (K / kh) + kx * ct.tap_c], f + ((o * kh + ky) * kw + kx) * C, C);
     QGemmQuant qg = q;
     if (q.w_scale_count > 1) {
       qg.w_scales = q.w_scales + g * OC;
@@ -94,7 +110,7 @@ void qconv2d_pack(const ConvParams& p, const int8_t* filter_ohwi, const int32_t*
     uint8_t* dst = static_cast<uint8_t*>(packed) + g * qconv2d_group_bytes(p);
     qgemm_pack(K, OC, b.data(), true, bias ? bias + g * OC : nullptr, qg, dst);
     uint8_t* zero_row = dst + qgemm_layout_bytes(K, OC);
-    std::memset(zero_row, static_cast<uint8_t>(q.a_zero_point), cp);  // the raw byte of za (u8 or s8)
+    std::memset(zero_row, static_cast<uint8_t>(q.a_zero_point), ct.tap_k);  // the raw byte of za (u8 or s8)
   }
 }
 
