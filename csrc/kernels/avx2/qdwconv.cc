@@ -122,6 +122,10 @@ __attribute__((always_inline)) inline void strip(const QDwCtx& x, const uint8_t*
         acc[2 * i] = _mm256_add_epi32(acc[2 * i], _mm256_madd_epi16(_mm256_load_si256(q), w0));
         acc[2 * i + 1] = _mm256_add_epi32(acc[2 * i + 1], _mm256_madd_epi16(_mm256_load_si256(q + 1), w1));
       }
+      // Keep the sums in registers, pair by pair: left alone, GCC hoists every pair's weights and re-associates
+      // the sums into trees of products, which spill.
+#pragma GCC unroll 16
+      for (size_t i = 0; i < 2 * NP; ++i) __asm__("" : "+x"(acc[i]));
     }
   }
   const float* scale = reinterpret_cast<const float*>(tile + kQDwTile * 4);
