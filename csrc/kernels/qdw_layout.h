@@ -27,6 +27,9 @@ struct QDwHeader {
   uint32_t multiplier, kernel_h, kernel_w, kpairs;
   int32_t a_zero_point, out_zero_point;
   QType a_type, out_type;
+  // Every channel's |bias' + sum x * w| * scale < 2^30 for all inputs, with finite scales: the kernels may
+  // round without clamping in fp32 first (avx2 requant16_bounded).
+  uint8_t bounded;
 };
 
 // The slot of channel i (0..15) of a tile.

@@ -50,6 +50,7 @@ struct QDwCtx {
   const uint8_t* tiles0;
   uint8_t* out;
   QRequant rq;
+  QRequantBounded rqb;  // x.h.bounded
   uint64_t call;
 };
 
@@ -132,7 +133,8 @@ __attribute__((always_inline)) inline void strip(const QDwCtx& x, const uint8_t*
   const __m256i order = _mm256_setr_epi32(0, 1, 4, 5, 0, 1, 4, 5);
 #pragma GCC unroll 8
   for (size_t i = 0; i < NP; ++i, o += x.OC) {
-    const __m128i v = requant16(x.rq, acc[2 * i], acc[2 * i + 1], scale, order);
+    const __m128i v = x.h.bounded ? requant16_bounded(x.rqb, acc[2 * i], acc[2 * i + 1], scale, order)
+                                  : requant16(x.rq, acc[2 * i], acc[2 * i + 1], scale, order);
     if (nc == kQDwTile) {
       _mm_storeu_si128(reinterpret_cast<__m128i*>(o), v);
     } else {
@@ -250,6 +252,10 @@ void qdwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const void* in
   q8_clamp_bounds(x.h.out_type, x.h.out_zero_point, out_min, out_max, &lo, &hi);
   x.rq = QRequant{_mm256_set1_ps(lo), _mm256_set1_ps(hi), _mm256_set1_epi32(x.h.out_zero_point),
                   x.h.out_type == QType::kU8};
+  const bool u8 = x.h.out_type == QType::kU8;
+  const int32_t zy = x.h.out_zero_point, l = static_cast<int32_t>(lo) + zy, u = static_cast<int32_t>(hi) + zy;
+  x.rqb = QRequantBounded{_mm256_set1_epi16(static_cast<int16_t>(zy)),
+                          _mm256_set1_epi8(static_cast<char>(l)), _mm256_set1_epi8(static_cast<char>(u)), u8};
   x.call = internal::unique_call_id();
   const double row_cost = static_cast<double>(OW) * x.OC * p.kernel_h * p.kernel_w;
   x.tasks = internal::task_count(x.rows, row_cost, internal::parallel_threads(par), 4);

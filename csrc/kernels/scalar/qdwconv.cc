@@ -34,6 +34,7 @@ void qdwconv2d_pack(const ConvParams& p, const int8_t* filter_1hwo, const int32_
   uint8_t* base = static_cast<uint8_t*>(packed);
   std::memset(base, 0, qdwconv2d_packed_size(p));
   QDwHeader h = qdw_header(p);
+  h.bounded = 1;
   h.a_zero_point = q.a_zero_point;
   h.out_zero_point = q.out_zero_point;
   h.a_type = q.a_type;
@@ -45,16 +46,22 @@ void qdwconv2d_pack(const ConvParams& p, const int8_t* filter_1hwo, const int32_
     int16_t* w = reinterpret_cast<int16_t*>(tile + kQDwTile * 8);
     // Unsigned arithmetic: wraps like the kernels' int32 sums (no UB on hostile values).
     uint32_t wsum = 0;
+    double wabs = 0;
     for (size_t ky = 0; ky < h.kernel_h; ++ky) {
       for (size_t kx = 0; kx < h.kernel_w; ++kx) {
         const int8_t v = filter_1hwo[(ky * h.kernel_w + kx) * OC + o];
         w[qdw_weight(h.kpairs, ky, kx, s)] = v;
         wsum += static_cast<uint32_t>(static_cast<int32_t>(v));
+        wabs += v < 0 ? -v : v;
       }
     }
     const uint32_t za = static_cast<uint32_t>(q.a_zero_point);
     const int32_t b = static_cast<int32_t>((bias ? static_cast<uint32_t>(bias[o]) : 0u) - za * wsum);
     const float scale = q.a_scale * q.w_scales[q.w_scale_count > 1 ? o : 0] / q.out_scale;
+    // Inputs are at most 255 in magnitude (u8 or s8); the int32 sum may wrap, which the bound must exclude.
+    const double most = (b < 0 ? -static_cast<double>(b) : b) + 255.0 * wabs;
+    const double ascale = scale < 0 ? -static_cast<double>(scale) : scale;
+    if (!(most < 2147483647.0 && most * ascale < 1073741824.0)) h.bounded = 0;  // NaN scale: not bounded
     std::memcpy(tile + s * 4, &b, 4);
     std::memcpy(tile + kQDwTile * 4 + s * 4, &scale, 4);
   }
