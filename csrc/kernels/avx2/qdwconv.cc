@@ -131,10 +131,15 @@ __attribute__((always_inline)) inline void strip(const QDwCtx& x, const uint8_t*
   }
   const float* scale = reinterpret_cast<const float*>(tile + kQDwTile * 4);
   const __m256i order = _mm256_setr_epi32(0, 1, 4, 5, 0, 1, 4, 5);
+  // Local copies: the byte stores below may alias anything reached through x, which would be reloaded.
+  const size_t OC = x.OC;
+  const bool bounded = x.h.bounded;
+  const QRequant rq = x.rq;
+  const QRequantBounded rqb = x.rqb;
 #pragma GCC unroll 8
-  for (size_t i = 0; i < NP; ++i, o += x.OC) {
-    const __m128i v = x.h.bounded ? requant16_bounded(x.rqb, acc[2 * i], acc[2 * i + 1], scale, order)
-                                  : requant16(x.rq, acc[2 * i], acc[2 * i + 1], scale, order);
+  for (size_t i = 0; i < NP; ++i, o += OC) {
+    const __m128i v = bounded ? requant16_bounded(rqb, acc[2 * i], acc[2 * i + 1], scale, order)
+                              : requant16(rq, acc[2 * i], acc[2 * i + 1], scale, order);
     if (nc == kQDwTile) {
       _mm_storeu_si128(reinterpret_cast<__m128i*>(o), v);
     } else {
@@ -148,22 +153,26 @@ __attribute__((always_inline)) inline void strip(const QDwCtx& x, const uint8_t*
 // One output row from its kernel rows' pair rows pr[ky].
 template <size_t KH, size_t KP>
 void out_row(const QDwCtx& x, const uint8_t* const* pr, uint8_t* orow) {
-  const size_t kh = KH ? KH : x.p.kernel_h;
+  const size_t kh = KH ? KH : x.p.kernel_h, OW = x.OW, OC = x.OC, tiles = x.tiles, tb = x.tb;
   const size_t step = x.p.stride_w / x.cs * x.entry_bytes;  // one output pixel further
   const size_t pair_step = 2 * x.p.dilation_w / x.cs * x.entry_bytes;  // the next tap pair of a kernel row
+  const uint8_t* tiles0 = x.tiles0;
   const uint8_t* rows[64];
-  for (size_t t = 0; t < x.tiles; ++t) {
-    const uint8_t* tile = x.tiles0 + t * x.tb;
-    const size_t nc = x.OC - t * kQDwTile < kQDwTile ? x.OC - t * kQDwTile : kQDwTile;
-    for (size_t ox = 0; ox < x.OW;) {
-      for (size_t ky = 0; ky < kh; ++ky) rows[ky] = pr[ky] + ox * step + t * 64;
-      uint8_t* o = orow + ox * x.OC + t * kQDwTile;
-      switch (x.OW - ox < kStrip ? x.OW - ox : kStrip) {
-        case 4: strip<4, KH, KP>(x, rows, step, pair_step, tile, o, nc); ox += 4; break;
-        case 3: strip<3, KH, KP>(x, rows, step, pair_step, tile, o, nc); ox += 3; break;
-        case 2: strip<2, KH, KP>(x, rows, step, pair_step, tile, o, nc); ox += 2; break;
-        default: strip<1, KH, KP>(x, rows, step, pair_step, tile, o, nc); ox += 1; break;
-      }
+  for (size_t t = 0; t < tiles; ++t) {
+    const uint8_t* tile = tiles0 + t * tb;
+    const size_t nc = OC - t * kQDwTile < kQDwTile ? OC - t * kQDwTile : kQDwTile;
+    for (size_t ky = 0; ky < kh; ++ky) rows[ky] = pr[ky] + t * 64;
+    uint8_t* o = orow + t * kQDwTile;
+    size_t ox = 0;
+    for (; ox + kStrip <= OW; ox += kStrip, o += kStrip * OC) {
+      strip<kStrip, KH, KP>(x, rows, step, pair_step, tile, o, nc);
+      for (size_t ky = 0; ky < kh; ++ky) rows[ky] += kStrip * step;
+    }
+    switch (OW - ox) {
+      case 3: strip<3, KH, KP>(x, rows, step, pair_step, tile, o, nc); break;
+      case 2: strip<2, KH, KP>(x, rows, step, pair_step, tile, o, nc); break;
+      case 1: strip<1, KH, KP>(x, rows, step, pair_step, tile, o, nc); break;
+      default: break;
     }
   }
 }
