@@ -114,28 +114,69 @@ def test_dw_extreme_zero_points_saturation_and_clamp(a_zp):
     check_dw(c, pads=(1, 1, 1, 1), out_min=-10, out_max=50)
 
 
+@pytest.mark.parametrize("c", [1, 7, 17, 33])
+@pytest.mark.parametrize("a_dtype", ["int8", "uint8"])
+def test_dw_extreme_weights_and_zero_points(c, a_dtype):
+    """Weights all -128 or +127 against inputs and zero points at both ends of their range: the largest
+    products and sums the kernels' int16 inputs x int16 weights and int32 accumulators must hold."""
+    lo, hi = RANGE[a_dtype]
+    for w, zp in ((-128, hi), (-128, lo), (127, lo), (127, hi)):
+        case = dw_case(1, 5, 7, c, 1, (3, 3), a_dtype, seed=c)
+        case["x"][:] = lo if zp == hi else hi
+        case["x"][0, 2, 3] = zp  # one pixel equal to the zero point
+        case["filter"][:] = w
+        case["filter"][0, 1, 1, 0] = -w - 1 if w == 127 else 127  # one tap of the other sign
+        case["a_zero_point"] = zp
+        case["bias"] = None
+        case["out_scale"] = 3.0  # sums up to 9 * 255 * 128 inside the output range
+        check_dw(case, pads=(1, 1, 1, 1))
+        check_dw(case, pads=(0, 2, 1, 0), strides=(2, 2))
+
+
+@pytest.mark.parametrize(
+    "shape,strides,dil,pads",
+    [
+        ((1, 13, 11, 33, 1, (3, 3)), (1, 1), (1, 1), (1, 1, 1, 1)),  # odd sizes, two tiles and a tail
+        ((2, 9, 15, 17, 1, (3, 3)), (2, 2), (1, 1), (0, 1, 1, 0)),  # stride 2, padding on one side only
+        ((1, 11, 12, 7, 1, (5, 5)), (2, 2), (1, 1), (2, 2, 2, 2)),  # 5x5 stride 2
+        ((1, 9, 10, 16, 1, (7, 7)), (1, 1), (1, 1), (3, 3, 3, 3)),  # 7x7: the generic tap loop
+        ((1, 10, 13, 9, 1, (3, 3)), (1, 3), (1, 2), (1, 2, 1, 2)),  # stride 3 (not a multiple of 2 x dil)
+        ((1, 12, 12, 5, 3, (3, 2)), (2, 1), (3, 3), (3, 1, 2, 2)),  # multiplier 3, dilation 3, even width
+        ((1, 6, 40, 3, 1, (1, 4)), (1, 2), (1, 2), (0, 3, 0, 3)),  # a wide strip: 4-pixel strips and tails
+        ((3, 4, 5, 1, 1, (3, 3)), (1, 1), (1, 1), (4, 4, 4, 4)),  # C = 1, padding wider than the kernel
+    ],
+)
+def test_dw_odd_sizes_and_geometry(shape, strides, dil, pads):
+    n, h, w, ch, m, k = shape
+    for a_dtype in ("int8", "uint8"):
+        c = dw_case(n, h, w, ch, m, k, a_dtype, seed=h * w + ch)
+        check_dw(c, pads=pads, strides=strides, dil=dil)
+
+
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @SETTINGS
 @given(
+    n=st.integers(1, 2),
     h=st.integers(1, 9),
-    w=st.integers(1, 9),
+    w=st.integers(1, 12),
     c=st.integers(1, 40),
     m=st.integers(1, 3),
-    kh=st.integers(1, 3),
-    kw=st.integers(1, 3),
-    stride=st.integers(1, 2),
-    dil=st.integers(1, 2),
-    pad=st.integers(0, 2),
+    kh=st.integers(1, 5),
+    kw=st.integers(1, 5),
+    stride=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    dil=st.tuples(st.integers(1, 2), st.integers(1, 2)),
+    pads=st.tuples(*[st.integers(0, 2)] * 4),
     a_u8=st.booleans(),
     seed=st.integers(0, 10**6),
 )
-def test_dw_property(h, w, c, m, kh, kw, stride, dil, pad, a_u8, seed):
-    if h + 2 * pad < (kh - 1) * dil + 1 or w + 2 * pad < (kw - 1) * dil + 1:
+def test_dw_property(n, h, w, c, m, kh, kw, stride, dil, pads, a_u8, seed):
+    top, right, bottom, left = pads
+    if h + top + bottom < (kh - 1) * dil[0] + 1 or w + left + right < (kw - 1) * dil[1] + 1:
         return
-    case = dw_case(1, h, w, c, m, (kh, kw), "uint8" if a_u8 else "int8", seed=seed)
-    check_dw(case, pads=(pad, pad, pad, pad), strides=(stride, stride), dil=(dil, dil))
+    case = dw_case(n, h, w, c, m, (kh, kw), "uint8" if a_u8 else "int8", seed=seed)
+    check_dw(case, pads=pads, strides=stride, dil=dil)
 
 
 @pytest.mark.parametrize("groups,cin,cout", [(2, 6, 10), (3, 9, 3), (4, 8, 36)])
