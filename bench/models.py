@@ -162,6 +162,27 @@ def resnet50() -> tuple[bytes, dict[str, np.ndarray]]:
     return b.model([("input", [1, 3, 224, 224])], [x]), feeds
 
 
+def resnet18() -> tuple[bytes, dict[str, np.ndarray]]:
+    """torchvision's ResNet-18 shape (basic blocks, batch norm folded); used by `bench pte`."""
+    b = Builder(4)
+    x = b.conv("input", 3, 64, 7, 2, act="relu")
+    x = b.node("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    cin = 64
+    for width, stride in [(64, 1), (128, 2), (256, 2), (512, 2)]:
+        for i in range(2):
+            s = stride if i == 0 else 1
+            y = b.conv(x, cin, width, 3, s, act="relu")
+            y = b.conv(y, width, width, 3)
+            short = b.conv(x, cin, width, 1, s) if s != 1 or cin != width else x
+            x = b.node("Relu", [b.node("Add", [y, short])])
+            cin = width
+    x = b.node("GlobalAveragePool", [x])
+    x = b.node("Flatten", [x], axis=1)
+    x = b.linear(x, 512, 1000)
+    feeds = {"input": np.random.default_rng(10).standard_normal((1, 3, 224, 224), np.float32)}
+    return b.model([("input", [1, 3, 224, 224])], [x]), feeds
+
+
 def minilm(
     layers: int = 6, seq: int = 128, hidden: int = 384, heads: int = 12, ffn: int = 1536
 ) -> tuple[bytes, dict[str, np.ndarray]]:
