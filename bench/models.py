@@ -28,15 +28,14 @@ from typing import Any
 import numpy as np
 
 from bench.common import (
+    best_of_rounds,
     contention_warning,
     copy_bandwidth,
     fma_peaks,
-    median_ms,
     onnxruntime_or_none,
     ort_session,
     progress,
     result_path,
-    time_calls,
 )
 
 OPSET = 17
@@ -373,20 +372,7 @@ def run(
                     run_["kernels"] = prog.kernels
                 except Exception as e:  # noqa: BLE001
                     entry["error"] = f"{type(e).__name__}: {e}"
-            # Rounds alternate the runtimes (in turn first) so a burst of load elsewhere hits both; each
-            # runtime reports the median of its best round. A pause between runtimes lets the other one's
-            # spinning workers (ORT's spin for a while after a run) go idle instead of sharing the cores.
-            # Warm up to a steady state (>= 0.5 s per runtime), not a fixed count of calls.
-            for fn in calls.values():
-                time_calls(fn, 1, warmup=2, min_seconds=0.5)
-            best: dict[str, float] = {}
-            for r in range(rounds):
-                order = list(calls.items())
-                for key, fn in order if r % 2 == 0 else order[::-1]:
-                    time.sleep(0.05)
-                    ms = median_ms(time_calls(fn, repeat, warmup=0))
-                    best[key] = min(best.get(key, ms), ms)
-            run_.update(best)
+            run_.update(best_of_rounds(calls, repeat, rounds))
             if run_.get("webxnn_ms") and run_.get("ort_ms"):
                 run_["ratio"] = run_["webxnn_ms"] / run_["ort_ms"]
             entry["runs"].append(run_)

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import median_ms, onnxruntime_or_none, ort_session, result_path, time_calls
+from bench.common import best_of_rounds, onnxruntime_or_none, ort_session, result_path
 from bench.models import minilm, mobilenet_v2, resnet18
 
 MODELS: dict[str, Callable[[], tuple[bytes, dict[str, np.ndarray]]]] = {
@@ -69,16 +69,7 @@ def measure(name: str, threads: list[int], repeat: int, rounds: int) -> dict[str
         _executorch_threads(t)  # before loading: the delegate takes the pool when it is initialised
         et_t, wx_t = load_in_executorch(pte), webxnn.load(pte, threads=t)
         calls = {"et_ms": lambda p=et_t: p.run(feeds), "webxnn_ms": lambda p=wx_t: p.run(feeds)}
-        for fn in calls.values():
-            time_calls(fn, 1, warmup=2, min_seconds=0.5)
-        best: dict[str, float] = {}
-        for r in range(rounds):
-            order = list(calls.items())
-            for key, fn in order if r % 2 == 0 else order[::-1]:
-                time.sleep(0.05)
-                ms = median_ms(time_calls(fn, repeat, warmup=0))
-                best[key] = min(best.get(key, ms), ms)
-        entry["runs"].append({"threads": t, **best})
+        entry["runs"].append({"threads": t, **best_of_rounds(calls, repeat, rounds)})
     return entry
 
 
