@@ -22,6 +22,7 @@ et_runtime = pytest.importorskip(
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 MOBILENETV2 = pathlib.Path("/work/ab/mobilenetv2.onnx")
+MINILM = pathlib.Path("/work/ab/minilm.onnx")
 
 
 def run_executorch(pte: bytes, inputs: list[np.ndarray]) -> list[np.ndarray]:
@@ -124,6 +125,23 @@ def test_mobilenet_block(tmp_path):
 @pytest.mark.skipif(not MOBILENETV2.exists(), reason=f"{MOBILENETV2} not present")
 def test_mobilenetv2():
     check_against_onnxruntime(MOBILENETV2, {"input": _f32(1, 3, 224, 224)})
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not MINILM.exists(), reason=f"{MINILM} not present")
+def test_minilm_encoder():
+    """A 6-layer BERT-style encoder: layer normalization decomposed by the profile, one delegate call."""
+    check_against_onnxruntime(MINILM, {"input": _f32(1, 128, 384)})
+
+
+@pytest.mark.slow
+def test_resnet18(tmp_path):
+    from bench.models import resnet18
+
+    model, feeds = resnet18()
+    path = tmp_path / "resnet18.onnx"
+    path.write_bytes(model)
+    check_against_onnxruntime(path, feeds)
 
 
 @pytest.mark.slow

@@ -49,7 +49,8 @@ class _Emitter:
     """Appends fp32 values, constants and nodes to `xg` for one rewrite."""
 
     def __init__(self, xg: XnnGraph, by_id: dict[int, Value]) -> None:
-        self.xg, self.by_id, self.nodes = xg, by_id, []
+        self.xg, self.by_id = xg, by_id
+        self.nodes: list[Node] = []
         self.next_id = max(by_id) + 1 if by_id else 0
 
     def value(self, dims: list[int], const: np.ndarray | None = None) -> int:
