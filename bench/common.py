@@ -118,6 +118,25 @@ def time_calls(fn: Callable[[], Any], repeat: int, warmup: int = 1, min_seconds:
     return times
 
 
+def best_of_rounds(calls: dict[str, Callable[[], Any]], repeat: int, rounds: int) -> dict[str, float]:
+    """Median ms per call of each runtime in `calls` (key → call), the best of `rounds` alternating rounds.
+
+    Rounds alternate the runtimes (in turn first) so a burst of load elsewhere hits both; each runtime
+    reports the median of its best round. A pause between runtimes lets the other one's spinning workers
+    (ORT's spin for a while after a run) go idle instead of sharing the cores. Warm up to a steady state
+    (>= 0.5 s per runtime), not a fixed count of calls."""
+    for fn in calls.values():
+        time_calls(fn, 1, warmup=2, min_seconds=0.5)
+    best: dict[str, float] = {}
+    for r in range(rounds):
+        order = list(calls.items())
+        for key, fn in order if r % 2 == 0 else order[::-1]:
+            time.sleep(0.05)
+            ms = median_ms(time_calls(fn, repeat, warmup=0))
+            best[key] = min(best.get(key, ms), ms)
+    return best
+
+
 def progress(items: list[T], label: str, enabled: bool = True) -> Iterator[T]:
     """Yields `items`, drawing a one-line bar on stderr (only when stderr is a terminal or forced)."""
     n = len(items)

@@ -28,15 +28,14 @@ from typing import Any
 import numpy as np
 
 from bench.common import (
+    best_of_rounds,
     contention_warning,
     copy_bandwidth,
     fma_peaks,
-    median_ms,
     onnxruntime_or_none,
     ort_session,
     progress,
     result_path,
-    time_calls,
 )
 
 OPSET = 17
@@ -140,26 +139,41 @@ def mobilenet_v2() -> tuple[bytes, dict[str, np.ndarray]]:
     return b.model([("input", [1, 3, 224, 224])], [x]), feeds
 
 
-def resnet50() -> tuple[bytes, dict[str, np.ndarray]]:
-    b = Builder(2)
+def _resnet(seed: int, stage_blocks: list[int], bottleneck: bool, feed_seed: int) -> tuple[bytes, dict]:
+    """A torchvision-shaped ResNet (batch norm folded): bottleneck blocks (ResNet-50) or basic ones (-18)."""
+    b = Builder(seed)
     x = b.conv("input", 3, 64, 7, 2, act="relu")
     x = b.node("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
     cin = 64
-    for width, blocks, stride in [(64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)]:
+    for (width, stride), blocks in zip([(64, 1), (128, 2), (256, 2), (512, 2)], stage_blocks):
         for i in range(blocks):
             s = stride if i == 0 else 1
-            cout = width * 4
-            y = b.conv(x, cin, width, 1, act="relu")
-            y = b.conv(y, width, width, 3, s, act="relu")
-            y = b.conv(y, width, cout, 1)
-            short = b.conv(x, cin, cout, 1, s) if i == 0 else x
+            if bottleneck:
+                cout = width * 4
+                y = b.conv(x, cin, width, 1, act="relu")
+                y = b.conv(y, width, width, 3, s, act="relu")
+                y = b.conv(y, width, cout, 1)
+            else:
+                cout = width
+                y = b.conv(x, cin, width, 3, s, act="relu")
+                y = b.conv(y, width, width, 3)
+            short = b.conv(x, cin, cout, 1, s) if s != 1 or cin != cout else x
             x = b.node("Relu", [b.node("Add", [y, short])])
             cin = cout
     x = b.node("GlobalAveragePool", [x])
     x = b.node("Flatten", [x], axis=1)
-    x = b.linear(x, 2048, 1000)
-    feeds = {"input": np.random.default_rng(8).standard_normal((1, 3, 224, 224), np.float32)}
+    x = b.linear(x, cin, 1000)
+    feeds = {"input": np.random.default_rng(feed_seed).standard_normal((1, 3, 224, 224), np.float32)}
     return b.model([("input", [1, 3, 224, 224])], [x]), feeds
+
+
+def resnet50() -> tuple[bytes, dict[str, np.ndarray]]:
+    return _resnet(2, [3, 4, 6, 3], bottleneck=True, feed_seed=8)
+
+
+def resnet18() -> tuple[bytes, dict[str, np.ndarray]]:
+    """Used by `bench pte` (and the ExecuTorch round-trip test)."""
+    return _resnet(4, [2, 2, 2, 2], bottleneck=False, feed_seed=10)
 
 
 def minilm(
@@ -352,20 +366,7 @@ def run(
                     run_["kernels"] = prog.kernels
                 except Exception as e:  # noqa: BLE001
                     entry["error"] = f"{type(e).__name__}: {e}"
-            # Rounds alternate the runtimes (in turn first) so a burst of load elsewhere hits both; each
-            # runtime reports the median of its best round. A pause between runtimes lets the other one's
-            # spinning workers (ORT's spin for a while after a run) go idle instead of sharing the cores.
-            # Warm up to a steady state (>= 0.5 s per runtime), not a fixed count of calls.
-            for fn in calls.values():
-                time_calls(fn, 1, warmup=2, min_seconds=0.5)
-            best: dict[str, float] = {}
-            for r in range(rounds):
-                order = list(calls.items())
-                for key, fn in order if r % 2 == 0 else order[::-1]:
-                    time.sleep(0.05)
-                    ms = median_ms(time_calls(fn, repeat, warmup=0))
-                    best[key] = min(best.get(key, ms), ms)
-            run_.update(best)
+            run_.update(best_of_rounds(calls, repeat, rounds))
             if run_.get("webxnn_ms") and run_.get("ort_ms"):
                 run_["ratio"] = run_["webxnn_ms"] / run_["ort_ms"]
             entry["runs"].append(run_)

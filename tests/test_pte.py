@@ -190,6 +190,31 @@ def test_profile_static_filters_and_debug_handles():
     assert any(n.kind == "XNNConvert" for n in g2.nodes)
 
 
+def test_profile_decomposes_layer_norm_over_trailing_dims():
+    """ExecuTorch's delegate has no layer norm: the profile writes it as upstream XNN nodes (two global
+    average pools over [R, 1, H, 1]) that compute what webxnn's own node does."""
+    text = """webnn_graph "ln" v1 {
+      inputs { x: f32[2, 5, 12]; }
+      consts { s: f32[12] @scalar(1.5); b: f32[12] @scalar(-0.25); }
+      nodes { y = layerNormalization(x, scale=s, bias=b, axes=[2], epsilon=0.001); z = relu(y); }
+      outputs { z; }
+    }"""
+    g = webxnn.parse(text)
+    pte_blob = webxnn.compile(g, profile="executorch")
+    kinds = [n.kind for n in reader.read(pte_blob).nodes]
+    assert not [k for k in kinds if k.startswith("WX")] and kinds.count("XNNGlobalAvgPooling2d") == 2
+    x = np.random.default_rng(3).standard_normal((2, 5, 12)).astype(np.float32) * 4 + 1
+    (got,) = webxnn.load(webxnn.to_pte(g)).run({"x": x}).values()
+    (want,) = webxnn.load(webxnn.compile(g)).run({"x": x}).values()
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
+    # leading axes stay refused, naming the node
+    with pytest.raises(UnsupportedError, match="WXNormalize"):
+        webxnn.compile(
+            webxnn.parse(text.replace("axes=[2]", "axes=[0]").replace("[12] @", "[2] @")),
+            profile="executorch",
+        )
+
+
 def test_profile_refuses_graph_input_filters():
     text = """webnn_graph "g" v1 {
       inputs { x: f32[1, 2, 5, 5]; w: f32[3, 2, 3, 3]; }

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import webxnn
+from conftest import CONFORMANCE
 
 onnx = pytest.importorskip("onnx", reason="onnx not installed")
 ort = pytest.importorskip("onnxruntime", reason="onnxruntime not installed")
@@ -21,6 +22,7 @@ et_runtime = pytest.importorskip(
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 MOBILENETV2 = pathlib.Path("/work/ab/mobilenetv2.onnx")
+MINILM = pathlib.Path("/work/ab/minilm.onnx")
 
 
 def run_executorch(pte: bytes, inputs: list[np.ndarray]) -> list[np.ndarray]:
@@ -126,6 +128,23 @@ def test_mobilenetv2():
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not MINILM.exists(), reason=f"{MINILM} not present")
+def test_minilm_encoder():
+    """A 6-layer BERT-style encoder: layer normalization decomposed by the profile, one delegate call."""
+    check_against_onnxruntime(MINILM, {"input": _f32(1, 128, 384)})
+
+
+@pytest.mark.slow
+def test_resnet18(tmp_path):
+    from bench.models import resnet18
+
+    model, feeds = resnet18()
+    path = tmp_path / "resnet18.onnx"
+    path.write_bytes(model)
+    check_against_onnxruntime(path, feeds)
+
+
+@pytest.mark.slow
 def test_webxnn_runs_executorchs_own_export():
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
     from executorch.exir import to_edge_transform_and_lower
@@ -159,3 +178,103 @@ def test_upper_bounded_dynamic_dims():
         x = _f32(n, 3, seed=n)
         (got,) = run_executorch(pte, [x])
         np.testing.assert_allclose(got, np.maximum(x @ np.full((3, 4), 0.5, np.float32), 0), rtol=1e-6)
+
+
+# ------------------------------------------------------------------ ExecuTorch's own int8 exports in webxnn
+def _quantized_export(model: torch.nn.Module, x: torch.Tensor, dynamic: bool) -> bytes:
+    """`model` quantized as ExecuTorch's docs do it (PT2E with the XNNPACKQuantizer, per-channel symmetric
+    weights; static: calibrated int8 activations, dynamic: per-token int8 activations) and lowered whole to
+    the XNNPACK delegate."""
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+        XNNPACKQuantizer,
+        get_symmetric_quantization_config,
+    )
+    from executorch.exir import to_edge_transform_and_lower
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    quantizer = XNNPACKQuantizer().set_global(
+        get_symmetric_quantization_config(is_per_channel=True, is_dynamic=dynamic)
+    )
+    prepared = prepare_pt2e(torch.export.export(model, (x,)).module(), quantizer)
+    for seed in range(4):  # calibration
+        prepared(torch.randn(x.shape, generator=torch.Generator().manual_seed(100 + seed)))
+    converted = convert_pt2e(prepared)
+    lowered = to_edge_transform_and_lower(
+        torch.export.export(converted, (x,)), partitioner=[XnnpackPartitioner()]
+    )
+    return lowered.to_executorch().buffer
+
+
+def _check_int8_export(model: torch.nn.Module, x: torch.Tensor, dynamic: bool) -> None:
+    pte = _quantized_export(model.eval(), x, dynamic)
+    (want,) = run_executorch(pte, [x.numpy()])
+    (got,) = webxnn.load(pte).run([x.numpy()]).values()
+    assert got.shape == want.shape and got.dtype == want.dtype
+    if dynamic:  # fp32 out of int32 accumulators and per-row scales: float rounding only
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * float(np.ptp(want)))
+    else:  # dequantized from int8: within one output quantization step (the smallest gap between levels)
+        step = float(np.min(np.diff(np.unique(want))))
+        np.testing.assert_allclose(got, want, rtol=0, atol=step * 1.001)
+
+
+class _ResidualNet(torch.nn.Module):
+    """Static int8: conv, depthwise, pointwise, max pool, a residual add, global average pool, linear."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2)
+        )
+        self.block = torch.nn.Sequential(
+            torch.nn.Conv2d(16, 16, 3, padding=1, groups=16),
+            torch.nn.ReLU(),
+            torch.nn.Conv2d(16, 16, 1),
+        )
+        self.head = torch.nn.Sequential(
+            torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(16, 10)
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.stem(x)
+        return self.head(torch.relu(y + self.block(y)))
+
+
+@pytest.mark.slow
+def test_webxnn_runs_executorchs_static_int8_conv_net():
+    torch.manual_seed(0)
+    _check_int8_export(_ResidualNet(), torch.randn(1, 3, 16, 16), dynamic=False)
+
+
+@pytest.mark.slow
+def test_webxnn_runs_executorchs_dynamic_int8_linear():
+    """Per-token dynamic activations (Convert fp32 -> qdint8) into per-channel int8 weights, 3-D tokens."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 16))
+    _check_int8_export(model, torch.randn(1, 8, 32), dynamic=True)
+
+
+# ------------------------------------------------------------------ WPT cases in ExecuTorch's runtime
+WPT = CONFORMANCE / "wpt"
+# a handful of ops: convolutions (static filters run; graph-input filters are refused by the profile),
+# element-wise, matmul, softmax, a reduction, data movement
+WPT_OPS = ("conv2d", "add", "relu", "matmul", "softmax", "reduce_mean", "transpose", "concat")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not WPT.exists(), reason=f"{WPT} not present")
+@pytest.mark.parametrize("op", WPT_OPS)
+def test_wpt_cases_in_executorch(op):
+    """Every case the executorch profile accepts runs in ExecuTorch and passes WPT tolerances; the others
+    are refused at compile time with an UnsupportedError (the table: `webxnn conformance --runtime
+    executorch`)."""
+    from webxnn.conformance.cli import runtime_fns
+    from webxnn.conformance.runner import run_file
+
+    results = run_file(WPT / f"{op}.json", **runtime_fns("executorch"))
+    bad = [
+        f"{r.name}: [{r.status} at {r.stage}] {r.detail}" for r in results if r.status in ("fail", "error")
+    ]
+    assert not bad, "\n".join(bad)
+    assert any(r.status == "pass" for r in results)
+    assert all(r.stage == "compile" for r in results if r.status == "unsupported")

@@ -61,6 +61,10 @@ def compile_graph(
         raise UnsupportedError(f"unknown profile {profile!r}; expected one of {', '.join(PROFILES)}")
     bound = bind_all(graph)
     xg = lower(graph, bound, weights)
+    if profile == "executorch":
+        from .pte.decompose import decompose
+
+        decompose(xg)
     _check_profile(xg, profile)
     if profile == "executorch":
         from .pte.profile import apply

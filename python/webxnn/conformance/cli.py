@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from ..errors import WebxnnError
 from .runner import CaseResult, format_table, run_dir, summarize
 
 
@@ -29,6 +30,13 @@ def configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--json", default=None, metavar="OUT", help="write every case's verdict to OUT as JSON")
     p.add_argument("-v", "--verbose", action="store_true", help="list every failed/errored case")
     p.add_argument("--progress", action="store_true", help="print each case's verdict as it finishes")
+    p.add_argument(
+        "--runtime",
+        choices=("webxnn", "executorch"),
+        default="webxnn",
+        help="run the cases in webxnn (default) or compiled to .pte in ExecuTorch's runtime (needs the "
+        "`executorch` extra); 'unsupported' then means the executorch profile cannot express the case",
+    )
     p.set_defaults(func=cmd_conformance)
     return p
 
@@ -41,6 +49,17 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
     return configure(p)
 
 
+def runtime_fns(runtime: str) -> dict[str, Any]:
+    """`run_case`'s compile/load functions for `runtime` (none: webxnn's own)."""
+    if runtime != "executorch":
+        return {}
+    from ..pte.executorch import executorch_runtime, load_in_executorch
+    from ..pte.writer import to_pte
+
+    executorch_runtime()  # not installed: say so once, before any case runs
+    return {"compile_fn": to_pte, "load_fn": load_in_executorch}
+
+
 def cmd_conformance(args: argparse.Namespace) -> int:
     """Run, print the table (and details with -v); exit 1 when any case failed or errored, else 0."""
 
@@ -51,7 +70,11 @@ def cmd_conformance(args: argparse.Namespace) -> int:
         )
 
     results = run_dir(
-        args.paths, ops=args.op or None, name_filter=args.case, on_result=progress if args.progress else None
+        args.paths,
+        ops=args.op or None,
+        name_filter=args.case,
+        on_result=progress if args.progress else None,
+        **runtime_fns(args.runtime),
     )
     rows = summarize(results)
     print(format_table(rows))
@@ -78,3 +101,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
+    except WebxnnError as e:  # e.g. --runtime executorch without executorch installed
+        print(f"error: {e}", file=sys.stderr)
+        return 2

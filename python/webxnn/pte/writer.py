@@ -305,6 +305,7 @@ def to_pte(
     from ..compiler import compile as compile_model
     from ..filekind import sniff, sniff_bytes
     from ..xnn.writer import serialize
+    from .decompose import decompose
     from .profile import apply
 
     blob: bytes | None = None
@@ -317,7 +318,7 @@ def to_pte(
             blob = f.read()
     if blob is None:
         return build_pte(compile_model(model, weights, profile="executorch"), inline=inline)
-    g = read(blob)
+    g = decompose(read(blob))
     _check_profile(g, "executorch")
     return build_pte(serialize(apply(g)), inline=inline)
 
