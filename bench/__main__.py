@@ -15,6 +15,7 @@ SUITES = {
     "contended": "bench.contended",
     "ray": "bench.ray_data",
     "view": "bench.netron_load",
+    "quantize": "bench.quantize",
 }
 
 
