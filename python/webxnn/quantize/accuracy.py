@@ -9,6 +9,7 @@ import numpy as np
 
 from ..graph import Graph
 from .data import Sample
+from .emit import dequantized_name
 from .plan import Plan
 from .tap import Tapped
 
@@ -45,10 +46,6 @@ class LayerSnr:
     snr_db: float
 
 
-def _quantized_name(plan_layer_mode: str, v: str) -> str:
-    return f"{v}__dq" if plan_layer_mode == "static" else v
-
-
 def measure(
     fp32: Graph,
     qdq: Graph,
@@ -60,7 +57,9 @@ def measure(
     """(per-layer SNR worst first, when `layers`; {graph output: SNR})."""
     outs = list(fp32.outputs)
     ref_vals = [ly.output for ly in plan.layers] if layers else []
-    q_vals = [_quantized_name(ly.mode, ly.output) for ly in plan.layers] if layers else []
+    outs_v = set(fp32.outputs.values())
+    q_vals = [dequantized_name(ly.output, outs_v) if ly.mode == "static" else ly.output for ly in plan.layers]
+    q_vals = q_vals if layers else []
     ref = Tapped(fp32, ref_vals, threads=threads)
     got = Tapped(qdq, q_vals, threads=threads)
     power = _Power()

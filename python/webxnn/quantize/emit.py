@@ -2,7 +2,8 @@
 the compiler's QDQ lowering turns into int8 nodes (and any WebNN implementation runs as is).
 
 - every static tensor t: `t__q = quantizeLinear(t)`, `t__dq = dequantizeLinear(t__q)` (int8, per tensor,
-  zero point from the range) right after t is made; every reader and graph output of t reads `t__dq`;
+  zero point from the range) right after t is made; every reader of t reads `t__dq` (a graph output t is
+  made as `t__f` and its dequantized value keeps the name t);
 - every weight: int8 per output channel, symmetric (zero point 0), read through a dequantizeLinear;
 - every bias of a static layer: int32 with scale in_scale * w_scale[o], zero point 0, dequantized;
 - a dynamic layer (matmul / gemm [+ bias add]) becomes `dynamicQuantizedMatmul(x, int8 [K, N], scales [N],
@@ -101,6 +102,17 @@ def _dynamic(b: _Builder, node: Node, ly: Layer) -> Node:
     return Node(ly.output, "dynamicQuantizedMatmul", [node.inputs[0], qn, sn], opts)
 
 
+def dequantized_name(v: str, graph_outputs: set[str]) -> str:
+    """The name of quantized tensor v's dequantized value: a graph output keeps its name (`.webnn` text
+    names each output by its value), anything else is `v__dq`."""
+    return v if v in graph_outputs else f"{v}__dq"
+
+
+def raw_name(v: str, graph_outputs: set[str]) -> str:
+    """The name of the value a quantized tensor v is made from (renamed `v__f` for a graph output)."""
+    return f"{v}__f" if v in graph_outputs else v
+
+
 def emit_qdq(graph: Graph, plan: Plan, params: dict[str, ActParams]) -> Graph:
     """The QDQ form of `graph` for `plan` with activation parameters `params` (see the module docstring)."""
     b = _Builder(graph)
@@ -110,13 +122,15 @@ def emit_qdq(graph: Graph, plan: Plan, params: dict[str, ActParams]) -> Graph:
     renamed: dict[str, str] = {}
     w_scales: dict[str, np.ndarray] = {}
 
+    graph_outputs = set(graph.outputs.values())
+
     def quantize_value(v: str) -> None:
         p = params[v]
         s = b.const(f"{v}__qs", np.array(p.scale, np.float32))
         z = b.const(f"{v}__qzp", np.array(p.zero_point, np.int8))
-        b.node("quantizeLinear", [v, s, z], f"{v}__q")
-        b.node("dequantizeLinear", [f"{v}__q", s, z], f"{v}__dq")
-        renamed[v] = f"{v}__dq"
+        b.node("quantizeLinear", [raw_name(v, graph_outputs), s, z], f"{v}__q")
+        b.node("dequantizeLinear", [f"{v}__q", s, z], dequantized_name(v, graph_outputs))
+        renamed[v] = dequantized_name(v, graph_outputs)
 
     wanted = set(plan.tensors)
     for v in graph.inputs:
@@ -150,11 +164,12 @@ def emit_qdq(graph: Graph, plan: Plan, params: dict[str, ActParams]) -> Graph:
             assert bl.bias is not None
             dq = _bias(b, bl.bias, params[plan.input_of[bl.node]].scale, w_scales[bl.node])
             node.inputs = [dq if i == bl.bias else i for i in node.inputs]
+        if node.outputs[0] in wanted and node.outputs[0] in graph_outputs:
+            node.id = node.outputs[0] = raw_name(node.outputs[0], graph_outputs)
         b.g.nodes.append(node)
-        for o in node.outputs:
+        for o in src.outputs:
             if o in wanted:
                 quantize_value(o)
-    b.g.outputs = {k: renamed.get(v, v) for k, v in graph.outputs.items()}
     _drop_unused_consts(b.g)
     return b.g
 

@@ -7,8 +7,9 @@ ranges are chosen afterwards, from the same histogram, by any method:
     minmax      [min, max] over all batches
     ema         moving average of each batch's min and max (first batch as is, then c = 0.01)
     percentile  the `percentile`-th and (100 - percentile)-th percentiles of the values
-    mse         the range [f*min, f*max] minimizing the expected squared error of 8-bit rounding + clipping
-    entropy     the range [f*min, f*max] minimizing KL(P || Q): P the clipped histogram, Q P at 256 levels
+    mse         the range [a*min, b*max] (1/64 <= a, b <= 1) minimizing the expected squared error of 8-bit
+                rounding + clipping
+    entropy     the range [a*min, b*max] minimizing KL(P || Q): P the clipped histogram, Q P at 256 levels
 Every range then includes 0 (so zero padding is exact)."""
 
 from __future__ import annotations
@@ -22,7 +23,10 @@ HISTOGRAM_METHODS = frozenset({"percentile", "mse", "entropy"})
 BINS = 2048
 EMA_C = 0.01
 LEVELS = 256
-_SHRINK = np.linspace(1.0, 1 / 8, 113)  # the candidate factors f of mse / entropy (f >= 1/8: >= 256 bins)
+MIN_ENTROPY_VALUES = 16 * LEVELS  # fewer observed values (a classifier's logits): entropy uses mse instead
+# the candidate factors f of mse / entropy, 1 down to 1/64 in equal ratios (entropy needs >= 256 bins, so
+# it skips those below 1/8)
+_SHRINK = np.geomspace(1.0, 1 / 64, 160)
 
 
 @dataclass
@@ -69,8 +73,10 @@ def choose_range(stats: TensorStats, method: str, percentile: float = 99.999) ->
         lo, hi = _percentile(stats, percentile)
     elif method == "mse":
         lo, hi = _best_shrink(stats, _mse)
-    elif method == "entropy":
+    elif method == "entropy" and stats.hist.sum() >= MIN_ENTROPY_VALUES:
         lo, hi = _best_shrink(stats, _kl)
+    elif method == "entropy":  # too few values for a meaningful KL: the histogram is mostly noise
+        lo, hi = _best_shrink(stats, _mse)
     else:
         raise ValueError(f"unknown method {method!r}")
     return min(float(lo), 0.0), max(float(hi), 0.0)
@@ -85,13 +91,18 @@ def _percentile(stats: TensorStats, p: float) -> tuple[float, float]:
     return float(edges[lo_i]), float(edges[min(hi_i + 1, BINS)])
 
 
-def _candidates(stats: TensorStats) -> list[tuple[float, float]]:
-    return [(stats.lo * f, stats.hi * f) for f in _SHRINK]
-
-
 def _best_shrink(stats: TensorStats, cost) -> tuple[float, float]:
-    costs = [cost(stats, lo, hi) for lo, hi in _candidates(stats)]
-    return _candidates(stats)[int(np.argmin(costs))]  # the first (widest) of equal costs
+    """The range minimizing `cost`, each end searched in turn (twice) over f * its extreme: an outlier on one
+    side does not decide the other side's range."""
+    lo, hi = stats.lo, stats.hi
+    for _ in range(2):
+        if stats.hi > 0:
+            his = [stats.hi * f for f in _SHRINK]
+            hi = his[int(np.argmin([cost(stats, lo, h) for h in his]))]  # the first (widest) of equal costs
+        if stats.lo < 0:
+            los = [stats.lo * f for f in _SHRINK]
+            lo = los[int(np.argmin([cost(stats, v, hi) for v in los]))]
+    return lo, hi
 
 
 def _mse(stats: TensorStats, lo: float, hi: float) -> float:
@@ -111,19 +122,25 @@ def _mse(stats: TensorStats, lo: float, hi: float) -> float:
 
 def _kl(stats: TensorStats, lo: float, hi: float) -> float:
     """KL(P || Q) of the histogram clipped to [lo, hi] (outliers into the end bins) against the same mass
-    spread evenly over the non-empty bins of each of 256 level-wide chunks (TensorRT's calibration)."""
+    spread evenly over the non-empty bins of each of 256 level-wide chunks, made from the values inside
+    only, so that clipping costs (TensorRT's calibration); the bin holding 0 left out."""
     assert stats.hist is not None
     edges = stats.edges()
     i0 = int(np.clip(np.searchsorted(edges, lo, side="right") - 1, 0, BINS - 1))
     i1 = int(np.clip(np.searchsorted(edges, hi, side="left"), i0 + 1, BINS))
-    p = stats.hist[i0:i1].astype(np.float64)
+    inside = stats.hist[i0:i1].astype(np.float64)
+    # 0 is exact on every grid: the spike of exact zeros (after relu, padding) says nothing about the range
+    z = int(np.clip(np.searchsorted(edges, 0.0, side="right") - 1, 0, BINS - 1)) - i0
+    if 0 <= z < inside.size:
+        inside[z] = 0.0
+    p = inside.copy()  # P: the clipped values go to the end bins; Q is made from the values inside only
     p[0] += stats.hist[:i0].sum()
     p[-1] += stats.hist[i1:].sum()
     if p.size < LEVELS:
         return float("inf")
     chunk = np.repeat(np.arange(LEVELS), np.diff(np.linspace(0, p.size, LEVELS + 1).astype(int)))
     nonzero = p > 0
-    mass = np.bincount(chunk, weights=p, minlength=LEVELS)
+    mass = np.bincount(chunk, weights=inside, minlength=LEVELS)
     filled = np.bincount(chunk, weights=nonzero, minlength=LEVELS)
     q = np.where(nonzero, mass[chunk] / np.maximum(filled[chunk], 1), 0.0)
     ps, qs = p.sum(), q.sum()
