@@ -23,7 +23,9 @@ def _train() -> tuple[object, np.ndarray, np.ndarray, np.ndarray]:
     x = (x / 16.0).astype(np.float32)
     order = np.random.default_rng(0).permutation(len(x))
     train, test = order[:1200], order[1200:]
-    clf = MLPClassifier(hidden_layer_sizes=(64, 32), random_state=0, max_iter=400).fit(x[train], y[train])
+    clf = MLPClassifier(hidden_layer_sizes=(64, 32), solver="lbfgs", random_state=0, max_iter=300).fit(
+        x[train], y[train]
+    )
     return clf, x[train], x[test], y[test]
 
 
@@ -70,6 +72,7 @@ def _accuracy(run, xs: np.ndarray, ys: np.ndarray) -> float:
     return 100.0 * float(np.mean(np.array(pred) == ys))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["auto", "static"])
 def test_digits_int8_accuracy(tmp_path, mode: str) -> None:
     from onnxruntime.quantization import QuantFormat, quantize_static
