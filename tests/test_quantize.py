@@ -228,55 +228,31 @@ def test_data_from_files(cnn, tmp_path) -> None:
 # -------------------------------------------------------------------------------------------- the CLI
 
 
-def test_cli_writes_xnn_webnn_and_report(cnn, tmp_path, capsys) -> None:
+def _cli(*args: str) -> int:
     from webxnn.cli import main
 
+    return main(["quantize", *args])
+
+
+def test_cli_writes_xnn_webnn_and_report(cnn, tmp_path, capsys) -> None:
     path, samples = cnn
-    np.savez(tmp_path / "cal.npz", x=np.concatenate([s["x"] for s in samples]))
+    cal = str(tmp_path / "cal.npz")
+    np.savez(cal, x=np.concatenate([s["x"] for s in samples]))
     out = tmp_path / "m.xnn"
-    rc = main(
-        [
-            "quantize",
-            path,
-            "--calibration",
-            str(tmp_path / "cal.npz"),
-            "-o",
-            str(out),
-            "--report",
-            str(tmp_path / "r.json"),
-        ]
-    )
+    assert _cli(path, "--calibration", cal, "-o", str(out), "--report", str(tmp_path / "r.json")) == 0
     text = capsys.readouterr().out
-    assert rc == 0 and "SNR" in text and "wrote" in text
+    assert "SNR" in text and "wrote" in text
     rep = json.loads((tmp_path / "r.json").read_text())
     assert rep["layers"] and rep["samples"] == 8
-    rc = main(
-        [
-            "quantize",
-            path,
-            "--calibration",
-            str(tmp_path / "cal.npz"),
-            "-o",
-            str(tmp_path / "m.webnn"),
-            "--to",
-            "webnn",
-            "-q",
-        ]
-    )
-    assert rc == 0
+    assert _cli(path, "--calibration", cal, "-o", str(tmp_path / "m.webnn"), "--to", "webnn", "-q") == 0
     g = webxnn.load_graph(tmp_path / "m.webnn")
     assert webxnn.compile(g) == out.read_bytes()  # the QDQ .webnn compiles to the same int8 blob
 
 
 def test_cli_errors(cnn, tmp_path, capsys) -> None:
-    from webxnn.cli import main
-
     path, _ = cnn
     np.savez(tmp_path / "bad.npz", x=np.zeros((2, 3), np.float32))
-    assert (
-        main(["quantize", path, "--calibration", str(tmp_path / "bad.npz"), "-o", str(tmp_path / "o.xnn")])
-        == 2
-    )
+    assert _cli(path, "--calibration", str(tmp_path / "bad.npz"), "-o", str(tmp_path / "o.xnn")) == 2
     assert "webxnn: error: calibration sample 0, input 'x': shape [2, 3]" in capsys.readouterr().err
-    assert main(["quantize", path, "--random", "2", "-o", str(tmp_path / "o.xnn"), "-q"]) == 0
+    assert _cli(path, "--random", "2", "-o", str(tmp_path / "o.xnn"), "-q") == 0
     assert "webxnn: warning: calibrating on 2 random samples" in capsys.readouterr().err
