@@ -90,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--methods", nargs="+", default=["minmax", "ema", "percentile", "mse", "entropy"])
     p.add_argument("--samples", type=int, default=64)
     p.add_argument("--no-ort", action="store_true")
+    p.add_argument("--equalize", action=argparse.BooleanOptionalAction, default=False)
+    p.add_argument("--bias-correction", action=argparse.BooleanOptionalAction, default=True)
     args = p.parse_args(argv)
     calib, held = images(args.samples, 0), images(16, 1)
     results: dict[str, dict[str, dict[str, float]]] = {}
@@ -102,7 +104,14 @@ def main(argv: list[str] | None = None) -> int:
             rows: dict[str, dict[str, float]] = {}
             for method in args.methods:
                 t0 = time.perf_counter()
-                q = webxnn.quantize(path, [{"input": x} for x in calib], method=method, layer_report=False)
+                q = webxnn.quantize(
+                    path,
+                    [{"input": x} for x in calib],
+                    method=method,
+                    layer_report=False,
+                    equalize=args.equalize,
+                    bias_correction=args.bias_correction,
+                )
                 total = time.perf_counter() - t0
                 blob = q.xnn()
                 rows[f"webxnn {method}"] = {

@@ -256,3 +256,12 @@ def test_cli_errors(cnn, tmp_path, capsys) -> None:
     assert "webxnn: error: calibration sample 0, input 'x': shape [2, 3]" in capsys.readouterr().err
     assert _cli(path, "--random", "2", "-o", str(tmp_path / "o.xnn"), "-q") == 0
     assert "webxnn: warning: calibrating on 2 random samples" in capsys.readouterr().err
+
+
+def test_webxnn_quantize_is_callable_and_the_package(cnn) -> None:
+    import webxnn.quantize as pkg
+
+    assert webxnn.quantize is pkg and callable(webxnn.quantize)
+    assert isinstance(pkg.quantize(cnn[0], cnn[1][:1], layer_report=False), pkg.Quantized)
+    with pytest.raises(webxnn.OptionError, match="method"):
+        webxnn.quantize(cnn[0], cnn[1], method="kl")

@@ -71,7 +71,7 @@ def quantize(
     percentile: float = 99.999,
     keep_fp32: Sequence[str] = (),
     target_snr: float | None = None,
-    equalize: bool = True,
+    equalize: bool = False,
     bias_correction: bool = True,
     layer_report: bool = True,
     threads: int | None = None,

@@ -36,8 +36,8 @@ def _run(args: argparse.Namespace) -> int:
         percentile=args.percentile,
         keep_fp32=args.keep_fp32 or (),
         target_snr=args.target_snr,
-        equalize=not args.no_equalize,
-        bias_correction=not args.no_bias_correction,
+        equalize=args.equalize,
+        bias_correction=args.bias_correction,
         threads=args.threads,
         quiet=args.quiet,
         override_dims=parse_override_dims(args.override_dim),
@@ -122,8 +122,18 @@ def add_cli(subparsers: Any) -> None:
         metavar="DB",
         help="keep the fewest worst layers fp32 until every output's SNR against fp32 reaches DB",
     )
-    p.add_argument("--no-equalize", action="store_true", help="no cross-layer equalization")
-    p.add_argument("--no-bias-correction", action="store_true", help="no bias correction")
+    p.add_argument(
+        "--equalize",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="cross-layer equalization (default: off; with per-channel weights it cost MobileNetV2 0.7 dB)",
+    )
+    p.add_argument(
+        "--bias-correction",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="correct each layer's bias for the mean shift its int8 weights cause (default: on)",
+    )
     p.add_argument("--report", metavar="R.json", help="write the report (per-layer SNR, ...) as JSON")
     p.add_argument("--all-layers", action="store_true", help="print every layer, not the 15 worst")
     p.add_argument("--threads", type=non_negative_int, default=None, help="threads for calibration runs")
