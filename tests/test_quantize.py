@@ -247,6 +247,25 @@ def test_cli_writes_xnn_webnn_and_report(cnn, tmp_path, capsys) -> None:
     assert _cli(path, "--calibration", cal, "-o", str(tmp_path / "m.webnn"), "--to", "webnn", "-q") == 0
     g = webxnn.load_graph(tmp_path / "m.webnn")
     assert webxnn.compile(g) == out.read_bytes()  # the QDQ .webnn compiles to the same int8 blob
+    assert _cli(path, "--calibration", cal, "-o", str(tmp_path / "m.pte"), "-q") == 0  # an ExecuTorch program
+    assert webxnn.load(tmp_path / "m.pte").run(samples[0])["y"].shape == (1, 10)
+
+
+def test_progress_bar_only_on_a_terminal() -> None:
+    import io
+
+    from webxnn.quantize.progress import Progress
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    for stream, quiet, shown in ((Tty(), False, True), (Tty(), True, False), (io.StringIO(), False, False)):
+        bar = Progress(4, "calibrating", quiet=quiet, stream=stream)
+        for _ in range(4):
+            bar.step()
+        bar.close()
+        assert ("4/4" in stream.getvalue() and "ETA" in stream.getvalue()) == shown
 
 
 def test_cli_errors(cnn, tmp_path, capsys) -> None:

@@ -103,15 +103,13 @@ def quantize(
     else:
         samples = read_samples(graph, calibration)  # type: ignore[arg-type]
     keep = frozenset(keep_fp32)
-    plan = make_plan(graph, mode, keep)
-    known = {ly.node for ly in make_plan(graph, mode).layers} | {
-        ly.output for ly in make_plan(graph, mode).layers
-    }
-    unknown = sorted(keep - known)
+    full = make_plan(graph, mode)
+    unknown = sorted(keep - {ly.node for ly in full.layers} - {ly.output for ly in full.layers})
     if unknown:
         raise OptionError(
             f"keep_fp32: {', '.join(unknown)} is not a quantizable layer (see the report's names)"
         )
+    plan = make_plan(graph, mode, keep) if keep else full
     notes: list[str] = []
     t0 = time.perf_counter()
     report: dict[str, Any] = {"method": method, "mode": mode, "samples": len(samples), "notes": notes}

@@ -125,7 +125,9 @@ def emit_qdq(graph: Graph, plan: Plan, params: dict[str, ActParams]) -> Graph:
     graph_outputs = set(graph.outputs.values())
 
     def quantize_value(v: str) -> None:
-        p = params[v]
+        p = params.get(v)
+        if p is None:  # not calibrated (a layer kept fp32 made it): left fp32, so are the layers reading it
+            return
         s = b.const(f"{v}__qs", np.array(p.scale, np.float32))
         z = b.const(f"{v}__qzp", np.array(p.zero_point, np.int8))
         b.node("quantizeLinear", [raw_name(v, graph_outputs), s, z], f"{v}__q")
@@ -156,14 +158,15 @@ def emit_qdq(graph: Graph, plan: Plan, params: dict[str, ActParams]) -> Graph:
             dq, s = _weight(b, ly)
             set_operand(node, role, dq)
             w_scales[ly.node] = s
-            if ly.bias is not None and ly.bias_add is None:
-                in_scale = params[plan.input_of[ly.node]].scale
-                set_operand(node, "bias" if ly.op == "conv2d" else "c", _bias(b, ly.bias, in_scale, s))
+            in_p = params.get(plan.input_of[ly.node])  # None: the input stays fp32, so does the bias
+            if ly.bias is not None and ly.bias_add is None and in_p is not None:
+                set_operand(node, "bias" if ly.op == "conv2d" else "c", _bias(b, ly.bias, in_p.scale, s))
         elif src.id in bias_adds:
             bl = bias_adds[src.id]
-            assert bl.bias is not None
-            dq = _bias(b, bl.bias, params[plan.input_of[bl.node]].scale, w_scales[bl.node])
-            node.inputs = [dq if i == bl.bias else i for i in node.inputs]
+            in_p = params.get(plan.input_of[bl.node])
+            if bl.bias is not None and in_p is not None:
+                dq = _bias(b, bl.bias, in_p.scale, w_scales[bl.node])
+                node.inputs = [dq if i == bl.bias else i for i in node.inputs]
         if node.outputs[0] in wanted and node.outputs[0] in graph_outputs:
             node.id = node.outputs[0] = raw_name(node.outputs[0], graph_outputs)
         b.g.nodes.append(node)
