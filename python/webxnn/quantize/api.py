@@ -126,7 +126,12 @@ def quantize(
         correct = _optional("bias", "correct_biases", notes, "bias correction")
         if correct is not None:
             graph = correct(graph, cal.means, fake_quant)
-    params = {v: ActParams.from_range(*choose_range(cal.stats[v], method, percentile)) for v in plan.tensors}
+            plan = make_plan(graph, mode, keep)  # the corrected graph's bias constants (same tensors)
+    params = {
+        v: ActParams.from_range(*choose_range(cal.stats[v], method, percentile))
+        for v in plan.tensors
+        if v in cal.stats
+    }
     qdq = emit_qdq(graph, plan, params)
     if target_snr is not None:
         qdq, plan, kept = _meet_target(graph, qdq, plan, params, samples, mode, keep, target_snr, threads)
