@@ -16,6 +16,7 @@ SUITES = {
     "ray": "bench.ray_data",
     "view": "bench.netron_load",
     "pte": "bench.pte",
+    "quantize": "bench.quantize",
 }
 
 

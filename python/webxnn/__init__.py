@@ -146,6 +146,10 @@ def __getattr__(name: str) -> Any:
         from .runtime import Program
 
         return Program
+    if name == "quantize":  # the package webxnn.quantize, callable as webxnn.quantize(graph, data, ...)
+        import importlib
+
+        return importlib.import_module(".quantize", __name__)
     raise AttributeError(f"module 'webxnn' has no attribute {name!r}")
 
 
@@ -178,5 +182,6 @@ __all__ = [
     "set_threads",
     "cpu_info",
     "Program",
+    "quantize",
     "__version__",
 ]

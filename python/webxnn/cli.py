@@ -450,6 +450,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .view import add_cli as add_view_cli  # no netron import until the command runs
 
     add_view_cli(sub)
+    from .quantize.cli import add_cli as add_quantize_cli
+
+    add_quantize_cli(sub)
     return parser
 
 
