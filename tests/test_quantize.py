@@ -251,6 +251,17 @@ def test_cli_writes_xnn_webnn_and_report(cnn, tmp_path, capsys) -> None:
     assert webxnn.load(tmp_path / "m.pte").run(samples[0])["y"].shape == (1, 10)
 
 
+def test_report_json_is_strict() -> None:
+    """An SNR of inf (a layer without noise) is written as the string "inf", not as JSON's non-standard
+    Infinity that strict readers refuse."""
+    from webxnn.quantize.cli import strict_json
+
+    rep = {"output_snr_db": {"y": float("inf")}, "layers": [{"snr_db": np.float32(-np.inf)}, {"snr_db": 3.5}]}
+    text = json.dumps(strict_json(rep), allow_nan=False)
+    want = {"output_snr_db": {"y": "inf"}, "layers": [{"snr_db": "-inf"}, {"snr_db": 3.5}]}
+    assert json.loads(text) == want
+
+
 def test_progress_bar_only_on_a_terminal() -> None:
     import io
 

@@ -4,12 +4,27 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 from typing import Any
 
 from ..errors import WebxnnError
 from .observers import METHODS
 from .plan import MODES
+
+
+def strict_json(obj: object) -> object:
+    """The report as strict JSON: an SNR of inf (no noise) or -inf (no signal) becomes the string "inf" /
+    "-inf" (json.dumps would write the non-standard Infinity, which JSON readers refuse)."""
+    if isinstance(obj, dict):
+        return {k: strict_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [strict_json(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return "nan" if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
+    if hasattr(obj, "item"):  # numpy scalars
+        return strict_json(obj.item())
+    return obj
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -55,7 +70,7 @@ def _run(args: argparse.Namespace) -> int:
             f.write(data)
         written = [f"{args.output} ({len(data):,} bytes)"]
     if args.report:
-        write_text(args.report, json.dumps(rep, indent=1, default=float) + "\n")
+        write_text(args.report, json.dumps(strict_json(rep), indent=1, allow_nan=False) + "\n")
         written.append(args.report)
     if not args.quiet:
         q = rep["quantized_layers"]
