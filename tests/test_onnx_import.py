@@ -1441,7 +1441,7 @@ REFUSALS = [
     ),
     pytest.param(
         _refusal([n("Mod", ["x", "x"], "y", fmod=1)], X, {"y": np.float32}),
-        "no exact floating-point remainder",
+        "floating-point Mod: WebNN has no fused multiply-add",
         id="float-mod",
     ),
     pytest.param(

@@ -12,7 +12,7 @@ from ..errors import UnsupportedError
 from ..graph import DTYPES
 from .convert import Converter, attrs_of, text
 from .ops_shape import norm_axis
-from .refusals import DATA_SHAPED
+from .refusals import DATA_SHAPED, FLOAT_MOD
 from .registry import onnx_op
 
 
@@ -173,7 +173,7 @@ def mod(ctx: Converter, node: Any) -> None:
     x, y = ctx.x(node, 0), ctx.x(node, 1)
     dt = ctx.types[x].dtype
     if dt not in ("int8", "uint8", "int32", "uint32", "int64", "uint64"):
-        raise UnsupportedError(f"Mod of {dt}: WebNN has no exact floating-point remainder")
+        raise UnsupportedError(f"Mod of {dt}: {FLOAT_MOD}")
     zero = scalar(ctx, 0, x, "zero")
     r = ctx.emit("sub", [x, ctx.emit("mul", [ctx.emit("div", [x, y]), y])])
     if int(attrs_of(node).get("fmod", 0)) or dt.startswith("uint"):

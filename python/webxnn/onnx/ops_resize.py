@@ -18,6 +18,7 @@ from ..errors import UnsupportedError
 from ..graph import DTYPES
 from .convert import Converter, attrs_of, text
 from .ops_shape import norm_axis
+from .refusals import DATA_SHAPED, ZERO_SIZED
 from .registry import onnx_op
 
 
@@ -27,6 +28,7 @@ def resize(ctx: Converter, node: Any) -> None:
     shape = list(ctx.static_shape(node.input[0], node.op_type))
     rank = len(shape)
     mode = text(a.get("mode", "nearest"))
+    _no_runtime_shape(ctx, node)
     if node.op_type == "Upsample" or ctx.opset < 11:
         scales = ctx.const_input(node, 1, "scales") if ctx.has(node, 1) else np.array(a["scales"])
         sizes, coord, nearest = None, "asymmetric", "floor"
@@ -68,6 +70,16 @@ def resize(ctx: Converter, node: Any) -> None:
         ctx.alias(node.output[0], node.input[0])
 
 
+def _no_runtime_shape(ctx: Converter, node: Any) -> None:
+    """Scales or sizes computed at run time would make the output's shape depend on the data."""
+    named = {1: "scales"} if node.op_type == "Upsample" or ctx.opset < 11 else {2: "scales", 3: "sizes"}
+    for i, what in named.items():
+        if ctx.has(node, i) and not ctx.is_const(node.input[i]):
+            raise UnsupportedError(
+                f"{node.op_type} by run-time {what}: the output shape depends on the data: {DATA_SHAPED}"
+            )
+
+
 def _sizes_and_scales(
     a: dict[str, Any], shape: list[int], axes: list[int], scales: np.ndarray | None, sizes: np.ndarray | None
 ) -> tuple[list[int], list[float]]:
@@ -95,7 +107,7 @@ def _sizes_and_scales(
     else:
         raise UnsupportedError("Resize without scales or sizes")
     if min(out) < 1:
-        raise UnsupportedError(f"Resize to {out}: zero-sized tensors have no WebNN form")
+        raise UnsupportedError(f"Resize to {out}: {ZERO_SIZED}")
     return out, scl
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import UnsupportedError, ValidationError
 from ..graph import DTYPES, Dim, DynDim
 from .convert import Converter, attrs_of, text, where
-from .refusals import DATA_SHAPED
+from .refusals import DATA_SHAPED, ZERO_SIZED
 from .registry import onnx_op
 
 
@@ -227,7 +227,7 @@ def slice_(ctx: Converter, node: Any) -> None:
         lo, hi, step = slice(s, e, st).indices(dim)
         count = len(range(lo, hi, step))
         if count == 0:
-            raise UnsupportedError(f"slice of axis {ax} is empty (WebNN has no zero-sized tensors)")
+            raise UnsupportedError(f"slice of axis {ax} is empty: {ZERO_SIZED}")
         if step < 0:
             reverse.append(ax)
             lo, step = dim - 1 - lo, -step
@@ -315,7 +315,7 @@ def compress(ctx: Converter, node: Any) -> None:
         raise UnsupportedError(f"Compress by a condition computed at run time: {DATA_SHAPED}")
     keep = np.flatnonzero(np.asarray(ctx.const(node.input[1])).reshape(-1)).astype(np.int32)
     if keep.size == 0:
-        raise UnsupportedError("Compress keeps nothing: zero-sized tensors have no WebNN form")
+        raise UnsupportedError(f"Compress keeps nothing: {ZERO_SIZED}")
     x = ctx.x(node, 0)
     axis = attrs_of(node).get("axis")
     if axis is None:
@@ -416,7 +416,7 @@ def pad(ctx: Converter, node: Any) -> None:
     a = attrs_of(node)
     rank = ctx.rank(node.input[0])
     mode = text(a.get("mode", b"constant"))
-    wmode = {"constant": "constant", "reflect": "reflection", "edge": "edge"}.get(mode)
+    wmode = {"constant": "constant", "reflect": "reflection", "edge": "edge", "wrap": "wrap"}.get(mode)
     if wmode is None:
         raise UnsupportedError(f"Pad mode {mode!r}")
     run_time_value = None  # a constant_value computed at run time
@@ -453,6 +453,16 @@ def pad(ctx: Converter, node: Any) -> None:
             ctx.alias(node.output[0], node.input[0])
         else:
             ctx.emit("identity", [src], out=node.output[0])
+        return
+    if wmode == "wrap":  # WebNN has no circular padding: a gather of the wrapped indices per padded axis
+        ctx.static_shape(node.input[0], "Pad mode 'wrap'")  # the gathers need every dim
+        for ax in range(rank):
+            if begin[ax] or end[ax]:
+                d = int(ctx.types[src].shape[ax])
+                idx = np.arange(-begin[ax], d + end[ax]) % d
+                ind = ctx.new_const(f"{ctx.namer.of(node.output[0])}/wrap{ax}", idx.astype(np.int32))
+                last = not any(begin[ax + 1 :] + end[ax + 1 :])
+                src = ctx.emit("gather", [src, ind], {"axis": ax}, out=node.output[0] if last else None)
         return
     opts: dict[str, Any] = {"beginningPadding": begin, "endingPadding": end}
     if wmode != "constant":
@@ -609,3 +619,27 @@ def depth_space(ctx: Converter, node: Any) -> None:
         perm = [0, 3, 5, 1, 2, 4] if mode == "DCR" else [0, 1, 3, 5, 2, 4]
         t = ctx.emit("transpose", [t], {"permutation": perm})
         reshape_value(ctx, t, [n, c * b * b, h // b, w // b], out=node.output[0])
+
+
+@onnx_op("ReverseSequence")
+def reverse_sequence(ctx: Converter, node: Any) -> None:
+    """Constant sequence_lens: one gather over the (batch, time) pairs flattened together, each pair reading
+    the time step its sequence's reversal puts there."""
+    a = attrs_of(node)
+    shape = ctx.static_shape(node.input[0], "ReverseSequence")
+    lens = ctx.const_ints(node, 1, "sequence_lens")
+    t_ax, b_ax = int(a.get("time_axis", 0)), int(a.get("batch_axis", 1))
+    if len(shape) < 2 or {t_ax, b_ax} != {0, 1} or len(lens) != shape[b_ax]:
+        raise ValidationError(
+            f"{where(node)}: time axis {t_ax}, batch axis {b_ax}, lengths {lens} for {shape}"
+        )
+    lens_a = np.clip(np.array(lens, np.int64), 0, shape[t_ax])[:, None]  # [B, 1]
+    t = np.arange(shape[t_ax])[None, :]  # [1, T]
+    src = np.where(t < lens_a, lens_a - 1 - t, t)  # [B, T]: the time step each output step reads
+    b = np.arange(shape[b_ax])[:, None]
+    flat = src * shape[1] + b if t_ax == 0 else b * shape[1] + src  # row of x flattened to [d0 * d1, ...]
+    idx = flat.T if t_ax == 0 else flat
+    rest = list(shape[2:])
+    x = ctx.emit("reshape", [ctx.x(node, 0)], {"newShape": [shape[0] * shape[1], *rest]})
+    ind = ctx.new_const(f"{ctx.namer.of(node.output[0])}/index", idx.astype(np.int32))
+    ctx.emit("gather", [x, ind], {"axis": 0}, out=node.output[0])

@@ -57,11 +57,13 @@ def load_translators() -> None:
         ops_dft,
         ops_dynquant,
         ops_nn,
+        ops_qlinear,
         ops_quant,
         ops_recurrent,
         ops_resize,
         ops_shape,
         ops_simple,
+        ops_spatial,
         ops_topk,
     )
 
