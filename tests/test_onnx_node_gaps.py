@@ -304,3 +304,25 @@ def test_pad_wrap() -> None:
     node = helper.make_node("Pad", ["x", "pads"], ["y"], mode="wrap")
     m = _model([node], feeds, {"y": TP.FLOAT}, {"pads": np.array([0, 2, 1, 1, 4, 3], np.int64)}, opset=19)
     np.testing.assert_array_equal(_run(m, feeds)[0], _reference(m, feeds)[0])
+
+
+@pytest.mark.parametrize("op", ["Atan", "Asin", "Acos"])
+def test_inverse_trigonometric_functions_to_float32_precision(op: str) -> None:
+    x = np.concatenate([np.linspace(-1, 1, 2001), [-0.0, 1e-8, -1e-8, 0.9999999]]).astype(np.float32)
+    if op == "Atan":
+        x = np.concatenate([x * 50, [np.inf, -np.inf, 1e30, 0.41421, 2.4142]]).astype(np.float32)
+    feeds = {"x": x}
+    m = _model([helper.make_node(op, ["x"], ["y"])], feeds, {"y": TP.FLOAT}, {})
+    want = getattr(np, "arc" + op[1:].lower())(x.astype(np.float64))
+    np.testing.assert_allclose(_run(m, feeds)[0], want, rtol=4e-7, atol=1e-7)
+
+
+@pytest.mark.parametrize("dt", [np.uint8, np.int8])
+def test_max_pool_of_8_bit_integers_and_pow_of_an_integer_base(dt: type) -> None:
+    feeds = {"x": RNG.integers(np.iinfo(dt).min, np.iinfo(dt).max + 1, (1, 2, 5, 5)).astype(dt)}
+    node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2])
+    m = _model([node], feeds, {"y": TYPES[np.dtype(dt)]}, {})
+    np.testing.assert_array_equal(_run(m, feeds)[0], _reference(m, feeds)[0])
+    feeds = {"b": np.array([1, 2, 3, -2], np.int32), "e": np.array([4.0, 5.0, 0.5, 3.0], np.float32)}
+    m = _model([helper.make_node("Pow", ["b", "e"], ["y"])], feeds, {"y": TP.INT32}, {}, opset=15)
+    np.testing.assert_array_equal(_run(m, feeds)[0], _reference(m, feeds)[0])
