@@ -326,3 +326,20 @@ def test_max_pool_of_8_bit_integers_and_pow_of_an_integer_base(dt: type) -> None
     feeds = {"b": np.array([1, 2, 3, -2], np.int32), "e": np.array([4.0, 5.0, 0.5, 3.0], np.float32)}
     m = _model([helper.make_node("Pow", ["b", "e"], ["y"])], feeds, {"y": TP.INT32}, {}, opset=15)
     np.testing.assert_array_equal(_run(m, feeds)[0], _reference(m, feeds)[0])
+
+
+@pytest.mark.parametrize("exclusive", [0, 1])
+@pytest.mark.parametrize("reverse", [0, 1])
+def test_cumprod_with_a_constant_axis(exclusive: int, reverse: int) -> None:
+    feeds = {"x": RNG.integers(-3, 4, (3, 7, 2)).astype(np.int32)}
+    node = helper.make_node("CumProd", ["x", "axis"], ["y"], exclusive=exclusive, reverse=reverse)
+    m = _model([node], feeds, {"y": TP.INT32}, {"axis": np.array(1, np.int64)}, opset=26)
+    np.testing.assert_array_equal(_run(m, feeds)[0], _reference(m, feeds)[0])
+
+
+def test_det_of_3x3_matrices() -> None:
+    feeds = {"x": RNG.standard_normal((4, 3, 3)).astype(np.float32)}
+    m = _model([helper.make_node("Det", ["x"], ["y"])], feeds, {"y": TP.FLOAT}, {})
+    np.testing.assert_allclose(
+        _run(m, feeds)[0], np.linalg.det(feeds["x"].astype(np.float64)), rtol=1e-5, atol=1e-5
+    )

@@ -56,6 +56,7 @@ def load_translators() -> None:
         ops_decomposed,
         ops_dft,
         ops_dynquant,
+        ops_more,
         ops_nn,
         ops_qlinear,
         ops_quant,
