@@ -343,3 +343,37 @@ def test_det_of_3x3_matrices() -> None:
     np.testing.assert_allclose(
         _run(m, feeds)[0], np.linalg.det(feeds["x"].astype(np.float64)), rtol=1e-5, atol=1e-5
     )
+
+
+@pytest.mark.parametrize(
+    "attrs, scales",
+    [
+        ({"mode": "cubic"}, [1, 1, 0.6, 1.7]),
+        ({"mode": "cubic", "cubic_coeff_a": -0.5, "exclude_outside": 1}, [1, 1, 0.8, 2.0]),
+        ({"mode": "cubic", "coordinate_transformation_mode": "align_corners"}, [1, 1, 1.5, 0.5]),
+        ({"mode": "cubic", "coordinate_transformation_mode": "asymmetric"}, [1, 1, 2.0, 1.25]),
+        ({"mode": "cubic", "antialias": 1}, [1, 1, 0.5, 0.7]),
+        ({"mode": "linear", "antialias": 1}, [1, 1, 0.3, 0.6]),
+    ],
+)
+def test_resize_cubic_and_antialiased_by_constant_scales(attrs: dict[str, Any], scales: list[float]) -> None:
+    feeds = {"x": RNG.standard_normal((2, 3, 6, 8)).astype(np.float32)}
+    node = helper.make_node("Resize", ["x", "", "scales"], ["y"], **attrs)
+    m = _model([node], feeds, {"y": TP.FLOAT}, {"scales": np.array(scales, np.float32)}, opset=19)
+    np.testing.assert_allclose(_run(m, feeds)[0], _reference(m, feeds)[0], rtol=1e-4, atol=1e-5)
+
+
+def test_resize_tf_crop_and_resize_with_a_constant_roi() -> None:
+    feeds = {"x": RNG.standard_normal((1, 2, 5, 6)).astype(np.float32)}
+    node = helper.make_node(
+        "Resize",
+        ["x", "roi", "", "sizes"],
+        ["y"],
+        mode="linear",
+        coordinate_transformation_mode="tf_crop_and_resize",
+        extrapolation_value=7.0,
+        axes=[2, 3],
+    )
+    inits = {"roi": np.array([0.2, -0.3, 0.9, 1.4], np.float32), "sizes": np.array([4, 7], np.int64)}
+    m = _model([node], feeds, {"y": TP.FLOAT}, inits, opset=19)
+    np.testing.assert_allclose(_run(m, feeds)[0], _reference(m, feeds)[0], rtol=1e-4, atol=1e-5)
