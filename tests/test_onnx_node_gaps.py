@@ -377,3 +377,23 @@ def test_resize_tf_crop_and_resize_with_a_constant_roi() -> None:
     inits = {"roi": np.array([0.2, -0.3, 0.9, 1.4], np.float32), "sizes": np.array([4, 7], np.int64)}
     m = _model([node], feeds, {"y": TP.FLOAT}, inits, opset=19)
     np.testing.assert_allclose(_run(m, feeds)[0], _reference(m, feeds)[0], rtol=1e-4, atol=1e-5)
+
+
+def test_gathernd_with_batch_dims_and_constant_indices() -> None:
+    feeds = {"x": RNG.standard_normal((2, 3, 4, 5)).astype(np.float32)}
+    idx = np.stack([RNG.integers(-3, 3, (2, 6)), RNG.integers(0, 4, (2, 6))], axis=-1).astype(np.int64)
+    node = helper.make_node("GatherND", ["x", "idx"], ["y"], batch_dims=1)
+    m = _model([node], feeds, {"y": TP.FLOAT}, {"idx": idx}, opset=13)
+    np.testing.assert_array_equal(_run(m, feeds)[0], _reference(m, feeds)[0])
+
+
+@pytest.mark.parametrize("mode", ["linear", "circular"])
+def test_tensor_scatter_with_constant_write_indices(mode: str) -> None:
+    feeds = {
+        "past": RNG.standard_normal((3, 2, 6, 4)).astype(np.float32),
+        "upd": RNG.standard_normal((3, 2, 2, 4)).astype(np.float32),
+    }
+    w = np.array([0, 3, 5 if mode == "circular" else 4], np.int64)
+    node = helper.make_node("TensorScatter", ["past", "upd", "w"], ["y"], mode=mode)
+    m = _model([node], feeds, {"y": TP.FLOAT}, {"w": w}, opset=24)
+    np.testing.assert_array_equal(_run(m, feeds)[0], _reference(m, feeds)[0])

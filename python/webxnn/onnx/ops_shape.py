@@ -334,8 +334,24 @@ def gather_elements(ctx: Converter, node: Any) -> None:
 
 @onnx_op("GatherND")
 def gather_nd(ctx: Converter, node: Any) -> None:
-    if int(attrs_of(node).get("batch_dims", 0)):
-        raise UnsupportedError("GatherND with batch_dims")
+    bd = int(attrs_of(node).get("batch_dims", 0))
+    if bd:  # constant indices: rows of the data flattened over the batch and indexed dims, one gather
+        shape = list(ctx.static_shape(node.input[0], "GatherND with batch_dims"))
+        idx = np.asarray(ctx.const_input(node, 1, "indices (with batch_dims)")).astype(np.int64)
+        q = idx.shape[-1]
+        lead = shape[: bd + q]
+        if idx.ndim < bd + 1 or list(idx.shape[:bd]) != shape[:bd] or bd + q > len(shape):
+            raise ValidationError(
+                f"{where(node)}: indices {list(idx.shape)} for data {shape}, batch_dims {bd}"
+            )
+        _check_bounds([(idx[..., k], shape[bd + k]) for k in range(q)], node.op_type)
+        batch = np.indices(idx.shape[:-1])[:bd]  # each output row's batch coordinates
+        coords = [*batch, *np.moveaxis(np.where(idx < 0, idx + np.array(shape[bd : bd + q]), idx), -1, 0)]
+        rows = np.ravel_multi_index(coords, lead).astype(np.int32)
+        x = ctx.emit("reshape", [ctx.x(node, 0)], {"newShape": [int(np.prod(lead)), *shape[bd + q :]]})
+        ind = ctx.new_const(f"{ctx.namer.of(node.output[0])}/rows", rows)
+        ctx.emit("gather", [x, ind], {"axis": 0}, out=node.output[0])
+        return
     ctx.emit("gatherND", [ctx.x(node, 0), ctx.x(node, 1)], out=node.output[0])
 
 
@@ -643,3 +659,41 @@ def reverse_sequence(ctx: Converter, node: Any) -> None:
     x = ctx.emit("reshape", [ctx.x(node, 0)], {"newShape": [shape[0] * shape[1], *rest]})
     ind = ctx.new_const(f"{ctx.namer.of(node.output[0])}/index", idx.astype(np.int32))
     ctx.emit("gather", [x, ind], {"axis": 0}, out=node.output[0])
+
+
+@onnx_op("TensorScatter")
+def tensor_scatter(ctx: Converter, node: Any) -> None:
+    """Constant write_indices (a KV cache update): past and update stacked along the (moved first after the
+    batch) sequence axis, and one gather with constant rows picks, per batch, the update where it is written
+    and the past elsewhere."""
+    a = attrs_of(node)
+    past = list(ctx.static_shape(node.input[0], "TensorScatter"))
+    upd = list(ctx.static_shape(node.input[1], "TensorScatter"))
+    r = len(past)
+    axis = norm_axis(int(a.get("axis", -2)), r)
+    circular = text(a.get("mode", "linear")) == "circular"
+    if axis == 0 or len(upd) != r or any(p != u for d, (p, u) in enumerate(zip(past, upd)) if d != axis):
+        raise ValidationError(f"{where(node)}: update {upd} does not fit the cache {past} along axis {axis}")
+    b, s, t = past[0], past[axis], upd[axis]
+    w = (
+        np.asarray(ctx.const_input(node, 2, "write_indices")).reshape(-1).astype(np.int64)
+        if ctx.has(node, 2)
+        else np.zeros(b, np.int64)
+    )
+    if w.size != b or t > s or (not circular and (w.min() < 0 or (w + t).max() > s)):
+        raise ValidationError(f"{where(node)}: write indices {w.tolist()} for {t} of {s} positions")
+    # [B, pre..., S, post...] -> [B * pre, S, post] rows: position (g, j) of group g = (batch, pre...)
+    pre = int(np.prod(past[1:axis]))
+    post = past[axis + 1 :]
+    groups = b * pre
+    rows = np.arange(groups * s).reshape(groups, s)
+    for g in range(groups):
+        pos = w[g // pre] + np.arange(t)
+        pos = pos % s if circular else pos
+        rows[g, pos] = groups * s + g * t + np.arange(t)
+    x = ctx.emit("reshape", [ctx.x(node, 0)], {"newShape": [groups * s, *post]})
+    u = ctx.emit("reshape", [ctx.x(node, 1)], {"newShape": [groups * t, *post]})
+    both = ctx.emit("concat", [x, u], {"axis": 0})
+    ind = ctx.new_const(f"{ctx.namer.of(node.output[0])}/rows", rows.reshape(-1).astype(np.int32))
+    y = ctx.emit("gather", [both, ind], {"axis": 0})
+    ctx.emit("reshape", [y], {"newShape": past}, out=node.output[0])
