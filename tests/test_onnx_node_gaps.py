@@ -397,3 +397,21 @@ def test_tensor_scatter_with_constant_write_indices(mode: str) -> None:
     node = helper.make_node("TensorScatter", ["past", "upd", "w"], ["y"], mode=mode)
     m = _model([node], feeds, {"y": TP.FLOAT}, {"w": w}, opset=24)
     np.testing.assert_array_equal(_run(m, feeds)[0], _reference(m, feeds)[0])
+
+
+@pytest.mark.parametrize("storage_order", [0, 1])
+def test_max_pool_indices(storage_order: int) -> None:
+    feeds = {"x": RNG.standard_normal((2, 3, 7, 6)).astype(np.float32)}
+    node = helper.make_node(
+        "MaxPool",
+        ["x"],
+        ["y", "i"],
+        kernel_shape=[3, 2],
+        strides=[2, 1],
+        pads=[1, 0, 1, 1],
+        dilations=[1, 2],
+        storage_order=storage_order,
+    )
+    m = _model([node], feeds, {"y": TP.FLOAT, "i": TP.INT64}, {}, opset=12)
+    for got, want in zip(_run(m, feeds), _reference(m, feeds)):
+        np.testing.assert_array_equal(got, want)
