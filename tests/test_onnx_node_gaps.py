@@ -415,3 +415,13 @@ def test_max_pool_indices(storage_order: int) -> None:
     m = _model([node], feeds, {"y": TP.FLOAT, "i": TP.INT64}, {}, opset=12)
     for got, want in zip(_run(m, feeds), _reference(m, feeds)):
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("largest", [0, 1])
+def test_topk_orders_nan_as_onnx_does(largest: int) -> None:
+    x = np.array([[1.0, np.nan, -np.inf, 3.0, np.nan, np.inf, 3.0, -1.0]], np.float32)
+    feeds = {"x": x}
+    node = helper.make_node("TopK", ["x", "k"], ["v", "i"], largest=largest)
+    m = _model([node], feeds, {"v": TP.FLOAT, "i": TP.INT64}, {"k": np.array([6], np.int64)}, opset=11)
+    for got, want in zip(_run(m, feeds), _reference(m, feeds)):
+        np.testing.assert_array_equal(got, want)

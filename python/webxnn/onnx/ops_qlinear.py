@@ -33,7 +33,8 @@ class _Body:
     """ONNX nodes standing for `node`, with fresh value names under its first output's."""
 
     def __init__(self, ctx: Converter, node: Any) -> None:
-        self.ctx, self.node, self.nodes = ctx, node, []
+        self.ctx, self.node = ctx, node
+        self.nodes: list[Any] = []
         self.prefix = f"{node.output[0]}/{node.op_type}/"
         self.count = 0
 

@@ -120,7 +120,8 @@ class _Scalars:
     """0-D constants in one dtype, made once per value."""
 
     def __init__(self, ctx: Converter, like: str) -> None:
-        self.ctx, self.like, self.made = ctx, like, {}
+        self.ctx, self.like = ctx, like
+        self.made: dict[float, str] = {}
 
     def __call__(self, v: float) -> str:
         if v not in self.made:
