@@ -425,3 +425,18 @@ def test_topk_orders_nan_as_onnx_does(largest: int) -> None:
     m = _model([node], feeds, {"v": TP.FLOAT, "i": TP.INT64}, {"k": np.array([6], np.int64)}, opset=11)
     for got, want in zip(_run(m, feeds), _reference(m, feeds)):
         np.testing.assert_array_equal(got, want)
+
+
+def test_an_input_declared_empty_is_a_constant_that_reductions_fold() -> None:
+    feeds = {"x": np.zeros((2, 0, 4), np.float32), "y": RNG.standard_normal((2, 1, 4)).astype(np.float32)}
+    nodes = [
+        helper.make_node("ReduceSum", ["x", "axes"], ["s"], keepdims=1),
+        helper.make_node("ReduceMax", ["x", "axes"], ["mx"], keepdims=1),
+        helper.make_node("Add", ["s", "y"], ["z"]),
+    ]
+    m = _model(nodes, feeds, {"z": TP.FLOAT, "mx": TP.FLOAT}, {"axes": np.array([1], np.int64)}, opset=18)
+    prog = webxnn.load(webxnn.compile(webxnn.from_onnx(m)))
+    assert [i.name for i in prog.inputs] == ["y"]
+    got = list(prog.run([feeds["y"]]).values())
+    for g, w in zip(got, _reference(m, feeds)):
+        np.testing.assert_array_equal(g, w)

@@ -331,6 +331,13 @@ class Converter:
             dt = webnn_dtype(vi.type.tensor_type.elem_type, f"model input {vi.name!r}")
             if not vi.type.tensor_type.HasField("shape"):
                 raise UnsupportedError(f"model input {vi.name!r} has no shape")
+            declared = vi.type.tensor_type.shape.dim
+            if all(d.HasField("dim_value") for d in declared) and any(d.dim_value == 0 for d in declared):
+                # an input declared empty holds nothing but its type: a constant (the compiled program has no
+                # such input), which ops that accept empty tensors (reductions, CastLike's target) fold away
+                empty = [int(d.dim_value) for d in declared]
+                self.consts[vi.name] = np.zeros(empty, NP_OF_ONNX[vi.type.tensor_type.elem_type])
+                continue
             shape = self._dims(vi)
             ident = self.namer.of(vi.name)
             self.graph.inputs[ident] = Operand(ident, dt, shape)
