@@ -17,8 +17,10 @@ least 1e-6 x the largest expected magnitude. Integer and bool
 outputs are compared exactly, and an output's dtype must be the expected one (bool comes back as uint8, the
 WebNN encoding).
 
-`python tests/onnx_backend_cases.py [names...]` prints the per-op table and each wrong / crashed case;
-`--freeze` rewrites the expected list (onnx_backend_expected.txt) that test_onnx_backend_suite.py checks.
+`python tests/onnx_backend_cases.py [names...]` prints the per-op table (refusals split into by design, when
+every reason given is a category of webxnn/onnx/refusals.py, and gap) and each wrong / crashed case; `--gaps`
+also prints each gap; `--freeze` rewrites the expected list (onnx_backend_expected.txt) that
+test_onnx_backend_suite.py checks.
 """
 
 from __future__ import annotations
@@ -89,6 +91,10 @@ def _tensor(value: Any) -> Any:
     return value
 
 
+def _empty(value: Any) -> bool:
+    return isinstance(value, np.ndarray) and value.size == 0
+
+
 def _as_feed(value: Any) -> np.ndarray:
     if not isinstance(value, np.ndarray):
         raise TypeError(f"a {type(value).__name__} input (sequence/optional), not a tensor")
@@ -139,7 +145,8 @@ def run_case(case: Any, threads: int = 1) -> Outcome:
             model, feeds = freeze_int64(case.model, inputs)
             g = webxnn.from_onnx(model)
             prog = webxnn.load(webxnn.compile(g), threads=threads)
-            outs = list(prog.run([_as_feed(v) for _, v in feeds]).values())
+            # an input declared empty is a constant to webxnn: the program has no such input
+            outs = list(prog.run([_as_feed(v) for _, v in feeds if not _empty(v)]).values())
             if len(outs) != len(expected):
                 return Outcome(case.name, WRONG, f"{len(outs)} outputs, expected {len(expected)}")
             for o, (got, want) in enumerate(zip(outs, expected)):
@@ -162,16 +169,36 @@ def op_of(name: str) -> str:
     return re.sub(r"^test_", "", name).split("_")[0]
 
 
+BY_DESIGN, GAP = "by design", "gap"
+
+
+def refusal_kind(detail: str) -> str:
+    """BY_DESIGN when every reason a refusal gives is one of refusals.categories()' (a node list's indented
+    reason lines, else the whole message), GAP otherwise (an op or attribute not learned yet)."""
+    from webxnn.onnx.refusals import categories
+
+    whys = [why for _, why in categories()]
+    lines = detail.splitlines()
+    reasons = [ln.strip() for ln in lines if ln.startswith("      ")] if len(lines) > 1 else [detail]
+    ok = bool(reasons) and all(any(w in r for w in whys) for r in reasons)
+    return BY_DESIGN if ok else GAP
+
+
+def status_of(o: Outcome) -> str:
+    """pass / wrong / crashed, or a refusal split into by design / gap."""
+    return refusal_kind(o.detail) if o.status == REFUSED else o.status
+
+
 def table(outcomes: list[Outcome]) -> str:
     by_op: dict[str, Counter[str]] = defaultdict(Counter)
     for o in outcomes:
-        by_op[op_of(o.name)][o.status] += 1
-    total = Counter(o.status for o in outcomes)
-    cols = (PASS, WRONG, REFUSED, CRASHED)
-    lines = [f"{'op':<28}" + "".join(f"{c:>9}" for c in cols)]
-    for op in sorted(by_op, key=lambda k: (-by_op[k][REFUSED], k)):
-        lines.append(f"{op:<28}" + "".join(f"{by_op[op][c]:>9}" for c in cols))
-    lines.append(f"{'total':<28}" + "".join(f"{total[c]:>9}" for c in cols))
+        by_op[op_of(o.name)][status_of(o)] += 1
+    total = Counter(status_of(o) for o in outcomes)
+    cols = (PASS, WRONG, BY_DESIGN, GAP, CRASHED)
+    lines = [f"{'op':<28}" + "".join(f"{c:>10}" for c in cols)]
+    for op in sorted(by_op, key=lambda k: (-by_op[k][GAP], -by_op[k][BY_DESIGN], k)):
+        lines.append(f"{op:<28}" + "".join(f"{by_op[op][c]:>10}" for c in cols))
+    lines.append(f"{'total':<28}" + "".join(f"{total[c]:>10}" for c in cols))
     return "\n".join(lines)
 
 
@@ -204,7 +231,7 @@ def write_expected(outcomes: list[Outcome], path: Path = EXPECTED) -> None:
 def main(argv: list[str]) -> int:
     import time
 
-    freeze = "--freeze" in argv
+    freeze, gaps = "--freeze" in argv, "--gaps" in argv
     names = {a for a in argv if not a.startswith("--")}
     picked = [c for c in cases() if not names or c.name in names]
     t0 = time.perf_counter()
@@ -213,11 +240,11 @@ def main(argv: list[str]) -> int:
     if len(picked) > 20:
         print(table(outcomes))
     for o in outcomes:
-        if o.status in (WRONG, CRASHED) or names:
-            print(f"{o.status:>8} {o.name}: {o.detail[:300]}")
+        if o.status in (WRONG, CRASHED) or names or (gaps and status_of(o) == GAP):
+            print(f"{status_of(o):>9} {o.name}: {o.detail[:300]}")
     print(
         f"{len(picked)} cases in {dt:.1f} s: "
-        + ", ".join(f"{k} {v}" for k, v in Counter(o.status for o in outcomes).items())
+        + ", ".join(f"{k} {v}" for k, v in Counter(status_of(o) for o in outcomes).items())
     )
     if freeze and not names:
         write_expected(outcomes)

@@ -1136,7 +1136,9 @@ def test_unsupported_ops_listed_at_once() -> None:
         helper.make_node("Einsum", ["r", "r"], ["e1"], name="einsum_a", equation="ij,ij->ij"),
         helper.make_node("Einsum", ["e1", "r"], ["e2"], name="einsum_b", equation="ij,ij->ij"),
         helper.make_node("NonMaxSuppression", ["e2", "e2"], ["nm"], name="nms"),
-        helper.make_node("Resize", ["x4", "", "sc"], ["rz"], name="cubic", mode="cubic"),
+        helper.make_node(
+            "Resize", ["x4", "", "sc"], ["rz"], name="odd", coordinate_transformation_mode="sideways"
+        ),
         helper.make_node("MyOp", ["x"], ["c"], name="custom", domain="com.example"),
     ]
     m = model(
@@ -1150,7 +1152,7 @@ def test_unsupported_ops_listed_at_once() -> None:
     msg = str(e.value)
     assert "Einsum ×2" in msg and "'einsum_a'" in msg and "'einsum_b'" in msg
     assert "NonMaxSuppression ×1" in msg and "'nms'" in msg
-    assert "Resize ×1" in msg and "cubic" in msg
+    assert "Resize ×1" in msg and "sideways" in msg
     assert "com.example.MyOp" in msg
 
 
@@ -1441,7 +1443,7 @@ REFUSALS = [
     ),
     pytest.param(
         _refusal([n("Mod", ["x", "x"], "y", fmod=1)], X, {"y": np.float32}),
-        "no exact floating-point remainder",
+        "floating-point Mod: WebNN has no fused multiply-add",
         id="float-mod",
     ),
     pytest.param(
@@ -1457,13 +1459,13 @@ REFUSALS = [
     ),
     pytest.param(
         _refusal(
-            [n("Resize", ["x", "", "sc"], "y", mode="cubic")],
+            [n("Resize", ["x", "", "sc"], "y", mode="linear", coordinate_transformation_mode="sideways")],
             X,
             {"y": np.float32},
             {"sc": np.array([1, 1, 0.5, 0.5], np.float32)},
         ),
-        "mode 'cubic'",
-        id="resize-cubic",
+        "coordinate_transformation_mode 'sideways'",
+        id="resize-unknown-coordinates",
     ),
 ]
 

@@ -24,7 +24,7 @@ from .checks import check_node, node_where
 from .fold import NO_FOLD, fold_node
 from .functions import MAX_DEPTH, expand, function_of, function_opset
 from .names import Namer
-from .refusals import NON_TENSOR, ZERO_SIZED, op_reason, type_reason
+from .refusals import NON_TENSOR, RUN_TIME_PARAMETER, ZERO_SIZED, op_reason, type_reason
 from .registry import CONTRIB_TRANSLATORS, TRANSLATORS
 from .tensors import NP_OF_ONNX, WEBNN_OF_ONNX, as_webnn_array, to_array, webnn_dtype, webnn_dtype_of_array
 
@@ -131,7 +131,7 @@ class Converter:
         if name not in self.consts:
             raise UnsupportedError(
                 f"input {i} ({what}, {name!r}) must be a constant or computable from "
-                "static shapes, but it is computed at run time"
+                f"static shapes, but it is computed at run time: {RUN_TIME_PARAMETER}"
             )
         return self.consts[name]
 
@@ -331,6 +331,13 @@ class Converter:
             dt = webnn_dtype(vi.type.tensor_type.elem_type, f"model input {vi.name!r}")
             if not vi.type.tensor_type.HasField("shape"):
                 raise UnsupportedError(f"model input {vi.name!r} has no shape")
+            declared = vi.type.tensor_type.shape.dim
+            if all(d.HasField("dim_value") for d in declared) and any(d.dim_value == 0 for d in declared):
+                # an input declared empty holds nothing but its type: a constant (the compiled program has no
+                # such input), which ops that accept empty tensors (reductions, CastLike's target) fold away
+                empty = [int(d.dim_value) for d in declared]
+                self.consts[vi.name] = np.zeros(empty, NP_OF_ONNX[vi.type.tensor_type.elem_type])
+                continue
             shape = self._dims(vi)
             ident = self.namer.of(vi.name)
             self.graph.inputs[ident] = Operand(ident, dt, shape)
@@ -353,7 +360,11 @@ class Converter:
         custom = node.domain not in ("", "ai.onnx")
         contrib = CONTRIB_TRANSLATORS.get((node.domain, op)) if custom else None
         if custom and contrib is None and (node.domain, op) not in self.local_functions:
-            self._problem(node, op_reason(op, node.domain) or f"custom domain {node.domain!r}")
+            # ONNX's own other domains (ai.onnx.preview: FlexAttention, ...) may define the op as a function
+            onnx_own = node.domain.startswith("ai.onnx.") and not op_reason(op, node.domain)
+            why = self._expand(node) if onnx_own else None
+            if why != "":
+                self._problem(node, op_reason(op, node.domain) or why or f"custom domain {node.domain!r}")
             return
         ins = [i for i in node.input if i]
         if any(i in self.poisoned for i in ins):
@@ -400,6 +411,13 @@ class Converter:
                     if name:
                         self.set_const(name, arr)
                 return
+        static = None if custom else static_control_flow(self, node)
+        if static is not None:
+            try:
+                static(self, node)
+            except UnsupportedError as e:
+                self._problem(node, str(e))
+            return
         by_design = op_reason(op, node.domain)
         if by_design:
             self._problem(node, by_design)
@@ -445,6 +463,20 @@ class Converter:
         self.poisoned.update(o for o in node.output if o)
         parts = [f"{op}: {why or 'not supported'}" for op, _, why in failed[:2]]
         return "its ONNX function body needs " + "; ".join(parts)
+
+    def translate_as(self, node: Any, body: list[Any]) -> None:
+        """Translate `node` as the ONNX nodes `body` (written by its translator, as a function body is: they
+        read `node`'s inputs and define its outputs). UnsupportedError naming what failed, if anything."""
+        first = len(self.problems)
+        try:
+            for sub in body:
+                self._node(sub)
+        finally:
+            self.node = node
+        failed = self.problems[first:]
+        del self.problems[first:]
+        if failed:
+            raise UnsupportedError("; ".join(f"{op}: {why or 'not supported'}" for op, _, why in failed[:2]))
 
     def _input_types(self, node: Any) -> list[Any] | None:
         """TypeProtos of `node`'s inputs (context-dependent functions are built for them), or None."""
@@ -570,6 +602,13 @@ class Converter:
                 if d.HasField("dim_param") and d.dim_param:
                     out.add(d.dim_param)
         return out
+
+
+def static_control_flow(ctx: Converter, node: Any) -> Any:
+    """The translator of an If or Scan that a static graph can express (see unroll.py), or None."""
+    from .unroll import static_translator
+
+    return static_translator(ctx, node)
 
 
 def deferred_reader(ctx: Converter, node: Any, output: str | None = None) -> None:

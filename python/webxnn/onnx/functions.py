@@ -68,8 +68,8 @@ def function_of(
     got = local.get((node.domain, node.op_type))
     if got is not None:
         return got, node
-    if node.domain not in ("", "ai.onnx"):
-        return None
+    if node.domain not in ("", "ai.onnx") and not node.domain.startswith("ai.onnx."):
+        return None  # ONNX's schemas: its default domain and its others (ai.onnx.preview's FlexAttention)
     return _schema_function(node, opset, input_types)
 
 
@@ -82,8 +82,8 @@ def function_opset(fp: Any, default: int) -> int:
 
 def expand(node: Any, fp: Any, prefix: str) -> list[Any] | None:
     """The nodes of function `fp` applied to `node`: formal inputs and outputs renamed to the node's,
-    internal values prefixed with `prefix`, attribute references resolved. None when the body holds
-    subgraphs (If/Loop bodies, which the importer refuses anyway)."""
+    internal values prefixed with `prefix`, attribute references resolved; a subgraph (a Scan or If body)
+    renamed alike. None when the body holds a list of subgraphs."""
     io: dict[str, str] = {}
     for i, name in enumerate(fp.input):
         io[name] = node.input[i] if i < len(node.input) else ""
@@ -109,9 +109,13 @@ def expand(node: Any, fp: Any, prefix: str) -> list[Any] | None:
         new.name = prefix + (sub.name or sub.output[0])
         del new.attribute[:]
         for a in sub.attribute:
-            if a.HasField("g") or len(a.graphs):
+            if len(a.graphs):
                 return None
-            if a.ref_attr_name:
+            if a.HasField("g"):  # a Scan/If body: its names (and the outer ones it reads) renamed alike
+                r = new.attribute.add()
+                r.CopyFrom(a)
+                _rename_graph(r.g, rename)
+            elif a.ref_attr_name:
                 src = given.get(a.ref_attr_name) or defaults.get(a.ref_attr_name)
                 if src is None:
                     continue  # not given: the body op's own default applies
@@ -122,3 +126,22 @@ def expand(node: Any, fp: Any, prefix: str) -> list[Any] | None:
                 new.attribute.add().CopyFrom(a)
         out.append(new)
     return out
+
+
+def _rename_graph(g: Any, rename: Any) -> None:
+    """Rename every value of subgraph `g` in place (nested subgraphs too)."""
+    for vi in list(g.input) + list(g.output) + list(g.value_info):
+        vi.name = rename(vi.name)
+    for t in g.initializer:
+        t.name = rename(t.name)
+    for n in g.node:
+        ins, outs = [rename(i) for i in n.input], [rename(o) for o in n.output]
+        del n.input[:]
+        del n.output[:]
+        n.input.extend(ins)
+        n.output.extend(outs)
+        for a in n.attribute:
+            if a.HasField("g"):
+                _rename_graph(a.g, rename)
+            for sg in a.graphs:
+                _rename_graph(sg, rename)

@@ -1,5 +1,6 @@
 """ONNX bitwise ops, which WebNN lacks, as exact integer arithmetic: BitwiseNot is -x - 1 (signed) or
-max - x (unsigned); BitwiseAnd/Or/Xor look each byte pair up in a constant 256 x 256 table of answers."""
+max - x (unsigned); BitwiseAnd/Or/Xor look each byte pair up in a constant 256 x 256 table of answers; BitCast
+between integers is a wrapping cast."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import UnsupportedError
+from ..errors import UnsupportedError, ValidationError
 from ..graph import DTYPES
-from .convert import Converter
+from .convert import Converter, attrs_of, where
 from .ops_decomposed import scalar
+from .refusals import BIT_REINTERPRET, type_reason
 from .registry import onnx_op
+from .tensors import BOOL, INT8, INT32, INT64, ONNX_TYPE_NAMES, UINT8, UINT32, UINT64, WEBNN_OF_ONNX
 
 _INTS = ("int8", "uint8", "int32", "uint32", "int64", "uint64")
 
@@ -88,3 +91,22 @@ def bitwise_binary(ctx: Converter, node: Any) -> None:
             "where", [s, ctx.emit("add", [total, scalar(ctx, -(1 << (width - 1)), a, "min")]), total]
         )
     ctx.emit("identity", [total], out=node.output[0])
+
+
+@onnx_op("BitCast")
+def bitcast(ctx: Converter, node: Any) -> None:
+    """Between integer types of one width (and from bool) the bits' new value is the two's complement wrap
+    that WebNN's integer cast performs; between float and integer WebNN has no reinterpretation."""
+    to = int(attrs_of(node)["to"])
+    src = ctx.elem_type(node.input[0])
+    why = type_reason(to) or type_reason(src)
+    if why:
+        raise UnsupportedError(f"BitCast: {why}")
+    widths = {BOOL: 1, UINT8: 1, INT8: 1, INT32: 4, UINT32: 4, INT64: 8, UINT64: 8}
+    if src not in widths or to not in widths or to == BOOL and src != BOOL:
+        raise UnsupportedError(
+            f"BitCast from {ONNX_TYPE_NAMES.get(src)} to {ONNX_TYPE_NAMES.get(to)}: {BIT_REINTERPRET}"
+        )
+    if widths[src] != widths[to]:
+        raise ValidationError(f"{where(node)}: BitCast between types of different widths")
+    ctx.emit("cast", [ctx.x(node, 0)], {"type": WEBNN_OF_ONNX[to]}, out=node.output[0])

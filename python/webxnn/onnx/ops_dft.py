@@ -100,3 +100,48 @@ def dft(ctx: Converter, node: Any) -> None:
         ctx.emit("identity", outs, out=node.output[0])
     else:
         ctx.emit("concat", outs, {"axis": r - 1}, out=node.output[0])
+
+
+@onnx_op("STFT")
+def stft(ctx: Converter, node: Any) -> None:
+    """Frames gathered at constant positions, windowed, and each DFT'd with the constant DFT matrix."""
+    x = ctx.x(node, 0)
+    dt = ctx.types[x].dtype
+    if dt not in ("float32", "float16"):
+        raise UnsupportedError(f"STFT of {dt}")
+    shape = ctx.static_shape(node.input[0], "STFT")
+    if len(shape) != 3 or shape[2] not in (1, 2):
+        raise UnsupportedError(f"STFT of shape {list(shape)} (needs [batch, signal, 1 or 2])")
+    b, n, c = shape
+    step = int(ctx.const_scalar(node, 1, "frame_step"))
+    length = int(ctx.const_scalar(node, 3, "frame_length")) if ctx.has(node, 3) else 0
+    if ctx.has(node, 2):
+        length = length or int(ctx.shape(node.input[2])[0])
+    length = length or n
+    if step < 1 or not 1 <= length <= n:
+        raise UnsupportedError(f"STFT frame_step {step}, frame_length {length} of a {n}-sample signal")
+    frames = (n - length) // step + 1
+    onesided = bool(int(attrs_of(node).get("onesided", 1)))
+    name = ctx.namer.of(node.output[0])
+    npdt = DTYPES[dt]
+    pos = np.arange(frames)[:, None] * step + np.arange(length)[None, :]
+    f = ctx.emit("gather", [x, ctx.new_const(f"{name}/frames", pos.astype(np.int32))], {"axis": 1})
+    if ctx.has(node, 2):  # [B, F, L, C] * window [L]
+        w = ctx.emit("reshape", [ctx.x(node, 2)], {"newShape": [1, 1, length, 1]})
+        f = ctx.emit("mul", [f, w])
+    mat_a, mat_b = dft_matrix(length, length, False, onesided)
+    ma, mb = ctx.new_const(f"{name}/re", mat_a.astype(npdt)), ctx.new_const(f"{name}/im", mat_b.astype(npdt))
+
+    def part(k: int) -> str:
+        p = ctx.emit("slice", [f], {"starts": [0, 0, 0, k], "sizes": [b, frames, length, 1]})
+        return ctx.emit("reshape", [p], {"newShape": [b, frames, length]})
+
+    xr = part(0)
+    xi = part(1) if c == 2 else None
+    yr, yi = ctx.emit("matmul", [xr, ma]), ctx.emit("matmul", [xr, mb])
+    if xi is not None:
+        yr = ctx.emit("sub", [yr, ctx.emit("matmul", [xi, mb])])
+        yi = ctx.emit("add", [yi, ctx.emit("matmul", [xi, ma])])
+    m = int(mat_a.shape[1])
+    outs = [ctx.emit("reshape", [p], {"newShape": [b, frames, m, 1]}) for p in (yr, yi)]
+    ctx.emit("concat", outs, {"axis": 3}, out=node.output[0])

@@ -16,7 +16,8 @@ The chain is matched as it is walked: DynamicQuantizeLinear's outputs, the scale
 int32 result and its Cast are *deferred* values (`Converter.deferred`), emitted as nothing until the Mul that
 completes the chain. A deferred value read by anything else is emitted after all (`materialize`: a
 DynamicQuantizeLinear through its ONNX function body) or, MatMulInteger's int32 result, refused with
-UnsupportedError (never approximated), as is MatMulInteger on non-constant weights; uint8 weights that
+UnsupportedError (never approximated), as is such a chain on non-constant weights (a MatMulInteger outside
+the chain is an exact integer product: ops_qlinear); uint8 weights that
 their zero point does not shift into int8 exactly run as an fp32 matmul on the dequantized weights (`_emit`).
 """
 
@@ -29,6 +30,7 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from .convert import Converter, attrs_of
+from .ops_qlinear import exact_matmul_integer
 from .registry import contrib_op, onnx_op
 from .tensors import FLOAT
 
@@ -158,6 +160,8 @@ def dynamic_quantize_linear(ctx: Converter, node: Any) -> None:
 @onnx_op("MatMulInteger")
 def matmul_integer(ctx: Converter, node: Any) -> None:
     a = ctx.deferred.get(node.input[0])
+    if a is None and not any(i in ctx.deferred for i in node.input):  # not this chain: exact int32 result
+        return exact_matmul_integer(ctx, node)
     if not isinstance(a, Quantized) or a.part != "q":
         raise UnsupportedError(f"A is not a DynamicQuantizeLinear output: {_CHAIN}")
     za = ctx.deferred.get(node.input[2]) if ctx.has(node, 2) else None

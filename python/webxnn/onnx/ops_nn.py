@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import UnsupportedError, ValidationError
+from ..graph import DTYPES
 from .convert import Converter, attrs_of, text, where
 from .ops_decomposed import scalar
 from .ops_shape import norm_axis, reshape_value
@@ -154,11 +155,10 @@ def conv(ctx: Converter, node: Any) -> None:
 @onnx_op("MaxPool", "AveragePool", "LpPool")
 def pool(ctx: Converter, node: Any) -> None:
     a = attrs_of(node)
-    if node.op_type == "MaxPool" and len(node.output) > 1 and node.output[1]:
-        raise UnsupportedError("MaxPool Indices output")
-    if node.op_type == "MaxPool" and int(a.get("storage_order", 0)):
-        raise UnsupportedError("MaxPool storage_order=1")
+    indices = node.op_type == "MaxPool" and len(node.output) > 1 and bool(node.output[1])
     xshape = ctx.static_shape(node.input[0], node.op_type)
+    if indices and len(xshape) != 4:
+        raise UnsupportedError(f"MaxPool Indices output of a {len(xshape) - 2}-D pool")
     rank = len(xshape)
     if rank >= 3:
         check_window(node, a, rank - 2)
@@ -182,11 +182,51 @@ def pool(ctx: Converter, node: Any) -> None:
         if "kernel_shape" in a:
             a["kernel_shape"] = kernel
     if rank == 4:
-        _pool2d(ctx, node.op_type, x, a, in_sp, kernel, out=node.output[0])
+        y = _pool2d(ctx, node.op_type, x, a, in_sp, kernel, out=node.output[0])
+        if indices:
+            _maxpool_indices(ctx, node, x, a, list(xshape), kernel, list(ctx.types[y].shape))
         return
     y = _pool2d(ctx, node.op_type, x, a, in_sp, kernel)
     shp = list(ctx.types[y].shape)
     reshape_value(ctx, y, [shp[0], shp[1], shp[3]], out=node.output[0])
+
+
+def _maxpool_indices(
+    ctx: Converter, node: Any, x: str, a: dict[str, Any], xs: list[int], kernel: list[int], ys: list[int]
+) -> None:
+    """MaxPool's Indices: each window's elements gathered from x (flattened, a -inf slot standing for the
+    padding), argMax over the window, and the winner's flat index (row-major, or column-major with
+    storage_order=1) looked up from constant tables plus the (batch, channel) offset."""
+    n, c, h, w = xs
+    oh, ow = ys[2], ys[3]
+    pads, strides, dil = _pads_from(a, [h, w], kernel)
+    col_major = bool(int(a.get("storage_order", 0)))
+    ki, kj = np.divmod(np.arange(kernel[0] * kernel[1]), kernel[1])
+    hh = np.arange(oh)[:, None, None] * strides[0] - pads[0] + ki[None, None, :] * dil[0]  # [OH, 1, K]
+    ww = np.arange(ow)[None, :, None] * strides[1] - pads[1] + kj[None, None, :] * dil[1]  # [1, OW, K]
+    inside = (hh >= 0) & (hh < h) & (ww >= 0) & (ww < w)
+    slot = np.where(inside, hh * w + ww, h * w).reshape(-1)  # x's element, or the -inf slot
+    where_is = (ww * h + hh) if col_major else (hh * w + ww)  # the index ONNX reports
+    name = ctx.namer.of(node.output[1])
+    dt = ctx.types[x].dtype
+    e = ctx.emit
+    flat = e("reshape", [x], {"newShape": [n, c, h * w]})
+    low = ctx.new_const(f"{name}/pad", np.full((n, c, 1), -np.inf, DTYPES[dt]))
+    flat = e("concat", [flat, low], {"axis": 2})
+    win = e("gather", [flat, ctx.new_const(f"{name}/windows", slot.astype(np.int32))], {"axis": 2})
+    win = e("reshape", [win], {"newShape": [n, c, oh * ow, kernel[0] * kernel[1]]})
+    best = e(
+        "argMax", [win], {"axis": 3, "keepDimensions": False, "outputDataType": "int32"}
+    )  # [N, C, OH*OW]
+    table = np.broadcast_to(where_is, (oh, ow, kernel[0] * kernel[1])).reshape(oh * ow, -1)
+    # row q of the table picks best[..., q]: flatten (q, k) and gather at q * K + best
+    pick = e(
+        "add", [best, ctx.new_const(f"{name}/rows", (np.arange(oh * ow) * table.shape[1]).astype(np.int32))]
+    )
+    got = e("gather", [ctx.new_const(f"{name}/where", table.reshape(-1).astype(np.int64)), pick], {"axis": 0})
+    plane = (np.arange(n * c, dtype=np.int64) * h * w).reshape(n, c, 1)
+    got = e("add", [got, ctx.new_const(f"{name}/plane", plane)])
+    e("reshape", [got], {"newShape": [n, c, oh, ow]}, out=node.output[1])
 
 
 def _pool3d(ctx: Converter, node: Any, a: dict[str, Any], xshape: tuple[int, ...]) -> None:
@@ -268,6 +308,10 @@ def _pool2d(
     if lp:
         y = ctx.emit("mul", [ctx.emit(op, [x], opts), scalar(ctx, kernel[0] * kernel[1], x, "area")])
         return ctx.emit("pow", [y, scalar(ctx, 1.0 / p, x, "inv_p")], out=out)
+    dt = ctx.types[x].dtype
+    if op == "maxPool2d" and dt in ("int8", "uint8"):  # the kernels pool floats; 8-bit values are exact there
+        y = ctx.emit(op, [ctx.emit("cast", [x], {"type": "float32"})], opts)
+        return ctx.emit("cast", [y], {"type": dt}, out=out)
     return ctx.emit(op, [x], opts, out=out)
 
 

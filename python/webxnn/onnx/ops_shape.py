@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import UnsupportedError, ValidationError
 from ..graph import DTYPES, Dim, DynDim
 from .convert import Converter, attrs_of, text, where
-from .refusals import DATA_SHAPED
+from .refusals import DATA_SHAPED, ZERO_SIZED
 from .registry import onnx_op
 
 
@@ -227,7 +227,7 @@ def slice_(ctx: Converter, node: Any) -> None:
         lo, hi, step = slice(s, e, st).indices(dim)
         count = len(range(lo, hi, step))
         if count == 0:
-            raise UnsupportedError(f"slice of axis {ax} is empty (WebNN has no zero-sized tensors)")
+            raise UnsupportedError(f"slice of axis {ax} is empty: {ZERO_SIZED}")
         if step < 0:
             reverse.append(ax)
             lo, step = dim - 1 - lo, -step
@@ -315,7 +315,7 @@ def compress(ctx: Converter, node: Any) -> None:
         raise UnsupportedError(f"Compress by a condition computed at run time: {DATA_SHAPED}")
     keep = np.flatnonzero(np.asarray(ctx.const(node.input[1])).reshape(-1)).astype(np.int32)
     if keep.size == 0:
-        raise UnsupportedError("Compress keeps nothing: zero-sized tensors have no WebNN form")
+        raise UnsupportedError(f"Compress keeps nothing: {ZERO_SIZED}")
     x = ctx.x(node, 0)
     axis = attrs_of(node).get("axis")
     if axis is None:
@@ -334,8 +334,24 @@ def gather_elements(ctx: Converter, node: Any) -> None:
 
 @onnx_op("GatherND")
 def gather_nd(ctx: Converter, node: Any) -> None:
-    if int(attrs_of(node).get("batch_dims", 0)):
-        raise UnsupportedError("GatherND with batch_dims")
+    bd = int(attrs_of(node).get("batch_dims", 0))
+    if bd:  # constant indices: rows of the data flattened over the batch and indexed dims, one gather
+        shape = list(ctx.static_shape(node.input[0], "GatherND with batch_dims"))
+        idx = np.asarray(ctx.const_input(node, 1, "indices (with batch_dims)")).astype(np.int64)
+        q = idx.shape[-1]
+        lead = shape[: bd + q]
+        if idx.ndim < bd + 1 or list(idx.shape[:bd]) != shape[:bd] or bd + q > len(shape):
+            raise ValidationError(
+                f"{where(node)}: indices {list(idx.shape)} for data {shape}, batch_dims {bd}"
+            )
+        _check_bounds([(idx[..., k], shape[bd + k]) for k in range(q)], node.op_type)
+        batch = np.indices(idx.shape[:-1])[:bd]  # each output row's batch coordinates
+        coords = [*batch, *np.moveaxis(np.where(idx < 0, idx + np.array(shape[bd : bd + q]), idx), -1, 0)]
+        rows = np.ravel_multi_index(coords, lead).astype(np.int32)
+        x = ctx.emit("reshape", [ctx.x(node, 0)], {"newShape": [int(np.prod(lead)), *shape[bd + q :]]})
+        ind = ctx.new_const(f"{ctx.namer.of(node.output[0])}/rows", rows)
+        ctx.emit("gather", [x, ind], {"axis": 0}, out=node.output[0])
+        return
     ctx.emit("gatherND", [ctx.x(node, 0), ctx.x(node, 1)], out=node.output[0])
 
 
@@ -416,7 +432,7 @@ def pad(ctx: Converter, node: Any) -> None:
     a = attrs_of(node)
     rank = ctx.rank(node.input[0])
     mode = text(a.get("mode", b"constant"))
-    wmode = {"constant": "constant", "reflect": "reflection", "edge": "edge"}.get(mode)
+    wmode = {"constant": "constant", "reflect": "reflection", "edge": "edge", "wrap": "wrap"}.get(mode)
     if wmode is None:
         raise UnsupportedError(f"Pad mode {mode!r}")
     run_time_value = None  # a constant_value computed at run time
@@ -453,6 +469,16 @@ def pad(ctx: Converter, node: Any) -> None:
             ctx.alias(node.output[0], node.input[0])
         else:
             ctx.emit("identity", [src], out=node.output[0])
+        return
+    if wmode == "wrap":  # WebNN has no circular padding: a gather of the wrapped indices per padded axis
+        ctx.static_shape(node.input[0], "Pad mode 'wrap'")  # the gathers need every dim
+        for ax in range(rank):
+            if begin[ax] or end[ax]:
+                d = int(ctx.types[src].shape[ax])
+                idx = np.arange(-begin[ax], d + end[ax]) % d
+                ind = ctx.new_const(f"{ctx.namer.of(node.output[0])}/wrap{ax}", idx.astype(np.int32))
+                last = not any(begin[ax + 1 :] + end[ax + 1 :])
+                src = ctx.emit("gather", [src, ind], {"axis": ax}, out=node.output[0] if last else None)
         return
     opts: dict[str, Any] = {"beginningPadding": begin, "endingPadding": end}
     if wmode != "constant":
@@ -609,3 +635,65 @@ def depth_space(ctx: Converter, node: Any) -> None:
         perm = [0, 3, 5, 1, 2, 4] if mode == "DCR" else [0, 1, 3, 5, 2, 4]
         t = ctx.emit("transpose", [t], {"permutation": perm})
         reshape_value(ctx, t, [n, c * b * b, h // b, w // b], out=node.output[0])
+
+
+@onnx_op("ReverseSequence")
+def reverse_sequence(ctx: Converter, node: Any) -> None:
+    """Constant sequence_lens: one gather over the (batch, time) pairs flattened together, each pair reading
+    the time step its sequence's reversal puts there."""
+    a = attrs_of(node)
+    shape = ctx.static_shape(node.input[0], "ReverseSequence")
+    lens = ctx.const_ints(node, 1, "sequence_lens")
+    t_ax, b_ax = int(a.get("time_axis", 0)), int(a.get("batch_axis", 1))
+    if len(shape) < 2 or {t_ax, b_ax} != {0, 1} or len(lens) != shape[b_ax]:
+        raise ValidationError(
+            f"{where(node)}: time axis {t_ax}, batch axis {b_ax}, lengths {lens} for {shape}"
+        )
+    lens_a = np.clip(np.array(lens, np.int64), 0, shape[t_ax])[:, None]  # [B, 1]
+    t = np.arange(shape[t_ax])[None, :]  # [1, T]
+    src = np.where(t < lens_a, lens_a - 1 - t, t)  # [B, T]: the time step each output step reads
+    b = np.arange(shape[b_ax])[:, None]
+    flat = src * shape[1] + b if t_ax == 0 else b * shape[1] + src  # row of x flattened to [d0 * d1, ...]
+    idx = flat.T if t_ax == 0 else flat
+    rest = list(shape[2:])
+    x = ctx.emit("reshape", [ctx.x(node, 0)], {"newShape": [shape[0] * shape[1], *rest]})
+    ind = ctx.new_const(f"{ctx.namer.of(node.output[0])}/index", idx.astype(np.int32))
+    ctx.emit("gather", [x, ind], {"axis": 0}, out=node.output[0])
+
+
+@onnx_op("TensorScatter")
+def tensor_scatter(ctx: Converter, node: Any) -> None:
+    """Constant write_indices (a KV cache update): past and update stacked along the (moved first after the
+    batch) sequence axis, and one gather with constant rows picks, per batch, the update where it is written
+    and the past elsewhere."""
+    a = attrs_of(node)
+    past = list(ctx.static_shape(node.input[0], "TensorScatter"))
+    upd = list(ctx.static_shape(node.input[1], "TensorScatter"))
+    r = len(past)
+    axis = norm_axis(int(a.get("axis", -2)), r)
+    circular = text(a.get("mode", "linear")) == "circular"
+    if axis == 0 or len(upd) != r or any(p != u for d, (p, u) in enumerate(zip(past, upd)) if d != axis):
+        raise ValidationError(f"{where(node)}: update {upd} does not fit the cache {past} along axis {axis}")
+    b, s, t = past[0], past[axis], upd[axis]
+    w = (
+        np.asarray(ctx.const_input(node, 2, "write_indices")).reshape(-1).astype(np.int64)
+        if ctx.has(node, 2)
+        else np.zeros(b, np.int64)
+    )
+    if w.size != b or t > s or (not circular and (w.min() < 0 or (w + t).max() > s)):
+        raise ValidationError(f"{where(node)}: write indices {w.tolist()} for {t} of {s} positions")
+    # [B, pre..., S, post...] -> [B * pre, S, post] rows: position (g, j) of group g = (batch, pre...)
+    pre = int(np.prod(past[1:axis]))
+    post = past[axis + 1 :]
+    groups = b * pre
+    rows = np.arange(groups * s).reshape(groups, s)
+    for g in range(groups):
+        pos = w[g // pre] + np.arange(t)
+        pos = pos % s if circular else pos
+        rows[g, pos] = groups * s + g * t + np.arange(t)
+    x = ctx.emit("reshape", [ctx.x(node, 0)], {"newShape": [groups * s, *post]})
+    u = ctx.emit("reshape", [ctx.x(node, 1)], {"newShape": [groups * t, *post]})
+    both = ctx.emit("concat", [x, u], {"axis": 0})
+    ind = ctx.new_const(f"{ctx.namer.of(node.output[0])}/rows", rows.reshape(-1).astype(np.int32))
+    y = ctx.emit("gather", [both, ind], {"axis": 0})
+    ctx.emit("reshape", [y], {"newShape": past}, out=node.output[0])

@@ -61,9 +61,14 @@ def binary(ctx: Converter, node: Any) -> None:
     if node.op_type == "Pow" and ctx.dtype(node.input[1]) != ctx.dtype(node.input[0]):
         # ONNX allows e.g. float ** int64; WebNN needs one type: convert the exponent
         if ctx.dtype(node.input[0]) not in ("float32", "float16"):
-            raise UnsupportedError(
-                f"Pow of {ctx.dtype(node.input[0])} with a {ctx.dtype(node.input[1])} exponent"
-            )
+            if ctx.dtype(node.input[1]) not in ("float32", "float16"):
+                raise UnsupportedError(
+                    f"Pow of {ctx.dtype(node.input[0])} with a {ctx.dtype(node.input[1])} exponent"
+                )
+            # an integer base to a float power: computed in float, truncated back to the base's type (ONNX)
+            y = ctx.emit("pow", [ctx.emit("cast", [a], {"type": ctx.dtype(node.input[1])}), b])
+            ctx.emit("cast", [y], {"type": ctx.dtype(node.input[0])}, out=node.output[0])
+            return
         if not ctx.is_const(node.input[1]):
             b = ctx.emit("cast", [b], {"type": ctx.dtype(node.input[0])})
             ctx.emit("pow", [a, b], out=node.output[0])

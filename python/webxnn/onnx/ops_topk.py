@@ -1,7 +1,8 @@
 """ONNX TopK without a sort (WebNN has none), exactly, for a static axis length n and a constant K: each
 element's rank is how many others precede it (greater, or equal at a lower index: ONNX's order for
 largest=1; lesser for largest=0), and output slot r gathers the one element of rank r through a one-hot
-mask. It costs n x n comparisons per row, so it suits the short axes TopK usually sees."""
+mask. NaN ranks above +inf, as in ONNX's reference (numpy's sort order). It costs n x n comparisons per row,
+so it suits the short axes TopK usually sees."""
 
 from __future__ import annotations
 
@@ -40,8 +41,17 @@ def top_k(ctx: Converter, node: Any) -> None:
     xi = ctx.emit("reshape", [xt], {"newShape": [*lead, n, 1]})
     xj = ctx.emit("reshape", [xt], {"newShape": [*lead, 1, n]})
     before = ctx.emit("greater" if largest else "lesser", [xj, xi])
+    same = ctx.emit("equal", [xj, xi])
+    if ctx.types[x].dtype in ("float32", "float16"):
+        # ONNX orders NaN above +inf (NaNs among themselves by index): comparisons with NaN are all false
+        nan_i, nan_j = ctx.emit("isNaN", [xi]), ctx.emit("isNaN", [xj])
+        above = nan_j if largest else nan_i  # j precedes i: j is NaN (largest) / i is NaN (smallest)
+        other = nan_i if largest else nan_j
+        nan_first = ctx.emit("logicalAnd", [above, ctx.emit("logicalNot", [other])])
+        before = ctx.emit("logicalOr", [before, nan_first])
+        same = ctx.emit("logicalOr", [same, ctx.emit("logicalAnd", [nan_i, nan_j])])
     lower = ctx.new_const(f"{name}/lower", np.tril(np.ones((n, n), np.uint8), -1))  # [i, j]: j < i
-    tie = ctx.emit("logicalAnd", [ctx.emit("equal", [xj, xi]), lower])
+    tie = ctx.emit("logicalAnd", [same, lower])
     precedes = ctx.emit("cast", [ctx.emit("logicalOr", [before, tie])], {"type": "int32"})
     rank = ctx.emit("reduceSum", [precedes], {"axes": [r], "keepDimensions": True})  # [..., n, 1]
     slots = ctx.new_const(f"{name}/slots", np.arange(k, dtype=np.int32))

@@ -38,6 +38,21 @@ for _t, _name in _NARROW.items():
 
 DATA_SHAPED = "WebNN shapes are fixed when the graph is built"
 ZERO_SIZED = "zero-sized tensors: WebNN has none (every dim must be >= 1)"
+LARGE_SCATTER = (
+    "a scatter-add too large for a constant matrix: WebNN has no scatter-add, and the 0/1 matrix that writes "
+    "it as a matmul would exceed 64 MB"
+)
+RUN_TIME_PARAMETER = (
+    "a parameter computed at run time: WebNN takes axes, pads, shapes, counts and lengths as options when "
+    "the graph is built"
+)
+BIT_REINTERPRET = (
+    "bit reinterpretation between float and integer: WebNN has no bitcast; reinterpret outside the model"
+)
+FLOAT_MOD = (
+    "floating-point Mod: WebNN has no fused multiply-add, so x - floor(x / y) * y can be off by a whole |y| "
+    "next to multiples of y (6 mod 0.1 gives 0, not 0.0999999); compute it outside the model"
+)
 NON_TENSOR = "sequence/optional/map values: WebNN graphs hold tensors only; keep sequences outside the model"
 
 
@@ -62,8 +77,8 @@ _OP_CATEGORIES: tuple[tuple[str, frozenset[str]], ...] = (
         ),
     ),
     (
-        "data-dependent control flow: WebNN graphs have no If/Loop/Scan; export with the branch or loop "
-        "unrolled",
+        "data-dependent control flow: WebNN graphs have no If/Loop/Scan (an If on a constant condition and a "
+        "Scan of static length are unrolled, a Loop or a run-time condition cannot be); export it unrolled",
         frozenset({"If", "Loop", "Scan"}),
     ),
     (
@@ -122,7 +137,8 @@ def op_reason(op_type: str, domain: str = "") -> str | None:
 def categories() -> list[tuple[str, str]]:
     """Every by-design refusal category as (what, why), for documentation and tests."""
     reasons = [why for t, why in _TYPE_REASONS.items() if t not in _NARROW]
-    reasons += [f"{NARROW_HEAD}: {_NARROW_WHY}", NON_TENSOR, ZERO_SIZED, TRAINING_MODE]
+    reasons += [f"{NARROW_HEAD}: {_NARROW_WHY}", NON_TENSOR, ZERO_SIZED, TRAINING_MODE, LARGE_SCATTER]
+    reasons += [BIT_REINTERPRET, FLOAT_MOD, RUN_TIME_PARAMETER]
     reasons += [why for why, _ in _OP_CATEGORIES]
     out: list[tuple[str, str]] = []
     for r in reasons:

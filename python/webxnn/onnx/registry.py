@@ -56,12 +56,15 @@ def load_translators() -> None:
         ops_decomposed,
         ops_dft,
         ops_dynquant,
+        ops_more,
         ops_nn,
+        ops_qlinear,
         ops_quant,
         ops_recurrent,
         ops_resize,
         ops_shape,
         ops_simple,
+        ops_spatial,
         ops_topk,
     )
 
