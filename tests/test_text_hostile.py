@@ -66,3 +66,33 @@ def test_float_options_outside_float32_are_validation_errors(node: str, pattern:
 def test_float_option_edges_still_compile() -> None:
     for node in ("y = clamp(x, maxValue=3.4e38);", "y = clamp(x, maxValue=1e30);"):
         assert webxnn.compile(webxnn.parse(_graph("", node)))
+
+
+@pytest.mark.parametrize(
+    ("x", "node", "pattern"),
+    [
+        # an output dim beyond uint32 (16 GiB: under the byte limit, so the dim check is what refuses it)
+        (
+            "f32[1]",
+            "y = expand(x, newShape=[4294967296]);",
+            r"node 'y' \(expand\): output 'y': dimension 4294967296",
+        ),
+        (
+            "f32[2]",
+            "y = pad(x, beginningPadding=[4294967295], endingPadding=[0]);",
+            r"node 'y' \(pad\): output 'y': dimension 4294967297 .*\(uint32\)",
+        ),
+        # every dim fits a uint32, the tensor does not fit the runtime's 2^40 bytes
+        (
+            "f32[1, 1]",
+            "y = expand(x, newShape=[4294967295, 4294967295]);",
+            r"node 'y' \(expand\): output 'y': .* bytes, more than the runtime's limit",
+        ),
+    ],
+)
+def test_outputs_beyond_the_blob_limits_are_validation_errors(x: str, node: str, pattern: str) -> None:
+    """Checked when the graph is validated, naming node, op and output, not by the blob writer later (an
+    InvalidIRError naming a value id)."""
+    g = webxnn.parse(_graph("", node, x=x))
+    with pytest.raises(ValidationError, match=pattern):
+        webxnn.compile(g)
