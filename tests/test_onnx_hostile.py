@@ -315,3 +315,14 @@ def test_dims_beyond_uint32_are_validation_errors_naming_the_place() -> None:
         ValidationError, match=r"Expand node 'ex'.*dimension 4294967296|ex.*dimension 4294967296"
     ):
         webxnn.compile(from_onnx(m))
+
+
+@pytest.mark.parametrize("eps", [float("inf"), float("nan"), -1.0])
+def test_layer_norm_epsilon_beyond_what_the_runtime_takes_is_a_validation_error(eps: float) -> None:
+    """Found by the ONNX fuzzer: LayerNormalization epsilon=inf passed validation and the runtime refused the
+    blob at load (FormatError 'node 1 (WXNormalize): epsilon inf ...'); now validation names the node."""
+    s, b = _w("s", (4,)), _w("b", (4,))
+    node = helper.make_node("LayerNormalization", ["x", "s", "b"], ["y"], name="ln", epsilon=eps)
+    m = _model([node], [s, b])
+    with pytest.raises(ValidationError, match=r"'epsilon' = .* must be a finite non-negative number"):
+        webxnn.compile(from_onnx(m))

@@ -96,3 +96,20 @@ def test_outputs_beyond_the_blob_limits_are_validation_errors(x: str, node: str,
     g = webxnn.parse(_graph("", node, x=x))
     with pytest.raises(ValidationError, match=pattern):
         webxnn.compile(g)
+
+
+@pytest.mark.parametrize("eps", ["-1e-3", "-0.5"])
+@pytest.mark.parametrize(
+    "node",
+    [
+        "y = layerNormalization(x, epsilon={eps});",
+        "y = instanceNormalization(x, epsilon={eps});",
+        "y = batchNormalization(x, m, v, epsilon={eps});",
+    ],
+)
+def test_normalization_epsilon_must_be_non_negative(node: str, eps: str) -> None:
+    """The runtime refuses such an epsilon when it loads the blob (a FormatError naming a node number);
+    validation says it, naming node and op. (Infinite: tests/test_onnx_hostile.py, as the fuzzer found it.)"""
+    text = _graph("m: f32[2] @scalar(0); v: f32[2] @scalar(1);", node.format(eps=eps), x="f32[1, 2, 2, 2]")
+    with pytest.raises(ValidationError, match=r"node 'y' .*'epsilon' = .* must be a finite non-negative"):
+        webxnn.compile(webxnn.parse(text))
