@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import os
 import pathlib
-import shutil
 import struct
 import subprocess
-import sys
 
 import flatbuffers
 import numpy as np
@@ -26,6 +24,7 @@ from webxnn.xnn._schema import _XNNNode1x1 as N11
 from conftest import conv_fields, pool_fields
 from fuzz.blobs import mutate
 from fuzz.run_graph import run_program
+from sanitize_build import build_sanitized
 from test_runtime_util import GraphBuilder, conv_chain_blob, mixed_chain_blob, simple_fc_blob, wx_chain_blob
 from webxnn import runtime
 from webxnn.errors import FormatError, UnsupportedError
@@ -531,34 +530,9 @@ def test_names_and_sources_that_are_not_utf8_come_out_escaped() -> None:
 # ---------------------------------------------------------------- (c) sanitizers
 
 
-def _build_sanitized_xnnrun() -> pathlib.Path | None:
-    if not shutil.which("cmake") or not (shutil.which("g++") or shutil.which("c++")):
-        return None
-    build = REPO / "build" / "asan"
-    cfg = [
-        "cmake",
-        "-S",
-        str(REPO),
-        "-B",
-        str(build),
-        "-DWEBXNN_SANITIZE=ON",
-        "-DWEBXNN_PYTHON=OFF",
-        "-DCMAKE_BUILD_TYPE=Debug",
-        f"-DPython_EXECUTABLE={sys.executable}",
-    ]
-    if subprocess.run(cfg, capture_output=True).returncode != 0:
-        return None
-    if subprocess.run(
-        ["cmake", "--build", str(build), "--target", "xnnrun", "-j2"], capture_output=True
-    ).returncode:
-        return None
-    exe = build / "xnnrun"
-    return exe if exe.exists() else None
-
-
 @pytest.mark.slow
 def test_mutated_blobs_under_sanitizers(tmp_path: pathlib.Path) -> None:
-    exe = _build_sanitized_xnnrun()
+    exe = build_sanitized("asan", "WEBXNN_SANITIZE", "xnnrun")
     if exe is None:
         # CI installs the test extras (flatc, cmake), so there the sanitizer run must happen, not skip
         if os.environ.get("CI"):

@@ -16,6 +16,7 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto as TP  # noqa: E402
 from onnx import helper, numpy_helper  # noqa: E402
 
+import webxnn  # noqa: E402
 from webxnn.errors import UnsupportedError, ValidationError, WeightsError  # noqa: E402
 from webxnn.onnx import convert, from_onnx  # noqa: E402
 
@@ -300,3 +301,28 @@ def test_layer_norm_scale_broadcast_over_a_symbolic_dim(monkeypatch: pytest.Monk
     monkeypatch.setattr(convert, "SAFETY_NET", False)  # the check itself must catch it, not the net
     with pytest.raises(UnsupportedError, match=r"needs the symbolic dims fixed"):
         from_onnx(m, dyn_max=4)
+
+
+def test_dims_beyond_uint32_are_validation_errors_naming_the_place() -> None:
+    """A graph input or a node output whose dim a blob cannot hold (uint32) is refused when the graph is
+    validated, naming input or node, not by the blob writer."""
+    m = _model([helper.make_node("Relu", ["x"], ["y"])], shape=[1 << 32, 2])
+    with pytest.raises(ValidationError, match=r"input 'x': dimension 4294967296 .*\(uint32\)"):
+        webxnn.compile(from_onnx(m))
+    shape = numpy_helper.from_array(np.array([1, 1 << 32], np.int64), "s")
+    m = _model([helper.make_node("Expand", ["x", "s"], ["y"], name="ex")], [shape], shape=[1, 1])
+    with pytest.raises(
+        ValidationError, match=r"Expand node 'ex'.*dimension 4294967296|ex.*dimension 4294967296"
+    ):
+        webxnn.compile(from_onnx(m))
+
+
+@pytest.mark.parametrize("eps", [float("inf"), float("nan"), -1.0])
+def test_layer_norm_epsilon_beyond_what_the_runtime_takes_is_a_validation_error(eps: float) -> None:
+    """Found by the ONNX fuzzer: LayerNormalization epsilon=inf passed validation and the runtime refused the
+    blob at load (FormatError 'node 1 (WXNormalize): epsilon inf ...'); now validation names the node."""
+    s, b = _w("s", (4,)), _w("b", (4,))
+    node = helper.make_node("LayerNormalization", ["x", "s", "b"], ["y"], name="ln", epsilon=eps)
+    m = _model([node], [s, b])
+    with pytest.raises(ValidationError, match=r"'epsilon' = .* must be a finite non-negative number"):
+        webxnn.compile(from_onnx(m))

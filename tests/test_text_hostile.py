@@ -66,3 +66,50 @@ def test_float_options_outside_float32_are_validation_errors(node: str, pattern:
 def test_float_option_edges_still_compile() -> None:
     for node in ("y = clamp(x, maxValue=3.4e38);", "y = clamp(x, maxValue=1e30);"):
         assert webxnn.compile(webxnn.parse(_graph("", node)))
+
+
+@pytest.mark.parametrize(
+    ("x", "node", "pattern"),
+    [
+        # an output dim beyond uint32 (16 GiB: under the byte limit, so the dim check is what refuses it)
+        (
+            "f32[1]",
+            "y = expand(x, newShape=[4294967296]);",
+            r"node 'y' \(expand\): output 'y': dimension 4294967296",
+        ),
+        (
+            "f32[2]",
+            "y = pad(x, beginningPadding=[4294967295], endingPadding=[0]);",
+            r"node 'y' \(pad\): output 'y': dimension 4294967297 .*\(uint32\)",
+        ),
+        # every dim fits a uint32, the tensor does not fit the runtime's 2^40 bytes
+        (
+            "f32[1, 1]",
+            "y = expand(x, newShape=[4294967295, 4294967295]);",
+            r"node 'y' \(expand\): output 'y': .* bytes, more than the runtime's limit",
+        ),
+    ],
+)
+def test_outputs_beyond_the_blob_limits_are_validation_errors(x: str, node: str, pattern: str) -> None:
+    """Checked when the graph is validated, naming node, op and output, not by the blob writer later (an
+    InvalidIRError naming a value id)."""
+    g = webxnn.parse(_graph("", node, x=x))
+    with pytest.raises(ValidationError, match=pattern):
+        webxnn.compile(g)
+
+
+@pytest.mark.parametrize("eps", ["-1e-3", "-0.5"])
+@pytest.mark.parametrize(
+    "node",
+    [
+        "y = layerNormalization(x, epsilon={eps});",
+        "y = instanceNormalization(x, epsilon={eps});",
+        "y = batchNormalization(x, m, v, epsilon={eps});",
+    ],
+)
+def test_normalization_epsilon_must_be_non_negative(node: str, eps: str) -> None:
+    """The runtime refuses such an epsilon when it loads the blob (a FormatError naming a node number);
+    validation says it, naming node and op. (Infinite: tests/test_onnx_hostile.py, as the fuzzer found it.)"""
+    text = _graph("m: f32[2] @scalar(0); v: f32[2] @scalar(1);", node.format(eps=eps), x="f32[1, 2, 2, 2]")
+    with pytest.raises(ValidationError, match=r"node 'y' .*'epsilon' = .* must be a finite non-negative"):
+        webxnn.compile(webxnn.parse(text))

@@ -256,7 +256,13 @@ void ThreadPool::run_region(size_t tasks, const std::function<void(size_t)>& fn)
   }
   std::exception_ptr error;
   {
-    std::lock_guard<std::mutex> lk(mutex_);
+    // busy_ == 0 is confirmed under the mutex: a worker joins a region only under it, and only while a task
+    // is unclaimed. Seen without the mutex, busy_ == 0 could precede the join of a worker that had checked
+    // work_left() just before the caller claimed the last task: that worker would still be inside drain()
+    // with this region's `fn` when the next region resets the ranges, and could run a new task with the old,
+    // destroyed function. Now all tasks are claimed, so no worker joins after this point.
+    std::unique_lock<std::mutex> lk(mutex_);
+    done_cv_.wait(lk, [&] { return busy_.load(std::memory_order_relaxed) == 0; });
     fn_ = nullptr;
     error = error_;
     error_ = nullptr;

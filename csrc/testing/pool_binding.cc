@@ -3,47 +3,22 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <atomic>
-#include <chrono>
-#include <memory>
-#include <optional>
 #include <stdexcept>
-#include <thread>
 #include <vector>
 
 #include "kernels/thread_pool.h"
 #include "testing/bindings.h"
+#include "testing/pool_counts.h"
 
 namespace py = pybind11;
 
 namespace webxnn {
 namespace {
 
-// How often each task ran in `regions` regions of `tasks` tasks, one after another (inside a Session when
-// `session`); a task with `nested` > 0 runs a nested region of that many tasks of the same pool; task
-// `slow_task` sleeps `slow_us` first (a thread that loses its core while holding a task).
 std::vector<int> run_counts(ThreadPool& pool, size_t tasks, size_t regions, bool session, size_t nested,
                             size_t slow_task, uint32_t slow_us) {
-  std::vector<std::atomic<int>> counts(tasks);
-  {
-    py::gil_scoped_release nogil;
-    std::optional<ThreadPool::Session> s;
-    if (session) s.emplace(pool);
-    for (size_t r = 0; r < regions; ++r) {
-      pool.run(tasks, [&](size_t t) {
-        if (t == slow_task && slow_us) std::this_thread::sleep_for(std::chrono::microseconds(slow_us));
-        if (nested) {
-          std::atomic<size_t> inner{0};
-          pool.run(nested, [&](size_t) { inner.fetch_add(1); });
-          if (inner.load() != nested) throw std::runtime_error("nested region lost tasks");
-        }
-        counts[t].fetch_add(1);
-      });
-    }
-  }
-  std::vector<int> out;
-  for (auto& c : counts) out.push_back(c.load());
-  return out;
+  py::gil_scoped_release nogil;
+  return pool_run_counts(pool, tasks, regions, session, nested, slow_task, slow_us);
 }
 
 }  // namespace

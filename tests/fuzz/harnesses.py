@@ -62,3 +62,24 @@ class BlobHarness:
 
     def close(self) -> None:
         pass
+
+
+class PteHarness:
+    def __init__(self, seed: int) -> None:
+        from . import ptes
+
+        self.seed, self.mod = seed, ptes
+        self.seeds = ptes.seeds()
+        self.work = ptes.Workdir()
+
+    def make(self, k: int) -> Any:
+        import numpy as np
+
+        rng = np.random.default_rng([self.seed, k])
+        return self.mod.mutate(self.seeds[k % len(self.seeds)], rng), k % 8 == 0
+
+    def check(self, case: Any) -> None:
+        self.mod.check(self.work, *case)
+
+    def close(self) -> None:
+        self.work.close()

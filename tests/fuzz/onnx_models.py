@@ -260,35 +260,6 @@ _OPS = [
     "GridSample",
     "NotAnOp",
 ]
-_ATTRS = [
-    "axis",
-    "axes",
-    "perm",
-    "kernel_shape",
-    "pads",
-    "strides",
-    "dilations",
-    "group",
-    "to",
-    "transA",
-    "transB",
-    "alpha",
-    "beta",
-    "epsilon",
-    "mode",
-    "keepdims",
-    "auto_pad",
-    "value",
-    "num_outputs",
-    "split",
-    "k",
-    "largest",
-    "direction",
-    "hidden_size",
-    "blocksize",
-    "ceil_mode",
-    "equation",
-]
 _INTS = [
     -(1 << 62),
     -(1 << 31),
@@ -329,30 +300,41 @@ def _pick(rng: np.random.Generator, seq: list[Any]) -> Any:
     return seq[int(rng.integers(0, len(seq)))]
 
 
+def _declared_attrs(m: Any, n: Any) -> list[tuple[str, str]]:
+    """(name, type name) of the attributes the schema of node n's op declares at the model's opset."""
+    import onnx.defs
+
+    opset = next((o.version for o in m.opset_import if o.domain == (n.domain or "")), 17)
+    try:
+        schema = onnx.defs.get_schema(n.op_type, max(1, min(opset, 23)), n.domain or "")
+    except Exception:  # noqa: BLE001 - unknown op or domain (SchemaError), or an opset before the op
+        return []
+    have = {a.name for a in n.attribute}
+    return sorted((k, a.type.name) for k, a in schema.attributes.items() if k not in have)
+
+
+def _small_int(rng: np.random.Generator) -> int:
+    """An int attribute value: mostly a plausible one (so the model may run), sometimes an extreme."""
+    return _pick(rng, [-1, 0, 1, 2, 3]) if rng.random() < 0.7 else _pick(rng, _INTS)
+
+
 def _mutate_attr(rng: np.random.Generator, m: Any) -> None:
     from onnx import AttributeProto, helper
 
     nodes = [n for n in m.graph.node]
     n = _pick(rng, nodes)
     kind = int(rng.integers(0, 5))
-    if kind == 0 or not n.attribute:  # add an attribute of a random type
-        name = _pick(rng, _ATTRS)
-        val = _pick(
-            rng,
-            [
-                _pick(rng, _INTS),
-                _pick(rng, _FLOATS),
-                _pick(rng, _STRINGS),
-                [_pick(rng, _INTS) for _ in range(int(rng.integers(0, 6)))],
-                [_pick(rng, _FLOATS) for _ in range(int(rng.integers(1, 4)))],
-            ],
-        )
-        a = (
-            helper.make_attribute(name, val)
-            if not isinstance(val, list) or val
-            else helper.make_attribute(name, [], attr_type=AttributeProto.INTS)
-        )
-        n.attribute.append(a)
+    if kind == 0 or not n.attribute:  # add an attribute the op's schema declares, mostly of its type
+        declared = _declared_attrs(m, n)
+        if not declared:  # an op no schema knows: any attribute would only be refused as undeclared
+            return
+        name, attr_type = _pick(rng, declared)
+        typed = {"INT": _small_int(rng), "INTS": [_small_int(rng) for _ in range(int(rng.integers(1, 5)))]}
+        typed |= {"FLOAT": _pick(rng, _FLOATS), "FLOATS": [_pick(rng, _FLOATS) for _ in range(2)]}
+        typed |= {"STRING": _pick(rng, _STRINGS), "STRINGS": [_pick(rng, _STRINGS)]}
+        own_type = attr_type in typed and rng.random() < 0.8
+        val = typed[attr_type] if own_type else _pick(rng, list(typed.values()))
+        n.attribute.append(helper.make_attribute(name, val))
         return
     a = _pick(rng, list(n.attribute))
     if kind == 1:  # delete it

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
 from .common import FLOAT, TT, define, dtype_in, length_is, rank_is, same_dtype, shape_is
@@ -347,7 +348,16 @@ for _name, _what, _allowed in (
 # -------------------------------------------------------------------------------------------- normalization
 
 
+def _epsilon(ctx: Ctx, opts: dict[str, Any]) -> None:
+    """The normalizations' epsilon: a finite number >= 0 (what the runtime accepts; an infinite or negative
+    one would be refused only when the blob is loaded, without the node's name)."""
+    eps = opts["epsilon"]
+    if not (math.isfinite(eps) and eps >= 0):
+        ctx.fail(f"option 'epsilon' = {eps!r} must be a finite non-negative number")
+
+
 def _batch_norm(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
+    _epsilon(ctx, opts)
     x = t["input"]
     dt = same_dtype(ctx, {k: t[k] for k in ("input", "mean", "variance", "scale", "bias")})
     dtype_in(ctx, x, "input", FLOAT)
@@ -371,6 +381,7 @@ define(
 
 
 def _instance_norm(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
+    _epsilon(ctx, opts)
     x = t["input"]
     dt = same_dtype(ctx, {k: t[k] for k in ("input", "scale", "bias")})
     dtype_in(ctx, x, "input", FLOAT)
@@ -393,6 +404,7 @@ define(
 
 
 def _layer_norm(ctx: Ctx, t: dict[str, Any], opts: dict[str, Any]) -> list:
+    _epsilon(ctx, opts)
     x = t["input"]
     dt = same_dtype(ctx, {k: t[k] for k in ("input", "scale", "bias")})
     dtype_in(ctx, x, "input", FLOAT)

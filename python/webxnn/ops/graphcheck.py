@@ -2,11 +2,17 @@
 
 One walk does all three: declarations are checked (dtype names, positive or dynamic dims, unique names),
 then every node is bound in order, so a reference to a value defined later is an error, and finally the
-graph outputs must name defined values.
+graph outputs must name defined values. The limits of the blob format are checked here too, for declarations
+and for every node's outputs: a dim must fit a uint32 (MAX_DIM) and a tensor must hold at most
+MAX_TENSOR_BYTES, the runtime's limit, so a graph that validates also serializes and loads, and the error
+names the node, not a value id of the blob.
 """
 
 from __future__ import annotations
 
+import math
+
+from ..dtypes import MAX_DIM, MAX_TENSOR_BYTES, dtype_size
 from ..errors import ValidationError
 from ..graph import DTYPES, DynDim, Graph
 from .base import BoundNode, TensorType
@@ -39,7 +45,28 @@ def _declared_type(
             raise ValidationError(
                 f"{_where(graph)}{kind} {name!r}: dimension {d!r} in shape {shape} must be a positive integer"
             )
-    return TensorType(dtype, tuple(shape))
+    t = TensorType(dtype, tuple(shape))
+    _check_limits(graph, f"{kind} {name!r}", t)
+    return t
+
+
+def _check_limits(graph: Graph, what: str, t: TensorType) -> None:
+    """The blob format's limits: each dim (a dynamic one by its maximum) fits a uint32, the tensor's bytes
+    fit MAX_TENSOR_BYTES. Dims that are not numbers yet (symbolic) are checked when they are."""
+    dims = [d.max_size if isinstance(d, DynDim) else d for d in t.shape]
+    for d in dims:
+        if isinstance(d, int) and d > MAX_DIM:
+            raise ValidationError(
+                f"{_where(graph)}{what}: dimension {d} in shape {list(t.shape)} is larger than {MAX_DIM}, "
+                "the largest a blob can hold (uint32)"
+            )
+    if t.dtype in DTYPES and all(isinstance(d, int) for d in dims):
+        nbytes = math.prod(dims) * dtype_size(t.dtype)
+        if nbytes > MAX_TENSOR_BYTES:
+            raise ValidationError(
+                f"{_where(graph)}{what}: shape {list(t.shape)} of {t.dtype} holds {nbytes} bytes, more than "
+                f"the runtime's limit of {MAX_TENSOR_BYTES} bytes per tensor"
+            )
 
 
 def _walk(graph: Graph) -> tuple[dict[str, TensorType], list[BoundNode]]:
@@ -62,6 +89,7 @@ def _walk(graph: Graph) -> tuple[dict[str, TensorType], list[BoundNode]]:
         b = bind(node, types, graph)
         for out_name, t in b.outputs:
             define(out_name, f"node {node.id!r}")
+            _check_limits(graph, f"node {node.id!r} ({node.op}): output {out_name!r}", t)
             types[out_name] = t
         bound.append(b)
     for out, ref in graph.outputs.items():
