@@ -552,7 +552,7 @@ def _build_sanitized_xnnrun() -> pathlib.Path | None:
         ["cmake", "--build", str(build), "--target", "xnnrun", "-j2"], capture_output=True
     ).returncode:
         return None
-    exe = build / "xnnrun"
+    exe = build / "targets" / "xnnrun"  # csrc/CMakeLists.txt builds in the subfolder targets/
     return exe if exe.exists() else None
 
 
