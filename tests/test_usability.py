@@ -271,3 +271,69 @@ def test_load_names_wrong_bytes_and_leaves_junk_to_the_verifier(tmp_path: pathli
     junk.write_bytes(b"\x01\x02" * 30)
     with pytest.raises(webxnn.FormatError, match="file identifier"):  # the blob verifier's own words
         webxnn.load(junk)
+
+
+# 8. run(..., out={name: array}): the caller's arrays, checked, written in place
+
+
+def _two_outputs() -> webxnn.Program:
+    g = webxnn.parse(
+        'webnn_graph "two" v2 {\n  inputs { x: f32[dyn("n", 4), 3]; }\n  nodes {\n    a = relu(x);\n'
+        "    b = neg(x);\n  }\n  outputs { a; b; }\n}\n"
+    )
+    return webxnn.load(webxnn.compile(g))
+
+
+def test_run_into_caller_arrays() -> None:
+    prog = _two_outputs()
+    x = np.array([[-1, 2, -3], [4, -5, 6]], np.float32)
+    a = np.full((2, 3), 7, np.float32)
+    b = np.empty((2, 3), np.float32)
+    got = prog.run({"x": x}, out={"a": a, "b": b})
+    assert got["a"] is a and got["b"] is b
+    np.testing.assert_array_equal(a, np.maximum(x, 0))
+    np.testing.assert_array_equal(b, -x)
+    only_b = np.empty((2, 3), np.float32)
+    got = prog.run([x], out={"b": only_b}, outputs=["b", "a"])
+    assert got["b"] is only_b and list(got) == ["b", "a"]
+    np.testing.assert_array_equal(got["a"], np.maximum(x, 0))
+    rows = np.zeros((4, 3), np.float32)
+    got = prog.run([x], out={"a": rows[1:3]})  # a C-contiguous view: written in place
+    assert np.shares_memory(got["a"], rows)
+    np.testing.assert_array_equal(rows, [[0, 0, 0], [0, 2, 0], [4, 0, 6], [0, 0, 0]])
+    small = np.empty((1, 3), np.float32)
+    prog.run([x[:1]], out={"b": small})  # the shape the inputs give, not the declared bound
+    np.testing.assert_array_equal(small, -x[:1])
+
+
+@pytest.mark.parametrize(
+    "out, words",
+    [
+        ({"a": np.empty((2, 3), np.float64)}, r"out\['a'\]: expected dtype float32, got float64"),
+        ({"a": np.empty((4, 3), np.float32)}, r"out\['a'\]: expected shape \[2, 3\], got \[4, 3\]"),
+        ({"a": np.empty((3, 2), np.float32).T}, r"out\['a'\]: must be C-contiguous"),
+        ({"a": np.empty((2, 3), np.float32), "c": np.empty(1)}, r"out: unknown output\(s\) \['c'\]"),
+        ({"a": [[0.0] * 3] * 2}, r"out\['a'\]: expected a numpy array, got list"),
+        ("a", r"out must be a dict"),
+    ],
+)
+def test_run_into_caller_arrays_checked(out, words: str) -> None:
+    prog = _two_outputs()
+    x = np.ones((2, 3), np.float32)
+    with pytest.raises(webxnn.InputError, match=words):
+        prog.run([x], out=out)
+
+
+def test_run_into_caller_arrays_refuses_aliases() -> None:
+    prog = _two_outputs()
+    x = np.ones((2, 3), np.float32)
+    ro = np.empty((2, 3), np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(webxnn.InputError, match=r"out\['a'\]: is read-only"):
+        prog.run([x], out={"a": ro})
+    with pytest.raises(webxnn.InputError, match=r"out\['a'\]: shares memory with an input"):
+        prog.run([x], out={"a": x})
+    same = np.empty((2, 3), np.float32)
+    with pytest.raises(webxnn.InputError, match=r"out\['b'\]: shares memory with an input or another output"):
+        prog.run([x], out={"a": same, "b": same})
+
