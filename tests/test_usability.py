@@ -452,3 +452,28 @@ def test_run_into_caller_arrays_refuses_aliases() -> None:
     with pytest.raises(webxnn.InputError, match=r"out\['b'\]: shares memory with an input or another output"):
         prog.run([x], out={"a": same, "b": same})
 
+
+# 9. the wheel's metadata, as pip shows it
+
+
+def test_package_metadata_is_complete() -> None:
+    from importlib import metadata
+
+    try:
+        md = metadata.metadata("webxnn")
+    except metadata.PackageNotFoundError:
+        pytest.skip("webxnn is not installed (imported from a source tree)")
+    assert "ONNX" in md["Summary"] and md["Requires-Python"] == ">=3.10"
+    assert md["Description-Content-Type"] == "text/markdown"
+    assert "## Set up and run" in (md["Description"] or md.get_payload() or "")  # type: ignore[attr-defined]
+    assert md["License"] == "Apache-2.0" and md["Author"] == "webxnn maintainers"
+    assert {"webnn", "onnx", "xnnpack"} <= set(md["Keywords"].split(","))
+    classifiers = md.get_all("Classifier") or []
+    for c in (
+        "License :: OSI Approved :: Apache Software License",
+        "Typing :: Typed",
+        "Topic :: Software Development :: Compilers",
+    ):
+        assert c in classifiers
+    assert "test" in (md.get_all("Provides-Extra") or [])
+    assert (pathlib.Path(webxnn.__file__).parent / "py.typed").is_file()  # the type hints reach users
