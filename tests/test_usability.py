@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -345,6 +346,15 @@ def test_onnx_names_kept_end_to_end(tmp_path: pathlib.Path, capsys) -> None:
         assert r.returncode == 0, r.stderr
         assert f"  {OUT_A}: float32[2, 3]" in r.stdout and f"  {OUT_B}: float32[2, 3]" in r.stdout
         np.testing.assert_array_equal(np.load(out / "logits_0.npy"), np.maximum(feeds[IN_A], 0))
+    # xnnrun (the C API): the same names
+    xnnrun = shutil.which("xnnrun")
+    if xnnrun:
+        feeds[IN_A].tofile(tmp_path / "a.bin")
+        r = subprocess.run(
+            [xnnrun, str(xnn), "--input", f"{IN_A}={tmp_path / 'a.bin'}"], capture_output=True, text=True
+        )
+        assert r.returncode == 0, r.stderr
+        assert f"input  {IN_A}: float32 [2, 3]" in r.stdout and f"output {OUT_A}: float32 [2, 3]" in r.stdout
     # the .webnn text cannot hold these names: import-onnx renames them, and says so
     r = cli("import-onnx", str(model), "-o", str(tmp_path / "named.webnn"))
     assert r.returncode == 0, r.stderr
