@@ -487,3 +487,21 @@ def test_package_metadata_is_complete() -> None:
         assert c in classifiers
     assert "test" in (md.get_all("Provides-Extra") or [])
     assert (pathlib.Path(webxnn.__file__).parent / "py.typed").is_file()  # the type hints reach users
+
+
+def test_onnx_names_a_blob_cannot_hold_keep_their_identifiers(tmp_path: pathlib.Path) -> None:
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x\0y"], ["0"])],
+        "nul",
+        [helper.make_tensor_value_info("x\0y", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("0", TensorProto.FLOAT, [2])],
+    )
+    onnx.save(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(tmp_path / "nul.onnx")
+    )
+    prog = webxnn.load(tmp_path / "nul.onnx")  # a blob name holds no NUL: the identifier stays
+    assert [i.name for i in prog.inputs] == ["x_y"] and [o.name for o in prog.outputs] == ["0"]
+    assert prog.run({"x_y": np.array([-1, 1], np.float32)})["0"].tolist() == [0, 1]

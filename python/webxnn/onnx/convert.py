@@ -316,6 +316,12 @@ class Converter:
                 dims.append(DynDim(name, _UNRESOLVED_MAX))
         return dims
 
+    def _keep_name(self, ident: str, name: str) -> None:
+        """The blob and the Program keep the model's name of an input or output (a blob name may be any
+        text but empty or holding NUL: those keep the identifier)."""
+        if ident != name and name and "\0" not in name:
+            self.graph.io_names[ident] = name
+
     def _bound(self, dim: str) -> int | None:
         """The upper bound `dyn_max` gives symbolic dim `dim`, or None."""
         if isinstance(self.dyn_max, Mapping):
@@ -349,8 +355,7 @@ class Converter:
                 raise UnsupportedError(f"model input {vi.name!r} has no shape")
             shape = self._dims(vi)
             ident = self.namer.of(vi.name)
-            if ident != vi.name:  # the blob and the Program keep the model's name
-                self.graph.io_names[ident] = vi.name
+            self._keep_name(ident, vi.name)
             self.graph.inputs[ident] = Operand(ident, dt, shape)
             self.types[ident] = TensorType(dt, tuple(shape))
             self.vals[vi.name] = Val(ident, dt, tuple(shape))
@@ -527,8 +532,7 @@ class Converter:
         for o in self.model.graph.output:
             _check_output_type(o)
             ident = self.namer.of(o.name)
-            if ident != o.name:
-                self.graph.io_names[ident] = o.name
+            self._keep_name(ident, o.name)
             if o.name in self.consts:
                 if o.name not in self.materialized:
                     self.materialized[o.name] = self.new_const(ident, self.consts[o.name], exact=True)
