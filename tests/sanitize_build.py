@@ -12,7 +12,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
 def build_sanitized(name: str, option: str, target: str, build_type: str = "Debug") -> pathlib.Path | None:
-    """build/<name>/<target> configured with -D<option>=ON (Python module off), or None."""
+    """build/<name>/targets/<target> configured with -D<option>=ON (Python module off), or None."""
     if not shutil.which("cmake") or not (shutil.which("g++") or shutil.which("c++")):
         return None
     build = REPO / "build" / name
@@ -32,5 +32,5 @@ def build_sanitized(name: str, option: str, target: str, build_type: str = "Debu
     built = subprocess.run(["cmake", "--build", str(build), "--target", target, "-j2"], capture_output=True)
     if built.returncode != 0:
         return None
-    exe = build / target
+    exe = build / "targets" / target  # csrc/CMakeLists.txt builds in the subfolder targets/
     return exe if exe.exists() else None

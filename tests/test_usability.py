@@ -4,8 +4,10 @@ user runs it, in a subprocess) answers bad arguments and bad files with one line
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -271,3 +273,235 @@ def test_load_names_wrong_bytes_and_leaves_junk_to_the_verifier(tmp_path: pathli
     junk.write_bytes(b"\x01\x02" * 30)
     with pytest.raises(webxnn.FormatError, match="file identifier"):  # the blob verifier's own words
         webxnn.load(junk)
+
+
+# 7. ONNX names kept end to end; symbolic dims kept dynamic up to a bound (dyn_max / --dim-max)
+
+# names an ONNX exporter may well write, none of them a .webnn identifier ("x=1" also holds the CLI's "=")
+IN_A, IN_B, OUT_A, OUT_B = "0", "x=1", "logits:0", "ŷ"
+
+
+def _named_model(path: pathlib.Path, batch: int | str) -> pathlib.Path:
+    """y1 = relu(in_a), y2 = in_a + in_b; inputs [batch, 3] ("batch_size" when symbolic)."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    dims = [batch, 3]
+    graph = helper.make_graph(
+        [helper.make_node("Relu", [IN_A], [OUT_A]), helper.make_node("Add", [IN_A, IN_B], [OUT_B])],
+        "named",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, dims) for n in (IN_A, IN_B)],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, dims) for n in (OUT_A, OUT_B)],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    return path
+
+
+def _feeds(batch: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(batch)
+    return {n: rng.standard_normal((batch, 3)).astype(np.float32) for n in (IN_A, IN_B)}
+
+
+def _check(got: dict[str, np.ndarray], feeds: dict[str, np.ndarray]) -> None:
+    assert list(got) == [OUT_A, OUT_B]
+    np.testing.assert_array_equal(got[OUT_A], np.maximum(feeds[IN_A], 0))
+    np.testing.assert_array_equal(got[OUT_B], feeds[IN_A] + feeds[IN_B])
+
+
+def test_onnx_names_kept_end_to_end(tmp_path: pathlib.Path, capsys) -> None:
+    model = _named_model(tmp_path / "named.onnx", 2)
+    g = webxnn.from_onnx(model)
+    assert sorted(g.io_names.values()) == sorted([IN_A, IN_B, OUT_A, OUT_B])
+    feeds = _feeds(2)
+    for prog in (webxnn.load(model), webxnn.load(webxnn.compile(g)), webxnn.load(webxnn.compile(model))):
+        assert [i.name for i in prog.inputs] == [IN_A, IN_B]
+        assert [o.name for o in prog.outputs] == [OUT_A, OUT_B]
+        _check(prog.run(feeds), feeds)
+        assert list(prog.run(feeds, outputs=[OUT_B])) == [OUT_B]
+    # through a .xnn file and back, and what inspect says of the blob and of the model
+    xnn = tmp_path / "named.xnn"
+    r = cli("compile", str(model), "-o", str(xnn))
+    assert r.returncode == 0, r.stderr
+    _check(webxnn.load(xnn).run(feeds), feeds)
+    from webxnn.xnn.describe import summary_dict
+    from webxnn.xnn.reader import read
+
+    summary = summary_dict(read(xnn.read_bytes()))
+    assert [v["name"] for v in summary["inputs"]] == [IN_A, IN_B]
+    assert [v["name"] for v in summary["outputs"]] == [OUT_A, OUT_B]
+    r = cli("inspect", str(model), "--json")
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert list(info["inputs"]) == [IN_A, IN_B] and info["inputs"][IN_A]["id"] == "_0"
+    assert list(info["outputs"]) == [OUT_A, OUT_B]
+    # the CLI: --input NAME=FILE with '=' in the name, outputs written under file-safe names
+    for n, a in feeds.items():
+        np.save(tmp_path / f"in{len(n)}.npy", a)
+    for path in (xnn, model):
+        out = tmp_path / f"out-{path.suffix[1:]}"
+        r = cli(
+            "run", str(path), "--input", f"{IN_A}={tmp_path / 'in1.npy'}",
+            "--input", f"{IN_B}={tmp_path / 'in3.npy'}", "-o", str(out),
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        assert f"  {OUT_A}: float32[2, 3]" in r.stdout and f"  {OUT_B}: float32[2, 3]" in r.stdout
+        np.testing.assert_array_equal(np.load(out / "logits_0.npy"), np.maximum(feeds[IN_A], 0))
+    # xnnrun (the C API): the same names
+    xnnrun = shutil.which("xnnrun")
+    if xnnrun:
+        feeds[IN_A].tofile(tmp_path / "a.bin")
+        r = subprocess.run(
+            [xnnrun, str(xnn), "--input", f"{IN_A}={tmp_path / 'a.bin'}"], capture_output=True, text=True
+        )
+        assert r.returncode == 0, r.stderr
+        assert f"input  {IN_A}: float32 [2, 3]" in r.stdout and f"output {OUT_A}: float32 [2, 3]" in r.stdout
+    # the .webnn text cannot hold these names: import-onnx renames them, and says so
+    r = cli("import-onnx", str(model), "-o", str(tmp_path / "named.webnn"))
+    assert r.returncode == 0, r.stderr
+    warned = "webxnn: warning: input/output names that are not .webnn identifiers were renamed: '0' -> '_0'"
+    assert warned in r.stderr
+
+
+def test_onnx_symbolic_dims_bounded(tmp_path: pathlib.Path) -> None:
+    model = _named_model(tmp_path / "dyn.onnx", "batch_size")
+    with pytest.raises(webxnn.UnsupportedError, match=r"--dim-max NAME=N"):
+        webxnn.from_onnx(model)
+    for bound in ({"batch_size": 8}, 8):
+        prog = webxnn.load(webxnn.compile(webxnn.from_onnx(model, dyn_max=bound)))
+        assert prog.inputs[0].shape == (8, 3) and prog.inputs[0].dynamic == ("batch_size", None)
+        for batch in (1, 5, 8):
+            _check(prog.run(_feeds(batch)), _feeds(batch))
+        with pytest.raises(webxnn.InputError, match="0"):
+            prog.run(_feeds(9))
+    with pytest.warns(webxnn.WebxnnWarning, match=r"dyn_max names 'nosuch', which no model input uses"):
+        webxnn.from_onnx(model, dyn_max={"batch_size": 4, "nosuch": 2})
+    for bad in (0, {"batch_size": 0}, {"batch_size": 2.5}):
+        with pytest.raises(webxnn.InputError, match="must be a positive integer"):
+            webxnn.from_onnx(model, dyn_max=bad)  # type: ignore[arg-type]
+    # the same from the command line: compile, run, import-onnx
+    xnn = tmp_path / "dyn.xnn"
+    r = cli("compile", str(model), "-o", str(xnn), "--dim-max", "batch_size=8", "--dim-max", "nosuch=2")
+    assert r.returncode == 0, r.stderr
+    assert "webxnn: warning: dyn_max names 'nosuch'" in r.stderr and "Traceback" not in r.stderr
+    for n, a in _feeds(5).items():
+        np.save(tmp_path / f"in{len(n)}.npy", a)
+    feed_args = ["--input", f"{IN_A}={tmp_path / 'in1.npy'}", "--input", f"{IN_B}={tmp_path / 'in3.npy'}"]
+    r = cli("run", str(xnn), *feed_args)
+    assert r.returncode == 0 and f"  {OUT_A}: float32[5, 3]" in r.stdout, r.stderr
+    r = cli("run", str(model), "--dim-max", "16", *feed_args)
+    assert r.returncode == 0 and f"  {OUT_B}: float32[5, 3]" in r.stdout, r.stderr
+    assert_one_line_error(cli("run", str(model), *feed_args), "unresolved symbolic dims", "--dim-max")
+    assert_one_line_error(cli("run", str(model), "--dim-max", "batch_size=0", *feed_args), "--dim-max")
+    assert_one_line_error(cli("run", str(model), "--dim-max", "4", *feed_args), "expected")
+    r = cli("import-onnx", str(model), "-o", str(tmp_path / "dyn.webnn"), "--dim-max", "batch_size=8")
+    assert r.returncode == 0, r.stderr
+    assert 'dyn("batch_size", 8)' in (tmp_path / "dyn.webnn").read_text()
+
+
+# 8. run(..., out={name: array}): the caller's arrays, checked, written in place
+
+
+def _two_outputs() -> webxnn.Program:
+    g = webxnn.parse(
+        'webnn_graph "two" v2 {\n  inputs { x: f32[dyn("n", 4), 3]; }\n  nodes {\n    a = relu(x);\n'
+        "    b = neg(x);\n  }\n  outputs { a; b; }\n}\n"
+    )
+    return webxnn.load(webxnn.compile(g))
+
+
+def test_run_into_caller_arrays() -> None:
+    prog = _two_outputs()
+    x = np.array([[-1, 2, -3], [4, -5, 6]], np.float32)
+    a = np.full((2, 3), 7, np.float32)
+    b = np.empty((2, 3), np.float32)
+    got = prog.run({"x": x}, out={"a": a, "b": b})
+    assert got["a"] is a and got["b"] is b
+    np.testing.assert_array_equal(a, np.maximum(x, 0))
+    np.testing.assert_array_equal(b, -x)
+    only_b = np.empty((2, 3), np.float32)
+    got = prog.run([x], out={"b": only_b}, outputs=["b", "a"])
+    assert got["b"] is only_b and list(got) == ["b", "a"]
+    np.testing.assert_array_equal(got["a"], np.maximum(x, 0))
+    rows = np.zeros((4, 3), np.float32)
+    got = prog.run([x], out={"a": rows[1:3]})  # a C-contiguous view: written in place
+    assert np.shares_memory(got["a"], rows)
+    np.testing.assert_array_equal(rows, [[0, 0, 0], [0, 2, 0], [4, 0, 6], [0, 0, 0]])
+    small = np.empty((1, 3), np.float32)
+    prog.run([x[:1]], out={"b": small})  # the shape the inputs give, not the declared bound
+    np.testing.assert_array_equal(small, -x[:1])
+
+
+@pytest.mark.parametrize(
+    "out, words",
+    [
+        ({"a": np.empty((2, 3), np.float64)}, r"out\['a'\]: expected dtype float32, got float64"),
+        ({"a": np.empty((4, 3), np.float32)}, r"out\['a'\]: expected shape \[2, 3\], got \[4, 3\]"),
+        ({"a": np.empty((3, 2), np.float32).T}, r"out\['a'\]: must be C-contiguous"),
+        ({"a": np.empty((2, 3), np.float32), "c": np.empty(1)}, r"out: unknown output\(s\) \['c'\]"),
+        ({"a": [[0.0] * 3] * 2}, r"out\['a'\]: expected a numpy array, got list"),
+        ("a", r"out must be a dict"),
+    ],
+)
+def test_run_into_caller_arrays_checked(out, words: str) -> None:
+    prog = _two_outputs()
+    x = np.ones((2, 3), np.float32)
+    with pytest.raises(webxnn.InputError, match=words):
+        prog.run([x], out=out)
+
+
+def test_run_into_caller_arrays_refuses_aliases() -> None:
+    prog = _two_outputs()
+    x = np.ones((2, 3), np.float32)
+    ro = np.empty((2, 3), np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(webxnn.InputError, match=r"out\['a'\]: is read-only"):
+        prog.run([x], out={"a": ro})
+    with pytest.raises(webxnn.InputError, match=r"out\['a'\]: shares memory with an input"):
+        prog.run([x], out={"a": x})
+    same = np.empty((2, 3), np.float32)
+    with pytest.raises(webxnn.InputError, match=r"out\['b'\]: shares memory with an input or another output"):
+        prog.run([x], out={"a": same, "b": same})
+
+
+# 9. the wheel's metadata, as pip shows it
+
+
+def test_package_metadata_is_complete() -> None:
+    from importlib import metadata
+
+    try:
+        md = metadata.metadata("webxnn")
+    except metadata.PackageNotFoundError:
+        pytest.skip("webxnn is not installed (imported from a source tree)")
+    assert "ONNX" in md["Summary"] and md["Requires-Python"] == ">=3.10"
+    assert md["Description-Content-Type"] == "text/markdown"
+    assert "## Set up and run" in (md["Description"] or md.get_payload() or "")  # type: ignore[attr-defined]
+    assert md["License"] == "Apache-2.0" and md["Author"] == "webxnn maintainers"
+    assert {"webnn", "onnx", "xnnpack"} <= set(md["Keywords"].split(","))
+    classifiers = md.get_all("Classifier") or []
+    for c in (
+        "License :: OSI Approved :: Apache Software License",
+        "Typing :: Typed",
+        "Topic :: Software Development :: Compilers",
+    ):
+        assert c in classifiers
+    assert "test" in (md.get_all("Provides-Extra") or [])
+    assert (pathlib.Path(webxnn.__file__).parent / "py.typed").is_file()  # the type hints reach users
+
+
+def test_onnx_names_a_blob_cannot_hold_keep_their_identifiers(tmp_path: pathlib.Path) -> None:
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x\0y"], ["0"])],
+        "nul",
+        [helper.make_tensor_value_info("x\0y", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("0", TensorProto.FLOAT, [2])],
+    )
+    onnx.save(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(tmp_path / "nul.onnx")
+    )
+    prog = webxnn.load(tmp_path / "nul.onnx")  # a blob name holds no NUL: the identifier stays
+    assert [i.name for i in prog.inputs] == ["x_y"] and [o.name for o in prog.outputs] == ["0"]
+    assert prog.run({"x_y": np.array([-1, 1], np.float32)})["0"].tolist() == [0, 1]

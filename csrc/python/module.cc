@@ -1,11 +1,14 @@
 // webxnn._runtime: the pybind11 module over webxnn::Program. Holds no logic: zero-copy numpy in, new
-// numpy arrays out, the GIL released while loading and running, webxnn::Error mapped to webxnn.errors.
+// numpy arrays out (or the caller's, checked), the GIL released while loading and running, webxnn::Error
+// mapped to webxnn.errors.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/kernels.h"
@@ -54,6 +57,14 @@ py::list describe(const std::vector<TensorInfo>& infos) {
     r.append(py::make_tuple(escaped_str(t.name), public_dtype_name(t.dtype), shape, dyn));
   }
   return r;
+}
+
+// [first, second) byte addresses of an array's memory, as integers: unrelated pointers do not compare.
+using Span = std::pair<uintptr_t, uintptr_t>;
+
+Span span_of(const py::array& a) {
+  const auto b = reinterpret_cast<uintptr_t>(a.data());
+  return {b, b + static_cast<uintptr_t>(a.nbytes())};
 }
 
 class PyProgram {
@@ -113,7 +124,9 @@ class PyProgram {
     return PyProgram(std::move(p));
   }
 
-  py::list run(const py::sequence& inputs) const { return run_impl(inputs, 0, nullptr, nullptr, nullptr); }
+  py::list run(const py::sequence& inputs, const py::object& out) const {
+    return run_impl(inputs, 0, nullptr, nullptr, nullptr, out);
+  }
 
   // Runs `repeat` times and returns one entry per step of the plan (then one per node that needed no step):
   // (node, kind, source, output shape, fused node or -1, [ns per run], serial, ahead, [barrier wait ns per run]).
@@ -165,9 +178,11 @@ class PyProgram {
     return r;
   }
 
+  // `out`: None, or one entry per output, None or a caller's array to write that output into (checked here:
+  // dtype, shape for these inputs, C-contiguous, writable, sharing no memory with an input or another output).
   py::list run_impl(const py::sequence& inputs, size_t repeat, std::shared_ptr<const Plan>* plan_out,
-                    std::vector<std::vector<uint64_t>>* times,
-                    std::vector<std::vector<uint64_t>>* waits) const {
+                    std::vector<std::vector<uint64_t>>* times, std::vector<std::vector<uint64_t>>* waits,
+                    const py::object& out = py::none()) const {
     const auto& infos = p_->inputs();
     if (static_cast<size_t>(py::len(inputs)) != infos.size()) {
       input_error("expected " + std::to_string(infos.size()) + " inputs, got " +
@@ -200,8 +215,21 @@ class PyProgram {
     const std::vector<Shape> out_shapes = p_->output_shapes(*plan);
     py::list result;
     std::vector<void*> out_ptrs;
+    const py::list given = out.is_none() ? py::list() : py::list(out);
+    if (!out.is_none() && given.size() != out_shapes.size()) {
+      input_error("out: expected " + std::to_string(out_shapes.size()) + " entries, got " +
+                  std::to_string(given.size()));
+    }
+    std::vector<Span> spans;  // memory of the inputs and of the given outputs
+    for (const py::array& a : arrays) spans.push_back(span_of(a));
     for (size_t k = 0; k < out_shapes.size(); ++k) {
       std::vector<py::ssize_t> shape(out_shapes[k].begin(), out_shapes[k].end());
+      if (given.size() && !given[k].is_none()) {
+        py::array a = checked_out(given[k], k, shape, spans);
+        out_ptrs.push_back(a.mutable_data());
+        result.append(a);
+        continue;
+      }
       py::array a(out_dtypes_[k], shape);
       out_ptrs.push_back(a.mutable_data());
       result.append(a);
@@ -225,6 +253,42 @@ class PyProgram {
   const Program& program() const { return *p_; }
 
  private:
+  // The caller's array for output k, if it can take the output as it is: no conversion, no copy.
+  py::array checked_out(const py::handle& obj, size_t k, const std::vector<py::ssize_t>& shape,
+                        std::vector<Span>& spans) const {
+    const TensorInfo& info = p_->outputs()[k];
+    const std::string where = "out['" + info.name + "']: ";
+    if (!py::isinstance<py::array>(obj)) {
+      input_error(where + "expected a numpy array, got " +
+                  std::string(py::str(obj.get_type().attr("__name__"))));
+    }
+    py::array a = py::reinterpret_borrow<py::array>(obj);
+    const py::dtype dt = a.dtype();
+    const DtypeSpec want = spec_of(info.dtype);
+    if (dt.kind() != want.kind || dt.itemsize() != want.size || dt.byteorder() == '>') {
+      input_error(where + "expected dtype " + public_dtype_name(info.dtype) + ", got " +
+                  py::str(py::object(dt)).cast<std::string>());
+    }
+    bool same = static_cast<size_t>(a.ndim()) == shape.size();
+    for (size_t d = 0; same && d < shape.size(); ++d) same = a.shape(static_cast<py::ssize_t>(d)) == shape[d];
+    if (!same) {
+      std::string want_s, got_s;
+      for (size_t d = 0; d < shape.size(); ++d) want_s += (d ? ", " : "") + std::to_string(shape[d]);
+      for (py::ssize_t d = 0; d < a.ndim(); ++d) got_s += (d ? ", " : "") + std::to_string(a.shape(d));
+      input_error(where + "expected shape [" + want_s + "], got [" + got_s + "]");
+    }
+    if (!(a.flags() & py::array::c_style)) input_error(where + "must be C-contiguous");
+    if (!a.writeable()) input_error(where + "is read-only");
+    const Span mine = span_of(a);
+    for (const Span& s : spans) {
+      if (mine.first < s.second && s.first < mine.second) {
+        input_error(where + "shares memory with an input or another output; give each output its own array");
+      }
+    }
+    spans.push_back(mine);
+    return a;
+  }
+
   std::shared_ptr<Program> p_;
   std::vector<py::dtype> out_dtypes_;
 };
@@ -260,8 +324,10 @@ PYBIND11_MODULE(_runtime, m) {
       .def_property_readonly("shared_pool", [](const PyProgram& p) { return p.program().shared_pool(); })
       .def_property_readonly("kernels",
                              [](const PyProgram& p) { return std::string(p.program().kernels_name()); })
-      .def("run", &PyProgram::run, py::arg("inputs"),
-           "Run with a list of arrays (in input order); returns a list of new arrays (in output order).")
+      .def(
+          "run", &PyProgram::run, py::arg("inputs"), py::arg("out") = py::none(),
+          "Run with a list of arrays (in input order); returns a list of arrays (in output order): new ones, or "
+          "the entries of `out` (None or one per output: None or an array to write into).")
       .def(
           "profile", &PyProgram::profile, py::arg("inputs"), py::arg("repeat") = 1,
           "Run `repeat` times timing every step: a list of (node, kind, source, output shape, fused node or -1, "

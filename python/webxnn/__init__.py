@@ -9,6 +9,7 @@ out = prog.run({"x": x})                   # {"probs": ndarray}
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .errors import (
@@ -126,11 +127,18 @@ def set_threads(threads: int | None = None, spin_us: int | None = None) -> None:
     _set_threads(threads, spin_us)
 
 
-def from_onnx(model: Any, override_dims: dict[str, int] | None = None) -> Graph:
-    """Import an ONNX model (path or ModelProto) as a Graph with its weights attached (needs webxnn[onnx])."""
+def from_onnx(
+    model: Any,
+    override_dims: Mapping[str, int] | None = None,
+    dyn_max: int | Mapping[str, int] | None = None,
+) -> Graph:
+    """Import an ONNX model (path or ModelProto) as a Graph with its weights attached (needs webxnn[onnx]).
+    `override_dims` fixes symbolic dims ({"batch_size": 1}); `dyn_max` keeps them dynamic up to a bound
+    ({"batch_size": 64}, or an int for every one not fixed). ONNX input/output names are kept for the
+    compiled blob and its Program, even those that are not `.webnn` identifiers."""
     from .onnx import from_onnx as _from_onnx
 
-    return _from_onnx(model, override_dims=override_dims)
+    return _from_onnx(model, override_dims=override_dims, dyn_max=dyn_max)
 
 
 def cpu_info() -> dict[str, Any]:

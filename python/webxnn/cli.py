@@ -44,11 +44,9 @@ non_negative_int = _count(0)
 
 def _load_graph(args: argparse.Namespace):
     from .compiler import read_model
-    from .onnx.cli import parse_override_dims
+    from .onnx.cli import dim_options
 
-    return read_model(
-        args.model, args.weights, args.manifest, parse_override_dims(getattr(args, "override_dim", None))
-    )
+    return read_model(args.model, args.weights, args.manifest, **dim_options(args))
 
 
 def _load_array(path: str, what: str) -> np.ndarray:
@@ -90,11 +88,15 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 def _parse_inputs(specs: Sequence[str], prog) -> dict[str, np.ndarray]:
     feeds: dict[str, np.ndarray] = {}
+    names = [i.name for i in prog.inputs]
     for spec in specs:
-        name, sep, path = spec.partition("=")
-        if not sep:
-            raise InputError(f"--input {spec!r}: expected NAME=FILE.npy")
-        feeds[name] = _load_array(path, f"--input {name}")
+        # the model's input names may hold '=' (ONNX names are free text): the longest one that fits wins
+        name = max((n for n in names if spec.startswith(n + "=")), key=len, default=None)
+        if name is None:
+            name, sep, _ = spec.partition("=")
+            if not sep:
+                raise InputError(f"--input {spec!r}: expected NAME=FILE.npy")
+        feeds[name] = _load_array(spec[len(name) + 1 :], f"--input {name}")
     return feeds
 
 
@@ -349,12 +351,9 @@ def _add_graph_args(p: argparse.ArgumentParser, model_help: str = _GRAPH_HELP) -
     p.add_argument("model", help=model_help)
     p.add_argument("--weights", help=".weights file (default: found beside the graph)")
     p.add_argument("--manifest", help="weights manifest (default: found beside the graph)")
-    p.add_argument(
-        "--override-dim",
-        action="append",
-        metavar="NAME=N",
-        help=".onnx only: fix a symbolic input dim, e.g. batch_size=1 (repeatable)",
-    )
+    from .onnx.cli import add_dim_args  # no onnx import until a command reads a model
+
+    add_dim_args(p)
 
 
 def build_parser() -> argparse.ArgumentParser:

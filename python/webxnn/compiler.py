@@ -77,18 +77,19 @@ def read_model(
     path: PathLike,
     weights: PathLike | Mapping[str, Any] | None = None,
     manifest: PathLike | None = None,
-    override_dims: dict[str, int] | None = None,
+    override_dims: Mapping[str, int] | None = None,
+    dyn_max: int | Mapping[str, int] | None = None,
 ) -> Graph:
     """A `.webnn` / `.json` graph (weights from `weights`/`manifest` or its sidecars) or an `.onnx` model
-    (symbolic dims fixed by `override_dims`) as a Graph; any other kind of file is a FormatError saying what
-    it is."""
+    (symbolic dims fixed by `override_dims` or bounded by `dyn_max`: see `webxnn.from_onnx`) as a Graph; any
+    other kind of file is a FormatError saying what it is."""
     from .filekind import expect
 
     kind = expect(path, GRAPH_KINDS, what="a .webnn/.json graph or an .onnx model")
     if kind == "onnx":
         from .onnx import load_onnx_graph
 
-        return load_onnx_graph(path, override_dims)
+        return load_onnx_graph(path, override_dims, dyn_max)
     from .dsl import load_graph
 
     return load_graph(path, weights=weights, manifest=manifest)

@@ -92,6 +92,9 @@ class Graph:
     # content.
     weights: dict[str, np.ndarray] = field(default_factory=dict, compare=False)
     source: str | None = field(default=None, compare=False)  # file path the graph was read from, for messages
+    # The model's own names of inputs and outputs whose identifiers had to differ (an ONNX "0", "logits:0"):
+    # identifier -> name. A compiled blob and its Program use these names; the text and JSON forms cannot.
+    io_names: dict[str, str] = field(default_factory=dict, compare=False)
 
     def to_text(self) -> str:
         from .dsl.printer import to_text

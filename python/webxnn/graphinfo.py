@@ -56,9 +56,18 @@ def summarize_graph(graph: Graph) -> dict:
     const_bytes = sum(_numel(c.shape) * DTYPES[c.dtype].itemsize for c in graph.consts.values())
     summary = {
         "name": graph.name,
-        "inputs": {n: _typed(o.dtype, o.shape) for n, o in graph.inputs.items()},
+        # keyed by the names a compiled Program takes; "id": the graph's identifier when it differs (ONNX)
+        "inputs": {
+            graph.io_names.get(n, n): {**_typed(o.dtype, o.shape), **_ident(graph, n)}
+            for n, o in graph.inputs.items()
+        },
         "outputs": {
-            n: {"ref": ref, **_typed(types[ref].dtype, types[ref].shape)} for n, ref in graph.outputs.items()
+            graph.io_names.get(n, n): {
+                "ref": ref,
+                **_typed(types[ref].dtype, types[ref].shape),
+                **_ident(graph, n),
+            }
+            for n, ref in graph.outputs.items()
         },
         "nodes": len(graph.nodes),
         "op_counts": dict(sorted(op_counts.items())),
@@ -70,6 +79,10 @@ def summarize_graph(graph: Graph) -> dict:
     if op_counts.get("quantizeLinear") or op_counts.get("dequantizeLinear"):
         summary["precision"] = _precision(graph, bound)
     return summary
+
+
+def _ident(graph: Graph, n: str) -> dict[str, str]:
+    return {"id": n} if n in graph.io_names else {}
 
 
 def _precision(graph: Graph, bound: list) -> dict[str, dict[str, int]] | None:
@@ -90,6 +103,10 @@ def _typed_str(v: dict) -> str:
     return v["dtype"] + "[" + ", ".join(f"{d}<={n}" if d else str(n) for n, d in zip(v["shape"], dyn)) + "]"
 
 
+def _shown(name: str, v: dict) -> str:
+    return f"{name!r} (in the graph: {v['id']})" if "id" in v else name
+
+
 def describe_graph(graph: Graph, as_json: bool = False) -> str:
     s = summarize_graph(graph)
     if as_json:
@@ -99,9 +116,9 @@ def describe_graph(graph: Graph, as_json: bool = False) -> str:
         f"({s['constant_bytes']:,} bytes), {s['macs']:,} MACs"
     ]
     lines.append("inputs:")
-    lines += [f"  {n}: {_typed_str(v)}" for n, v in s["inputs"].items()]
+    lines += [f"  {_shown(n, v)}: {_typed_str(v)}" for n, v in s["inputs"].items()]
     lines.append("outputs:")
-    lines += [f"  {n} = {v['ref']}: {_typed_str(v)}" for n, v in s["outputs"].items()]
+    lines += [f"  {_shown(n, v)} = {v['ref']}: {_typed_str(v)}" for n, v in s["outputs"].items()]
     lines.append("ops: " + ", ".join(f"{op} x{n}" for op, n in s["op_counts"].items()))
     if s.get("precision"):
         lines.append("compiled precision (XNN nodes by WebNN op):")

@@ -101,16 +101,34 @@ class Program:
         return str(self._impl.kernels)
 
     def run(
-        self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray], outputs: Sequence[str] | None = None
+        self,
+        inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray],
+        outputs: Sequence[str] | None = None,
+        out: Mapping[str, np.ndarray] | None = None,
     ) -> dict[str, np.ndarray]:
         """Run once. `inputs` maps input names to arrays, or lists arrays in input order. Returns the outputs
         by name, in output order, or only those named in `outputs`, in that order (all are still computed).
-        Arrays of the right dtype that are C-contiguous are used without a copy."""
+        Arrays of the right dtype that are C-contiguous are used without a copy.
+        `out` maps output names to arrays to write those outputs into (like onnxruntime's IOBinding): each
+        must have the output's dtype and its shape for these inputs, be C-contiguous and writable and share
+        no memory with an input or another output (else InputError, before anything runs); the returned dict
+        holds those very arrays. Outputs not in `out` get new arrays."""
         wanted = self._wanted(outputs)  # before running: a wrong name fails fast
+        given = self._given(out)
         # dtype, shape and contiguity are checked (and non-contiguous arrays copied) by the C++ module, whose
-        # InputError names the input with expected vs got.
-        got = dict(zip(self._out_names, self._impl.run(self._ordered(inputs))))
+        # InputError names the input with expected vs got; the `out` arrays are checked there too.
+        got = dict(zip(self._out_names, self._impl.run(self._ordered(inputs), given)))
         return got if wanted is None else {k: got[k] for k in wanted}
+
+    def _given(self, out: Mapping[str, np.ndarray] | None) -> list[np.ndarray | None] | None:
+        if out is None:
+            return None
+        if not isinstance(out, Mapping):
+            raise InputError(f"out must be a dict of output name -> array; the outputs are {self._out_names}")
+        unknown = [k for k in out if k not in self._out_names]
+        if unknown:
+            raise InputError(f"out: unknown output(s) {unknown}; the outputs are {self._out_names}")
+        return [out.get(k) for k in self._out_names]
 
     def _wanted(self, outputs: Sequence[str] | None) -> list[str] | None:
         if outputs is None:

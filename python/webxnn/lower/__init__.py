@@ -58,7 +58,12 @@ def lower_to_lgraph(
 
 def lower(graph: Graph, bound: list[BoundNode], weights: dict[str, np.ndarray] | None = None) -> XnnGraph:
     """Bound nodes of a validated graph → XnnGraph."""
-    return emit(lower_to_lgraph(graph, bound, weights))
+    xg = emit(lower_to_lgraph(graph, bound, weights))
+    if graph.io_names and xg.metadata is not None:  # the model's own input/output names, where they differ
+        md = xg.metadata
+        md.input_names = [graph.io_names.get(n, n) for n in md.input_names]
+        md.output_names = [graph.io_names.get(n, n) for n in md.output_names]
+    return xg
 
 
 __all__ = [

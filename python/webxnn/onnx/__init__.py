@@ -4,17 +4,20 @@
     import_onnx("model.onnx", "model.webnn")   # writes model.webnn + model.weights + model.manifest.json
 
 The `onnx` package is imported lazily here, never by the core package. Constants are folded (shape
-chains vanish), symbolic dims are fixed by `override_dims`, names are sanitized to `.webnn` identifiers,
-and every node that cannot be converted is reported at once in one UnsupportedError.
+chains vanish), symbolic dims are fixed by `override_dims` or bounded by `dyn_max`, names are sanitized to
+`.webnn` identifiers (the Graph remembers the ONNX names of its inputs and outputs), and every node that
+cannot be converted is reported at once in one UnsupportedError.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Union
 
-from ..errors import InputError, ParseError, UnsupportedError
+from ..errors import InputError, ParseError, UnsupportedError, WebxnnWarning
 from ..filekind import require_file
 from ..graph import Graph
 
@@ -51,13 +54,18 @@ def _load_model(model: Any) -> tuple[Any, Path | None, dict[str, Any]]:
 
 
 def from_onnx(
-    model: PathLike | Any, override_dims: dict[str, int] | None = None, dyn_max: int | None = None
+    model: PathLike | Any,
+    override_dims: Mapping[str, int] | None = None,
+    dyn_max: int | Mapping[str, int] | None = None,
 ) -> Graph:
     """An ONNX model (path or onnx.ModelProto) as a WebNN Graph with its weights in `Graph.weights`.
 
-    `override_dims` fixes symbolic input dims ({"batch_size": 1}). A symbolic dim that is never fixed
-    is an error unless `dyn_max` is given, in which case it stays a `dyn(name, dyn_max)` input dim (as
-    long as no static reshape needs it)."""
+    `override_dims` fixes symbolic input dims ({"batch_size": 1}). `dyn_max` keeps symbolic dims dynamic
+    instead, each a `dyn(name, N)` input dim that may be 1..N at run time (as long as no static reshape
+    needs it): {"batch_size": 64} bounds the dims it names, an int bounds every symbolic dim not fixed. A
+    symbolic dim neither fixed nor bounded is an error; a name the model lacks is a WebxnnWarning (ignored).
+    Input and output names that are not `.webnn` identifiers ("0", "logits:0") get identifiers in the Graph,
+    which remembers the ONNX names (`Graph.io_names`) for the compiled blob and its Program."""
     from .convert import Converter
     from .registry import load_translators
 
@@ -68,17 +76,30 @@ def from_onnx(
 
     check_strings(proto)
     for k, v in (override_dims or {}).items():
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            raise InputError(f"override_dims[{k!r}] = {v!r}: must be a positive integer")
+        _check_size(f"override_dims[{k!r}]", v)
+    if isinstance(dyn_max, Mapping):
+        for k, v in dyn_max.items():
+            _check_size(f"dyn_max[{k!r}]", v)
+    elif dyn_max is not None:
+        _check_size("dyn_max", dyn_max)
     g = Converter(proto, override_dims, base, dyn_max=dyn_max, mapped=mapped).run()
     if not isinstance(model, type(proto)):
         g.source = os.fspath(model)
     return g
 
 
-def load_onnx_graph(path: PathLike, override_dims: dict[str, int] | None = None) -> Graph:
+def _check_size(what: str, v: Any) -> None:
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise InputError(f"{what} = {v!r}: must be a positive integer")
+
+
+def load_onnx_graph(
+    path: PathLike,
+    override_dims: Mapping[str, int] | None = None,
+    dyn_max: int | Mapping[str, int] | None = None,
+) -> Graph:
     """`webxnn.load_graph` for `.onnx` files: the imported Graph, weights attached."""
-    return from_onnx(path, override_dims=override_dims)
+    return from_onnx(path, override_dims=override_dims, dyn_max=dyn_max)
 
 
 def write_graph(g: Graph, output: PathLike) -> list[Path]:
@@ -102,11 +123,24 @@ def write_graph(g: Graph, output: PathLike) -> list[Path]:
 
 
 def import_onnx(
-    path: PathLike, output: PathLike | None = None, override_dims: dict[str, int] | None = None
+    path: PathLike,
+    output: PathLike | None = None,
+    override_dims: Mapping[str, int] | None = None,
+    dyn_max: int | Mapping[str, int] | None = None,
 ) -> list[Path]:
     """Convert an ONNX file; writes `<output>` (default: the model's name with `.webnn`) and its weight
-    sidecars. Returns the written paths."""
-    g = from_onnx(path, override_dims=override_dims)
+    sidecars. Returns the written paths. Input/output names that are not identifiers are renamed in the
+    text (a WebxnnWarning lists them): compile or load the `.onnx` itself to keep them."""
+    g = from_onnx(path, override_dims=override_dims, dyn_max=dyn_max)
+    if g.io_names:
+        renamed = ", ".join(f"{name!r} -> {ident!r}" for ident, name in list(g.io_names.items())[:6])
+        more = ", ..." if len(g.io_names) > 6 else ""
+        warnings.warn(
+            f"input/output names that are not .webnn identifiers were renamed: {renamed}{more} (compile or "
+            "load the .onnx itself to keep them)",
+            WebxnnWarning,
+            stacklevel=2,
+        )
     if output is None:
         output = Path(os.fspath(path)).with_suffix(".webnn")
     return write_graph(g, output)

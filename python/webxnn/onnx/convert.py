@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import warnings
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,7 +86,7 @@ class Converter:
         model: Any,
         override_dims: dict[str, int] | None,
         base: Path | None,
-        dyn_max: int | None = None,
+        dyn_max: int | Mapping[str, int] | None = None,
         mapped: dict[str, np.ndarray] | None = None,
     ) -> None:
         self.model = model
@@ -96,7 +97,10 @@ class Converter:
             if imp.domain in ("", "ai.onnx"):
                 self.opset = int(imp.version)
         self.override = dict(override_dims or {})
+        # upper bounds of the symbolic dims left dynamic: one for all (an int) or per dim name (a mapping)
         self.dyn_max = dyn_max
+        self.used_bounds: set[str] = set()
+        self.dynamic = False  # some input dim stays dynamic: the graph is a version-2 graph
         self.used_overrides: set[str] = set()
         self.namer = Namer()
         self.consts: dict[str, np.ndarray] = {}
@@ -304,10 +308,28 @@ class Converter:
                 dims.append(int(self.override[name]))
             elif d.HasField("dim_value") and d.dim_value == 0:
                 raise UnsupportedError(f"model input {vi.name!r} dim {k}: {ZERO_SIZED}")
-            else:
+            elif (bound := self._bound(name)) is not None:
+                dims.append(DynDim(name, bound))
+                self.dynamic = True
+            else:  # kept (with a huge bound) so that the conversion goes on: the error at the end lists all
                 self.unresolved[name].append(vi.name)
-                dims.append(DynDim(name, self.dyn_max or _UNRESOLVED_MAX))
+                dims.append(DynDim(name, _UNRESOLVED_MAX))
         return dims
+
+    def _keep_name(self, ident: str, name: str) -> None:
+        """The blob and the Program keep the model's name of an input or output (a blob name may be any
+        text but empty or holding NUL: those keep the identifier)."""
+        if ident != name and name and "\0" not in name:
+            self.graph.io_names[ident] = name
+
+    def _bound(self, dim: str) -> int | None:
+        """The upper bound `dyn_max` gives symbolic dim `dim`, or None."""
+        if isinstance(self.dyn_max, Mapping):
+            got = self.dyn_max.get(dim)
+            if got is not None:
+                self.used_bounds.add(dim)
+            return got
+        return self.dyn_max
 
     def _inputs(self) -> None:
         g = self.model.graph
@@ -340,6 +362,7 @@ class Converter:
                 continue
             shape = self._dims(vi)
             ident = self.namer.of(vi.name)
+            self._keep_name(ident, vi.name)
             self.graph.inputs[ident] = Operand(ident, dt, shape)
             self.types[ident] = TensorType(dt, tuple(shape))
             self.vals[vi.name] = Val(ident, dt, tuple(shape))
@@ -541,6 +564,7 @@ class Converter:
         for o in self.model.graph.output:
             _check_output_type(o)
             ident = self.namer.of(o.name)
+            self._keep_name(ident, o.name)
             if o.name in self.consts:
                 if o.name not in self.materialized:
                     self.materialized[o.name] = self.new_const(ident, self.consts[o.name], exact=True)
@@ -572,27 +596,32 @@ class Converter:
             self.graph.weights.pop(name, None)
 
     def _finish(self) -> None:
-        unknown = sorted(set(self.override) - self.used_overrides)
-        if unknown:
-            # a warning, not an error: one command line (--override-dim batch_size=1) serves a folder of
-            # models, some of which have no such dim
-            known = sorted(self._all_dim_params())
-            names = ", ".join(repr(u) for u in unknown)
-            warnings.warn(
-                f"override_dims names {names}, which no model input uses (ignored); symbolic dims are: "
-                f"{', '.join(known) or '(none)'}",
-                WebxnnWarning,
-                stacklevel=3,
-            )
+        bounded = set(self.dyn_max) if isinstance(self.dyn_max, Mapping) else set()
+        for what, names, used in (
+            ("override_dims", set(self.override), self.used_overrides),
+            ("dyn_max", bounded, self.used_bounds | self.used_overrides),
+        ):
+            unknown = sorted(names - used)
+            if unknown:
+                # a warning, not an error: one command line (--override-dim batch_size=1) serves a folder of
+                # models, some of which have no such dim
+                known = sorted(self._all_dim_params())
+                listed = ", ".join(repr(u) for u in unknown)
+                warnings.warn(
+                    f"{what} names {listed}, which no model input uses (ignored); symbolic dims are: "
+                    f"{', '.join(known) or '(none)'}",
+                    WebxnnWarning,
+                    stacklevel=3,
+                )
         if self.unresolved:
-            if self.dyn_max is None:
-                items = "; ".join(
-                    f"{d!r} (input {', '.join(repr(i) for i in ins)})" for d, ins in self.unresolved.items()
-                )
-                raise UnsupportedError(
-                    f"unresolved symbolic dims: {items}. Pass override_dims "
-                    "(CLI: --override-dim NAME=N) to fix them"
-                )
+            items = "; ".join(
+                f"{d!r} (input {', '.join(repr(i) for i in ins)})" for d, ins in self.unresolved.items()
+            )
+            raise UnsupportedError(
+                f"unresolved symbolic dims: {items}. Fix them with override_dims (CLI: --override-dim "
+                "NAME=N), or keep them dynamic up to a bound with dyn_max (CLI: --dim-max NAME=N)"
+            )
+        if self.dynamic:
             self.graph.version = 2
 
     def _all_dim_params(self) -> set[str]:
