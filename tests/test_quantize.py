@@ -251,6 +251,39 @@ def test_cli_writes_xnn_webnn_and_report(cnn, tmp_path, capsys) -> None:
     assert webxnn.load(tmp_path / "m.pte").run(samples[0])["y"].shape == (1, 10)
 
 
+def _renamed(name: str, batch: str | None = None) -> onnx.ModelProto:
+    """pools_gemm with its input called `name` (not an identifier) and, optionally, a symbolic batch dim."""
+    m = pools_gemm()
+    old = m.graph.input[0].name
+    m.graph.input[0].name = name
+    if batch:
+        m.graph.input[0].type.tensor_type.shape.dim[0].dim_param = batch
+    for node in m.graph.node:
+        for i, v in enumerate(node.input):
+            if v == old:
+                node.input[i] = name
+    return m
+
+
+def test_onnx_names_key_the_data_and_stay_in_the_blob(cnn, tmp_path) -> None:
+    """Calibration data is keyed by the ONNX model's own input names, as with onnxruntime; the quantized
+    Program keeps them. A symbolic dim takes --dim-max / dyn_max like every other command."""
+    _, samples = cnn
+    path = tmp_path / "named.onnx"
+    onnx.save(_renamed("input.1"), path)
+    q = webxnn.quantize(path, [{"input.1": s["x"]} for s in samples], layer_report=False)
+    prog = webxnn.load(q.xnn())
+    assert [i.name for i in prog.inputs] == ["input.1"]
+    assert prog.run({"input.1": samples[0]["x"]})
+    sym = tmp_path / "sym.onnx"
+    onnx.save(_renamed("input.1", batch="N"), sym)
+    cal = tmp_path / "cal.npz"
+    np.savez(cal, **{"input.1": np.concatenate([s["x"] for s in samples])})
+    out = tmp_path / "sym.xnn"
+    assert _cli(str(sym), "--calibration", str(cal), "-o", str(out), "--override-dim", "N=1", "-q") == 0
+    assert webxnn.load(out).inputs[0].shape == IN
+
+
 def test_report_json_is_strict() -> None:
     """An SNR of inf (a layer without noise) is written as the string "inf", not as JSON's non-standard
     Infinity that strict readers refuse."""

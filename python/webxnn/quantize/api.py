@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,12 +43,16 @@ class Quantized:
         return to_pte(self.graph)
 
 
-def _load(model: Graph | str | os.PathLike[str], override_dims: dict[str, int] | None) -> Graph:
+def _load(
+    model: Graph | str | os.PathLike[str],
+    override_dims: Mapping[str, int] | None,
+    dyn_max: int | Mapping[str, int] | None,
+) -> Graph:
     if isinstance(model, Graph):
         return model
     from ..compiler import read_model
 
-    return read_model(os.fspath(model), None, None, override_dims or {})
+    return read_model(os.fspath(model), None, None, override_dims or {}, dyn_max)
 
 
 def _optional(module: str, name: str, note: list[str], what: str):
@@ -77,6 +81,7 @@ def quantize(
     threads: int | None = None,
     quiet: bool = True,
     override_dims: dict[str, int] | None = None,
+    dyn_max: int | Mapping[str, int] | None = None,
 ) -> Quantized:
     """Post-training int8 quantization of `model` (a Graph, or a `.webnn` / `.json` / `.onnx` path).
 
@@ -84,7 +89,9 @@ def quantize(
     (or `random=N` seeded noise samples, for smoke tests). `method`: the activation range observer (minmax,
     ema, percentile, mse, entropy). `mode`: static, dynamic or auto (per op). `keep_fp32`: node ids (or
     their output names) left fp32; `target_snr` (dB): also keep the fewest worst layers fp32 until every
-    output's SNR against fp32 reaches it. All checks on the arguments and the data happen before any work."""
+    output's SNR against fp32 reaches it. `override_dims` / `dyn_max`: an ONNX model's symbolic dims, as in
+    `webxnn.from_onnx`. Data is keyed by the model's input names (an ONNX model's own names). All checks on
+    the arguments and the data happen before any work."""
     if method not in METHODS:
         raise OptionError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     if mode not in MODES:
@@ -93,7 +100,7 @@ def quantize(
         raise OptionError(f"percentile must be in (50, 100], got {percentile!r}")
     if target_snr is not None and not (isinstance(target_snr, (int, float)) and target_snr == target_snr):
         raise OptionError(f"target_snr must be a number of dB, got {target_snr!r}")
-    graph = _load(model, override_dims)
+    graph = _load(model, override_dims, dyn_max)
     if (calibration is None) == (random is None):
         raise CalibrationError("give calibration data or random=N (smoke tests only), not both or neither")
     if random is not None:

@@ -29,21 +29,17 @@ def strict_json(obj: object) -> object:
 
 def _run(args: argparse.Namespace) -> int:
     from ..atomic import write_text
-    from ..onnx.cli import parse_override_dims
+    from ..compiler import read_model
+    from ..onnx.cli import dim_options
     from .api import DEFAULT_METHOD, layer_table, quantize
 
     to = args.to or _kind_of(args.output)
     if os.path.isdir(args.output):
         raise WebxnnError(f"-o {args.output}: is a folder; name the .{to} file to write")
-    graph_or_path: Any = args.model
-    if args.weights or args.manifest:
-        from ..compiler import read_model
-
-        graph_or_path = read_model(
-            args.model, args.weights, args.manifest, parse_override_dims(args.override_dim)
-        )
+    # --override-dim / --dim-max apply here, where the model is read
+    graph = read_model(args.model, args.weights, args.manifest, **dim_options(args))
     result = quantize(
-        graph_or_path,
+        graph,
         args.calibration,
         random=args.random,
         method=args.method or DEFAULT_METHOD,
@@ -55,7 +51,6 @@ def _run(args: argparse.Namespace) -> int:
         bias_correction=args.bias_correction,
         threads=args.threads,
         quiet=args.quiet,
-        override_dims=parse_override_dims(args.override_dim),
     )
     rep = result.report
     if to == "webnn":

@@ -45,8 +45,22 @@ def _npy(path: pathlib.Path) -> np.ndarray:
         raise CalibrationError(f"{path}: cannot read it as .npy ({e})") from None
 
 
+def _by_identifier(graph: Graph, arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Keys as the graph's input identifiers: an ONNX model's own input names (`Graph.io_names`, e.g.
+    "input.1" for the identifier input_1) are what users key their data by, as with onnxruntime; identifiers
+    work too."""
+    ident = {name: i for i, name in graph.io_names.items()}
+    return {ident.get(k, k) if k not in graph.inputs else k: v for k, v in arrays.items()}
+
+
+def _input_names(graph: Graph) -> str:
+    """The model's inputs as the user knows them (ONNX names where they differ from the identifiers)."""
+    return ", ".join(graph.io_names.get(n, n) for n in graph.inputs)
+
+
 def _split(graph: Graph, arrays: Mapping[str, np.ndarray], where: str) -> list[Sample]:
     """One sample, or the rows of a batch axis, of a dict of arrays."""
+    arrays = _by_identifier(graph, arrays)
     counts = set()
     for name, a in arrays.items():
         op = graph.inputs.get(name)
@@ -101,7 +115,7 @@ def _from_folder(graph: Graph, folder: pathlib.Path) -> list[Sample]:
             if len(graph.inputs) != 1:
                 raise CalibrationError(
                     f"{p}: a .npy file holds one array, but the model has {len(graph.inputs)} inputs "
-                    f"({', '.join(graph.inputs)}); use .npz files keyed by input name"
+                    f"({_input_names(graph)}); use .npz files keyed by input name"
                 )
             samples += _split(graph, {next(iter(graph.inputs)): _npy(p)}, str(p))
     return samples
@@ -137,7 +151,7 @@ def read_samples(graph: Graph, data: CalibrationData) -> list[Sample]:
                 raise CalibrationError(
                     f"calibration sample {i}: expected a dict of input arrays, got {type(item).__name__}"
                 )
-            samples.append({k: np.asarray(v) for k, v in item.items()})
+            samples.append(_by_identifier(graph, {k: np.asarray(v) for k, v in item.items()}))
     check_samples(graph, samples)
     return samples
 
@@ -154,9 +168,7 @@ def check_samples(graph: Graph, samples: list[Sample]) -> None:
             parts = ([f"missing {', '.join(missing)}"] if missing else []) + (
                 [f"unknown {', '.join(extra)}"] if extra else []
             )
-            raise CalibrationError(
-                f"{where}: {'; '.join(parts)} (the model's inputs: {', '.join(graph.inputs)})"
-            )
+            raise CalibrationError(f"{where}: {'; '.join(parts)} (the model's inputs: {_input_names(graph)})")
         for name, a in s.items():
             op = graph.inputs[name]
             if a.dtype != np.dtype(op.dtype):

@@ -54,6 +54,7 @@ def clone_graph(graph: Graph) -> Graph:
         outputs=dict(graph.outputs),
         weights=dict(graph.weights),
         source=graph.source,
+        io_names=dict(graph.io_names),
     )
 
 

@@ -31,7 +31,8 @@ class Tapped:
             outputs[name] = v
             self.names[v] = name
         self.outputs = list(graph.outputs)
-        tapped = dataclasses.replace(graph, outputs=outputs)
+        # io_names={}: the tap Program is keyed by identifiers, like the samples (data._by_identifier)
+        tapped = dataclasses.replace(graph, outputs=outputs, io_names={})
         tapped.weights = graph.weights
         self.program = load(compile_graph(tapped), threads=threads)
 
