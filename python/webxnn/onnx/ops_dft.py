@@ -12,6 +12,7 @@ from ..errors import UnsupportedError
 from ..graph import DTYPES
 from .convert import Converter, attrs_of
 from .ops_shape import norm_axis
+from .refusals import DATA_SHAPED_WHY
 from .registry import onnx_op
 
 
@@ -145,3 +146,17 @@ def stft(ctx: Converter, node: Any) -> None:
     m = int(mat_a.shape[1])
     outs = [ctx.emit("reshape", [p], {"newShape": [b, frames, m, 1]}) for p in (yr, yi)]
     ctx.emit("concat", outs, {"axis": 3}, out=node.output[0])
+
+
+@onnx_op("MelWeightMatrix")
+def mel_weight_matrix(ctx: Converter, node: Any) -> None:
+    """Constant inputs are folded before this translator runs (onnx's own definition); here some input is
+    computed at run time. num_mel_bins and dft_length set the output shape [dft_length // 2 + 1,
+    num_mel_bins]."""
+    if not (ctx.is_const(node.input[0]) and ctx.is_const(node.input[1])):
+        raise UnsupportedError(
+            f"MelWeightMatrix with a run-time num_mel_bins or dft_length: {DATA_SHAPED_WHY}"
+        )
+    raise UnsupportedError(
+        "MelWeightMatrix with run-time sample rate or edge frequencies (only constants fold)"
+    )
