@@ -523,3 +523,63 @@ def test_mel_weight_matrix_with_constant_inputs_folds() -> None:
     m = _model(nodes, feeds, {"y": TP.FLOAT}, inits, opset=17)
     np.testing.assert_allclose(_run(m, feeds)[0], _reference(m, feeds)[0], rtol=1e-6)
 
+
+@pytest.mark.parametrize("mode", ["avg", "max"])
+@pytest.mark.parametrize("ctm", ["half_pixel", "output_half_pixel"])
+def test_roi_align(mode: str, ctm: str) -> None:
+    feeds = {
+        "x": RNG.standard_normal((2, 3, 6, 7)).astype(np.float32),
+        # one roi reaching past the image, one smaller than a pixel, one ordinary
+        "rois": np.array([[-2.0, 1.0, 9.5, 8.0], [2.2, 3.1, 2.4, 3.3], [1.0, 0.5, 5.0, 4.5]], np.float32),
+    }
+    node = helper.make_node(
+        "RoiAlign",
+        ["x", "rois", "bi"],
+        ["y"],
+        mode=mode,
+        coordinate_transformation_mode=ctm,
+        output_height=3,
+        output_width=2,
+        sampling_ratio=2,
+        spatial_scale=0.9,
+    )
+    m = _model([node], feeds, {"y": TP.FLOAT}, {"bi": np.array([1, 0, 1], np.int64)}, opset=16)
+    np.testing.assert_allclose(_run(m, feeds)[0], _reference(m, feeds)[0], rtol=1e-4, atol=1e-5)
+
+
+def test_roi_align_with_an_adaptive_sampling_ratio_is_refused_by_design() -> None:
+    feeds = {"x": np.ones((1, 1, 4, 4), np.float32), "rois": np.ones((1, 4), np.float32)}
+    node = helper.make_node("RoiAlign", ["x", "rois", "bi"], ["y"], sampling_ratio=0)
+    m = _model([node], feeds, {"y": TP.FLOAT}, {"bi": np.array([0], np.int64)}, opset=16)
+    with pytest.raises(UnsupportedError, match=refusals.RUN_TIME_PARAMETER):
+        webxnn.from_onnx(m)
+
+
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        {},
+        {"pads": [1, 0, 1, 2], "strides": [2, 1], "dilations": [1, 2]},
+        {"offset_group": 2, "group": 2},
+    ],
+)
+@pytest.mark.parametrize("with_mask", [False, True])
+def test_deform_conv(attrs: dict[str, Any], with_mask: bool) -> None:
+    x = RNG.standard_normal((2, 4, 5, 6)).astype(np.float32)
+    group, og = attrs.get("group", 1), attrs.get("offset_group", 1)
+    wgt = RNG.standard_normal((6, 4 // group, 3, 2)).astype(np.float32)
+    pads, (sh, sw), (dh, dw) = (
+        attrs.get("pads", [0] * 4),
+        attrs.get("strides", [1, 1]),
+        attrs.get("dilations", [1, 1]),
+    )
+    oh = (5 + pads[0] + pads[2] - (3 - 1) * dh - 1) // sh + 1
+    ow = (6 + pads[1] + pads[3] - (2 - 1) * dw - 1) // sw + 1
+    feeds = {"x": x, "off": (RNG.standard_normal((2, og * 2 * 6, oh, ow)) * 1.5).astype(np.float32)}
+    ins = ["x", "w", "off", "b"]
+    if with_mask:
+        feeds["mask"] = RNG.random((2, og * 6, oh, ow)).astype(np.float32)
+        ins.append("mask")
+    inits = {"w": wgt, "b": RNG.standard_normal(6).astype(np.float32)}
+    m = _model([helper.make_node("DeformConv", ins, ["y"], **attrs)], feeds, {"y": TP.FLOAT}, inits, opset=19)
+    np.testing.assert_allclose(_run(m, feeds)[0], _reference(m, feeds)[0], rtol=1e-4, atol=1e-4)
