@@ -1,6 +1,7 @@
 """ONNX DFT of a static length as matrix products with a constant DFT matrix (exact to float rounding):
 the signal axis is moved last, its real and imaginary parts each multiplied by the real and imaginary
-parts of the matrix, and the two results stacked as ONNX's trailing [real, imag] dimension."""
+parts of the matrix, and the two results stacked as ONNX's trailing [real, imag] dimension. STFT likewise;
+MelWeightMatrix is folded when its inputs are constants (only its refusals live here)."""
 
 from __future__ import annotations
 
