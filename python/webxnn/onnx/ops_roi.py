@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import UnsupportedError, ValidationError
+from ..graph import DTYPES
 from .convert import Converter, attrs_of, text, where
 from .ops_decomposed import scalar
 from .refusals import RUN_TIME_PARAMETER
@@ -26,7 +27,9 @@ def _axis_taps(
         return scalar(ctx, v, like, "k")
 
     # sample j of bin p sits at start + extent / bins * (p + (j + 0.5) / grid)
-    frac = np.array([p + (j + 0.5) / grid for p in range(bins) for j in range(grid)], np.float32)
+    frac = np.array(
+        [p + (j + 0.5) / grid for p in range(bins) for j in range(grid)], DTYPES[ctx.types[like].dtype]
+    )
     steps = ctx.new_const(f"{ctx.namer.of(ctx.node.output[0])}/steps", frac.reshape(1, -1))
     pos = e("add", [start, e("mul", [e("div", [extent, k(float(bins))]), steps])])
     inside = e("logicalAnd", [e("greaterOrEqual", [pos, k(-1.0)]), e("lesserOrEqual", [pos, k(float(size))])])
