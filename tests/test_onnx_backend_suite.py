@@ -3,8 +3,10 @@ runs a model: import → compile → load → run (see onnx_backend_cases.py for
 
 - No case may give a wrong answer or crash (an exception that is not a `webxnn.WebxnnError`).
 - Refusals must match `onnx_backend_expected.txt`: a case listed as passing that is now refused fails the
-  test. A listed refusal that now passes, or a case the list does not know (another onnx version), is only
-  reported (a warning): regenerate the list with `python tests/onnx_backend_cases.py --freeze`.
+  test, and so does a gap (a refusal whose reason is not a refusals.py category) where the list has a pass or
+  a refusal by design, or more gaps than the list has. A listed refusal that now passes, or a case the list
+  does not know (another onnx version), is only reported (a warning): regenerate the list with
+  `python tests/onnx_backend_cases.py --freeze`.
 """
 
 from __future__ import annotations
@@ -46,7 +48,11 @@ def test_refusals_are_the_expected_ones(outcomes: list[suite.Outcome]) -> None:
         for o in outcomes
         if o.status == suite.REFUSED and expected.get(o.name) == suite.PASS
     ]
-    gained = [o.name for o in outcomes if o.status == suite.PASS and expected.get(o.name) == suite.REFUSED]
+    gained = [
+        o.name
+        for o in outcomes
+        if o.status == suite.PASS and expected.get(o.name) in (suite.REFUSED, suite.FROZEN_GAP)
+    ]
     unknown = [o.name for o in outcomes if o.name not in expected]
     if gained:
         warnings.warn(
@@ -61,3 +67,12 @@ def test_refusals_are_the_expected_ones(outcomes: list[suite.Outcome]) -> None:
             stacklevel=1,
         )
     assert not regressed, f"{len(regressed)} case(s) that passed are now refused:\n" + "\n".join(regressed)
+
+
+def test_gaps_do_not_grow(outcomes: list[suite.Outcome]) -> None:
+    expected = suite.read_expected()
+    gaps = [o for o in outcomes if suite.frozen_status(o) == suite.FROZEN_GAP]
+    new = [f"{o.name}: {o.detail[:400]}" for o in gaps if expected.get(o.name) != suite.FROZEN_GAP]
+    listed = sum(1 for status in expected.values() if status == suite.FROZEN_GAP)
+    assert not new, f"{len(new)} new gap(s) (a refusal not by design):\n" + "\n".join(new)
+    assert len(gaps) <= listed, f"{len(gaps)} gaps, the expected list has {listed}"

@@ -440,3 +440,146 @@ def test_an_input_declared_empty_is_a_constant_that_reductions_fold() -> None:
     got = list(prog.run([feeds["y"]]).values())
     for g, w in zip(got, _reference(m, feeds)):
         np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("auto_pad", ["NOTSET", "SAME_UPPER"])
+@pytest.mark.parametrize("out_hw", [[10, 12], [9, 12]])  # one beyond the default 9 x 11 (onnx's own limit)
+def test_conv_transpose_output_shape_larger_than_the_default(auto_pad: str, out_hw: list[int]) -> None:
+    feeds = {"x": RNG.standard_normal((2, 4, 4, 5)).astype(np.float32)}
+    inits = {
+        "w": RNG.standard_normal((4, 3, 3, 3)).astype(np.float32),
+        "b": RNG.standard_normal(3).astype(np.float32),  # the grown border holds the bias, as in ONNX
+    }
+    node = helper.make_node(
+        "ConvTranspose", ["x", "w", "b"], ["y"], strides=[2, 2], output_shape=out_hw, auto_pad=auto_pad
+    )
+    m = _model([node], feeds, {"y": TP.FLOAT}, inits)
+    got, want = _run(m, feeds)[0], _reference(m, feeds)[0]
+    assert got.shape == want.shape == (2, 3, *out_hw)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_conv_transpose_1d_output_shape_larger_than_the_default() -> None:
+    feeds = {"x": RNG.standard_normal((1, 2, 5)).astype(np.float32)}
+    inits = {"w": RNG.standard_normal((2, 3, 3)).astype(np.float32)}
+    node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2], output_shape=[12])
+    m = _model([node], feeds, {"y": TP.FLOAT}, inits)
+    np.testing.assert_allclose(_run(m, feeds)[0], _reference(m, feeds)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_3d_convolutions_tree_ensembles_and_run_time_mel_matrices_are_refused_by_design() -> None:
+    feeds = {"x": np.ones((1, 1, 2, 2, 2), np.float32)}
+    w = {"w": np.ones((1, 1, 1, 1, 1), np.float32)}
+    for op in ("Conv", "ConvTranspose"):
+        m = _model([helper.make_node(op, ["x", "w"], ["y"])], feeds, {"y": TP.FLOAT}, w)
+        with pytest.raises(UnsupportedError, match="WebNN has 2-D conv2d/convTranspose2d only"):
+            webxnn.from_onnx(m)
+    tree = helper.make_node(
+        "TreeEnsemble",
+        ["t"],
+        ["y"],
+        domain="ai.onnx.ml",
+        aggregate_function=1,
+        leaf_targetids=[0, 0],
+        leaf_weights=numpy_helper.from_array(np.array([1, 2], np.float32)),
+        membership_values=None,
+        n_targets=1,
+        nodes_falseleafs=[1],
+        nodes_falsenodeids=[1],
+        nodes_featureids=[0],
+        nodes_modes=numpy_helper.from_array(np.array([0], np.uint8)),
+        nodes_splits=numpy_helper.from_array(np.array([0.5], np.float32)),
+        nodes_trueleafs=[1],
+        nodes_truenodeids=[0],
+        post_transform=0,
+        tree_roots=[0],
+    )
+    t = {"t": np.ones((2, 1), np.float32)}
+    m = _model([tree], t, {"y": TP.FLOAT}, {})
+    m.opset_import.append(helper.make_opsetid("ai.onnx.ml", 5))
+    with pytest.raises(UnsupportedError, match="tree ensembles: these are not neural-network graphs"):
+        webxnn.from_onnx(m)
+    ints = {"bins": np.array(8, np.int32), "dft": np.array(16, np.int32), "sr": np.array(8192, np.int32)}
+    edges = {"lo": np.array(0, np.float32), "hi": np.array(4096, np.float32)}
+    mel = helper.make_node("MelWeightMatrix", ["bins", "dft", "sr", "lo", "hi"], ["y"])
+    m = _model([mel], {**ints, **edges}, {"y": TP.FLOAT}, {}, opset=17)
+    with pytest.raises(UnsupportedError, match=refusals.DATA_SHAPED):
+        webxnn.from_onnx(m)
+
+
+def test_mel_weight_matrix_with_constant_inputs_folds() -> None:
+    feeds = {"x": np.ones((1, 9), np.float32)}
+    inits = {
+        "bins": np.array(8, np.int32),
+        "dft": np.array(16, np.int32),
+        "sr": np.array(8192, np.int32),
+        "lo": np.array(0, np.float32),
+        "hi": np.array(4096, np.float32),
+    }
+    nodes = [
+        helper.make_node("MelWeightMatrix", ["bins", "dft", "sr", "lo", "hi"], ["m"]),
+        helper.make_node("MatMul", ["x", "m"], ["y"]),
+    ]
+    m = _model(nodes, feeds, {"y": TP.FLOAT}, inits, opset=17)
+    np.testing.assert_allclose(_run(m, feeds)[0], _reference(m, feeds)[0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["avg", "max"])
+@pytest.mark.parametrize("ctm", ["half_pixel", "output_half_pixel"])
+def test_roi_align(mode: str, ctm: str) -> None:
+    feeds = {
+        "x": RNG.standard_normal((2, 3, 6, 7)).astype(np.float32),
+        # one roi reaching past the image, one smaller than a pixel, one ordinary
+        "rois": np.array([[-2.0, 1.0, 9.5, 8.0], [2.2, 3.1, 2.4, 3.3], [1.0, 0.5, 5.0, 4.5]], np.float32),
+    }
+    node = helper.make_node(
+        "RoiAlign",
+        ["x", "rois", "bi"],
+        ["y"],
+        mode=mode,
+        coordinate_transformation_mode=ctm,
+        output_height=3,
+        output_width=2,
+        sampling_ratio=2,
+        spatial_scale=0.9,
+    )
+    m = _model([node], feeds, {"y": TP.FLOAT}, {"bi": np.array([1, 0, 1], np.int64)}, opset=16)
+    np.testing.assert_allclose(_run(m, feeds)[0], _reference(m, feeds)[0], rtol=1e-4, atol=1e-5)
+
+
+def test_roi_align_with_an_adaptive_sampling_ratio_is_refused_by_design() -> None:
+    feeds = {"x": np.ones((1, 1, 4, 4), np.float32), "rois": np.ones((1, 4), np.float32)}
+    node = helper.make_node("RoiAlign", ["x", "rois", "bi"], ["y"], sampling_ratio=0)
+    m = _model([node], feeds, {"y": TP.FLOAT}, {"bi": np.array([0], np.int64)}, opset=16)
+    with pytest.raises(UnsupportedError, match=refusals.RUN_TIME_PARAMETER):
+        webxnn.from_onnx(m)
+
+
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        {},
+        {"pads": [1, 0, 1, 2], "strides": [2, 1], "dilations": [1, 2]},
+        {"offset_group": 2, "group": 2},
+    ],
+)
+@pytest.mark.parametrize("with_mask", [False, True])
+def test_deform_conv(attrs: dict[str, Any], with_mask: bool) -> None:
+    x = RNG.standard_normal((2, 4, 5, 6)).astype(np.float32)
+    group, og = attrs.get("group", 1), attrs.get("offset_group", 1)
+    wgt = RNG.standard_normal((6, 4 // group, 3, 2)).astype(np.float32)
+    pads, (sh, sw), (dh, dw) = (
+        attrs.get("pads", [0] * 4),
+        attrs.get("strides", [1, 1]),
+        attrs.get("dilations", [1, 1]),
+    )
+    oh = (5 + pads[0] + pads[2] - (3 - 1) * dh - 1) // sh + 1
+    ow = (6 + pads[1] + pads[3] - (2 - 1) * dw - 1) // sw + 1
+    feeds = {"x": x, "off": (RNG.standard_normal((2, og * 2 * 6, oh, ow)) * 1.5).astype(np.float32)}
+    ins = ["x", "w", "off", "b"]
+    if with_mask:
+        feeds["mask"] = RNG.random((2, og * 6, oh, ow)).astype(np.float32)
+        ins.append("mask")
+    inits = {"w": wgt, "b": RNG.standard_normal(6).astype(np.float32)}
+    m = _model([helper.make_node("DeformConv", ins, ["y"], **attrs)], feeds, {"y": TP.FLOAT}, inits, opset=19)
+    np.testing.assert_allclose(_run(m, feeds)[0], _reference(m, feeds)[0], rtol=1e-4, atol=1e-4)

@@ -1,6 +1,7 @@
 """ONNX DFT of a static length as matrix products with a constant DFT matrix (exact to float rounding):
 the signal axis is moved last, its real and imaginary parts each multiplied by the real and imaginary
-parts of the matrix, and the two results stacked as ONNX's trailing [real, imag] dimension."""
+parts of the matrix, and the two results stacked as ONNX's trailing [real, imag] dimension. STFT likewise;
+MelWeightMatrix is folded when its inputs are constants (only its refusals live here)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from ..errors import UnsupportedError
 from ..graph import DTYPES
 from .convert import Converter, attrs_of
 from .ops_shape import norm_axis
+from .refusals import DATA_SHAPED_WHY
 from .registry import onnx_op
 
 
@@ -145,3 +147,17 @@ def stft(ctx: Converter, node: Any) -> None:
     m = int(mat_a.shape[1])
     outs = [ctx.emit("reshape", [p], {"newShape": [b, frames, m, 1]}) for p in (yr, yi)]
     ctx.emit("concat", outs, {"axis": 3}, out=node.output[0])
+
+
+@onnx_op("MelWeightMatrix")
+def mel_weight_matrix(ctx: Converter, node: Any) -> None:
+    """Constant inputs are folded before this translator runs (onnx's own definition); here some input is
+    computed at run time. num_mel_bins and dft_length set the output shape [dft_length // 2 + 1,
+    num_mel_bins]."""
+    if not (ctx.is_const(node.input[0]) and ctx.is_const(node.input[1])):
+        raise UnsupportedError(
+            f"MelWeightMatrix with a run-time num_mel_bins or dft_length: {DATA_SHAPED_WHY}"
+        )
+    raise UnsupportedError(
+        "MelWeightMatrix with run-time sample rate or edge frequencies (only constants fold)"
+    )

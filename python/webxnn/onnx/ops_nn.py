@@ -12,7 +12,7 @@ from ..graph import DTYPES
 from .convert import Converter, attrs_of, text, where
 from .ops_decomposed import scalar
 from .ops_shape import norm_axis, reshape_value
-from .refusals import TRAINING_MODE
+from .refusals import CONV_3D, TRAINING_MODE
 from .registry import onnx_op
 
 
@@ -78,6 +78,8 @@ def conv(ctx: Converter, node: Any) -> None:
     wshape = ctx.static_shape(node.input[1], node.op_type)
     rank = len(xshape)
     if rank not in (3, 4):
+        if rank == 5:
+            raise UnsupportedError(f"{where(node)}: {CONV_3D}")
         raise UnsupportedError(f"{rank - 2}-D {node.op_type} (WebNN has 2-D convolutions; 1-D is reshaped)")
     if len(wshape) != rank:
         raise ValidationError(f"{where(node)}: the filter has rank {len(wshape)}, the input {rank}")
@@ -121,8 +123,6 @@ def conv(ctx: Converter, node: Any) -> None:
             pads = [0, 0, 0, 0]
             for i in range(2):
                 total = strides[i] * (in_sp[i] - 1) + out_pad[i] + (kernel[i] - 1) * dil[i] + 1 - want[i]
-                if total < 0:
-                    raise UnsupportedError(f"ConvTranspose output_shape {want} needs negative padding")
                 small, big = total // 2, total - total // 2
                 upper = auto == "SAME_UPPER"  # NOTSET with output_shape: start gets the larger half
                 pads[i], pads[i + 2] = (small, big) if upper else (big, small)
@@ -132,6 +132,10 @@ def conv(ctx: Converter, node: Any) -> None:
             pads = [int(v) for v in a.get("pads", [0, 0, 0, 0])]
         if any(out_pad):
             opts["outputPadding"] = out_pad
+    # an output_shape larger than the default size gives negative pads: the default result grown by zeros
+    # there, plus the bias (ONNX adds it everywhere), so the bias is added after the pad
+    grow = [max(0, -p) for p in pads]
+    pads = [max(0, p) for p in pads]
     if any(pads):
         opts["padding"] = _webnn_padding(pads)
     if strides != [1, 1]:
@@ -141,15 +145,35 @@ def conv(ctx: Converter, node: Any) -> None:
     if group != 1:
         opts["groups"] = group
     ins = [x, w]
-    if ctx.has(node, 2):
+    if ctx.has(node, 2) and not any(grow):
         ins.append(ctx.x(node, 2))
     op = "convTranspose2d" if is_t else "conv2d"
+    if any(grow):
+        _grown_conv_transpose(ctx, node, ins, opts, grow, rank)
+        return
     if rank == 4:
         ctx.emit(op, ins, opts, out=node.output[0])
         return
     y = ctx.emit(op, ins, opts)
     shp = list(ctx.types[y].shape)
     reshape_value(ctx, y, [shp[0], shp[1], shp[3]], out=node.output[0])
+
+
+def _grown_conv_transpose(
+    ctx: Converter, node: Any, ins: list[str], opts: dict[str, Any], grow: list[int], rank: int
+) -> None:
+    """convTranspose2d (without bias), zero-padded by `grow` ([h_begin, w_begin, h_end, w_end]), then the
+    bias as [C, 1, 1] over the whole output."""
+    y = ctx.emit("convTranspose2d", ins, opts)
+    has_bias = ctx.has(node, 2)
+    pad_opts = {"beginningPadding": [0, 0, *grow[:2]], "endingPadding": [0, 0, *grow[2:]]}
+    y = ctx.emit("pad", [y], pad_opts, out=node.output[0] if rank == 4 and not has_bias else None)
+    if has_bias:
+        b = reshape_value(ctx, ctx.x(node, 2), [ctx.types[y].shape[1], 1, 1])
+        y = ctx.emit("add", [y, b], out=node.output[0] if rank == 4 else None)
+    if rank == 3:
+        shp = list(ctx.types[y].shape)
+        reshape_value(ctx, y, [shp[0], shp[1], shp[3]], out=node.output[0])
 
 
 @onnx_op("MaxPool", "AveragePool", "LpPool")

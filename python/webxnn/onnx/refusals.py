@@ -37,6 +37,7 @@ for _t, _name in _NARROW.items():
     _TYPE_REASONS[_t] = f"{_name} tensors: {_NARROW_WHY}"
 
 DATA_SHAPED = "WebNN shapes are fixed when the graph is built"
+DATA_SHAPED_WHY = f"output shape depends on the data: {DATA_SHAPED}"
 ZERO_SIZED = "zero-sized tensors: WebNN has none (every dim must be >= 1)"
 LARGE_SCATTER = (
     "a scatter-add too large for a constant matrix: WebNN has no scatter-add, and the 0/1 matrix that writes "
@@ -52,6 +53,10 @@ BIT_REINTERPRET = (
 FLOAT_MOD = (
     "floating-point Mod: WebNN has no fused multiply-add, so x - floor(x / y) * y can be off by a whole |y| "
     "next to multiples of y (6 mod 0.1 gives 0, not 0.0999999); compute it outside the model"
+)
+CONV_3D = (
+    "3-D convolutions: WebNN has 2-D conv2d/convTranspose2d only (1-D ones are reshaped onto them); export "
+    "the model with 2-D convolutions"
 )
 NON_TENSOR = "sequence/optional/map values: WebNN graphs hold tensors only; keep sequences outside the model"
 
@@ -105,7 +110,7 @@ _OP_CATEGORIES: tuple[tuple[str, frozenset[str]], ...] = (
         frozenset({"StringNormalizer", "StringConcat", "StringSplit", "RegexFullMatch", "TfIdfVectorizer"}),
     ),
     (
-        f"output shape depends on the data: {DATA_SHAPED}",
+        DATA_SHAPED_WHY,
         frozenset({"NonZero", "Unique", "NonMaxSuppression"}),
     ),
     (
@@ -120,6 +125,13 @@ _OP_CATEGORIES: tuple[tuple[str, frozenset[str]], ...] = (
 )
 OP_REASONS: dict[str, str] = {op: why for why, ops in _OP_CATEGORIES for op in ops}
 _DOMAIN_REASONS = {"ai.onnx.preview.training": "training ops: webxnn compiles inference graphs"}
+TREE_ENSEMBLE = (
+    "ai.onnx.ml tree ensembles: these are not neural-network graphs (WebNN has no tree traversal); run them "
+    "with onnxruntime"
+)
+_ML_REASONS = dict.fromkeys(
+    ("TreeEnsemble", "TreeEnsembleClassifier", "TreeEnsembleRegressor"), TREE_ENSEMBLE
+)
 
 TRAINING_MODE = "training mode: webxnn compiles inference graphs (training_mode must be a constant 0)"
 RANDOM_DROPOUT = (
@@ -131,6 +143,8 @@ def op_reason(op_type: str, domain: str = "") -> str | None:
     """The by-design reason an ONNX op cannot become WebNN, or None."""
     if domain in _DOMAIN_REASONS:
         return _DOMAIN_REASONS[domain]
+    if domain == "ai.onnx.ml":
+        return _ML_REASONS.get(op_type)
     return OP_REASONS.get(op_type) if domain in ("", "ai.onnx") else None
 
 
@@ -138,7 +152,7 @@ def categories() -> list[tuple[str, str]]:
     """Every by-design refusal category as (what, why), for documentation and tests."""
     reasons = [why for t, why in _TYPE_REASONS.items() if t not in _NARROW]
     reasons += [f"{NARROW_HEAD}: {_NARROW_WHY}", NON_TENSOR, ZERO_SIZED, TRAINING_MODE, LARGE_SCATTER]
-    reasons += [BIT_REINTERPRET, FLOAT_MOD, RUN_TIME_PARAMETER]
+    reasons += [BIT_REINTERPRET, FLOAT_MOD, RUN_TIME_PARAMETER, CONV_3D, TREE_ENSEMBLE]
     reasons += [why for why, _ in _OP_CATEGORIES]
     out: list[tuple[str, str]] = []
     for r in reasons:

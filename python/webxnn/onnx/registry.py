@@ -54,6 +54,7 @@ def load_translators() -> None:
     from . import (  # noqa: F401
         ops_bitwise,
         ops_decomposed,
+        ops_deform,
         ops_dft,
         ops_dynquant,
         ops_more,
@@ -62,6 +63,7 @@ def load_translators() -> None:
         ops_quant,
         ops_recurrent,
         ops_resize,
+        ops_roi,
         ops_shape,
         ops_simple,
         ops_spatial,
