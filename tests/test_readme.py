@@ -1,7 +1,8 @@
 """The README's examples run as written: every ```python block, in a fresh scope, and the `webxnn` command
 lines of its ```bash blocks that are safe to run here (no pip, no server, no benchmark), each in a temporary
 folder holding the files the examples name (the bundled example under python/webxnn/examples/, the blobs
-a.xnn, b.xnn, c.xnn, and model.onnx with x.npy as the ONNX section describes them)."""
+a.xnn, b.xnn, c.xnn, model.onnx with x.npy as the ONNX section describes them, and the quantize section's
+calib/ and calib.npz)."""
 
 from __future__ import annotations
 
@@ -67,6 +68,12 @@ def workdir(tmp_path: pathlib.Path) -> pathlib.Path:
         (tmp_path / name).write_bytes(blob)
     _onnx_model(tmp_path / "model.onnx")
     np.save(tmp_path / "x.npy", np.ones((8, 3, 32, 32), np.float32))
+    rng = np.random.default_rng(0)  # the quantize section's calibration data: a folder and one .npz
+    (tmp_path / "calib").mkdir()
+    for i in range(4):
+        sample = rng.standard_normal((1, 3, 32, 32), dtype=np.float32)
+        np.savez(tmp_path / "calib" / f"{i}.npz", **{"0": sample})
+    np.savez(tmp_path / "calib.npz", **{"0": rng.standard_normal((8, 3, 32, 32), dtype=np.float32)})
     cwd = os.getcwd()
     os.chdir(tmp_path)
     yield tmp_path

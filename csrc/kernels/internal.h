@@ -49,11 +49,11 @@ enum class Scratch : unsigned {
   kIgemmGather,  // igemm: gathered input rows of narrow-channel convs (per task)
   kWinogradV,    // winograd: transformed input and products (per task; the input kept for the next task)
   kWinogradKey,  // winograd: the call and tile block whose transformed input kWinogradV holds
-  kDwRing,       // depthwise: ring of expanded input rows, int8: of pair rows (kept across a thread's tasks of
-                 // one call; fp32 and int8 share it, they never run inside each other)
-  kDwRingKeys,   // depthwise: the call the ring belongs to, then which input row each ring slot holds
-  kDwRow,        // depthwise with a fused project: one output row, the project's input (per task)
-  kDeconvCols,   // deconv: the GEMM's column band (per call)
+  kDwRing,  // depthwise: ring of expanded input rows, int8: of pair rows (kept across a thread's tasks of
+  // one call; fp32 and int8 share it, they never run inside each other)
+  kDwRingKeys,  // depthwise: the call the ring belongs to, then which input row each ring slot holds
+  kDwRow,  // depthwise with a fused project: one output row, the project's input (per task)
+  kDeconvCols,  // deconv: the GEMM's column band (per call)
   kCount
 };
 void* scratch(Scratch slot, size_t bytes);

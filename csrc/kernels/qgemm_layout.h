@@ -65,7 +65,7 @@ size_t qconv2d_packed_k(const ConvParams& p);
 // every tap a 3-byte tail). Weight (ky, kx, c) sits at ky * tap_k + kx * tap_c + c of a packed row.
 struct QConvTaps {
   bool merged;
-  size_t taps;   // kh * kw, or kh when merged
+  size_t taps;  // kh * kw, or kh when merged
   size_t tap_c;  // bytes from one kx to the next in a packed row: Tp, or C when merged
   size_t row_k;  // bytes of input read per tap: C, or kw * C when merged
   size_t tap_k;  // row_k rounded up to 4 (Tp): the packed bytes per tap, the zero-point row's length

@@ -140,13 +140,7 @@ __attribute__((always_inline)) inline void strip(const QDwCtx& x, const uint8_t*
   for (size_t i = 0; i < NP; ++i, o += OC) {
     const __m128i v = bounded ? requant16_bounded(rqb, acc[2 * i], acc[2 * i + 1], scale, order)
                               : requant16(rq, acc[2 * i], acc[2 * i + 1], scale, order);
-    if (nc == kQDwTile) {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(o), v);
-    } else {
-      alignas(16) uint8_t buf[16];
-      _mm_store_si128(reinterpret_cast<__m128i*>(buf), v);
-      std::memcpy(o, buf, nc);
-    }
+    store_bytes16(o, v, nc);
   }
 }
 
@@ -263,8 +257,8 @@ void qdwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const void* in
                   x.h.out_type == QType::kU8};
   const bool u8 = x.h.out_type == QType::kU8;
   const int32_t zy = x.h.out_zero_point, l = static_cast<int32_t>(lo) + zy, u = static_cast<int32_t>(hi) + zy;
-  x.rqb = QRequantBounded{_mm256_set1_epi16(static_cast<int16_t>(zy)),
-                          _mm256_set1_epi8(static_cast<char>(l)), _mm256_set1_epi8(static_cast<char>(u)), u8};
+  x.rqb = QRequantBounded{_mm256_set1_epi16(static_cast<int16_t>(zy)), _mm256_set1_epi8(static_cast<char>(l)),
+                          _mm256_set1_epi8(static_cast<char>(u)), u8};
   x.call = internal::unique_call_id();
   const double row_cost = static_cast<double>(OW) * x.OC * p.kernel_h * p.kernel_w;
   x.tasks = internal::task_count(x.rows, row_cost, internal::parallel_threads(par), 4);

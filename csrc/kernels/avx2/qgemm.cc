@@ -198,19 +198,13 @@ __attribute__((always_inline)) inline void store16(const QCtx& x, __m256i s0, __
                                                    uint8_t* c, size_t nc) {
   const QRequant r{_mm256_set1_ps(x.flo), _mm256_set1_ps(x.fhi), _mm256_set1_epi32(x.zy), x.out_u8};
   const __m128i v = requant16(r, s0, s1, scale, _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5));
-  if (nc == kQNR) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(c), v);
-  } else {
-    alignas(16) uint8_t tmp[16];
-    _mm_store_si128(reinterpret_cast<__m128i*>(tmp), v);
-    std::memcpy(c, tmp, nc);
-  }
+  store_bytes16(c, v, nc);
 }
 
 // qd8_gemm's epilogue (table.def): 16 fp32 outputs of row `row` from its int32 sums, stored as nc floats.
 __attribute__((always_inline)) inline void store16_f32(const QCtx& x, __m256i s0, __m256i s1,
-                                                       const uint8_t* panel, size_t n0, size_t row, uint8_t* c,
-                                                       size_t nc) {
+                                                       const uint8_t* panel, size_t n0, size_t row,
+                                                       uint8_t* c, size_t nc) {
   const float* sw = reinterpret_cast<const float*>(panel + kQNR * 4);
   const RowQuant q = x.rowq[row];
   const __m256i za = _mm256_set1_epi32(q.zero_point);
@@ -258,8 +252,10 @@ __attribute__((always_inline)) inline void store2x16(const QCtx& x, __m256i s0, 
   const __m256i p1 = _mm256_adds_epi16(_mm256_packs_epi32(conv(t0, sc0), conv(t1, sc1)), zy);
   __m256i b = x.out_u8 ? _mm256_packus_epi16(p0, p1) : _mm256_packs_epi16(p0, p1);
   b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));  // row 0 | row 1
-  const __m256i qmin = _mm256_set1_epi8(static_cast<char>(x.qmin)), qmax = _mm256_set1_epi8(static_cast<char>(x.qmax));
-  b = x.out_u8 ? _mm256_min_epu8(_mm256_max_epu8(b, qmin), qmax) : _mm256_min_epi8(_mm256_max_epi8(b, qmin), qmax);
+  const __m256i qmin = _mm256_set1_epi8(static_cast<char>(x.qmin)),
+                qmax = _mm256_set1_epi8(static_cast<char>(x.qmax));
+  b = x.out_u8 ? _mm256_min_epu8(_mm256_max_epu8(b, qmin), qmax)
+               : _mm256_min_epi8(_mm256_max_epi8(b, qmin), qmax);
   if (nc == kQNR) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(c0), _mm256_castsi256_si128(b));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(c1), _mm256_extracti128_si256(b, 1));
@@ -355,7 +351,8 @@ __attribute__((always_inline)) inline void tile_sign_one(const QCtx& x, const Sr
       }
       store_out(x, acc[m][2 * p], acc[m][2 * p + 1], pp, n0 + p * kQNR, m0 + m, cm, ncp);
       if (m + 1 < MR)
-        store_out(x, acc[m + 1][2 * p], acc[m + 1][2 * p + 1], pp, n0 + p * kQNR, m0 + m + 1, cm + x.ldc, ncp);
+        store_out(x, acc[m + 1][2 * p], acc[m + 1][2 * p + 1], pp, n0 + p * kQNR, m0 + m + 1, cm + x.ldc,
+                  ncp);
     }
   }
 }
@@ -586,8 +583,8 @@ void qconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, 
     const uint8_t* gin = static_cast<const uint8_t*>(in) + gi * g.C;
     uint8_t* gout = static_cast<uint8_t*>(out) + gi * OC;
     if (pointwise) {
-      qrun(N * H * W, OC, g.C, nullptr, gin, g.in_stride, gpacked, gout, G * OC, out_min, out_max, nullptr, 0.f,
-           0.f, par);
+      qrun(N * H * W, OC, g.C, nullptr, gin, g.in_stride, gpacked, gout, G * OC, out_min, out_max, nullptr,
+           0.f, 0.f, par);
     } else {
       qrun(N * OH * OW, OC, K, &g, gin, 0, gpacked, gout, G * OC, out_min, out_max, nullptr, 0.f, 0.f, par);
     }

@@ -4,7 +4,9 @@
 
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace webxnn {
 namespace avx2 {
@@ -44,16 +46,30 @@ struct QRequantBounded {
   bool out_u8;
 };
 
-__attribute__((always_inline)) inline __m128i requant16_bounded(const QRequantBounded& r, __m256i s0, __m256i s1,
-                                                                const float* scale, __m256i order) {
+__attribute__((always_inline)) inline __m128i requant16_bounded(const QRequantBounded& r, __m256i s0,
+                                                                __m256i s1, const float* scale,
+                                                                __m256i order) {
   const __m256 f0 = _mm256_mul_ps(_mm256_cvtepi32_ps(s0), _mm256_load_ps(scale));
   const __m256 f1 = _mm256_mul_ps(_mm256_cvtepi32_ps(s1), _mm256_load_ps(scale + 8));
-  const __m256i p16 = _mm256_adds_epi16(_mm256_packs_epi32(_mm256_cvtps_epi32(f0), _mm256_cvtps_epi32(f1)), r.zy16);
+  const __m256i p16 =
+      _mm256_adds_epi16(_mm256_packs_epi32(_mm256_cvtps_epi32(f0), _mm256_cvtps_epi32(f1)), r.zy16);
   __m256i p8 = r.out_u8 ? _mm256_packus_epi16(p16, p16) : _mm256_packs_epi16(p16, p16);
   // max then min: out_min > out_max gives out_max, as the reference's clamp does
   p8 = r.out_u8 ? _mm256_min_epu8(_mm256_max_epu8(p8, r.lo8), r.hi8)
                 : _mm256_min_epi8(_mm256_max_epi8(p8, r.lo8), r.hi8);
   return _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(p8, order));
+}
+
+// Stores the first n (<= 16) bytes of v at p: one store for a whole vector, else through a stack buffer (no
+// write past p + n: the bytes after a row's last channel belong to the next pixel).
+__attribute__((always_inline)) inline void store_bytes16(uint8_t* p, __m128i v, size_t n) {
+  if (n == 16) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v);
+    return;
+  }
+  alignas(16) uint8_t buf[16];
+  _mm_store_si128(reinterpret_cast<__m128i*>(buf), v);
+  std::memcpy(p, buf, n);
 }
 
 }  // namespace avx2

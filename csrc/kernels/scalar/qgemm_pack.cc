@@ -37,7 +37,8 @@ size_t qgemm_layout_bytes(size_t K, size_t N) {
 }
 
 size_t qconv2d_group_bytes(const ConvParams& p) {
-  const size_t bytes = qgemm_layout_bytes(qconv2d_packed_k(p), p.group_output_channels) + qconv2d_taps(p).tap_k;
+  const size_t bytes =
+      qgemm_layout_bytes(qconv2d_packed_k(p), p.group_output_channels) + qconv2d_taps(p).tap_k;
   return (bytes + 63) / 64 * 64;  // each group's panels stay 64-byte aligned
 }
 
