@@ -1081,9 +1081,19 @@ def test_unresolved_dim_blocking_reshape_names_dim_and_node() -> None:
 
 
 def test_unresolved_dim_without_static_need() -> None:
+    """A symbolic dim nobody fixes or bounds stays dynamic up to the default bound (64), as onnxruntime
+    takes any batch; past the bound, the run-time error names the dim and its range."""
+    from webxnn.onnx.convert import DEFAULT_DIM_MAX
+
     m = model([n("Relu", ["x"], "y")], {"x": (np.float32, ["N", 4])}, {"y": np.float32})
-    with pytest.raises(UnsupportedError, match="'N'"):
-        from_onnx(m)
+    g = from_onnx(m)
+    assert g.inputs["x"].shape[0] == webxnn.DynDim("N", DEFAULT_DIM_MAX) == webxnn.DynDim("N", 64)
+    prog = webxnn.load(webxnn.compile(g))
+    for b in (1, 7, 64):
+        x = np.random.default_rng(b).standard_normal((b, 4)).astype(np.float32)
+        np.testing.assert_array_equal(prog.run({"x": x})["y"], np.maximum(x, 0))
+    with pytest.raises(webxnn.InputError, match="'N'"):
+        prog.run({"x": np.zeros((65, 4), np.float32)})
     g = from_onnx(m, dyn_max=8)
     assert g.inputs["x"].shape[0] == webxnn.DynDim("N", 8) and g.version == 2
     assert "dyn(" in g.to_text()

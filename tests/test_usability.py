@@ -364,8 +364,9 @@ def test_onnx_names_kept_end_to_end(tmp_path: pathlib.Path, capsys) -> None:
 
 def test_onnx_symbolic_dims_bounded(tmp_path: pathlib.Path) -> None:
     model = _named_model(tmp_path / "dyn.onnx", "batch_size")
-    with pytest.raises(webxnn.UnsupportedError, match=r"--dim-max NAME=N"):
-        webxnn.from_onnx(model)
+    default = webxnn.load(webxnn.compile(webxnn.from_onnx(model)))  # nothing said: dynamic up to 64
+    assert default.inputs[0].shape == (64, 3) and default.inputs[0].dynamic == ("batch_size", None)
+    _check(default.run(_feeds(5)), _feeds(5))
     for bound in ({"batch_size": 8}, 8):
         prog = webxnn.load(webxnn.compile(webxnn.from_onnx(model, dyn_max=bound)))
         assert prog.inputs[0].shape == (8, 3) and prog.inputs[0].dynamic == ("batch_size", None)
@@ -390,7 +391,8 @@ def test_onnx_symbolic_dims_bounded(tmp_path: pathlib.Path) -> None:
     assert r.returncode == 0 and f"  {OUT_A}: float32[5, 3]" in r.stdout, r.stderr
     r = cli("run", str(model), "--dim-max", "16", *feed_args)
     assert r.returncode == 0 and f"  {OUT_B}: float32[5, 3]" in r.stdout, r.stderr
-    assert_one_line_error(cli("run", str(model), *feed_args), "unresolved symbolic dims", "--dim-max")
+    r = cli("run", str(model), *feed_args)  # no bound given: the default (64)
+    assert r.returncode == 0 and f"  {OUT_B}: float32[5, 3]" in r.stdout, r.stderr
     assert_one_line_error(cli("run", str(model), "--dim-max", "batch_size=0", *feed_args), "--dim-max")
     assert_one_line_error(cli("run", str(model), "--dim-max", "4", *feed_args), "expected")
     r = cli("import-onnx", str(model), "-o", str(tmp_path / "dyn.webnn"), "--dim-max", "batch_size=8")

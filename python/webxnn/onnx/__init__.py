@@ -62,8 +62,9 @@ def from_onnx(
 
     `override_dims` fixes symbolic input dims ({"batch_size": 1}). `dyn_max` keeps symbolic dims dynamic
     instead, each a `dyn(name, N)` input dim that may be 1..N at run time (as long as no static reshape
-    needs it): {"batch_size": 64} bounds the dims it names, an int bounds every symbolic dim not fixed. A
-    symbolic dim neither fixed nor bounded is an error; a name the model lacks is a WebxnnWarning (ignored).
+    needs it): {"batch_size": 256} bounds the dims it names, an int bounds every symbolic dim not fixed. A
+    symbolic dim neither fixed nor bounded is dynamic up to 64 (`convert.DEFAULT_DIM_MAX`); a name the model
+    lacks is a WebxnnWarning (ignored).
     Input and output names that are not `.webnn` identifiers ("0", "logits:0") get identifiers in the Graph,
     which remembers the ONNX names (`Graph.io_names`) for the compiled blob and its Program."""
     from .convert import Converter

@@ -29,8 +29,10 @@ from .refusals import NON_TENSOR, RUN_TIME_PARAMETER, ZERO_SIZED, op_reason, typ
 from .registry import CONTRIB_TRANSLATORS, TRANSLATORS
 from .tensors import NP_OF_ONNX, WEBNN_OF_ONNX, as_webnn_array, to_array, webnn_dtype, webnn_dtype_of_array
 
-# Placeholder bound for a symbolic dim nobody resolved; never written out (see `_finish`).
-_UNRESOLVED_MAX = 1 << 30
+# The bound of a symbolic dim that neither override_dims nor dyn_max names: it stays dynamic, 1..64 at run
+# time (onnxruntime takes any size; a blob needs an upper bound). 64 covers batch sizes without large
+# buffers at the bound; a longer dim (a sequence) needs dyn_max / --dim-max.
+DEFAULT_DIM_MAX = 64
 
 # A last resort: an exception that is not a WebxnnError escaping a node's translation becomes a
 # ValidationError naming that node. The checks at the entry points (attributes, inputs, tensors) should make
@@ -110,7 +112,7 @@ class Converter:
         self.types: dict[str, TensorType] = {}
         self.poisoned: set[str] = set()
         self.problems: list[tuple[str, str, str]] = []  # (op_type, node name, reason)
-        self.unresolved: dict[str, list[str]] = defaultdict(list)  # dim name -> inputs using it
+        self.defaulted: set[str] = set()  # symbolic dims given DEFAULT_DIM_MAX
         self.graph = Graph(name=model.graph.name or "model", version=1)
         self.node: Any = None  # the ONNX node being translated, for messages
         self._elem_types: dict[str, int] | None = None  # ONNX element types by value, when asked for
@@ -311,9 +313,10 @@ class Converter:
             elif (bound := self._bound(name)) is not None:
                 dims.append(DynDim(name, bound))
                 self.dynamic = True
-            else:  # kept (with a huge bound) so that the conversion goes on: the error at the end lists all
-                self.unresolved[name].append(vi.name)
-                dims.append(DynDim(name, _UNRESOLVED_MAX))
+            else:  # dynamic up to the default bound
+                self.defaulted.add(name)
+                dims.append(DynDim(name, DEFAULT_DIM_MAX))
+                self.dynamic = True
         return dims
 
     def _keep_name(self, ident: str, name: str) -> None:
@@ -613,14 +616,6 @@ class Converter:
                     WebxnnWarning,
                     stacklevel=3,
                 )
-        if self.unresolved:
-            items = "; ".join(
-                f"{d!r} (input {', '.join(repr(i) for i in ins)})" for d, ins in self.unresolved.items()
-            )
-            raise UnsupportedError(
-                f"unresolved symbolic dims: {items}. Fix them with override_dims (CLI: --override-dim "
-                "NAME=N), or keep them dynamic up to a bound with dyn_max (CLI: --dim-max NAME=N)"
-            )
         if self.dynamic:
             self.graph.version = 2
 
