@@ -145,7 +145,7 @@ def test_pool_options(capi) -> None:  # noqa: ANN001
         out = ffi.new("wx_program**")
         assert lib.wx_load_bytes(blob, len(blob), opts, out) == lib.WX_OK, ffi.string(lib.wx_last_error())
         try:
-            for _ in range(20):  # past the run-mode warm-up and probe (runtime/run_mode.h)
+            for _ in range(20):  # past the run-mode exploration (runtime/run_mode.h)
                 st, y, _ = _run(ffi, lib, out[0], x, (2, 4))
                 assert st == lib.WX_OK
                 np.testing.assert_array_equal(y, want)

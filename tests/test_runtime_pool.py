@@ -132,8 +132,8 @@ def test_programs_match_single_thread_from_many_python_threads() -> None:
 
 
 def test_runs_alone_or_with_workers_give_the_same_bytes() -> None:
-    """A Program picks, run by run, the workers or the caller alone (runtime/run_mode.h: warm-up, a probe
-    alone, then the faster mode and a probe of the other every 16th run); 40 runs cover every branch."""
+    """A Program picks, run by run, the workers or the caller alone (runtime/run_mode.h: a first run, six
+    alternating, then the faster mode and a probe of the other every 16th run); 40 runs cover every branch."""
     blob = chain_blob(17)
     x = rand(1, 23, 19, 17)
     want = runtime.load(blob, threads=1).run({"x": x})["y"].tobytes()

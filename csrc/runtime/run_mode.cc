@@ -1,5 +1,6 @@
 #include "runtime/run_mode.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -13,32 +14,34 @@ bool RunMode::enabled() {
   return on;
 }
 
+uint64_t RunMode::Times::median() const {
+  const size_t k = std::min(n, kKeep);
+  uint64_t v[kKeep];
+  std::copy(ns, ns + k, v);
+  std::sort(v, v + k);
+  return v[k / 2];
+}
+
+bool RunMode::solo_best() const { return solo_.median() < par_.median(); }
+
 bool RunMode::pick_solo() {
   std::lock_guard<std::mutex> lk(mutex_);
-  const uint64_t run = ++runs_;
-  if (par_.n < kWarmup) return false;
-  if (solo_.n == 0) return true;
-  const bool solo_best = solo_.avg_ns < par_.avg_ns;
-  const bool probe = run % kProbeEvery == 0;
-  return probe ? !solo_best : solo_best;
+  const uint64_t run = runs_++;  // 0 = the uncounted first run
+  if (run == 0) return false;
+  if (run <= kExplore || par_.n == 0 || solo_.n == 0) return run % 2 == 0;  // 1: workers, 2: alone, ...
+  const bool best = solo_best();
+  return run % kProbeEvery == 0 ? !best : best;
 }
 
 void RunMode::record(bool solo, uint64_t ns) {
   std::lock_guard<std::mutex> lk(mutex_);
-  Stats& s = solo ? solo_ : par_;
-  const double t = static_cast<double>(ns);
-  if (!solo && par_.n == 0) {
-    par_.n = 1;  // the first run: cold, not a figure to keep
+  if (!first_done_ && !solo) {
+    first_done_ = true;  // the first run: cold, not a figure to keep
     return;
   }
-  if (s.n == 0 || (!solo && par_.n == 1)) {
-    s.avg_ns = t;
-  } else {
-    // A run in the mode currently chosen is one of many; a probe is rare and must be able to flip the choice.
-    const bool chosen = (solo_.avg_ns < par_.avg_ns) == solo;
-    s.avg_ns += (t - s.avg_ns) * (chosen ? 0.25 : 0.5);
-  }
-  ++s.n;
+  Times& t = solo ? solo_ : par_;
+  t.ns[t.n % kKeep] = ns;
+  ++t.n;
 }
 
 }  // namespace webxnn

@@ -7,15 +7,16 @@
 // workload actually running, at the price of an occasional probe run in the other mode.
 //
 // Policy (per plan, i.e. per tuple of input shapes):
-//  * the first kWarmup runs use the workers (the first run pays page faults and cold caches);
-//  * then one run alone, so both modes have a time;
-//  * afterwards each run uses the mode with the lower moving average, except every kProbeEvery-th run, which
-//    uses the other mode so its figure follows a machine whose load changed.
-// Averages: steady runs weigh 1/4, a probe weighs 1/2 (it is rarer, and must be able to flip the choice).
+//  * the first run uses the workers and is not counted (page faults, cold caches);
+//  * the next kExplore runs alternate workers / alone, so each mode has a few times before any choice;
+//  * afterwards each run uses the mode whose recent median time is lower, except every kProbeEvery-th run,
+//    which uses the other mode so its figure follows a machine whose load changed.
+// Medians of each mode's last kKeep times: one run preempted by another process must not flip the choice.
 // Results do not depend on the mode: a solo run executes the same tasks, in order, on one thread.
 // WEBXNN_ADAPTIVE=0 in the environment turns the choice off (always the workers).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 
@@ -23,8 +24,9 @@ namespace webxnn {
 
 class RunMode {
  public:
-  static constexpr uint32_t kWarmup = 2;
+  static constexpr uint64_t kExplore = 6;
   static constexpr uint64_t kProbeEvery = 16;
+  static constexpr size_t kKeep = 5;
 
   // True: run this one on the calling thread alone.
   bool pick_solo();
@@ -34,13 +36,17 @@ class RunMode {
   static bool enabled();
 
  private:
-  struct Stats {
-    double avg_ns = 0;
-    uint32_t n = 0;
+  struct Times {
+    uint64_t ns[kKeep] = {};
+    size_t n = 0;  // times recorded (the last kKeep are kept)
+    uint64_t median() const;
   };
+  bool solo_best() const;
+
   std::mutex mutex_;
-  Stats par_, solo_;
+  Times par_, solo_;
   uint64_t runs_ = 0;
+  bool first_done_ = false;
 };
 
 }  // namespace webxnn
