@@ -13,7 +13,7 @@ import webxnn
 from webxnn.errors import ValidationError
 from webxnn.graph import Const, ConstInit, Graph, Node, Operand
 from webxnn.quantize.bias import correct_biases
-from webxnn.quantize.equalize import clone_graph, find_layers
+from webxnn.quantize.layers import clone_graph, find_layers
 
 
 def coarse(w: np.ndarray, axis: int) -> np.ndarray:

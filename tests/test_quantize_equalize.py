@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 import webxnn
 from webxnn.errors import ValidationError
 from webxnn.graph import Const, ConstInit, Graph, Node, Operand
-from webxnn.quantize.equalize import clone_graph, equalize_graph, find_layers, in_ranges, out_ranges
+from webxnn.quantize.equalize import equalize_graph, in_ranges, out_ranges
+from webxnn.quantize.layers import clone_graph, find_layers
 
 MOBILENETV2 = pathlib.Path("/work/ab/mobilenetv2.onnx")
 

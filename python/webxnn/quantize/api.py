@@ -7,17 +7,18 @@ from __future__ import annotations
 
 import os
 import time
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import OptionError, WebxnnWarning
+from ..errors import OptionError
 from ..graph import Graph
 from .accuracy import LayerSnr, measure, output_snr
+from .bias import correct_biases
 from .calibrate import calibrate
 from .data import CalibrationData, CalibrationError, random_samples, read_samples
 from .emit import ActParams, emit_qdq
+from .equalize import equalize_graph
 from .observers import HISTOGRAM_METHODS, METHODS, choose_range
 from .plan import MODES, Plan, fake_quant, make_plan
 
@@ -53,16 +54,6 @@ def _load(
     from ..compiler import read_model
 
     return read_model(os.fspath(model), None, None, override_dims or {}, dyn_max)
-
-
-def _optional(module: str, name: str, note: list[str], what: str):
-    """A function of quantcle's modules (equalize.py, bias.py), or None with a note when absent."""
-    try:
-        mod = __import__(f"{__package__}.{module}", fromlist=[name])
-        return getattr(mod, name)
-    except (ImportError, AttributeError):
-        note.append(f"{what} skipped: webxnn.quantize.{module}.{name} is not in this build")
-        return None
 
 
 def quantize(
@@ -117,23 +108,18 @@ def quantize(
             f"keep_fp32: {', '.join(unknown)} is not a quantizable layer (see the report's names)"
         )
     plan = make_plan(graph, mode, keep) if keep else full
-    notes: list[str] = []
     t0 = time.perf_counter()
-    report: dict[str, Any] = {"method": method, "mode": mode, "samples": len(samples), "notes": notes}
+    report: dict[str, Any] = {"method": method, "mode": mode, "samples": len(samples)}
     if equalize:
-        eq = _optional("equalize", "equalize_graph", notes, "cross-layer equalization")
-        if eq is not None:
-            graph, report["equalization"] = eq(graph)
-            plan = make_plan(graph, mode, keep)
+        graph, report["equalization"] = equalize_graph(graph)
+        plan = make_plan(graph, mode, keep)
     cal = calibrate(
         graph, samples, plan, method in HISTOGRAM_METHODS, means=bias_correction, threads=threads, quiet=quiet
     )
     report["calibration_seconds"] = round(cal.seconds, 3)
     if bias_correction:
-        correct = _optional("bias", "correct_biases", notes, "bias correction")
-        if correct is not None:
-            graph = correct(graph, cal.means, fake_quant)
-            plan = make_plan(graph, mode, keep)  # the corrected graph's bias constants (same tensors)
+        graph = correct_biases(graph, cal.means, fake_quant)
+        plan = make_plan(graph, mode, keep)  # the corrected graph's bias constants (same tensors)
     params = {
         v: ActParams.from_range(*choose_range(cal.stats[v], method, percentile))
         for v in plan.tensors
@@ -154,8 +140,6 @@ def quantize(
     }
     report["kept_fp32"] = sorted(keep)
     report["seconds"] = round(time.perf_counter() - t0, 3)
-    for n in notes:
-        warnings.warn(n, WebxnnWarning, stacklevel=2)
     return Quantized(qdq, report)
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import ValidationError
 from ..graph import Graph
-from .equalize import Layer, clone_graph, drop_unused_consts, find_layers, owned_consts
+from .layers import Layer, clone_graph, drop_unused_consts, find_layers, owned_consts
 
 
 def weight_shift(layer: Layer, w: np.ndarray, w_q: np.ndarray, mean: np.ndarray) -> np.ndarray:
