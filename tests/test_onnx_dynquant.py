@@ -18,27 +18,18 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 quantization = pytest.importorskip("onnxruntime.quantization")
 from onnx import TensorProto as TP  # noqa: E402
-from onnx import helper, numpy_helper  # noqa: E402
+from onnx import helper  # noqa: E402
 
 import webxnn  # noqa: E402
+from test_onnx_patterns import _model as _onnx_model  # noqa: E402
 from webxnn.compiler import compile_graph  # noqa: E402
 from webxnn.errors import UnsupportedError  # noqa: E402
 
 
 def _model(
-    nodes: list[Any], x_shape: list[int], inits: dict[str, np.ndarray], opset: int = 17, ms=False
+    nodes: list[Any], x_shape: list[int], inits: dict[str, np.ndarray], opset: int = 17, ms: bool = False
 ) -> Any:
-    g = helper.make_graph(
-        nodes,
-        "m",
-        [helper.make_tensor_value_info("x", TP.FLOAT, x_shape)],
-        [helper.make_tensor_value_info("y", TP.FLOAT, None)],
-        [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()],
-    )
-    ops = [helper.make_opsetid("", opset)] + ([helper.make_opsetid("com.microsoft", 1)] if ms else [])
-    m = helper.make_model(g, opset_imports=ops)
-    m.ir_version = 8
-    return m
+    return _onnx_model(nodes, x_shape, inits, opset, ms)  # opset 17: DynamicQuantizeLinear's era
 
 
 def _w(rng: np.random.Generator, *shape: int) -> np.ndarray:

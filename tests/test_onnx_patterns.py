@@ -22,7 +22,11 @@ RNG = np.random.default_rng(5)
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
-def _model(nodes: list[Any], x_shape: list[int], inits: dict[str, np.ndarray], opset: int = 13) -> Any:
+def _model(
+    nodes: list[Any], x_shape: list[int], inits: dict[str, np.ndarray], opset: int = 13, ms: bool = False
+) -> Any:
+    """One float input "x" of `x_shape`, one output "y", `inits` as initializers; `ms`: also the com.microsoft
+    domain (contrib ops)."""
     g = helper.make_graph(
         nodes,
         "m",
@@ -30,7 +34,8 @@ def _model(nodes: list[Any], x_shape: list[int], inits: dict[str, np.ndarray], o
         [helper.make_tensor_value_info("y", TP.FLOAT, None)],
         [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()],
     )
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    ops = [helper.make_opsetid("", opset)] + ([helper.make_opsetid("com.microsoft", 1)] if ms else [])
+    m = helper.make_model(g, opset_imports=ops)
     m.ir_version = min(m.ir_version, 8)
     return m
 
