@@ -169,6 +169,25 @@ def test_conv_integer_exact_with_many_channels() -> None:
     np.testing.assert_array_equal(got, want)
 
 
+def test_conv_integer_exact_at_winograds_channel_threshold() -> None:
+    """16 input and output channels, 3x3, 12x12: exactly where the kernels' Winograd starts (winograd.cc's
+    winograd_applies), whose transforms round; ops_qlinear._DIRECT_CHANNELS keeps each slice below it."""
+    feeds = {
+        "x": RNG.integers(0, 256, (1, 16, 12, 12)).astype(np.uint8),
+        "w": RNG.integers(0, 256, (16, 16, 3, 3)).astype(np.uint8),
+    }
+    inits = {"zx": np.array(3, np.uint8), "zw": np.array(250, np.uint8)}
+    m = _model(
+        [helper.make_node("ConvInteger", ["x", "w", "zx", "zw"], ["y"], pads=[1, 1, 1, 1])],
+        feeds,
+        {"y": TP.INT32},
+        inits,
+    )
+    (got,) = _run(m, feeds)
+    (want,) = _reference(m, feeds)
+    np.testing.assert_array_equal(got, want)
+
+
 # ------------------------------------------------------------------------- image coordinates
 
 
