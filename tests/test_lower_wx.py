@@ -344,13 +344,31 @@ def test_l2_pool_and_integer_max_pool() -> None:
         )
     )
     np.testing.assert_allclose(out["y"], want, rtol=1e-5)
-    xi = rng.integers(-100, 100, (1, 1, 4, 4)).astype(np.int8)
-    out, xg = _run(
-        _g("x: i8[1, 1, 4, 4];", "", "y = maxPool2d(x, windowDimensions=[2, 2], strides=[2, 2]);", "y;"),
-        {"x": xi},
+
+
+@pytest.mark.parametrize("dt", ["i8", "u8"])
+def test_8bit_max_pool_runs_in_float32(dt: str) -> None:
+    """Plain int8/uint8 max pooling: cast to float32 (exact), an XNNMaxPooling2d, cast back, in the reference
+    and in the runtime (whose pooling kernels are float only; the lowering used to emit an int8 WXPool2d that
+    the runtime refused)."""
+    import webxnn
+
+    lo, hi, np_dt = (-128, 128, np.int8) if dt == "i8" else (0, 256, np.uint8)
+    xi = rng.integers(lo, hi, (1, 3, 5, 5)).astype(np_dt)
+    text = _g(
+        f"x: {dt}[1, 3, 5, 5];",
+        "",
+        "y = maxPool2d(x, windowDimensions=[2, 2], strides=[2, 2], padding=[0, 1, 0, 1]);",
+        "y;",
     )
-    assert "WXPool2d" in _kinds(xg)
-    np.testing.assert_array_equal(out["y"], xi.reshape(1, 1, 2, 2, 2, 2).max(axis=(3, 5)))
+    xp = np.pad(xi, ((0, 0), (0, 0), (0, 1), (0, 1)), constant_values=lo)
+    want = xp.reshape(1, 3, 3, 2, 3, 2).max(axis=(3, 5))
+    out, xg = _run(text, {"x": xi})
+    assert "XNNMaxPooling2d" in _kinds(xg) and "WXPool2d" not in _kinds(xg)
+    np.testing.assert_array_equal(out["y"], want)
+    got = webxnn.load(compile(parse(text))).run({"x": xi})["y"]
+    assert got.dtype == np_dt
+    np.testing.assert_array_equal(got, want)
 
 
 def _resample_ref(x: np.ndarray, scales, sizes, linear: bool) -> np.ndarray:

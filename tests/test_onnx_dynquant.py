@@ -290,3 +290,17 @@ def test_uint8_weights_that_do_not_shift_into_int8_run_in_fp32() -> None:
     assert kinds["XNNConvert"] == 0
     np.testing.assert_allclose(got, x @ (w.astype(np.float32) * 0.01), rtol=1e-5, atol=1e-5)
     assert _cos(got, _ort(m, x)) >= 0.999
+
+
+def test_scale_product_read_after_its_scale_was_materialized() -> None:
+    """Regression: a scale product read outside the chain after its DynamicQuantizeLinear already has graph
+    values (an earlier reader materialized them) converts too (it raised UnboundLocalError)."""
+    nodes = [
+        helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
+        helper.make_node("Mul", ["xs", "Ws"], ["s"]),
+        helper.make_node("Add", ["xs", "s"], ["y"]),
+    ]
+    m = _model(nodes, [2, 4], {"Ws": np.array(0.5, np.float32)})
+    x = np.random.default_rng(8).standard_normal((2, 4)).astype(np.float32)
+    _, got = _webxnn(m, x)
+    np.testing.assert_allclose(got, _exact(m, x), rtol=1e-6)

@@ -151,13 +151,13 @@ def test_matmul_integer_exact_past_float32_integers() -> None:
     np.testing.assert_array_equal(got, want)
 
 
-def test_conv_integer_exact_with_many_channels() -> None:
-    """40 input channels of a 3x3 kernel: 360 products an output, cut into slices below Winograd's reach."""
+def _conv_integer_exact(c_in: int, c_out: int, zw: np.ndarray) -> None:
+    """A 3x3 ConvInteger over 12x12 uint8 pixels (zero point 128) equals ONNX's reference exactly."""
     feeds = {
-        "x": RNG.integers(0, 256, (1, 40, 12, 12)).astype(np.uint8),
-        "w": RNG.integers(0, 256, (20, 40, 3, 3)).astype(np.uint8),
+        "x": RNG.integers(0, 256, (1, c_in, 12, 12)).astype(np.uint8),
+        "w": RNG.integers(0, 256, (c_out, c_in, 3, 3)).astype(np.uint8),
     }
-    inits = {"zx": np.array(128, np.uint8), "zw": RNG.integers(0, 256, 20).astype(np.uint8)}
+    inits = {"zx": np.array(128, np.uint8), "zw": zw}
     m = _model(
         [helper.make_node("ConvInteger", ["x", "w", "zx", "zw"], ["y"], pads=[1, 1, 1, 1])],
         feeds,
@@ -167,6 +167,17 @@ def test_conv_integer_exact_with_many_channels() -> None:
     (got,) = _run(m, feeds)
     (want,) = _reference(m, feeds)
     np.testing.assert_array_equal(got, want)
+
+
+def test_conv_integer_exact_with_many_channels() -> None:
+    """40 input channels of a 3x3 kernel: 360 products an output, cut into slices below Winograd's reach."""
+    _conv_integer_exact(40, 20, RNG.integers(0, 256, 20).astype(np.uint8))
+
+
+def test_conv_integer_exact_at_winograds_channel_threshold() -> None:
+    """16 input and output channels, 3x3, 12x12: exactly where the kernels' Winograd starts (winograd.cc's
+    winograd_applies), whose transforms round; ops_qlinear._DIRECT_CHANNELS keeps each slice below it."""
+    _conv_integer_exact(16, 16, np.array(250, np.uint8))
 
 
 # ------------------------------------------------------------------------- image coordinates

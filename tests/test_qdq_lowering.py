@@ -297,5 +297,5 @@ def test_inspect_of_a_qdq_graph_tells_the_compiled_precision(
 
     assert main(["inspect", str(_model(qdq_dir, "activations_softmax", "pc-u8")), "--json"]) == 0
     p = json.loads(capsys.readouterr().out)["precision"]
-    assert p["float32"] == {"softmax": 1} and p["int8"]["gemm"] == 1 and p["int8"]["sigmoid"] == 1
+    assert p["fp32"] == {"softmax": 1} and p["int8"]["gemm"] == 1 and p["int8"]["sigmoid"] == 1
     assert p["convert"] == {"dequantizeLinear": 2, "quantizeLinear": 2}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from webxnn.xnn import reference
+from webxnn.xnn import reference, reference_quant
 from webxnn.xnn.ir import (
     FLAG_EXTERNAL_INPUT,
     FLAG_EXTERNAL_OUTPUT,
@@ -123,3 +123,16 @@ def test_sigmoid_by_table_and_max_pool_stay_in_int8() -> None:
         flags=0,
     )
     assert g.run("XNNMaxPooling2d", pool, y, {"x": xv}).reshape(-1).tolist() == [127]
+
+
+def test_lowering_quantizes_constants_as_xnnconvert() -> None:
+    """The qdq pass's QParams.quantize divides in float32 like XNNConvert (and the reference): -11.95 / 0.1 is
+    exactly -119.5 in float32 (-> -120, half to even) but just above it in float64 (-> -119)."""
+    from webxnn.lower.qdq.params import QParams
+
+    x = np.array([-11.95], np.float32)
+    scale = float(np.float32(0.1))
+    ref = reference_quant.quantize(
+        Value(id=0, datatype=Datatype.QINT8, dims=[1], quant=PerTensorQuant(scale)), x
+    )
+    assert QParams(scale, 0).quantize(x).tolist() == ref.tolist() == [-120]

@@ -291,7 +291,9 @@ void run(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, siz
 }  // namespace
 
 // 3x3, stride 1, no dilation, one group, and enough channels on both sides that the 36 GEMMs dominate
-// the transforms (measured here: narrower convs are faster as an IGEMM).
+// the transforms (measured here: narrower convs are faster as an IGEMM). The transforms round, so
+// python/webxnn/onnx/ops_qlinear.py's _DIRECT_CHANNELS (exact integer convs in float32) stays below the
+// 16-channel threshold: change both together (tests/test_onnx_node_gaps.py pins it).
 bool winograd_applies(const ConvParams& p) {
   return !p.input_nchw && p.kernel_h == 3 && p.kernel_w == 3 && p.stride_h == 1 && p.stride_w == 1 &&
          p.dilation_h == 1 && p.dilation_w == 1 && p.groups == 1 && p.group_input_channels >= 16 &&

@@ -46,7 +46,6 @@ def _dims(shape: tuple) -> list[int]:
     return [d.max_size if isinstance(d, DynDim) else int(d) for d in shape]
 
 
-# quantized values (`LValue.quant` set by the qdq pass): (dtype, per-channel?) → datatype
 def _datatype(dtype: str, where: str) -> Datatype:
     dt = DATATYPES.get(dtype)
     if dt is None:

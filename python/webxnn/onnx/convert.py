@@ -475,24 +475,20 @@ class Converter:
         body = expand(full, fp, f"{node.output[0] or node.name}/{node.op_type}/")
         if body is None:
             return "its ONNX function body holds subgraphs"
-        first, opset = len(self.problems), self.opset
+        opset = self.opset
         self.opset, self.depth = function_opset(fp, opset), self.depth + 1
         try:
-            for sub in body:
-                self._node(sub)
+            failed = self._run_body(node, body)
         finally:
-            self.opset, self.depth, self.node = opset, self.depth - 1, node
-        failed = self.problems[first:]
-        del self.problems[first:]
+            self.opset, self.depth = opset, self.depth - 1
         if not failed:
             return ""
         self.poisoned.update(o for o in node.output if o)
-        parts = [f"{op}: {why or 'not supported'}" for op, _, why in failed[:2]]
-        return "its ONNX function body needs " + "; ".join(parts)
+        return "its ONNX function body needs " + failed
 
-    def translate_as(self, node: Any, body: list[Any]) -> None:
-        """Translate `node` as the ONNX nodes `body` (written by its translator, as a function body is: they
-        read `node`'s inputs and define its outputs). UnsupportedError naming what failed, if anything."""
+    def _run_body(self, node: Any, body: list[Any]) -> str:
+        """Translate the ONNX nodes `body` standing for `node`, taking the problems they raise back out of
+        `self.problems`: '' when none, else the first two as 'op: why; op: why'."""
         first = len(self.problems)
         try:
             for sub in body:
@@ -501,8 +497,14 @@ class Converter:
             self.node = node
         failed = self.problems[first:]
         del self.problems[first:]
+        return "; ".join(f"{op}: {why or 'not supported'}" for op, _, why in failed[:2])
+
+    def translate_as(self, node: Any, body: list[Any]) -> None:
+        """Translate `node` as the ONNX nodes `body` (written by its translator, as a function body is: they
+        read `node`'s inputs and define its outputs). UnsupportedError naming what failed, if anything."""
+        failed = self._run_body(node, body)
         if failed:
-            raise UnsupportedError("; ".join(f"{op}: {why or 'not supported'}" for op, _, why in failed[:2]))
+            raise UnsupportedError(failed)
 
     def _input_types(self, node: Any) -> list[Any] | None:
         """TypeProtos of `node`'s inputs (context-dependent functions are built for them), or None."""

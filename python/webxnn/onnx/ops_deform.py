@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import UnsupportedError, ValidationError
 from ..graph import DTYPES
 from .convert import Converter, attrs_of, where
-from .ops_decomposed import scalar
+from .ops_spatial import Scalars, flat_pixels
 from .registry import onnx_op
 
 
@@ -41,8 +41,7 @@ def deform_conv(ctx: Converter, node: Any) -> None:
     hint = ctx.namer.of(node.output[0])
     npdt = DTYPES[ctx.types[x].dtype]
 
-    def one(v: float) -> str:
-        return scalar(ctx, v, x, "k")
+    one = Scalars(ctx, x)
 
     # tap positions without offsets: [1, 1, K, P] per axis
     ki, kj = np.meshgrid(np.arange(kh), np.arange(kw), indexing="ij")
@@ -74,7 +73,7 @@ def deform_conv(ctx: Converter, node: Any) -> None:
     ys, xs_ = taps(axis(0, base_h), h), taps(axis(1, base_w), w)
     batch = ctx.new_const(f"{hint}/batch", (np.arange(n, dtype=np.int32) * h * w).reshape(n, 1, 1, 1))
     width = ctx.new_const(f"{hint}/w", np.array(w, np.int32))
-    flat_x = e("reshape", [e("transpose", [x], {"permutation": [0, 2, 3, 1]})], {"newShape": [n * h * w, c]})
+    flat_x = flat_pixels(ctx, x, n, c, h * w)
     mask = None
     if ctx.has(node, 4):
         mask = e("reshape", [ctx.x(node, 4)], {"newShape": [n, og, k, p]})

@@ -77,8 +77,8 @@ def materialize(ctx: Converter, name: str, user: str) -> None:
     if isinstance(d, IntProduct):
         raise UnsupportedError(f"MatMulInteger's int32 result ({name!r}) is read by {user}: {_CHAIN}")
     q = d.scale if isinstance(d, ScaleProduct) else d
+    saved = ctx.node  # the reader's node, restored after translating another node on its behalf
     if not all(o in ctx.vals for o in q.node.output if o):  # once per DynamicQuantizeLinear
-        saved = ctx.node
         why = ctx._expand(q.node)
         ctx.node = saved
         if why != "":

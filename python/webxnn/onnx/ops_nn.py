@@ -332,10 +332,6 @@ def _pool2d(
     if lp:
         y = ctx.emit("mul", [ctx.emit(op, [x], opts), scalar(ctx, kernel[0] * kernel[1], x, "area")])
         return ctx.emit("pow", [y, scalar(ctx, 1.0 / p, x, "inv_p")], out=out)
-    dt = ctx.types[x].dtype
-    if op == "maxPool2d" and dt in ("int8", "uint8"):  # the kernels pool floats; 8-bit values are exact there
-        y = ctx.emit(op, [ctx.emit("cast", [x], {"type": "float32"})], opts)
-        return ctx.emit("cast", [y], {"type": dt}, out=out)
     return ctx.emit(op, [x], opts, out=out)
 
 

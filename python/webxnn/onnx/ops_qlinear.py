@@ -25,7 +25,8 @@ from .tensors import FLOAT, INT32
 # products of two 8-bit values minus their zero points (|v| <= 255) summed exactly in float32
 EXACT_TERMS = (1 << 24) // (255 * 255)  # 258
 # Winograd convolution (3x3, stride 1) rounds in its transforms; the kernels use it from 16 input channels per
-# group on, so an exact integer conv keeps its slices below that.
+# group on (csrc/kernels/avx2/winograd.cc, winograd_applies), so an exact integer conv keeps its slices below
+# that.
 _DIRECT_CHANNELS = 15
 
 

@@ -11,21 +11,17 @@ import numpy as np
 from ..errors import UnsupportedError, ValidationError
 from ..graph import DTYPES
 from .convert import Converter, attrs_of, text, where
-from .ops_decomposed import scalar
+from .ops_spatial import Scalars, flat_pixels
 from .refusals import RUN_TIME_PARAMETER
 from .registry import onnx_op
 
 
 def _axis_taps(
-    ctx: Converter, start: str, extent: str, bins: int, grid: int, size: int, like: str
+    ctx: Converter, k: Scalars, start: str, extent: str, bins: int, grid: int, size: int, like: str
 ) -> list[tuple[str, str]]:
     """The two bilinear taps per sample along one axis as (int32 index [R, bins * grid], weight [R, bins *
     grid]); the weight is 0 for a sample beyond one pixel outside the image (ONNX/onnxruntime RoiAlign)."""
     e = ctx.emit
-
-    def k(v: float) -> str:
-        return scalar(ctx, v, like, "k")
-
     # sample j of bin p sits at start + extent / bins * (p + (j + 0.5) / grid)
     frac = np.array(
         [p + (j + 0.5) / grid for p in range(bins) for j in range(grid)], DTYPES[ctx.types[like].dtype]
@@ -72,8 +68,7 @@ def roi_align(ctx: Converter, node: Any) -> None:
     e = ctx.emit
     hint = ctx.namer.of(node.output[0])
 
-    def k(v: float) -> str:
-        return scalar(ctx, v, rois, "k")
+    k = Scalars(ctx, rois)
 
     def coord(i: int) -> str:  # rois column i ([x1, y1, x2, y2]) in input pixels, [R, 1]
         col = e("slice", [rois], {"starts": [0, i], "sizes": [r, 1]})
@@ -85,8 +80,8 @@ def roi_align(ctx: Converter, node: Any) -> None:
     if half == "output_half_pixel":  # the legacy mode makes every roi at least 1 x 1
         ext_w = e("max", [ext_w, k(1.0)])
         ext_h = e("max", [ext_h, k(1.0)])
-    ys = _axis_taps(ctx, y1, ext_h, oh, ratio, h, rois)
-    xs_ = _axis_taps(ctx, x1, ext_w, ow, ratio, w, rois)
+    ys = _axis_taps(ctx, k, y1, ext_h, oh, ratio, h, rois)
+    xs_ = _axis_taps(ctx, k, x1, ext_w, ow, ratio, w, rois)
     p, q = oh * ratio, ow * ratio
     batch = ctx.x(node, 2)
     if ctx.types[batch].dtype != "int32":
@@ -98,7 +93,7 @@ def roi_align(ctx: Converter, node: Any) -> None:
             ctx.new_const(f"{hint}/hw", np.array(h * w, np.int32)),
         ],
     )
-    flat_x = e("reshape", [e("transpose", [x], {"permutation": [0, 2, 3, 1]})], {"newShape": [n * h * w, c]})
+    flat_x = flat_pixels(ctx, x, n, c, h * w)
     width = ctx.new_const(f"{hint}/w", np.array(w, np.int32))
     xdt = ctx.types[x].dtype
     acc = ""

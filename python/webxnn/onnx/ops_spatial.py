@@ -116,8 +116,8 @@ def col2im(ctx: Converter, node: Any) -> None:
     ctx.emit("reshape", [y], {"newShape": [n, c, *image]}, out=node.output[0])
 
 
-class _Scalars:
-    """0-D constants in one dtype, made once per value."""
+class Scalars:
+    """0-D constants in one dtype, made once per value (GridSample, RoiAlign, DeformConv)."""
 
     def __init__(self, ctx: Converter, like: str) -> None:
         self.ctx, self.like = ctx, like
@@ -129,7 +129,18 @@ class _Scalars:
         return self.made[v]
 
 
-def _reflect(ctx: Converter, k: _Scalars, c: str, lo: float, hi: float) -> str:
+def flat_pixels(ctx: Converter, x: str, n: int, c: int, pixels: int) -> str:
+    """X [N, C, *spatial] as [N * pixels, C], one row per pixel: what the run-time bilinear/cubic gathers read
+    (the batch folded into the row index)."""
+    e = ctx.emit
+    return e(
+        "reshape",
+        [e("transpose", [e("reshape", [x], {"newShape": [n, c, pixels]})], {"permutation": [0, 2, 1]})],
+        {"newShape": [n * pixels, c]},
+    )
+
+
+def _reflect(ctx: Converter, k: Scalars, c: str, lo: float, hi: float) -> str:
     """c folded back into [lo, hi] by reflecting at the borders as often as it takes (ONNX GridSample)."""
     e = ctx.emit
     rng = hi - lo
@@ -145,7 +156,7 @@ def _reflect(ctx: Converter, k: _Scalars, c: str, lo: float, hi: float) -> str:
     return e("where", [e("logicalOr", [below, above]), folded, c])
 
 
-def _cubic_weights(ctx: Converter, k: _Scalars, t: str) -> list[str]:
+def _cubic_weights(ctx: Converter, k: Scalars, t: str) -> list[str]:
     """Keys' cubic convolution weights (A = -0.75) of the taps at -1, 0, 1, 2 for the fraction t."""
     e = ctx.emit
     a = -0.75
@@ -193,7 +204,7 @@ def grid_sample(ctx: Converter, node: Any) -> None:
     p_out, p_in = math.prod(out), math.prod(size)
     e = ctx.emit
     g = e("reshape", [grid], {"newShape": [n, p_out, r]})
-    k = _Scalars(ctx, g)
+    k = Scalars(ctx, g)
     taps: list[list[tuple[str, str | None]]] = []  # per spatial dim: (tap position, its weight)
     for d in range(r):
         s = size[d]
@@ -239,11 +250,7 @@ def grid_sample(ctx: Converter, node: Any) -> None:
     strides = [math.prod(size[d + 1 :]) for d in range(r)]
     hint = ctx.namer.of(node.output[0])
     base = ctx.new_const(f"{hint}/batch", (np.arange(n, dtype=np.int32) * p_in).reshape(n, 1))
-    flat_x = e(
-        "reshape",
-        [e("transpose", [e("reshape", [x], {"newShape": [n, c, p_in]})], {"permutation": [0, 2, 1]})],
-        {"newShape": [n * p_in, c]},
-    )
+    flat_x = flat_pixels(ctx, x, n, c, p_in)
     xdt = ctx.types[x].dtype
     zero = scalar(ctx, 0.0, x, "zero")
     acc = ""

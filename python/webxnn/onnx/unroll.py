@@ -32,9 +32,9 @@ def static_translator(ctx: Converter, node: Any) -> Callable[[Converter, Any], N
     return None
 
 
-def _graph_consts(ctx: Converter, graph: Any, rename: Callable[[str], str]) -> None:
-    for t in graph.initializer:
-        ctx.consts[rename(t.name)] = to_array(t, ctx.base)
+def _graph_consts(ctx: Converter, graph: Any) -> dict[str, np.ndarray]:
+    """The subgraph's initializers as arrays, by name (read once: a Scan's steps share them)."""
+    return {t.name: to_array(t, ctx.base) for t in graph.initializer}
 
 
 def inline_branch(ctx: Converter, node: Any) -> None:
@@ -47,7 +47,7 @@ def inline_branch(ctx: Converter, node: Any) -> None:
         raise ValidationError(
             f"{where(node)}: the branch has {len(branch.output)} outputs, the If {len(node.output)}"
         )
-    _graph_consts(ctx, branch, lambda n: n)
+    ctx.consts.update(_graph_consts(ctx, branch))
     ctx.translate_as(node, list(branch.node))
     for out, sub in zip(node.output, branch.output):
         if out:
@@ -108,12 +108,14 @@ def unroll_scan(ctx: Converter, node: Any) -> None:
     nodes: list[Any] = []
     states = list(node.input[:n_state])
     per_step: list[list[str]] = [[] for _ in range(n_scan_out)]
+    inits = _graph_consts(ctx, body)
     for t in range(t_len):
 
         def rename(name: str, t: int = t) -> str:
             return f"{prefix}{t}/{name}" if name in local else name
 
-        _graph_consts(ctx, body, rename)
+        for name, arr in inits.items():
+            ctx.consts[rename(name)] = arr
         for i, vi in enumerate(body.input):
             src = states[i] if i < n_state else ""
             if i >= n_state:

@@ -116,17 +116,23 @@ def _quant_text(d: dict[str, Any] | None) -> str:
 
 
 def precision(n: Node, by_id: dict[int, Value]) -> str:
-    """How a node computes: "int8" when it reads or writes quantized values (static or dynamic int8),
-    "convert" for an XNNConvert between quantized and unquantized values, else its output's dtype ("fp32",
-    ...)."""
+    """How a node computes (`precision_label`)."""
     outs = [by_id[i] for i in n.output_ids() if i in by_id]
     q_out = any(v.quant is not None for v in outs)
     q_in = any(by_id[i].quant is not None for i in n.input_ids() if i in by_id)
-    if n.kind == "XNNConvert" and q_in != q_out:
+    return precision_label(n.kind, q_in, q_out, outs[0].datatype if outs else None)
+
+
+def precision_label(kind: str, q_in: bool, q_out: bool, out_datatype: Any) -> str:
+    """How a node of `kind` computes: "int8" when it reads (`q_in`) or writes (`q_out`) quantized values
+    (static or dynamic int8), "convert" for an XNNConvert between quantized and unquantized values, else
+    its output's datatype as `dtype_name` spells it ("fp32", ...; "?" for None). One labelling for
+    `describe`, `run --profile` and the lowered graph's `inspect` summary and fp32 warning."""
+    if kind == "XNNConvert" and q_in != q_out:
         return "convert"
     if q_in or q_out:
         return "int8"
-    return dtype_name(outs[0].datatype) if outs else "?"
+    return "?" if out_datatype is None else dtype_name(out_datatype)
 
 
 def node_precisions(g: XnnGraph) -> list[str]:

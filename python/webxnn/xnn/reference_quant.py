@@ -40,9 +40,14 @@ def real(v: Value, q: np.ndarray) -> np.ndarray:
 
 
 def quantize(v: Value, x: np.ndarray) -> np.ndarray:
-    """fp32 → qint8 as XNNConvert: x / scale in float32, rounded half to even, plus the zero point."""
-    s, z = _pt(v)
-    return _sat(np.rint(np.asarray(x, np.float32) / np.float32(s)).astype(np.float64) + z)
+    """fp32 → qint8 into per-tensor quantized value `v`, as XNNConvert."""
+    return quantize_per_tensor(x, *_pt(v))
+
+
+def quantize_per_tensor(x: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
+    """fp32 → int8 as XNNConvert: x / scale in float32, rounded half to even, plus the zero point,
+    saturated (the lowering's constant folding uses it too, so it decides as the runtime does)."""
+    return _sat(np.rint(np.asarray(x, np.float32) / np.float32(scale)).astype(np.float64) + zero_point)
 
 
 def _sat(x: np.ndarray) -> np.ndarray:

@@ -35,8 +35,6 @@ ACTIVATIONS = {
     "XNNELU": ("input_id",),
     **{k: ("input1_id",) for k in FILTERED},
 }
-# the node kinds that run int8 (for the report): the compute ones above plus the data movement of `sink`
-INT8_COMPUTE = frozenset(ACTIVATIONS)
 
 
 @dataclass

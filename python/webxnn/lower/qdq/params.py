@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...xnn.reference_quant import quantize_per_tensor
 from ..ir import LGraph, LNode
 
 QUANT_DTYPES = {"int8": 0, "uint8": -128}  # stored dtype -> shift into the int8 domain
@@ -25,8 +26,8 @@ class QParams:
     zero_point: int  # in [-128, 127]
 
     def quantize(self, real: np.ndarray) -> np.ndarray:
-        q = np.rint(np.asarray(real, np.float64) / self.scale) + self.zero_point
-        return np.clip(q, -128, 127).astype(np.int8)
+        """As XNNConvert: divided in float32, rounded half to even, saturated."""
+        return quantize_per_tensor(real, self.scale, self.zero_point)
 
 
 def is_quantize(node: LNode) -> bool:

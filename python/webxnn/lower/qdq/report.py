@@ -7,7 +7,9 @@ import warnings
 from collections import defaultdict
 
 from ...errors import WebxnnWarning
-from ..ir import LGraph
+from ...xnn.describe import precision_label
+from ..emit import DATATYPES
+from ..ir import LGraph, LNode
 
 HEAVY = frozenset(
     {"XNNConv2d", "XNNDepthwiseConv2d", "XNNFullyConnected", "XNNBatchMatrixMultiply", "XNNConvTranspose2d"}
@@ -20,7 +22,7 @@ def warn_if_mostly_fp32(lg: LGraph) -> None:
     )
     heavy = [n for n in lg.nodes if n.kind in HEAVY]
     # int8 when any operand is quantized: a dynamically quantized FC reads qdint8 and writes fp32
-    fp32 = [n for n in heavy if all(lg.values[v].quant is None for v in (*n.inputs, *n.outputs) if v)]
+    fp32 = [n for n in heavy if precision_of(lg, n) != "int8"]
     if not quantized or not heavy or 2 * len(fp32) <= len(heavy):
         return
     by_op: dict[str, list[str]] = defaultdict(list)
@@ -45,11 +47,13 @@ def precision_by_op(lg: LGraph) -> dict[str, dict[str, int]]:
     the Converts at the borders), e.g. {"int8": {"conv2d": 52}, "fp32": {"softmax": 1}, ...}."""
     counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for n in lg.nodes:
-        q_in = any(lg.values[i].quant is not None for i in n.inputs)
-        q_out = any(lg.values[o].quant is not None for o in n.outputs)
-        if n.kind == "XNNConvert" and q_in != q_out:
-            kind = "convert"
-        else:
-            kind = "int8" if q_in or q_out else lg.values[n.outputs[0]].dtype
-        counts[kind][n.src.rpartition(":")[2] or n.kind] += 1
+        counts[precision_of(lg, n)][n.src.rpartition(":")[2] or n.kind] += 1
     return {k: dict(sorted(v.items())) for k, v in sorted(counts.items())}
+
+
+def precision_of(lg: LGraph, n: LNode) -> str:
+    """How lowered node `n` will compute, labelled as `describe` labels the compiled node."""
+    q_in = any(lg.values[i].quant is not None for i in n.inputs)
+    q_out = any(lg.values[o].quant is not None for o in n.outputs)
+    out = lg.values[n.outputs[0]].dtype if n.outputs else None
+    return precision_label(n.kind, q_in, q_out, DATATYPES.get(out, out) if out else None)

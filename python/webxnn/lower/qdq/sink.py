@@ -78,7 +78,7 @@ def sink_dequantize(lg: LGraph, qvals: dict[str, QParams]) -> None:
                 out.append(node)
                 continue
         elif node.kind in CONCATS and sources and all(s is not None for s in sources):
-            present = [s for s in sources if s is not None]
+            present = [s for s in sources if s is not None]  # all of them, typed without None (for mypy)
             p = _concat_params(lg, readers, node, qvals[present[0]])
             sources = [_requantize(lg, out, qvals, s, p, node.src) for s in present]
         else:

@@ -24,9 +24,25 @@ FLAG_KEEP_DIMS = 0x40
 
 
 def _lower_pool(ctx: RuleCtx, node: LNode, kind: str) -> None:
-    x = operand(node, "input", 0)
+    x, y = operand(node, "input", 0), node.outputs[0]
+    dt = ctx.val(x).dtype
+    if kind == "XNNMaxPooling2d" and dt in ("int8", "uint8"):
+        # Plain 8-bit values (quantized ones are float32 here: the qdq pass makes their pool an int8
+        # XNNMaxPooling2d later): the kernels pool floats, and every 8-bit value is exact in float32.
+        xf, yf = (
+            ctx.new_value(f"{v}.f32", "float32", ctx.shape(v), layout=ctx.val(v).layout) for v in (x, y)
+        )
+        ctx.emit("WXUnary", {"input_id": x}, xf, op="cast")
+        _pool(ctx, node, kind, xf, yf)
+        ctx.emit("WXUnary", {"input_id": yf}, y, op="cast")
+        return
+    _pool(ctx, node, kind, x, y)
+
+
+def _pool(ctx: RuleCtx, node: LNode, kind: str, x: str, y: str) -> None:
+    """Pool `x` into `y` with `node`'s window attributes."""
     _, h, w, _ = ctx.shape(x)
-    _, oh, ow, _ = ctx.shape(node.outputs[0])
+    _, oh, ow, _ = ctx.shape(y)
     win = node.attrs.get("windowDimensions")
     global_window = win is None
     if win is None:
@@ -45,18 +61,18 @@ def _lower_pool(ctx: RuleCtx, node: LNode, kind: str) -> None:
         and (t, b, left, r) == (0, 0, 0, 0)
         and dils == (1, 1)
     ):
-        ctx.emit("XNNGlobalAvgPooling2d", {"input_id": x}, node.outputs[0], flags=FLAG_KEEP_DIMS)
+        ctx.emit("XNNGlobalAvgPooling2d", {"input_id": x}, y, flags=FLAG_KEEP_DIMS)
         return
     # ceil rounding / outputSizes: pad the bottom/right so that XNN's floor rounding gives the same size
     b += max(0, (int(oh) - 1) * strides[0] + dils[0] * (kh - 1) + 1 - (h + t + b))
     r += max(0, (int(ow) - 1) * strides[1] + dils[1] * (kw - 1) + 1 - (w + left + r))
     if kind == "WXPool2d" or (kind == "XNNAvgPooling2d" and dils != (1, 1)) or ctx.val(x).dtype != "float32":
-        # l2 pooling, dilated average pooling and integer max pooling: XNNPACK has no node for them
+        # l2 pooling, dilated average pooling and other integer pooling: XNNPACK has no node for them
         op = {"XNNMaxPooling2d": "max", "XNNAvgPooling2d": "average"}.get(kind, "l2")
         ctx.emit(
             "WXPool2d",
             {"input_id": x},
-            node.outputs[0],
+            y,
             op=enum_value("WXPoolOp", op),
             padding_top=t,
             padding_right=r,
@@ -72,12 +88,12 @@ def _lower_pool(ctx: RuleCtx, node: LNode, kind: str) -> None:
         )
         return
     if (kh, kw) == (1, 1) and strides == (1, 1) and (t, b, left, r) == (0, 0, 0, 0):
-        ctx.emit("XNNCopy", {"input_id": x}, node.outputs[0])  # XNN rejects 1x1 pooling windows
+        ctx.emit("XNNCopy", {"input_id": x}, y)  # XNN rejects 1x1 pooling windows
         return
     ctx.emit(
         kind,
         {"input_id": x},
-        node.outputs[0],
+        y,
         padding_top=t,
         padding_right=r,
         padding_bottom=b,
