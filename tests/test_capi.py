@@ -130,7 +130,8 @@ def test_run_matches_python(capi) -> None:  # noqa: ANN001
 
 def test_pool_options(capi) -> None:  # noqa: ANN001
     """wx_options.flags: a polling budget and the process's shared pool (sized by wx_set_threads) give the
-    same bytes as a single-threaded run; unknown flag bits and out-of-range budgets are refused."""
+    same bytes as a single-threaded run; unknown flag bits, out-of-range budgets and a budget for the shared
+    pool are refused."""
     ffi, lib = capi
     blob = simple_fc_blob()
     x = np.random.default_rng(1).standard_normal((2, 3)).astype(np.float32)
@@ -151,7 +152,11 @@ def test_pool_options(capi) -> None:  # noqa: ANN001
                 np.testing.assert_array_equal(y, want)
         finally:
             lib.wx_free(out[0])
-    for flags, spin, words in ((8, 0, b"unknown bits"), (lib.WX_OPTION_SPIN_US, 2_000_000, b"over 1000000")):
+    for flags, spin, words in (
+        (8, 0, b"unknown bits"),
+        (lib.WX_OPTION_SPIN_US, 2_000_000, b"over 1000000"),
+        (lib.WX_OPTION_SPIN_US | lib.WX_OPTION_SHARED_POOL, 50, b"size the shared one with wx_set_threads"),
+    ):
         opts = ffi.new("wx_options*", {"threads": 2, "flags": flags, "spin_us": spin})
         out = ffi.new("wx_program**")
         assert lib.wx_load_bytes(blob, len(blob), opts, out) == lib.WX_ERROR_INVALID_ARGUMENT

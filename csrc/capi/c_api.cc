@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/thread_pool.h"
 #include "runtime/program.h"
 #include "runtime/shapes.h"
 #include "runtime/shared_pool.h"
@@ -35,8 +36,6 @@ wx_status set_error(wx_status code, const std::string& msg) {
   return code;
 }
 
-constexpr uint32_t kMaxSpinUs = 1000000;
-
 // The runtime's options from the C ones; false (and the error set) for flags or values out of range.
 bool load_options(const wx_options* o, webxnn::LoadOptions* opts, const char* fn) {
   if (!o) return true;
@@ -45,10 +44,17 @@ bool load_options(const wx_options* o, webxnn::LoadOptions* opts, const char* fn
     set_error(WX_ERROR_INVALID_ARGUMENT, std::string(fn) + ": unknown bits in wx_options.flags");
     return false;
   }
-  if ((o->flags & WX_OPTION_SPIN_US) && o->spin_us > kMaxSpinUs) {
+  if ((o->flags & WX_OPTION_SPIN_US) && o->spin_us > webxnn::ThreadPool::kMaxSpinUs) {
     set_error(WX_ERROR_INVALID_ARGUMENT, std::string(fn) + ": wx_options.spin_us " +
                                              std::to_string(o->spin_us) + " is over " +
-                                             std::to_string(kMaxSpinUs));
+                                             std::to_string(webxnn::ThreadPool::kMaxSpinUs));
+    return false;
+  }
+  // (Python's load() refuses the same combination.)
+  if ((o->flags & WX_OPTION_SPIN_US) && (o->flags & WX_OPTION_SHARED_POOL)) {
+    set_error(WX_ERROR_INVALID_ARGUMENT,
+              std::string(fn) +
+                  ": spin_us applies to a program's own pool; size the shared one with wx_set_threads");
     return false;
   }
   opts->threads = o->threads;
@@ -110,10 +116,11 @@ wx_status wx_load_bytes(const void* data, size_t size, const wx_options* options
 void wx_free(wx_program* program) { delete program; }
 
 wx_status wx_set_threads(uint32_t threads, int64_t spin_us) {
-  if (spin_us > static_cast<int64_t>(kMaxSpinUs))
+  if (spin_us > static_cast<int64_t>(webxnn::ThreadPool::kMaxSpinUs))
     return set_error(WX_ERROR_INVALID_ARGUMENT, "wx_set_threads: spin_us " + std::to_string(spin_us) +
-                                                    " is over " + std::to_string(kMaxSpinUs));
-  const uint32_t spin = spin_us < 0 ? webxnn::ThreadPool::default_spin_us() : static_cast<uint32_t>(spin_us);
+                                                    " is over " +
+                                                    std::to_string(webxnn::ThreadPool::kMaxSpinUs));
+  const uint32_t spin = webxnn::ThreadPool::resolve_spin_us(spin_us);
   return to_c(webxnn::capture_status([&] { webxnn::set_shared_pool(threads, spin); }));
 }
 

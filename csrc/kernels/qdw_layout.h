@@ -43,9 +43,4 @@ constexpr size_t qdw_weight(size_t kpairs, size_t ky, size_t kx, size_t s) {
 // Tiles of the OC output channels (scalar/qdwconv.cc: no inline code compiled with AVX2 flags).
 size_t qdw_tiles(const QDwHeader& h);
 
-// The clamp a q8 kernel applies before rounding: [out_min, out_max] clipped to the output type's range, minus
-// the output zero point (qgemm's too: qgemm_run_params).
-void q8_clamp_bounds(QType out_type, int32_t out_zero_point, int32_t out_min, int32_t out_max, float* lo,
-                     float* hi);
-
 }  // namespace webxnn

@@ -54,6 +54,10 @@ struct QGemmRun {
   float lo, hi;
 };
 QGemmRun qgemm_run_params(const void* packed, size_t K, int32_t out_min, int32_t out_max);
+// The clamp a q8 kernel applies before rounding: [out_min, out_max] clipped to the output type's range, minus
+// the output zero point (qgemm_run_params' lo and hi; the depthwise kernels, qdw_layout.h, use it too).
+void q8_clamp_bounds(QType out_type, int32_t out_zero_point, int32_t out_min, int32_t out_max, float* lo,
+                     float* hi);
 
 // The bytes of qgemm's layout for K x N (= qgemm_packed_size), and qconv2d's GEMM depth kh * kw * Cp: where
 // qconv2d's zero-point row starts is qgemm_layout_bytes(qconv2d_packed_k(p), p.group_output_channels).

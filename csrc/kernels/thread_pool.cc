@@ -10,12 +10,11 @@
 namespace webxnn {
 namespace {
 
-// The pool whose tasks this thread is running right now (nested run() calls execute inline).
+// The pool whose tasks this thread is running right now, or whose solo Session it holds: its run() calls
+// execute inline (nested parallelism, a worker of that pool, a solo series).
 thread_local const ThreadPool* tl_active_pool = nullptr;
 // The pool whose Session this thread holds (its run() calls wait for the region lock instead of going inline).
 thread_local const ThreadPool* tl_session_pool = nullptr;
-// The pool whose solo Session this thread holds (its run() calls execute inline).
-thread_local const ThreadPool* tl_solo_pool = nullptr;
 // ThreadPool::barrier_wait_ns() of this thread.
 thread_local uint64_t tl_barrier_wait_ns = 0;
 
@@ -69,7 +68,7 @@ uint32_t ThreadPool::default_spin_us() {
   if (env && *env) {
     char* end = nullptr;
     const unsigned long v = std::strtoul(env, &end, 10);
-    if (end && *end == '\0' && v <= 1000000) return static_cast<uint32_t>(v);
+    if (end && *end == '\0' && v <= kMaxSpinUs) return static_cast<uint32_t>(v);
   }
   return kDefaultSpinUs;
 }
@@ -93,13 +92,14 @@ ThreadPool::~ThreadPool() {
 uint64_t ThreadPool::barrier_wait_ns() { return tl_barrier_wait_ns; }
 
 ThreadPool::Session::Session(ThreadPool& pool, bool solo)
-    : pool_(pool.workers_.empty() || tl_session_pool == &pool || tl_solo_pool == &pool ? nullptr : &pool) {
-  // (A thread already holding this pool's session, or a pool without workers: nothing to do.)
+    : pool_(pool.workers_.empty() || tl_session_pool == &pool || tl_active_pool == &pool ? nullptr : &pool) {
+  // (A thread already holding this pool's session, running its tasks (a worker of it, or a task of its
+  // region) or inside a solo session of it, or a pool without workers: nothing to do.)
   if (!pool_) return;
-  if (solo) {
+  if (solo) {  // run() goes inline while this pool is the thread's active one
     solo_ = true;
-    saved_solo_ = tl_solo_pool;
-    tl_solo_pool = pool_;
+    saved_ = tl_active_pool;
+    tl_active_pool = pool_;
     return;
   }
   saved_ = tl_session_pool;
@@ -118,7 +118,7 @@ ThreadPool::Session::Session(ThreadPool& pool, bool solo)
 ThreadPool::Session::~Session() {
   if (!pool_) return;
   if (solo_) {
-    tl_solo_pool = saved_solo_;
+    tl_active_pool = saved_;
     return;
   }
   tl_session_pool = saved_;
@@ -198,7 +198,7 @@ void ThreadPool::worker_loop(size_t self) {
 
 void ThreadPool::run(size_t tasks, const std::function<void(size_t)>& fn) {
   if (tasks == 0) return;
-  bool inline_only = workers_.empty() || tasks == 1 || tl_active_pool == this || tl_solo_pool == this;
+  bool inline_only = workers_.empty() || tasks == 1 || tl_active_pool == this;
   if (!inline_only && solo_until_ns_.load(std::memory_order_relaxed) != 0) {
     if (now_ns() < solo_until_ns_.load(std::memory_order_relaxed))
       inline_only = true;

@@ -55,8 +55,14 @@ class ThreadPool final : public Parallel {
  public:
   // How long threads poll before sleeping when neither the constructor nor WEBXNN_SPIN_US says otherwise.
   static constexpr uint32_t kDefaultSpinUs = 100;
-  // WEBXNN_SPIN_US when set to a number in [0, 1000000], else kDefaultSpinUs.
+  // The longest polling any option (WEBXNN_SPIN_US, load options, the C API) may ask for: 1 s.
+  static constexpr uint32_t kMaxSpinUs = 1000000;
+  // WEBXNN_SPIN_US when set to a number in [0, kMaxSpinUs], else kDefaultSpinUs.
   static uint32_t default_spin_us();
+  // An option's spin_us: negative means the default (default_spin_us()); callers check kMaxSpinUs first.
+  static uint32_t resolve_spin_us(int64_t spin_us) {
+    return spin_us < 0 ? default_spin_us() : static_cast<uint32_t>(spin_us);
+  }
 
   explicit ThreadPool(size_t threads, uint32_t spin_us = default_spin_us());
   ~ThreadPool() override;
@@ -68,7 +74,7 @@ class ThreadPool final : public Parallel {
   void run(size_t tasks, const std::function<void(size_t task)>& fn) override;
 
   // RAII: one caller's series of regions (see the header comment). A nested Session of the same pool on the
-  // same thread does nothing.
+  // same thread, or one opened inside a task of that pool (on a worker too), does nothing.
   class Session {
    public:
     // solo: this series runs on the calling thread alone (every run() inline, same tasks in order), takes no
@@ -80,8 +86,8 @@ class ThreadPool final : public Parallel {
 
    private:
     ThreadPool* pool_;  // null when there is nothing to do
-    const ThreadPool* saved_ = nullptr;  // the session this thread held before (another pool's)
-    const ThreadPool* saved_solo_ = nullptr;  // likewise for solo sessions
+    // What this thread held before: its session pool (another pool's), or for a solo session its active pool.
+    const ThreadPool* saved_ = nullptr;
     bool solo_ = false;
   };
 

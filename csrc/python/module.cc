@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/kernels.h"
+#include "kernels/thread_pool.h"
 #include "python/errors.h"
 #include "runtime/program.h"
 #include "runtime/shared_pool.h"
@@ -299,6 +300,7 @@ class PyProgram {
 PYBIND11_MODULE(_runtime, m) {
   using webxnn::PyProgram;
   m.doc() = "webxnn runtime: load, verify, plan and run .xnn blobs";
+  m.attr("MAX_SPIN_US") = webxnn::ThreadPool::kMaxSpinUs;  // the longest spin_us any option may ask for
 
   webxnn::register_error_translator();
 
@@ -337,8 +339,7 @@ PYBIND11_MODULE(_runtime, m) {
       "set_shared_pool",
       [](size_t threads, int64_t spin_us) {
         py::gil_scoped_release nogil;  // the old pool's workers are joined here
-        webxnn::set_shared_pool(
-            threads, spin_us < 0 ? webxnn::ThreadPool::default_spin_us() : static_cast<uint32_t>(spin_us));
+        webxnn::set_shared_pool(threads, webxnn::ThreadPool::resolve_spin_us(spin_us));
       },
       py::arg("threads"), py::arg("spin_us") = -1,
       "Replace the process's shared pool (threads 0 = one per core; spin_us -1 = default).");

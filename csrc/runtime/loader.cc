@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "runtime/bytes.h"
 #include "runtime/memory.h"
 #include "runtime/node_table.h"
 #include "runtime/nodes/common.h"
@@ -18,12 +19,6 @@ namespace webxnn {
 namespace {
 
 constexpr size_t kHeaderSize = 30;
-
-uint16_t rd16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
-uint32_t rd32(const uint8_t* p) {
-  return uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16) | (uint32_t(p[3]) << 24);
-}
-uint64_t rd64(const uint8_t* p) { return uint64_t(rd32(p)) | (uint64_t(rd32(p + 4)) << 32); }
 
 std::string printable4(const uint8_t* p) {
   std::string s;
@@ -262,19 +257,8 @@ class Decoder {
     if (seg_.fb_size >= std::numeric_limits<int32_t>::max()) {
       format_error(fb_where + ": flatbuffer of " + str(seg_.fb_size) + " bytes is larger than 2 GiB");
     }
-    // flatbuffers reads scalars in place: give it an 8-aligned copy if the blob placed it unaligned.
-    const uint8_t* fbp = seg_.fb;
-    if (reinterpret_cast<uintptr_t>(fbp) % 8 != 0) {
-      auto copy = std::make_shared<AlignedBuffer>(seg_.fb_size);
-      std::memcpy(copy->data(), fbp, seg_.fb_size);
-      fbp = copy->data();
-      model_.keepalive.push_back(copy);
-    }
-    flatbuffers::Verifier::Options opts;
-    opts.max_depth = 64;
-    opts.max_tables = 1000000;
-    flatbuffers::Verifier verifier(fbp, seg_.fb_size, opts);
-    if (!verifier.VerifyBuffer<fb::XNNGraph>(nullptr)) {
+    const uint8_t* fbp = aligned_flatbuffer(seg_.fb, seg_.fb_size, 8, &model_.keepalive);
+    if (!verify_flatbuffer<fb::XNNGraph>(fbp, seg_.fb_size, nullptr)) {
       format_error(fb_where + " (" + str(seg_.fb_size) +
                    " bytes) failed flatbuffers verification: an offset, size or alignment is out of bounds");
     }

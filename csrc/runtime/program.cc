@@ -160,8 +160,7 @@ void Program::init(std::shared_ptr<BlobStorage> blob, const LoadOptions& opts) {
   if (opts.shared_pool)
     pool_ = webxnn::shared_pool();
   else
-    pool_ = std::make_shared<ThreadPool>(
-        opts.threads, opts.spin_us < 0 ? ThreadPool::default_spin_us() : static_cast<uint32_t>(opts.spin_us));
+    pool_ = std::make_shared<ThreadPool>(opts.threads, ThreadPool::resolve_spin_us(opts.spin_us));
   pack_weights();
   base_plan_ = make_plan(std::move(shapes));
 }

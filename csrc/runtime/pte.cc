@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "program_generated.h"
+#include "runtime/bytes.h"
 #include "runtime/memory.h"
 #include "runtime/nodes/common.h"
 #include "runtime/status.h"
@@ -15,20 +16,12 @@ namespace pb = webxnn_pte;
 
 constexpr size_t kExtendedHeaderSize = 32;  // "eh00", u32 length, u64 program_size, segment_base, data_size
 
-uint32_t rd32(const uint8_t* p) {
-  return uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16) | (uint32_t(p[3]) << 24);
-}
-uint64_t rd64(const uint8_t* p) { return uint64_t(rd32(p)) | (uint64_t(rd32(p + 4)) << 32); }
+// Instruction kinds the schema knows (0 = NONE, where an instruction of a kind it does not know also counts).
+constexpr size_t kInstructionKinds = static_cast<size_t>(pb::InstructionArguments::MAX) + 1;
 
-const char* instruction_name(pb::InstructionArguments t) {
-  switch (t) {
-    case pb::InstructionArguments::KernelCall: return "KernelCall";
-    case pb::InstructionArguments::DelegateCall: return "DelegateCall";
-    case pb::InstructionArguments::MoveCall: return "MoveCall";
-    case pb::InstructionArguments::JumpFalseCall: return "JumpFalseCall";
-    case pb::InstructionArguments::FreeCall: return "FreeCall";
-    default: return "unknown instruction";
-  }
+const char* instruction_name(size_t t) {
+  return t == 0 ? "unknown instruction"
+                : pb::EnumNameInstructionArguments(static_cast<pb::InstructionArguments>(t));
 }
 
 // What a method holds, for the refusal message: delegates, operators, instruction counts.
@@ -44,13 +37,13 @@ std::string describe_plan(const pb::ExecutionPlan* plan, bool* ok) {
     out += (i ? ", " : " delegates ") + s;
     if (s.find("Xnnpack") == std::string::npos && s.find("xnnpack") == std::string::npos) good = false;
   }
-  size_t counts[6] = {0, 0, 0, 0, 0, 0};
+  size_t counts[kInstructionKinds] = {};
   if (const auto* chains = plan->chains()) {
     for (const auto* chain : *chains) {
       if (!chain->instructions()) continue;
       for (const auto* ins : *chain->instructions()) {
         const auto t = static_cast<size_t>(ins->instr_args_type());
-        ++counts[t < 6 ? t : 0];
+        ++counts[t < kInstructionKinds ? t : 0];
       }
     }
   }
@@ -64,12 +57,12 @@ std::string describe_plan(const pb::ExecutionPlan* plan, bool* ok) {
     }
     if (ops->size() > 8) out += ", ...";
   }
-  for (size_t t = 0; t < 6; ++t) {
+  for (size_t t = 0; t < kInstructionKinds; ++t) {
     if (!counts[t] || t == static_cast<size_t>(pb::InstructionArguments::DelegateCall)) continue;
-    out += "; " + str(counts[t]) + " " + instruction_name(static_cast<pb::InstructionArguments>(t));
+    out += "; " + str(counts[t]) + " " + instruction_name(t);
   }
   if (counts[static_cast<size_t>(pb::InstructionArguments::DelegateCall)] > 1) good = false;
-  for (size_t t = 0; t < 6; ++t) {
+  for (size_t t = 0; t < kInstructionKinds; ++t) {
     if (counts[t] && t != static_cast<size_t>(pb::InstructionArguments::DelegateCall)) good = false;
   }
   *ok = good;
@@ -103,18 +96,8 @@ PtePayload open_pte(const uint8_t* data, size_t size) {
   }
   if (program_size >= std::numeric_limits<int32_t>::max())
     format_error(".pte: program flatbuffer larger than 2 GiB");
-  const uint8_t* fb = data;
-  if (reinterpret_cast<uintptr_t>(fb) % 16 != 0) {  // flatbuffers reads in place: give it an aligned copy
-    auto copy = std::make_shared<AlignedBuffer>(program_size);
-    std::memcpy(copy->data(), fb, program_size);
-    fb = copy->data();
-    out.keepalive.push_back(copy);
-  }
-  flatbuffers::Verifier::Options opts;
-  opts.max_depth = 64;
-  opts.max_tables = 1000000;
-  flatbuffers::Verifier verifier(fb, program_size, opts);
-  if (!verifier.VerifyBuffer<pb::Program>("ET12")) {
+  const uint8_t* fb = aligned_flatbuffer(data, program_size, 16, &out.keepalive);
+  if (!verify_flatbuffer<pb::Program>(fb, program_size, "ET12")) {
     format_error(".pte: the program flatbuffer (" + str(program_size) +
                  " bytes) failed verification: an offset, size or alignment is out of bounds");
   }

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/thread_pool.h"
 #include "webxnn/runtime.h"
 
 namespace {
@@ -174,7 +175,7 @@ int run_main(int argc, char** argv) {
     } else if (a == "--spin-us" && i + 1 < argc) {
       char* end = nullptr;
       const unsigned long long v = std::strtoull(argv[++i], &end, 10);
-      if (!end || *end || v > 1000000) return usage();
+      if (!end || *end || v > webxnn::ThreadPool::kMaxSpinUs) return usage();
       spin_us = static_cast<uint32_t>(v);
       flags |= WX_OPTION_SPIN_US;
     } else if (a == "--repeat" && i + 1 < argc) {

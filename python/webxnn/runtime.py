@@ -252,7 +252,7 @@ def _step_row(raw: tuple) -> dict[str, Any]:
     }
 
 
-_MAX_SPIN_US = 1_000_000
+_MAX_SPIN_US: int = _runtime.MAX_SPIN_US  # ThreadPool::kMaxSpinUs
 
 
 def _spin_arg(spin_us: int | None) -> int:

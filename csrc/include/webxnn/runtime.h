@@ -48,7 +48,9 @@ typedef struct wx_program wx_program;
 
 /* wx_options.flags bits. */
 #define WX_OPTION_SPIN_US 1 /* spin_us is set; otherwise WEBXNN_SPIN_US from the environment, else 100 */
-#define WX_OPTION_SHARED_POOL 2 /* run on the process's shared pool (wx_set_threads); `threads` is ignored */
+/* Run on the process's shared pool (sized by wx_set_threads); `threads` is ignored, and WX_OPTION_SPIN_US with
+ * it is WX_ERROR_INVALID_ARGUMENT (spin_us applies to a program's own pool). */
+#define WX_OPTION_SHARED_POOL 2
 
 /* Zero-initialised options are the defaults. */
 typedef struct wx_options {

@@ -190,9 +190,9 @@ void qmax_task(const void* vctx, size_t task) {
   for (size_t r = r0; r < r1; ++r) {
     const size_t n = r / x.OH, oy = r % x.OH;
     for (size_t ox = 0; ox < x.OW; ++ox) {
-      // The taps inside the input (padding takes no part).
+      // The taps inside the input (padding takes no part); qmax_pool2d sends windows of over 64 taps to the
+      // scalar table.
       const int8_t* taps[64];
-      const int8_t* const* tp = taps;
       size_t nt = 0;
       for (size_t ky = 0; ky < p.pool_h; ++ky) {
         const long iy = static_cast<long>(oy * p.stride_h + ky * p.dilation_h) - static_cast<long>(p.pad_top);
@@ -201,7 +201,6 @@ void qmax_task(const void* vctx, size_t task) {
           const long ix =
               static_cast<long>(ox * p.stride_w + kx * p.dilation_w) - static_cast<long>(p.pad_left);
           if (ix < 0 || ix >= static_cast<long>(x.W)) continue;
-          if (nt == 64) break;  // larger windows take the scalar path below
           taps[nt++] = x.in + ((n * x.H + static_cast<size_t>(iy)) * x.W + static_cast<size_t>(ix)) * C;
         }
       }
@@ -210,14 +209,14 @@ void qmax_task(const void* vctx, size_t task) {
       for (; c + 32 <= C; c += 32) {
         __m256i m = _mm256_set1_epi8(-128);
         for (size_t t = 0; t < nt; ++t) {
-          m = _mm256_max_epi8(m, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tp[t] + c)));
+          m = _mm256_max_epi8(m, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(taps[t] + c)));
         }
         m = _mm256_min_epi8(_mm256_max_epi8(m, vlo), vhi);
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + c), m);
       }
       for (; c < C; ++c) {
         int32_t m = -128;
-        for (size_t t = 0; t < nt; ++t) m = tp[t][c] > m ? tp[t][c] : m;
+        for (size_t t = 0; t < nt; ++t) m = taps[t][c] > m ? taps[t][c] : m;
         m = m < x.out_min ? x.out_min : m;
         o[c] = static_cast<int8_t>(m > x.out_max ? x.out_max : m);
       }

@@ -27,6 +27,7 @@
 #include "kernels/avx2/simd.h"
 #include "kernels/internal.h"
 #include "kernels/qdw_layout.h"
+#include "kernels/qgemm_layout.h"
 #include "kernels/scalar/scalar.h"
 
 namespace webxnn {

@@ -49,13 +49,17 @@ inline float round_even(float x) {
   return std::copysign(r, x);
 }
 
-// The int8 kernels' requantization of one int32 sum (table.def's qgemm): acc * scale clamped to [lo, hi] (a NaN
-// gives lo, like vmaxps(v, lo)), rounded half to even, plus the output zero point.
-inline int32_t requantize(int32_t acc, float scale, float lo, float hi, int32_t zy) {
-  float v = static_cast<float>(acc) * scale;
+// The int8 kernels' requantization of one scaled value v: clamped to [lo, hi] (a NaN gives lo, like
+// vmaxps(v, lo)), rounded half to even, plus the output zero point.
+inline int32_t requantize(float v, float lo, float hi, int32_t zy) {
   v = v >= lo ? v : lo;
   v = v <= hi ? v : hi;
   return static_cast<int32_t>(round_even(v)) + zy;
+}
+
+// The same for one int32 sum (table.def's qgemm): acc * scale, requantized.
+inline int32_t requantize(int32_t acc, float scale, float lo, float hi, int32_t zy) {
+  return requantize(static_cast<float>(acc) * scale, lo, hi, zy);
 }
 
 // How many tasks to split `units` independent pieces of work into, each unit costing about `unit_cost`

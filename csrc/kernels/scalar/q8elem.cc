@@ -19,11 +19,7 @@ struct Requant {
       : lo(static_cast<float>(q.out_min - q.out_zero_point)),
         hi(static_cast<float>(q.out_max - q.out_zero_point)),
         zy(q.out_zero_point) {}
-  int8_t operator()(float v) const {
-    v = v >= lo ? v : lo;  // NaN -> lo
-    v = v <= hi ? v : hi;
-    return static_cast<int8_t>(static_cast<int32_t>(round_even(v)) + zy);
-  }
+  int8_t operator()(float v) const { return static_cast<int8_t>(requantize(v, lo, hi, zy)); }
 };
 
 // A value the compiler may not fuse into a following addition (qadd's products are rounded on their own,

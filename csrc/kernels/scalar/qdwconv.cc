@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "kernels/qdw_layout.h"
+#include "kernels/qgemm_layout.h"
 #include "kernels/scalar/common.h"
 #include "kernels/scalar/scalar.h"
 

@@ -236,6 +236,20 @@ bool all_q8(const SupportCheck& c) {
   return true;
 }
 
+namespace {
+
+// The int8 kernels take zero points in the int8 range (table.def); a blob may hold any int32. named: the
+// message names the value (the element-wise nodes have several inputs; a conv's is its input or output).
+void need_q8_zero_point(const SupportCheck& c, uint32_t v, bool named = true) {
+  const int32_t zp = c.model().values[v].quant.zero_point;
+  if (zp < -128 || zp > 127) {
+    unsupported(c.label() + ": qint8 zero point " + std::to_string(zp) +
+                (named ? " of " + c.model().value_label(v) : std::string()) + " is outside [-128, 127]");
+  }
+}
+
+}  // namespace
+
 void need_q8(const SupportCheck& c, bool same_params) {
   const Node& nd = c.node();
   const Model& m = c.model();
@@ -243,10 +257,7 @@ void need_q8(const SupportCheck& c, bool same_params) {
   for (uint32_t v : nd.inputs) {
     if (v == kNoValue) continue;
     const QuantParams& q = m.values[v].quant;
-    if (q.zero_point < -128 || q.zero_point > 127) {
-      unsupported(c.label() + ": qint8 zero point " + std::to_string(q.zero_point) + " of " +
-                  m.value_label(v) + " is outside [-128, 127]");
-    }
+    need_q8_zero_point(c, v);
     if (same_params && (q.scale != out.quant.scale || q.zero_point != out.quant.zero_point)) {
       unsupported(c.label() + ": qint8 input " + m.value_label(v) + " (scale " + std::to_string(q.scale) +
                   ", zero point " + std::to_string(q.zero_point) + ") and output (scale " +
@@ -254,10 +265,7 @@ void need_q8(const SupportCheck& c, bool same_params) {
                   ") must have the same quantization (a Convert qint8 -> qint8 requantizes)");
     }
   }
-  if (out.quant.zero_point < -128 || out.quant.zero_point > 127) {
-    unsupported(c.label() + ": qint8 zero point " + std::to_string(out.quant.zero_point) + " of " +
-                m.value_label(nd.outputs[0]) + " is outside [-128, 127]");
-  }
+  need_q8_zero_point(c, nd.outputs[0]);
 }
 
 QElemParams q8_params(const Model& m, const Node& nd) {
@@ -351,13 +359,8 @@ bool check_q8_weights(const SupportCheck& c, size_t channel_dim, const char* sup
     unsupported(c.label() + ": datatypes " + c.describe() + " are not supported (" + supported + ")");
   }
   check_q8_filter(c, channel_dim);
-  // The int8 kernels take zero points in the int8 range (table.def); a blob may hold any int32.
-  for (const Value* v : {&x, &y}) {
-    if (v->quant.zero_point < -128 || v->quant.zero_point > 127) {
-      unsupported(c.label() + ": qint8 zero point " + std::to_string(v->quant.zero_point) +
-                  " is outside [-128, 127]");
-    }
-  }
+  need_q8_zero_point(c, nd.inputs[0], false);
+  need_q8_zero_point(c, nd.outputs[0], false);
   return true;
 }
 
