@@ -18,8 +18,6 @@ from webxnn.graph import Const, ConstInit, Graph, Node, Operand
 from webxnn.quantize.equalize import equalize_graph, in_ranges, out_ranges
 from webxnn.quantize.layers import clone_graph, find_layers
 
-MOBILENETV2 = pathlib.Path("/work/ab/mobilenetv2.onnx")
-
 
 class Builder:
     """A float32 graph written in code: one input `x`, consts from arrays, nodes in order."""
@@ -275,12 +273,11 @@ def test_per_tensor_snr_improves_on_a_mobilenet_block() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not MOBILENETV2.exists(), reason=f"{MOBILENETV2} not present")
-def test_mobilenetv2_per_tensor_snr_improves() -> None:
+def test_mobilenetv2_per_tensor_snr_improves(mobilenetv2_onnx: pathlib.Path) -> None:
     """Seeded (untrained) weights, whose channel ranges differ far less than trained ones: the gain is
     small and varies per input (these 16: +0.3 dB, per input -0.7 to +1.2; another 16: +0.8 dB), while
     each layer quantized alone gains 1 to 2.5 dB. Hence 16 inputs and a 0.1 dB margin."""
-    g = webxnn.from_onnx(MOBILENETV2)
+    g = webxnn.from_onnx(mobilenetv2_onnx)
     rng = np.random.default_rng(0)
     xs = [rng.standard_normal((1, 3, 224, 224)).astype(np.float32) for _ in range(16)]
     ref = run(g, xs)
