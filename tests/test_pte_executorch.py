@@ -21,6 +21,7 @@ et_runtime = pytest.importorskip(
 )
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
+
 def run_executorch(pte: bytes, inputs: list[np.ndarray]) -> list[np.ndarray]:
     program = et_runtime.Runtime.get().load_program(pte)  # keep the program alive while its method runs
     method = program.load_method("forward")
