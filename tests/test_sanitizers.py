@@ -13,6 +13,7 @@ import pytest
 
 import webxnn
 from sanitize_build import require_sanitized
+from test_runtime_util import chain_blob
 
 DYNAMIC = """webnn_graph "dyn" v1 {
   inputs { x: f32[dyn("n", 8), 32]; }
@@ -30,8 +31,6 @@ DYNAMIC = """webnn_graph "dyn" v1 {
 @pytest.mark.slow
 def test_pool_and_concurrent_runs_under_tsan(tmp_path: pathlib.Path) -> None:
     exe = require_sanitized("tsan", "WEBXNN_TSAN", "threads_check", build_type="RelWithDebInfo")
-    from test_runtime_pool import chain_blob
-
     blobs = []
     for name, blob in (("chain", chain_blob()), ("dyn", webxnn.compile(webxnn.parse(DYNAMIC)))):
         path = tmp_path / f"{name}.xnn"
