@@ -21,7 +21,7 @@ from webxnn.xnn._schema import XNNTensorValue as TV
 from webxnn.xnn._schema import XNode, XValue
 from webxnn.xnn._schema import _XNNNode1x1 as N11
 
-from conftest import conv_fields, pool_fields
+from conftest import CONFORMANCE, conv_fields, pool_fields
 from fuzz.blobs import mutate
 from fuzz.run_graph import run_program
 from sanitize_build import require_sanitized
@@ -30,7 +30,6 @@ from webxnn import runtime
 from webxnn.errors import FormatError, UnsupportedError
 from webxnn.xnn.ir import Datatype
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
 INVALID = 0xFFFFFFFF
 ABS = 30  # XNodeUnion value of XNNAbs
 
@@ -476,7 +475,7 @@ def valid_blobs() -> list[bytes]:
         wx_chain_blob(),
         wx_chain_blob(),
     ]
-    et = REPO.parent / "shared" / "conformance" / "executorch" / "conv_relu_nchw_v05.xnn"
+    et = CONFORMANCE / "executorch" / "conv_relu_nchw_v05.xnn"
     if et.exists():
         blobs.append(et.read_bytes())
     return blobs

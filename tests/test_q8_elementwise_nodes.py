@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import load_testing_module, pool_fields
+from test_qs8_gemm import ISAS
 from test_runtime_util import GraphBuilder, per_tensor
 from webxnn import runtime
 from webxnn.errors import UnsupportedError
@@ -21,7 +22,6 @@ from webxnn.xnn.ir import Datatype
 
 Q8 = Datatype.QINT8
 K = load_testing_module().kernels
-ISAS = ["scalar", "avx2"] if K.cpu_info()["avx2"] else ["scalar"]
 RNG = np.random.default_rng(19)
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 F32 = np.float32
