@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import webxnn
+from quantize_helpers import fake_quant_weights, output_snr_db, run_all
 from webxnn.errors import ValidationError
 from webxnn.graph import Const, ConstInit, Graph, Node, Operand
 from webxnn.quantize.equalize import equalize_graph, in_ranges, out_ranges
@@ -82,9 +83,8 @@ class Builder:
 
 
 def run(g: Graph, xs: list[np.ndarray]) -> np.ndarray:
-    prog = webxnn.load(webxnn.compile(g), threads=1)
     (name,) = g.outputs
-    return np.stack([prog.run({next(iter(g.inputs)): x})[name] for x in xs])
+    return run_all(g, xs)[name]
 
 
 def assert_same_function(g: Graph, g2: Graph, xs: list[np.ndarray]) -> None:
@@ -230,26 +230,8 @@ def test_shared_and_fanned_out_values_are_left_alone() -> None:
     assert_same_function(g, g2, [rng.standard_normal((1, 4, 5, 5)).astype(np.float32)])
 
 
-def fake_quant_weights(g: Graph, per_channel: bool, bits: int = 8) -> Graph:
-    """`g` with the weights of every conv / gemm / matmul symmetrically quantized and dequantized, per
-    tensor or per output channel: what int8 weights would compute, in fp32."""
-    g = clone_graph(g)
-    q = 2 ** (bits - 1) - 1
-    for layer in find_layers(g)[0]:
-        w = np.asarray(g.const_array(layer.weight), dtype=np.float32)
-        axes = tuple(i for i in range(w.ndim) if i != layer.channel_axis) if per_channel else None
-        m = np.abs(w).max(axis=axes, keepdims=True)
-        s = np.where(m > 0, m / q, 1.0)
-        g.weights[layer.weight] = (np.clip(np.round(w / s), -q, q) * s).astype(np.float32)
-    return g
-
-
-def snr_db(want: np.ndarray, got: np.ndarray) -> float:
-    return float(10 * np.log10((want**2).sum() / ((want - got) ** 2).sum()))
-
-
 def quant_snrs(g: Graph, xs: list[np.ndarray], ref: np.ndarray, bits: int = 8) -> tuple[float, float]:
-    return tuple(snr_db(ref, run(fake_quant_weights(g, pc, bits), xs)) for pc in (False, True))  # type: ignore
+    return tuple(output_snr_db(ref, run(fake_quant_weights(g, pc, bits), xs)) for pc in (False, True))  # type: ignore
 
 
 def test_per_tensor_snr_improves_on_a_mobilenet_block() -> None:
@@ -283,9 +265,9 @@ def test_mobilenetv2_per_tensor_snr_improves(mobilenetv2_onnx: pathlib.Path) -> 
     ref = run(g, xs)
     g2, report = equalize_graph(g)
     assert len(report["pairs"]) >= 30 and report["converged"]
-    assert snr_db(ref, run(g2, xs)) > 80  # the same function, up to float rounding
-    before = snr_db(ref, run(fake_quant_weights(g, per_channel=False), xs))
-    after = snr_db(ref, run(fake_quant_weights(g2, per_channel=False), xs))
+    assert output_snr_db(ref, run(g2, xs)) > 80  # the same function, up to float rounding
+    before = output_snr_db(ref, run(fake_quant_weights(g, per_channel=False), xs))
+    after = output_snr_db(ref, run(fake_quant_weights(g2, per_channel=False), xs))
     assert after > before + 0.1, (before, after)
 
 
