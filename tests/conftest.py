@@ -20,6 +20,28 @@ def conformance_dir() -> pathlib.Path:
     return CONFORMANCE
 
 
+def _bench_model(factory: pytest.TempPathFactory, name: str) -> pathlib.Path:
+    """bench.models.<name>()'s ONNX bytes (seeded, built in code) written once per session to a temp file."""
+    from bench import models
+
+    data, _ = getattr(models, name)()
+    path = factory.mktemp("models") / f"{name}.onnx"
+    path.write_bytes(data)
+    return path
+
+
+@pytest.fixture(scope="session")
+def mobilenetv2_onnx(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    """MobileNetV2 (seeded weights, input `input` [1, 3, 224, 224]) as an .onnx file."""
+    return _bench_model(tmp_path_factory, "mobilenet_v2")
+
+
+@pytest.fixture(scope="session")
+def minilm_onnx(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    """A 6-layer MiniLM-style encoder (seeded weights, input `input` [1, 128, 384]) as an .onnx file."""
+    return _bench_model(tmp_path_factory, "minilm")
+
+
 TESTING_BUILD = 'pip install -Ccmake.define.WEBXNN_TESTING=ON ".[test]"'
 
 

@@ -230,12 +230,10 @@ def write_expected(outcomes: list[Outcome], path: Path = EXPECTED) -> None:
     path.write_text("\n".join(head + lines) + "\n", encoding="utf-8")
 
 
-FROZEN_GAP = "gap"
-
-
 def frozen_status(o: Outcome) -> str:
     """How the expected list records an outcome: pass, refused (by design) or gap."""
-    return FROZEN_GAP if o.status == REFUSED and refusal_kind(o.detail) == GAP else o.status
+    status = status_of(o)
+    return REFUSED if status == BY_DESIGN else status
 
 
 def main(argv: list[str]) -> int:

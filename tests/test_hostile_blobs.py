@@ -21,16 +21,15 @@ from webxnn.xnn._schema import XNNTensorValue as TV
 from webxnn.xnn._schema import XNode, XValue
 from webxnn.xnn._schema import _XNNNode1x1 as N11
 
-from conftest import conv_fields, pool_fields
+from conftest import CONFORMANCE, conv_fields, pool_fields
 from fuzz.blobs import mutate
 from fuzz.run_graph import run_program
-from sanitize_build import build_sanitized
+from sanitize_build import require_sanitized
 from test_runtime_util import GraphBuilder, conv_chain_blob, mixed_chain_blob, simple_fc_blob, wx_chain_blob
 from webxnn import runtime
 from webxnn.errors import FormatError, UnsupportedError
 from webxnn.xnn.ir import Datatype
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
 INVALID = 0xFFFFFFFF
 ABS = 30  # XNodeUnion value of XNNAbs
 
@@ -476,7 +475,7 @@ def valid_blobs() -> list[bytes]:
         wx_chain_blob(),
         wx_chain_blob(),
     ]
-    et = REPO.parent / "shared" / "conformance" / "executorch" / "conv_relu_nchw_v05.xnn"
+    et = CONFORMANCE / "executorch" / "conv_relu_nchw_v05.xnn"
     if et.exists():
         blobs.append(et.read_bytes())
     return blobs
@@ -532,12 +531,7 @@ def test_names_and_sources_that_are_not_utf8_come_out_escaped() -> None:
 
 @pytest.mark.slow
 def test_mutated_blobs_under_sanitizers(tmp_path: pathlib.Path) -> None:
-    exe = build_sanitized("asan", "WEBXNN_SANITIZE", "xnnrun")
-    if exe is None:
-        # CI installs the test extras (flatc, cmake), so there the sanitizer run must happen, not skip
-        if os.environ.get("CI"):
-            pytest.fail("CI could not build the ASan/UBSan xnnrun (cmake/gcc/flatc missing?)")
-        pytest.skip("cannot build the sanitizer xnnrun (cmake/gcc/flatc missing?)")
+    exe = require_sanitized("asan", "WEBXNN_SANITIZE", "xnnrun")
     rng = np.random.default_rng(7)
     blobs = valid_blobs()
     env = dict(

@@ -17,17 +17,9 @@ from onnx import helper, numpy_helper  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 import webxnn  # noqa: E402
+from test_onnx_import import NP_TO_TP, model  # noqa: E402
 from webxnn.errors import UnsupportedError  # noqa: E402
 from webxnn.onnx import refusals  # noqa: E402
-
-TYPES = {
-    np.dtype(np.float32): TP.FLOAT,
-    np.dtype(np.int8): TP.INT8,
-    np.dtype(np.uint8): TP.UINT8,
-    np.dtype(np.int32): TP.INT32,
-    np.dtype(np.int64): TP.INT64,
-    np.dtype(np.uint32): TP.UINT32,
-}
 
 
 def _model(
@@ -37,16 +29,11 @@ def _model(
     inits: dict[str, Any],
     opset: int = 21,
 ) -> Any:
-    g = helper.make_graph(
-        nodes,
-        "m",
-        [helper.make_tensor_value_info(k, TYPES[v.dtype], list(v.shape)) for k, v in feeds.items()],
-        [helper.make_tensor_value_info(k, t, None) for k, t in outs.items()],
-        [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()],
-    )
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 10
-    return m
+    """test_onnx_import.model with the inputs' types and shapes taken from the feeds, outputs as TensorProto
+    types."""
+    inputs = {k: (v.dtype.type, list(v.shape)) for k, v in feeds.items()}
+    outputs = {k: helper.tensor_dtype_to_np_dtype(t).type for k, t in outs.items()}
+    return model(nodes, inputs, outputs, inits, opset=opset)
 
 
 def _run(m: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -82,7 +69,7 @@ def test_qlinear_matmul_with_run_time_operands_is_exact(dt: type) -> None:
     m = _model(
         [helper.make_node("QLinearMatMul", ["a", "sa", "za", "b", "sb", "zb", "sy", "zy"], ["y"])],
         feeds,
-        {"y": TYPES[np.dtype(dt)]},
+        {"y": NP_TO_TP[np.dtype(dt).type]},
         inits,
     )
     (got,) = _run(m, feeds)
@@ -332,7 +319,7 @@ def test_inverse_trigonometric_functions_to_float32_precision(op: str) -> None:
 def test_max_pool_of_8_bit_integers_and_pow_of_an_integer_base(dt: type) -> None:
     feeds = {"x": RNG.integers(np.iinfo(dt).min, np.iinfo(dt).max + 1, (1, 2, 5, 5)).astype(dt)}
     node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2])
-    m = _model([node], feeds, {"y": TYPES[np.dtype(dt)]}, {})
+    m = _model([node], feeds, {"y": NP_TO_TP[np.dtype(dt).type]}, {})
     np.testing.assert_array_equal(_run(m, feeds)[0], _reference(m, feeds)[0])
     feeds = {"b": np.array([1, 2, 3, -2], np.int32), "e": np.array([4.0, 5.0, 0.5, 3.0], np.float32)}
     m = _model([helper.make_node("Pow", ["b", "e"], ["y"])], feeds, {"y": TP.INT32}, {}, opset=15)

@@ -26,10 +26,11 @@ from webxnn.xnn import reader, writer
 from webxnn.xnn.ir import Datatype, Node, PerChannelQuant, Value, XnnGraph
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
+from conftest import CONFORMANCE
 from test_xnn_reader import QS, Q, W, foreign_payload  # noqa: E402
 from test_xnn_reader import build_pte as build_foreign_pte
 
-GOLDEN = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "conformance" / "executorch"
+GOLDEN = CONFORMANCE / "executorch"
 needs_golden = pytest.mark.skipif(not GOLDEN.is_dir(), reason=f"no golden files in {GOLDEN}")
 
 CONV_RELU = """webnn_graph "conv_relu" v1 {

@@ -21,9 +21,6 @@ et_runtime = pytest.importorskip(
 )
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-MOBILENETV2 = pathlib.Path("/work/ab/mobilenetv2.onnx")
-MINILM = pathlib.Path("/work/ab/minilm.onnx")
-
 
 def run_executorch(pte: bytes, inputs: list[np.ndarray]) -> list[np.ndarray]:
     program = et_runtime.Runtime.get().load_program(pte)  # keep the program alive while its method runs
@@ -122,16 +119,14 @@ def test_mobilenet_block(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not MOBILENETV2.exists(), reason=f"{MOBILENETV2} not present")
-def test_mobilenetv2():
-    check_against_onnxruntime(MOBILENETV2, {"input": _f32(1, 3, 224, 224)})
+def test_mobilenetv2(mobilenetv2_onnx: pathlib.Path) -> None:
+    check_against_onnxruntime(mobilenetv2_onnx, {"input": _f32(1, 3, 224, 224)})
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not MINILM.exists(), reason=f"{MINILM} not present")
-def test_minilm_encoder():
+def test_minilm_encoder(minilm_onnx: pathlib.Path) -> None:
     """A 6-layer BERT-style encoder: layer normalization decomposed by the profile, one delegate call."""
-    check_against_onnxruntime(MINILM, {"input": _f32(1, 128, 384)})
+    check_against_onnxruntime(minilm_onnx, {"input": _f32(1, 128, 384)})
 
 
 @pytest.mark.slow

@@ -14,6 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import load_testing_module, pool_fields
+from test_q8_conv_nodes import quantize_bound
+from test_qs8_gemm import ISAS
 from test_runtime_util import GraphBuilder, per_tensor
 from webxnn import runtime
 from webxnn.errors import UnsupportedError
@@ -21,7 +23,6 @@ from webxnn.xnn.ir import Datatype
 
 Q8 = Datatype.QINT8
 K = load_testing_module().kernels
-ISAS = ["scalar", "avx2"] if K.cpu_info()["avx2"] else ["scalar"]
 RNG = np.random.default_rng(19)
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 F32 = np.float32
@@ -29,13 +30,6 @@ F32 = np.float32
 
 def q8(*shape: int) -> np.ndarray:
     return RNG.integers(-128, 128, shape).astype(np.int8)
-
-
-def bound(real: float, scale: float, zp: int) -> int:
-    """fully_connected's quantize_bound: a real clamp bound in the int8 domain (half to even, saturating)."""
-    if math.isinf(real):
-        return -128 if real < 0 else 127
-    return int(np.clip(np.rint(float(F32(real)) / float(F32(scale))) + zp, -128, 127))
 
 
 def requant(v: np.ndarray, zy: int, lo: int = -128, hi: int = 127) -> np.ndarray:
@@ -156,7 +150,7 @@ def test_add_output_clamp_in_place(clamp: tuple[float, float]) -> None:
     y = g.output(g.value([3, 37], Q8, per_tensor(0.06, -2)), "y")
     g.node("XNNAdd", output_min_max=clamp, input1_id=t, input2_id=ci, output_id=y, flags=0)
     tq = add_ref(a, b, *s, *z, 0.05, 1)
-    lo, hi = bound(clamp[0], 0.06, -2), bound(clamp[1], 0.06, -2)
+    lo, hi = quantize_bound(clamp[0], 0.06, -2), quantize_bound(clamp[1], 0.06, -2)
     want = add_ref(tq, c, 0.05, 1, 0.02, 0, 0.06, -2, lo, hi)
     np.testing.assert_array_equal(both_threads(g.build(), a, b, c), want)
 
@@ -199,7 +193,7 @@ def test_pooling(kind: str, window, c: int) -> None:  # noqa: ANN001
     x = q8(2, 9, 8, c)
     sa, za, sy, zy = (0.05, -7, 0.05, -7) if kind == "max" else (0.05, -7, 0.02, 4)
     clamp = (0.0, 3.0)
-    lo, hi = bound(clamp[0], sy, zy), bound(clamp[1], sy, zy)
+    lo, hi = quantize_bound(clamp[0], sy, zy), quantize_bound(clamp[1], sy, zy)
     want = pool_ref(kind, x, size, stride, pads, sa, za, sy, zy, lo, hi)
     g = GraphBuilder()
     xi = g.input("x", list(x.shape), Q8, per_tensor(sa, za))
@@ -259,7 +253,7 @@ def lut_ref(kind: str, sx: float, zx: int, sy: float, zy: int, alpha: float, cla
     """The table unary.cc builds, over every int8 input (index i holds input ALL[i])."""
     x = (ALL.astype(np.float64) - zx) * float(F32(sx))
     y = real_op(kind, x, float(F32(alpha)))
-    lo, hi = (bound(clamp[0], sy, zy), bound(clamp[1], sy, zy)) if clamp else (-128, 127)
+    lo, hi = (quantize_bound(clamp[0], sy, zy), quantize_bound(clamp[1], sy, zy)) if clamp else (-128, 127)
     return np.clip(np.rint(y / float(F32(sy))) + zy, lo, hi).astype(np.int8)
 
 
@@ -312,7 +306,7 @@ def test_clamp(clamp: tuple[float, float]) -> None:
     xi = g.input("x", [256], Q8, per_tensor(0.05, -3))
     y = g.output(g.value([256], Q8, per_tensor(0.05, -3)), "y")
     g.node("XNNClamp", output_min_max=clamp, input_id=xi, output_id=y, flags=0)
-    lo, hi = bound(clamp[0], 0.05, -3), bound(clamp[1], 0.05, -3)
+    lo, hi = quantize_bound(clamp[0], 0.05, -3), quantize_bound(clamp[1], 0.05, -3)
     np.testing.assert_array_equal(both_threads(g.build(), ALL), np.clip(ALL, lo, hi))
 
 

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from conftest import load_testing_module
+from test_qs8_gemm import ISAS
 from test_runtime_util import GraphBuilder, per_channel
 from webxnn import runtime
 from webxnn.errors import UnsupportedError
 from webxnn.xnn.ir import Datatype, PerTokenDynamicQuant
 
 Q = load_testing_module().kernels
-ISAS = ["scalar", "avx2"] if Q.cpu_info()["avx2"] else ["scalar"]
 
 
 def quantize_reference(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

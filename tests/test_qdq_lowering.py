@@ -175,10 +175,7 @@ def test_reference_matches_onnxruntime(qdq_dir: Path, name: str, recipe: str) ->
 def test_runtime_matches_reference(qdq_dir: Path, name: str, recipe: str) -> None:
     path = _model(qdq_dir, name, recipe)
     blob = _compile(path)
-    try:
-        prog = webxnn.load(blob)
-    except webxnn.UnsupportedError as e:
-        pytest.xfail(f"the runtime cannot run these int8 nodes yet: {e}")
+    prog = webxnn.load(blob)
     ref = reference.load(blob)
     step = _output_step(path)
     for x in _inputs():

@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-import webxnn
+from quantize_helpers import fake_quant_weights
+from quantize_helpers import run_all as run
 from webxnn.errors import ValidationError
 from webxnn.graph import Const, ConstInit, Graph, Node, Operand
 from webxnn.quantize.bias import correct_biases
@@ -17,7 +18,7 @@ from webxnn.quantize.layers import clone_graph, find_layers
 
 
 def coarse(w: np.ndarray, axis: int) -> np.ndarray:
-    """3-bit symmetric per-tensor quantize-dequantize: error large enough to shift the means."""
+    """The fake_quant given to correct_biases: 3-bit symmetric per-tensor quantize-dequantize."""
     s = float(np.abs(w).max()) / 3
     return (np.clip(np.round(w / s), -3, 3) * s).astype(np.float32)
 
@@ -38,12 +39,6 @@ def graph(
     return g
 
 
-def run(g: Graph, xs: list[np.ndarray]) -> dict[str, np.ndarray]:
-    prog = webxnn.load(webxnn.compile(g), threads=1)
-    outs = [prog.run({"x": x}) for x in xs]
-    return {k: np.stack([o[k] for o in outs]) for k in outs[0]}  # a leading axis: the run
-
-
 def channel_means(v: np.ndarray, axis: int) -> np.ndarray:
     """Mean over the runs (axis 0) and every axis of one run's value but `axis`."""
     keep = 1 + axis % (v.ndim - 1)
@@ -51,10 +46,9 @@ def channel_means(v: np.ndarray, axis: int) -> np.ndarray:
 
 
 def quantized(g: Graph) -> Graph:
-    g = clone_graph(g)
-    for layer in find_layers(g)[0]:
-        g.weights[layer.weight] = coarse(g.const_array(layer.weight), layer.channel_axis)
-    return g
+    """3-bit symmetric per-tensor quantize-dequantize of every layer's weights: error large enough to shift
+    the means."""
+    return fake_quant_weights(g, per_channel=False, bits=3)
 
 
 def mean_errors(g: Graph, gq: Graph, xs: list[np.ndarray], values: dict[str, int]) -> dict[str, np.ndarray]:

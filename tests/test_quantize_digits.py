@@ -13,6 +13,7 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
 import webxnn  # noqa: E402
+from qdq_models import _Reader  # noqa: E402
 
 
 def _train() -> tuple[object, np.ndarray, np.ndarray, np.ndarray]:
@@ -56,17 +57,6 @@ def _onnx(clf: object) -> bytes:
     return m.SerializeToString()
 
 
-class _Reader:
-    def __init__(self, xs: np.ndarray) -> None:
-        self.it = iter([{"x": r[None]} for r in xs])
-
-    def get_next(self) -> dict[str, np.ndarray] | None:
-        return next(self.it, None)
-
-    def rewind(self) -> None:
-        pass
-
-
 def _accuracy(run, xs: np.ndarray, ys: np.ndarray) -> float:
     pred = [int(np.argmax(run(r[None]))) for r in xs]
     return 100.0 * float(np.mean(np.array(pred) == ys))
@@ -86,7 +76,13 @@ def test_digits_int8_accuracy(tmp_path, mode: str) -> None:
     acc_fp32 = _accuracy(lambda x: fp32.run({"x": x})["logits"], xtest, ytest)
 
     ort_path = tmp_path / "digits.ort.onnx"
-    quantize_static(str(model), str(ort_path), _Reader(calib), quant_format=QuantFormat.QDQ, per_channel=True)
+    quantize_static(
+        str(model),
+        str(ort_path),
+        _Reader([r[None] for r in calib]),
+        quant_format=QuantFormat.QDQ,
+        per_channel=True,
+    )
     sess = ort.InferenceSession(str(ort_path), providers=["CPUExecutionProvider"])
     acc_ort = _accuracy(lambda x: sess.run(None, {"x": x})[0], xtest, ytest)
 

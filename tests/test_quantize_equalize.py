@@ -13,12 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import webxnn
+from quantize_helpers import fake_quant_weights, output_snr_db, run_all
 from webxnn.errors import ValidationError
 from webxnn.graph import Const, ConstInit, Graph, Node, Operand
 from webxnn.quantize.equalize import equalize_graph, in_ranges, out_ranges
 from webxnn.quantize.layers import clone_graph, find_layers
-
-MOBILENETV2 = pathlib.Path("/work/ab/mobilenetv2.onnx")
 
 
 class Builder:
@@ -84,9 +83,8 @@ class Builder:
 
 
 def run(g: Graph, xs: list[np.ndarray]) -> np.ndarray:
-    prog = webxnn.load(webxnn.compile(g), threads=1)
     (name,) = g.outputs
-    return np.stack([prog.run({next(iter(g.inputs)): x})[name] for x in xs])
+    return run_all(g, xs)[name]
 
 
 def assert_same_function(g: Graph, g2: Graph, xs: list[np.ndarray]) -> None:
@@ -232,26 +230,8 @@ def test_shared_and_fanned_out_values_are_left_alone() -> None:
     assert_same_function(g, g2, [rng.standard_normal((1, 4, 5, 5)).astype(np.float32)])
 
 
-def fake_quant_weights(g: Graph, per_channel: bool, bits: int = 8) -> Graph:
-    """`g` with the weights of every conv / gemm / matmul symmetrically quantized and dequantized, per
-    tensor or per output channel: what int8 weights would compute, in fp32."""
-    g = clone_graph(g)
-    q = 2 ** (bits - 1) - 1
-    for layer in find_layers(g)[0]:
-        w = np.asarray(g.const_array(layer.weight), dtype=np.float32)
-        axes = tuple(i for i in range(w.ndim) if i != layer.channel_axis) if per_channel else None
-        m = np.abs(w).max(axis=axes, keepdims=True)
-        s = np.where(m > 0, m / q, 1.0)
-        g.weights[layer.weight] = (np.clip(np.round(w / s), -q, q) * s).astype(np.float32)
-    return g
-
-
-def snr_db(want: np.ndarray, got: np.ndarray) -> float:
-    return float(10 * np.log10((want**2).sum() / ((want - got) ** 2).sum()))
-
-
 def quant_snrs(g: Graph, xs: list[np.ndarray], ref: np.ndarray, bits: int = 8) -> tuple[float, float]:
-    return tuple(snr_db(ref, run(fake_quant_weights(g, pc, bits), xs)) for pc in (False, True))  # type: ignore
+    return tuple(output_snr_db(ref, run(fake_quant_weights(g, pc, bits), xs)) for pc in (False, True))  # type: ignore
 
 
 def test_per_tensor_snr_improves_on_a_mobilenet_block() -> None:
@@ -275,20 +255,19 @@ def test_per_tensor_snr_improves_on_a_mobilenet_block() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not MOBILENETV2.exists(), reason=f"{MOBILENETV2} not present")
-def test_mobilenetv2_per_tensor_snr_improves() -> None:
+def test_mobilenetv2_per_tensor_snr_improves(mobilenetv2_onnx: pathlib.Path) -> None:
     """Seeded (untrained) weights, whose channel ranges differ far less than trained ones: the gain is
     small and varies per input (these 16: +0.3 dB, per input -0.7 to +1.2; another 16: +0.8 dB), while
     each layer quantized alone gains 1 to 2.5 dB. Hence 16 inputs and a 0.1 dB margin."""
-    g = webxnn.from_onnx(MOBILENETV2)
+    g = webxnn.from_onnx(mobilenetv2_onnx)
     rng = np.random.default_rng(0)
     xs = [rng.standard_normal((1, 3, 224, 224)).astype(np.float32) for _ in range(16)]
     ref = run(g, xs)
     g2, report = equalize_graph(g)
     assert len(report["pairs"]) >= 30 and report["converged"]
-    assert snr_db(ref, run(g2, xs)) > 80  # the same function, up to float rounding
-    before = snr_db(ref, run(fake_quant_weights(g, per_channel=False), xs))
-    after = snr_db(ref, run(fake_quant_weights(g2, per_channel=False), xs))
+    assert output_snr_db(ref, run(g2, xs)) > 80  # the same function, up to float rounding
+    before = output_snr_db(ref, run(fake_quant_weights(g, per_channel=False), xs))
+    after = output_snr_db(ref, run(fake_quant_weights(g2, per_channel=False), xs))
     assert after > before + 0.1, (before, after)
 
 

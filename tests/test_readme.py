@@ -85,7 +85,7 @@ def test_readme_has_examples() -> None:
     assert any(line.startswith("webxnn compile model.onnx") for line in CLI_LINES), CLI_LINES
 
 
-def _needs(block: str, workdir: pathlib.Path) -> str | None:
+def _needs(block: str, workdir: pathlib.Path, request: pytest.FixtureRequest) -> str | None:
     """Why `block` cannot run here (None: it can)."""
     if "executorch" not in block:
         return None
@@ -95,20 +95,17 @@ def _needs(block: str, workdir: pathlib.Path) -> str | None:
             __import__(module)
         except ImportError:
             return f"the ExecuTorch example needs {module}"
-    from test_pte_executorch import MOBILENETV2
-
-    if not MOBILENETV2.exists():
-        return f"the ExecuTorch example needs {MOBILENETV2}"
-    (workdir / "mobilenetv2.onnx").symlink_to(MOBILENETV2)
+    # built only when the block runs: the session fixture writes bench.models.mobilenet_v2()
+    (workdir / "mobilenetv2.onnx").symlink_to(request.getfixturevalue("mobilenetv2_onnx"))
     return None
 
 
-def test_readme_python_examples_run(workdir: pathlib.Path) -> None:
+def test_readme_python_examples_run(workdir: pathlib.Path, request: pytest.FixtureRequest) -> None:
     """In order, in one scope, as a reader runs them: later blocks use the imports of the first."""
     scope: dict = {"__name__": "__readme__"}
     skipped = []
     for block in PYTHON_BLOCKS:
-        why = _needs(block, workdir)
+        why = _needs(block, workdir, request)
         if why:
             skipped.append(why)
             continue

@@ -3,18 +3,19 @@ of concurrent callers; Programs on their own or on the shared pool give the byte
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable
+from types import ModuleType
 
 import numpy as np
 import pytest
 
 import webxnn
-from conftest import conv_fields
-from test_runtime_util import GraphBuilder
+from conftest import load_testing_module
+from test_runtime_util import chain_blob
 from webxnn import runtime
 
-_testing = pytest.importorskip("webxnn._testing")
 RNG = np.random.default_rng(26)
 
 
@@ -40,10 +41,16 @@ def in_threads(n: int, fn: Callable[[int], None]) -> None:
     assert not errors, errors
 
 
+@pytest.fixture(scope="module")
+def _testing() -> ModuleType:
+    """webxnn._testing (its ThreadPool): only the pool-level tests need it and skip without it."""
+    return load_testing_module()
+
+
 @pytest.mark.parametrize("threads", [1, 2, 3, 4])
 @pytest.mark.parametrize("spin_us", [0, 100])
 @pytest.mark.parametrize("session", [False, True])
-def test_every_task_runs_once(threads: int, spin_us: int, session: bool) -> None:
+def test_every_task_runs_once(_testing: ModuleType, threads: int, spin_us: int, session: bool) -> None:
     pool = _testing.ThreadPool(threads, spin_us)
     assert pool.threads == threads and pool.spin_us == spin_us
     for tasks in [1, 2, 3, 5, 7, 13, 31, 64, 101]:  # fewer than, equal to and odd multiples of the threads
@@ -51,7 +58,7 @@ def test_every_task_runs_once(threads: int, spin_us: int, session: bool) -> None
 
 
 @pytest.mark.parametrize("spin_us", [0, 100])
-def test_many_callers_on_one_pool(spin_us: int) -> None:
+def test_many_callers_on_one_pool(_testing: ModuleType, spin_us: int) -> None:
     pool = _testing.ThreadPool(3, spin_us)
 
     def caller(k: int) -> None:
@@ -62,7 +69,7 @@ def test_many_callers_on_one_pool(spin_us: int) -> None:
 
 
 @pytest.mark.parametrize("threads", [2, 3])
-def test_a_late_thread_loses_its_tasks_not_the_result(threads: int) -> None:
+def test_a_late_thread_loses_its_tasks_not_the_result(_testing: ModuleType, threads: int) -> None:
     # Task 1 sleeps 2 ms: whoever holds it makes the others wait, and the pool then runs regions on the caller
     # alone for a while (the back-off) before trying its workers again. Every task still runs once.
     pool = _testing.ThreadPool(threads, 50)
@@ -70,42 +77,16 @@ def test_a_late_thread_loses_its_tasks_not_the_result(threads: int) -> None:
     assert pool.run_counts(9, regions=25) == [25] * 9
 
 
-def test_nested_region_runs_inline() -> None:
+def test_nested_region_runs_inline(_testing: ModuleType) -> None:
     pool = _testing.ThreadPool(2, 0)
     assert pool.run_counts(9, regions=5, session=True, nested=3) == [5] * 9
 
 
-def test_task_error_reaches_the_caller() -> None:
+def test_task_error_reaches_the_caller(_testing: ModuleType) -> None:
     pool = _testing.ThreadPool(2, 0)
     with pytest.raises(RuntimeError, match="task failed"):
         pool.run_failing(17, 11)
     assert pool.run_counts(17) == [1] * 17  # the pool still works
-
-
-def chain_blob(width: int = 24) -> bytes:
-    """Four 3x3 convs and an add: enough parallel steps, with task counts that do not divide evenly."""
-    rng = np.random.default_rng(3)
-    b = GraphBuilder()
-    dims = [1, 23, 19, width]
-    x = b.input("x", dims)
-    y = x
-    for _ in range(4):
-        w = b.const(rng.standard_normal((width, 3, 3, width)).astype(np.float32) * 0.1)
-        bias = b.const(rng.standard_normal(width).astype(np.float32))
-        out = b.value(dims)
-        b.node(
-            "XNNConv2d",
-            **conv_fields((3, 3), (1, 1, 1, 1), gic=width, goc=width),
-            input1_id=y,
-            filter_id=w,
-            bias_id=bias,
-            output_id=out,
-            flags=0,
-        )
-        y = out
-    z = b.output(b.value(dims), "y")
-    b.node("XNNAdd", input1_id=x, input2_id=y, output_id=z, flags=0)
-    return b.build()
 
 
 def test_programs_match_single_thread_from_many_python_threads() -> None:
@@ -154,10 +135,17 @@ def test_set_threads_leaves_loaded_programs_their_pool() -> None:
 
 
 def test_profile_reports_barrier_waits() -> None:
+    """Every step has a finite, non-negative wait_ms (no timing figures asserted); a single-threaded
+    Program never waits for other threads."""
+    x = rand(1, 23, 19, 24)
     p = runtime.load(chain_blob(), threads=2)
-    rows = p.profile({"x": rand(1, 23, 19, 24)}, repeat=3)
+    rows = p.profile({"x": x}, repeat=3)
+    assert [r["node"] for r in rows] == [r["node"] for r in p.plan()]
+    assert all(isinstance(r["wait_ms"], float) and math.isfinite(r["wait_ms"]) for r in rows), rows
     assert all(r["wait_ms"] >= 0.0 for r in rows)
     assert all(r["wait_ms"] <= r["ms"] or r["aliased"] for r in rows if r["wait_ms"])
+    alone = runtime.load(chain_blob(), threads=1).profile({"x": x}, repeat=3)
+    assert [r["wait_ms"] for r in alone] == [0.0] * len(alone)
 
 
 @pytest.mark.parametrize(

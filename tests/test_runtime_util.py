@@ -441,3 +441,29 @@ def wx_chain_blob() -> bytes:
     h = b.output(b.value([4, 6], Datatype.FP16), "h")
     b.node("XNNConvert", input_id=dq, output_id=h, flags=0)
     return b.build()
+
+
+def chain_blob(width: int = 24) -> bytes:
+    """Four 3x3 convs and an add: enough parallel steps, with task counts that do not divide evenly."""
+    rng = np.random.default_rng(3)
+    b = GraphBuilder()
+    dims = [1, 23, 19, width]
+    x = b.input("x", dims)
+    y = x
+    for _ in range(4):
+        w = b.const(rng.standard_normal((width, 3, 3, width)).astype(np.float32) * 0.1)
+        bias = b.const(rng.standard_normal(width).astype(np.float32))
+        out = b.value(dims)
+        b.node(
+            "XNNConv2d",
+            **conv_fields((3, 3), (1, 1, 1, 1), gic=width, goc=width),
+            input1_id=y,
+            filter_id=w,
+            bias_id=bias,
+            output_id=out,
+            flags=0,
+        )
+        y = out
+    z = b.output(b.value(dims), "y")
+    b.node("XNNAdd", input1_id=x, input2_id=y, output_id=z, flags=0)
+    return b.build()

@@ -12,7 +12,8 @@ import subprocess
 import pytest
 
 import webxnn
-from sanitize_build import build_sanitized
+from sanitize_build import require_sanitized
+from test_runtime_util import chain_blob
 
 DYNAMIC = """webnn_graph "dyn" v1 {
   inputs { x: f32[dyn("n", 8), 32]; }
@@ -29,13 +30,7 @@ DYNAMIC = """webnn_graph "dyn" v1 {
 
 @pytest.mark.slow
 def test_pool_and_concurrent_runs_under_tsan(tmp_path: pathlib.Path) -> None:
-    exe = build_sanitized("tsan", "WEBXNN_TSAN", "threads_check", build_type="RelWithDebInfo")
-    if exe is None:
-        if os.environ.get("CI"):
-            pytest.fail("CI could not build the TSan threads_check (cmake/gcc/flatc missing?)")
-        pytest.skip("cannot build the TSan threads_check (cmake/gcc/flatc missing?)")
-    from test_runtime_pool import chain_blob
-
+    exe = require_sanitized("tsan", "WEBXNN_TSAN", "threads_check", build_type="RelWithDebInfo")
     blobs = []
     for name, blob in (("chain", chain_blob()), ("dyn", webxnn.compile(webxnn.parse(DYNAMIC)))):
         path = tmp_path / f"{name}.xnn"
