@@ -70,12 +70,11 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if os.path.isdir(out):
         raise WebxnnError(f"-o {out}: is a folder; name the .{fmt} file to write")
     if fmt == "pte":  # an ExecuTorch program around the payload
-        from .pte.writer import build_pte
-        from .xnn.writer import serialize
+        from .pte.writer import to_pte
 
         if args.profile == "webxnn":
             raise WebxnnError("--format pte needs --profile executorch (the default for .pte)")
-        data = build_pte(serialize(compile_graph(graph, profile="executorch")), inline=args.inline)
+        data = to_pte(graph, inline=args.inline)
         with open(out, "wb") as f:
             f.write(data)
         print(f"wrote {out} ({len(data):,} bytes, ExecuTorch program, XnnpackBackend delegate)")
