@@ -21,6 +21,7 @@ import hashlib
 import json
 import math
 import pathlib
+import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
@@ -221,7 +222,7 @@ def minilm(
 # quantized models: the fp32 ones through onnxruntime's quantize_static (QDQ, per-channel s8 weights, u8
 # activations: the usual recipe), calibrated on a fixed seeded set; kept in bench/out/int8-cache/ under the
 # hash of the fp32 model, since calibrating ResNet-50 takes a while
-INT8_CACHE = pathlib.Path("bench/out/int8-cache")
+INT8_CACHE = pathlib.Path(__file__).resolve().parent / "out" / "int8-cache"
 CALIBRATION_INPUTS = 8
 
 
@@ -241,52 +242,56 @@ class _Calibration:
         return next(self.it, None)
 
 
+def _int8_cached(
+    stem: str, model: bytes, quantize: Callable[[pathlib.Path, pathlib.Path], None], digits: int = 16
+) -> bytes:
+    """The int8 model `quantize(fp32_path, int8_path)` makes of `model`, cached in INT8_CACHE under `stem` and
+    the fp32 bytes' sha256 (quantizing takes seconds to minutes). `digits` of the hash name the file (12 for
+    the dynamic minilm, whose cached files predate this helper). Made in a scratch folder next to the cache
+    and moved in whole, so an interrupted run leaves no half file."""
+    path = INT8_CACHE / f"{stem}-{hashlib.sha256(model).hexdigest()[:digits]}.onnx"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
+            src, dst = pathlib.Path(tmp) / "fp32.onnx", pathlib.Path(tmp) / "int8.onnx"
+            src.write_bytes(model)
+            quantize(src, dst)
+            dst.replace(path)
+    return path.read_bytes()
+
+
 def quantized(name: str, make: Callable[[], tuple[bytes, dict[str, np.ndarray]]]) -> Callable[[], Any]:
+    """`make`'s model through onnxruntime's `quantize_static` (QDQ, per-channel int8 weights, uint8
+    activations calibrated on seeded normal inputs), cached."""
+
     def build() -> tuple[bytes, dict[str, np.ndarray]]:
         from onnxruntime.quantization import QuantFormat, QuantType, quantize_static  # noqa: PLC0415
 
         model, feeds = make()
-        path = INT8_CACHE / f"{name}-{hashlib.sha256(model).hexdigest()[:16]}.onnx"
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fp32 = path.with_suffix(".fp32.onnx")
-            fp32.write_bytes(model)
-            tmp = path.with_suffix(".tmp.onnx")
+
+        def run(src: pathlib.Path, dst: pathlib.Path) -> None:
             quantize_static(
-                str(fp32),
-                str(tmp),
+                str(src),
+                str(dst),
                 _Calibration(feeds),
                 quant_format=QuantFormat.QDQ,
                 per_channel=True,
                 activation_type=QuantType.QUInt8,
                 weight_type=QuantType.QInt8,
             )
-            tmp.replace(path)
-            fp32.unlink()
-        return path.read_bytes(), feeds
+
+        return _int8_cached(name, model, run), feeds
 
     return build
 
 
 def minilm_int8_dynamic() -> tuple[bytes, dict[str, np.ndarray]]:
     """`minilm` through onnxruntime's `quantize_dynamic` (int8 per-tensor weights, the default):
-    DynamicQuantizeLinear + MatMulInteger on every linear layer. The quantized file is cached in INT8_CACHE,
-    keyed by the fp32 model's bytes (quantizing takes a few seconds)."""
-    import hashlib  # noqa: PLC0415
-    import tempfile  # noqa: PLC0415
-
+    DynamicQuantizeLinear + MatMulInteger on every linear layer, cached."""
     from onnxruntime.quantization import quantize_dynamic  # noqa: PLC0415
 
     model, feeds = minilm()
-    cache = INT8_CACHE / f"minilm-int8dyn-{hashlib.sha256(model).hexdigest()[:12]}.onnx"
-    if not cache.exists():
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory() as tmp:
-            src, dst = pathlib.Path(tmp) / "fp32.onnx", pathlib.Path(tmp) / "int8.onnx"
-            src.write_bytes(model)
-            quantize_dynamic(src, dst)
-            cache.write_bytes(dst.read_bytes())
-    return cache.read_bytes(), feeds
+    return _int8_cached("minilm-int8dyn", model, quantize_dynamic, digits=12), feeds
 
 
 MODELS: dict[str, Callable[[], tuple[bytes, dict[str, np.ndarray]]]] = {

@@ -17,8 +17,12 @@ import time
 import numpy as np
 
 import webxnn
+from bench.common import result_path
+from webxnn.quantize.accuracy import snr_db
 
 MODELS = ("mobilenetv2", "resnet50")
+METHODS = ("minmax", "ema", "percentile", "mse", "entropy")
+SAMPLES = 64
 
 
 def images(n: int, seed: int) -> list[np.ndarray]:
@@ -35,7 +39,7 @@ def images(n: int, seed: int) -> list[np.ndarray]:
 def snr(ref: list[np.ndarray], got: list[np.ndarray]) -> float:
     r = np.concatenate([a.reshape(-1) for a in ref]).astype(np.float64)
     g = np.concatenate([a.reshape(-1) for a in got]).astype(np.float64)
-    return float(10 * np.log10(np.sum(r * r) / np.sum((r - g) ** 2)))
+    return snr_db(float(np.sum(r * r)), float(np.sum((r - g) ** 2)))
 
 
 class _Reader:
@@ -87,8 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench quantize", description=__doc__)
     p.add_argument("--dir", default=str(pathlib.Path(__file__).resolve().parents[1].parent / "ab"))
     p.add_argument("--models", nargs="+", default=list(MODELS))
-    p.add_argument("--methods", nargs="+", default=["minmax", "ema", "percentile", "mse", "entropy"])
-    p.add_argument("--samples", type=int, default=64)
+    p.add_argument("--methods", nargs="+", default=list(METHODS))
+    p.add_argument("--samples", type=int, default=SAMPLES)
     p.add_argument("--no-ort", action="store_true")
     p.add_argument("--equalize", action=argparse.BooleanOptionalAction, default=False)
     p.add_argument("--bias-correction", action=argparse.BooleanOptionalAction, default=True)
@@ -144,7 +148,13 @@ def main(argv: list[str] | None = None) -> int:
         for k, r in rows.items():
             cal = f"{r['calibration_s']:.1f}" if "calibration_s" in r else "—"
             print(f"| {m} | {k} | {r['snr_calib']:.2f} | {r['snr_held']:.2f} | {cal} | {r['total_s']:.1f} |")
-    out = pathlib.Path(__file__).parent / "out" / "quantize.json"
-    out.parent.mkdir(exist_ok=True)
+    full = (
+        set(args.models) == set(MODELS)
+        and set(args.methods) == set(METHODS)
+        and args.samples == SAMPLES
+        and not (args.no_ort or args.equalize or not args.bias_correction)
+    )  # the README's table: anything less goes to quantize-partial.json
+    out = result_path("quantize", full, "json")
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1))
     return 0

@@ -54,6 +54,17 @@ def test_threads_none_is_resolved_where_unpickled() -> None:
     assert pickle.loads(pickle.dumps(p)).threads == p.threads
 
 
+def test_pool_and_spin_us_travel_with_the_pickle() -> None:
+    """The load options pool and spin_us survive pickling (regression: a pool="shared" Program came back
+    on its own pool, and spin_us as the default)."""
+    blob = webxnn.compile(EXAMPLE)
+    shared = pickle.loads(pickle.dumps(webxnn.load(blob, pool="shared")))
+    assert shared.pool == "shared"
+    spun = pickle.loads(pickle.dumps(webxnn.load(blob, threads=1, spin_us=123)))
+    assert (spun.pool, spun.spin_us, spun.threads) == ("own", 123, 1)
+    _same(shared, spun)
+
+
 def test_onnx_model_handle_pickles(tmp_path: pathlib.Path) -> None:
     onnx = pytest.importorskip("onnx", reason="the onnx package (webxnn[onnx]) is not installed")
     from onnx import TensorProto, helper

@@ -292,6 +292,17 @@ def test_cli_compile_pte_and_inspect_run(tmp_path, capsys):
     )
 
 
+def test_cli_run_profile_of_a_pte(tmp_path):
+    """`webxnn run m.pte --profile N` profiles the payload it ran (regression: the .pte bytes went to the
+    .xnn reader)."""
+    path = tmp_path / "m.pte"
+    path.write_bytes(webxnn.to_pte(webxnn.parse(CONV_RELU)))
+    cmd = [sys.executable, "-m", "webxnn.cli", "run", str(path), "--random-inputs", "--profile", "3"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "Traceback" not in out.stderr and "XNNConv2d" in out.stdout, out.stdout
+
+
 def test_profile_stores_identical_constants_once():
     text = """webnn_graph "z" v1 {
       inputs { x: f32[1, 2, 4, 4]; }

@@ -150,6 +150,19 @@ def test_cnn_compiles_to_int8_and_stays_close(cnn) -> None:
     assert np.abs(got - ref).max() < 0.1 * np.abs(ref).max()
 
 
+def test_bias_corrected_report_is_against_the_original_model(cnn) -> None:
+    """With bias correction on, the output SNR is measured against the original fp32 model, not the
+    corrected one (regression: the corrected graph was the reference)."""
+    path, samples = cnn
+    q = webxnn.quantize(path, samples, equalize=False, bias_correction=True)
+    ref, got = webxnn.load(webxnn.compile(path)), webxnn.load(q.xnn())
+    signal = noise = 0.0
+    for s in samples:
+        r, g = ref.run(s)["y"].astype(np.float64), got.run(s)["y"].astype(np.float64)
+        signal, noise = signal + float(np.sum(r * r)), noise + float(np.sum((r - g) ** 2))
+    assert q.report["output_snr_db"]["y"] == pytest.approx(10 * np.log10(signal / noise), abs=0.05)
+
+
 def test_same_bytes_twice(cnn) -> None:
     path, samples = cnn
     a = webxnn.quantize(path, samples, method="entropy", layer_report=False).xnn()

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .errors import FileError, InputError, WebxnnError, WebxnnWarning, WeightsError
-from .filekind import expect, sniff
+from .filekind import expect, sniff, sniff_bytes
 
 
 def _count(minimum: int):
@@ -70,12 +70,11 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if os.path.isdir(out):
         raise WebxnnError(f"-o {out}: is a folder; name the .{fmt} file to write")
     if fmt == "pte":  # an ExecuTorch program around the payload
-        from .pte.writer import build_pte
-        from .xnn.writer import serialize
+        from .pte.writer import to_pte
 
         if args.profile == "webxnn":
             raise WebxnnError("--format pte needs --profile executorch (the default for .pte)")
-        data = build_pte(serialize(compile_graph(graph, profile="executorch")), inline=args.inline)
+        data = to_pte(graph, inline=args.inline)
         with open(out, "wb") as f:
             f.write(data)
         print(f"wrote {out} ({len(data):,} bytes, ExecuTorch program, XnnpackBackend delegate)")
@@ -161,9 +160,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         from .xnn.describe import node_precisions
         from .xnn.reader import read
 
-        precisions = node_precisions(
-            read(blob if blob is not None else pathlib.Path(args.model).read_bytes())
-        )
+        data = blob if blob is not None else prog.blob()
+        precisions = node_precisions(read(_xnn_bytes(data, args.model)))
         _print_profile(prog, feeds, args.profile, precisions)
     if args.output_dir:
         from .atomic import atomic_open
@@ -181,6 +179,16 @@ def _safe_filename(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "output"
 
 
+def _xnn_bytes(data: bytes, where: str) -> bytes:
+    """The `.xnn` blob of `data`: itself, or an ExecuTorch program's XnnpackBackend payload (named data
+    resolved), the blob the runtime runs."""
+    if sniff_bytes(bytes(data[:256])) == "pte":
+        from .pte.reader import payload_for_runtime
+
+        return payload_for_runtime(data, where)
+    return data
+
+
 def cmd_inspect(args: argparse.Namespace) -> int:
     kind = sniff(args.model)
     if kind in ("xnn", "pte"):
@@ -190,10 +198,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         data = pathlib.Path(args.model).read_bytes()
         program: dict = {}
         if kind == "pte":  # the XnnpackBackend payload it runs, named data resolved
-            from .pte.reader import payload_for_runtime
-
             program = {"pte_bytes": len(data)}
-            data = payload_for_runtime(data, args.model)
+            data = _xnn_bytes(data, args.model)
             program["payload_bytes"] = len(data)
         g = read(data)
         plan = _runtime_plan(data)

@@ -57,10 +57,15 @@ def compile_graph(
     from .lower import lower
     from .ops import bind_all
 
+    bound = bind_all(graph)
+    return apply_profile(lower(graph, bound, weights), profile)
+
+
+def apply_profile(xg: XnnGraph, profile: str) -> XnnGraph:
+    """`xg` (changed in place) made fit for `profile`: for `executorch` the decompositions, the check that
+    no webxnn-only node or datatype is left, and the profile's rewrites. UnsupportedError if it cannot."""
     if profile not in PROFILES:
         raise UnsupportedError(f"unknown profile {profile!r}; expected one of {', '.join(PROFILES)}")
-    bound = bind_all(graph)
-    xg = lower(graph, bound, weights)
     if profile == "executorch":
         from .pte.decompose import decompose
 
@@ -111,4 +116,4 @@ def compile(
     return serialize(compile_graph(graph, weights, profile))
 
 
-__all__ = ["compile", "compile_graph", "read_model", "GRAPH_KINDS", "PROFILES"]
+__all__ = ["apply_profile", "compile", "compile_graph", "read_model", "GRAPH_KINDS", "PROFILES"]

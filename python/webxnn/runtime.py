@@ -6,9 +6,9 @@ caller passed, so that mistakes come back as `InputError` naming the input. The 
 declared ones when the graph allows it, and releases the GIL while running, so one Program can serve several
 Python threads at once.
 
-A Program pickles as its blob's bytes and the `threads` it was loaded with (None = one per core of whichever
-machine unpickles it), so it can be sent to worker processes (multiprocessing, Ray actors) and is verified
-and planned again there.
+A Program pickles as its blob's bytes and the options it was loaded with (`threads`, None = one per core of
+whichever machine unpickles it; `spin_us`; `pool`), so it can be sent to worker processes (multiprocessing,
+Ray actors) and is verified and planned again there.
 """
 
 from __future__ import annotations
@@ -64,13 +64,19 @@ class Program:
     Pickles by its blob's bytes and load options (see the module docstring)."""
 
     def __init__(
-        self, impl: _runtime.Program, source: bytes | memoryview | str | None = None, threads: int = 0
+        self,
+        impl: _runtime.Program,
+        source: bytes | memoryview | str | None = None,
+        threads: int = 0,
+        spin_us: int = -1,
+        shared_pool: bool = False,
     ) -> None:
         self._impl = impl
         # what pickling needs: the blob (bytes it was loaded from, or the .xnn path, read when pickled) and
-        # the requested thread count (0 = one per core, resolved again where it is unpickled)
+        # the load options as requested (threads 0 = one per core and spin_us -1 = the default, both resolved
+        # again where it is unpickled; the shared pool is that process's)
         self._source = source
-        self._threads_opt = threads
+        self._load_opts = (threads, spin_us, shared_pool)
         self.inputs: list[TensorInfo] = _infos(impl.inputs, True)
         self.outputs: list[TensorInfo] = _infos(impl.outputs, False)
         self._in_names = [i.name for i in self.inputs]
@@ -215,8 +221,8 @@ class Program:
                 return f.read()
         return bytes(src)
 
-    def __reduce__(self) -> tuple[Any, tuple[bytes, int]]:
-        return _unpickle, (self.blob(), self._threads_opt)
+    def __reduce__(self) -> tuple[Any, tuple[bytes, int, int, bool]]:
+        return _unpickle, (self.blob(), *self._load_opts)
 
     def __repr__(self) -> str:
         def fmt(infos: list[TensorInfo]) -> str:
@@ -234,8 +240,9 @@ class Program:
         )
 
 
-def _unpickle(blob: bytes, threads: int) -> Program:
-    return Program(_runtime.Program.from_buffer(blob, threads=threads), blob, threads)
+def _unpickle(blob: bytes, threads: int, spin_us: int = -1, shared_pool: bool = False) -> Program:
+    opts: dict[str, Any] = {"threads": threads, "spin_us": spin_us, "shared_pool": shared_pool}
+    return Program(_runtime.Program.from_buffer(blob, **opts), blob, **opts)
 
 
 def _step_row(raw: tuple) -> dict[str, Any]:
@@ -306,14 +313,14 @@ def load(
         kind = expect(path, ("xnn", "unknown", "pte", *GRAPH_KINDS), what=_MODEL)
         if kind in GRAPH_KINDS:  # a graph or ONNX model: compiled here, in memory
             blob = compile_model(path)
-            return Program(_runtime.Program.from_buffer(blob, **opts), blob, n)
+            return Program(_runtime.Program.from_buffer(blob, **opts), blob, **opts)
         if not mmap:
             try:
                 data = pathlib.Path(path).read_bytes()  # bytes are immutable: the runtime uses them in place
             except OSError as e:
                 raise FileError.from_os_error(path, e) from None
-            return Program(_runtime.Program.from_buffer(data, **opts), data, n)
-        return Program(_runtime.Program.from_path(path, **opts), os.path.abspath(path), n)
+            return Program(_runtime.Program.from_buffer(data, **opts), data, **opts)
+        return Program(_runtime.Program.from_path(path, **opts), os.path.abspath(path), **opts)
     if isinstance(blob_or_path, memoryview) and (not blob_or_path.contiguous or not blob_or_path.readonly):
         blob_or_path = blob_or_path.tobytes()
     if not isinstance(blob_or_path, (bytes, bytearray, memoryview)):
@@ -327,7 +334,7 @@ def load(
     kind = sniff_bytes(bytes(blob_or_path[:256]))
     if kind not in ("xnn", "pte", "unknown"):
         raise FormatError(f"these bytes are {KINDS[kind][0]}, not {_MODEL}; {KINDS[kind][1]}")
-    return Program(_runtime.Program.from_buffer(blob_or_path, **opts), blob_or_path, n)
+    return Program(_runtime.Program.from_buffer(blob_or_path, **opts), blob_or_path, **opts)
 
 
 __all__ = ["Pool", "Program", "TensorInfo", "load", "set_threads"]

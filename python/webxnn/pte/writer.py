@@ -301,12 +301,10 @@ def to_pte(
     """An ExecuTorch program for `model`: a Graph, the path of a `.webnn` / `.json` graph or `.onnx` model
     (compiled with the `executorch` profile), or a `.xnn` blob (bytes or path; the profile's checks and
     rewrites applied to it). The payload goes in a segment after the program, or inside it with `inline`."""
-    from ..compiler import _check_profile
+    from ..compiler import apply_profile
     from ..compiler import compile as compile_model
     from ..filekind import sniff, sniff_bytes
     from ..xnn.writer import serialize
-    from .decompose import decompose
-    from .profile import apply
 
     blob: bytes | None = None
     if isinstance(model, (bytes, bytearray, memoryview)):
@@ -318,9 +316,7 @@ def to_pte(
             blob = f.read()
     if blob is None:
         return build_pte(compile_model(model, weights, profile="executorch"), inline=inline)
-    g = decompose(read(blob))
-    _check_profile(g, "executorch")
-    return build_pte(serialize(apply(g)), inline=inline)
+    return build_pte(serialize(apply_profile(read(blob), "executorch")), inline=inline)
 
 
 __all__ = ["BACKEND_ID", "SCALAR_TYPES", "build_pte", "externals", "pytree_spec", "to_pte"]

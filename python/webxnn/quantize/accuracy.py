@@ -51,15 +51,13 @@ def measure(
     qdq: Graph,
     plan: Plan,
     samples: list[Sample],
-    layers: bool = True,
     threads: int | None = None,
 ) -> tuple[list[LayerSnr], dict[str, float]]:
-    """(per-layer SNR worst first, when `layers`; {graph output: SNR})."""
+    """(per-layer SNR worst first; {graph output: SNR})."""
     outs = list(fp32.outputs)
-    ref_vals = [ly.output for ly in plan.layers] if layers else []
+    ref_vals = [ly.output for ly in plan.layers]
     outs_v = set(fp32.outputs.values())
     q_vals = [dequantized_name(ly.output, outs_v) if ly.mode == "static" else ly.output for ly in plan.layers]
-    q_vals = q_vals if layers else []
     ref = Tapped(fp32, ref_vals, threads=threads)
     got = Tapped(qdq, q_vals, threads=threads)
     power = _Power()
@@ -67,13 +65,9 @@ def measure(
         (a, ra), (b, rb) = ref.run_with_outputs(s), got.run_with_outputs(s)
         for o in outs:
             power.add("out:" + o, ra[o], rb[o])
-        for ly, qv in zip(plan.layers if layers else [], q_vals):
+        for ly, qv in zip(plan.layers, q_vals):
             power.add(ly.node, a[ly.output], b[qv])
-    table = (
-        [LayerSnr(ly.node, ly.op, ly.mode, ly.output, power.snr(ly.node)) for ly in plan.layers]
-        if layers
-        else []
-    )
+    table = [LayerSnr(ly.node, ly.op, ly.mode, ly.output, power.snr(ly.node)) for ly in plan.layers]
     table.sort(key=lambda r: (r.snr_db, r.node))
     return table, {o: power.snr("out:" + o) for o in outs}
 

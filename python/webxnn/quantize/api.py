@@ -113,12 +113,14 @@ def quantize(
     if equalize:
         graph, report["equalization"] = equalize_graph(graph)
         plan = make_plan(graph, mode, keep)
+    fp32 = graph  # the reference the accuracy is measured against (equalization keeps its function)
     cal = calibrate(
-        graph, samples, plan, method in HISTOGRAM_METHODS, means=bias_correction, threads=threads, quiet=quiet
+        fp32, samples, plan, method in HISTOGRAM_METHODS, means=bias_correction, threads=threads, quiet=quiet
     )
     report["calibration_seconds"] = round(cal.seconds, 3)
-    if bias_correction:
-        graph = correct_biases(graph, cal.means, fake_quant)
+    means = cal.means if bias_correction else None
+    if means is not None:
+        graph = correct_biases(fp32, means, fake_quant, only={ly.node for ly in plan.layers})
         plan = make_plan(graph, mode, keep)  # the corrected graph's bias constants (same tensors)
     params = {
         v: ActParams.from_range(*choose_range(cal.stats[v], method, percentile))
@@ -127,11 +129,13 @@ def quantize(
     }
     qdq = emit_qdq(graph, plan, params)
     if target_snr is not None:
-        qdq, plan, kept = _meet_target(graph, qdq, plan, params, samples, mode, keep, target_snr, threads)
+        qdq, plan, kept = _meet_target(
+            fp32, means, qdq, plan, params, samples, mode, keep, target_snr, threads
+        )
         report["target_snr_db"] = target_snr
         report["kept_fp32_for_target"] = kept
     if layer_report:
-        table, outs = measure(graph, qdq, plan, samples, threads=threads)
+        table, outs = measure(fp32, qdq, plan, samples, threads=threads)
         report["layers"] = [vars(r) for r in table]
         report["output_snr_db"] = outs
     report["quantized_layers"] = {
@@ -144,7 +148,8 @@ def quantize(
 
 
 def _meet_target(
-    graph: Graph,
+    fp32: Graph,
+    means: Mapping[str, Any] | None,
     qdq: Graph,
     plan: Plan,
     params: dict[str, ActParams],
@@ -155,23 +160,31 @@ def _meet_target(
     threads: int | None,
 ) -> tuple[Graph, Plan, list[str]]:
     """Keep the k worst layers (by their own SNR) fp32, k the smallest for which every output reaches
-    `target` dB (found by bisection over k: the output SNR grows as layers go back to fp32)."""
+    `target` dB (found by bisection over k: the output SNR grows as layers go back to fp32). SNRs are
+    against `fp32`; with `means` (bias correction) only the layers still quantized get corrected biases."""
     from .tap import Tapped
 
-    ref = Tapped(graph, [], threads=threads)
-    fp32_outs = [ref.run_with_outputs(s)[1] for s in samples]
-    if output_snr(fp32_outs, qdq, samples, threads) >= target:
+    table, outs = measure(fp32, qdq, plan, samples, threads=threads)
+    if min(outs.values()) >= target:
         return qdq, plan, []
-    table, _ = measure(graph, qdq, plan, samples, threads=threads)
     worst = [r.node for r in table]
+    # keep by output name: bias correction may rename a matmul node, never the value a layer writes
+    worst_out = [r.tensor for r in table]
+    ref = Tapped(fp32, [], threads=threads)
+    fp32_outs = [ref.run_with_outputs(s)[1] for s in samples]
 
     def attempt(k: int) -> tuple[Graph, Plan, float]:
-        p = make_plan(graph, mode, keep | frozenset(worst[:k]))
-        g = emit_qdq(graph, p, params)
+        kept = keep | frozenset(worst_out[:k])
+        g = fp32
+        if means is not None:
+            quantized = {ly.node for ly in make_plan(fp32, mode, kept).layers}
+            g = correct_biases(fp32, means, fake_quant, only=quantized)
+        p = make_plan(g, mode, kept)
+        g = emit_qdq(g, p, params)
         return g, p, output_snr(fp32_outs, g, samples, threads)
 
     lo, hi = 0, len(worst)  # lo fails; hi (everything fp32) meets any target
-    best = attempt(hi)[:2]
+    best: tuple[Graph, Plan] | None = None
     while hi - lo > 1:
         mid = (lo + hi) // 2
         g, p, snr = attempt(mid)
@@ -179,6 +192,8 @@ def _meet_target(
             hi, best = mid, (g, p)
         else:
             lo = mid
+    if best is None:  # no midpoint met it: every layer fp32
+        best = attempt(hi)[:2]
     return best[0], best[1], worst[:hi]
 
 

@@ -9,7 +9,7 @@ see 0 instead, so near the borders the correction is approximate (exact for 1x1 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 import numpy as np
 
@@ -31,16 +31,19 @@ def correct_biases(
     graph: Graph,
     input_means: Mapping[str, np.ndarray],
     fake_quant: Callable[[np.ndarray, int], np.ndarray],
+    only: Collection[str] | None = None,
 ) -> Graph:
     """A copy of `graph` whose conv2d / gemm / matmul layers with constant weights, if their input operand
     is a key of `input_means` (its per-input-channel mean over the calibration data), have their bias
     (added where absent: conv `bias`, gemm `c`, an `add` after a matmul) reduced by (W_q - W) E[x], W_q being
-    `fake_quant(W, channel_axis)` (W in its stored layout, channel_axis its output-channel axis)."""
+    `fake_quant(W, channel_axis)` (W in its stored layout, channel_axis its output-channel axis). `only`: the
+    node ids to correct (the layers that get int8 weights; default all): a layer left fp32 keeps its bias
+    even when it reads the same input as a quantized one."""
     g = clone_graph(graph)
     layers, _, counts = find_layers(g)
     owned = owned_consts(layers, counts)
     for layer in layers:
-        if layer.input not in input_means:
+        if layer.input not in input_means or (only is not None and layer.node.id not in only):
             continue
         where = f"correct_biases: node {layer.node.id!r} ({layer.op})"
         w = np.asarray(g.const_array(layer.weight))

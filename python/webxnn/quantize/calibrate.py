@@ -9,6 +9,7 @@ import numpy as np
 
 from ..graph import Graph
 from .data import Sample
+from .layers import find_layers
 from .observers import TensorStats
 from .plan import Plan
 from .progress import Progress
@@ -22,21 +23,11 @@ class Calibration:
     seconds: float = 0.0
 
 
-def channel_axis(graph: Graph, node_op: str, layout: str | None, rank: int) -> int:
-    """The channel axis of a conv2d / gemm / matmul input."""
-    if node_op == "conv2d":
-        return 3 if layout == "nhwc" else 1
-    return rank - 1
-
-
-def _mean_targets(graph: Graph, plan: Plan) -> dict[str, str]:
-    """operand name -> the conv2d / gemm / matmul that reads it (its layout decides the channel axis)."""
-    by_id = {n.id: n for n in graph.nodes}
-    out: dict[str, str] = {}
-    for ly in plan.layers:
-        if ly.weight is not None:
-            out[by_id[ly.node].inputs[0]] = ly.node
-    return out
+def _mean_targets(graph: Graph, plan: Plan) -> dict[str, int]:
+    """operand name -> its channel axis, for the inputs of the conv2d / gemm / matmul layers of `plan` with
+    constant weights (bias correction's layers, found the same way)."""
+    weighted = {ly.node for ly in plan.layers if ly.weight is not None}
+    return {ly.input: ly.input_axis for ly in find_layers(graph)[0] if ly.node.id in weighted}
 
 
 def calibrate(
@@ -58,17 +49,15 @@ def calibrate(
     stats = {v: TensorStats() for v in plan.tensors}
     sums: dict[str, np.ndarray] = {}
     counts: dict[str, int] = {}
-    by_id = {n.id: n for n in graph.nodes}
     bar = Progress(len(samples) * (2 if histograms else 1), "calibrating", quiet)
     try:
         for s in samples:
             got = tap.run(s)
             for v, st in stats.items():
                 st.observe_range(got[v])
-            for v, nid in targets.items():
+            for v, axis in targets.items():
                 a = got[v]
-                node = by_id[nid]
-                ax = channel_axis(graph, node.op, node.options.get("inputLayout"), a.ndim)
+                ax = axis % a.ndim
                 red = tuple(i for i in range(a.ndim) if i != ax)
                 sums[v] = sums.get(v, 0) + a.sum(axis=red, dtype=np.float64)
                 counts[v] = counts.get(v, 0) + a.size // a.shape[ax]

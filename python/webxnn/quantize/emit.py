@@ -19,7 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..graph import Const, ConstInit, Graph, Node
-from .plan import Layer, Plan, quantize_weight, set_operand
+from .layers import drop_unused_consts
+from .plan import Plan, QLayer, quantize_weight, set_operand
 
 INT32 = np.iinfo(np.int32)
 
@@ -72,7 +73,7 @@ class _Builder:
         return f"{base}__dq"
 
 
-def _weight(b: _Builder, ly: Layer) -> tuple[str, np.ndarray]:
+def _weight(b: _Builder, ly: QLayer) -> tuple[str, np.ndarray]:
     """The layer's weight as a dequantized int8 constant, and its per-channel scales."""
     assert ly.weight is not None
     w = b.src.const_array(ly.weight)
@@ -89,7 +90,7 @@ def _bias(b: _Builder, name: str, in_scale: float, w_scales: np.ndarray) -> str:
     return b.dequantized(name, q, scale, np.zeros(q.shape, np.int32))
 
 
-def _dynamic(b: _Builder, node: Node, ly: Layer) -> Node:
+def _dynamic(b: _Builder, node: Node, ly: QLayer) -> Node:
     """matmul / gemm [+ bias add] -> dynamicQuantizedMatmul with int8 [K, N] weights."""
     assert ly.weight is not None
     w = b.src.const_array(ly.weight)
@@ -173,15 +174,5 @@ def emit_qdq(graph: Graph, plan: Plan, params: dict[str, ActParams]) -> Graph:
         for o in src.outputs:
             if o in wanted:
                 quantize_value(o)
-    _drop_unused_consts(b.g)
+    drop_unused_consts(b.g)
     return b.g
-
-
-def _drop_unused_consts(g: Graph) -> None:
-    used = {i for n in g.nodes for i in n.inputs} | {
-        v for n in g.nodes for v in n.options.values() if isinstance(v, str)
-    }
-    used |= set(g.outputs.values())
-    for name in [c for c in g.consts if c not in used]:
-        del g.consts[name]
-        g.weights.pop(name, None)

@@ -95,23 +95,24 @@ def _best_shrink(stats: TensorStats, cost) -> tuple[float, float]:
     """The range minimizing `cost`, each end searched in turn (twice) over f * its extreme: an outlier on one
     side does not decide the other side's range."""
     lo, hi = stats.lo, stats.hi
+    edges = stats.edges()  # once per tensor, not per candidate
+    centres = (edges[:-1] + edges[1:]) / 2
     for _ in range(2):
         if stats.hi > 0:
             his = [stats.hi * f for f in _SHRINK]
-            hi = his[int(np.argmin([cost(stats, lo, h) for h in his]))]  # the first (widest) of equal costs
+            costs = [cost(stats, edges, centres, lo, h) for h in his]
+            hi = his[int(np.argmin(costs))]  # the first (widest) of equal costs
         if stats.lo < 0:
             los = [stats.lo * f for f in _SHRINK]
-            lo = los[int(np.argmin([cost(stats, v, hi) for v in los]))]
+            lo = los[int(np.argmin([cost(stats, edges, centres, v, hi) for v in los]))]
     return lo, hi
 
 
-def _mse(stats: TensorStats, lo: float, hi: float) -> float:
+def _mse(stats: TensorStats, edges: np.ndarray, centres: np.ndarray, lo: float, hi: float) -> float:
     """Expected squared error of quantize-dequantize at 256 levels over [lo, hi] (0 included), the values
-    taken at their bins' centres."""
+    taken at their bins' centres (`edges`, `centres`: the histogram's)."""
     assert stats.hist is not None
     lo, hi = min(lo, 0.0), max(hi, 0.0)
-    edges = stats.edges()
-    centres = (edges[:-1] + edges[1:]) / 2
     scale = (hi - lo) / (LEVELS - 1)
     if scale <= 0:
         return float("inf")
@@ -120,12 +121,12 @@ def _mse(stats: TensorStats, lo: float, hi: float) -> float:
     return float(np.dot(stats.hist, (centres - (q - zp) * scale) ** 2))
 
 
-def _kl(stats: TensorStats, lo: float, hi: float) -> float:
+def _kl(stats: TensorStats, edges: np.ndarray, centres: np.ndarray, lo: float, hi: float) -> float:
     """KL(P || Q) of the histogram clipped to [lo, hi] (outliers into the end bins) against the same mass
     spread evenly over the non-empty bins of each of 256 level-wide chunks, made from the values inside
-    only, so that clipping costs (TensorRT's calibration); the bin holding 0 left out."""
+    only, so that clipping costs (TensorRT's calibration); the bin holding 0 left out. `centres` unused
+    (the signature `_best_shrink` calls every cost with)."""
     assert stats.hist is not None
-    edges = stats.edges()
     i0 = int(np.clip(np.searchsorted(edges, lo, side="right") - 1, 0, BINS - 1))
     i1 = int(np.clip(np.searchsorted(edges, hi, side="left"), i0 + 1, BINS))
     inside = stats.hist[i0:i1].astype(np.float64)

@@ -52,7 +52,7 @@ def set_operand(node: Node, role: str, name: str) -> None:
 
 
 @dataclass
-class Layer:
+class QLayer:
     node: str  # the compute node's id (the name --keep-fp32 and the report use)
     op: str
     mode: str  # static | dynamic
@@ -67,7 +67,7 @@ class Layer:
 
 @dataclass
 class Plan:
-    layers: list[Layer]
+    layers: list[QLayer]
     tensors: list[str]  # static: every value that gets a quantize / dequantize pair, in graph order
     input_of: dict[str, str]  # layer node id -> the origin value of its first activation
 
@@ -113,7 +113,7 @@ def _matmul_weight(ix: _Index, node: Node) -> tuple[str, int] | None:
     return b, 1  # type: ignore[return-value]
 
 
-def _fold_output(ix: _Index, node: Node, layer: Layer, allow_bias: bool) -> None:
+def _fold_output(ix: _Index, node: Node, layer: QLayer, allow_bias: bool) -> None:
     out = node.outputs[0]
     if allow_bias and layer.bias is None:
         r = ix.only_reader(out)
@@ -131,7 +131,7 @@ def _fold_output(ix: _Index, node: Node, layer: Layer, allow_bias: bool) -> None
     layer.output = out
 
 
-def _layer(ix: _Index, node: Node, mode: str, has_conv: bool, ranks: dict[str, int]) -> Layer | None:
+def _layer(ix: _Index, node: Node, mode: str, has_conv: bool, ranks: dict[str, int]) -> QLayer | None:
     op = node.op
     if op == "conv2d":
         w = operand(node, "filter")
@@ -143,7 +143,7 @@ def _layer(ix: _Index, node: Node, mode: str, has_conv: bool, ranks: dict[str, i
             return None
         if mode == "dynamic":
             return None
-        layer = Layer(node.id, op, "static", [node.inputs[0]], w, CONV_OUT_AXIS.get(layout, 0), bias)
+        layer = QLayer(node.id, op, "static", [node.inputs[0]], w, CONV_OUT_AXIS.get(layout, 0), bias)
         _fold_output(ix, node, layer, allow_bias=False)
         return layer
     if op in MATMULS:
@@ -157,7 +157,7 @@ def _layer(ix: _Index, node: Node, mode: str, has_conv: bool, ranks: dict[str, i
         chosen = mode
         if mode == "auto":
             chosen = "static" if has_conv and ranks.get(x, 2) <= 2 else "dynamic"
-        layer = Layer(node.id, op, chosen, [x], found[0], found[1], c)
+        layer = QLayer(node.id, op, chosen, [x], found[0], found[1], c)
         _fold_output(ix, node, layer, allow_bias=True)
         return layer
     if op not in STATIC_OPS or mode == "dynamic" or (mode == "auto" and not has_conv):
@@ -165,7 +165,7 @@ def _layer(ix: _Index, node: Node, mode: str, has_conv: bool, ranks: dict[str, i
     acts = list(node.inputs[:2] if op in ("add", "mul") else node.inputs[:1])
     if any(ix.is_const(a) for a in acts):
         return None
-    layer = Layer(node.id, op, "static", acts)
+    layer = QLayer(node.id, op, "static", acts)
     _fold_output(ix, node, layer, allow_bias=False)
     return layer
 
@@ -181,7 +181,7 @@ def make_plan(graph: Graph, mode: str = "auto", keep_fp32: frozenset[str] = froz
     floats = {k for k, t in types.items() if t.dtype == "float32"}
     ix = _Index(graph)
     has_conv = any(n.op == "conv2d" for n in graph.nodes)
-    layers: list[Layer] = []
+    layers: list[QLayer] = []
     absorbed: set[str] = set()
     for node in graph.nodes:
         if node.id in absorbed or len(node.outputs) != 1 or node.outputs[0] not in floats:
