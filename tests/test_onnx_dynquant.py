@@ -285,8 +285,7 @@ def test_uint8_weights_that_do_not_shift_into_int8_run_in_fp32() -> None:
     kinds, got = _webxnn(m, x)
     assert kinds["XNNConvert"] == 0
     np.testing.assert_allclose(got, x @ (w.astype(np.float32) * 0.01), rtol=1e-5, atol=1e-5)
-<<<<<<< HEAD
-    assert _cos(got, _ort(m, x)) >= 0.999
+    assert _cosine(got, _ort(m, x)) >= 0.999
 
 
 def test_scale_product_read_after_its_scale_was_materialized() -> None:
@@ -301,6 +300,3 @@ def test_scale_product_read_after_its_scale_was_materialized() -> None:
     x = np.random.default_rng(8).standard_normal((2, 4)).astype(np.float32)
     _, got = _webxnn(m, x)
     np.testing.assert_allclose(got, _exact(m, x), rtol=1e-6)
-=======
-    assert _cosine(got, _ort(m, x)) >= 0.999
->>>>>>> mtests
