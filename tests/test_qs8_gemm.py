@@ -233,9 +233,9 @@ def test_threads_give_the_same_bytes():
         check(c, threads=(1, 2))
 
 
-# The AVX2 kernel's K blocks (qgemm.cc, tile_sign): strips of two panels (N > 16) block past 768 k in blocks of
-# at most 512 k, a lone 16-column panel past 1536 k in blocks of at most 1024; more than 24 tiles of a strip
-# share a block in groups. K at the block edges (odd K: a partial last row group), row counts with a
+# The AVX2 kernel's K blocks (qgemm.cc, tile_sign): strips of two panels (N > 16) block past 768 k in blocks
+# of at most 512 k, a lone 16-column panel past 1536 k in blocks of at most 1024; more than 24 tiles of a
+# strip share a block in groups. K at the block edges (odd K: a partial last row group), row counts with a
 # remainder tile, tile groups (M > 48 for 2-row tiles, > 96 for 4-row ones), both activation paths.
 @pytest.mark.parametrize(
     "m,n,k",

@@ -296,8 +296,8 @@ __attribute__((always_inline)) inline void store_out(const QCtx& x, __m256i s0, 
 // groups (a partial last one with tail set). kRange: only weight groups [gw0, gw1) of the flat order (tap t's
 // groups are t * tap_groups + 0 .. tap_groups - 1, the partial one last), for a K block; else all of them.
 template <bool kRange, int MR, typename Src, typename Step>
-__attribute__((always_inline)) inline void for_each_group(const QCtx& x, const Src& src, size_t m0, size_t gw0,
-                                                          size_t gw1, const uint8_t* (&ar)[MR],
+__attribute__((always_inline)) inline void for_each_group(const QCtx& x, const Src& src, size_t m0,
+                                                          size_t gw0, size_t gw1, const uint8_t* (&ar)[MR],
                                                           const Step& step) {
   typename Src::template Tile<MR> tl;
   src.start(m0, tl);
@@ -423,10 +423,9 @@ void tile_sign(const QCtx& x, const Src& src, size_t m0, size_t tiles, const uin
     for (size_t b = 0; b < blocks; ++b) {
       const size_t gw0 = total * b / blocks, gw1 = total * (b + 1) / blocks;
       for (size_t t = 0; t < nt; ++t)
-        tile_sign_one<MR, NP, kFlip, kSmall, true>(x, src, m0 + (t0 + t) * MR, panel,
-                                                   c + (t0 + t) * MR * x.ldc, nc, gw0, gw1,
-                                                   b ? part + t * kVecs : nullptr,
-                                                   b + 1 < blocks ? part + t * kVecs : nullptr);
+        tile_sign_one<MR, NP, kFlip, kSmall, true>(
+            x, src, m0 + (t0 + t) * MR, panel, c + (t0 + t) * MR * x.ldc, nc, gw0, gw1,
+            b ? part + t * kVecs : nullptr, b + 1 < blocks ? part + t * kVecs : nullptr);
     }
   }
 }
