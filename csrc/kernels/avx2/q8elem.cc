@@ -1,5 +1,6 @@
 // AVX2 qint8 element-wise ops, pooling, lookup and the fp32 <-> qint8 conversions (table.def's qadd, qmul,
-// qmax_pool2d, qglobal_avg_pool, qlut, quantize_qs8, dequantize_qs8; qavg_pool2d is the scalar one). Same bits as the scalar kernels: the arithmetic is table.def's, lane by lane.
+// qmax_pool2d, qglobal_avg_pool, qlut, quantize_qs8, dequantize_qs8; qavg_pool2d is the scalar one). Same
+// bits as the scalar kernels: the arithmetic is table.def's, lane by lane.
 #include <immintrin.h>
 
 #include <cstring>

@@ -24,7 +24,7 @@
 // 114 -> 120; ResNet-50's 56x56x64->256 85 -> 104, 14x14x1024->256 121 -> 124; 3x3 56x56x64->64 level (110);
 // image stems with merged filter rows (qconv2d_taps: a 3-channel tap was a 3-byte partial group, now a filter
 // row is one run of kw * C bytes): ResNet-50's 7x7x3->64 s2 7 -> 77, MobileNetV2's 3x3x3->32 33 -> 47. Long K
-// (a strip's weights past L1) runs in K blocks (tile_sign, kQBlockBytes): 3x3 7x7x512->512 96 -> 111.
+// (a strip's weights past L1) runs in K blocks (tile_sign, kQBlockBytes; measured there).
 //
 // Tiles: 2 rows x 32 columns (two panels): 8 int32 accumulators, the panels' 4 weight vectors, the broadcast
 // row group, its |a|, a product and the ones vector -- 16 ymm registers, no spills (the compiler reloads a
@@ -32,9 +32,10 @@
 // 4 steps of vpsignb + vpmaddubsw + vpmaddwd + vpaddd; 4 x 16 tiles pay the broadcast and vpabsb per 2 steps.
 // Measured here against 4 x 16 (1 thread, CPU time, the machine loaded, so +-15 %): level or ahead on 5 of
 // 8 shapes; a lone last panel runs 4 x 16 tiles. Full K per tile (K blocks past 24 KB of a strip's weights),
-// the accumulators started from the packed bias. M = 1 (GEMV, batch-1 FC layers) runs 1 x 64 tiles: 4 panels at once, 8 independent chains, streaming
-// the weights. A row group (4 bytes) is broadcast from memory; a partial last group is assembled from the
-// row's remaining bytes (no reads past K). Requantization per table.def.
+// the accumulators started from the packed bias. M = 1 (GEMV, batch-1 FC layers) runs 1 x 64 tiles: 4 panels
+// at once, 8 independent chains, streaming the weights. A row group (4 bytes) is broadcast from memory; a
+// partial last group is assembled from the row's remaining bytes (no reads past K). Requantization per
+// table.def.
 //
 // ODR hygiene: no std:: templates here; parallelism goes through internal.h.
 #include <immintrin.h>
@@ -54,10 +55,12 @@ namespace {
 constexpr size_t kQMC = 192;  // rows of A per M chunk: a chunk's rows stay in L2 while its panels sweep them
 // K blocks (tile_sign): at most this many bytes of a strip's weights per block, half of Zen 4's 32 KB L1D
 // beside the tiles' rows and partial sums (a strip of up to 1.5x that runs unblocked); and tiles per group
-// sharing a block (their int32 sums: 6 KB). Measured (1 thread, loaded machine, GOP/s), blocks of 16 KB from
-// 24 KB strips on: 3x3 7x7x512->512 96-98 -> 111, 1x1 7x7x2048->512 94-102 -> 116-121, 1x1 14x14x1024->256
-// 98-102 -> 119-121, 3x3 14x14x256->256 90-101 -> 111-114; blocking from 16 KB strips made 3136x64x576 (K =
-// 576, 18 KB) slower (112 -> 67-103), blocks of 8 KB or 24 KB gained less.
+// sharing a block (their int32 sums: 6 KB). Measured (1 thread, GOP/s, min of repeats, A/B in alternating
+// processes) in two states of this shared VM: while full-K strips ran slow (load 8-10), blocks of 16 KB from
+// 24 KB strips on gave 3x3 7x7x512->512 94-98 -> 109-112, 1x1 7x7x2048->512 94-102 -> 116-121, 1x1
+// 14x14x1024->256 98-102 -> 119-121, 3x3 14x14x256->256 90-101 -> 111-114; while full K ran at 112-126
+// (later, load 13), both were level (medians of 8 pairs within -3 .. +5 %). Blocking from 16 KB strips made
+// 3136x64x576 (K = 576, 18 KB) slower (112 -> 67-103); blocks of 8 KB or 24 KB gained less.
 constexpr size_t kQBlockBytes = 16 * 1024;
 constexpr size_t kQBlockTiles = 24;
 
@@ -403,8 +406,9 @@ __attribute__((always_inline)) inline void tile_sign_one(const QCtx& x, const Sr
 // Long K (a strip of more than 1.5 x kQBlockBytes of weights, e.g. ResNet-50 3x3x512 convs: 2 x 73 KB) runs
 // in K blocks of at most kQBlockBytes of weights: per group of up to kQBlockTiles tiles, every tile sums one
 // block, its int32 sums parked in `part` between blocks, so each block is read from L2 once per tile group
-// and then from L1 (full K per tile read the whole strip from L2 for every tile: 80-96 GOP/s instead of
-// 110-120). Same sums in the same order, so the same bits; a lone tile has nothing to share and runs full K.
+// and then from L1 (full K per tile reads the whole strip from L2 for every tile, which ran at 80-98 GOP/s
+// instead of 110-120 at times on this shared machine). Same sums in the same order, so the same bits; a lone
+// tile has nothing to share and runs full K.
 template <int MR, int NP, bool kFlip, bool kSmall, typename Src>
 void tile_sign(const QCtx& x, const Src& src, size_t m0, size_t tiles, const uint8_t* panel, uint8_t* c,
                size_t nc) {
