@@ -1056,6 +1056,22 @@ def test_quantize_dequantize(scale, zp):
         np.testing.assert_array_equal(dq, (q.astype(np.float32) - np.float32(zp)) * np.float32(scale))
 
 
+def test_quantize_dequantize_threads_tails_and_specials():
+    """The vector kernels (8 per step, a partial last step, chunks per thread) give the scalar bits: odd
+    lengths, halves at and past 2^23, infinities, NaN (the zero point), signed zeros, clamping at both
+    ends."""
+    special = [np.nan, np.inf, -np.inf, -0.0, 0.0, 8388607.5, 8388608.0, -8388609.0, 1e30, -1e30, 3e-45]
+    special = np.array(special + [127.5, -128.5], np.float32)
+    for n in (1, 7, 8, 9, 33, 1000, 100_003):
+        x = np.concatenate([special, rand(n, lo=-400, hi=400)])
+        for scale, zp in ((0.5, -3), (3.0, 127), (1e-30, 0), (np.float32(np.inf), 5)):
+            want = K.quantize(x, scale, zp, isa="scalar")
+            back = K.dequantize(want, scale, zp, isa="scalar")
+            for t in (1, 2):
+                np.testing.assert_array_equal(K.quantize(x, scale, zp, isa="best", threads=t), want)
+                np.testing.assert_array_equal(K.dequantize(want, scale, zp, isa="best", threads=t), back)
+
+
 # ------------------------------------------------------------------------------------------------- layout
 @SETTINGS
 @given(

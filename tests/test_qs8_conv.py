@@ -187,6 +187,25 @@ def test_conv_extreme_zero_point_padding_and_clamp(a_zp):
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+# Long-K convolutions run in K blocks on AVX2 (qgemm.cc, tile_sign): block edges on tap edges (C = 512, as
+# ResNet-50's last stage), inside taps with a partial row group (C = 130, 3 blocks of 99 of 297 row groups;
+# C = 257), a 1x1 with C = 2048, and enough pixels for several tile groups.
+@pytest.mark.parametrize(
+    "shape",
+    [
+        (1, 7, 7, 512, 40, (3, 3), (1, 1, 1, 1), (1, 1)),
+        (1, 6, 5, 130, 33, (3, 3), (1, 0, 1, 2), (1, 1)),
+        (1, 11, 11, 257, 16, (3, 3), (0, 0, 0, 0), (2, 2)),
+        (1, 7, 7, 2048, 20, (1, 1), (0, 0, 0, 0), (1, 1)),
+        (2, 10, 12, 96, 48, (3, 3), (1, 1, 1, 1), (1, 1)),
+    ],
+)
+@pytest.mark.parametrize("a_dtype", ["uint8", "int8"])
+def test_conv_long_k_blocks(shape, a_dtype):
+    n, h, w, c, oc, k, pads, strides = shape
+    check_conv(conv_case(n, h, w, c, oc, k, a_dtype, seed=c + oc), pads=pads, strides=strides, threads=(1, 2))
+
+
 @SETTINGS
 @given(
     h=st.integers(1, 9),

@@ -233,6 +233,30 @@ def test_threads_give_the_same_bytes():
         check(c, threads=(1, 2))
 
 
+# The AVX2 kernel's K blocks (qgemm.cc, tile_sign): strips of two panels (N > 16) block past 768 k in blocks
+# of at most 512 k, a lone 16-column panel past 1536 k in blocks of at most 1024; more than 24 tiles of a
+# strip share a block in groups. K at the block edges (odd K: a partial last row group), row counts with a
+# remainder tile, tile groups (M > 48 for 2-row tiles, > 96 for 4-row ones), both activation paths.
+@pytest.mark.parametrize(
+    "m,n,k",
+    [
+        (4, 32, 768),
+        (4, 32, 769),
+        (5, 40, 1023),
+        (6, 32, 1024),
+        (7, 33, 1025),
+        (51, 48, 1537),
+        (9, 16, 1537),
+        (101, 16, 2049),
+        (13, 17, 2047),
+        (2, 64, 3001),
+    ],
+)
+@pytest.mark.parametrize("a_dtype,w_bound", [("uint8", 127), ("int8", 127), ("uint8", 64)])
+def test_long_k_blocks(m, n, k, a_dtype, w_bound):
+    check(case(m, n, k, a_dtype, seed=m + n + k, w_lo=-w_bound, w_hi=w_bound), threads=(1, 2))
+
+
 def test_strides_transposed_b_and_untouched_padding():
     c = case(9, 21, 37, "uint8", "uint8", out_zp=10)
     want = want_of(c)

@@ -581,17 +581,19 @@ py::array normalize_t(const FArr& x, const std::optional<FArr>& scale, const std
   return std::move(out);
 }
 
-py::array quantize(const FArr& x, float scale, int32_t zp, const std::string& isa) {
+py::array quantize(const FArr& x, float scale, int32_t zp, const std::string& isa, size_t threads) {
   const KernelTable& t = table_for("quantize", isa);
+  Parallel& par = pool_for("quantize", threads);
   auto out = make_out<int8_t>(shape_of(x));
-  t.quantize_qs8(static_cast<size_t>(x.size()), x.data(), out.mutable_data(), scale, zp);
+  t.quantize_qs8(static_cast<size_t>(x.size()), x.data(), out.mutable_data(), scale, zp, par);
   return std::move(out);
 }
 
-py::array dequantize(const I8Arr& q, float scale, int32_t zp, const std::string& isa) {
+py::array dequantize(const I8Arr& q, float scale, int32_t zp, const std::string& isa, size_t threads) {
   const KernelTable& t = table_for("dequantize", isa);
+  Parallel& par = pool_for("dequantize", threads);
   auto out = make_out<float>(shape_of(q));
-  t.dequantize_qs8(static_cast<size_t>(q.size()), q.data(), out.mutable_data(), scale, zp);
+  t.dequantize_qs8(static_cast<size_t>(q.size()), q.data(), out.mutable_data(), scale, zp, par);
   return std::move(out);
 }
 
@@ -765,8 +767,8 @@ void bind_kernels(py::module_& m) {
          const std::string& i, size_t t) { return normalize_t(x, g, b, eps, i, t, Timing{}); },
       py::arg("x"), py::arg("scale") = py::none(), py::arg("bias") = py::none(), py::arg("epsilon") = 1e-5f,
       isa, thr, "layer norm over the last dim: (x - mean) / sqrt(var + epsilon) * scale + bias");
-  m.def("quantize", &quantize, py::arg("x"), py::arg("scale"), py::arg("zero_point"), isa);
-  m.def("dequantize", &dequantize, py::arg("q"), py::arg("scale"), py::arg("zero_point"), isa);
+  m.def("quantize", &quantize, py::arg("x"), py::arg("scale"), py::arg("zero_point"), isa, thr);
+  m.def("dequantize", &dequantize, py::arg("q"), py::arg("scale"), py::arg("zero_point"), isa, thr);
   m.def("transpose", &transpose, py::arg("x"), py::arg("perm"), thr,
         "out dim i = in dim perm[i] (any dtype)");
   m.def("slice", &slice, py::arg("x"), py::arg("offsets"), py::arg("sizes"));

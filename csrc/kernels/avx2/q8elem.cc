@@ -1,5 +1,6 @@
-// AVX2 qint8 element-wise ops, pooling and lookup (table.def's qadd, qmul, qmax_pool2d, qglobal_avg_pool, qlut;
-// qavg_pool2d is the scalar one). Same bits as the scalar kernels: the arithmetic is table.def's, lane by lane.
+// AVX2 qint8 element-wise ops, pooling, lookup and the fp32 <-> qint8 conversions (table.def's qadd, qmul,
+// qmax_pool2d, qglobal_avg_pool, qlut, quantize_qs8, dequantize_qs8; qavg_pool2d is the scalar one). Same
+// bits as the scalar kernels: the arithmetic is table.def's, lane by lane.
 #include <immintrin.h>
 
 #include <cstring>
@@ -316,7 +317,90 @@ void lut_task(const void* vctx, size_t task) {
   }
 }
 
+// quantize_qs8 / dequantize_qs8 (a quantized model's input and output Converts; MobileNetV2's 224x224x3 input
+// took 0.41 ms scalar, 5 % of the int8 model, on one thread): 8 values per step, a partial last step through
+// a zero-padded buffer; contiguous chunks per task, 32-aligned starts.
+struct QConvertCtx {
+  size_t n, tasks;
+  const void* in;
+  void* out;
+  float scale;
+  int32_t zp;
+};
+
+// Elements [i0, i1) of task `task`.
+inline void task_span(const QConvertCtx& x, size_t task, size_t* i0, size_t* i1) {
+  *i0 = (x.n * task / x.tasks) & ~size_t{31};
+  *i1 = task + 1 == x.tasks ? x.n : (x.n * (task + 1) / x.tasks) & ~size_t{31};
+}
+
+// The scalar kernel's formula lane by lane: in / scale (a division, as there), round half even (vroundps:
+// values at or past 2^23, infinities and NaN pass unchanged, as round_even's), + zp, NaN -> zp, clamp.
+inline __m128i quantize8(const QConvertCtx& x, const float* p) {
+  const __m256 zp = _mm256_set1_ps(static_cast<float>(x.zp));
+  const __m256 q = _mm256_div_ps(_mm256_loadu_ps(p), _mm256_set1_ps(x.scale));
+  __m256 v = _mm256_add_ps(_mm256_round_ps(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zp);
+  v = _mm256_blendv_ps(v, zp, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  v = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(-128.f)), _mm256_set1_ps(127.f));
+  const __m256i i32 = _mm256_cvttps_epi32(v);
+  const __m128i i16 = _mm_packs_epi32(_mm256_castsi256_si128(i32), _mm256_extracti128_si256(i32, 1));
+  return _mm_packs_epi16(i16, i16);  // 8 bytes in the low half
+}
+
+void quantize_task(const void* vctx, size_t task) {
+  const QConvertCtx& x = *static_cast<const QConvertCtx*>(vctx);
+  size_t i, i1;
+  task_span(x, task, &i, &i1);
+  const float* in = static_cast<const float*>(x.in);
+  int8_t* out = static_cast<int8_t*>(x.out);
+  for (; i + 8 <= i1; i += 8) _mm_storel_epi64(reinterpret_cast<__m128i*>(out + i), quantize8(x, in + i));
+  if (i < i1) {
+    float buf[8] = {};
+    std::memcpy(buf, in + i, (i1 - i) * sizeof(float));
+    alignas(16) int8_t b8[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(b8), quantize8(x, buf));
+    std::memcpy(out + i, b8, i1 - i);
+  }
+}
+
+// (int32(q) - zp) * scale, as the scalar kernel.
+inline __m256 dequantize8(const QConvertCtx& x, const int8_t* p) {
+  return _mm256_mul_ps(_mm256_cvtepi32_ps(load8_i(p, _mm256_set1_epi32(x.zp))), _mm256_set1_ps(x.scale));
+}
+
+void dequantize_task(const void* vctx, size_t task) {
+  const QConvertCtx& x = *static_cast<const QConvertCtx*>(vctx);
+  size_t i, i1;
+  task_span(x, task, &i, &i1);
+  const int8_t* in = static_cast<const int8_t*>(x.in);
+  float* out = static_cast<float*>(x.out);
+  for (; i + 8 <= i1; i += 8) _mm256_storeu_ps(out + i, dequantize8(x, in + i));
+  if (i < i1) {
+    int8_t buf[8] = {};
+    std::memcpy(buf, in + i, i1 - i);
+    float f[8];
+    _mm256_storeu_ps(f, dequantize8(x, buf));
+    std::memcpy(out + i, f, (i1 - i) * sizeof(float));
+  }
+}
+
+void convert_run(QConvertCtx& x, double unit_cost, internal::TaskFn fn, Parallel& par) {
+  if (x.n == 0) return;
+  x.tasks = internal::task_count((x.n + 31) / 32, unit_cost, internal::parallel_threads(par), 8);
+  internal::parallel_run(par, x.tasks, fn, &x);
+}
+
 }  // namespace
+
+void quantize_qs8(size_t n, const float* in, int8_t* out, float scale, int32_t zero_point, Parallel& par) {
+  QConvertCtx x{n, 0, in, out, scale, zero_point};
+  convert_run(x, 128.0, quantize_task, par);
+}
+
+void dequantize_qs8(size_t n, const int8_t* in, float* out, float scale, int32_t zero_point, Parallel& par) {
+  QConvertCtx x{n, 0, in, out, scale, zero_point};
+  convert_run(x, 64.0, dequantize_task, par);
+}
 
 void qadd(const BinaryShape& s, const int8_t* a, const int8_t* b, int8_t* out, const QElemParams& q,
           Parallel& par) {

@@ -23,18 +23,19 @@
 // 56x56x24->144 56 -> 82, 28x28x32->192 65 -> 89, 14x14x64->384 86 -> 105, 56x56x144->24 78 -> 85, 7x7x320->1280
 // 114 -> 120; ResNet-50's 56x56x64->256 85 -> 104, 14x14x1024->256 121 -> 124; 3x3 56x56x64->64 level (110);
 // image stems with merged filter rows (qconv2d_taps: a 3-channel tap was a 3-byte partial group, now a filter
-// row is one run of kw * C bytes): ResNet-50's 7x7x3->64 s2 7 -> 77, MobileNetV2's 3x3x3->32 33 -> 47. Known
-// weak spot: K beyond ~1500 with two panels (> L1) runs from L2, e.g. 3x3 7x7x512->512 80-96 (no K blocking).
+// row is one run of kw * C bytes): ResNet-50's 7x7x3->64 s2 7 -> 77, MobileNetV2's 3x3x3->32 33 -> 47. Long K
+// (a strip's weights past L1) runs in K blocks (tile_sign, kQBlockBytes; measured there).
 //
 // Tiles: 2 rows x 32 columns (two panels): 8 int32 accumulators, the panels' 4 weight vectors, the broadcast
 // row group, its |a|, a product and the ones vector -- 16 ymm registers, no spills (the compiler reloads a
 // weight vector rather than spill). Per row group and row: 1 broadcast (+ 1 xor for u8) and 1 vpabsb shared by
 // 4 steps of vpsignb + vpmaddubsw + vpmaddwd + vpaddd; 4 x 16 tiles pay the broadcast and vpabsb per 2 steps.
 // Measured here against 4 x 16 (1 thread, CPU time, the machine loaded, so +-15 %): level or ahead on 5 of
-// 8 shapes; a lone last panel runs 4 x 16 tiles. Full K per tile, the accumulators started from the packed
-// bias. M = 1 (GEMV, batch-1 FC layers) runs 1 x 64 tiles: 4 panels at once, 8 independent chains, streaming
-// the weights. A row group (4 bytes) is broadcast from memory; a partial last group is assembled from the
-// row's remaining bytes (no reads past K). Requantization per table.def.
+// 8 shapes; a lone last panel runs 4 x 16 tiles. Full K per tile (K blocks past 24 KB of a strip's weights),
+// the accumulators started from the packed bias. M = 1 (GEMV, batch-1 FC layers) runs 1 x 64 tiles: 4 panels
+// at once, 8 independent chains, streaming the weights. A row group (4 bytes) is broadcast from memory; a
+// partial last group is assembled from the row's remaining bytes (no reads past K). Requantization per
+// table.def.
 //
 // ODR hygiene: no std:: templates here; parallelism goes through internal.h.
 #include <immintrin.h>
@@ -52,6 +53,16 @@ namespace avx2 {
 namespace {
 
 constexpr size_t kQMC = 192;  // rows of A per M chunk: a chunk's rows stay in L2 while its panels sweep them
+// K blocks (tile_sign): at most this many bytes of a strip's weights per block, half of Zen 4's 32 KB L1D
+// beside the tiles' rows and partial sums (a strip of up to 1.5x that runs unblocked); and tiles per group
+// sharing a block (their int32 sums: 6 KB). Measured (1 thread, GOP/s, min of repeats, A/B in alternating
+// processes) in two states of this shared VM: while full-K strips ran slow (load 8-10), blocks of 16 KB from
+// 24 KB strips on gave 3x3 7x7x512->512 94-98 -> 109-112, 1x1 7x7x2048->512 94-102 -> 116-121, 1x1
+// 14x14x1024->256 98-102 -> 119-121, 3x3 14x14x256->256 90-101 -> 111-114; while full K ran at 112-126
+// (later, load 13), both were level (medians of 8 pairs within -3 .. +5 %). Blocking from 16 KB strips made
+// 3136x64x576 (K = 576, 18 KB) slower (112 -> 67-103); blocks of 8 KB or 24 KB gained less.
+constexpr size_t kQBlockBytes = 16 * 1024;
+constexpr size_t kQBlockTiles = 24;
 
 // A convolution's geometry for IGEMM tiles (qconv2d); null for a plain GEMM.
 struct QConvGeom {
@@ -127,6 +138,8 @@ struct GemmRows {
 #pragma GCC unroll 4
     for (int m = 0; m < MR; ++m) ar[m] = tl.r[m];
   }
+  template <int MR>
+  void seek(Tile<MR>&, size_t) const {}  // one tap
 };
 
 template <bool kMerged>  // qgemm_layout.h's merged taps: one per filter row
@@ -149,6 +162,12 @@ struct ConvRows {
       tl.iy0[m] = r / g.OW * p.stride_h - p.pad_top;
       tl.ix0[m] = r % g.OW * p.stride_w - p.pad_left;
     }
+  }
+  // The next rows() gives tap t's rows (a K block starting at tap t).
+  template <int MR>
+  void seek(Tile<MR>& tl, size_t t) const {
+    tl.ky = kMerged ? t : t / g.p.kernel_w;
+    tl.kx = kMerged ? 0 : t % g.p.kernel_w;
   }
   template <int MR>
   void rows(Tile<MR>& tl, const uint8_t* (&ar)[MR]) const {
@@ -277,25 +296,42 @@ __attribute__((always_inline)) inline void store_out(const QCtx& x, __m256i s0, 
 }
 
 // The k loop of a tile: for each tap, its rows into ar, then step(weight group, row group, tail) over the row
-// groups (a partial last one with tail set).
-template <int MR, typename Src, typename Step>
+// groups (a partial last one with tail set). kRange: only weight groups [gw0, gw1) of the flat order (tap t's
+// groups are t * tap_groups + 0 .. tap_groups - 1, the partial one last), for a K block; else all of them.
+template <bool kRange, int MR, typename Src, typename Step>
 __attribute__((always_inline)) inline void for_each_group(const QCtx& x, const Src& src, size_t m0,
-                                                          const uint8_t* (&ar)[MR], const Step& step) {
+                                                          size_t gw0, size_t gw1, const uint8_t* (&ar)[MR],
+                                                          const Step& step) {
   typename Src::template Tile<MR> tl;
   src.start(m0, tl);
-  for (size_t t = 0; t < x.taps; ++t) {
+  if (!kRange) {
+    for (size_t t = 0; t < x.taps; ++t) {
+      src.rows(tl, ar);
+      const size_t gb = t * x.tap_groups;
+      for (size_t g = 0; g < x.groups; ++g) step(gb + g, g, false);
+      if (x.krem) step(gb + x.groups, x.groups, true);
+    }
+    return;
+  }
+  size_t t = gw0 / x.tap_groups;
+  src.seek(tl, t);
+  for (size_t gb = t * x.tap_groups; gb < gw1; gb += x.tap_groups) {
     src.rows(tl, ar);
-    const size_t gb = t * x.tap_groups;
-    for (size_t g = 0; g < x.groups; ++g) step(gb + g, g, false);
-    if (x.krem) step(gb + x.groups, x.groups, true);
+    const size_t hi = min_sz(gw1 - gb, x.tap_groups);
+    for (size_t g = gw0 > gb ? gw0 - gb : 0; g < min_sz(hi, x.groups); ++g) step(gb + g, g, false);
+    if (x.krem && hi == x.tap_groups) step(gb + x.groups, x.groups, true);
   }
 }
 
-// MR rows x NP panels (16 columns each) over the full K, sign trick: acc += maddwd(maddubs(|a|, sign(w, a)), 1).
+// MR rows x NP panels (16 columns each), sign trick: acc += maddwd(maddubs(|a|, sign(w, a)), 1).
 // a: the tile's first row; panel: its first panel; c: its first output; nc: columns of the last panel.
-template <int MR, int NP, bool kFlip, bool kSmall, typename Src>
+// kRange (a K block, tile_sign): weight groups [gw0, gw1) only, the sums started from `in` (null: the packed
+// bias) and, unless `out` is null, saved there instead of stored to C (MR x 2NP vectors each).
+template <int MR, int NP, bool kFlip, bool kSmall, bool kRange, typename Src>
 __attribute__((always_inline)) inline void tile_sign_one(const QCtx& x, const Src& src, size_t m0,
-                                                         const uint8_t* panel, uint8_t* c, size_t nc) {
+                                                         const uint8_t* panel, uint8_t* c, size_t nc,
+                                                         size_t gw0, size_t gw1, const __m256i* in,
+                                                         __m256i* out) {
   __m256i acc[MR][2 * NP];
   const int8_t* w[NP];
 #pragma GCC unroll 4
@@ -305,8 +341,8 @@ __attribute__((always_inline)) inline void tile_sign_one(const QCtx& x, const Sr
     const __m256i b1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(pp + 32));
 #pragma GCC unroll 4
     for (int m = 0; m < MR; ++m) {
-      acc[m][2 * p] = b0;
-      acc[m][2 * p + 1] = b1;
+      acc[m][2 * p] = kRange && in ? in[m * 2 * NP + 2 * p] : b0;
+      acc[m][2 * p + 1] = kRange && in ? in[m * 2 * NP + 2 * p + 1] : b1;
     }
     w[p] = reinterpret_cast<const int8_t*>(pp + kQNR * 8);
   }
@@ -335,7 +371,14 @@ __attribute__((always_inline)) inline void tile_sign_one(const QCtx& x, const Sr
       }
     }
   };
-  for_each_group(x, src, m0, ar, step);
+  for_each_group<kRange>(x, src, m0, gw0, gw1, ar, step);
+  if (kRange && out) {
+#pragma GCC unroll 4
+    for (int m = 0; m < MR; ++m)
+#pragma GCC unroll 8
+      for (int j = 0; j < 2 * NP; ++j) out[m * 2 * NP + j] = acc[m][j];
+    return;
+  }
   const size_t n0 = x.rowq ? static_cast<size_t>(panel - x.panels0) / x.pb * kQNR : 0;  // qd8_gemm only
 #pragma GCC unroll 4
   for (int m = 0; m < MR; m += 2) {
@@ -360,11 +403,35 @@ __attribute__((always_inline)) inline void tile_sign_one(const QCtx& x, const Sr
 // `tiles` tiles of MR rows down the same panels, from row m0 (c: its output) in one call: the call, the
 // stack frame and the loop set-up are paid once per column strip, not per tile (at K = 16..32, MobileNetV2's
 // first 1x1 convs, a tile's k loop is only 4..8 row groups).
+// Long K (a strip of more than 1.5 x kQBlockBytes of weights, e.g. ResNet-50 3x3x512 convs: 2 x 73 KB) runs
+// in K blocks of at most kQBlockBytes of weights: per group of up to kQBlockTiles tiles, every tile sums one
+// block, its int32 sums parked in `part` between blocks, so each block is read from L2 once per tile group
+// and then from L1 (full K per tile reads the whole strip from L2 for every tile, which ran at 80-98 GOP/s
+// instead of 110-120 at times on this shared machine). Same sums in the same order, so the same bits; a lone
+// tile has nothing to share and runs full K.
 template <int MR, int NP, bool kFlip, bool kSmall, typename Src>
 void tile_sign(const QCtx& x, const Src& src, size_t m0, size_t tiles, const uint8_t* panel, uint8_t* c,
                size_t nc) {
-  for (size_t t = 0; t < tiles; ++t)
-    tile_sign_one<MR, NP, kFlip, kSmall>(x, src, m0 + t * MR, panel, c + t * MR * x.ldc, nc);
+  const size_t total = x.taps * x.tap_groups, block = kQBlockBytes / (NP * kQNR * 4);
+  if (tiles < 2 || 2 * total <= 3 * block) {
+    for (size_t t = 0; t < tiles; ++t)
+      tile_sign_one<MR, NP, kFlip, kSmall, false>(x, src, m0 + t * MR, panel, c + t * MR * x.ldc, nc, 0, 0,
+                                                  nullptr, nullptr);
+    return;
+  }
+  constexpr size_t kVecs = MR * 2 * NP;  // one tile's sums
+  __m256i part[kQBlockTiles * kVecs];
+  const size_t blocks = div_up(total, block);
+  for (size_t t0 = 0; t0 < tiles; t0 += kQBlockTiles) {
+    const size_t nt = min_sz(kQBlockTiles, tiles - t0);
+    for (size_t b = 0; b < blocks; ++b) {
+      const size_t gw0 = total * b / blocks, gw1 = total * (b + 1) / blocks;
+      for (size_t t = 0; t < nt; ++t)
+        tile_sign_one<MR, NP, kFlip, kSmall, true>(
+            x, src, m0 + (t0 + t) * MR, panel, c + (t0 + t) * MR * x.ldc, nc, gw0, gw1,
+            b ? part + t * kVecs : nullptr, b + 1 < blocks ? part + t * kVecs : nullptr);
+    }
+  }
 }
 
 // MR rows x 16 columns, 16-bit path (any weights, -128 included): per row group, the 4 activations as int16
@@ -392,7 +459,7 @@ void tile_wide(const QCtx& x, const Src& src, size_t m0, const uint8_t* panel, u
       for (int q = 0; q < 4; ++q) acc[m][q] = _mm256_add_epi32(acc[m][q], _mm256_madd_epi16(va, w16[q]));
     }
   };
-  for_each_group(x, src, m0, ar, step);
+  for_each_group<false>(x, src, m0, 0, 0, ar, step);
   const __m256i b0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(panel));
   const __m256i b1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(panel + 32));
   const size_t n0 = x.rowq ? static_cast<size_t>(panel - x.panels0) / x.pb * kQNR : 0;  // qd8_gemm only

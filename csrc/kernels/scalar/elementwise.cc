@@ -266,19 +266,29 @@ void normalize(size_t rows, size_t cols, const float* in, const float* scale, co
   });
 }
 
-void quantize_qs8(size_t n, const float* in, int8_t* out, float scale, int32_t zero_point) {
+void quantize_qs8(size_t n, const float* in, int8_t* out, float scale, int32_t zero_point, Parallel& par) {
   const float zp = static_cast<float>(zero_point);
-  for (size_t i = 0; i < n; ++i) {
-    float v = round_even(in[i] / scale) + zp;
-    if (v != v) v = zp;  // NaN: the zero point (real 0)
-    v = v < -128.f ? -128.f : (v > 127.f ? 127.f : v);
-    out[i] = static_cast<int8_t>(v);
-  }
+  const size_t tasks = pick_tasks(par, n, 4.0);
+  par.run(tasks, [&](size_t task) {
+    size_t i0, i1;
+    chunk_range(n, tasks, task, &i0, &i1);
+    for (size_t i = i0; i < i1; ++i) {
+      float v = round_even(in[i] / scale) + zp;
+      if (v != v) v = zp;  // NaN: the zero point (real 0)
+      v = v < -128.f ? -128.f : (v > 127.f ? 127.f : v);
+      out[i] = static_cast<int8_t>(v);
+    }
+  });
 }
 
-void dequantize_qs8(size_t n, const int8_t* in, float* out, float scale, int32_t zero_point) {
-  for (size_t i = 0; i < n; ++i)
-    out[i] = static_cast<float>(static_cast<int32_t>(in[i]) - zero_point) * scale;
+void dequantize_qs8(size_t n, const int8_t* in, float* out, float scale, int32_t zero_point, Parallel& par) {
+  const size_t tasks = pick_tasks(par, n, 2.0);
+  par.run(tasks, [&](size_t task) {
+    size_t i0, i1;
+    chunk_range(n, tasks, task, &i0, &i1);
+    for (size_t i = i0; i < i1; ++i)
+      out[i] = static_cast<float>(static_cast<int32_t>(in[i]) - zero_point) * scale;
+  });
 }
 
 // No vector loop to offer: the caller's generic few-channel loop is the scalar kernel.

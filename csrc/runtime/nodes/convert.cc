@@ -40,9 +40,10 @@ void convert_exec(const ExecArgs& a, size_t i, const Step*) {
     a.k.quantize_qd8(rows, rows ? n / rows : 0, io.inf(0), static_cast<int8_t*>(io.out()),
                      qd8_params(io.out(), io.out_shape()), a.par);
   } else if (y.dtype == DType::kQint8) {
-    a.k.quantize_qs8(n, io.inf(0), static_cast<int8_t*>(io.out()), y.quant.scale, y.quant.zero_point);
+    a.k.quantize_qs8(n, io.inf(0), static_cast<int8_t*>(io.out()), y.quant.scale, y.quant.zero_point, a.par);
   } else {
-    a.k.dequantize_qs8(n, static_cast<const int8_t*>(io.in(0)), io.outf(), x.quant.scale, x.quant.zero_point);
+    a.k.dequantize_qs8(n, static_cast<const int8_t*>(io.in(0)), io.outf(), x.quant.scale, x.quant.zero_point,
+                       a.par);
   }
 }
 
