@@ -82,6 +82,15 @@ def test_nested_region_runs_inline(_testing: ModuleType) -> None:
     assert pool.run_counts(9, regions=5, session=True, nested=3) == [5] * 9
 
 
+@pytest.mark.parametrize("threads", [1, 3])
+def test_kernels_size_their_tasks_for_the_threads_that_run_them(_testing: ModuleType, threads: int) -> None:
+    # A solo run (and a task's nested region) goes inline: the kernels must see one thread there, not the
+    # pool's size, or a solo run of a 3-thread Program splits its work as if 3 threads shared it.
+    pool = _testing.ThreadPool(threads, 0)
+    assert pool.size == threads
+    assert pool.threads_seen() == [threads, 1, 1]
+
+
 def test_task_error_reaches_the_caller(_testing: ModuleType) -> None:
     pool = _testing.ThreadPool(2, 0)
     with pytest.raises(RuntimeError, match="task failed"):

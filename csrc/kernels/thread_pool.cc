@@ -73,11 +73,23 @@ uint32_t ThreadPool::default_spin_us() {
   return kDefaultSpinUs;
 }
 
-ThreadPool::ThreadPool(size_t threads, uint32_t spin_us) : spin_(spin_us) {
-  if (threads == 0) threads = std::max<size_t>(1, std::thread::hardware_concurrency());
-  ranges_ = std::make_unique<Range[]>(threads);
-  workers_.reserve(threads - 1);
-  for (size_t i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+ThreadPool::ThreadPool(size_t threads, uint32_t spin_us)
+    : spin_(spin_us),
+      participants_(threads ? threads : std::max<size_t>(1, std::thread::hardware_concurrency())) {
+  ranges_ = std::make_unique<Range[]>(participants_);
+  workers_.reserve(participants_ - 1);
+  for (size_t i = 1; i < participants_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+}
+
+size_t ThreadPool::threads() const {
+  // A solo Session, or a task of this pool (nested parallelism): run() goes inline here.
+  if (participants_ == 1 || tl_active_pool == this || backing_off()) return 1;
+  return participants_;
+}
+
+bool ThreadPool::backing_off() const {
+  const int64_t until = solo_until_ns_.load(std::memory_order_relaxed);
+  return until != 0 && now_ns() < until;
 }
 
 ThreadPool::~ThreadPool() {
@@ -130,7 +142,7 @@ ThreadPool::Session::~Session() {
 }
 
 void ThreadPool::drain(const std::function<void(size_t)>& fn, size_t self) {
-  const size_t P = threads();
+  const size_t P = participants_;
   for (size_t k = 0; k < P; ++k) {
     Range& r = ranges_[(self + k) % P];
     for (;;) {
@@ -149,7 +161,7 @@ void ThreadPool::drain(const std::function<void(size_t)>& fn, size_t self) {
 }
 
 bool ThreadPool::work_left() const {
-  for (size_t p = 0; p < threads(); ++p)
+  for (size_t p = 0; p < participants_; ++p)
     if (ranges_[p].next.load(std::memory_order_relaxed) < ranges_[p].end) return true;
   return false;
 }
@@ -200,7 +212,7 @@ void ThreadPool::run(size_t tasks, const std::function<void(size_t)>& fn) {
   if (tasks == 0) return;
   bool inline_only = workers_.empty() || tasks == 1 || tl_active_pool == this;
   if (!inline_only && solo_until_ns_.load(std::memory_order_relaxed) != 0) {
-    if (now_ns() < solo_until_ns_.load(std::memory_order_relaxed))
+    if (backing_off())
       inline_only = true;
     else
       solo_until_ns_.store(0, std::memory_order_relaxed);
@@ -223,7 +235,7 @@ void ThreadPool::run_region(size_t tasks, const std::function<void(size_t)>& fn)
     fn_ = &fn;
     error_ = nullptr;
     failed_.store(false, std::memory_order_relaxed);
-    const size_t P = threads();
+    const size_t P = participants_;
     for (size_t p = 0; p < P; ++p) {
       ranges_[p].next.store(tasks * p / P, std::memory_order_relaxed);
       ranges_[p].end = tasks * (p + 1) / P;

@@ -69,7 +69,12 @@ class ThreadPool final : public Parallel {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  size_t threads() const override { return workers_.size() + 1; }
+  // The threads a region started here would run on: 1 on a thread that runs this pool's regions inline (a
+  // solo Session, a task of the pool, a back-off after a stalled worker), so kernels size their tasks for the
+  // threads that will actually run them; else the caller plus the workers.
+  size_t threads() const override;
+  // The caller plus the workers: what the pool was sized to.
+  size_t size() const { return participants_; }
   uint32_t spin_us() const { return static_cast<uint32_t>(spin_.count()); }
   void run(size_t tasks, const std::function<void(size_t task)>& fn) override;
 
@@ -95,6 +100,8 @@ class ThreadPool final : public Parallel {
   static uint64_t barrier_wait_ns();
 
  private:
+  // A stalled worker made the pool run its regions inline for a while (solo_until_ns_), and that while lasts.
+  bool backing_off() const;
   void worker_loop(size_t self);
   // Runs tasks of the current region until none is left: first participant `self`'s own range, then
   // whatever is left of the others' ranges.
@@ -112,6 +119,9 @@ class ThreadPool final : public Parallel {
   };
 
   const std::chrono::microseconds spin_;
+  // The caller plus the workers: the participants of every region (ranges_ has one per participant). Fixed
+  // before the first worker starts, so workers read it without a race on workers_.
+  const size_t participants_;
   std::mutex session_mutex_;  // held by the open Session
   std::mutex run_mutex_;  // serializes regions
   std::mutex mutex_;  // guards the region state below and the condition variables

@@ -344,7 +344,7 @@ PYBIND11_MODULE(_runtime, m) {
       py::arg("threads"), py::arg("spin_us") = -1,
       "Replace the process's shared pool (threads 0 = one per core; spin_us -1 = default).");
   m.def(
-      "shared_pool_threads", [] { return webxnn::shared_pool()->threads(); },
+      "shared_pool_threads", [] { return webxnn::shared_pool()->size(); },
       "Threads of the process's shared pool (created on first use).");
   m.def(
       "cpu_info",

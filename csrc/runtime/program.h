@@ -71,7 +71,7 @@ class Program {
   size_t packed_weight_bytes() const { return packed_all_.size(); }
   // The plan for the declared input shapes.
   const Plan& base_plan() const { return *base_plan_; }
-  size_t threads() const { return pool_->threads(); }
+  size_t threads() const { return pool_->size(); }
   uint32_t spin_us() const { return pool_->spin_us(); }
   bool shared_pool() const { return shared_pool_; }
   const char* kernels_name() const { return kernels_->name; }

@@ -31,7 +31,7 @@ void Program::release_arena(AlignedBuffer buf) const {
 void Program::run(const Plan& plan, const void* const* inputs, void* const* outputs, uint64_t* step_ns,
                   uint64_t* step_wait_ns) const {
   // Workers or not (runtime/run_mode.h; profiled runs always use them: they show what the workers cost).
-  const bool adaptive = !step_ns && pool_->threads() > 1 && RunMode::enabled();
+  const bool adaptive = !step_ns && pool_->size() > 1 && RunMode::enabled();
   const bool solo = adaptive && plan.run_mode.pick_solo();
   // First: another run on this pool finishes before ours starts, and sleeping workers wake up while we
   // prepare.

@@ -12,7 +12,9 @@
 //  * afterwards each run uses the mode whose recent median time is lower, except every kProbeEvery-th run,
 //    which uses the other mode so its figure follows a machine whose load changed.
 // Medians of each mode's last kKeep times: one run preempted by another process must not flip the choice.
-// Results do not depend on the mode: a solo run executes the same tasks, in order, on one thread.
+// Results do not depend on the mode: a solo run's kernels see one thread (ThreadPool::threads()) and split
+// their work for it, and kernels give the same bytes for any split. (They used to split for the pool's size
+// and run those tasks inline: 0-4 % slower than a 1-thread Program in CPU time on MobileNetV2.)
 // WEBXNN_ADAPTIVE=0 in the environment turns the choice off (always the workers).
 #pragma once
 

@@ -3,6 +3,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <atomic>
 #include <stdexcept>
 #include <vector>
 
@@ -27,6 +28,22 @@ void bind_pool(py::module_& m) {
   py::class_<ThreadPool>(m, "ThreadPool")
       .def(py::init<size_t, uint32_t>(), py::arg("threads"), py::arg("spin_us") = ThreadPool::kDefaultSpinUs)
       .def_property_readonly("threads", &ThreadPool::threads)
+      .def_property_readonly("size", &ThreadPool::size)
+      .def(
+          "threads_seen",
+          [](ThreadPool& pool) {
+            py::gil_scoped_release nogil;
+            size_t solo = 0, in_task = 0;
+            {
+              ThreadPool::Session s(pool, /*solo=*/true);
+              solo = pool.threads();
+            }
+            std::atomic<size_t> seen{0};
+            pool.run(2, [&](size_t) { seen.store(pool.threads()); });
+            in_task = seen.load();
+            return std::vector<size_t>{pool.threads(), solo, in_task};
+          },
+          "pool.threads() as a kernel sees it: [from the caller, inside a solo Session, inside a task].")
       .def_property_readonly("spin_us", &ThreadPool::spin_us)
       .def("run_counts", &run_counts, py::arg("tasks"), py::arg("regions") = 1, py::arg("session") = false,
            py::arg("nested") = 0, py::arg("slow_task") = 0, py::arg("slow_us") = 0,
