@@ -85,17 +85,34 @@ def cmd_compile(args: argparse.Namespace) -> int:
     return 0
 
 
+def split_input_spec(spec: str, names: Sequence[str]) -> tuple[str, str]:
+    """(input name, file) of `--input SPEC`. Input names may hold '=' (ONNX names are free text), so the split
+    is at the '=' whose left part is one of the model's input `names`; when several are (inputs "a" and
+    "a=b"), the reading whose file exists wins. InputError listing the names when none is, or naming the
+    readings when it stays ambiguous. (xnnrun splits its --input the same way.)"""
+    cuts = [i for i, c in enumerate(spec) if c == "=" and spec[:i] in names]
+    if len(cuts) > 1:
+        present = [i for i in cuts if os.path.isfile(spec[i + 1 :])]
+        cuts = present if len(present) == 1 else cuts
+    if len(cuts) == 1:
+        return spec[: cuts[0]], spec[cuts[0] + 1 :]
+    if cuts:
+        readings = " or ".join(f"{spec[:i]!r} from {spec[i + 1 :]!r}" for i in cuts)
+        raise InputError(f"--input {spec!r} is ambiguous: input {readings}")
+    if "=" not in spec:
+        raise InputError(f"--input {spec!r}: expected NAME=FILE.npy; the model's inputs are {list(names)}")
+    raise InputError(
+        f"--input {spec!r}: no input of the model is named by the part before an '='; "
+        f"its inputs are {list(names)}"
+    )
+
+
 def _parse_inputs(specs: Sequence[str], prog) -> dict[str, np.ndarray]:
     feeds: dict[str, np.ndarray] = {}
     names = [i.name for i in prog.inputs]
     for spec in specs:
-        # the model's input names may hold '=' (ONNX names are free text): the longest one that fits wins
-        name = max((n for n in names if spec.startswith(n + "=")), key=len, default=None)
-        if name is None:
-            name, sep, _ = spec.partition("=")
-            if not sep:
-                raise InputError(f"--input {spec!r}: expected NAME=FILE.npy")
-        feeds[name] = _load_array(spec[len(name) + 1 :], f"--input {name}")
+        name, path = split_input_spec(spec, names)
+        feeds[name] = _load_array(path, f"--input {name}")
     return feeds
 
 
