@@ -540,15 +540,18 @@ def test_package_metadata_is_complete() -> None:
     assert "ONNX" in md["Summary"] and md["Requires-Python"] == ">=3.10"
     assert md["Description-Content-Type"] == "text/markdown"
     assert "## Set up and run" in (md["Description"] or md.get_payload() or "")  # type: ignore[attr-defined]
-    assert md["License"] == "Apache-2.0" and md["Author"] == "webxnn maintainers"
+    assert md["Author"] == "webxnn maintainers"
+    # PEP 639: an SPDX expression and the license text itself (not the deprecated License :: classifier)
+    assert md["License-Expression"] == "Apache-2.0" and md.get_all("License-File") == ["LICENSE"]
+    text = metadata.distribution("webxnn").read_text("licenses/LICENSE") or ""
+    assert text.split()[:5] == ["Apache", "License", "Version", "2.0,", "January"], text[:200]
+    assert "APPENDIX: How to apply the Apache License to your work." in text
+    assert text == (REPO / "LICENSE").read_text()
     assert {"webnn", "onnx", "xnnpack"} <= set(md["Keywords"].split(","))
     classifiers = md.get_all("Classifier") or []
-    for c in (
-        "License :: OSI Approved :: Apache Software License",
-        "Typing :: Typed",
-        "Topic :: Software Development :: Compilers",
-    ):
+    for c in ("Typing :: Typed", "Topic :: Software Development :: Compilers"):
         assert c in classifiers
+    assert not any(c.startswith("License ::") for c in classifiers)
     assert "test" in (md.get_all("Provides-Extra") or [])
     assert (pathlib.Path(webxnn.__file__).parent / "py.typed").is_file()  # the type hints reach users
 
