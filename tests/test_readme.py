@@ -61,8 +61,9 @@ def _onnx_model(path: pathlib.Path) -> None:
 
 
 @pytest.fixture
-def workdir(tmp_path: pathlib.Path) -> pathlib.Path:
+def workdir(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> pathlib.Path:
     (tmp_path / "python").symlink_to(REPO / "python")  # "python/webxnn/examples/tiny_cnn.webnn"
+    monkeypatch.setenv("WEBXNN_CACHE_DIR", str(tmp_path / "cache"))  # cache=True / --cache: not the user's
     blob = webxnn.compile(EXAMPLE)
     for name in ("a.xnn", "b.xnn", "c.xnn"):
         (tmp_path / name).write_bytes(blob)

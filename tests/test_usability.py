@@ -21,14 +21,25 @@ from webxnn.filekind import sniff, sniff_bytes
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
-def cli(*args: str, cwd: pathlib.Path | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    # the package as the tests import it (an install, or PYTHONPATH=python)
+def subprocess_env(**extra: str) -> dict[str, str]:
+    """This environment plus `extra`, for a Python subprocess that imports the package as the tests do (an
+    install, or PYTHONPATH=python)."""
+    env = dict(os.environ, **extra)
     env["PYTHONPATH"] = os.pathsep.join(
         [str(pathlib.Path(webxnn.__file__).parents[1]), env.get("PYTHONPATH", "")]
     )
+    return env
+
+
+def cli(*args: str, cwd: pathlib.Path | None = None, **env: str) -> subprocess.CompletedProcess:
+    """`webxnn ARGS` in a subprocess, with the variables `env` set."""
     return subprocess.run(
-        [sys.executable, "-m", "webxnn", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=120
+        [sys.executable, "-m", "webxnn", *args],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(**env),
+        cwd=cwd,
+        timeout=120,
     )
 
 
@@ -362,6 +373,57 @@ def test_onnx_names_kept_end_to_end(tmp_path: pathlib.Path, capsys) -> None:
     assert warned in r.stderr
 
 
+def test_input_names_holding_equals_signs(tmp_path: pathlib.Path) -> None:
+    """`--input NAME=FILE` splits at the '=' whose left part is one of the model's input names, in `webxnn
+    run` and in xnnrun alike: with inputs "a" and "a=b", `a=b=ab.npy` is input "a=b" from ab.npy while no
+    file b=ab.npy exists; with both files it is ambiguous, and a name the model lacks lists its inputs."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Sub", ["a", "a=b"], ["y"])],
+        "eq",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2]) for n in ("a", "a=b")],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+    )
+    model = tmp_path / "eq.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(model))
+    xnn = tmp_path / "eq.xnn"
+    xnn.write_bytes(webxnn.compile(model))
+    a, ab = np.array([1, 2], np.float32), np.array([10, 40], np.float32)
+    xnnrun = shutil.which("xnnrun")
+    for ext in (".npy", ".bin"):
+        if ext == ".bin" and xnnrun is None:
+            continue
+
+        def run(*specs: str, ext: str = ext) -> subprocess.CompletedProcess:
+            args = [arg for spec in specs for arg in ("--input", spec)]
+            if ext == ".npy":
+                return cli("run", str(model), *args, cwd=tmp_path)
+            return subprocess.run(
+                [xnnrun, str(xnn), *args], capture_output=True, text=True, cwd=tmp_path, timeout=60
+            )
+
+        for name, arr in (("a", a), ("ab", ab)):
+            if ext == ".npy":
+                np.save(tmp_path / f"{name}.npy", arr)
+            else:
+                arr.tofile(tmp_path / f"{name}.bin")
+        r = run(f"a=a{ext}", f"a=b=ab{ext}")
+        assert r.returncode == 0, r.stderr
+        assert "-9, -38" in r.stdout or "-9 -38" in r.stdout, r.stdout
+        (tmp_path / f"b=ab{ext}").write_bytes((tmp_path / f"ab{ext}").read_bytes())
+        r = run(f"a=a{ext}", f"a=b=ab{ext}")
+        readings = f"input 'a' from 'b=ab{ext}' or 'a=b' from 'ab{ext}'"
+        assert r.returncode != 0 and readings in r.stderr and "Traceback" not in r.stderr, r.stderr
+        r = run(f"c=a{ext}")
+        assert r.returncode != 0 and "its inputs are" in r.stderr and "'a=b'" in r.stderr, r.stderr
+        if ext == ".bin":  # xnnrun's status for bad inputs: 1 + WX_ERROR_INPUT
+            assert r.returncode == 3 and r.stderr.startswith("xnnrun: --input 'c=a.bin'"), r.stderr
+        else:
+            assert_one_line_error(r, "--input 'c=a.npy'")
+
+
 def test_onnx_symbolic_dims_bounded(tmp_path: pathlib.Path) -> None:
     model = _named_model(tmp_path / "dyn.onnx", "batch_size")
     default = webxnn.load(webxnn.compile(webxnn.from_onnx(model)))  # nothing said: dynamic up to 64
@@ -478,15 +540,18 @@ def test_package_metadata_is_complete() -> None:
     assert "ONNX" in md["Summary"] and md["Requires-Python"] == ">=3.10"
     assert md["Description-Content-Type"] == "text/markdown"
     assert "## Set up and run" in (md["Description"] or md.get_payload() or "")  # type: ignore[attr-defined]
-    assert md["License"] == "Apache-2.0" and md["Author"] == "webxnn maintainers"
+    assert md["Author"] == "webxnn maintainers"
+    # PEP 639: an SPDX expression and the license text itself (not the deprecated License :: classifier)
+    assert md["License-Expression"] == "Apache-2.0" and md.get_all("License-File") == ["LICENSE"]
+    text = metadata.distribution("webxnn").read_text("licenses/LICENSE") or ""
+    assert text.split()[:5] == ["Apache", "License", "Version", "2.0,", "January"], text[:200]
+    assert "APPENDIX: How to apply the Apache License to your work." in text
+    assert text == (REPO / "LICENSE").read_text()
     assert {"webnn", "onnx", "xnnpack"} <= set(md["Keywords"].split(","))
     classifiers = md.get_all("Classifier") or []
-    for c in (
-        "License :: OSI Approved :: Apache Software License",
-        "Typing :: Typed",
-        "Topic :: Software Development :: Compilers",
-    ):
+    for c in ("Typing :: Typed", "Topic :: Software Development :: Compilers"):
         assert c in classifiers
+    assert not any(c.startswith("License ::") for c in classifiers)
     assert "test" in (md.get_all("Provides-Extra") or [])
     assert (pathlib.Path(webxnn.__file__).parent / "py.typed").is_file()  # the type hints reach users
 

@@ -109,7 +109,8 @@ int help() {
       "  --spin-us N            how long idle threads poll before sleeping, microseconds (default 100; 0: never)\n"
       "  --input name=file.bin  the input `name` from a file of raw little-endian bytes: the input's declared\n"
       "                         dtype and shape, row-major (C order), nothing else (no header; a .npy file's\n"
-      "                         data without its header). Repeat for several inputs.\n"
+      "                         data without its header). Repeat for several inputs. A name may hold '=':\n"
+      "                         the split is at the '=' whose left part is one of the model's input names.\n"
       "                         Inputs without --input are filled with ones (float types) or zeros (integers).\n"
       "  --repeat N             run N times (N >= 1) and report the mean and the best time\n"
       "  --max-bytes N          refuse a model whose inputs and outputs together need more than N bytes of\n"
@@ -158,6 +159,40 @@ void print_values(const wx_tensor& t) {
   std::printf("%s\n", n > show ? " ..." : "");
 }
 
+// The input an `--input` spec names and its file. Input names may hold '=' (ONNX names are free text), so
+// the split is at the '=' whose left part is one of the program's input names; when several are (inputs "a"
+// and "a=b"), the reading whose file exists wins. Returns an empty string, or the error message.
+std::string resolve_input(const std::string& spec, const std::vector<std::string>& names, std::string* name,
+                          std::string* file) {
+  std::vector<size_t> cuts;  // positions of '=' whose left part is an input name
+  for (size_t eq = spec.find('='); eq != std::string::npos; eq = spec.find('=', eq + 1)) {
+    if (std::find(names.begin(), names.end(), spec.substr(0, eq)) != names.end()) cuts.push_back(eq);
+  }
+  if (cuts.size() > 1) {
+    std::vector<size_t> present;
+    for (const size_t eq : cuts) {
+      if (file_size(spec.substr(eq + 1)) >= 0) present.push_back(eq);
+    }
+    if (present.size() == 1) cuts = present;
+  }
+  if (cuts.size() == 1) {
+    *name = spec.substr(0, cuts[0]);
+    *file = spec.substr(cuts[0] + 1);
+    return "";
+  }
+  std::string listed;
+  if (cuts.empty()) {
+    for (const auto& n : names) listed += (listed.empty() ? "'" : ", '") + n + "'";
+    return "--input '" + spec +
+           "': no input of the model is named by the part before an '='; its inputs are " +
+           (listed.empty() ? std::string("none") : listed);
+  }
+  for (const size_t eq : cuts) {
+    listed += (listed.empty() ? "'" : " or '") + spec.substr(0, eq) + "' from '" + spec.substr(eq + 1) + "'";
+  }
+  return "--input '" + spec + "' is ambiguous: input " + listed;
+}
+
 }  // namespace
 
 int run_main(int argc, char** argv) {
@@ -167,7 +202,7 @@ int run_main(int argc, char** argv) {
   int repeat = 1;
   bool quiet = false;
   size_t max_bytes = kDefaultMaxBytes;
-  std::map<std::string, std::string> input_files;
+  std::vector<std::string> input_specs;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) {
@@ -183,9 +218,8 @@ int run_main(int argc, char** argv) {
       if (repeat < 1) repeat = 1;
     } else if (a == "--input" && i + 1 < argc) {
       const std::string spec = argv[++i];
-      const size_t eq = spec.find('=');
-      if (eq == std::string::npos) return usage();
-      input_files[spec.substr(0, eq)] = spec.substr(eq + 1);
+      if (spec.find('=') == std::string::npos) return usage();
+      input_specs.push_back(spec);  // split once the program's input names are known
     } else if (a == "--max-bytes" && i + 1 < argc) {
       char* end = nullptr;
       max_bytes = static_cast<size_t>(std::strtoull(argv[++i], &end, 10));
@@ -241,6 +275,22 @@ int run_main(int argc, char** argv) {
       return 1 + WX_ERROR_UNSUPPORTED;
     }
   }
+  std::vector<std::string> in_names(n_in);
+  for (size_t k = 0; k < n_in; ++k) {
+    wx_tensor_info info;
+    wx_input_info(prog, k, &info);
+    in_names[k] = info.name;
+  }
+  std::map<std::string, std::string> input_files;
+  for (const auto& spec : input_specs) {
+    std::string name, file;
+    const std::string err = resolve_input(spec, in_names, &name, &file);
+    if (!err.empty()) {
+      std::fprintf(stderr, "xnnrun: %s\n", err.c_str());
+      return 1 + WX_ERROR_INPUT;
+    }
+    input_files[name] = file;
+  }
   std::vector<std::vector<unsigned char>> in_bufs(n_in), out_bufs(n_out);
   std::vector<wx_tensor> ins(n_in), outs(n_out);
   int rc = 0;
@@ -270,7 +320,6 @@ int run_main(int argc, char** argv) {
         rc = 1 + WX_ERROR_IO;
         break;
       }
-      input_files.erase(it);
     } else {
       buf.assign(bytes + 1, 0);
       if (info.dtype == WX_FLOAT32) {
@@ -289,10 +338,6 @@ int run_main(int argc, char** argv) {
     if (!quiet)
       std::printf("input  %s: %s %s\n", info.name, dtype_str(info.dtype),
                   shape_str(info.rank, info.dims).c_str());
-  }
-  if (rc == 0 && !input_files.empty()) {
-    std::fprintf(stderr, "xnnrun: unknown input '%s'\n", input_files.begin()->first.c_str());
-    rc = 1 + WX_ERROR_INPUT;
   }
   for (size_t k = 0; k < n_out && rc == 0; ++k) {
     wx_tensor_info info;

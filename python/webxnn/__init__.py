@@ -80,13 +80,16 @@ def compile(
     graph: Graph | PathLike,
     weights: dict[str, np.ndarray] | None = None,  # noqa: A001
     profile: str = "webxnn",
+    *,
+    override_dims: Mapping[str, int] | None = None,
+    dyn_max: int | Mapping[str, int] | None = None,
 ) -> bytes:
     """Lower and serialize `graph` (a Graph, or a `.webnn` / `.json` / `.onnx` path) into `.xnn` bytes.
     `profile="executorch"` emits only upstream XNNPACK node types and fails naming every op it cannot
-    express that way."""
+    express that way. `override_dims` / `dyn_max`: for an `.onnx` path, as in `from_onnx`."""
     from .compiler import compile as _compile
 
-    return _compile(graph, weights=weights, profile=profile)
+    return _compile(graph, weights=weights, profile=profile, override_dims=override_dims, dyn_max=dyn_max)
 
 
 def to_pte(
@@ -109,14 +112,34 @@ def load(
     *,
     spin_us: int | None = None,
     pool: Pool = "own",
+    override_dims: Mapping[str, int] | None = None,
+    dyn_max: int | Mapping[str, int] | None = None,
+    weights: PathLike | None = None,
+    manifest: PathLike | None = None,
+    cache: bool | PathLike = False,
 ) -> Program:
     """Verify and load a `.xnn` blob (bytes) or file (memory-mapped) into a runnable `Program`; a `.webnn`,
     `.json` or `.onnx` path is compiled on the fly; an ExecuTorch `.pte` runs its XnnpackBackend payload.
     `spin_us`: how long idle pool threads poll before sleeping; `pool="shared"`: use the process's shared pool
-    (see `set_threads`); `mmap=False` reads a file into memory instead of mapping it."""
+    (see `set_threads`); `mmap=False` reads a file into memory instead of mapping it.
+    For an `.onnx` path, `override_dims` / `dyn_max` as in `from_onnx`; for a `.webnn` / `.json` path,
+    `weights` / `manifest` as in `load_graph`. `cache=True` keeps the compiled blob in an on-disk cache keyed
+    by content (`$WEBXNN_CACHE_DIR`, else `$XDG_CACHE_HOME/webxnn`, else `~/.cache/webxnn`; or a folder
+    path), so the next load of the same model and options skips the compile."""
     from .runtime import load as _load
 
-    return _load(blob_or_path, threads=threads, mmap=mmap, spin_us=spin_us, pool=pool)
+    return _load(
+        blob_or_path,
+        threads=threads,
+        mmap=mmap,
+        spin_us=spin_us,
+        pool=pool,
+        override_dims=override_dims,
+        dyn_max=dyn_max,
+        weights=weights,
+        manifest=manifest,
+        cache=cache,
+    )
 
 
 def set_threads(threads: int | None = None, spin_us: int | None = None) -> None:

@@ -85,17 +85,34 @@ def cmd_compile(args: argparse.Namespace) -> int:
     return 0
 
 
+def split_input_spec(spec: str, names: Sequence[str]) -> tuple[str, str]:
+    """(input name, file) of `--input SPEC`. Input names may hold '=' (ONNX names are free text), so the split
+    is at the '=' whose left part is one of the model's input `names`; when several are (inputs "a" and
+    "a=b"), the reading whose file exists wins. InputError listing the names when none is, or naming the
+    readings when it stays ambiguous. (xnnrun splits its --input the same way.)"""
+    cuts = [i for i, c in enumerate(spec) if c == "=" and spec[:i] in names]
+    if len(cuts) > 1:
+        present = [i for i in cuts if os.path.isfile(spec[i + 1 :])]
+        cuts = present if len(present) == 1 else cuts
+    if len(cuts) == 1:
+        return spec[: cuts[0]], spec[cuts[0] + 1 :]
+    if cuts:
+        readings = " or ".join(f"{spec[:i]!r} from {spec[i + 1 :]!r}" for i in cuts)
+        raise InputError(f"--input {spec!r} is ambiguous: input {readings}")
+    if "=" not in spec:
+        raise InputError(f"--input {spec!r}: expected NAME=FILE.npy; the model's inputs are {list(names)}")
+    raise InputError(
+        f"--input {spec!r}: no input of the model is named by the part before an '='; "
+        f"its inputs are {list(names)}"
+    )
+
+
 def _parse_inputs(specs: Sequence[str], prog) -> dict[str, np.ndarray]:
     feeds: dict[str, np.ndarray] = {}
     names = [i.name for i in prog.inputs]
     for spec in specs:
-        # the model's input names may hold '=' (ONNX names are free text): the longest one that fits wins
-        name = max((n for n in names if spec.startswith(n + "=")), key=len, default=None)
-        if name is None:
-            name, sep, _ = spec.partition("=")
-            if not sep:
-                raise InputError(f"--input {spec!r}: expected NAME=FILE.npy")
-        feeds[name] = _load_array(spec[len(name) + 1 :], f"--input {name}")
+        name, path = split_input_spec(spec, names)
+        feeds[name] = _load_array(path, f"--input {name}")
     return feeds
 
 
@@ -127,17 +144,20 @@ def _describe_array(a: np.ndarray) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from .onnx.cli import dim_options
     from .runtime import load
 
     t0 = time.perf_counter()
-    blob: bytes | None = None
-    if sniff(args.model) in ("webnn", "json", "onnx"):  # compiled in memory first, with its sidecar options
-        from .compiler import compile as compile_model
-
-        blob = compile_model(_load_graph(args))
-        prog = load(blob, threads=args.threads)
-    else:
-        prog = load(args.model, threads=args.threads)
+    # a graph or ONNX model is compiled in memory first (or found in the compile cache)
+    cache = args.cache_dir or args.cache
+    prog = load(
+        args.model,
+        args.threads,
+        weights=args.weights,
+        manifest=args.manifest,
+        cache=cache,
+        **dim_options(args),
+    )
     load_ms = (time.perf_counter() - t0) * 1e3
     if not args.input and not args.random_inputs and prog.inputs:
         wanted = ", ".join(f"{i.name}: {i.dtype}{list(i.shape)}" for i in prog.inputs)
@@ -160,8 +180,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         from .xnn.describe import node_precisions
         from .xnn.reader import read
 
-        data = blob if blob is not None else prog.blob()
-        precisions = node_precisions(read(_xnn_bytes(data, args.model)))
+        precisions = node_precisions(read(_xnn_bytes(prog.blob(), args.model)))
         _print_profile(prog, feeds, args.profile, precisions)
     if args.output_dir:
         from .atomic import atomic_open
@@ -396,6 +415,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_graph_args(p, "a .xnn blob, or a .webnn/.json graph or .onnx model (compiled in memory first)")
     p.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
     p.add_argument("--random-inputs", action="store_true", help="feed seeded random inputs instead")
+    p.add_argument(
+        "--cache",
+        action="store_true",
+        help="keep a graph's or ONNX model's compiled blob in the compile cache ($WEBXNN_CACHE_DIR, else "
+        "$XDG_CACHE_HOME/webxnn, else ~/.cache/webxnn), keyed by the model's content and options, and "
+        "reuse it",
+    )
+    p.add_argument("--cache-dir", metavar="DIR", help="--cache in this folder")
     p.add_argument("-o", "--output-dir", help="write each output as NAME.npy here")
     p.add_argument("--threads", type=non_negative_int, default=None, help="threads per run (0: one per core)")
     p.add_argument("--repeat", type=positive_int, default=None, metavar="N", help="also time N runs")

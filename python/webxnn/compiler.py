@@ -8,7 +8,8 @@ from typing import Any, Union
 
 import numpy as np
 
-from .errors import UnsupportedError
+from .errors import OptionError, UnsupportedError
+from .filekind import KINDS
 from .graph import Graph
 from .xnn.ir import XnnGraph
 
@@ -78,6 +79,36 @@ def apply_profile(xg: XnnGraph, profile: str) -> XnnGraph:
     return xg
 
 
+def check_model_options(
+    path: PathLike,
+    kind: str,
+    weights: object = None,
+    manifest: object = None,
+    override_dims: Mapping[str, int] | None = None,
+    dyn_max: int | Mapping[str, int] | None = None,
+) -> None:
+    """OptionError when the file at `path`, of `kind` (a filekind), is given an option its kind has no use
+    for, instead of ignoring it: the ONNX import options for anything but an `.onnx` model, weights sidecars
+    for anything but a `.webnn` / `.json` graph."""
+    where = os.fspath(path)
+    if kind != "onnx" and (override_dims or dyn_max is not None):
+        why = (
+            ", whose dims are fixed, or bounded with dyn(name, max), in its text"
+            if kind in GRAPH_KINDS
+            else ""
+        )
+        raise OptionError(
+            f"{where}: override_dims / dyn_max (--override-dim / --dim-max) are ONNX import options, "
+            f"and this is {KINDS[kind][0]}{why}"
+        )
+    if kind not in ("webnn", "json") and (weights is not None or manifest is not None):
+        why = "it holds its weights, or names its external data files" if kind == "onnx" else ""
+        raise OptionError(
+            f"{where}: weights / manifest (--weights / --manifest) are the sidecars of a .webnn/.json graph, "
+            f"and this is {KINDS[kind][0]}" + (f": {why}" if why else "")
+        )
+
+
 def read_model(
     path: PathLike,
     weights: PathLike | Mapping[str, Any] | None = None,
@@ -87,10 +118,12 @@ def read_model(
 ) -> Graph:
     """A `.webnn` / `.json` graph (weights from `weights`/`manifest` or its sidecars) or an `.onnx` model
     (symbolic dims fixed by `override_dims` or bounded by `dyn_max`: see `webxnn.from_onnx`) as a Graph; any
-    other kind of file is a FormatError saying what it is."""
+    other kind of file is a FormatError saying what it is, and an option the kind has no use for an
+    OptionError saying why."""
     from .filekind import expect
 
     kind = expect(path, GRAPH_KINDS, what="a .webnn/.json graph or an .onnx model")
+    check_model_options(path, kind, weights, manifest, override_dims, dyn_max)
     if kind == "onnx":
         from .onnx import load_onnx_graph
 
@@ -104,16 +137,32 @@ def compile(
     graph: Graph | PathLike,
     weights: dict[str, np.ndarray] | None = None,  # noqa: A001
     profile: str = "webxnn",
+    *,
+    override_dims: Mapping[str, int] | None = None,
+    dyn_max: int | Mapping[str, int] | None = None,
 ) -> bytes:
-    """`graph` (a Graph, or the path of a `.webnn` / `.json` graph or `.onnx` model) → the bytes of a `.xnn`
-    blob."""
+    """`graph` (a Graph, or the path of a `.webnn` / `.json` graph or `.onnx` model, read by `read_model`
+    with `override_dims` / `dyn_max`) → the bytes of a `.xnn` blob."""
     from .xnn.writer import serialize
 
     if isinstance(graph, (str, os.PathLike)):
-        graph = read_model(graph)
+        graph = read_model(graph, override_dims=override_dims, dyn_max=dyn_max)
     elif not isinstance(graph, Graph):
         raise TypeError(f"compile() takes a Graph or a path, not {type(graph).__name__}")
+    elif override_dims or dyn_max is not None:
+        raise OptionError(
+            "override_dims / dyn_max are ONNX import options for a path; a Graph was imported already "
+            "(give them to webxnn.from_onnx)"
+        )
     return serialize(compile_graph(graph, weights, profile))
 
 
-__all__ = ["apply_profile", "compile", "compile_graph", "read_model", "GRAPH_KINDS", "PROFILES"]
+__all__ = [
+    "apply_profile",
+    "check_model_options",
+    "compile",
+    "compile_graph",
+    "read_model",
+    "GRAPH_KINDS",
+    "PROFILES",
+]

@@ -23,9 +23,8 @@ from typing import Any, Literal, Union
 import numpy as np
 
 from . import _runtime
-from .compiler import GRAPH_KINDS
-from .compiler import compile as compile_model
-from .errors import FileError, FormatError, InputError, OptionError
+from .compiler import GRAPH_KINDS, check_model_options
+from .errors import FileError, FormatError, InputError, OptionError, WebxnnError
 from .filekind import KINDS, expect, sniff_bytes
 
 BlobOrPath = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]"]
@@ -287,6 +286,11 @@ def load(
     *,
     spin_us: int | None = None,
     pool: Pool = "own",
+    override_dims: Mapping[str, int] | None = None,
+    dyn_max: int | Mapping[str, int] | None = None,
+    weights: str | os.PathLike[str] | None = None,
+    manifest: str | os.PathLike[str] | None = None,
+    cache: bool | str | os.PathLike[str] = False,
 ) -> Program:
     """Verify and plan a `.xnn` blob given as bytes or a file path (memory-mapped); a `.webnn` / `.json` graph
     or `.onnx` model path is compiled on the fly; an ExecuTorch `.pte` (bytes or path) runs its XnnpackBackend
@@ -297,7 +301,12 @@ def load(
     their runs take turns. `mmap=False` reads the file into memory instead of mapping it: for a file that may
     be truncated or rewritten in place while the Program lives (constants are read from a mapping at every
     run, and a truncated mapping is a SIGBUS). Raises FormatError / UnsupportedError for bad blobs or wrong
-    kinds of file, FileError for files that cannot be read."""
+    kinds of file, FileError for files that cannot be read.
+    A model compiled on the fly takes the options of `compiler.read_model` (`override_dims` / `dyn_max` for
+    an `.onnx` model, `weights` / `manifest` for a graph; OptionError for one its kind has no use for) and
+    `cache`: False, True (the per-user folder, see `compile_cache.cache_folder`) or a folder, where the
+    compiled blob is kept under a key covering every input that changes it (see `compile_cache`); a path
+    that needs no compiling ignores `cache`."""
     n = 0 if threads is None else int(threads)
     if n < 0:
         raise OptionError(f"threads must be >= 0, got {threads}")
@@ -307,20 +316,21 @@ def load(
     if shared and (threads is not None or spin_us is not None):
         raise OptionError("pool='shared' takes its threads and spin_us from webxnn.set_threads(), not load()")
     opts: dict[str, Any] = {"threads": n, "spin_us": _spin_arg(spin_us), "shared_pool": shared}
+    model_options: dict[str, Any] = {
+        "weights": weights,
+        "manifest": manifest,
+        "override_dims": override_dims,
+        "dyn_max": dyn_max,
+    }
     if isinstance(blob_or_path, (str, os.PathLike)):
         path = os.fspath(blob_or_path)
         # an unknown kind goes to the blob verifier, which says which bytes are wrong
         kind = expect(path, ("xnn", "unknown", "pte", *GRAPH_KINDS), what=_MODEL)
-        if kind in GRAPH_KINDS:  # a graph or ONNX model: compiled here, in memory
-            blob = compile_model(path)
-            return Program(_runtime.Program.from_buffer(blob, **opts), blob, **opts)
-        if not mmap:
-            try:
-                data = pathlib.Path(path).read_bytes()  # bytes are immutable: the runtime uses them in place
-            except OSError as e:
-                raise FileError.from_os_error(path, e) from None
-            return Program(_runtime.Program.from_buffer(data, **opts), data, **opts)
-        return Program(_runtime.Program.from_path(path, **opts), os.path.abspath(path), **opts)
+        # (an unknown kind is what the verifier will take for a blob)
+        check_model_options(path, "xnn" if kind == "unknown" else kind, **model_options)
+        if kind in GRAPH_KINDS:  # a graph or ONNX model: compiled here (or found in the cache)
+            return _load_model(path, kind, opts, mmap, cache, model_options)
+        return _load_file(path, opts, mmap)
     if isinstance(blob_or_path, memoryview) and (not blob_or_path.contiguous or not blob_or_path.readonly):
         blob_or_path = blob_or_path.tobytes()
     if not isinstance(blob_or_path, (bytes, bytearray, memoryview)):
@@ -334,7 +344,42 @@ def load(
     kind = sniff_bytes(bytes(blob_or_path[:256]))
     if kind not in ("xnn", "pte", "unknown"):
         raise FormatError(f"these bytes are {KINDS[kind][0]}, not {_MODEL}; {KINDS[kind][1]}")
+    check_model_options("<bytes>", "xnn" if kind == "unknown" else kind, **model_options)
     return Program(_runtime.Program.from_buffer(blob_or_path, **opts), blob_or_path, **opts)
+
+
+def _load_file(path: str, opts: dict[str, Any], mmap: bool) -> Program:
+    """A `.xnn` / `.pte` file, memory-mapped or (`mmap=False`) read."""
+    if not mmap:
+        try:
+            data = pathlib.Path(path).read_bytes()  # bytes are immutable: the runtime uses them in place
+        except OSError as e:
+            raise FileError.from_os_error(path, e) from None
+        return Program(_runtime.Program.from_buffer(data, **opts), data, **opts)
+    return Program(_runtime.Program.from_path(path, **opts), os.path.abspath(path), **opts)
+
+
+def _load_model(
+    path: str, kind: str, opts: dict[str, Any], mmap: bool, cache: Any, model_options: dict[str, Any]
+) -> Program:
+    """The model at `path` compiled in memory, or through the compile cache: an entry that exists and
+    passes the loader's verification is run as it is; a missing or damaged one is compiled and written."""
+    from . import compile_cache
+    from .compiler import compile_graph, read_model
+
+    folder = compile_cache.cache_folder(cache)
+    entry = compile_cache.cache_entry(folder, path, kind, **model_options) if folder else None
+    if entry is not None and entry.is_file():
+        try:
+            return _load_file(str(entry), opts, mmap)
+        except WebxnnError:  # truncated or damaged (or unreadable): compiled again below, and replaced
+            pass
+    from .xnn.writer import serialize
+
+    blob = serialize(compile_graph(read_model(path, **model_options)))
+    if entry is not None:
+        compile_cache.store(entry, blob)
+    return Program(_runtime.Program.from_buffer(blob, **opts), blob, **opts)
 
 
 __all__ = ["Pool", "Program", "TensorInfo", "load", "set_threads"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Union
 
@@ -51,6 +51,51 @@ def _load_model(model: Any) -> tuple[Any, Path | None, dict[str, Any]]:
     except Exception as e:  # protobuf decode errors
         raise ParseError(f"{path}: not a readable ONNX model ({e})") from None
     return proto, path.resolve().parent, {}
+
+
+def external_data_files(path: PathLike) -> list[Path]:
+    """The files that hold external data of the ONNX model at `path` (of any tensor: initializers, sparse
+    initializers, node attributes, subgraphs, functions), confined to the model's folder as the import does
+    (WeightsError for one that is missing or outside it), sorted. What a content key of the model must cover
+    besides the file itself."""
+    from .tensors import external_path
+
+    proto, base, _ = _load_model(path)
+    found: set[Path] = set()
+    for t in _all_tensors(proto):
+        if t.data_location == 1:  # TensorProto.EXTERNAL
+            location = {e.key: e.value for e in t.external_data}.get("location", "")
+            found.add(external_path(t, base, location))
+    return sorted(found)
+
+
+def _all_tensors(proto: Any) -> Iterator[Any]:
+    """Every TensorProto of a ModelProto: the graph's, its nodes' attributes', nested graphs', functions'."""
+
+    def graph(g: Any) -> Iterator[Any]:
+        yield from g.initializer
+        for s in g.sparse_initializer:
+            yield from (s.values, s.indices)
+        for n in g.node:
+            yield from node(n)
+
+    def node(n: Any) -> Iterator[Any]:
+        for a in n.attribute:
+            if a.HasField("t"):
+                yield a.t
+            yield from a.tensors
+            sparse = [a.sparse_tensor] if a.HasField("sparse_tensor") else []
+            for s in [*sparse, *a.sparse_tensors]:
+                yield from (s.values, s.indices)
+            if a.HasField("g"):
+                yield from graph(a.g)
+            for g in a.graphs:
+                yield from graph(g)
+
+    yield from graph(proto.graph)
+    for f in proto.functions:
+        for n in f.node:
+            yield from node(n)
 
 
 def from_onnx(
@@ -154,4 +199,11 @@ def supported_ops() -> list[str]:
     return _s()
 
 
-__all__ = ["from_onnx", "import_onnx", "load_onnx_graph", "write_graph", "supported_ops"]
+__all__ = [
+    "external_data_files",
+    "from_onnx",
+    "import_onnx",
+    "load_onnx_graph",
+    "write_graph",
+    "supported_ops",
+]
