@@ -334,15 +334,21 @@ def test_xnnrun_runs_a_pte(tmp_path):
 def test_damaged_pte_is_an_error_not_a_crash(inline):
     """Truncated or bit-flipped programs: the C++ loader and the Python reader both answer with a
     WebxnnError (or, for a harmless flip, load)."""
+    _load_damaged(webxnn.to_pte(webxnn.parse(CONV_RELU), inline=inline), step=37, flips=1, within=700)
+
+
+def _load_damaged(pte: bytes, step: int, flips: int, within: int) -> None:
+    """Truncations every `step` bytes and 150 copies with `flips` bits flipped in the first `within` bytes:
+    both readers answer with a WebxnnError or load."""
     from webxnn.errors import WebxnnError
     from webxnn.pte.reader import payload_for_runtime
 
-    pte = webxnn.to_pte(webxnn.parse(CONV_RELU), inline=inline)
     rng = np.random.default_rng(0)
-    cases = [pte[:n] for n in range(0, len(pte), 37)]
+    cases = [pte[:n] for n in range(0, len(pte), step)]
     for _ in range(150):
         b = bytearray(pte)
-        b[int(rng.integers(0, min(len(b), 700)))] ^= 1 << int(rng.integers(0, 8))
+        for _ in range(flips):
+            b[int(rng.integers(0, min(len(b), within)))] ^= 1 << int(rng.integers(0, 8))
         cases.append(bytes(b))
     for data in cases:
         for load in (webxnn.load, payload_for_runtime):
@@ -386,23 +392,8 @@ def test_cli_inspect_and_run_an_executorch_encoder(capsys):
 
 
 def test_damaged_executorch_encoder_is_an_error_not_a_crash():
-    from webxnn.errors import WebxnnError
-    from webxnn.pte.reader import payload_for_runtime
-
     pte = ET_ENCODER.read_bytes()
-    rng = np.random.default_rng(1)
-    cases = [pte[:n] for n in range(0, len(pte), 997)]
-    for _ in range(150):
-        b = bytearray(pte)
-        for _ in range(2):
-            b[int(rng.integers(0, len(b)))] ^= 1 << int(rng.integers(0, 8))
-        cases.append(bytes(b))
-    for data in cases:
-        for load in (webxnn.load, payload_for_runtime):
-            try:
-                load(data)
-            except WebxnnError:
-                pass
+    _load_damaged(pte, step=997, flips=2, within=len(pte))
 
 
 def test_executorchs_int64_ids_out_of_range_are_an_input_error():
