@@ -97,6 +97,53 @@ class ResNet18(torch.nn.Module):
         return self.fc(torch.flatten(y, 1))
 
 
+def _conv_bn(cin: int, cout: int, k: int, stride: int = 1, groups: int = 1, relu6: bool = True) -> list:
+    layers = [
+        torch.nn.Conv2d(cin, cout, k, stride, k // 2, groups=groups, bias=False),
+        torch.nn.BatchNorm2d(cout),
+    ]
+    return layers + [torch.nn.ReLU6()] if relu6 else layers
+
+
+class _Inverted(torch.nn.Module):
+    def __init__(self, cin: int, cout: int, stride: int, expand: int) -> None:
+        super().__init__()
+        mid = cin * expand
+        layers = _conv_bn(cin, mid, 1) if expand != 1 else []
+        layers += _conv_bn(mid, mid, 3, stride, groups=mid) + _conv_bn(mid, cout, 1, relu6=False)
+        self.body = torch.nn.Sequential(*layers)
+        self.residual = stride == 1 and cin == cout
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.body(x) if self.residual else self.body(x)
+
+
+class MobileNetV2(torch.nn.Module):
+    """The torchvision layout (width 1.0): inverted residual blocks, ReLU6, 1280 features, 1000 classes."""
+
+    def __init__(self, classes: int = 1000) -> None:
+        super().__init__()
+        layers, cin = _conv_bn(3, 32, 3, 2), 32
+        for t, c, n, s in (
+            (1, 16, 1, 1),
+            (6, 24, 2, 2),
+            (6, 32, 3, 2),
+            (6, 64, 4, 2),
+            (6, 96, 3, 1),
+            (6, 160, 3, 2),
+            (6, 320, 1, 1),
+        ):
+            for i in range(n):
+                layers.append(_Inverted(cin, c, s if i == 0 else 1, t))
+                cin = c
+        self.features = torch.nn.Sequential(*layers, *_conv_bn(cin, 1280, 1))
+        self.classifier = torch.nn.Linear(1280, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.nn.functional.adaptive_avg_pool2d(self.features(x), 1)
+        return self.classifier(torch.flatten(y, 1))
+
+
 def executorch_export(model: torch.nn.Module, x: torch.Tensor) -> bytes:
     """`model` exported the way ExecuTorch's docs show: whatever the XnnpackPartitioner takes is delegated,
     the rest left to ExecuTorch's portable kernels."""

@@ -277,6 +277,15 @@ def test_webxnn_runs_executorchs_static_int8_conv_net():
 
 
 @pytest.mark.slow
+def test_webxnn_runs_executorchs_static_int8_mobilenetv2():
+    """A full-size model: MobileNetV2 quantized with PT2E + XNNPACKQuantizer (per-channel static int8)."""
+    from et_models import MobileNetV2
+
+    torch.manual_seed(0)
+    _check_int8_export(MobileNetV2(), torch.randn(1, 3, 224, 224), dynamic=False)
+
+
+@pytest.mark.slow
 def test_webxnn_runs_executorchs_dynamic_int8_linear():
     """Per-token dynamic activations (Convert fp32 -> qdint8) into per-channel int8 weights, 3-D tokens."""
     torch.manual_seed(0)
