@@ -40,9 +40,8 @@ class _Merger:
         self.m, self.where = method, where
         self.g = XnnGraph(version="0")
         self.ids: dict[int, int] = {}  # method value index → merged value id
-        self.unused: dict[
-            int, str
-        ] = {}  # outputs webxnn does not compute → the instruction that "wrote" them
+        # outputs webxnn does not compute → the instruction that "wrote" them
+        self.unused: dict[int, str] = {}
         n_in = len(method.inputs)
         self.external = {v: k for k, v in enumerate(method.inputs)}
         self.external.update({v: n_in + k for k, v in enumerate(method.outputs)})
@@ -58,8 +57,9 @@ class _Merger:
         self.g.values.append(val)
         return vid
 
-    def datatype(self, t: Tensor, what: str) -> Datatype:
-        return _DATATYPES[t.dtype]
+    @staticmethod
+    def datatype(t: Tensor) -> Datatype:
+        return _DATATYPES[t.dtype]  # program.SCALAR_TYPES: the dtypes a method's tensors may have here
 
     def read_id(self, i: int, what: str) -> int:
         """The merged id of method value `i`, read by an instruction: it must exist by now."""
@@ -69,10 +69,10 @@ class _Merger:
             raise UnsupportedError(f"{what} reads value {i}, {self.unused[i]}, which webxnn does not compute")
         t = self.m.tensor(i, what)
         if t.data is not None:  # a constant of the program
-            vid = self.new_value(t, self.datatype(t, what), t.sizes)
+            vid = self.new_value(t, self.datatype(t), t.sizes)
             self.g.values[vid].constant_buffer_idx = self.g.add_constant(t.data)
         elif i in self.external and self.external[i] < len(self.m.inputs):
-            vid = self.new_value(t, self.datatype(t, what), t.sizes)
+            vid = self.new_value(t, self.datatype(t), t.sizes)
         else:
             raise FormatError(f"{what} reads {t.describe()} before anything writes it")
         self.ids[i] = vid
@@ -89,7 +89,7 @@ class _Merger:
             or (i in self.external and self.external[i] < len(self.m.inputs))
         ):
             raise UnsupportedError(f"{what} writes {t.describe()} again (values are written once here)")
-        dt = self.datatype(t, what)
+        dt = self.datatype(t)
         if datatype is not None and datatype != dt:
             raise FormatError(f"{what} writes {t.describe()} as {datatype.name}")
         if dims is not None and list(dims) != list(t.sizes):
@@ -129,7 +129,7 @@ class _Merger:
 
         for v, arg in zip(ins, call.args):
             t = self.m.tensor(arg, what)
-            if math.prod(v.dims) != math.prod(t.sizes) or v.datatype != self.datatype(t, what):
+            if math.prod(v.dims) != math.prod(t.sizes) or v.datatype != self.datatype(t):
                 raise FormatError(
                     f"{what}: input {v.external_id} is {v.datatype.name}{v.dims}, given {t.describe()}"
                 )

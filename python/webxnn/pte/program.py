@@ -273,6 +273,8 @@ def _read_tensor(t: _Table, i: int, consts: _Constants, what: str) -> Tensor:
     idx = t.scalar(_T_BUF)
     if idx and not t.present(_T_ALLOC):  # a constant: its bytes are in the program
         data = consts.get(idx, dtype.itemsize * math.prod(sizes), what)
+    elif idx:
+        raise UnsupportedError(f"{what}: a mutable buffer (state kept between runs) is not supported")
     return Tensor(i, dtype, sizes, data)
 
 
