@@ -294,7 +294,7 @@ def _pte_in_place(pte: str | bytes | memoryview) -> bool:
         with open(pte, "rb") as fh:
             # not closed here: views into it may live on in an exception's traceback; the GC unmaps it
             mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        return is_one_delegate_call(mm)
+        return is_one_delegate_call(memoryview(mm))
     except (OSError, ValueError, WebxnnError):
         return True  # unreadable, empty or malformed: the C++ loader names the problem
 

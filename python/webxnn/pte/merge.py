@@ -8,6 +8,7 @@ output webxnn does not compute (layer norm's mean and rstd)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from typing import Any
@@ -22,6 +23,8 @@ from ..xnn.ir import (
     INVALID_ID,
     Datatype,
     Node,
+    PerChannelGroupQuant,
+    PerChannelQuant,
     Value,
     XnnGraph,
 )
@@ -159,10 +162,8 @@ class _Merger:
             if v.id in remap:
                 continue
             quant = v.quant
-            if quant is not None and getattr(quant, "scale_buffer_idx", 0):
-                quant = type(quant)(
-                    **{**quant.__dict__, "scale_buffer_idx": constant(quant.scale_buffer_idx)}
-                )
+            if isinstance(quant, (PerChannelQuant, PerChannelGroupQuant)) and quant.scale_buffer_idx:
+                quant = dataclasses.replace(quant, scale_buffer_idx=constant(quant.scale_buffer_idx))
             remap[v.id] = self.new_value(
                 None,
                 v.datatype,

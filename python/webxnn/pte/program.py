@@ -37,7 +37,7 @@ _T_ALLOC, _T_EXTRA = _S("allocation_info", 6, "table"), _S("extra_tensor_info", 
 _INT, _BOOL, _DOUBLE = (
     _S("int_val", 0, "scalar", "<q"),
     _S("bool_val", 0, "scalar", "<B"),
-    _S("v", 0, "scalar", "<d"),
+    _S("double_val", 0, "scalar", "<d"),
 )
 _INT_ITEMS, _TENSOR_ITEMS = _S("items", 0, "vector", "<q"), _S("items", 0, "vector", "<i")
 _CALL_INDEX, _CALL_ARGS = _S("index", 0, "scalar", "<i"), _S("args", 1, "vector", "<i")
@@ -60,7 +60,7 @@ _KINDS = {
     11: "OptionalTensorList",
 }
 # torch ScalarType → numpy dtype, for the dtypes a method's tensors may have here
-SCALAR_TYPES = {3: np.dtype("<i4"), 4: np.dtype("<i8"), 6: np.dtype("<f4")}
+SCALAR_TYPES: dict[int, np.dtype] = {3: np.dtype("<i4"), 4: np.dtype("<i8"), 6: np.dtype("<f4")}
 _SCALAR_NAMES = {
     0: "uint8",
     1: "int8",
@@ -286,7 +286,9 @@ class _Constants:
         seg = f.program.table(_CONSTANT_SEGMENT)
         self.offsets = seg.scalars(_SUB_OFFSETS) if seg is not None else []
         self.segment = (
-            f.segment(seg.scalar(_SUB_SEGMENT), f"{where}: constant segment") if self.offsets else None
+            f.segment(seg.scalar(_SUB_SEGMENT), f"{where}: constant segment")
+            if seg is not None and self.offsets
+            else None
         )
         self.buffers = f.program.tables(_CONSTANT_BUFFER) if not self.offsets else []
         self.buf = f.program.buf
