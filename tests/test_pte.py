@@ -334,15 +334,21 @@ def test_xnnrun_runs_a_pte(tmp_path):
 def test_damaged_pte_is_an_error_not_a_crash(inline):
     """Truncated or bit-flipped programs: the C++ loader and the Python reader both answer with a
     WebxnnError (or, for a harmless flip, load)."""
+    _load_damaged(webxnn.to_pte(webxnn.parse(CONV_RELU), inline=inline), step=37, flips=1, within=700)
+
+
+def _load_damaged(pte: bytes, step: int, flips: int, within: int) -> None:
+    """Truncations every `step` bytes and 150 copies with `flips` bits flipped in the first `within` bytes:
+    both readers answer with a WebxnnError or load."""
     from webxnn.errors import WebxnnError
     from webxnn.pte.reader import payload_for_runtime
 
-    pte = webxnn.to_pte(webxnn.parse(CONV_RELU), inline=inline)
     rng = np.random.default_rng(0)
-    cases = [pte[:n] for n in range(0, len(pte), 37)]
+    cases = [pte[:n] for n in range(0, len(pte), step)]
     for _ in range(150):
         b = bytearray(pte)
-        b[int(rng.integers(0, min(len(b), 700)))] ^= 1 << int(rng.integers(0, 8))
+        for _ in range(flips):
+            b[int(rng.integers(0, min(len(b), within)))] ^= 1 << int(rng.integers(0, 8))
         cases.append(bytes(b))
     for data in cases:
         for load in (webxnn.load, payload_for_runtime):
@@ -350,3 +356,56 @@ def test_damaged_pte_is_an_error_not_a_crash(inline):
                 load(data)
             except WebxnnError:
                 pass
+
+
+# ------------------------------------------------------------ ExecuTorch's own transformer export (merged)
+ET_ENCODER = pathlib.Path(__file__).parent / "data" / "et_tiny_encoder.pte"  # data/make_et_encoder.py
+
+
+def test_executorchs_encoder_with_kernel_calls_runs():
+    """ExecuTorch's export of a one-layer BERT-style encoder: five XnnpackBackend delegate calls with
+    embedding, layer norm and expand_copy kernel calls between them, merged into one webxnn graph; output as
+    ExecuTorch's within 1e-5 of its range (recorded by the generator), from bytes and from a path."""
+    want = np.load(ET_ENCODER.with_suffix(".npz"))
+    kinds = reader.program_contents(ET_ENCODER.read_bytes())[0]
+    assert kinds.instructions["DelegateCall"] == 5 and "aten::native_layer_norm.out" in kinds.kernel_ops
+    for model in (ET_ENCODER, ET_ENCODER.read_bytes()):
+        p = webxnn.load(model)
+        assert p.inputs[0].dtype == "int64"
+        (got,) = p.run([want["ids"]]).values()
+        np.testing.assert_allclose(got, want["out"], rtol=0, atol=1e-5 * float(np.ptp(want["out"])))
+
+
+def test_kernel_call_operators_webxnn_does_not_map_are_refused_by_name():
+    data = ET_ENCODER.read_bytes()
+    assert data.count(b"aten::expand_copy") == 1
+    renamed = data.replace(b"aten::expand_copy", b"aten::expand_cop2")
+    with pytest.raises(UnsupportedError, match=r"operator aten::expand_cop2\.out is not supported"):
+        webxnn.load(renamed)
+
+
+def test_cli_inspect_and_run_an_executorch_encoder(capsys):
+    assert cli_main(["inspect", str(ET_ENCODER)]) == 0
+    out = capsys.readouterr().out
+    assert "WXNormalize" in out and "WXGather" in out and "XNNBatchMatrixMultiply" in out
+    assert cli_main(["run", str(ET_ENCODER), "--random-inputs"]) == 0
+
+
+def test_damaged_executorch_encoder_is_an_error_not_a_crash():
+    pte = ET_ENCODER.read_bytes()
+    _load_damaged(pte, step=997, flips=2, within=len(pte))
+
+
+def test_executorchs_int64_ids_out_of_range_are_an_input_error():
+    """ExecuTorch's embedding refuses ids outside the table; webxnn checks ids that come from a graph input
+    (WXGather's checked-indices flag) and names the input and the element, instead of clamping."""
+    from webxnn.errors import InputError
+
+    p = webxnn.load(ET_ENCODER)
+    ids = np.load(ET_ENCODER.with_suffix(".npz"))["ids"].copy()
+    for bad in (50, -1, 1 << 40):
+        ids[0, 3] = bad
+        with pytest.raises(InputError, match=rf"input 'input0': element 3 is {bad}, outside 0\.\.49"):
+            p.run([ids])
+    with pytest.raises(InputError, match="expected dtype int64, got int32"):
+        p.run([ids.astype(np.int32)])

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import webxnn
+import webxnn.pte.reader
 from conftest import CONFORMANCE
 
 onnx = pytest.importorskip("onnx", reason="onnx not installed")
@@ -175,6 +176,40 @@ def test_upper_bounded_dynamic_dims():
         np.testing.assert_allclose(got, np.maximum(x @ np.full((3, 4), 0.5, np.float32), 0), rtol=1e-6)
 
 
+# ------------------------------------------------------------------ ExecuTorch's own fp32 exports in webxnn
+def _check_executorch_export(model: torch.nn.Module, x: torch.Tensor) -> bytes:
+    """ExecuTorch's export of `model` runs in webxnn with ExecuTorch's output within 1e-5 of its range."""
+    from et_models import executorch_export
+
+    pte = executorch_export(model, x)
+    (want,) = run_executorch(pte, [x.numpy()])
+    (got,) = webxnn.load(pte).run([x.numpy()]).values()
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * float(np.ptp(want)))
+    return pte
+
+
+@pytest.mark.slow
+def test_webxnn_runs_executorchs_minilm_sized_encoder():
+    """MiniLM-L6-H384 sizes from int64 token ids: ExecuTorch leaves the embedding lookup, every layer norm
+    and the expands between the attention matmuls outside its 25 delegate calls; webxnn merges them."""
+    from et_models import Encoder
+
+    torch.manual_seed(0)
+    ids = torch.from_numpy(np.random.default_rng(0).integers(0, 30522, (1, 128)).astype(np.int64))
+    pte = _check_executorch_export(Encoder(), ids)
+    ops = set(webxnn.pte.reader.program_contents(pte)[0].kernel_ops)
+    assert ops == {"aten::embedding.out", "aten::native_layer_norm.out", "aten::expand_copy.out"}
+
+
+@pytest.mark.slow
+def test_webxnn_runs_executorchs_resnet18():
+    from et_models import ResNet18
+
+    torch.manual_seed(0)
+    _check_executorch_export(ResNet18(), torch.randn(1, 3, 224, 224))
+
+
 # ------------------------------------------------------------------ ExecuTorch's own int8 exports in webxnn
 def _quantized_export(model: torch.nn.Module, x: torch.Tensor, dynamic: bool) -> bytes:
     """`model` quantized as ExecuTorch's docs do it (PT2E with the XNNPACKQuantizer, per-channel symmetric
@@ -239,6 +274,15 @@ class _ResidualNet(torch.nn.Module):
 def test_webxnn_runs_executorchs_static_int8_conv_net():
     torch.manual_seed(0)
     _check_int8_export(_ResidualNet(), torch.randn(1, 3, 16, 16), dynamic=False)
+
+
+@pytest.mark.slow
+def test_webxnn_runs_executorchs_static_int8_mobilenetv2():
+    """A full-size model: MobileNetV2 quantized with PT2E + XNNPACKQuantizer (per-channel static int8)."""
+    from et_models import MobileNetV2
+
+    torch.manual_seed(0)
+    _check_int8_export(MobileNetV2(), torch.randn(1, 3, 224, 224), dynamic=False)
 
 
 @pytest.mark.slow

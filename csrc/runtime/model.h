@@ -28,6 +28,9 @@ constexpr uint32_t kFlagExternalOutput = 0x2;
 constexpr uint32_t kFlagTransposeWeights = 0x1;  // FullyConnected filter [I, O]; BMM: B is [N, K]
 constexpr uint32_t kFlagTensorflowSamePadding = 0x4;
 constexpr uint32_t kFlagKeepDims = 0x40;
+// WXGather (webxnn): indices read straight from a graph input must lie in 0..n-1, else the run is an input
+// error naming the input (ExecuTorch's embedding refuses such ids; WebNN's gather would clamp them).
+constexpr uint32_t kFlagCheckedIndices = 0x1;
 
 // XNNDatatype values (schema/xnngraph.fbs; model.cc checks every number against the generated enum).
 enum class DType : int16_t {

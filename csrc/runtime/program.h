@@ -112,6 +112,7 @@ class Program {
   // A value computed by a node, neither a constant nor a graph input / output: it needs storage of its own.
   bool computed(uint32_t v) const;
   // run.cc: execution and arenas
+  void check_gather_indices(const Plan& plan, const void* const* inputs) const;
   void exec_node(size_t i, const Plan& plan, void* const* ptrs, Parallel& par,
                  const Step* step = nullptr) const;
   AlignedBuffer acquire_arena(size_t bytes) const;

@@ -1,8 +1,10 @@
 // Execution: one run of a plan in an arena (reused between runs), each step one call through the node table.
 #include <chrono>
 #include <cstring>
+#include <string>
 
 #include "runtime/node_table.h"
+#include "runtime/nodes/common.h"
 #include "runtime/program.h"
 #include "runtime/status.h"
 
@@ -28,8 +30,60 @@ void Program::release_arena(AlignedBuffer buf) const {
   if (free_arenas_.size() < kMaxFreeArenas) free_arenas_.push_back(std::move(buf));
 }
 
+namespace {
+
+template <typename I>
+int64_t first_out_of_range(const void* data, size_t n, int64_t bound) {
+  const I* p = static_cast<const I*>(data);
+  for (size_t i = 0; i < n; ++i) {
+    const auto v = static_cast<int64_t>(p[i]);
+    if (v < 0 || v >= bound) return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
+}  // namespace
+
+void Program::check_gather_indices(const Plan& plan, const void* const* inputs) const {
+  for (const Node& nd : model_.nodes) {
+    if (nd.type != NodeType::WXGather || !(nd.flags & kFlagCheckedIndices)) continue;
+    const uint32_t idx = nd.inputs[1];
+    for (size_t k = 0; k < model_.inputs.size(); ++k) {
+      if (model_.inputs[k] != idx) continue;
+      const Shape& table = plan.shapes[nd.inputs[0]];
+      const int64_t bound = nd.axis < table.size() ? static_cast<int64_t>(table[nd.axis]) : 0;
+      const size_t n = numel(plan.shapes[idx]);
+      int64_t bad = -1;
+      switch (model_.values[idx].dtype) {
+        case DType::kWxInt64: bad = first_out_of_range<int64_t>(inputs[k], n, bound); break;
+        case DType::kInt32: bad = first_out_of_range<int32_t>(inputs[k], n, bound); break;
+        case DType::kWxUint32: bad = first_out_of_range<uint32_t>(inputs[k], n, bound); break;
+        default: break;
+      }
+      if (bad >= 0) {
+        int64_t v = 0;
+        const auto* b = static_cast<const uint8_t*>(inputs[k]) + bad * element_size(model_.values[idx].dtype);
+        if (model_.values[idx].dtype == DType::kWxInt64)
+          std::memcpy(&v, b, 8);
+        else if (model_.values[idx].dtype == DType::kInt32) {
+          int32_t t;
+          std::memcpy(&t, b, 4);
+          v = t;
+        } else {
+          uint32_t t;
+          std::memcpy(&t, b, 4);
+          v = t;
+        }
+        input_error("input '" + inputs_[k].name + "': element " + str(bad) + " is " + std::to_string(v) +
+                    ", outside 0.." + str(bound - 1) + " (the rows of the table it indexes)");
+      }
+    }
+  }
+}
+
 void Program::run(const Plan& plan, const void* const* inputs, void* const* outputs, uint64_t* step_ns,
                   uint64_t* step_wait_ns) const {
+  check_gather_indices(plan, inputs);
   // Workers or not (runtime/run_mode.h; profiled runs always use them: they show what the workers cost).
   const bool adaptive = !step_ns && pool_->size() > 1 && RunMode::enabled();
   const bool solo = adaptive && plan.run_mode.pick_solo();

@@ -13,6 +13,7 @@ Ray actors) and is verified and planned again there.
 
 from __future__ import annotations
 
+import mmap
 import os
 import pathlib
 import statistics
@@ -279,6 +280,31 @@ def set_threads(threads: int | None = None, spin_us: int | None = None) -> None:
     _runtime.set_shared_pool(n, _spin_arg(spin_us))
 
 
+def _pte_in_place(pte: str | bytes | memoryview) -> bool:
+    """Whether the C++ loader runs this `.pte` in place (one XnnpackBackend delegate call, nothing else)."""
+    from .pte.reader import is_one_delegate_call
+
+    if not isinstance(pte, str):
+        try:
+            return is_one_delegate_call(pte)
+        except WebxnnError:
+            return True  # malformed: the C++ loader names the problem
+    try:
+        with open(pte, "rb") as fh:
+            # not closed here: views into it may live on in an exception's traceback; the GC unmaps it
+            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        return is_one_delegate_call(memoryview(mm))
+    except (OSError, ValueError, WebxnnError):
+        return True  # unreadable, empty or malformed: the C++ loader names the problem
+
+
+def _read_file(path: str) -> bytes:
+    try:
+        return pathlib.Path(path).read_bytes()
+    except OSError as e:
+        raise FileError.from_os_error(path, e) from None
+
+
 def load(
     blob_or_path: BlobOrPath,
     threads: int | None = None,
@@ -330,6 +356,8 @@ def load(
         check_model_options(path, "xnn" if kind == "unknown" else kind, **model_options)
         if kind in GRAPH_KINDS:  # a graph or ONNX model: compiled here (or found in the cache)
             return _load_model(path, kind, opts, mmap, cache, model_options)
+        if kind == "pte" and not _pte_in_place(path):
+            return load(_read_file(path), threads, spin_us=spin_us, pool=pool)
         return _load_file(path, opts, mmap)
     if isinstance(blob_or_path, memoryview) and (not blob_or_path.contiguous or not blob_or_path.readonly):
         blob_or_path = blob_or_path.tobytes()
@@ -345,6 +373,11 @@ def load(
     if kind not in ("xnn", "pte", "unknown"):
         raise FormatError(f"these bytes are {KINDS[kind][0]}, not {_MODEL}; {KINDS[kind][1]}")
     check_model_options("<bytes>", "xnn" if kind == "unknown" else kind, **model_options)
+    if kind == "pte" and not _pte_in_place(blob_or_path):
+        # delegates with portable operators between them: one merged webxnn graph (pte/merge.py)
+        from .pte.reader import payload_for_runtime
+
+        blob_or_path = payload_for_runtime(blob_or_path)
     return Program(_runtime.Program.from_buffer(blob_or_path, **opts), blob_or_path, **opts)
 
 

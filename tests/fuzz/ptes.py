@@ -1,8 +1,9 @@
 """Mutated ExecuTorch programs (`.pte`). Seeds: programs `webxnn.to_pte` writes (payload in a segment and
 inline; a conv, a two-in two-out graph, the bundled example with its weights), foreign-style programs whose
-constants live in the program's named data (tests/test_xnn_reader.py's builder), and ExecuTorch's own golden
-program from the shared conformance data when present. Mutations, structure-aware where the format has
-structure:
+constants live in the program's named data (tests/test_xnn_reader.py's builder), ExecuTorch's own export of
+a small encoder (tests/data/et_tiny_encoder.pte: delegate calls with kernel calls between them, the merged
+path), and ExecuTorch's own golden program from the shared conformance data when present. Mutations,
+structure-aware where the format has structure:
 
 - the extended header ("eh00": program size, segment base, segment data size) and the payload's XH00 header
   (flatbuffer and constant-data offsets and sizes) overwritten with extreme or off-by-some values;
@@ -61,6 +62,7 @@ def seeds() -> list[bytes]:
     out.append(webxnn.to_pte(example))
     for inline in (False, True):
         out.append(build_pte(foreign_payload("named"), {"w": W, "q": Q, "scale_q": QS}, inline))
+    out.append((_TESTS / "data" / "et_tiny_encoder.pte").read_bytes())
     if GOLDEN.is_dir():
         out += [p.read_bytes() for p in sorted(GOLDEN.glob("*.pte"))]
     return out

@@ -1,11 +1,12 @@
-"""Run ExecuTorch programs (`.pte`) whose work is one XnnpackBackend delegate: find the payload, resolve its
-named data, and hand the runtime a self-contained `.xnn` blob. Anything else in the program (several
-delegates or methods, operators ExecuTorch runs itself) is refused saying what is there."""
+"""Run ExecuTorch programs (`.pte`): find the XnnpackBackend payload, resolve its named data, and hand the
+runtime a self-contained `.xnn` blob. A method of several delegate calls with portable operators between them
+(what the XnnpackPartitioner leaves for a transformer) is merged into one webxnn graph (`merge.py`); operators
+webxnn does not map, and several methods or control flow, are refused saying what is there."""
 
 from __future__ import annotations
 
 from ..errors import UnsupportedError
-from ..xnn.reader import PlanContents, extract_from_pte, program_contents, read
+from ..xnn.reader import PlanContents, extract_from_pte, open_pte, program_contents, read
 from ..xnn.writer import serialize
 
 
@@ -26,24 +27,26 @@ def _describe(plans: list[PlanContents]) -> str:
     return " | ".join(parts) or "none"
 
 
-def payload_for_runtime(pte: bytes | bytearray | memoryview, where: str = "the .pte") -> bytes:
-    """The `.xnn` blob that runs the program `pte`: its XnnpackBackend payload, with constants kept in the
-    program's named data (ExecuTorch >= 0.6) copied in. UnsupportedError unless the program is exactly one
-    method that makes one call into one XnnpackBackend delegate."""
+def is_one_delegate_call(pte: bytes | bytearray | memoryview) -> bool:
+    """Whether the program is one method making one call into one XnnpackBackend delegate (what the C++
+    loader runs in place; anything else goes through `payload_for_runtime`)."""
     plans = program_contents(pte)
-    ok = (
+    return (
         len(plans) == 1
         and len(plans[0].delegates) == 1
         and "xnnpack" in plans[0].delegates[0].lower()
         and set(plans[0].instructions) <= {"DelegateCall"}
         and plans[0].instructions.get("DelegateCall", 0) <= 1
     )
-    if not ok:
-        raise UnsupportedError(
-            f"{where}: webxnn runs ExecuTorch programs that are one method making one XnnpackBackend "
-            f"delegate call; this one has {len(plans)} method(s): {_describe(plans)}. Export the model "
-            "to ONNX and compile that, or partition it wholly to XNNPACK"
-        )
+
+
+def payload_for_runtime(pte: bytes | bytearray | memoryview, where: str = "the .pte") -> bytes:
+    """The `.xnn` blob that runs the program `pte`: its XnnpackBackend payload, with constants kept in the
+    program's named data (ExecuTorch >= 0.6) copied in; or, for a method that also runs portable operators,
+    one graph merging its delegates and those operators. UnsupportedError (naming what is there) for
+    programs webxnn cannot express."""
+    if not is_one_delegate_call(pte):
+        return _merged(pte, where)
     payload, named = extract_from_pte(pte)
     g = read(payload, named)
     missing = [r.named_key for r, c in zip(g.constant_refs, g.constants) if r.named_key and c is None]
@@ -57,4 +60,17 @@ def payload_for_runtime(pte: bytes | bytearray | memoryview, where: str = "the .
     return payload
 
 
-__all__ = ["payload_for_runtime", "program_contents"]
+def _merged(pte: bytes | bytearray | memoryview, where: str) -> bytes:
+    from .merge import merge
+    from .program import read_method
+
+    f = open_pte(pte)
+    try:
+        method = read_method(f, where)
+        return serialize(merge(f, method, where))
+    except UnsupportedError as e:
+        plans = program_contents(pte)
+        raise UnsupportedError(f"{e}. The program has {len(plans)} method(s): {_describe(plans)}") from None
+
+
+__all__ = ["is_one_delegate_call", "payload_for_runtime", "program_contents"]

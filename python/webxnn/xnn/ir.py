@@ -23,6 +23,8 @@ FLAG_TRANSPOSE_WEIGHTS = 0x1  # FullyConnected filter is [I, O]
 FLAG_TRANSPOSE_B = 0x1  # BatchMatrixMultiply in2 is [..., N, K]
 FLAG_ALIGN_CORNERS = 0x8
 FLAG_KEEP_DIMS = 0x40
+# WXGather (webxnn): indices fed straight from a graph input must be in 0..n-1, else the run is an InputError
+FLAG_CHECKED_INDICES = 0x1
 
 
 class Datatype(IntEnum):

@@ -519,57 +519,78 @@ def _program(mv: memoryview) -> tuple[tuple[int, int | None], _Table]:
     return (program_size, segment_base), _root(buf, "Program")
 
 
+@dataclass
+class PteFile:
+    """An ExecuTorch `.pte` opened for reading: its root Program table and its segments, range-checked."""
+
+    mv: memoryview
+    program: _Table
+    segment_base: int | None
+
+    def segment(self, idx: int, what: str) -> memoryview:
+        """The bytes of segment `idx` (a view into the file)."""
+        segments = self.program.tables(_P("segments"))
+        if idx >= len(segments):
+            raise FormatError(f"{what}: segment index {idx} is past the {len(segments)} segments")
+        if self.segment_base is None:
+            raise FormatError(f"{what}: data is in a segment but the .pte has no extended header")
+        s = segments[idx]
+        off, size = s.scalar(_P("offset")), s.scalar(_P("size"))
+        start, n = self.segment_base + off, len(self.mv)
+        if start + size > n:
+            raise FormatError(
+                f"{what}: segment {idx} at {start}..{start + size} runs past the end of the {n}-byte file"
+            )
+        return self.mv[start : start + size]
+
+    def named_data(self) -> dict[str, bytes]:
+        """The program's named data (key → bytes): ExecuTorch >= 0.6 keeps delegate constants there."""
+        named: dict[str, bytes] = {}
+        for i, nd in enumerate(self.program.tables(_P("named_data"))):
+            key = nd.string(_P("key"))
+            if key is None:
+                raise FormatError(f"named_data[{i}]: no key")
+            named[key] = bytes(self.segment(nd.scalar(_P("segment_index")), f"named_data[{i}] ({key!r})"))
+        return named
+
+    def delegate_payload(self, dele: _Table, what: str) -> bytes:
+        """The processed data (payload) of one BackendDelegate table of this program."""
+        ref = dele.table(_P("processed"))
+        if ref is None:
+            raise FormatError(f"{what}: no processed data")
+        loc, idx = ref.scalar(_P("location")), ref.scalar(_P("index"))
+        if loc == 0:
+            inline = self.program.tables(_P("backend_delegate_data"))
+            if idx >= len(inline):
+                raise FormatError(
+                    f"{what}: backend_delegate_data index {idx} is past the {len(inline)} entries"
+                )
+            v = inline[idx].bytes_view(_P("data"))
+            return bytes(self.program.buf.mv[v[0] : v[0] + v[1]]) if v else b""
+        if loc == 1:
+            return bytes(self.segment(idx, what))
+        raise FormatError(f"{what}: unknown data location {loc}")
+
+
+def open_pte(pte: bytes | bytearray | memoryview) -> PteFile:
+    """Open an ExecuTorch `.pte` for reading (FormatError when its header or root table is malformed)."""
+    mv = memoryview(pte).cast("B")
+    (_, segment_base), program = _program(mv)
+    return PteFile(mv, program, segment_base)
+
+
 def extract_from_pte(
     pte: bytes | bytearray | memoryview, delegate_index: int = 0
 ) -> tuple[bytes, dict[str, bytes]]:
     """The XnnpackBackend delegate payload (the `delegate_index`-th one) and the named data (key → bytes) of
     an ExecuTorch `.pte` program. Raises FormatError when there is none or the file is malformed."""
-    mv = memoryview(pte).cast("B")
-    n = len(mv)
-    (program_size, segment_base), program = _program(mv)
-    buf = program.buf
-    segments = program.tables(_P("segments"))
-
-    def segment(idx: int, what: str) -> bytes:
-        if idx >= len(segments):
-            raise FormatError(f"{what}: segment index {idx} is past the {len(segments)} segments")
-        if segment_base is None:
-            raise FormatError(f"{what}: data is in a segment but the .pte has no extended header")
-        s = segments[idx]
-        off, size = s.scalar(_P("offset")), s.scalar(_P("size"))
-        start = segment_base + off
-        if start + size > n:
-            raise FormatError(
-                f"{what}: segment {idx} at {start}..{start + size} runs past the end of the {n}-byte file"
-            )
-        return bytes(mv[start : start + size])
-
+    f = open_pte(pte)
     found = []
-    for p, plan in enumerate(program.tables(_P("execution_plan"))):
+    for p, plan in enumerate(f.program.tables(_P("execution_plan"))):
         for d, dele in enumerate(plan.tables(_P("delegates"))):
             if (dele.string(_P("id")) or "").lower().find("xnnpack") >= 0:
                 found.append((f"execution_plan[{p}].delegates[{d}]", dele))
     if delegate_index >= len(found):
         raise FormatError(f".pte has {len(found)} XnnpackBackend delegate(s), asked for #{delegate_index}")
     what, dele = found[delegate_index]
-    ref = dele.table(_P("processed"))
-    if ref is None:
-        raise FormatError(f"{what}: no processed data")
-    loc, idx = ref.scalar(_P("location")), ref.scalar(_P("index"))
-    if loc == 0:
-        inline = program.tables(_P("backend_delegate_data"))
-        if idx >= len(inline):
-            raise FormatError(f"{what}: backend_delegate_data index {idx} is past the {len(inline)} entries")
-        v = inline[idx].bytes_view(_P("data"))
-        payload = bytes(buf.mv[v[0] : v[0] + v[1]]) if v else b""
-    elif loc == 1:
-        payload = segment(idx, what)
-    else:
-        raise FormatError(f"{what}: unknown data location {loc}")
-    named: dict[str, bytes] = {}
-    for i, nd in enumerate(program.tables(_P("named_data"))):
-        key = nd.string(_P("key"))
-        if key is None:
-            raise FormatError(f"named_data[{i}]: no key")
-        named[key] = segment(nd.scalar(_P("segment_index")), f"named_data[{i}] ({key!r})")
-    return payload, named
+    return f.delegate_payload(dele, what), f.named_data()
