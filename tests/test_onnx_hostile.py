@@ -326,3 +326,15 @@ def test_layer_norm_epsilon_beyond_what_the_runtime_takes_is_a_validation_error(
     m = _model([node], [s, b])
     with pytest.raises(ValidationError, match=r"'epsilon' = .* must be a finite non-negative number"):
         webxnn.compile(from_onnx(m))
+
+
+def test_an_input_declared_with_a_zero_and_a_negative_dim() -> None:
+    """Found by the ONNX fuzzer (seed 2591, case 33273): an input of dims [0, -5] was taken for an empty
+    constant and np.zeros raised ValueError 'negative dimensions are not allowed'; now the zero dim is refused
+    as for any input with a zero dim, naming it."""
+    m = _model([helper.make_node("Relu", ["x"], ["y"])], shape=[0, -5])
+    with pytest.raises(UnsupportedError, match=r"model input 'x' dim 0"):
+        from_onnx(m)
+    m = _model([helper.make_node("Relu", ["x"], ["y"])], shape=[-5, 0])
+    with pytest.raises(UnsupportedError, match=r"model input 'x' dim 1"):
+        from_onnx(m)

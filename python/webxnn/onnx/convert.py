@@ -357,9 +357,12 @@ class Converter:
             if not vi.type.tensor_type.HasField("shape"):
                 raise UnsupportedError(f"model input {vi.name!r} has no shape")
             declared = vi.type.tensor_type.shape.dim
-            if all(d.HasField("dim_value") for d in declared) and any(d.dim_value == 0 for d in declared):
+            if all(d.HasField("dim_value") and d.dim_value >= 0 for d in declared) and any(
+                d.dim_value == 0 for d in declared
+            ):
                 # an input declared empty holds nothing but its type: a constant (the compiled program has no
-                # such input), which ops that accept empty tensors (reductions, CastLike's target) fold away
+                # such input), which ops that accept empty tensors (reductions, CastLike's target) fold away;
+                # with a negative dim too it is no shape at all (_dims refuses the zero, naming it)
                 empty = [int(d.dim_value) for d in declared]
                 self.consts[vi.name] = np.zeros(empty, NP_OF_ONNX[vi.type.tensor_type.elem_type])
                 continue
