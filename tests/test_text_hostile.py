@@ -113,3 +113,21 @@ def test_normalization_epsilon_must_be_non_negative(node: str, eps: str) -> None
     text = _graph("m: f32[2] @scalar(0); v: f32[2] @scalar(1);", node.format(eps=eps), x="f32[1, 2, 2, 2]")
     with pytest.raises(ValidationError, match=r"node 'y' .*'epsilon' = .* must be a finite non-negative"):
         webxnn.compile(webxnn.parse(text))
+
+
+@pytest.mark.parametrize(
+    "node",
+    [
+        "y = maxPool2d(x, windowDimensions=[2, 2], strides=[2, 3.4e38]);",  # text fuzzer seed 2597, case 5165
+        "y = maxPool2d(x, windowDimensions=[2, 2], strides=[4294967296, 1]);",
+        "y = averagePool2d(x, padding=[0, 0, 0, 4294967296]);",
+        "y = conv2d(x, w, dilations=[4294967296, 1]);",
+    ],
+)
+def test_window_options_beyond_uint32_are_validation_errors(node: str) -> None:
+    """Found by the text fuzzer: a stride of 3.4e38 (an integer-valued float) still gives an output size of 1,
+    so validation passed and the blob writer refused it (InvalidIRError naming a node number and field);
+    validation now names node, op and option."""
+    g = webxnn.parse(_graph("w: f32[1, 1, 1, 1] @scalar(1);", node, x="f32[1, 1, 8, 8]"))
+    with pytest.raises(ValidationError, match=r"node 'y' \(\w+\): option '\w+' = .* above 4294967295"):
+        webxnn.compile(g)
