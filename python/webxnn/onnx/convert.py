@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import MAX_DIM
 from ..errors import UnsupportedError, ValidationError, WebxnnError, WebxnnWarning, WeightsError
 from ..graph import Const, ConstInit, Dim, DynDim, Graph, Node, Operand
 from ..ops.base import TensorType
@@ -301,6 +302,11 @@ class Converter:
         dims: list[Dim] = []
         t = vi.type.tensor_type
         for k, d in enumerate(t.shape.dim):
+            if d.HasField("dim_value") and d.dim_value > MAX_DIM:  # graphcheck's limit, before rules use it
+                raise ValidationError(
+                    f"model input {vi.name!r}: dimension {d.dim_value} in dim {k} is larger than {MAX_DIM}, "
+                    "the largest a blob can hold (uint32)"
+                )
             if d.HasField("dim_value") and d.dim_value > 0:
                 dims.append(int(d.dim_value))
                 continue
