@@ -368,3 +368,15 @@ def test_max_pool_indices_of_a_huge_input_allocate_nothing_of_its_size() -> None
     imported = from_onnx(m)  # was a 4 TiB np.full
     with pytest.raises(ValidationError, match=r"more than the runtime's limit"):
         webxnn.compile(imported)
+
+
+def test_pool_padding_as_large_as_the_window_is_refused_when_compiled() -> None:
+    """Found by the ONNX fuzzer (seed 2593, case 6582): AveragePool kernel 3 with pads [2, 2, 2, 3] compiled,
+    and the runtime refused the blob at load (FormatError 'node 2 (XNNAvgPooling2d): padding must be smaller
+    than the pooling window'); compiling now says it, naming the node."""
+    node = helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], pads=[2, 2, 2, 3], name="ap")
+    g = from_onnx(_model([node], shape=[1, 2, 4, 4]))
+    with pytest.raises(
+        UnsupportedError, match=r"node 'y' \(averagePool2d\): padding \[2, 2, 2, 3\] .*than the 3x3"
+    ):
+        webxnn.compile(g)
