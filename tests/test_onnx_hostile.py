@@ -380,3 +380,13 @@ def test_pool_padding_as_large_as_the_window_is_refused_when_compiled() -> None:
         UnsupportedError, match=r"node 'y' \(averagePool2d\): padding \[2, 2, 2, 3\] .*than the 3x3"
     ):
         webxnn.compile(g)
+
+
+@pytest.mark.parametrize("shape", [[1, (1 << 63) - 1, 0], [0, 4294967295, 4294967295, 4294967295]])
+def test_an_empty_input_whose_other_dims_are_huge(shape: list[int]) -> None:
+    """Found by the ONNX fuzzer (seed 2595, case 24441): an input of dims [1, 2^63-1, 0] was taken for an
+    empty constant and np.zeros raised ValueError 'array is too big'; now the input is refused naming the dim
+    (beyond uint32, or the zero one)."""
+    m = _model([helper.make_node("Relu", ["x"], ["y"])], shape=shape)
+    with pytest.raises((ValidationError, UnsupportedError), match=r"model input 'x'.* dim [01]"):
+        from_onnx(m)
