@@ -82,6 +82,18 @@ def test_float_option_edges_still_compile() -> None:
             "y = pad(x, beginningPadding=[4294967295], endingPadding=[0]);",
             r"node 'y' \(pad\): output 'y': dimension 4294967297 .*\(uint32\)",
         ),
+        # every dim fits a uint32 and the bytes fit 2^40, the elements not the runtime's 2^37 (the text
+        # fuzzer's, seed 2599, case 60148: a JSON concat of f32[4294967295, 3, 4, 5], refused at load)
+        (
+            "f32[4294967295, 3, 4, 5]",
+            "y = concat([x], axis=0);",
+            r"input 'x': shape .* holds 257698037700 elements, more than the runtime's limit of 137438953472",
+        ),
+        (
+            "u8[1]",
+            "y = expand(x, newShape=[4294967295, 64]);",
+            r"node 'y' \(expand\): output 'y': .* holds 274877906880 elements, more than the runtime's",
+        ),
         # every dim fits a uint32, the tensor does not fit the runtime's 2^40 bytes
         (
             "f32[1, 1]",
