@@ -14,6 +14,12 @@ import sys
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
+# The ASan/UBSan build's report settings: a report is a distinct exit code (99 ASan or a leak, 98 UBSan).
+ASAN_ENV = {
+    "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:exitcode=99",
+    "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1:exitcode=98",
+}
+ASAN_REPORTS = ("AddressSanitizer", "LeakSanitizer", "runtime error:")
 
 
 def build_sanitized(name: str, option: str, target: str, build_type: str = "Debug") -> pathlib.Path | None:

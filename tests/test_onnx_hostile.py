@@ -270,12 +270,18 @@ def test_recurrent_inputs_of_the_wrong_rank() -> None:
 
 
 def test_a_zero_point_as_large_as_a_huge_scale_is_refused_before_it_is_made() -> None:
-    """Found by the ONNX fuzzer (seed 2551, case 12704): np.zeros of y_scale's shape raised ValueError."""
+    """Found by the ONNX fuzzer (seed 2551, case 12704): np.zeros of y_scale's shape raised ValueError. (The
+    scale was a graph input of that shape; such an input is now refused first, so here Expand makes it.)"""
+    shape = numpy_helper.from_array(np.array([1 << 41], np.int64), "shape")
     g = helper.make_graph(
-        [helper.make_node("QuantizeLinear", ["x", "s"], ["y"], name="q")],
+        [
+            helper.make_node("Expand", ["v", "shape"], ["s"]),
+            helper.make_node("QuantizeLinear", ["x", "s"], ["y"], name="q"),
+        ],
         "m",
-        [VI("x", TP.FLOAT, [2, 4]), VI("s", TP.FLOAT, [1 << 41])],
+        [VI("x", TP.FLOAT, [2, 4]), VI("v", TP.FLOAT, [1])],
         [VI("y", TP.UINT8, None)],
+        [shape],
     )
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     with pytest.raises(
@@ -326,3 +332,61 @@ def test_layer_norm_epsilon_beyond_what_the_runtime_takes_is_a_validation_error(
     m = _model([node], [s, b])
     with pytest.raises(ValidationError, match=r"'epsilon' = .* must be a finite non-negative number"):
         webxnn.compile(from_onnx(m))
+
+
+def test_an_input_declared_with_a_zero_and_a_negative_dim() -> None:
+    """Found by the ONNX fuzzer (seed 2591, case 33273): an input of dims [0, -5] was taken for an empty
+    constant and np.zeros raised ValueError 'negative dimensions are not allowed'; now the zero dim is refused
+    as for any input with a zero dim, naming it."""
+    m = _model([helper.make_node("Relu", ["x"], ["y"])], shape=[0, -5])
+    with pytest.raises(UnsupportedError, match=r"model input 'x' dim 0"):
+        from_onnx(m)
+    m = _model([helper.make_node("Relu", ["x"], ["y"])], shape=[-5, 0])
+    with pytest.raises(UnsupportedError, match=r"model input 'x' dim 1"):
+        from_onnx(m)
+
+
+def test_max_pool_indices_of_a_huge_input_allocate_nothing_of_its_size() -> None:
+    """Found by the ONNX fuzzer (seed 2593, case 8575): MaxPool's Indices output made an [N, C, 1] array of
+    -inf while importing, so an input of batch 2^63-1 raised ValueError 'array is too big' from numpy. Such a
+    dim is now refused with the input named; within uint32 dims the -inf slot is one element expanded in the
+    graph, so importing allocates nothing of the input's size (compiling then refuses the tensor's bytes)."""
+    node = helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2], strides=[2, 2], name="mp")
+    g = helper.make_graph(
+        [node],
+        "m",
+        [VI("x", TP.FLOAT, [(1 << 63) - 1, 3, 8, 8])],
+        [VI("y", TP.FLOAT, None), VI("i", TP.INT64, None)],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(
+        ValidationError, match=r"model input 'x': dimension 9223372036854775807 in dim 0 .*uint32"
+    ):
+        from_onnx(m)
+    m.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 1 << 20
+    m.graph.input[0].type.tensor_type.shape.dim[1].dim_value = 1 << 20
+    imported = from_onnx(m)  # was a 4 TiB np.full
+    with pytest.raises(ValidationError, match=r"more than the runtime's limit"):
+        webxnn.compile(imported)
+
+
+def test_pool_padding_as_large_as_the_window_is_refused_when_compiled() -> None:
+    """Found by the ONNX fuzzer (seed 2593, case 6582): AveragePool kernel 3 with pads [2, 2, 2, 3] compiled,
+    and the runtime refused the blob at load (FormatError 'node 2 (XNNAvgPooling2d): padding must be smaller
+    than the pooling window'); compiling now says it, naming the node."""
+    node = helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], pads=[2, 2, 2, 3], name="ap")
+    g = from_onnx(_model([node], shape=[1, 2, 4, 4]))
+    with pytest.raises(
+        UnsupportedError, match=r"node 'y' \(averagePool2d\): padding \[2, 2, 2, 3\] .*than the 3x3"
+    ):
+        webxnn.compile(g)
+
+
+@pytest.mark.parametrize("shape", [[1, (1 << 63) - 1, 0], [0, 4294967295, 4294967295, 4294967295]])
+def test_an_empty_input_whose_other_dims_are_huge(shape: list[int]) -> None:
+    """Found by the ONNX fuzzer (seed 2595, case 24441): an input of dims [1, 2^63-1, 0] was taken for an
+    empty constant and np.zeros raised ValueError 'array is too big'; now the input is refused naming the dim
+    (beyond uint32, or the zero one)."""
+    m = _model([helper.make_node("Relu", ["x"], ["y"])], shape=shape)
+    with pytest.raises((ValidationError, UnsupportedError), match=r"model input 'x'.* dim [01]"):
+        from_onnx(m)

@@ -1,7 +1,8 @@
-"""The ThreadSanitizer build: `threads_check` (csrc/sanitize/threads_check.cc) runs the thread-pool scenarios
-of test_runtime_pool.py and concurrent runs of Programs (own pools, the shared pool, the C API) from C++
-threads, built with -DWEBXNN_TSAN=ON. A data race is a TSan report (exit 66); a wrong result is exit 1.
-Slow: the build alone takes minutes. (The ASan/UBSan build runs in test_hostile_blobs.py.)"""
+"""`threads_check` (csrc/sanitize/threads_check.cc) runs the thread-pool scenarios of test_runtime_pool.py and
+concurrent runs of Programs (own pools, the shared pool, the C API) from C++ threads, in two sanitizer builds:
+ThreadSanitizer (-DWEBXNN_TSAN=ON: a data race is exit 66) and AddressSanitizer + UBSan (-DWEBXNN_SANITIZE=ON,
+the Debug build test_hostile_blobs.py makes for xnnrun: a use after free or a leak between threads is exit 99,
+undefined behaviour 98). A wrong result is exit 1. Slow: each build alone takes minutes."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import subprocess
 import pytest
 
 import webxnn
-from sanitize_build import require_sanitized
+from sanitize_build import ASAN_ENV, ASAN_REPORTS, require_sanitized
 from test_runtime_util import chain_blob
 
 DYNAMIC = """webnn_graph "dyn" v1 {
@@ -28,15 +29,31 @@ DYNAMIC = """webnn_graph "dyn" v1 {
 }"""
 
 
+# name: (CMake option, build type, environment, what a report says). The ASan build's folder and type are
+# test_hostile_blobs.py's, so after it only threads_check compiles.
+SANITIZERS = {
+    "tsan": (
+        "WEBXNN_TSAN",
+        "RelWithDebInfo",
+        {"TSAN_OPTIONS": "halt_on_error=1:exitcode=66:second_deadlock_stack=1"},
+        ("ThreadSanitizer",),
+    ),
+    "asan": ("WEBXNN_SANITIZE", "Debug", ASAN_ENV, ASAN_REPORTS),
+}
+
+
 @pytest.mark.slow
-def test_pool_and_concurrent_runs_under_tsan(tmp_path: pathlib.Path) -> None:
-    exe = require_sanitized("tsan", "WEBXNN_TSAN", "threads_check", build_type="RelWithDebInfo")
+@pytest.mark.parametrize("name", sorted(SANITIZERS))
+def test_pool_and_concurrent_runs_under_sanitizers(name: str, tmp_path: pathlib.Path) -> None:
+    option, build_type, options, reports = SANITIZERS[name]
+    exe = require_sanitized(name, option, "threads_check", build_type=build_type)
     blobs = []
-    for name, blob in (("chain", chain_blob()), ("dyn", webxnn.compile(webxnn.parse(DYNAMIC)))):
-        path = tmp_path / f"{name}.xnn"
+    for blob_name, blob in (("chain", chain_blob()), ("dyn", webxnn.compile(webxnn.parse(DYNAMIC)))):
+        path = tmp_path / f"{blob_name}.xnn"
         path.write_bytes(blob)
         blobs.append(str(path))
-    env = dict(os.environ, TSAN_OPTIONS="halt_on_error=1:exitcode=66:second_deadlock_stack=1")
+    env = dict(os.environ, **options)
     r = subprocess.run([str(exe), *blobs], capture_output=True, text=True, env=env, timeout=1800)
-    assert r.returncode == 0 and "ThreadSanitizer" not in r.stderr, f"rc={r.returncode}\n{r.stderr[-6000:]}"
+    report = any(what in r.stderr for what in reports)
+    assert r.returncode == 0 and not report, f"rc={r.returncode}\n{r.stderr[-6000:]}"
     assert r.stdout.count(": ok") == 1 + len(blobs), r.stdout

@@ -82,6 +82,18 @@ def test_float_option_edges_still_compile() -> None:
             "y = pad(x, beginningPadding=[4294967295], endingPadding=[0]);",
             r"node 'y' \(pad\): output 'y': dimension 4294967297 .*\(uint32\)",
         ),
+        # every dim fits a uint32 and the bytes fit 2^40, the elements not the runtime's 2^37 (the text
+        # fuzzer's, seed 2599, case 60148: a JSON concat of f32[4294967295, 3, 4, 5], refused at load)
+        (
+            "f32[4294967295, 3, 4, 5]",
+            "y = concat([x], axis=0);",
+            r"input 'x': shape .* holds 257698037700 elements, more than the runtime's limit of 137438953472",
+        ),
+        (
+            "u8[1]",
+            "y = expand(x, newShape=[4294967295, 64]);",
+            r"node 'y' \(expand\): output 'y': .* holds 274877906880 elements, more than the runtime's",
+        ),
         # every dim fits a uint32, the tensor does not fit the runtime's 2^40 bytes
         (
             "f32[1, 1]",
@@ -113,3 +125,21 @@ def test_normalization_epsilon_must_be_non_negative(node: str, eps: str) -> None
     text = _graph("m: f32[2] @scalar(0); v: f32[2] @scalar(1);", node.format(eps=eps), x="f32[1, 2, 2, 2]")
     with pytest.raises(ValidationError, match=r"node 'y' .*'epsilon' = .* must be a finite non-negative"):
         webxnn.compile(webxnn.parse(text))
+
+
+@pytest.mark.parametrize(
+    "node",
+    [
+        "y = maxPool2d(x, windowDimensions=[2, 2], strides=[2, 3.4e38]);",  # text fuzzer seed 2597, case 5165
+        "y = maxPool2d(x, windowDimensions=[2, 2], strides=[4294967296, 1]);",
+        "y = averagePool2d(x, padding=[0, 0, 0, 4294967296]);",
+        "y = conv2d(x, w, dilations=[4294967296, 1]);",
+    ],
+)
+def test_window_options_beyond_uint32_are_validation_errors(node: str) -> None:
+    """Found by the text fuzzer: a stride of 3.4e38 (an integer-valued float) still gives an output size of 1,
+    so validation passed and the blob writer refused it (InvalidIRError naming a node number and field);
+    validation now names node, op and option."""
+    g = webxnn.parse(_graph("w: f32[1, 1, 1, 1] @scalar(1);", node, x="f32[1, 1, 8, 8]"))
+    with pytest.raises(ValidationError, match=r"node 'y' \(\w+\): option '\w+' = .* above 4294967295"):
+        webxnn.compile(g)

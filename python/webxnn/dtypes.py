@@ -39,6 +39,9 @@ FLOAT_MAX = {"float32": float(np.finfo(np.float32).max), "float16": float(np.fin
 MAX_DIM = 2**32 - 1
 # The largest tensor a blob may declare: the runtime's kMaxTensorBytes (csrc/runtime/model.h).
 MAX_TENSOR_BYTES = 1 << 40
+# ... and the most elements one may hold, whatever its dtype: the runtime bounds every shape by
+# kMaxTensorBytes / 8 elements (csrc/runtime/nodes/common.cc, set_out), so any dtype's bytes fit.
+MAX_TENSOR_ELEMENTS = MAX_TENSOR_BYTES // 8
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 
 

@@ -9,6 +9,7 @@ output shapes that later translations need.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections import defaultdict
 from collections.abc import Mapping
@@ -18,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import MAX_DIM, MAX_TENSOR_BYTES
 from ..errors import UnsupportedError, ValidationError, WebxnnError, WebxnnWarning, WeightsError
 from ..graph import Const, ConstInit, Dim, DynDim, Graph, Node, Operand
 from ..ops.base import TensorType
@@ -80,6 +82,22 @@ def text(v: Any) -> str:
 
 
 where = node_where
+
+
+def _empty_array(tensor_type: Any) -> np.ndarray | None:
+    """The empty array an input declared empty (static dims, one of them 0) stands for, or None. None too
+    when a dim is negative or beyond uint32, or the other dims together exceed the runtime's tensor limit
+    (numpy cannot make such an empty array): _dims then refuses the input, naming the dim."""
+    declared = tensor_type.shape.dim
+    if not all(d.HasField("dim_value") for d in declared):
+        return None
+    dims = [int(d.dim_value) for d in declared]
+    if 0 not in dims or not all(0 <= v <= MAX_DIM for v in dims):
+        return None
+    dtype = np.dtype(NP_OF_ONNX[tensor_type.elem_type])
+    if math.prod(v for v in dims if v) * dtype.itemsize > MAX_TENSOR_BYTES:
+        return None
+    return np.zeros(dims, dtype)
 
 
 class Converter:
@@ -301,6 +319,11 @@ class Converter:
         dims: list[Dim] = []
         t = vi.type.tensor_type
         for k, d in enumerate(t.shape.dim):
+            if d.HasField("dim_value") and d.dim_value > MAX_DIM:  # graphcheck's limit, before rules use it
+                raise ValidationError(
+                    f"model input {vi.name!r}: dimension {d.dim_value} in dim {k} is larger than {MAX_DIM}, "
+                    "the largest a blob can hold (uint32)"
+                )
             if d.HasField("dim_value") and d.dim_value > 0:
                 dims.append(int(d.dim_value))
                 continue
@@ -356,12 +379,11 @@ class Converter:
             dt = webnn_dtype(vi.type.tensor_type.elem_type, f"model input {vi.name!r}")
             if not vi.type.tensor_type.HasField("shape"):
                 raise UnsupportedError(f"model input {vi.name!r} has no shape")
-            declared = vi.type.tensor_type.shape.dim
-            if all(d.HasField("dim_value") for d in declared) and any(d.dim_value == 0 for d in declared):
+            empty = _empty_array(vi.type.tensor_type)
+            if empty is not None:
                 # an input declared empty holds nothing but its type: a constant (the compiled program has no
                 # such input), which ops that accept empty tensors (reductions, CastLike's target) fold away
-                empty = [int(d.dim_value) for d in declared]
-                self.consts[vi.name] = np.zeros(empty, NP_OF_ONNX[vi.type.tensor_type.elem_type])
+                self.consts[vi.name] = empty
                 continue
             shape = self._dims(vi)
             ident = self.namer.of(vi.name)

@@ -235,7 +235,9 @@ def _maxpool_indices(
     dt = ctx.types[x].dtype
     e = ctx.emit
     flat = e("reshape", [x], {"newShape": [n, c, h * w]})
-    low = ctx.new_const(f"{name}/pad", np.full((n, c, 1), -np.inf, DTYPES[dt]))
+    # the -inf slot: one element expanded to [N, C, 1] in the graph, not an N*C array made here
+    low = ctx.new_const(f"{name}/pad", np.full((1, 1, 1), -np.inf, DTYPES[dt]))
+    low = e("expand", [low], {"newShape": [n, c, 1]})
     flat = e("concat", [flat, low], {"axis": 2})
     win = e("gather", [flat, ctx.new_const(f"{name}/windows", slot.astype(np.int32))], {"axis": 2})
     win = e("reshape", [win], {"newShape": [n, c, oh * ow, kernel[0] * kernel[1]]})
@@ -248,8 +250,12 @@ def _maxpool_indices(
         "add", [best, ctx.new_const(f"{name}/rows", (np.arange(oh * ow) * table.shape[1]).astype(np.int32))]
     )
     got = e("gather", [ctx.new_const(f"{name}/where", table.reshape(-1).astype(np.int64)), pick], {"axis": 0})
-    plane = (np.arange(n * c, dtype=np.int64) * h * w).reshape(n, c, 1)
-    got = e("add", [got, ctx.new_const(f"{name}/plane", plane)])
+    # the (batch, channel) plane's offset, as a batch part and a channel part added by broadcasting: N + C
+    # elements made here, not N * C
+    plane_n = (np.arange(n, dtype=np.int64) * (c * h * w)).reshape(n, 1, 1)
+    got = e("add", [got, ctx.new_const(f"{name}/plane_n", plane_n)])
+    plane_c = (np.arange(c, dtype=np.int64) * (h * w)).reshape(1, c, 1)
+    got = e("add", [got, ctx.new_const(f"{name}/plane_c", plane_c)])
     e("reshape", [got], {"newShape": [n, c, oh, ow]}, out=node.output[1])
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
+from ..dtypes import MAX_DIM
 from .common import FLOAT, TT, define, dtype_in, length_is, rank_is, same_dtype, shape_is
 from .registry import Ctx
 from .shapes import (
@@ -142,6 +143,13 @@ def _check_conv_opts(ctx: Ctx, opts: dict[str, Any]) -> None:
         ctx.fail(f"option 'padding' must not be negative, got {opts['padding']}")
     if opts.get("groups", 1) < 1:
         ctx.fail(f"option 'groups' must be positive, got {opts['groups']}")
+    # The blob holds each of these in a uint32 field: larger fails here, naming the op and option, not in the
+    # blob writer (a stride of 3.4e38 still gives a valid output size of 1).
+    for key in ("padding", "strides", "dilations", "windowDimensions", "outputPadding", "outputSizes"):
+        if opts.get(key) is not None and max(opts[key]) > MAX_DIM:
+            ctx.fail(f"option {key!r} = {opts[key]} has a value above {MAX_DIM}, the largest a blob holds")
+    if opts.get("groups", 1) > MAX_DIM:
+        ctx.fail(f"option 'groups' = {opts['groups']} is above {MAX_DIM}, the largest a blob holds")
 
 
 _CONV_OPTS = {

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from ..dtypes import MAX_DIM, MAX_TENSOR_BYTES, dtype_size
+from ..dtypes import MAX_DIM, MAX_TENSOR_BYTES, MAX_TENSOR_ELEMENTS, dtype_size
 from ..errors import ValidationError
 from ..graph import DTYPES, DynDim, Graph
 from .base import BoundNode, TensorType
@@ -52,7 +52,8 @@ def _declared_type(
 
 def _check_limits(graph: Graph, what: str, t: TensorType) -> None:
     """The blob format's limits: each dim (a dynamic one by its maximum) fits a uint32, the tensor's bytes
-    fit MAX_TENSOR_BYTES. Dims that are not numbers yet (symbolic) are checked when they are."""
+    fit MAX_TENSOR_BYTES and its elements MAX_TENSOR_ELEMENTS. Dims that are not numbers yet (symbolic) are
+    checked when they are."""
     dims = [d.max_size if isinstance(d, DynDim) else d for d in t.shape]
     for d in dims:
         if isinstance(d, int) and d > MAX_DIM:
@@ -61,11 +62,17 @@ def _check_limits(graph: Graph, what: str, t: TensorType) -> None:
                 "the largest a blob can hold (uint32)"
             )
     if t.dtype in DTYPES and all(isinstance(d, int) for d in dims):
-        nbytes = math.prod(dims) * dtype_size(t.dtype)
+        numel = math.prod(dims)
+        nbytes = numel * dtype_size(t.dtype)
         if nbytes > MAX_TENSOR_BYTES:
             raise ValidationError(
                 f"{_where(graph)}{what}: shape {list(t.shape)} of {t.dtype} holds {nbytes} bytes, more than "
                 f"the runtime's limit of {MAX_TENSOR_BYTES} bytes per tensor"
+            )
+        if numel > MAX_TENSOR_ELEMENTS:
+            raise ValidationError(
+                f"{_where(graph)}{what}: shape {list(t.shape)} holds {numel} elements, more than the "
+                f"runtime's limit of {MAX_TENSOR_ELEMENTS} elements per tensor"
             )
 
 

@@ -90,6 +90,12 @@ def _pool(ctx: RuleCtx, node: LNode, kind: str, x: str, y: str) -> None:
     if (kh, kw) == (1, 1) and strides == (1, 1) and (t, b, left, r) == (0, 0, 0, 0):
         ctx.emit("XNNCopy", {"input_id": x}, y)  # XNN rejects 1x1 pooling windows
         return
+    if max(t, b) >= kh or max(left, r) >= kw:
+        # the runtime refuses it at load (a window of padding only has nothing to pool): say so here
+        ctx.unsupported(
+            f"padding [{t}, {b}, {left}, {r}] (ceil rounding's included) is not smaller than the "
+            f"{kh}x{kw} window"
+        )
     ctx.emit(
         kind,
         {"input_id": x},
