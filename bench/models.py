@@ -110,20 +110,23 @@ class Builder:
 
 
 # ------------------------------------------------------------------------------------------ models
+# MobileNetV2's inverted residual stages (width 1.0): expansion t, channels c, blocks n, stride s
+MOBILENET_V2_BLOCKS = (
+    (1, 16, 1, 1),
+    (6, 24, 2, 2),
+    (6, 32, 3, 2),
+    (6, 64, 4, 2),
+    (6, 96, 3, 1),
+    (6, 160, 3, 2),
+    (6, 320, 1, 1),
+)
+
+
 def mobilenet_v2() -> tuple[bytes, dict[str, np.ndarray]]:
     b = Builder(1)
     x = b.conv("input", 3, 32, 3, 2, act="relu6")
     cin = 32
-    settings = [
-        (1, 16, 1, 1),
-        (6, 24, 2, 2),
-        (6, 32, 3, 2),
-        (6, 64, 4, 2),
-        (6, 96, 3, 1),
-        (6, 160, 3, 2),
-        (6, 320, 1, 1),
-    ]
-    for t, c, n, s in settings:
+    for t, c, n, s in MOBILENET_V2_BLOCKS:
         for i in range(n):
             stride = s if i == 0 else 1
             hidden = cin * t

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 import torch
+from bench.models import MOBILENET_V2_BLOCKS
 
 
 class _Layer(torch.nn.Module):
@@ -124,15 +125,7 @@ class MobileNetV2(torch.nn.Module):
     def __init__(self, classes: int = 1000) -> None:
         super().__init__()
         layers, cin = _conv_bn(3, 32, 3, 2), 32
-        for t, c, n, s in (
-            (1, 16, 1, 1),
-            (6, 24, 2, 2),
-            (6, 32, 3, 2),
-            (6, 64, 4, 2),
-            (6, 96, 3, 1),
-            (6, 160, 3, 2),
-            (6, 320, 1, 1),
-        ):
+        for t, c, n, s in MOBILENET_V2_BLOCKS:
             for i in range(n):
                 layers.append(_Inverted(cin, c, s if i == 0 else 1, t))
                 cin = c
