@@ -409,3 +409,22 @@ def test_executorchs_int64_ids_out_of_range_are_an_input_error():
             p.run([ids])
     with pytest.raises(InputError, match="expected dtype int64, got int32"):
         p.run([ids.astype(np.int32)])
+
+
+@pytest.mark.parametrize("case", [4651, 5587])
+def test_a_damaged_merged_payload_is_the_files_fault(case: int) -> None:
+    # Fuzz findings (pte harness, seed 2701): damaged delegates of a multi-delegate program passed the readers
+    # and reached the writer's consistency check, whose InvalidIRError blamed "whoever built the IR".
+    from tests.fuzz import HARNESSES
+
+    from webxnn.xnn.writer import InvalidIRError
+
+    h = HARNESSES["pte"](2701)
+    try:
+        pte = h.make(case)
+        try:
+            h.check(pte)
+        except webxnn.WebxnnError as e:
+            assert not isinstance(e, InvalidIRError), e
+    finally:
+        h.close()

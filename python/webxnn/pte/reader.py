@@ -5,9 +5,10 @@ webxnn does not map, and several methods or control flow, are refused saying wha
 
 from __future__ import annotations
 
-from ..errors import UnsupportedError
+from ..errors import FormatError, UnsupportedError
+from ..xnn.ir import XnnGraph
 from ..xnn.reader import PlanContents, extract_from_pte, open_pte, program_contents, read
-from ..xnn.writer import serialize
+from ..xnn.writer import InvalidIRError, serialize
 
 
 def _describe(plans: list[PlanContents]) -> str:
@@ -56,8 +57,17 @@ def payload_for_runtime(pte: bytes | bytearray | memoryview, where: str = "the .
             "a separate .ptd file?); webxnn reads only what the .pte holds"
         )
     if any(r.named_key for r in g.constant_refs):
-        return serialize(g)  # named constants copied into the blob's own constant segment
+        return _serialize(g, where)  # named constants copied into the blob's own constant segment
     return payload
+
+
+def _serialize(g: XnnGraph, where: str) -> bytes:
+    """The blob of a graph read (and maybe merged) from a `.pte`. The writer's consistency check is the last
+    line against a damaged payload the readers let through: its finding is the file's fault, said as such."""
+    try:
+        return serialize(g)
+    except InvalidIRError as e:
+        raise FormatError(f"{where}: its XnnpackBackend payload is inconsistent: {e}") from None
 
 
 def _merged(pte: bytes | bytearray | memoryview, where: str) -> bytes:
@@ -67,7 +77,7 @@ def _merged(pte: bytes | bytearray | memoryview, where: str) -> bytes:
     f = open_pte(pte)
     try:
         method = read_method(f, where)
-        return serialize(merge(f, method, where))
+        return _serialize(merge(f, method, where), where)
     except UnsupportedError as e:
         plans = program_contents(pte)
         raise UnsupportedError(f"{e}. The program has {len(plans)} method(s): {_describe(plans)}") from None
