@@ -236,16 +236,25 @@ def _quantized_export(model: torch.nn.Module, x: torch.Tensor, dynamic: bool) ->
     return lowered.to_executorch().buffer
 
 
-def _check_int8_export(model: torch.nn.Module, x: torch.Tensor, dynamic: bool) -> None:
+def _check_int8_export(model: torch.nn.Module, x: torch.Tensor, dynamic: bool, keep: pathlib.Path) -> None:
+    """webxnn's output (1 thread and one per core) against ExecuTorch's on the same export. A failing export
+    is kept in `keep` with the input and both outputs: PT2E calibration has given this test a different
+    export once (issue 19), so a failure must be reproducible from what it leaves behind."""
     pte = _quantized_export(model.eval(), x, dynamic)
     (want,) = run_executorch(pte, [x.numpy()])
-    (got,) = webxnn.load(pte).run([x.numpy()]).values()
-    assert got.shape == want.shape and got.dtype == want.dtype
+    gots = {th: next(iter(webxnn.load(pte, threads=th).run([x.numpy()]).values())) for th in (1, None)}
     if dynamic:  # fp32 out of int32 accumulators and per-row scales: float rounding only
-        np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * float(np.ptp(want)))
-    else:  # dequantized from int8: within one output quantization step (the smallest gap between levels)
-        step = float(np.min(np.diff(np.unique(want))))
-        np.testing.assert_allclose(got, want, rtol=0, atol=step * 1.001)
+        atol = 1e-5 * float(np.ptp(want))
+    else:  # dequantized from int8: within the smallest gap between ExecuTorch's output values (one output
+        # quantization step or a few: e.g. 4 steps of 0.00323 for the conv net's 10 outputs)
+        atol = float(np.min(np.diff(np.unique(want)))) * 1.001
+    for th, got in gots.items():
+        assert got.shape == want.shape and got.dtype == want.dtype
+        if np.max(np.abs(got - want)) > atol:
+            (keep / "export.pte").write_bytes(pte)
+            outs = {f"got_threads_{t}": g for t, g in gots.items()}
+            np.savez(keep / "io.npz", x=x.numpy(), want=want, **outs)
+        np.testing.assert_allclose(got, want, rtol=0, atol=atol, err_msg=f"threads={th}; kept in {keep}")
 
 
 class _ResidualNet(torch.nn.Module):
@@ -271,26 +280,26 @@ class _ResidualNet(torch.nn.Module):
 
 
 @pytest.mark.slow
-def test_webxnn_runs_executorchs_static_int8_conv_net():
+def test_webxnn_runs_executorchs_static_int8_conv_net(tmp_path: pathlib.Path) -> None:
     torch.manual_seed(0)
-    _check_int8_export(_ResidualNet(), torch.randn(1, 3, 16, 16), dynamic=False)
+    _check_int8_export(_ResidualNet(), torch.randn(1, 3, 16, 16), dynamic=False, keep=tmp_path)
 
 
 @pytest.mark.slow
-def test_webxnn_runs_executorchs_static_int8_mobilenetv2():
+def test_webxnn_runs_executorchs_static_int8_mobilenetv2(tmp_path: pathlib.Path) -> None:
     """A full-size model: MobileNetV2 quantized with PT2E + XNNPACKQuantizer (per-channel static int8)."""
     from et_models import MobileNetV2
 
     torch.manual_seed(0)
-    _check_int8_export(MobileNetV2(), torch.randn(1, 3, 224, 224), dynamic=False)
+    _check_int8_export(MobileNetV2(), torch.randn(1, 3, 224, 224), dynamic=False, keep=tmp_path)
 
 
 @pytest.mark.slow
-def test_webxnn_runs_executorchs_dynamic_int8_linear():
+def test_webxnn_runs_executorchs_dynamic_int8_linear(tmp_path: pathlib.Path) -> None:
     """Per-token dynamic activations (Convert fp32 -> qdint8) into per-channel int8 weights, 3-D tokens."""
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 16))
-    _check_int8_export(model, torch.randn(1, 8, 32), dynamic=True)
+    _check_int8_export(model, torch.randn(1, 8, 32), dynamic=True, keep=tmp_path)
 
 
 # ------------------------------------------------------------------ WPT cases in ExecuTorch's runtime
