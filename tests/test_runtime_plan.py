@@ -9,7 +9,7 @@ from functools import partial
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from conftest import conv_fields, load_testing_module
@@ -193,6 +193,9 @@ def test_binary_in_place_with_broadcast_operand() -> None:
     threads=st.sampled_from([1, 2, 3]),
 )
 def test_in_place_chains_match_numpy(n: int, ops: list[str], threads: int) -> None:
+    # Floor after Sigmoid is ill-conditioned, not wrong: sigmoid is within an ulp or two of float32,
+    # and floor turns 1 - 2^-24 against 1.0 into 0 against 1 (Hypothesis found it flaky that way).
+    assume("XNNFloor" not in ops[ops.index("XNNSigmoid") :] if "XNNSigmoid" in ops else True)
     fns = {
         "XNNAbs": np.abs,
         "XNNNegate": np.negative,
@@ -210,7 +213,7 @@ def test_in_place_chains_match_numpy(n: int, ops: list[str], threads: int) -> No
         cur = nxt
     y = b.output(b.value([n]), "y")
     b.node("XNNAdd", input1_id=cur, input2_id=vals[0], output_id=y, flags=0)  # vals[0] lives to the end
-    xv = rand(n)
+    xv = rand(n, rng=np.random.default_rng(n))  # the same input each time Hypothesis replays an example
     ref = xv.astype(np.float64)
     first = None
     for op in ops:
