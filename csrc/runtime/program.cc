@@ -155,6 +155,12 @@ void Program::init(std::shared_ptr<BlobStorage> blob, const LoadOptions& opts) {
     }
     for (uint32_t out : model_.nodes[i].outputs) producer_[out] = static_cast<int64_t>(i);
   }
+  for (size_t i = 0; i < model_.nodes.size(); ++i) {
+    const Node& nd = model_.nodes[i];
+    if (nd.type != NodeType::WXGather || !(nd.flags & kFlagCheckedIndices)) continue;
+    for (size_t k = 0; k < model_.inputs.size(); ++k)
+      if (model_.inputs[k] == nd.inputs[1]) checked_gathers_.emplace_back(i, k);
+  }
 
   shared_pool_ = opts.shared_pool;
   if (opts.shared_pool)

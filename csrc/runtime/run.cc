@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "runtime/node_table.h"
 #include "runtime/nodes/common.h"
@@ -32,52 +33,37 @@ void Program::release_arena(AlignedBuffer buf) const {
 
 namespace {
 
+// The first index outside [0, bound) and its value, or index -1.
 template <typename I>
-int64_t first_out_of_range(const void* data, size_t n, int64_t bound) {
+std::pair<int64_t, int64_t> first_out_of_range(const void* data, size_t n, int64_t bound) {
   const I* p = static_cast<const I*>(data);
   for (size_t i = 0; i < n; ++i) {
     const auto v = static_cast<int64_t>(p[i]);
-    if (v < 0 || v >= bound) return static_cast<int64_t>(i);
+    if (v < 0 || v >= bound) return {static_cast<int64_t>(i), v};
   }
-  return -1;
+  return {-1, 0};
 }
 
 }  // namespace
 
 void Program::check_gather_indices(const Plan& plan, const void* const* inputs) const {
-  for (const Node& nd : model_.nodes) {
-    if (nd.type != NodeType::WXGather || !(nd.flags & kFlagCheckedIndices)) continue;
+  for (const auto& [node, k] : checked_gathers_) {
+    const Node& nd = model_.nodes[node];
     const uint32_t idx = nd.inputs[1];
-    for (size_t k = 0; k < model_.inputs.size(); ++k) {
-      if (model_.inputs[k] != idx) continue;
-      const Shape& table = plan.shapes[nd.inputs[0]];
-      const int64_t bound = nd.axis < table.size() ? static_cast<int64_t>(table[nd.axis]) : 0;
-      const size_t n = numel(plan.shapes[idx]);
-      int64_t bad = -1;
-      switch (model_.values[idx].dtype) {
-        case DType::kWxInt64: bad = first_out_of_range<int64_t>(inputs[k], n, bound); break;
-        case DType::kInt32: bad = first_out_of_range<int32_t>(inputs[k], n, bound); break;
-        case DType::kWxUint32: bad = first_out_of_range<uint32_t>(inputs[k], n, bound); break;
-        default: break;
-      }
-      if (bad >= 0) {
-        int64_t v = 0;
-        const auto* b = static_cast<const uint8_t*>(inputs[k]) + bad * element_size(model_.values[idx].dtype);
-        if (model_.values[idx].dtype == DType::kWxInt64)
-          std::memcpy(&v, b, 8);
-        else if (model_.values[idx].dtype == DType::kInt32) {
-          int32_t t;
-          std::memcpy(&t, b, 4);
-          v = t;
-        } else {
-          uint32_t t;
-          std::memcpy(&t, b, 4);
-          v = t;
-        }
-        input_error("input '" + inputs_[k].name + "': element " + str(bad) + " is " + std::to_string(v) +
-                    ", outside 0.." + str(bound - 1) + " (the rows of the table it indexes)");
-      }
+    const Shape& table = plan.shapes[nd.inputs[0]];
+    const int64_t bound = nd.axis < table.size() ? static_cast<int64_t>(table[nd.axis]) : 0;
+    const size_t n = numel(plan.shapes[idx]);
+    std::pair<int64_t, int64_t> bad{-1, 0};
+    switch (model_.values[idx].dtype) {
+      case DType::kWxInt64: bad = first_out_of_range<int64_t>(inputs[k], n, bound); break;
+      case DType::kInt32: bad = first_out_of_range<int32_t>(inputs[k], n, bound); break;
+      case DType::kWxUint32: bad = first_out_of_range<uint32_t>(inputs[k], n, bound); break;
+      default: break;
     }
+    if (bad.first >= 0)
+      input_error("input '" + inputs_[k].name + "': element " + str(bad.first) + " is " +
+                  std::to_string(bad.second) + ", outside 0.." + str(bound - 1) +
+                  " (the rows of the table it indexes)");
   }
 }
 
