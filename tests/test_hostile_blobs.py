@@ -27,8 +27,8 @@ from fuzz.run_graph import run_program
 from sanitize_build import ASAN_ENV, ASAN_REPORTS, require_sanitized
 from test_runtime_util import GraphBuilder, conv_chain_blob, mixed_chain_blob, simple_fc_blob, wx_chain_blob
 from webxnn import runtime
-from webxnn.errors import FormatError, UnsupportedError
-from webxnn.xnn.ir import Datatype
+from webxnn.errors import FormatError, InputError, UnsupportedError
+from webxnn.xnn.ir import FLAG_CHECKED_INDICES, FLAG_INDICES_WRAP, Datatype
 
 INVALID = 0xFFFFFFFF
 ABS = 30  # XNodeUnion value of XNNAbs
@@ -460,6 +460,47 @@ def test_wx_parameter_sanity() -> None:
         _wx1("WXNormalize", [2, 3], [2, 3], axes=[1], epsilon=-1.0, scale_id=INVALID, bias_id=INVALID),
         r"epsilon",
     )
+
+
+def _gather_blob(flags: int, ids_from_input: bool, kind: str = "WXGather") -> bytes:
+    b = GraphBuilder()
+    ids = (
+        b.input("ids", [3], Datatype.WX_INT64)
+        if ids_from_input
+        else b.const(np.array([7, -9, 1], np.int64), Datatype.WX_INT64)
+    )
+    x = b.input("x", [4, 2]) if not ids_from_input else b.const(np.arange(8, dtype=np.float32).reshape(4, 2))
+    fields = {"input_id": x, "indices_id": ids, "output_id": b.output(b.value([3, 2]), "y"), "flags": flags}
+    if kind != "WXGatherND":
+        fields["axis"] = 0
+    b.node(kind, **fields)
+    return b.build()
+
+
+def test_hostile_flags_are_a_format_error_and_the_flag_on_constant_ids_is_harmless(monkeypatch) -> None:
+    from webxnn.xnn import writer
+
+    monkeypatch.setattr(writer, "GATHER_FLAGS", range(1 << 32))  # the writer would refuse these blobs
+    for flags in (2, 4, 5, 0x80000001):
+        with pytest.raises(FormatError, match=rf"node 0 \(WXGather\): flags {flags} must be 0, 1"):
+            runtime.load(_gather_blob(flags, True))
+    for kind in ("WXGatherElements", "WXGatherND"):
+        with pytest.raises(FormatError, match=rf"node 0 \({kind}\): flags 6 must be 0, 1"):
+            runtime.load(_gather_blob(6, True, kind))
+    # ids that are a constant: the flag checks nothing, the gather clamps
+    p = runtime.load(_gather_blob(FLAG_CHECKED_INDICES | FLAG_INDICES_WRAP, False))
+    x = np.arange(8, dtype=np.float32).reshape(4, 2)
+    np.testing.assert_array_equal(p.run({"x": x})["y"], x[[3, 0, 1]])
+
+
+def test_the_writer_refuses_unknown_gather_flags() -> None:
+    from webxnn.xnn.writer import InvalidIRError
+
+    with pytest.raises(InvalidIRError, match=r"node 0 \(WXGather\): flags 2 must be one of \[0, 1, 3\]"):
+        _gather_blob(FLAG_INDICES_WRAP, True)
+    p = runtime.load(_gather_blob(FLAG_CHECKED_INDICES, True))  # ExecuTorch's: 0..n-1, no negatives
+    with pytest.raises(InputError, match=r"element 0 is -1, outside 0\.\.3"):
+        p.run({"ids": np.array([-1, 0, 1], np.int64)})
 
 
 # ---------------------------------------------------------------- (b) random mutations

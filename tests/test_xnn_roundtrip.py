@@ -15,6 +15,9 @@ from webxnn.errors import FormatError
 from webxnn.xnn import _layout as L
 from webxnn.xnn import describe, reader, writer
 from webxnn.xnn.ir import (
+    CHECKED_GATHER_KINDS,
+    FLAG_CHECKED_INDICES,
+    FLAG_INDICES_WRAP,
     INVALID_ID,
     ConstantRef,
     Datatype,
@@ -154,6 +157,8 @@ def graph_for_node(kind: str) -> XnnGraph:
             fields[f.name] = 3  # len of the vectors sample_value makes
         else:
             fields[f.name] = sample_value(f, spec.name)
+    if kind in CHECKED_GATHER_KINDS:  # the only non-zero flags a gather may carry
+        fields["flags"] = FLAG_CHECKED_INDICES | FLAG_INDICES_WRAP
     values = []
     for k, name in enumerate(ins):
         values.append(Value(id=10 + k, datatype=Datatype.FP32, dims=[1, 2], external_id=k, flags=1))

@@ -28,9 +28,13 @@ constexpr uint32_t kFlagExternalOutput = 0x2;
 constexpr uint32_t kFlagTransposeWeights = 0x1;  // FullyConnected filter [I, O]; BMM: B is [N, K]
 constexpr uint32_t kFlagTensorflowSamePadding = 0x4;
 constexpr uint32_t kFlagKeepDims = 0x40;
-// WXGather (webxnn): indices read straight from a graph input must lie in 0..n-1, else the run is an input
-// error naming the input (ExecuTorch's embedding refuses such ids; WebNN's gather would clamp them).
+// WXGather, WXGatherElements, WXGatherND (webxnn); without flags out-of-range ids are clamped (WebNN's rule).
+// Checked: ids read straight from a graph input must lie in 0..n-1, else the run is an input error naming the
+// input, element, value and range (ExecuTorch's embedding refuses such ids). Checked | wrap: -n..n-1, the
+// negatives counting from the end (ONNX). Wrap alone is a format error. n: the indexed dim's size (GatherND:
+// dim j for position j of the indices' last dim). Ids computed inside the graph are never checked.
 constexpr uint32_t kFlagCheckedIndices = 0x1;
+constexpr uint32_t kFlagIndicesWrap = 0x2;
 
 // XNNDatatype values (schema/xnngraph.fbs; model.cc checks every number against the generated enum).
 enum class DType : int16_t {

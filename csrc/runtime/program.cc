@@ -157,9 +157,19 @@ void Program::init(std::shared_ptr<BlobStorage> blob, const LoadOptions& opts) {
   }
   for (size_t i = 0; i < model_.nodes.size(); ++i) {
     const Node& nd = model_.nodes[i];
-    if (nd.type != NodeType::WXGather || !(nd.flags & kFlagCheckedIndices)) continue;
+    const bool gather = nd.type == NodeType::WXGather || nd.type == NodeType::WXGatherElements ||
+                        nd.type == NodeType::WXGatherND;
+    if (!gather || !(nd.flags & kFlagCheckedIndices)) continue;
+    // The ids' graph input, through views (a reshape keeps each id's flat index) of the same dtype.
+    uint32_t v = nd.inputs[1];
+    for (int64_t p = producer_[v]; p >= 0; p = producer_[v]) {
+      const Node& from = model_.nodes[static_cast<size_t>(p)];
+      if (!node_def(from.type).has(kView) || model_.values[from.inputs[0]].dtype != model_.values[v].dtype)
+        break;
+      v = from.inputs[0];
+    }
     for (size_t k = 0; k < model_.inputs.size(); ++k)
-      if (model_.inputs[k] == nd.inputs[1]) checked_gathers_.emplace_back(i, k);
+      if (model_.inputs[k] == v) checked_gathers_.emplace_back(i, k);
   }
 
   shared_pool_ = opts.shared_pool;

@@ -129,8 +129,8 @@ class Program {
   std::vector<int64_t> producer_;  // per value: producing node, or -1
   std::vector<int64_t> last_use_;  // per value: last node reading it, or -1
   std::vector<uint32_t> consumers_;  // per value: how many input slots of non-folded nodes read it
-  // Gathers whose indices (a graph input) are checked before each run: (node, graph input slot). Found at
-  // load, so a run does not scan the nodes.
+  // Gathers (WXGather, WXGatherElements, WXGatherND) whose indices, a graph input or a reshape of one, are
+  // checked before each run: (node, graph input slot). Found at load, so a run does not scan the nodes.
   std::vector<std::pair<size_t, size_t>> checked_gathers_;
   std::shared_ptr<const Plan> base_plan_;
   std::shared_ptr<ThreadPool> pool_;

@@ -33,13 +33,17 @@ void Program::release_arena(AlignedBuffer buf) const {
 
 namespace {
 
-// The first index outside [0, bound) and its value, or index -1.
+// The flat index and value of the first id outside its range, or index -1. The ids are rows of `k`; position j
+// of a row must lie in [lo[j], hi[j]] (k = 1 for a gather or gatherElements, the indexed dims for gatherND).
 template <typename I>
-std::pair<int64_t, int64_t> first_out_of_range(const void* data, size_t n, int64_t bound) {
+std::pair<int64_t, int64_t> first_out_of_range(const void* data, size_t n, size_t k, const int64_t* lo,
+                                               const int64_t* hi) {
   const I* p = static_cast<const I*>(data);
-  for (size_t i = 0; i < n; ++i) {
-    const auto v = static_cast<int64_t>(p[i]);
-    if (v < 0 || v >= bound) return {static_cast<int64_t>(i), v};
+  for (size_t r = 0; r < n; r += k) {
+    for (size_t j = 0; j < k; ++j) {
+      const auto v = static_cast<int64_t>(p[r + j]);
+      if (v < lo[j] || v > hi[j]) return {static_cast<int64_t>(r + j), v};
+    }
   }
   return {-1, 0};
 }
@@ -47,23 +51,36 @@ std::pair<int64_t, int64_t> first_out_of_range(const void* data, size_t n, int64
 }  // namespace
 
 void Program::check_gather_indices(const Plan& plan, const void* const* inputs) const {
-  for (const auto& [node, k] : checked_gathers_) {
+  for (const auto& [node, slot] : checked_gathers_) {
     const Node& nd = model_.nodes[node];
-    const uint32_t idx = nd.inputs[1];
-    const Shape& table = plan.shapes[nd.inputs[0]];
-    const int64_t bound = nd.axis < table.size() ? static_cast<int64_t>(table[nd.axis]) : 0;
-    const size_t n = numel(plan.shapes[idx]);
-    std::pair<int64_t, int64_t> bad{-1, 0};
-    switch (model_.values[idx].dtype) {
-      case DType::kWxInt64: bad = first_out_of_range<int64_t>(inputs[k], n, bound); break;
-      case DType::kInt32: bad = first_out_of_range<int32_t>(inputs[k], n, bound); break;
-      case DType::kWxUint32: bad = first_out_of_range<uint32_t>(inputs[k], n, bound); break;
-      default: break;
+    const uint32_t src = model_.inputs[slot];  // the ids' graph input: nd.inputs[1] or what it views
+    const Shape& data = plan.shapes[nd.inputs[0]];
+    const Shape& ids = plan.shapes[nd.inputs[1]];
+    // the dims the ids index: one (gather, gatherElements: the axis) or the first k (gatherND)
+    size_t first = nd.axis, k = 1;
+    if (nd.type == NodeType::WXGatherND) first = 0, k = ids.empty() ? 0 : ids.back();
+    if (k == 0 || first + k > data.size()) continue;  // shape inference refused such nodes
+    const bool wrap = nd.flags & kFlagIndicesWrap;
+    int64_t lo[kMaxRank], hi[kMaxRank];
+    for (size_t j = 0; j < k; ++j) {
+      hi[j] = static_cast<int64_t>(data[first + j]) - 1;
+      lo[j] = wrap ? -hi[j] - 1 : 0;
     }
-    if (bad.first >= 0)
-      input_error("input '" + inputs_[k].name + "': element " + str(bad.first) + " is " +
-                  std::to_string(bad.second) + ", outside 0.." + str(bound - 1) +
-                  " (the rows of the table it indexes)");
+    const size_t n = numel(plan.shapes[src]);
+    std::pair<int64_t, int64_t> bad{-1, 0};
+    const void* p = inputs[slot];
+    switch (model_.values[src].dtype) {
+      case DType::kWxInt64: bad = first_out_of_range<int64_t>(p, n, k, lo, hi); break;
+      case DType::kInt32: bad = first_out_of_range<int32_t>(p, n, k, lo, hi); break;
+      case DType::kWxUint32: bad = first_out_of_range<uint32_t>(p, n, k, lo, hi); break;
+      default: break;  // WebNN's index types are the three above; webxnn writes no flag on others
+    }
+    if (bad.first < 0) continue;
+    const size_t j = static_cast<size_t>(bad.first) % k;
+    input_error("input '" + inputs_[slot].name + "': element " + str(bad.first) + " is " +
+                std::to_string(bad.second) + ", outside " + std::to_string(lo[j]) + ".." +
+                std::to_string(hi[j]) + " (dim " + str(first + j) + " of the data it indexes has " +
+                str(data[first + j]) + ")");
   }
 }
 

@@ -95,6 +95,10 @@ class Graph:
     # The model's own names of inputs and outputs whose identifiers had to differ (an ONNX "0", "logits:0"):
     # identifier -> name. A compiled blob and its Program use these names; the text and JSON forms cannot.
     io_names: dict[str, str] = field(default_factory=dict, compare=False)
+    # Ids of gather / gatherElements / gatherND nodes whose indices follow ONNX's rule: an id outside
+    # [-n, n-1] is an error (checked at run time where the ids are a graph input), where WebNN clamps it.
+    # Not WebNN (its gather has no such option), so the text and JSON forms leave it out and clamp.
+    onnx_indices: set[str] = field(default_factory=set, compare=False)
 
     def to_text(self) -> str:
         from .dsl.printer import to_text

@@ -1,5 +1,6 @@
 // Indexed reads and writes (webxnn nodes): WXGather, WXGatherElements, WXGatherND, WXScatterElements,
-// WXScatterND. Indices of any integer type; negative ones count from the end, out-of-range ones are clamped.
+// WXScatterND. Indices of any integer type; negative ones count from the end, out-of-range ones are clamped
+// (unless a gather's flags ask for a check of ids from a graph input: Program::check_gather_indices).
 #include "runtime/nodes/common.h"
 
 namespace webxnn {
@@ -13,6 +14,11 @@ template <typename Table>
 void decode_indices(const NodeDecoder& d, const Table* t, Node& nd) {
   nd.inputs = {d.ref("input_id", t->input_id()), d.ref("indices_id", t->indices_id())};
   d.out_flags(t, nd);
+  // the checked-indices flags (model.h); any other bit is unknown, and wrap means nothing unchecked
+  if (nd.flags != 0 && nd.flags != kFlagCheckedIndices &&
+      nd.flags != (kFlagCheckedIndices | kFlagIndicesWrap))
+    d.fail("flags " + str(nd.flags) +
+           " must be 0, 1 (checked indices) or 3 (checked, negatives from the end)");
 }
 
 template <typename Table>

@@ -92,6 +92,7 @@ class LGraph:
     nodes: list[LNode] = field(default_factory=list)
     inputs: list[str] = field(default_factory=list)  # graph input value names, declaration order
     outputs: list[tuple[str, str]] = field(default_factory=list)  # (output name, value name)
+    onnx_indices: set[str] = field(default_factory=set)  # Graph.onnx_indices: ids of gathers that check
     _counter: Iterator[int] = field(default_factory=itertools.count, repr=False)
 
     # ------------------------------------------------------------------------------------------ values

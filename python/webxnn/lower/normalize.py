@@ -50,4 +50,5 @@ def normalize(graph: Graph, bound: list[BoundNode], weights: dict[str, np.ndarra
             LNode(bn.op, operands, [n for n, _ in bn.outputs], dict(bn.options), f"{bn.id}:{bn.op}")
         )
     lg.outputs = list(graph.outputs.items())
+    lg.onnx_indices = set(graph.onnx_indices)
     return lg

@@ -302,9 +302,26 @@ def gather(ctx: Converter, node: Any) -> None:
             return a.astype(np.int32) if a.size == 0 or a.max() < 2**31 else a
 
         ind = ctx.derived_const(node.input[1], f"axis{dim}", fix)
+        ctx.emit("gather", [ctx.x(node, 0), ind], {"axis": axis}, out=node.output[0])
     else:
-        ind = ctx.x(node, 1)
-    ctx.emit("gather", [ctx.x(node, 0), ind], {"axis": axis}, out=node.output[0])
+        _gather_run_time_ids(ctx, node, "gather", {"axis": axis})
+
+
+def _gather_run_time_ids(ctx: Converter, node: Any, op: str, options: dict[str, Any] | None = None) -> None:
+    """`op` of the node's data and indices, whose ids follow ONNX's rule: outside [-n, n-1] is an error
+    (`Graph.onnx_indices`), not clamped as WebNN's are. The runtime checks ids that are a graph input; ids
+    computed in the graph (through a Cast, a Reshape, arithmetic) still clamp. Constant ids are checked
+    here."""
+    shape = ctx.shape(node.input[0])
+    if ctx.is_const(node.input[1]):
+        idx = np.asarray(ctx.const(node.input[1])).astype(np.int64)
+        if op == "gatherND":
+            cols = [(idx[..., k], shape[k]) for k in range(min(idx.shape[-1] if idx.ndim else 0, len(shape)))]
+        else:
+            cols = [(idx, shape[int((options or {}).get("axis", 0))])]
+        _check_bounds([(c, d) for c, d in cols if isinstance(d, int)], node.op_type)
+    node_id = ctx.emit(op, [ctx.x(node, 0), ctx.x(node, 1)], options, out=node.output[0])
+    ctx.graph.onnx_indices.add(node_id)
 
 
 @onnx_op("Compress")
@@ -329,7 +346,7 @@ def compress(ctx: Converter, node: Any) -> None:
 @onnx_op("GatherElements")
 def gather_elements(ctx: Converter, node: Any) -> None:
     axis = norm_axis(int(attrs_of(node).get("axis", 0)), ctx.rank(node.input[0]))
-    ctx.emit("gatherElements", [ctx.x(node, 0), ctx.x(node, 1)], {"axis": axis}, out=node.output[0])
+    _gather_run_time_ids(ctx, node, "gatherElements", {"axis": axis})
 
 
 @onnx_op("GatherND")
@@ -352,7 +369,7 @@ def gather_nd(ctx: Converter, node: Any) -> None:
         ind = ctx.new_const(f"{ctx.namer.of(node.output[0])}/rows", rows)
         ctx.emit("gather", [x, ind], {"axis": 0}, out=node.output[0])
         return
-    ctx.emit("gatherND", [ctx.x(node, 0), ctx.x(node, 1)], out=node.output[0])
+    _gather_run_time_ids(ctx, node, "gatherND")
 
 
 @onnx_op("ScatterND")

@@ -31,6 +31,7 @@ def clone_graph(graph: Graph) -> Graph:
         weights=dict(graph.weights),
         source=graph.source,
         io_names=dict(graph.io_names),
+        onnx_indices=set(graph.onnx_indices),
     )
 
 

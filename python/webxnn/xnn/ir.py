@@ -23,8 +23,15 @@ FLAG_TRANSPOSE_WEIGHTS = 0x1  # FullyConnected filter is [I, O]
 FLAG_TRANSPOSE_B = 0x1  # BatchMatrixMultiply in2 is [..., N, K]
 FLAG_ALIGN_CORNERS = 0x8
 FLAG_KEEP_DIMS = 0x40
-# WXGather (webxnn): indices fed straight from a graph input must be in 0..n-1, else the run is an InputError
+# WXGather, WXGatherElements, WXGatherND (webxnn). Without flags, ids out of range are clamped (WebNN's rule).
+# CHECKED: ids fed straight from a graph input must be in 0..n-1 (ExecuTorch's embedding), else the run is an
+# InputError naming the input, the element, its value and the range; ids computed in the graph still clamp.
+# CHECKED | WRAP: the range is -n..n-1, negatives counting from the end (ONNX). WRAP alone is invalid.
+# n is the size of the indexed dim (GatherND: of dim j for position j of the indices' last dim).
 FLAG_CHECKED_INDICES = 0x1
+FLAG_INDICES_WRAP = 0x2
+CHECKED_GATHER_KINDS = ("WXGather", "WXGatherElements", "WXGatherND")
+GATHER_FLAGS = (0, FLAG_CHECKED_INDICES, FLAG_CHECKED_INDICES | FLAG_INDICES_WRAP)  # the valid values
 
 
 class Datatype(IntEnum):

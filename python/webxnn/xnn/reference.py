@@ -17,8 +17,19 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InputError
 from . import reference_quant
-from .ir import FLAG_EXTERNAL_INPUT, FLAG_EXTERNAL_OUTPUT, INVALID_ID, NUMPY_DTYPE, Node, XnnGraph
+from .ir import (
+    CHECKED_GATHER_KINDS,
+    FLAG_CHECKED_INDICES,
+    FLAG_EXTERNAL_INPUT,
+    FLAG_EXTERNAL_OUTPUT,
+    FLAG_INDICES_WRAP,
+    INVALID_ID,
+    NUMPY_DTYPE,
+    Node,
+    XnnGraph,
+)
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
@@ -336,6 +347,30 @@ def clamp_indices(idx: np.ndarray, dim: int | np.ndarray) -> np.ndarray:
     return np.clip(i, 0, np.asarray(dim) - 1)
 
 
+_VIEWS = ("XNNStaticReshape", "XNNCopy")  # nodes whose output is their input's bytes
+
+
+def check_gather_ids(n: Node, ids: np.ndarray, data_dims: list[int], name: str) -> None:
+    """A checked gather's ids from graph input `name` (ir.FLAG_CHECKED_INDICES), maybe reshaped: each in
+    0..d-1, or -d..d-1 with FLAG_INDICES_WRAP, d the size of the dim it indexes; else the runtime's
+    InputError."""
+    if n.kind == "WXGatherND":
+        first, k = 0, int(ids.shape[-1])
+    else:
+        first, k = int(n.fields["axis"]), 1
+    d = np.array(data_dims[first : first + k], dtype=np.int64)
+    lo = -d if n.fields.get("flags", 0) & FLAG_INDICES_WRAP else np.zeros_like(d)
+    rows = ids.astype(np.int64).reshape(-1, k)
+    bad = np.flatnonzero(((rows < lo) | (rows >= d)).reshape(-1))
+    if bad.size:
+        e = int(bad[0])
+        j = e % k
+        raise InputError(
+            f"input '{name}': element {e} is {int(rows.reshape(-1)[e])}, outside {lo[j]}..{d[j] - 1} "
+            f"(dim {first + j} of the data it indexes has {d[j]})"
+        )
+
+
 def _gather_nd(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
     k = idx.shape[-1]
     flat = idx.reshape(-1, k)
@@ -556,9 +591,21 @@ def run(xg: XnnGraph, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     def get(i: int) -> np.ndarray:
         return env[i]
 
+    input_names = {v.id: names_in[v.external_id] for v in xg.values if v.flags & FLAG_EXTERNAL_INPUT}
+    viewed = {  # views keep each element's flat index: a checked gather's ids may be a reshaped input
+        n.fields["output_id"]: n.fields["input_id"]
+        for n in xg.nodes
+        if n.kind in _VIEWS and by_id[n.fields["output_id"]].datatype == by_id[n.fields["input_id"]].datatype
+    }
     for n in xg.nodes:
         f = n.fields
         k = n.kind
+        if k in CHECKED_GATHER_KINDS and f.get("flags", 0) & FLAG_CHECKED_INDICES:
+            src = f["indices_id"]
+            while src in viewed:
+                src = viewed[src]
+            if src in input_names:
+                check_gather_ids(n, get(f["indices_id"]), list(get(f["input_id"]).shape), input_names[src])
         out = by_id[f["output_id"]]
         out_dt = NUMPY_DTYPE[out.datatype]
         y = None

@@ -31,7 +31,9 @@ import numpy as np
 from ..errors import FormatError
 from . import _layout as L
 from .ir import (
+    CHECKED_GATHER_KINDS,
     ELEMENT_SIZE,
+    GATHER_FLAGS,
     INVALID_ID,
     Datatype,
     Node,
@@ -281,6 +283,8 @@ def _check_nodes(g: XnnGraph, by_id: dict[int, Value]) -> None:
         if n.output_min_max is not None and len(n.output_min_max) != 2:
             raise InvalidIRError(f"{where}: output_min_max must be (min, max)")
         _check_uint(n.debug_handle, f"{where}: debug_handle")
+        if n.kind in CHECKED_GATHER_KINDS and n.fields.get("flags", 0) not in GATHER_FLAGS:
+            raise InvalidIRError(f"{where}: flags {n.fields['flags']!r} must be one of {list(GATHER_FLAGS)}")
         for vid in node_inputs(n):
             if vid not in by_id:
                 raise InvalidIRError(f"{where}: reads unknown value {vid}")
