@@ -121,3 +121,33 @@ def test_demo_and_info(capsys) -> None:
     assert "probs" in out and "latency" in out
     assert main(["info"]) == 0
     assert "isa" in capsys.readouterr().out
+
+
+def test_run_reads_an_input_from_a_pipe(blob_path: pathlib.Path, tmp_path: pathlib.Path, capsys) -> None:
+    """`--input x=<(...)` names a pipe, which can be read only once: sniffed and parsed from one read."""
+    import os
+    import threading
+
+    fifo = tmp_path / "x.fifo"
+    os.mkfifo(fifo)
+    buf = tmp_path / "x.npy"
+    np.save(buf, np.ones((1, 3, 32, 32), np.float32))
+    writer = threading.Thread(target=lambda: fifo.write_bytes(buf.read_bytes()))
+    writer.start()
+    assert main(["run", str(blob_path), "--input", f"x={fifo}"]) == 0
+    writer.join()
+    assert "float32" in capsys.readouterr().out
+
+
+def test_run_refuses_truncated_or_foreign_input_files(
+    blob_path: pathlib.Path, tmp_path: pathlib.Path, capsys
+) -> None:
+    np.save(tmp_path / "x.npy", np.ones((1, 3, 32, 32), np.float32))
+    cut = tmp_path / "cut.npy"
+    cut.write_bytes((tmp_path / "x.npy").read_bytes()[:100])  # the header, no data
+    text = tmp_path / "t.npy"
+    text.write_text("hello")
+    for path in (cut, text):
+        assert main(["run", str(blob_path), "--input", f"x={path}"]) == 2
+        err = capsys.readouterr().err
+        assert "error: " in err and "Traceback" not in err and str(path) in err

@@ -8,6 +8,7 @@ global `--debug` shows the traceback instead. Nothing here holds logic the Pytho
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import pathlib
@@ -19,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .errors import FileError, InputError, WebxnnError, WebxnnWarning, WeightsError
-from .filekind import expect, sniff, sniff_bytes
+from .filekind import HEAD_BYTES, expect_head, require_file, sniff, sniff_bytes
 
 
 def _count(minimum: int):
@@ -50,13 +51,18 @@ def _load_graph(args: argparse.Namespace):
 
 
 def _load_array(path: str, what: str) -> np.ndarray:
+    # Read once, then check and parse the bytes: a pipe (`--input x=<(...)`) cannot be read twice.
     try:
-        expect(path, ("npy",), InputError, what=f"a .npy array ({what})")
+        with open(require_file(path), "rb") as f:
+            data = f.read()
     except FileError as e:  # say which argument named the file
         raise FileError(e.path, f"{e.reason} ({what})") from None
+    except OSError as e:
+        raise FileError.from_os_error(path, e) from None
+    expect_head(data[:HEAD_BYTES], path, ("npy",), InputError, what=f"a .npy array ({what})")
     try:
-        return np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as e:
+        return np.load(io.BytesIO(data), allow_pickle=False)
+    except (OSError, ValueError, EOFError) as e:
         raise InputError(f"{what}: cannot read {path!r}: {e}") from None
 
 

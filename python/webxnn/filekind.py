@@ -16,7 +16,7 @@ from .errors import FileError, FormatError, WebxnnError
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-_HEAD = 4096
+HEAD_BYTES = 4096  # how much of a file sniffing reads
 
 # what each kind is, and what to do with it
 KINDS: dict[str, tuple[str, str]] = {
@@ -50,7 +50,7 @@ def require_file(path: PathLike) -> str:
     return p
 
 
-def read_head(path: PathLike, size: int = _HEAD) -> bytes:
+def read_head(path: PathLike, size: int = HEAD_BYTES) -> bytes:
     """The first `size` bytes of a file; FileError when it cannot be read."""
     p = require_file(path)
     try:
@@ -129,14 +129,31 @@ def expect(
 ) -> str:
     """The kind of `path` when it is one of `kinds`; otherwise `error` naming what the file is and what to do
     with it. `what` says what was expected where (default: the kinds' descriptions)."""
-    kind = sniff(path)
+    return expect_head(read_head(path), os.fspath(path), kinds, error, what)
+
+
+def expect_head(
+    head: bytes, name: str, kinds: tuple[str, ...], error: type[WebxnnError] = FormatError, what: str = ""
+) -> str:
+    """`expect` for a file already read (`head`: its first bytes, `name`: its path): for a pipe, which
+    cannot be read twice."""
+    kind = sniff_bytes(head, os.path.splitext(name)[1])
     if kind in kinds:
         return kind
     desc, hint = KINDS[kind]
     wanted = what or " or ".join(KINDS[k][0] for k in kinds)
     if kind == "unknown":
-        raise error(f"{os.fspath(path)}: {desc}; expected {wanted}")
-    raise error(f"{os.fspath(path)}: this is {desc}, not {wanted}; {hint}")
+        raise error(f"{name}: {desc}; expected {wanted}")
+    raise error(f"{name}: this is {desc}, not {wanted}; {hint}")
 
 
-__all__ = ["KINDS", "expect", "read_head", "require_file", "sniff", "sniff_bytes"]
+__all__ = [
+    "HEAD_BYTES",
+    "KINDS",
+    "expect",
+    "expect_head",
+    "read_head",
+    "require_file",
+    "sniff",
+    "sniff_bytes",
+]
