@@ -151,3 +151,30 @@ def test_run_refuses_truncated_or_foreign_input_files(
         assert main(["run", str(blob_path), "--input", f"x={path}"]) == 2
         err = capsys.readouterr().err
         assert "error: " in err and "Traceback" not in err and str(path) in err
+
+
+def test_convert_onnx_writes_the_weights_its_text_names(tmp_path: pathlib.Path, capsys) -> None:
+    """`convert m.onnx --to webnn|json -o F` writes F's weight sidecars too (import-onnx does): the text names
+    @weights that must be loadable, and the written graph runs like the .onnx."""
+    onnx = pytest.importorskip("onnx", reason="the onnx extra is not installed")
+    from onnx import TensorProto, helper
+
+    w = np.arange(8, dtype=np.float32).reshape(4, 2)
+    g = helper.make_graph(
+        [helper.make_node("Gather", ["W", "ids"], ["y"], axis=0)],
+        "g",
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 2])],
+        [helper.make_tensor("W", TensorProto.FLOAT, [4, 2], w.ravel())],
+    )
+    src = tmp_path / "g.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), src)
+    ids = tmp_path / "ids.npy"
+    np.save(ids, np.array([3, 0, -1]))
+    for to in ("webnn", "json"):
+        out = tmp_path / f"m.{to}"
+        assert main(["convert", str(src), "--to", to, "-o", str(out)]) == 0
+        assert (tmp_path / "m.weights").exists() and (tmp_path / "m.manifest.json").exists()
+        capsys.readouterr()
+        assert main(["run", str(out), "--input", f"ids={ids}"]) == 0
+        assert "[6, 7, 0, 1, 6, 7]" in capsys.readouterr().out

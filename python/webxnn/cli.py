@@ -322,6 +322,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_convert(args: argparse.Namespace) -> int:
     graph = _load_graph(args)
+    if args.output and args.to in ("json", "webnn"):  # with the weights the text refers to, beside it
+        from .dsl import write_graph
+
+        for path in write_graph(graph, args.output, args.to):
+            print(f"wrote {path}")
+        return 0
     if args.to == "json":
         text = graph.to_json()
     elif args.to == "webnn":

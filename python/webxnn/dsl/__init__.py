@@ -7,6 +7,7 @@
     const_array(g, name) -> ndarray            any const's data
     attach_weights / load_manifest / pack_weights / unpack_weights
     to_js(g, manifest=None) -> str             JavaScript building the graph with MLGraphBuilder
+    write_graph(g, path) -> [paths]            .webnn / .json file plus its weight sidecars
 
 No op semantics live here: option values are passed through, operand-valued options stay strings.
 """
@@ -28,6 +29,7 @@ from .json_codec import parse_json, to_json
 from .loader import load_graph
 from .parser import parse
 from .printer import to_text
+from .writer import write_graph
 
 __all__ = [
     "parse",
@@ -43,4 +45,5 @@ __all__ = [
     "Manifest",
     "TensorEntry",
     "to_js",
+    "write_graph",
 ]

@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Union
 
+from ..dsl.writer import write_graph
 from ..errors import InputError, ParseError, UnsupportedError, WebxnnWarning
 from ..filekind import require_file
 from ..graph import Graph
@@ -146,26 +147,6 @@ def load_onnx_graph(
 ) -> Graph:
     """`webxnn.load_graph` for `.onnx` files: the imported Graph, weights attached."""
     return from_onnx(path, override_dims=override_dims, dyn_max=dyn_max)
-
-
-def write_graph(g: Graph, output: PathLike) -> list[Path]:
-    """Write `g` as `.webnn` (or `.json`) plus `<stem>.weights` and `<stem>.manifest.json` beside it."""
-    from ..atomic import write_text
-    from ..dsl import pack_weights, to_json, to_text
-
-    out = Path(os.fspath(output))
-    stem = out.name[: -len(out.suffix)] if out.suffix else out.name
-    text = to_json(g) if out.suffix.lower() == ".json" else to_text(g)
-    written = [out]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_text(out, text)
-    weights = {c.init.ref or c.name: g.weights[c.name] for c in g.consts.values() if c.init.kind == "weights"}
-    if weights:
-        wpath = out.with_name(stem + ".weights")
-        mpath = out.with_name(stem + ".manifest.json")
-        pack_weights(weights, wpath, mpath, dtypes={k: g.consts[k].dtype for k in weights if k in g.consts})
-        written += [wpath, mpath]
-    return written
 
 
 def import_onnx(

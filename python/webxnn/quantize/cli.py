@@ -54,7 +54,7 @@ def _run(args: argparse.Namespace) -> int:
     )
     rep = result.report
     if to == "webnn":
-        from ..onnx import write_graph
+        from ..dsl import write_graph
 
         written = [str(p) for p in write_graph(result.graph, args.output)]
     else:
