@@ -225,7 +225,10 @@ def _weak(nm: str, obj: Path) -> set[str]:
 def test_vnni_objects_share_no_inline_code() -> None:
     """An inline function or template instance emitted by both an AVX2 and a VNNI object is one copy after
     linking: an AVX2-only CPU could then run EVEX code. The VNNI objects (and AVX2's qgemm) must have no weak
-    symbols at all: their code is in anonymous namespaces (qgemm_tiles.h, qgemm_vnni.h)."""
+    symbols at all: their code is in anonymous namespaces (qgemm_tiles.h, qgemm_vnni.h). This reads the
+    optimized objects of this checkout's build; unoptimized ones (-O0, the sanitizer builds) also emit the
+    implicit constructors of kernels.h's structs when a TU default-constructs one (checked by hand at -O0:
+    none either)."""
     nm = shutil.which("nm")
     objs = _objects()
     vnni = {k: v for k, v in objs.items() if "kernels/vnni/" in k}

@@ -619,16 +619,10 @@ void qgemm_run(size_t M, size_t N, size_t K, const void* A, size_t lda, const vo
 template <typename P>
 void qconv2d_run(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, size_t OH, size_t OW,
                  const void* packed, void* out, int32_t out_min, int32_t out_max, Parallel& par) {
-  QConvGeom g;
-  g.H = H;
-  g.W = W;
-  g.C = p.group_input_channels;
-  g.OH = OH;
-  g.OW = OW;
-  g.p = p;
-  g.t = qconv2d_taps(p);
   const size_t G = p.groups, K = qconv2d_packed_k(p), OC = p.group_output_channels;
-  g.in_stride = G * g.C;
+  // Aggregate-initialized: copying p, not default-constructing a ConvParams (whose constructor, unoptimized,
+  // would be a weak symbol shared with other TUs: see ODR above).
+  QConvGeom g{H, W, p.group_input_channels, OH, OW, G * p.group_input_channels, p, qconv2d_taps(p), nullptr};
   // A pointwise conv (1x1, stride 1, no padding) is a plain GEMM over the NHWC pixel rows (lda: the input's
   // channels), K = C unpadded (the panels are the same: one tap): no per-tile pixel divisions, no tap pointers.
   // That is 3/4 of MobileNetV2's int8 time, often with K = 16..32, where those per-tile costs showed.
