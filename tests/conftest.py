@@ -4,8 +4,13 @@ the test-only native module (webxnn._testing), and the field sets of 2-D convolu
 from __future__ import annotations
 
 import importlib
+import os
 import pathlib
+import pickle
+import subprocess
+import sys
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -59,6 +64,52 @@ def load_testing_module() -> ModuleType:
             f"{TESTING_BUILD}",
             allow_module_level=True,
         )
+
+
+# The kernel tables the int8 GEMM tests compare (isa= names): vnni-emu is the VNNI tables' kernels with
+# vpdpbusd emulated in AVX2 (testing builds on x86-64), which is how they are tested on CPUs without VNNI.
+INT8_TABLES = ("scalar", "avx2", "vnni-emu", "avxvnni", "avx512vnni")
+VNNI_TABLES = ("vnni-emu", "avxvnni", "avx512vnni")
+_MISSING = {
+    "avx2": "this CPU has no AVX2 + FMA + F16C",
+    "vnni-emu": "this build has no vnni-emu table (x86-64 testing builds on an AVX2 CPU have it)",
+    "avxvnni": "this CPU has no AVX-VNNI (the vnni-emu table runs the same kernels)",
+    "avx512vnni": "this CPU has no AVX512-VNNI + VL + BW (the vnni-emu table runs the same kernels)",
+}
+
+
+def int8_isas(kernels: ModuleType) -> list[str]:
+    """The INT8_TABLES this build has and this CPU runs (for tests that loop over every table)."""
+    have = set(kernels.tables())
+    return [t for t in INT8_TABLES if t in have]
+
+
+def table_params(kernels: ModuleType, names: tuple[str, ...]) -> list:
+    """`names` as pytest.params, each skipping, saying why, where this build or CPU lacks the table."""
+    have = set(kernels.tables())
+    return [
+        pytest.param(n, id=n, marks=() if n in have else pytest.mark.skip(reason=_MISSING.get(n, "absent")))
+        for n in names
+    ]
+
+
+def outputs_with_isa(
+    isa: str, cases: list[tuple[bytes, Any]], tmp_path: pathlib.Path
+) -> list[dict[str, Any]]:
+    """Each (blob, input array) run by a process whose runtime uses the kernel table `isa` (WEBXNN_ISA), at 1
+    and 2 threads: the outputs (a dict each) of case 0 at 1 thread, case 0 at 2, case 1 at 1, ..."""
+    path = tmp_path / f"cases-{isa}.pkl"
+    path.write_bytes(pickle.dumps(cases))
+    code = (
+        "import pickle, sys, webxnn\n"
+        "assert webxnn.cpu_info()['isa'] == sys.argv[2], webxnn.cpu_info()\n"
+        "cases = pickle.loads(open(sys.argv[1], 'rb').read())\n"
+        "outs = [webxnn.load(b, threads=t).run([x]) for b, x in cases for t in (1, 2)]\n"
+        "open(sys.argv[1], 'wb').write(pickle.dumps(outs))\n"
+    )
+    env = dict(os.environ, WEBXNN_ISA=isa)
+    subprocess.run([sys.executable, "-c", code, str(path), isa], env=env, check=True)
+    return pickle.loads(path.read_bytes())
 
 
 Pads = tuple[int, int, int, int]

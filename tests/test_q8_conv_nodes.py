@@ -7,10 +7,6 @@ the runtime refuses, by name."""
 from __future__ import annotations
 
 import math
-import os
-import pickle
-import subprocess
-import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import conv_fields
+from conftest import conv_fields, outputs_with_isa
 from test_runtime_util import GraphBuilder, per_channel, per_tensor
 from webxnn import runtime
 from webxnn.errors import UnsupportedError
@@ -295,22 +291,10 @@ def test_scalar_table_gives_the_same_bytes(tmp_path) -> None:  # noqa: ANN001
     for c in cases:
         c.make()
         items.append((blob(c), c.arrays["x"], reference(c)))
-    path = tmp_path / "cases.pkl"
-    path.write_bytes(pickle.dumps([(b, x) for b, x, _ in items]))
-    code = (
-        "import pickle, sys, numpy as np, webxnn\n"
-        "from webxnn import runtime\n"
-        "assert webxnn.cpu_info()['isa'] == 'scalar'\n"
-        "cases = pickle.loads(open(sys.argv[1], 'rb').read())\n"
-        "outs = [runtime.load(b, threads=t).run([x])['y'] for b, x in cases for t in (1, 2)]\n"
-        "open(sys.argv[1], 'wb').write(pickle.dumps(outs))\n"
-    )
-    env = dict(os.environ, WEBXNN_ISA="scalar")
-    subprocess.run([sys.executable, "-c", code, str(path)], env=env, check=True)
-    outs = pickle.loads(path.read_bytes())
+    outs = outputs_with_isa("scalar", [(b, x) for b, x, _ in items], tmp_path)
     for k, (_, _, want) in enumerate(items):
         for t in range(2):
-            np.testing.assert_array_equal(outs[2 * k + t], want)
+            np.testing.assert_array_equal(outs[2 * k + t]["y"], want)
 
 
 def test_int8_block_does_not_fuse() -> None:

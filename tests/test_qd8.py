@@ -174,7 +174,7 @@ def test_qd8_gemm_extreme_rows(isa: str) -> None:
 
 @pytest.mark.parametrize("m,n,k", [(97, 130, 200), (60, 40, 1025), (9, 17, 3073)])
 def test_qd8_gemm_threads_and_tables_agree(m: int, n: int, k: int) -> None:
-    # (K > 768: the AVX2 kernel's K blocks, qgemm.cc's tile_sign, before the fp32 epilogue)
+    # (K > 768: the AVX2 kernel's K blocks, qgemm_tiles.h's tile_strip, before the fp32 epilogue)
     a, zp, sa, w, ws, bias = gemm_case(m, n, k, seed=9)
     ref = Q.qd8_gemm(a, zp, sa, w, bias, ws, isa="scalar")
     for isa in ISAS:

@@ -187,7 +187,7 @@ def test_conv_extreme_zero_point_padding_and_clamp(a_zp):
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-# Long-K convolutions run in K blocks on AVX2 (qgemm.cc, tile_sign): block edges on tap edges (C = 512, as
+# Long-K convolutions run in K blocks (qgemm_tiles.h, tile_strip): block edges on tap edges (C = 512, as
 # ResNet-50's last stage), inside taps with a partial row group (C = 130, 3 blocks of 99 of 297 row groups;
 # C = 257), a 1x1 with C = 2048, and enough pixels for several tile groups.
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
 """The int8 GEMM kernels (kernels.qgemm) against an integer numpy reference written here.
 
-Every case: the scalar and AVX2 kernels give the reference's bits exactly (table.def's contract says what is
-computed in fp32); 1 and 2 threads give the same bytes.
+Every case: the scalar, AVX2 and VNNI kernels (vnni-emu where the CPU has no VNNI) give the reference's bits
+exactly (table.def's contract says what is computed in fp32); 1 and 2 threads give the same bytes.
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import load_testing_module
+from conftest import int8_isas, load_testing_module
 from webxnn.errors import InputError
 
 Q = load_testing_module().kernels
 HAVE_AVX2 = bool(Q.cpu_info()["avx2"])
-ISAS = ["scalar", "avx2"] if HAVE_AVX2 else ["scalar"]
+ISAS = int8_isas(Q)  # scalar, avx2, and the VNNI tables this build and CPU run (vnni-emu in testing builds)
 RANGE = {"uint8": (0, 255), "int8": (-128, 127)}
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -233,7 +233,7 @@ def test_threads_give_the_same_bytes():
         check(c, threads=(1, 2))
 
 
-# The AVX2 kernel's K blocks (qgemm.cc, tile_sign): strips of two panels (N > 16) block past 768 k in blocks
+# The K blocks (qgemm_tiles.h, tile_strip): strips of two panels (N > 16) block past 768 k in blocks
 # of at most 512 k, a lone 16-column panel past 1536 k in blocks of at most 1024; more than 24 tiles of a
 # strip share a block in groups. K at the block edges (odd K: a partial last row group), row counts with a
 # remainder tile, tile groups (M > 48 for 2-row tiles, > 96 for 4-row ones), both activation paths.

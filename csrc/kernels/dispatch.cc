@@ -32,17 +32,30 @@ CpuFeatures detect() {
     ymm_os = (xlo & 0x6) == 0x6;
     zmm_os = (xlo & 0xE6) == 0xE6;
   }
-  bool avx2 = false, avx512f = false;
+  bool avx2 = false, avx512f = false, avx512vl = false, avx512bw = false, avx512vnni = false, avxvnni = false;
   if (max_leaf >= 7) {
     __cpuid_count(7, 0, eax, ebx, ecx, edx);
+    const unsigned max_subleaf = eax;
     avx2 = (ebx >> 5) & 1;
     avx512f = (ebx >> 16) & 1;
+    avx512bw = (ebx >> 30) & 1;
+    avx512vl = (ebx >> 31) & 1;
+    avx512vnni = (ecx >> 11) & 1;
+    if (max_subleaf >= 1) {  // leaf 7 subleaf 1 exists only then (else it may echo another leaf)
+      __cpuid_count(7, 1, eax, ebx, ecx, edx);
+      avxvnni = (eax >> 4) & 1;
+    }
   }
   const bool avx_ok = avx && ymm_os;
   f.avx2 = avx_ok && avx2;
   f.fma = avx_ok && fma;
   f.f16c = avx_ok && f16c;
-  f.avx512f = avx_ok && zmm_os && avx512f;
+  const bool avx512_ok = avx_ok && zmm_os && avx512f;
+  f.avx512f = avx512_ok;
+  f.avx512vl = avx512_ok && avx512vl;
+  f.avx512bw = avx512_ok && avx512bw;
+  f.avx512vnni = avx512_ok && avx512vnni;
+  f.avxvnni = avx_ok && avxvnni;
 #endif
   return f;
 }
@@ -56,9 +69,39 @@ const KernelTable* avx2_if_supported() {
   return nullptr;
 }
 
+// The VNNI tables are AVX2's with the int8 GEMM entries replaced, so they need everything AVX2's does too.
+const KernelTable* avx512vnni_if_supported() {
+#if defined(WEBXNN_HAVE_X86)
+  const CpuFeatures& f = cpu_features();
+  if (avx2_if_supported() && f.avx512vnni && f.avx512vl && f.avx512bw) return internal::avx512vnni_table();
+#endif
+  return nullptr;
+}
+
+const KernelTable* avxvnni_if_supported() {
+#if defined(WEBXNN_HAVE_X86)
+  if (avx2_if_supported() && cpu_features().avxvnni) return internal::avxvnni_table();
+#endif
+  return nullptr;
+}
+
+// The testing builds' emulated VNNI table: runs wherever AVX2's does.
+const KernelTable* vnni_emu_if_supported() {
+#if defined(WEBXNN_HAVE_X86) && defined(WEBXNN_HAVE_VNNI_EMU)
+  if (avx2_if_supported()) return internal::vnni_emu_table();
+#endif
+  return nullptr;
+}
+
+// The best table this CPU runs: AVX512-VNNI, AVX-VNNI, AVX2, scalar. WEBXNN_ISA names a table to use instead
+// (scalar, avx2, avxvnni, avx512vnni: e.g. to compare the int8 kernels on a VNNI machine), if this CPU runs it.
 const KernelTable& choose() {
   const char* env = std::getenv("WEBXNN_ISA");
-  if (env && std::strcmp(env, "scalar") == 0) return internal::scalar_table();
+  if (env && *env && std::strcmp(env, "best") != 0) {
+    if (const KernelTable* t = kernels_by_name(env)) return *t;
+  }
+  if (const KernelTable* t = avx512vnni_if_supported()) return *t;
+  if (const KernelTable* t = avxvnni_if_supported()) return *t;
   if (const KernelTable* t = avx2_if_supported()) return *t;
   return internal::scalar_table();
 }
@@ -82,6 +125,9 @@ const KernelTable* kernels_by_name(const char* name) {
   if (std::strcmp(name, "scalar") == 0) return &internal::scalar_table();
   if (std::strcmp(name, "best") == 0) return &best_kernels();
   if (std::strcmp(name, "avx2") == 0) return avx2_if_supported();
+  if (std::strcmp(name, "avx512vnni") == 0) return avx512vnni_if_supported();
+  if (std::strcmp(name, "avxvnni") == 0) return avxvnni_if_supported();
+  if (std::strcmp(name, "vnni-emu") == 0) return vnni_emu_if_supported();
   return nullptr;
 }
 
@@ -89,6 +135,9 @@ const KernelTable* kernels_by_name(const char* name) {
 const char* int8_kernels(const KernelTable& t) {
   if (std::strcmp(t.name, "avx2") == 0)
     return "avx2 (exact: maddubs on 7-bit / sign-split weights, int16 madd)";
+  if (std::strcmp(t.name, "avx512vnni") == 0) return "avx512vnni (vpdpbusd, exact)";
+  if (std::strcmp(t.name, "avxvnni") == 0) return "avxvnni (vpdpbusd, exact)";
+  if (std::strcmp(t.name, "vnni-emu") == 0) return "vnni-emu (vpdpbusd emulated in avx2, exact; testing)";
   return "scalar";
 }
 

@@ -17,6 +17,13 @@ const KernelTable& scalar_table();
 // avx2/table.cc — nullptr when the build has no AVX2 translation units (non-x86 builds).
 const KernelTable* avx2_table();
 
+// vnni/*.cc (x86 builds only; dispatch.cc calls them after checking the CPU): AVX2's table with the int8 GEMM
+// entries on vpdpbusd (vnni/qgemm_vnni.h). vnni_emu_table (WEBXNN_HAVE_VNNI_EMU, testing builds): the same
+// kernels with vpdpbusd emulated in AVX2.
+const KernelTable* avx512vnni_table();
+const KernelTable* avxvnni_table();
+const KernelTable* vnni_emu_table();
+
 // A plain-function-pointer front end to Parallel::run, defined in a generic translation unit. ISA-specific
 // code calls this instead of constructing std::function itself (keeps std:: templates out of AVX2 TUs).
 using TaskFn = void (*)(const void* ctx, size_t task);
@@ -44,10 +51,10 @@ void aligned_free(void* p);
 // Measured on ResNet-50 at 2 threads: the pool worker's Winograd tasks ran ~40 % slower than the caller's.
 // Each call site owns a slot; a kernel called from inside another kernel's task uses a different one.
 enum class Scratch : unsigned {
-  kGemmA,        // gemm: copied A rows (per task)
-  kBmmB,         // batch_matmul: one product's packed B (per task)
+  kGemmA,  // gemm: copied A rows (per task)
+  kBmmB,  // batch_matmul: one product's packed B (per task)
   kIgemmGather,  // igemm: gathered input rows of narrow-channel convs (per task)
-  kWinogradV,    // winograd: transformed input and products (per task; the input kept for the next task)
+  kWinogradV,  // winograd: transformed input and products (per task; the input kept for the next task)
   kWinogradKey,  // winograd: the call and tile block whose transformed input kWinogradV holds
   kDwRing,  // depthwise: ring of expanded input rows, int8: of pair rows (kept across a thread's tasks of
   // one call; fp32 and int8 share it, they never run inside each other)

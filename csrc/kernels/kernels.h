@@ -200,13 +200,17 @@ const KernelTable& best_kernels();
 // table; WEBXNN_ISA=avx2 asks for AVX2 (falls back to scalar when unsupported).
 struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false, avx512f = false;
+  // (additive) The int8 dot-product extensions (each only with the OS saving its register state): AVX512-VNNI
+  // and the AVX-512 subsets its ymm form needs (VL, BW), and AVX-VNNI (its VEX form).
+  bool avx512vl = false, avx512bw = false, avx512vnni = false, avxvnni = false;
   size_t cores = 1;  // std::thread::hardware_concurrency()
 };
 const CpuFeatures& cpu_features();
-// (additive) A table by name: "scalar", "avx2" or "best"; nullptr when unknown or unsupported on this CPU.
+// (additive) A table by name: "scalar", "avx2", "avx512vnni", "avxvnni" or "best" (and in testing builds
+// "vnni-emu", which every x86-64 CPU with AVX2 runs); nullptr when unknown or unsupported on this CPU.
 const KernelTable* kernels_by_name(const char* name);
-// (additive) What runs the int8 entries (qgemm, qconv2d, qdwconv2d) of table t, in a few words: "scalar", or
-// "avx2 (exact: ...)" naming how the AVX2 kernels stay exact.
+// (additive) What runs the int8 entries (qgemm, qconv2d, qdwconv2d) of table t, in a few words: "scalar",
+// "avx2 (exact: ...)" naming how the AVX2 kernels stay exact, or the VNNI table's name and instruction.
 const char* int8_kernels(const KernelTable& t);
 
 // (additive) Numpy-style broadcasting of two shapes into a BinaryShape: dims are right-aligned, a dim of 1

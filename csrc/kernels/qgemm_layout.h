@@ -5,10 +5,10 @@
 //   [64-byte header][panel 0][panel 1]...  one panel per 16 output columns (N zero-padded to 16):
 //   panel = [int32 bias'[16]][float scale[16]][Kp / 4 groups x 16 columns x 4 bytes], Kp = K rounded up to 4,
 // where group g of column n holds w[n, 4g .. 4g+3] (zero past K). Four consecutive k bytes per int32 lane is
-// the operand order of vpdpbusd (AVX-VNNI / AVX512-VNNI), so a VNNI kernel can read these panels as they are;
-// AVX2 reads them with vpmaddubsw, whose int16 pair sums are the lane's two k pairs. (vpdpbusd multiplies u8
-// activations, as kSmall does: a VNNI table would take the panels and scales as they are and pack the bias
-// with kSmall's shift d whatever the weights, e.g. through packers of its own that share this code.)
+// the operand order of vpdpbusd (AVX-VNNI / AVX512-VNNI): the VNNI tables (vnni/qgemm_vnni.h) read these panels
+// as they are; AVX2 reads them with vpmaddubsw, whose int16 pair sums are the lane's two k pairs. vpdpbusd
+// multiplies u8 activations, as kSmall does, so the VNNI tables pack with QPath::kDot: kSmall's shift d
+// whatever the weights (their packers, the *_pack_dot functions below, share the scalar packers' code).
 // The kernels multiply a' = a + d with d chosen by the path (QPath): d = -128 for u8 activations on the s8
 // paths (a ^ 0x80), d = +128 for s8 activations on the u8 path (also a ^ 0x80), else 0; the packed bias is
 // bias'[n] = bias[n] - (za + d) * sum_k w[n, k] (wrapping int32).
@@ -35,8 +35,10 @@ constexpr size_t kQHeaderBytes = 64;  // QGemmHeader, padded
 // How the AVX2 kernel multiplies, chosen at pack time from the weights (avx2/qgemm.cc says why):
 //   kSmall: every |w| <= 64: u8 activations straight into vpmaddubsw (255 * 64 * 2 < 2^15);
 //   kSign:  no w is -128: s8 activations, |a| x sign(w, a);
-//   kWide:  some w is -128: the 16-bit path.
-enum class QPath : uint8_t { kSmall, kSign, kWide };
+//   kWide:  some w is -128: the 16-bit path;
+// and how the VNNI tables multiply, whatever the weights:
+//   kDot:   u8 activations (s8 ones shifted by +128, as kSmall) into vpdpbusd (u8 x s8, exact for any w).
+enum class QPath : uint8_t { kSmall, kSign, kWide, kDot };
 
 struct QGemmHeader {
   uint64_t K, N;
@@ -83,6 +85,15 @@ size_t qconv2d_group_bytes(const ConvParams& p);
 // scalar/qgemm_pack.cc (baseline flags), shared by the scalar qgemm and qd8_gemm.
 uint32_t qgemm_column_sum(const void* packed, size_t panel_bytes, size_t n, const uint8_t* a, size_t K,
                           bool a_u8, int32_t a_shift, float* scale);
+
+// The VNNI tables' packers (table.def's qgemm_pack, qconv2d_pack, qd8_gemm_pack): the scalar ones' layout with
+// QPath::kDot whatever the weights. Generic code (scalar/qgemm_pack.cc, scalar/qd8.cc), run once at load.
+void qgemm_pack_dot(size_t K, size_t N, const int8_t* B, bool b_is_nk, const int32_t* bias,
+                    const QGemmQuant& q, void* packed);
+void qconv2d_pack_dot(const ConvParams& p, const int8_t* filter_ohwi, const int32_t* bias,
+                      const QGemmQuant& q, void* packed);
+void qd8_gemm_pack_dot(size_t K, size_t N, const int8_t* B, bool b_is_nk, const float* w_scales,
+                       size_t w_scale_count, const float* bias, void* packed);
 
 // qd8_gemm's section after qgemm's layout, 64-byte aligned: int32 wsum[Np] then float bias[Np].
 struct Qd8Columns {

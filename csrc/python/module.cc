@@ -357,8 +357,13 @@ PYBIND11_MODULE(_runtime, m) {
         d["fma"] = f.fma;
         d["f16c"] = f.f16c;
         d["avx512f"] = f.avx512f;
+        d["avx512vl"] = f.avx512vl;
+        d["avx512bw"] = f.avx512bw;
+        d["avx512vnni"] = f.avx512vnni;
+        d["avxvnni"] = f.avxvnni;
         d["cores"] = f.cores;
         return d;
       },
-      "dict(isa, int8, avx2, fma, f16c, avx512f, cores): what the CPU offers and the kernel table in use");
+      "dict(isa, int8, avx2, fma, f16c, avx512f, avx512vl, avx512bw, avx512vnni, avxvnni, cores): what the CPU "
+      "offers and the kernel table in use");
 }

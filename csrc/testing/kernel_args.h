@@ -37,7 +37,10 @@ using I32Arr = pybind11::array_t<int32_t, pybind11::array::c_style | pybind11::a
 
 inline const KernelTable& table_for(const char* where, const std::string& isa) {
   const KernelTable* t = kernels_by_name(isa.c_str());
-  if (!t) bad(where, "unknown or unsupported isa '" + isa + "' (scalar, avx2, best)");
+  if (!t)
+    bad(where, "unknown or unsupported isa '" + isa +
+                   "' (scalar, avx2, avxvnni, avx512vnni, vnni-emu in testing builds, best; tables() lists "
+                   "what runs here)");
   return *t;
 }
 

@@ -710,6 +710,15 @@ void bind_kernels(py::module_& m) {
   const Pads no_pads{0, 0, 0, 0};
   const Pair ones{1, 1};
   m.def(
+      "tables",
+      [] {
+        std::vector<std::string> names;
+        for (const char* n : {"scalar", "avx2", "avxvnni", "avx512vnni", "vnni-emu"})
+          if (kernels_by_name(n)) names.push_back(n);
+        return names;
+      },
+      "the kernel tables this build has and this CPU runs (isa= names)");
+  m.def(
       "gemm", &gemm, py::arg("A"), py::arg("B"), py::arg("bias") = py::none(), py::arg("b_is_nk") = false, mn,
       mx, isa, thr, py::arg("residual") = py::none(), py::arg("post") = "none",
       "C[M,N] = post(clamp(A[M,K] @ B + bias (+ residual))); B is [K,N], or [N,K] when b_is_nk; post: none, "

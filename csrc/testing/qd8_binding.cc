@@ -1,5 +1,6 @@
 // webxnn._testing.kernels' dynamic int8 entries (table.def's quantize_qd8, qd8_gemm), for their tests:
-// numpy in, numpy out; isa="scalar"|"avx2"|"best", threads=N; bad arguments raise webxnn.errors.InputError.
+// numpy in, numpy out; isa="scalar"|"avx2"|"vnni-emu"|...|"best" (kernels.tables() lists them), threads=N; bad
+// arguments raise webxnn.errors.InputError.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>

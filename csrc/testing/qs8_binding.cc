@@ -1,6 +1,7 @@
 // webxnn._testing.kernels' int8 entries — numpy-level access to the int8 GEMM and IGEMM convolution kernels
 // (table.def's qgemm, qconv2d), for their tests and bench/: the two, their timed entries, the int8 peak probe.
-// Every entry takes isa="scalar"|"avx2"|"best" and threads=N; bad arguments raise webxnn.errors.InputError.
+// Every entry takes isa="scalar"|"avx2"|"vnni-emu"|...|"best" (kernels.tables() lists them) and threads=N; bad
+// arguments raise webxnn.errors.InputError.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>

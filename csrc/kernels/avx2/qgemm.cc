@@ -1,4 +1,5 @@
-// AVX2 int8 GEMM and IGEMM convolution (table.def's qgemm, qconv2d), exact: compiled with -mavx2 -mfma.
+// AVX2 int8 GEMM and IGEMM convolution (table.def's qgemm, qconv2d, qd8_gemm), exact: compiled with -mavx2 -mfma.
+// The tiles are qgemm_tiles.h's (shared with the VNNI tables); this file is AVX2's multiply steps and tile shapes.
 //
 // The u8 x s8 step vpmaddubsw (+ vpmaddwd with ones, + vpaddd) sums two products into an int16, which saturates
 // for 255 * 127 * 2. Three exact paths, chosen at pack time from the weights (QPath, qgemm_layout.h):
@@ -19,12 +20,12 @@
 // in the loop (vpmovzxbw + 2 vpshufd per 4 k) 104-120. So an exact AVX2 kernel for 8-bit weights tops out near
 // 3/4 of a saturating one; the gains came from around the k loop instead (measured against the previous
 // kernel, 1 thread, A/B alternating, u8 activations, GOP/s): pointwise 1x1 convs as plain GEMMs and one call
-// per column strip of tiles (tile_sign loops down the rows) with a two-row epilogue (store2x16): MobileNetV2's
+// per column strip of tiles (tile_strip loops down the rows) with a two-row epilogue (store2x16): MobileNetV2's
 // 56x56x24->144 56 -> 82, 28x28x32->192 65 -> 89, 14x14x64->384 86 -> 105, 56x56x144->24 78 -> 85, 7x7x320->1280
 // 114 -> 120; ResNet-50's 56x56x64->256 85 -> 104, 14x14x1024->256 121 -> 124; 3x3 56x56x64->64 level (110);
 // image stems with merged filter rows (qconv2d_taps: a 3-channel tap was a 3-byte partial group, now a filter
 // row is one run of kw * C bytes): ResNet-50's 7x7x3->64 s2 7 -> 77, MobileNetV2's 3x3x3->32 33 -> 47. Long K
-// (a strip's weights past L1) runs in K blocks (tile_sign, kQBlockBytes; measured there).
+// (a strip's weights past L1) runs in K blocks (tile_strip, kQBlockBytes; measured there).
 //
 // Tiles: 2 rows x 32 columns (two panels): 8 int32 accumulators, the panels' 4 weight vectors, the broadcast
 // row group, its |a|, a product and the ones vector -- 16 ymm registers, no spills (the compiler reloads a
@@ -37,630 +38,65 @@
 // partial last group is assembled from the row's remaining bytes (no reads past K). Requantization per
 // table.def.
 //
-// ODR hygiene: no std:: templates here; parallelism goes through internal.h.
+//
+// ODR hygiene: no std:: templates here; parallelism goes through internal.h; the tiles are in qgemm_tiles.h's
+// anonymous namespace.
 #include <immintrin.h>
 
-#include <cstring>
-
 #include "kernels/avx2/avx2.h"
-#include "kernels/avx2/qrequant.h"
-#include "kernels/avx2/simd.h"
-#include "kernels/internal.h"
-#include "kernels/qgemm_layout.h"
+#include "kernels/avx2/qgemm_tiles.h"
 
 namespace webxnn {
 namespace avx2 {
 namespace {
 
-constexpr size_t kQMC = 192;  // rows of A per M chunk: a chunk's rows stay in L2 while its panels sweep them
-// K blocks (tile_sign): at most this many bytes of a strip's weights per block, half of Zen 4's 32 KB L1D
-// beside the tiles' rows and partial sums (a strip of up to 1.5x that runs unblocked); and tiles per group
-// sharing a block (their int32 sums: 6 KB). Measured (1 thread, GOP/s, min of repeats, A/B in alternating
-// processes) in two states of this shared VM: while full-K strips ran slow (load 8-10), blocks of 16 KB from
-// 24 KB strips on gave 3x3 7x7x512->512 94-98 -> 109-112, 1x1 7x7x2048->512 94-102 -> 116-121, 1x1
-// 14x14x1024->256 98-102 -> 119-121, 3x3 14x14x256->256 90-101 -> 111-114; while full K ran at 112-126
-// (later, load 13), both were level (medians of 8 pairs within -3 .. +5 %). Blocking from 16 KB strips made
-// 3136x64x576 (K = 576, 18 KB) slower (112 -> 67-103); blocks of 8 KB or 24 KB gained less.
-constexpr size_t kQBlockBytes = 16 * 1024;
-constexpr size_t kQBlockTiles = 24;
-
-// A convolution's geometry for IGEMM tiles (qconv2d); null for a plain GEMM.
-struct QConvGeom {
-  size_t H, W, C, OH, OW;
-  size_t in_stride;  // bytes from one input pixel to the next (groups x C)
-  ConvParams p;
-  QConvTaps t;  // merged: a tap is a filter row, t.row_k = kw * C contiguous input bytes
-  const uint8_t* zero_row;  // t.tap_k bytes of the input zero point: the rows of padding taps
-};
-
-struct QCtx {
-  size_t M, N, K, lda, ldc, panels, pb;
-  // The k loop: `taps` row pointers per output row (1 for a GEMM), each read in `groups` whole row groups and
-  // a partial one of `krem` bytes; the weights of tap t start at group t * tap_groups.
-  size_t taps, tap_groups, groups, krem;
-  const QConvGeom* conv;
-  size_t m_chunks, n_groups, tasks;
-  size_t pstep;  // N groups hold whole tiles of this many panels (4 for the GEMV)
-  const uint8_t* A;
-  const uint8_t* panels0;  // first panel
-  uint8_t* C;
-  size_t cstep;  // bytes of C per panel: 16 int8 or (qd8_gemm) 16 fp32 outputs
-  const RowQuant* rowq;  // qd8_gemm: the rows' quantization (fp32 out); null for qgemm / qconv2d
-  Qd8Columns cols;  // qd8_gemm: column sums and fp32 bias
-  float flo, fhi;  // the clamp, relative to the output zero point (qd8_gemm: in real units)
-  int32_t zy;
-  int32_t qmin, qmax;  // the int8 clamp in output units (flo + zy, fhi + zy; qmin > qmax gives qmax)
-  // int8 out, zy small enough for store2x16's int16 add (any valid zero point is), qmin <= qmax (else every
-  // output is qmax, which may lie outside the type: store16 does that)
-  bool pairs;
-  bool flip, out_u8, wide, small;
-};
-
-// Row group g of a (4 bytes) broadcast (kFlip: a ^ 0x80, qgemm_layout.h's shift d): a whole group straight from memory
-// (vpbroadcastd m32: no trip through a general register), or (tail) the zero-filled partial last one.
-template <bool kFlip>
-__attribute__((always_inline)) inline __m256i row_group(const QCtx& x, const uint8_t* a, size_t g,
-                                                        bool tail) {
-  __m256i v;
-  if (tail) {
-    // Byte loads, not memcpy into a stack word: a call, spilled accumulators and a failed store forward per
-    // row and tap, which made 3-channel stems (every tap a tail) run 5x slower in a model than alone.
-    const uint8_t* t = a + 4 * g;
-    uint32_t u = t[0];
-    if (x.krem > 1) u |= uint32_t{t[1]} << 8;
-    if (x.krem > 2) u |= uint32_t{t[2]} << 16;
-    v = _mm256_set1_epi32(static_cast<int32_t>(u));
-  } else {
-    v = _mm256_castps_si256(_mm256_broadcast_ss(reinterpret_cast<const float*>(a + 4 * g)));
-  }
-  return kFlip ? _mm256_xor_si256(v, _mm256_set1_epi8(static_cast<char>(0x80))) : v;
-}
-
-// Where a tile's rows come from, per tap: a GEMM's A rows, or a convolution's input pixels (IGEMM: the row
-// of input pixel (iy, ix) for output pixel m and tap (ky, kx), the zero-point row where that is padding).
-// Per tile, start() works out what the taps share (for a convolution: each output pixel's image and top-left
-// input coordinate, the divisions done once per tile, not per tap); rows() then gives the tile's row pointers
-// for each tap in turn (t = 0, 1, ...).
-struct GemmRows {
-  const uint8_t* a;
-  size_t lda;
-  template <int MR>
-  struct Tile {
-    const uint8_t* r[MR];
-  };
-  template <int MR>
-  __attribute__((always_inline)) void start(size_t m0, Tile<MR>& tl) const {
-#pragma GCC unroll 4
-    for (int m = 0; m < MR; ++m) tl.r[m] = a + (m0 + m) * lda;
-  }
-  template <int MR>
-  __attribute__((always_inline)) void rows(Tile<MR>& tl, const uint8_t* (&ar)[MR]) const {
-#pragma GCC unroll 4
-    for (int m = 0; m < MR; ++m) ar[m] = tl.r[m];
-  }
-  template <int MR>
-  void seek(Tile<MR>&, size_t) const {}  // one tap
-};
-
-template <bool kMerged>  // qgemm_layout.h's merged taps: one per filter row
-struct ConvRows {
-  const QConvGeom& g;
-  const uint8_t* in;
-  template <int MR>
-  struct Tile {
-    const uint8_t* img[MR];
-    size_t iy0[MR], ix0[MR];  // top-left tap's input coordinates; negative ones wrap around (unsigned)
-    size_t ky = 0, kx = 0;  // the next tap
-    uint8_t gather[MR][64];  // merged taps: a filter row that overlaps the left or right padding
-  };
-  template <int MR>
-  void start(size_t m0, Tile<MR>& tl) const {
-    const ConvParams& p = g.p;
-    for (int m = 0; m < MR; ++m) {
-      const size_t pix = m0 + m, n = pix / (g.OH * g.OW), r = pix % (g.OH * g.OW);
-      tl.img[m] = in + n * g.H * g.W * g.in_stride;
-      tl.iy0[m] = r / g.OW * p.stride_h - p.pad_top;
-      tl.ix0[m] = r % g.OW * p.stride_w - p.pad_left;
-    }
-  }
-  // The next rows() gives tap t's rows (a K block starting at tap t).
-  template <int MR>
-  void seek(Tile<MR>& tl, size_t t) const {
-    tl.ky = kMerged ? t : t / g.p.kernel_w;
-    tl.kx = kMerged ? 0 : t % g.p.kernel_w;
-  }
-  template <int MR>
-  void rows(Tile<MR>& tl, const uint8_t* (&ar)[MR]) const {
-    const ConvParams& p = g.p;
-    if (kMerged) return merged_rows(tl, ar);
-    const size_t dy = tl.ky * p.dilation_h, dx = tl.kx * p.dilation_w;
-    for (int m = 0; m < MR; ++m) {
-      // Unsigned: a coordinate in the top / left padding wrapped past H / W, so one compare catches both sides.
-      const size_t iy = tl.iy0[m] + dy, ix = tl.ix0[m] + dx;
-      ar[m] = iy < g.H && ix < g.W ? tl.img[m] + (iy * g.W + ix) * g.in_stride : g.zero_row;
-    }
-    if (++tl.kx == p.kernel_w) {
-      tl.kx = 0;
-      ++tl.ky;
-    }
-  }
-  // Merged taps (qgemm_layout.h): filter row ky reads the kw * C bytes from input pixel (iy, ix0) on, or where
-  // that run overlaps the left / right padding, a copy with the zero point in the padding pixels' places.
-  template <int MR>
-  void merged_rows(Tile<MR>& tl, const uint8_t* (&ar)[MR]) const {
-    const ConvParams& p = g.p;
-    const size_t dy = tl.ky++ * p.dilation_h, kw = p.kernel_w;
-    for (int m = 0; m < MR; ++m) {
-      const size_t iy = tl.iy0[m] + dy, ix = tl.ix0[m];
-      if (iy >= g.H) {
-        ar[m] = g.zero_row;
-      } else if (ix < g.W && g.W - ix >= kw) {
-        ar[m] = tl.img[m] + (iy * g.W + ix) * g.in_stride;
-      } else {
-        for (size_t kx = 0; kx < kw; ++kx) {
-          const size_t xx = ix + kx;
-          const uint8_t* src = xx < g.W ? tl.img[m] + (iy * g.W + xx) * g.in_stride : g.zero_row;
-          // C < 8 (qconv2d_taps); a bounded conditional copy, which the compiler keeps inline (a memcpy
-          // call here would spill the tile's accumulators).
-#pragma GCC unroll 8
-          for (size_t c = 0; c < 8; ++c)
-            if (c < g.C) tl.gather[m][kx * g.C + c] = src[c];
-        }
-        ar[m] = tl.gather[m];
-      }
-    }
-  }
-};
-
-// Requantizes 16 int32 sums (columns n0..n0+nc of one row; scale: the panel's 16 scales) and stores nc bytes.
-__attribute__((always_inline)) inline void store16(const QCtx& x, __m256i s0, __m256i s1, const float* scale,
-                                                   uint8_t* c, size_t nc) {
-  const QRequant r{_mm256_set1_ps(x.flo), _mm256_set1_ps(x.fhi), _mm256_set1_epi32(x.zy), x.out_u8};
-  const __m128i v = requant16(r, s0, s1, scale, _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5));
-  store_bytes16(c, v, nc);
-}
-
-// qd8_gemm's epilogue (table.def): 16 fp32 outputs of row `row` from its int32 sums, stored as nc floats.
-__attribute__((always_inline)) inline void store16_f32(const QCtx& x, __m256i s0, __m256i s1,
-                                                       const uint8_t* panel, size_t n0, size_t row,
-                                                       uint8_t* c, size_t nc) {
-  const float* sw = reinterpret_cast<const float*>(panel + kQNR * 4);
-  const RowQuant q = x.rowq[row];
-  const __m256i za = _mm256_set1_epi32(q.zero_point);
-  const __m256 sa = _mm256_set1_ps(q.scale);
-  const __m256 lo = _mm256_set1_ps(x.flo), hi = _mm256_set1_ps(x.fhi);
-  const int32_t* ws = x.cols.wsum + n0;
-  const float* bias = x.cols.bias + n0;
-  s0 = _mm256_sub_epi32(s0, _mm256_mullo_epi32(za, _mm256_load_si256(reinterpret_cast<const __m256i*>(ws))));
-  s1 = _mm256_sub_epi32(s1,
-                        _mm256_mullo_epi32(za, _mm256_load_si256(reinterpret_cast<const __m256i*>(ws + 8))));
-  __m256 f0 =
-      _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_mul_ps(sa, _mm256_load_ps(sw)), _mm256_load_ps(bias));
-  __m256 f1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_mul_ps(sa, _mm256_load_ps(sw + 8)),
-                              _mm256_load_ps(bias + 8));
-  f0 = _mm256_min_ps(_mm256_max_ps(f0, lo), hi);  // a NaN gives lo, as the scalar reference does
-  f1 = _mm256_min_ps(_mm256_max_ps(f1, lo), hi);
-  float* out = reinterpret_cast<float*>(c);
-  if (nc == kQNR) {
-    _mm256_storeu_ps(out, f0);
-    _mm256_storeu_ps(out + 8, f1);
-  } else {
-    alignas(32) float tmp[16];
-    _mm256_store_ps(tmp, f0);
-    _mm256_store_ps(tmp + 8, f1);
-    std::memcpy(out, tmp, nc * 4);
-  }
-}
-
-// Two rows' 16 sums each (s: row 0, t: row 1, the same 16 columns; scale: their scales), requantized per
-// table.def and stored as nc bytes at c0 and c1: half requant16's work per output, which shows at small K
-// (MobileNetV2's 1x1 convs with K = 16..32 spend a third of their instructions here). The clamp is split: v to
-// at most hi in fp32 (minps(hi, v) keeps a NaN v), rint, then + zy in saturating int16 and the packs, then
-// [qmin, qmax] on the bytes. Equal to clamping v to [lo, hi] first: rint is monotone and the bounds are
-// integers; a NaN or a v below the int16 range converts / saturates to below qmin, hence qmin, as clip does.
-__attribute__((always_inline)) inline void store2x16(const QCtx& x, __m256i s0, __m256i s1, __m256i t0,
-                                                     __m256i t1, const float* scale, uint8_t* c0, uint8_t* c1,
-                                                     size_t nc) {
-  const __m256 hi = _mm256_set1_ps(x.fhi), sc0 = _mm256_load_ps(scale), sc1 = _mm256_load_ps(scale + 8);
-  const auto conv = [&](__m256i v, __m256 sc) __attribute__((always_inline)) {
-    return _mm256_cvtps_epi32(_mm256_min_ps(hi, _mm256_mul_ps(_mm256_cvtepi32_ps(v), sc)));
-  };
-  const __m256i zy = _mm256_set1_epi16(static_cast<int16_t>(x.zy));
-  // Per 128-bit lane: [s0 s1 t0 t1] x 4 columns each, lane 0 columns 0-3 (+8), lane 1 columns 4-7 (+8).
-  const __m256i p0 = _mm256_adds_epi16(_mm256_packs_epi32(conv(s0, sc0), conv(s1, sc1)), zy);
-  const __m256i p1 = _mm256_adds_epi16(_mm256_packs_epi32(conv(t0, sc0), conv(t1, sc1)), zy);
-  __m256i b = x.out_u8 ? _mm256_packus_epi16(p0, p1) : _mm256_packs_epi16(p0, p1);
-  b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));  // row 0 | row 1
-  const __m256i qmin = _mm256_set1_epi8(static_cast<char>(x.qmin)),
-                qmax = _mm256_set1_epi8(static_cast<char>(x.qmax));
-  b = x.out_u8 ? _mm256_min_epu8(_mm256_max_epu8(b, qmin), qmax)
-               : _mm256_min_epi8(_mm256_max_epi8(b, qmin), qmax);
-  if (nc == kQNR) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(c0), _mm256_castsi256_si128(b));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(c1), _mm256_extracti128_si256(b, 1));
-  } else {
-    alignas(32) uint8_t tmp[32];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(tmp), b);
-    std::memcpy(c0, tmp, nc);
-    std::memcpy(c1, tmp + 16, nc);
-  }
-}
-
-// A tile's 16 sums of one row (columns of `panel`) to C: requantized int8, or (qd8_gemm) fp32.
-// n0: the panel's first column (qd8_gemm's column sums and bias).
-__attribute__((always_inline)) inline void store_out(const QCtx& x, __m256i s0, __m256i s1,
-                                                     const uint8_t* panel, size_t n0, size_t row, uint8_t* c,
-                                                     size_t nc) {
-  if (x.rowq) return store16_f32(x, s0, s1, panel, n0, row, c, nc);
-  store16(x, s0, s1, reinterpret_cast<const float*>(panel + kQNR * 4), c, nc);
-}
-
-// The k loop of a tile: for each tap, its rows into ar, then step(weight group, row group, tail) over the row
-// groups (a partial last one with tail set). kRange: only weight groups [gw0, gw1) of the flat order (tap t's
-// groups are t * tap_groups + 0 .. tap_groups - 1, the partial one last), for a K block; else all of them.
-template <bool kRange, int MR, typename Src, typename Step>
-__attribute__((always_inline)) inline void for_each_group(const QCtx& x, const Src& src, size_t m0,
-                                                          size_t gw0, size_t gw1, const uint8_t* (&ar)[MR],
-                                                          const Step& step) {
-  typename Src::template Tile<MR> tl;
-  src.start(m0, tl);
-  if (!kRange) {
-    for (size_t t = 0; t < x.taps; ++t) {
-      src.rows(tl, ar);
-      const size_t gb = t * x.tap_groups;
-      for (size_t g = 0; g < x.groups; ++g) step(gb + g, g, false);
-      if (x.krem) step(gb + x.groups, x.groups, true);
-    }
-    return;
-  }
-  size_t t = gw0 / x.tap_groups;
-  src.seek(tl, t);
-  for (size_t gb = t * x.tap_groups; gb < gw1; gb += x.tap_groups) {
-    src.rows(tl, ar);
-    const size_t hi = min_sz(gw1 - gb, x.tap_groups);
-    for (size_t g = gw0 > gb ? gw0 - gb : 0; g < min_sz(hi, x.groups); ++g) step(gb + g, g, false);
-    if (x.krem && hi == x.tap_groups) step(gb + x.groups, x.groups, true);
-  }
-}
-
-// MR rows x NP panels (16 columns each), sign trick: acc += maddwd(maddubs(|a|, sign(w, a)), 1).
-// a: the tile's first row; panel: its first panel; c: its first output; nc: columns of the last panel.
-// kRange (a K block, tile_sign): weight groups [gw0, gw1) only, the sums started from `in` (null: the packed
-// bias) and, unless `out` is null, saved there instead of stored to C (MR x 2NP vectors each).
-template <int MR, int NP, bool kFlip, bool kSmall, bool kRange, typename Src>
-__attribute__((always_inline)) inline void tile_sign_one(const QCtx& x, const Src& src, size_t m0,
-                                                         const uint8_t* panel, uint8_t* c, size_t nc,
-                                                         size_t gw0, size_t gw1, const __m256i* in,
-                                                         __m256i* out) {
-  __m256i acc[MR][2 * NP];
-  const int8_t* w[NP];
-#pragma GCC unroll 4
-  for (int p = 0; p < NP; ++p) {
-    const uint8_t* pp = panel + p * x.pb;
-    const __m256i b0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(pp));
-    const __m256i b1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(pp + 32));
-#pragma GCC unroll 4
-    for (int m = 0; m < MR; ++m) {
-      acc[m][2 * p] = kRange && in ? in[m * 2 * NP + 2 * p] : b0;
-      acc[m][2 * p + 1] = kRange && in ? in[m * 2 * NP + 2 * p + 1] : b1;
-    }
-    w[p] = reinterpret_cast<const int8_t*>(pp + kQNR * 8);
-  }
+// The kSmall / kSign step: acc += maddwd(maddubs(a', w'), 1) with a' = a, w' = w (kSmall) or a' = |a|,
+// w' = sign(w, a) (kSign); row() is the |a| the 4 steps of a row group share.
+template <bool kSmall>
+struct MaddubsMul {
   const __m256i ones = _mm256_set1_epi16(1);
-  const uint8_t* ar[MR];
-  // Row group ga of the rows, weight group gw.
-  const auto step = [&](size_t gw, size_t ga, bool tail) __attribute__((always_inline)) {
-    __m256i w0[NP], w1[NP];
-#pragma GCC unroll 4
-    for (int p = 0; p < NP; ++p) {
-      w0[p] = _mm256_load_si256(reinterpret_cast<const __m256i*>(w[p] + gw * 64));
-      w1[p] = _mm256_load_si256(reinterpret_cast<const __m256i*>(w[p] + gw * 64 + 32));
-    }
-#pragma GCC unroll 4
-    for (int m = 0; m < MR; ++m) {
-      const __m256i va = row_group<kFlip>(x, ar[m], ga, tail);
-      const __m256i ua = kSmall ? va : _mm256_abs_epi8(va);
-#pragma GCC unroll 4
-      for (int p = 0; p < NP; ++p) {
-        const __m256i s0 = kSmall ? w0[p] : _mm256_sign_epi8(w0[p], va);
-        const __m256i s1 = kSmall ? w1[p] : _mm256_sign_epi8(w1[p], va);
-        const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(ua, s0), ones);
-        const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(ua, s1), ones);
-        acc[m][2 * p] = _mm256_add_epi32(acc[m][2 * p], p0);
-        acc[m][2 * p + 1] = _mm256_add_epi32(acc[m][2 * p + 1], p1);
+  __attribute__((always_inline)) __m256i row(__m256i va) const { return kSmall ? va : _mm256_abs_epi8(va); }
+  __attribute__((always_inline)) __m256i add(__m256i acc, __m256i va, __m256i ua, __m256i w) const {
+    const __m256i s = kSmall ? w : _mm256_sign_epi8(w, va);
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(ua, s), ones));
+  }
+};
+
+// qgemm_tiles.h's policy: 2 x 32 and 4 x 16 tiles (above), the three paths by the packed QPath.
+struct Avx2Policy {
+  static constexpr int kMR2 = 2, kMR1 = 4;
+  static constexpr bool kWide = true;
+  template <typename F>
+  static void select(const qtiles::QCtx& x, const F& f) {
+    if (x.small) {
+      if (x.flip) {
+        f(qtiles::Flag<true>{}, MaddubsMul<true>{});
+      } else {
+        f(qtiles::Flag<false>{}, MaddubsMul<true>{});
       }
-    }
-  };
-  for_each_group<kRange>(x, src, m0, gw0, gw1, ar, step);
-  if (kRange && out) {
-#pragma GCC unroll 4
-    for (int m = 0; m < MR; ++m)
-#pragma GCC unroll 8
-      for (int j = 0; j < 2 * NP; ++j) out[m * 2 * NP + j] = acc[m][j];
-    return;
-  }
-  const size_t n0 = x.rowq ? static_cast<size_t>(panel - x.panels0) / x.pb * kQNR : 0;  // qd8_gemm only
-#pragma GCC unroll 4
-  for (int m = 0; m < MR; m += 2) {
-#pragma GCC unroll 4
-    for (int p = 0; p < NP; ++p) {
-      const uint8_t* pp = panel + p * x.pb;
-      uint8_t* cm = c + m * x.ldc + p * x.cstep;
-      const size_t ncp = p == NP - 1 ? nc : kQNR;
-      if (m + 1 < MR && x.pairs) {
-        store2x16(x, acc[m][2 * p], acc[m][2 * p + 1], acc[m + 1][2 * p], acc[m + 1][2 * p + 1],
-                  reinterpret_cast<const float*>(pp + kQNR * 4), cm, cm + x.ldc, ncp);
-        continue;
-      }
-      store_out(x, acc[m][2 * p], acc[m][2 * p + 1], pp, n0 + p * kQNR, m0 + m, cm, ncp);
-      if (m + 1 < MR)
-        store_out(x, acc[m + 1][2 * p], acc[m + 1][2 * p + 1], pp, n0 + p * kQNR, m0 + m + 1, cm + x.ldc,
-                  ncp);
-    }
-  }
-}
-
-// `tiles` tiles of MR rows down the same panels, from row m0 (c: its output) in one call: the call, the
-// stack frame and the loop set-up are paid once per column strip, not per tile (at K = 16..32, MobileNetV2's
-// first 1x1 convs, a tile's k loop is only 4..8 row groups).
-// Long K (a strip of more than 1.5 x kQBlockBytes of weights, e.g. ResNet-50 3x3x512 convs: 2 x 73 KB) runs
-// in K blocks of at most kQBlockBytes of weights: per group of up to kQBlockTiles tiles, every tile sums one
-// block, its int32 sums parked in `part` between blocks, so each block is read from L2 once per tile group
-// and then from L1 (full K per tile reads the whole strip from L2 for every tile, which ran at 80-98 GOP/s
-// instead of 110-120 at times on this shared machine). Same sums in the same order, so the same bits; a lone
-// tile has nothing to share and runs full K.
-template <int MR, int NP, bool kFlip, bool kSmall, typename Src>
-void tile_sign(const QCtx& x, const Src& src, size_t m0, size_t tiles, const uint8_t* panel, uint8_t* c,
-               size_t nc) {
-  const size_t total = x.taps * x.tap_groups, block = kQBlockBytes / (NP * kQNR * 4);
-  if (tiles < 2 || 2 * total <= 3 * block) {
-    for (size_t t = 0; t < tiles; ++t)
-      tile_sign_one<MR, NP, kFlip, kSmall, false>(x, src, m0 + t * MR, panel, c + t * MR * x.ldc, nc, 0, 0,
-                                                  nullptr, nullptr);
-    return;
-  }
-  constexpr size_t kVecs = MR * 2 * NP;  // one tile's sums
-  __m256i part[kQBlockTiles * kVecs];
-  const size_t blocks = div_up(total, block);
-  for (size_t t0 = 0; t0 < tiles; t0 += kQBlockTiles) {
-    const size_t nt = min_sz(kQBlockTiles, tiles - t0);
-    for (size_t b = 0; b < blocks; ++b) {
-      const size_t gw0 = total * b / blocks, gw1 = total * (b + 1) / blocks;
-      for (size_t t = 0; t < nt; ++t)
-        tile_sign_one<MR, NP, kFlip, kSmall, true>(
-            x, src, m0 + (t0 + t) * MR, panel, c + (t0 + t) * MR * x.ldc, nc, gw0, gw1,
-            b ? part + t * kVecs : nullptr, b + 1 < blocks ? part + t * kVecs : nullptr);
-    }
-  }
-}
-
-// MR rows x 16 columns, 16-bit path (any weights, -128 included): per row group, the 4 activations as int16
-// broadcast to every 64-bit lane, the weights sign-extended to int16 (4 columns x 4 k per vector), vpmaddwd
-// into 4 accumulators per row holding 2 partial sums per column; vphaddd + vpermq reduce them at the end.
-template <int MR, bool kFlip, typename Src>
-void tile_wide(const QCtx& x, const Src& src, size_t m0, const uint8_t* panel, uint8_t* c, size_t nc) {
-  __m256i acc[MR][4];
-#pragma GCC unroll 4
-  for (int m = 0; m < MR; ++m)
-#pragma GCC unroll 4
-    for (int q = 0; q < 4; ++q) acc[m][q] = _mm256_setzero_si256();
-  const int8_t* w = reinterpret_cast<const int8_t*>(panel + kQNR * 8);
-  const uint8_t* ar[MR];
-  const auto step = [&](size_t gw, size_t ga, bool tail) __attribute__((always_inline)) {
-    __m256i w16[4];
-#pragma GCC unroll 4
-    for (int q = 0; q < 4; ++q)
-      w16[q] = _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(w + gw * 64 + q * 16)));
-#pragma GCC unroll 4
-    for (int m = 0; m < MR; ++m) {
-      const __m128i a8 = _mm256_castsi256_si128(row_group<kFlip>(x, ar[m], ga, tail));
-      const __m256i va = _mm256_broadcastq_epi64(_mm_cvtepi8_epi16(a8));
-#pragma GCC unroll 4
-      for (int q = 0; q < 4; ++q) acc[m][q] = _mm256_add_epi32(acc[m][q], _mm256_madd_epi16(va, w16[q]));
-    }
-  };
-  for_each_group<false>(x, src, m0, 0, 0, ar, step);
-  const __m256i b0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(panel));
-  const __m256i b1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(panel + 32));
-  const size_t n0 = x.rowq ? static_cast<size_t>(panel - x.panels0) / x.pb * kQNR : 0;  // qd8_gemm only
-#pragma GCC unroll 4
-  for (int m = 0; m < MR; ++m) {
-    // hadd lanes: [c0 c1 c4 c5 | c2 c3 c6 c7] -> vpermq 0, 2, 1, 3.
-    const __m256i s0 = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[m][0], acc[m][1]), 0xD8);
-    const __m256i s1 = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[m][2], acc[m][3]), 0xD8);
-    store_out(x, _mm256_add_epi32(s0, b0), _mm256_add_epi32(s1, b1), panel, n0, m0 + m, c + m * x.ldc, nc);
-  }
-}
-
-// Rows [m0, m1) x panels [p0, p1).
-template <bool kFlip, bool kSmall, typename Src>
-void run_block(const QCtx& x, const Src& src, size_t m0, size_t m1, size_t p0, size_t p1) {
-  uint8_t* c0 = x.C + m0 * x.ldc;
-  const size_t rows = m1 - m0;
-  if (x.wide) {
-    for (size_t p = p0; p < p1; ++p) {
-      const uint8_t* panel = x.panels0 + p * x.pb;
-      const size_t nc = min_sz(kQNR, x.N - p * kQNR);
-      size_t m = 0;
-      for (; m + 2 <= rows; m += 2)
-        tile_wide<2, kFlip>(x, src, m0 + m, panel, c0 + m * x.ldc + p * x.cstep, nc);
-      if (m < rows) tile_wide<1, kFlip>(x, src, m0 + m, panel, c0 + m * x.ldc + p * x.cstep, nc);
-    }
-    return;
-  }
-  if (rows == 1) {  // GEMV: 4 panels at a time
-    size_t p = p0;
-    for (; p + 4 <= p1; p += 4) {
-      tile_sign<1, 4, kFlip, kSmall>(x, src, m0, 1, x.panels0 + p * x.pb, c0 + p * x.cstep,
-                                     min_sz(kQNR, x.N - (p + 3) * kQNR));
-    }
-    for (; p < p1; ++p)
-      tile_sign<1, 1, kFlip, kSmall>(x, src, m0, 1, x.panels0 + p * x.pb, c0 + p * x.cstep,
-                                     min_sz(kQNR, x.N - p * kQNR));
-    return;
-  }
-  size_t p = p0;
-  for (; p + 2 <= p1; p += 2) {
-    const uint8_t* panel = x.panels0 + p * x.pb;
-    const size_t nc = min_sz(kQNR, x.N - (p + 1) * kQNR);
-    const size_t m = rows / 2 * 2;
-    tile_sign<2, 2, kFlip, kSmall>(x, src, m0, rows / 2, panel, c0 + p * x.cstep, nc);
-    if (m < rows) tile_sign<1, 2, kFlip, kSmall>(x, src, m0 + m, 1, panel, c0 + m * x.ldc + p * x.cstep, nc);
-  }
-  for (; p < p1; ++p) {
-    const uint8_t* panel = x.panels0 + p * x.pb;
-    const size_t nc = min_sz(kQNR, x.N - p * kQNR);
-    const size_t m = rows / 4 * 4;
-    tile_sign<4, 1, kFlip, kSmall>(x, src, m0, rows / 4, panel, c0 + p * x.cstep, nc);
-    uint8_t* c = c0 + m * x.ldc + p * x.cstep;
-    switch (rows - m) {
-      case 3: tile_sign<3, 1, kFlip, kSmall>(x, src, m0 + m, 1, panel, c, nc); break;
-      case 2: tile_sign<2, 1, kFlip, kSmall>(x, src, m0 + m, 1, panel, c, nc); break;
-      case 1: tile_sign<1, 1, kFlip, kSmall>(x, src, m0 + m, 1, panel, c, nc); break;
-      default: break;
-    }
-  }
-}
-
-template <typename Src>
-void run_block_src(const QCtx& x, const Src& src, size_t m0, size_t m1, size_t p0, size_t p1) {
-  if (x.small) {
-    if (x.flip) {
-      run_block<true, true>(x, src, m0, m1, p0, p1);
+    } else if (x.flip) {
+      f(qtiles::Flag<true>{}, MaddubsMul<false>{});
     } else {
-      run_block<false, true>(x, src, m0, m1, p0, p1);
-    }
-  } else if (x.flip) {
-    run_block<true, false>(x, src, m0, m1, p0, p1);
-  } else {
-    run_block<false, false>(x, src, m0, m1, p0, p1);
-  }
-}
-
-// Units are (M chunk, N group) pairs, M chunk fastest; a task runs a contiguous range of them.
-void qgemm_task(const void* vctx, size_t task) {
-  const QCtx& x = *static_cast<const QCtx*>(vctx);
-  const size_t units = x.m_chunks * x.n_groups;
-  const size_t u0 = units * task / x.tasks, u1 = units * (task + 1) / x.tasks;
-  for (size_t u = u0; u < u1; ++u) {
-    const size_t mc = u % x.m_chunks, ngi = u / x.m_chunks;
-    const size_t m0 = x.M * mc / x.m_chunks, m1 = x.M * (mc + 1) / x.m_chunks;
-    const size_t tiles = div_up(x.panels, x.pstep);
-    const size_t p0 = min_sz(x.panels, tiles * ngi / x.n_groups * x.pstep);
-    const size_t p1 = min_sz(x.panels, tiles * (ngi + 1) / x.n_groups * x.pstep);
-    if (m1 <= m0 || p1 <= p0) continue;
-    if (x.conv && x.conv->t.merged) {
-      run_block_src(x, ConvRows<true>{*x.conv, x.A}, m0, m1, p0, p1);
-    } else if (x.conv) {
-      run_block_src(x, ConvRows<false>{*x.conv, x.A}, m0, m1, p0, p1);
-    } else {
-      run_block_src(x, GemmRows{x.A, x.lda}, m0, m1, p0, p1);
+      f(qtiles::Flag<false>{}, MaddubsMul<false>{});
     }
   }
-}
-
-// The one driver of qgemm and qconv2d. K: the packed K (taps x C rounded up to 4 for a convolution).
-// rowq (qd8_gemm): C is fp32 with row stride ldc floats, clamped to [flo, fhi]; else int8 (out_min, out_max).
-void qrun(size_t M, size_t N, size_t K, const QConvGeom* conv, const void* A, size_t lda, const void* packed,
-          void* C, size_t ldc, int32_t out_min, int32_t out_max, const RowQuant* rowq, float flo, float fhi,
-          Parallel& par) {
-  if (M == 0 || N == 0) return;
-  const QGemmRun run = qgemm_run_params(packed, K, out_min, out_max);
-  const QGemmHeader& h = run.h;
-  QCtx x;
-  x.M = M;
-  x.N = N;
-  x.K = K;
-  x.lda = lda;
-  x.ldc = rowq ? ldc * 4 : ldc;
-  x.cstep = rowq ? kQNR * 4 : kQNR;
-  x.rowq = rowq;
-  x.cols = rowq ? qd8_columns(packed, K, N) : Qd8Columns{nullptr, nullptr};
-  x.panels = div_up(N, kQNR);
-  x.conv = conv;
-  const size_t row_k = conv ? conv->t.row_k : K;  // bytes read per row and tap
-  x.taps = conv ? conv->t.taps : 1;
-  x.tap_groups = div_up(row_k, 4);
-  x.groups = row_k / 4;
-  x.krem = row_k % 4;
-  x.pb = run.panel_bytes;
-  x.A = static_cast<const uint8_t*>(A);
-  x.panels0 = static_cast<const uint8_t*>(packed) + kQHeaderBytes;
-  x.C = static_cast<uint8_t*>(C);
-  x.out_u8 = h.out_type == QType::kU8;
-  x.flo = rowq ? flo : run.lo;
-  x.fhi = rowq ? fhi : run.hi;
-  x.zy = h.out_zero_point;
-  x.qmin = static_cast<int32_t>(run.lo) + x.zy;
-  x.qmax = static_cast<int32_t>(run.hi) + x.zy;
-  x.pairs = !rowq && x.zy >= -512 && x.zy <= 512 && x.qmin <= x.qmax;
-  x.flip = h.a_shift != 0;
-  x.wide = h.path == QPath::kWide;
-  x.small = h.path == QPath::kSmall;
-  // The split: M chunks of <= kQMC rows, then more chunks or N groups until there are a few units per thread.
-  // Any split gives the same bits (exact int32 sums).
-  const size_t threads = internal::parallel_threads(par);
-  const double macs = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K + 1);
-  const size_t want = threads > 1 && macs > 4e5 ? threads * 4 : 1;
-  // Weight-heavy products (N > M: FC layers at small batch) split N first, so each core reads only its share
-  // of the weights; the rest split M, keeping output rows on one core.
-  x.m_chunks = M == 1 ? 1 : div_up(M, kQMC);
-  x.n_groups = 1;
-  x.pstep = M == 1 && !x.wide ? 4 : 1;
-  const size_t max_groups = div_up(x.panels, x.pstep);
-  if (N > M) {
-    while (x.m_chunks * x.n_groups < want && x.n_groups < max_groups) ++x.n_groups;
-  }
-  while (x.m_chunks * x.n_groups < want && M / (x.m_chunks * 2) >= 16) x.m_chunks *= 2;
-  while (x.m_chunks * x.n_groups < want && x.n_groups < max_groups) ++x.n_groups;
-  x.tasks = min_sz(want, x.m_chunks * x.n_groups);
-  if (x.tasks > 1) return internal::parallel_run(par, x.tasks, qgemm_task, &x);
-  qgemm_task(&x, 0);
-}
+};
 
 }  // namespace
 
 void qgemm(size_t M, size_t N, size_t K, const void* A, size_t lda, const void* packed, void* C, size_t ldc,
            int32_t out_min, int32_t out_max, Parallel& par) {
-  qrun(M, N, K, nullptr, A, lda, packed, C, ldc, out_min, out_max, nullptr, 0.f, 0.f, par);
+  qtiles::qgemm_run<Avx2Policy>(M, N, K, A, lda, packed, C, ldc, out_min, out_max, par);
 }
 
 void qconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, size_t OH, size_t OW,
              const void* packed, void* out, int32_t out_min, int32_t out_max, Parallel& par) {
-  QConvGeom g;
-  g.H = H;
-  g.W = W;
-  g.C = p.group_input_channels;
-  g.OH = OH;
-  g.OW = OW;
-  g.p = p;
-  g.t = qconv2d_taps(p);
-  const size_t G = p.groups, K = qconv2d_packed_k(p), OC = p.group_output_channels;
-  g.in_stride = G * g.C;
-  // A pointwise conv (1x1, stride 1, no padding) is a plain GEMM over the NHWC pixel rows (lda: the input's
-  // channels), K = C unpadded (the panels are the same: one tap): no per-tile pixel divisions, no tap pointers.
-  // That is 3/4 of MobileNetV2's int8 time, often with K = 16..32, where those per-tile costs showed.
-  const bool pointwise = p.kernel_h == 1 && p.kernel_w == 1 && p.stride_h == 1 && p.stride_w == 1 &&
-                         p.pad_top == 0 && p.pad_left == 0 && OH == H && OW == W;
-  // One IGEMM per group, each split over the threads (grouped convs are rare and have few groups: the
-  // depthwise-like ones, one input channel per group, run on qdwconv2d).
-  for (size_t gi = 0; gi < G; ++gi) {
-    const uint8_t* gpacked = static_cast<const uint8_t*>(packed) + gi * qconv2d_group_bytes(p);
-    g.zero_row = gpacked + qgemm_layout_bytes(K, OC);
-    const uint8_t* gin = static_cast<const uint8_t*>(in) + gi * g.C;
-    uint8_t* gout = static_cast<uint8_t*>(out) + gi * OC;
-    if (pointwise) {
-      qrun(N * H * W, OC, g.C, nullptr, gin, g.in_stride, gpacked, gout, G * OC, out_min, out_max, nullptr,
-           0.f, 0.f, par);
-    } else {
-      qrun(N * OH * OW, OC, K, &g, gin, 0, gpacked, gout, G * OC, out_min, out_max, nullptr, 0.f, 0.f, par);
-    }
-  }
+  qtiles::qconv2d_run<Avx2Policy>(p, N, H, W, in, OH, OW, packed, out, out_min, out_max, par);
 }
 
 void qd8_gemm(size_t M, size_t N, size_t K, const int8_t* A, size_t lda, const RowQuant* aq,
               const void* packed, float* C, size_t ldc, float out_min, float out_max, Parallel& par) {
-  qrun(M, N, K, nullptr, A, lda, packed, C, ldc, -128, 127, aq, out_min, out_max, par);
+  qtiles::qd8_gemm_run<Avx2Policy>(M, N, K, A, lda, aq, packed, C, ldc, out_min, out_max, par);
 }
 
 }  // namespace avx2

@@ -1,5 +1,6 @@
-// The AVX2 int8 kernels' requantization of 16 int32 sums (table.def's qgemm formula), shared by qgemm.cc and
-// qdwconv.cc (AVX2 translation units only: compiled with their flags).
+// The int8 kernels' requantization of 16 int32 sums (table.def's qgemm formula), shared by qgemm_tiles.h and
+// qdwconv.cc (ISA translation units only: AVX2's and the VNNI ones, each compiled with its own flags). The
+// anonymous namespace gives each TU its own copy (simd.h says why).
 #pragma once
 
 #include <immintrin.h>
@@ -10,6 +11,7 @@
 
 namespace webxnn {
 namespace avx2 {
+namespace {
 
 // The clamp and output zero point of one call, as vectors.
 struct QRequant {
@@ -72,5 +74,6 @@ __attribute__((always_inline)) inline void store_bytes16(uint8_t* p, __m128i v, 
   std::memcpy(p, buf, n);
 }
 
+}  // namespace
 }  // namespace avx2
 }  // namespace webxnn

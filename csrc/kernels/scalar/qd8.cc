@@ -11,7 +11,36 @@ namespace webxnn {
 
 namespace {
 size_t padded_n(size_t N) { return (N + kQNR - 1) / kQNR * kQNR; }
+
+// qd8_gemm_pack (dot: qd8_gemm_pack_dot, the VNNI tables' QPath::kDot).
+void pack_qd8(size_t K, size_t N, const int8_t* B, bool b_is_nk, const float* w_scales, size_t w_scale_count,
+              const float* bias, void* packed, bool dot) {
+  QGemmQuant q;  // s8 activations, zero point 0, unit scales: the column scale is w_scale[n]
+  q.w_scales = w_scales;
+  q.w_scale_count = w_scale_count;
+  if (dot) {
+    qgemm_pack_dot(K, N, B, b_is_nk, nullptr, q, packed);
+  } else {
+    scalar::qgemm_pack(K, N, B, b_is_nk, nullptr, q, packed);
+  }
+  uint8_t* s = static_cast<uint8_t*>(packed) + qgemm_layout_bytes(K, N);
+  std::memset(s, 0, padded_n(N) * 8);
+  int32_t* wsum = reinterpret_cast<int32_t*>(s);
+  float* b = reinterpret_cast<float*>(s + padded_n(N) * 4);
+  for (size_t n = 0; n < N; ++n) {
+    uint32_t sum = 0;  // wraps like the kernels' int32 accumulators
+    for (size_t k = 0; k < K; ++k)
+      sum += static_cast<uint32_t>(int32_t{b_is_nk ? B[n * K + k] : B[k * N + n]});
+    wsum[n] = static_cast<int32_t>(sum);
+    b[n] = bias ? bias[n] : 0.f;
+  }
+}
 }  // namespace
+
+void qd8_gemm_pack_dot(size_t K, size_t N, const int8_t* B, bool b_is_nk, const float* w_scales,
+                       size_t w_scale_count, const float* bias, void* packed) {
+  pack_qd8(K, N, B, b_is_nk, w_scales, w_scale_count, bias, packed, true);
+}
 
 Qd8Columns qd8_columns(const void* packed, size_t K, size_t N) {
   const uint8_t* s = static_cast<const uint8_t*>(packed) + qgemm_layout_bytes(K, N);
@@ -53,21 +82,7 @@ size_t qd8_gemm_packed_size(size_t K, size_t N) { return qgemm_layout_bytes(K, N
 
 void qd8_gemm_pack(size_t K, size_t N, const int8_t* B, bool b_is_nk, const float* w_scales,
                    size_t w_scale_count, const float* bias, void* packed) {
-  QGemmQuant q;  // s8 activations, zero point 0, unit scales: the column scale is w_scale[n]
-  q.w_scales = w_scales;
-  q.w_scale_count = w_scale_count;
-  qgemm_pack(K, N, B, b_is_nk, nullptr, q, packed);
-  uint8_t* s = static_cast<uint8_t*>(packed) + qgemm_layout_bytes(K, N);
-  std::memset(s, 0, padded_n(N) * 8);
-  int32_t* wsum = reinterpret_cast<int32_t*>(s);
-  float* b = reinterpret_cast<float*>(s + padded_n(N) * 4);
-  for (size_t n = 0; n < N; ++n) {
-    uint32_t sum = 0;  // wraps like the kernels' int32 accumulators
-    for (size_t k = 0; k < K; ++k)
-      sum += static_cast<uint32_t>(int32_t{b_is_nk ? B[n * K + k] : B[k * N + n]});
-    wsum[n] = static_cast<int32_t>(sum);
-    b[n] = bias ? bias[n] : 0.f;
-  }
+  pack_qd8(K, N, B, b_is_nk, w_scales, w_scale_count, bias, packed, false);
 }
 
 void qd8_gemm(size_t M, size_t N, size_t K, const int8_t* A, size_t lda, const RowQuant* aq,

@@ -1,5 +1,6 @@
-// int8 GEMM weight packing (the table entries qgemm_packed_size, qgemm_pack, qconv2d_packed_size, qconv2d_pack)
-// into qgemm_layout.h's layout, which the AVX2 table's qgemm / qconv2d read too: generic code, run once at load.
+// int8 GEMM weight packing (the table entries qgemm_packed_size, qgemm_pack, qconv2d_packed_size, qconv2d_pack,
+// and the VNNI tables' qgemm_pack_dot / qconv2d_pack_dot) into qgemm_layout.h's layout, which the AVX2 and VNNI
+// tables' qgemm / qconv2d read too: generic code, run once at load.
 #include <cstring>
 #include <vector>
 
@@ -42,12 +43,11 @@ size_t qconv2d_group_bytes(const ConvParams& p) {
   return (bytes + 63) / 64 * 64;  // each group's panels stay 64-byte aligned
 }
 
-namespace scalar {
+namespace {
 
-size_t qgemm_packed_size(size_t K, size_t N) { return qgemm_layout_bytes(K, N); }
-
-void qgemm_pack(size_t K, size_t N, const int8_t* B, bool b_is_nk, const int32_t* bias, const QGemmQuant& q,
-                void* packed) {
+// qgemm_pack (dot: qgemm_pack_dot, the VNNI tables' QPath::kDot).
+void pack_qgemm(size_t K, size_t N, const int8_t* B, bool b_is_nk, const int32_t* bias, const QGemmQuant& q,
+                void* packed, bool dot) {
   uint8_t* base = static_cast<uint8_t*>(packed);
   std::memset(base, 0, qgemm_layout_bytes(K, N));
   QGemmHeader h{};
@@ -62,9 +62,14 @@ void qgemm_pack(size_t K, size_t N, const int8_t* B, bool b_is_nk, const int32_t
     w_min = B[i] < w_min ? B[i] : w_min;
     w_max = B[i] > w_max ? B[i] : w_max;
   }
-  h.path = w_min >= -64 && w_max <= 64 ? QPath::kSmall : w_min == -128 ? QPath::kWide : QPath::kSign;
+  h.path = dot                           ? QPath::kDot
+           : w_min >= -64 && w_max <= 64 ? QPath::kSmall
+           : w_min == -128               ? QPath::kWide
+                                         : QPath::kSign;
   const bool a_u8 = q.a_type == QType::kU8;
-  h.a_shift = h.path == QPath::kSmall ? (a_u8 ? 0 : 128) : (a_u8 ? -128 : 0);
+  const bool u8_path =
+      h.path == QPath::kSmall || h.path == QPath::kDot;  // the kernels multiply u8 activations
+  h.a_shift = u8_path ? (a_u8 ? 0 : 128) : (a_u8 ? -128 : 0);
   // The kernels see a + d instead of a, so they add d * sum_k w too much: fold -(za + d) * sum_k w.
   const uint32_t za_d = static_cast<uint32_t>(q.a_zero_point + h.a_shift);
   const size_t pb = panel_bytes(K);
@@ -89,10 +94,8 @@ void qgemm_pack(size_t K, size_t N, const int8_t* B, bool b_is_nk, const int32_t
   std::memcpy(base, &h, sizeof(h));
 }
 
-size_t qconv2d_packed_size(const ConvParams& p) { return size_t{p.groups} * qconv2d_group_bytes(p); }
-
-void qconv2d_pack(const ConvParams& p, const int8_t* filter_ohwi, const int32_t* bias, const QGemmQuant& q,
-                  void* packed) {
+void pack_qconv2d(const ConvParams& p, const int8_t* filter_ohwi, const int32_t* bias, const QGemmQuant& q,
+                  void* packed, bool dot) {
   const QConvTaps ct = qconv2d_taps(p);
   const size_t kh = p.kernel_h, kw = p.kernel_w, C = p.group_input_channels;
   const size_t OC = p.group_output_channels, K = ct.taps * ct.tap_k;
@@ -109,10 +112,38 @@ void qconv2d_pack(const ConvParams& p, const int8_t* filter_ohwi, const int32_t*
       qg.w_scale_count = OC;
     }
     uint8_t* dst = static_cast<uint8_t*>(packed) + g * qconv2d_group_bytes(p);
-    qgemm_pack(K, OC, b.data(), true, bias ? bias + g * OC : nullptr, qg, dst);
+    pack_qgemm(K, OC, b.data(), true, bias ? bias + g * OC : nullptr, qg, dst, dot);
     uint8_t* zero_row = dst + qgemm_layout_bytes(K, OC);
     std::memset(zero_row, static_cast<uint8_t>(q.a_zero_point), ct.tap_k);  // the raw byte of za (u8 or s8)
   }
+}
+
+}  // namespace
+
+void qgemm_pack_dot(size_t K, size_t N, const int8_t* B, bool b_is_nk, const int32_t* bias,
+                    const QGemmQuant& q, void* packed) {
+  pack_qgemm(K, N, B, b_is_nk, bias, q, packed, true);
+}
+
+void qconv2d_pack_dot(const ConvParams& p, const int8_t* filter_ohwi, const int32_t* bias,
+                      const QGemmQuant& q, void* packed) {
+  pack_qconv2d(p, filter_ohwi, bias, q, packed, true);
+}
+
+namespace scalar {
+
+size_t qgemm_packed_size(size_t K, size_t N) { return qgemm_layout_bytes(K, N); }
+
+void qgemm_pack(size_t K, size_t N, const int8_t* B, bool b_is_nk, const int32_t* bias, const QGemmQuant& q,
+                void* packed) {
+  pack_qgemm(K, N, B, b_is_nk, bias, q, packed, false);
+}
+
+size_t qconv2d_packed_size(const ConvParams& p) { return size_t{p.groups} * qconv2d_group_bytes(p); }
+
+void qconv2d_pack(const ConvParams& p, const int8_t* filter_ohwi, const int32_t* bias, const QGemmQuant& q,
+                  void* packed) {
+  pack_qconv2d(p, filter_ohwi, bias, q, packed, false);
 }
 
 }  // namespace scalar

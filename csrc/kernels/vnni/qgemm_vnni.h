@@ -1,0 +1,81 @@
+// The VNNI int8 tables (issue 19): AVX2's table with qgemm / qconv2d / qd8_gemm and their packers replaced by
+// qgemm_tiles.h's tiles on vpdpbusd (u8 x s8, four products summed into each int32 lane, no int16
+// saturation: exact for any s8 weights, so one path, QPath::kDot: u8 activations, s8 ones shifted by +128 with
+// the shift folded into the packed bias, qgemm_layout.h). Depthwise and element-wise entries stay AVX2's: they
+// have no 4-byte dot products to gain from.
+//
+// Each table is its own translation unit with its own flags, naming the one instruction (acc, a_u8, w_s8) ->
+// acc + the 4-byte dot products, as the macro WEBXNN_VNNI_DPBUSD before including this header:
+//   avx512vnni.cc  -mavx512vnni -mavx512vl -mavx512bw -mavx512f: _mm256_dpbusd_epi32 (EVEX; Ice Lake+ / Zen 4)
+//   avxvnni.cc     -mavxvnni: _mm256_dpbusd_avx_epi32 (VEX; Alder Lake+ clients, Zen 5)
+//   emu.cc         AVX2 flags, testing builds only: an exact AVX2 emulation, so every line of these kernels
+//                  but the instruction itself runs (and is tested) on CPUs without VNNI.
+// ymm only: a zmm variant (16 int32 lanes per vpdpbusd on Intel servers) is a later decision, to be measured.
+//
+// ODR: everything here and in qgemm_tiles.h is in an anonymous namespace (each TU gets its own copy; the EVEX
+// TU's code can never stand in for another's); the TUs export only their table function (internal.h).
+#pragma once
+
+#ifndef WEBXNN_VNNI_DPBUSD
+#error "define WEBXNN_VNNI_DPBUSD (the vpdpbusd intrinsic or its emulation) before including qgemm_vnni.h"
+#endif
+
+#include <immintrin.h>
+
+#include "kernels/avx2/qgemm_tiles.h"
+#include "kernels/internal.h"
+#include "kernels/qgemm_layout.h"
+
+namespace webxnn {
+namespace vnni {
+namespace {
+
+// acc += the 4-byte dot products of a (u8) and 8 columns of w (s8): one vpdpbusd.
+struct DotMul {
+  __attribute__((always_inline)) __m256i row(__m256i va) const { return va; }
+  __attribute__((always_inline)) __m256i add(__m256i acc, __m256i va, __m256i, __m256i w) const {
+    return WEBXNN_VNNI_DPBUSD(acc, va, w);
+  }
+};
+
+// qgemm_tiles.h's policy: tiles of MR2 rows x 32 columns and MR1 rows x 16; one path (QPath::kDot), the
+// activations flipped when they are s8.
+template <int MR2, int MR1>
+struct DotPolicy {
+  static constexpr int kMR2 = MR2, kMR1 = MR1;
+  static constexpr bool kWide = false;
+  template <typename F>
+  static void select(const qtiles::QCtx& x, const F& f) {
+    if (x.flip) {
+      f(qtiles::Flag<true>{}, DotMul{});
+    } else {
+      f(qtiles::Flag<false>{}, DotMul{});
+    }
+  }
+};
+
+// AVX2's table (the CPU has AVX2 + FMA + F16C whenever a VNNI table is chosen: dispatch.cc) with the int8 GEMM
+// entries on P's tiles.
+template <typename P>
+KernelTable make_table(const char* name) {
+  KernelTable t = *internal::avx2_table();
+  t.name = name;
+  t.qgemm_pack = qgemm_pack_dot;
+  t.qgemm = qtiles::qgemm_run<P>;
+  t.qconv2d_pack = qconv2d_pack_dot;
+  t.qconv2d = qtiles::qconv2d_run<P>;
+  t.qd8_gemm_pack = qd8_gemm_pack_dot;
+  t.qd8_gemm = qtiles::qd8_gemm_run<P>;
+  return t;
+}
+
+// The table `name` on tiles of MR2 x 32 and MR1 x 16 (each TU's table function).
+template <int MR2, int MR1>
+const KernelTable* table(const char* name) {
+  static const KernelTable t = make_table<DotPolicy<MR2, MR1>>(name);
+  return &t;
+}
+
+}  // namespace
+}  // namespace vnni
+}  // namespace webxnn
