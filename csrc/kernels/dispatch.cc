@@ -71,7 +71,7 @@ const KernelTable* avx2_if_supported() {
 
 // The VNNI tables are AVX2's with the int8 GEMM entries replaced, so they need everything AVX2's does too.
 const KernelTable* avx512vnni_if_supported() {
-#if defined(WEBXNN_HAVE_X86)
+#if defined(WEBXNN_HAVE_X86) && defined(WEBXNN_HAVE_AVX512VNNI)
   const CpuFeatures& f = cpu_features();
   if (avx2_if_supported() && f.avx512vnni && f.avx512vl && f.avx512bw) return internal::avx512vnni_table();
 #endif
@@ -79,7 +79,7 @@ const KernelTable* avx512vnni_if_supported() {
 }
 
 const KernelTable* avxvnni_if_supported() {
-#if defined(WEBXNN_HAVE_X86)
+#if defined(WEBXNN_HAVE_X86) && defined(WEBXNN_HAVE_AVXVNNI)
   if (avx2_if_supported() && cpu_features().avxvnni) return internal::avxvnni_table();
 #endif
   return nullptr;
