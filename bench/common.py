@@ -43,10 +43,18 @@ def fma_peaks(threads_list: Iterable[int]) -> dict[int, float]:
     return {t: K.peak_fma(threads=t) for t in threads_list}
 
 
-def int8_peaks(threads_list: Iterable[int]) -> dict[int, float]:
-    """The AVX2 int8 peak (GOP/s: vpmaddubsw + vpmaddwd + vpaddd chains) per thread count, measured now."""
+def int8_peaks(threads_list: Iterable[int], isa: str = "best") -> dict[int, float]:
+    """The int8 peak (GOP/s) of table `isa`'s multiply step (int8_step) per thread count, measured now."""
     K = testing_kernels()
-    return {t: K.peak_int8(threads=t) for t in threads_list}
+    return {t: K.peak_int8(threads=t, isa=isa) for t in threads_list}
+
+
+def int8_step(isa: str = "best") -> str:
+    """The instructions int8_peaks chains for table `isa`: vpdpbusd on a VNNI table, else AVX2's three."""
+    import webxnn  # noqa: PLC0415
+
+    table = webxnn.cpu_info()["int8"].split()[0] if isa == "best" else isa
+    return "vpdpbusd" if "vnni" in table and table != "vnni-emu" else "vpmaddubsw + vpmaddwd + vpaddd"
 
 
 def copy_bandwidth() -> float:

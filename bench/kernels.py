@@ -6,7 +6,8 @@ Every row times the kernel alone (weights packed once, outside the timing; activ
 median of `repeat` calls, best of `rounds` passes over all rows (the passes interleave webxnn, numpy and
 ORT). The peak is measured in the same run by 12 independent FMA chains per thread.
 The int8 GEMM rows (kernels.qgemm: u8 activations x per-channel s8 weights, requantized to s8) are measured
-against the int8 peak of the same run (10 independent vpmaddubsw + vpmaddwd + vpaddd chains per thread), with
+against the int8 peak of the same run (independent chains of the table's multiply step per thread: 12 vpdpbusd
+on a VNNI table, else 10 vpmaddubsw + vpmaddwd + vpaddd), with
 the fp32 GEMM of the same shape and onnxruntime's QLinearMatMul (u8 x s8 -> u8) beside them; the int8 conv
 and depthwise rows (kernels.qconv2d, qdwconv2d) likewise, with onnxruntime's QLinearConv (group = C for dw).
 numpy (its BLAS, GEMM rows only) and onnxruntime (a one-node ONNX model, NCHW, IO-bound buffers) run the same
@@ -29,6 +30,7 @@ from bench.common import (
     copy_bandwidth,
     fma_peaks,
     int8_peaks,
+    int8_step,
     median_ms,
     numpy_threads,
     onnxruntime_or_none,
@@ -464,7 +466,7 @@ def run(
         if t == threads_list[0]:
             samples.append(fma_peaks(threads_list))
             if case.kind in INT8_KINDS:
-                int8_samples.append(int8_peaks(threads_list))
+                int8_samples.append(int8_peaks(threads_list, isa))
         data = datas[case.name]
         keep((case.name, t, "webxnn_ms"), median_ms(_webxnn_times(case, data, t, repeat, isa)))
         if case.kind == "qgemm":
@@ -504,6 +506,7 @@ def run(
         "rounds": rounds,
         "peak_gflops": {str(t): p for t, p in peaks.items()},
         "int8_peak_gops": {str(t): p for t, p in int8_peaks_best.items()},
+        "int8_peak_step": int8_step(isa),
         "copy_gbs": copies,
         "warning": contention_warning(samples, copies),
         "rows": rows,
@@ -556,7 +559,7 @@ def _int8_markdown(result: dict[str, Any]) -> list[str]:
     )
     lines = [
         "",
-        f"int8 peak (GOP/s, vpmaddubsw + vpmaddwd + vpaddd) — {peaks}",
+        f"int8 peak (GOP/s, {result.get('int8_peak_step', 'vpmaddubsw + vpmaddwd + vpaddd')}) — {peaks}",
         "",
         "| int8 (u8 x s8 -> s8) | thr | webxnn ms | GOP/s | % int8 peak | fp32 ms "
         "| int8 / fp32 speed | ORT int8 ms | webxnn/ORT |",

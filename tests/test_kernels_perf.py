@@ -235,6 +235,9 @@ def test_bench_entry_points():
     assert len(K.time_normalize(rand(4, 100), repeat=2)) == 2
     if HAVE_AVX2:
         assert K.peak_fma(threads=1, iters=10000, repeat=1) > 0
+        for isa in K.tables():  # the int8 peak of each table's multiply step (vpdpbusd on a VNNI one)
+            if isa != "scalar":
+                assert K.peak_int8(threads=1, iters=10000, repeat=1, isa=isa) > 0
 
 
 def test_bench_load_run_overhead_graph():

@@ -184,18 +184,25 @@ py::array qdwconv2d(const py::array& x, const I8Arr& f, const std::optional<I32A
   return out;
 }
 
-// GOP/s (2 ops per multiply-add) of `threads` cores each running int8_peak_loop(iters); median of `repeat` runs.
-double peak_int8(size_t threads, size_t iters, size_t repeat) {
+// GOP/s (2 ops per multiply-add) of `threads` cores each running the int8 peak loop of table `isa`'s multiply
+// step (vpdpbusd chains for a VNNI table, else AVX2's vpmaddubsw + vpmaddwd + vpaddd); median of `repeat` runs.
+double peak_int8(size_t threads, size_t iters, size_t repeat, const std::string& isa) {
   const char* w = "peak_int8";
 #if !defined(WEBXNN_HAVE_X86)
   bad(w, "built without the x86 kernels");
 #else
   if (!cpu_features().avx2) bad(w, "this CPU has no AVX2");
+  const std::string table = table_for(w, isa).name;
+  int32_t (*loop)(size_t) = internal::int8_peak_loop;
+  double ops_per_step = 640.0;
+  if (table == "avx512vnni" || table == "avxvnni") {
+    loop = table == "avxvnni" ? internal::avxvnni_peak_loop : internal::avx512vnni_peak_loop;
+    ops_per_step = static_cast<double>(internal::kVnniPeakOpsPerStep);
+  }
   Parallel& par = pool_for(w, threads);
   volatile int32_t sink = 0;
-  const double t =
-      median_run_seconds(par, threads, repeat, [&] { sink = sink + internal::int8_peak_loop(iters); });
-  return 640.0 * static_cast<double>(iters) * static_cast<double>(threads) / t * 1e-9;
+  const double t = median_run_seconds(par, threads, repeat, [&] { sink = sink + loop(iters); });
+  return ops_per_step * static_cast<double>(iters) * static_cast<double>(threads) / t * 1e-9;
 #endif
 }
 
@@ -289,7 +296,9 @@ void bind_qs8(py::module_& m) {
       py::arg("pads") = std::vector<uint32_t>{0, 0, 0, 0}, py::arg("strides") = std::vector<uint32_t>{1, 1},
       py::arg("isa") = "best", thr, rep, "wall times (s) of `repeat` qdwconv2d calls after a warm-up one");
   m.def("peak_int8", &peak_int8, thr, py::arg("iters") = size_t{2000000}, py::arg("repeat") = size_t{5},
-        "GOP/s of 10 independent vpmaddubsw + vpmaddwd + vpaddd chains per thread (the AVX2 int8 peak)");
+        py::arg("isa") = "best",
+        "GOP/s of independent chains of table `isa`'s int8 multiply step per thread: 12 vpdpbusd on a VNNI "
+        "table, else 10 vpmaddubsw + vpmaddwd + vpaddd (the int8 peak that table can reach)");
 }
 
 }  // namespace webxnn

@@ -6,3 +6,4 @@
 // EVEX has 32 ymm registers: 4 x 32 tiles (16 accumulators + 4 weight vectors + the broadcast row group) and
 // 8 x 16 for a lone last panel. Not measured (no VNNI machine here).
 const webxnn::KernelTable* webxnn::internal::avx512vnni_table() { return vnni::table<4, 8>("avx512vnni"); }
+int32_t webxnn::internal::avx512vnni_peak_loop(size_t iters) { return vnni::peak_loop(iters); }

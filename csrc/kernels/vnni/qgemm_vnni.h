@@ -69,6 +69,25 @@ KernelTable make_table(const char* name) {
   return t;
 }
 
+// The int8 peak yardstick of a VNNI machine: `iters` steps of kChains independent vpdpbusd (32 multiply-adds
+// each). Each chain multiplies its own accumulator's bytes, so nothing can be hoisted; 12 chains cover
+// vpdpbusd's latency (4-5 cycles) at two per cycle and fit 16 ymm registers with the weights.
+constexpr int kPeakChains = 12;
+int32_t peak_loop(size_t iters) {
+  __m256i acc[kPeakChains];
+  const __m256i w = _mm256_set1_epi8(-5);
+#pragma GCC unroll 12
+  for (int i = 0; i < kPeakChains; ++i) acc[i] = _mm256_set1_epi32(i);
+  for (size_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 12
+    for (int i = 0; i < kPeakChains; ++i) acc[i] = WEBXNN_VNNI_DPBUSD(acc[i], acc[i], w);
+  }
+  __m256i s = acc[0];
+#pragma GCC unroll 11
+  for (int i = 1; i < kPeakChains; ++i) s = _mm256_add_epi32(s, acc[i]);
+  return _mm256_cvtsi256_si32(s);  // returned so the loop cannot be removed
+}
+
 // The table `name` on tiles of MR2 x 32 and MR1 x 16 (each TU's table function).
 template <int MR2, int MR1>
 const KernelTable* table(const char* name) {
