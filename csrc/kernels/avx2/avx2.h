@@ -60,6 +60,12 @@ void winograd_pack(const ConvParams& p, const float* filter_ohwi, const float* b
 void winograd_conv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
                      const void* packed, const float* residual, float* out, Parallel& par);
 
+// qconv_fp32acc.cc: qconv2d for few input channels (image stems) on fp32 FMAs, exact within a K bound;
+// qgemm.cc's qconv2d routes there when qconv2d_fp32acc_applies(p). Same packed layout, same results.
+bool qconv2d_fp32acc_applies(const ConvParams& p);
+void qconv2d_fp32acc(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, size_t OH, size_t OW,
+                     const void* packed, void* out, int32_t out_min, int32_t out_max, Parallel& par);
+
 // math.cc: exp, sigmoid, tanh, erf, gelu (returns false for other ops; elementwise.cc's unary routes there).
 bool unary_transcendental(UnaryOp op, size_t n, const float* in, float* out, const UnaryParams& p,
                           Parallel& par);
