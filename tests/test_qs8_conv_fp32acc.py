@@ -1,7 +1,8 @@
 """int8 convolutions with few input channels (image stems), which the AVX2 table runs on fp32 FMAs
 (csrc/kernels/avx2/qconv_fp32acc.cc): exact while K = kh * kw * C <= 514, so bit for bit the integer numpy
 reference and the scalar table; larger K stays on the int8 IGEMM. Shapes of the real stems, every zero-point
-and weight extreme, and sums at the exactness bound that fp32 would round past it."""
+and weight extreme, sums at the exactness bound that fp32 would round past it, and NCHW input read in place
+(qconv2d_reads_nchw)."""
 
 from __future__ import annotations
 
@@ -129,6 +130,26 @@ def test_the_bound_test_can_fail():
         assert int(s) - kk * 32385 == error
 
 
+@pytest.mark.parametrize(
+    "n,h,w,ch,oc,k,strides,dil,pads",
+    [
+        (1, 224, 224, 3, 32, (3, 3), (2, 2), (1, 1), (0, 1, 1, 0)),  # MobileNetV2's stem
+        (2, 17, 7, 3, 64, (7, 7), (2, 2), (1, 1), (3, 3, 3, 3)),  # ResNet-50's, on a small odd image
+        (1, 7, 17, 1, 17, (3, 3), (1, 2), (2, 1), (2, 0, 1, 1)),
+        (2, 9, 70, 2, 33, (2, 5), (1, 1), (1, 1), (0, 4, 1, 3)),  # rows of more than one 64-column chunk
+        (1, 5, 6, 4, 7, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
+        (1, 2, 3, 3, 9, (7, 7), (2, 2), (1, 1), (3, 3, 3, 3)),  # every window mostly padding
+        (1, 6, 9, 3, 16, (3, 3), (1, 1), (1, 2), (1, 1, 1, 1)),  # horizontal dilation: NHWC only
+    ],
+)
+@pytest.mark.parametrize("a_dtype", ["uint8", "int8"])
+def test_planes(n, h, w, ch, oc, k, strides, dil, pads, a_dtype):
+    """qconv2d reading an NCHW copy of x (p.input_nchw) where the table reads planes (AVX2: the fp32 path's
+    convs; scalar: none), the bits of the NHWC conv."""
+    c = conv_case(n, h, w, ch, oc, k, a_dtype, seed=h + w + ch)
+    check_conv(c, pads=pads, strides=strides, dil=dil, threads=(1, 2), planes=True)
+
+
 @SETTINGS
 @given(
     h=st.integers(1, 17),
@@ -151,4 +172,4 @@ def test_stem_property(h, w, ch, oc, kh, kw, sh, sw, dh, pads, a_u8, out_u8, see
         return
     a_dtype, out_dtype = ("uint8" if a_u8 else "int8"), ("uint8" if out_u8 else "int8")
     case = conv_case(1, h, w, ch, oc, (kh, kw), a_dtype, out_dtype, w_lo=-128, seed=seed)
-    check_conv(case, pads=pads, strides=(sh, sw), dil=(dh, 1), threads=(1, 2))
+    check_conv(case, pads=pads, strides=(sh, sw), dil=(dh, 1), threads=(1, 2), planes=bool(seed % 2))

@@ -17,6 +17,7 @@
 //   deconv.cc   deconv2d_packed_size deconv2d_pack deconv2d
 //   elementwise.cc binary unary; math.cc softmax normalize; layout.cc image_layout_f32 (3-channel images)
 //   qgemm.cc    qgemm qconv2d qd8_gemm; qd8.cc quantize_qd8 (the int8 packers are the scalar ones)
+//   qconv_fp32acc.cc qconv2d_reads_nchw (qconv2d's few-channel path, which reads planes)
 //   q8elem.cc   qadd qmul qmax_pool2d qglobal_avg_pool qlut quantize_qs8 dequantize_qs8 (qavg_pool2d is
 //               the scalar one)
 //   qdwconv.cc  qdwconv2d (reads the scalar packer's layout, kernels/qdw_layout.h)
@@ -27,7 +28,7 @@
   X(dwconv2d) X(dwconv2d_fused) X(max_pool2d) X(avg_pool2d) X(global_avg_pool) \
   X(deconv2d_packed_size) X(deconv2d_pack) X(deconv2d) \
   X(binary) X(unary) X(softmax) X(normalize) X(image_layout_f32) \
-  X(qgemm) X(qconv2d) X(qdwconv2d) X(quantize_qd8) X(qd8_gemm) \
+  X(qgemm) X(qconv2d) X(qconv2d_reads_nchw) X(qdwconv2d) X(quantize_qd8) X(qd8_gemm) \
   X(qadd) X(qmul) X(qmax_pool2d) X(qglobal_avg_pool) X(qlut) X(quantize_qs8) X(dequantize_qs8)
 // clang-format on
 

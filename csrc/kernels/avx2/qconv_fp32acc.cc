@@ -62,6 +62,7 @@ struct FCtx {
   const float* w;  // fp32 panels
   float za;
   bool a_u8;
+  bool nchw;  // p.input_nchw: the input is [N, C, H, W]
   float lo, hi;  // the clamp relative to the output zero point
   int32_t zy;
   int32_t qmin, qmax;  // the clamp in output units (lo + zy, hi + zy)
@@ -84,6 +85,26 @@ void convert_row(const FCtx& x, const uint8_t* src, size_t n, float* dst) {
   }
 }
 
+// An NCHW input's (p.input_nchw) columns [k0, k1) of row iy - pad_top as fill_row's floats (from dst + k0 * C):
+// each channel's plane converted a chunk at a time, then interleaved.
+void fill_planes(const FCtx& x, size_t n, size_t iy, size_t k0, size_t k1, float* dst) {
+  constexpr size_t kChunk = 64;
+  alignas(32) float tmp[kMaxInputChannels][kChunk];
+  const size_t C = x.C, plane = x.H * x.W, pl = x.p->pad_left;
+  const uint8_t* row = x.in + n * C * plane + (iy - x.p->pad_top) * x.W;
+  for (size_t j0 = k0; j0 < k1; j0 += kChunk) {
+    const size_t nj = min_sz(kChunk, k1 - j0);
+    for (size_t c = 0; c < C; ++c) convert_row(x, row + c * plane + (j0 - pl), nj, tmp[c]);
+    float* d = dst + j0 * C;
+    if (C == 3) {  // the RGB image's case, with constant offsets
+      for (size_t j = 0; j < nj; ++j, d += 3) d[0] = tmp[0][j], d[1] = tmp[1][j], d[2] = tmp[2][j];
+    } else {
+      for (size_t j = 0; j < nj; ++j)
+        for (size_t c = 0; c < C; ++c) d[j * C + c] = tmp[c][j];
+    }
+  }
+}
+
 // Padded input row iy (of image n) into dst: cols * C floats, 0.0 where the row or a column is padding.
 void fill_row(const FCtx& x, size_t n, size_t iy, float* dst) {
   const ConvParams& p = *x.p;
@@ -95,9 +116,12 @@ void fill_row(const FCtx& x, size_t n, size_t iy, float* dst) {
   // Columns [k0, k1) are inside the image.
   const size_t k0 = min_sz(cols, p.pad_left), k1 = max_sz(k0, min_sz(cols, x.W + p.pad_left));
   std::memset(dst, 0, k0 * C * sizeof(float));
-  if (k1 > k0)
+  if (k1 > k0 && x.nchw) {
+    fill_planes(x, n, iy, k0, k1, dst);
+  } else if (k1 > k0) {
     convert_row(x, x.in + ((n * x.H + iy - p.pad_top) * x.W + (k0 - p.pad_left)) * C, (k1 - k0) * C,
                 dst + k0 * C);
+  }
   std::memset(dst + k1 * C, 0, (cols - k1) * C * sizeof(float));
 }
 
@@ -233,6 +257,9 @@ bool qconv2d_fp32acc_applies(const ConvParams& p) {
          K <= kMaxExactK && p.kernel_h <= 64;
 }
 
+// The ring rows are filled from planes as well (fill_planes): an RGB image is read in place.
+bool qconv2d_reads_nchw(const ConvParams& p) { return qconv2d_fp32acc_applies(p); }
+
 void qconv2d_fp32acc(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, size_t OH, size_t OW,
                      const void* packed, void* out, int32_t out_min, int32_t out_max, Parallel& par) {
   if (N == 0 || OH == 0 || OW == 0 || p.group_output_channels == 0) return;
@@ -258,6 +285,7 @@ void qconv2d_fp32acc(const ConvParams& p, size_t N, size_t H, size_t W, const vo
   x.in = static_cast<const uint8_t*>(in);
   x.out = static_cast<uint8_t*>(out);
   x.a_u8 = run.h.a_type == QType::kU8;
+  x.nchw = p.input_nchw;
   const uint8_t zb = pk[qgemm_layout_bytes(Kp, OC)];  // the zero-point row's raw byte
   const int32_t za = x.a_u8 ? int32_t{zb} : int32_t{static_cast<int8_t>(zb)};
   x.za = static_cast<float>(za);
