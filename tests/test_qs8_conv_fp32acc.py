@@ -81,6 +81,19 @@ def test_extreme_zero_points_and_weights(a_dtype, a_zp, x_value, out_dtype):
     check_conv(c, pads=(1, 2, 2, 1), strides=(2, 1), threads=(1, 2), out_min=lo + 5, out_max=hi - 9)
 
 
+@pytest.mark.parametrize("bias_bound", [2**24 - 27 * 255 * 128, 2**24, 2**31 - 1])
+def test_bias_magnitudes(bias_bound):
+    """Sums start from the bias in fp32 while every |bias| + K * 255 * 128 < 2^24 (exact), else the bias is
+    added in int32 after the sums (wrapping like the reference's int32): biases at the limit, just past it,
+    and anywhere in int32."""
+    c = conv_case(1, 13, 12, 3, 20, (3, 3), "uint8", "int8", seed=bias_bound % 1000)
+    rng = np.random.default_rng(bias_bound % 997)
+    c["bias"] = rng.integers(-bias_bound + 1, bias_bound, 20).astype(np.int32)
+    c["bias"][0] = bias_bound - 1
+    c["out_scale"] = 0.05 * 0.01 * 40  # large sums saturate, small ones do not
+    check_conv(c, pads=(1, 1, 1, 1), strides=(2, 2), threads=(1, 2))
+
+
 def bound_case(k: tuple[int, int], ch: int, a_dtype: str, w_value: int, h: int, w: int) -> dict:
     """Every product (x - za) * w the same, 255 * w_value: with 127 (odd products, 32385) the window's sum
     S = K * 32385 goes past 2^24 for K >= 519, where fp32 partial sums in k order round

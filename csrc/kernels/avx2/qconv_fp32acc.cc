@@ -45,7 +45,8 @@ constexpr size_t kMaxExactK = 514;
 // 56x56x4->64 1.127 -> 0.892 (K = 196); past it less: 3x3 C = 5, 6, 7 by 1.16-1.19x, C = 8, 12, 16 by
 // 1.06-1.11x, 5x5 C = 7 (K = 175) level.
 constexpr size_t kMaxInputChannels = 4;
-constexpr size_t kPanelHead = 2 * kQNR;  // floats before a fp32 panel's weights: int32 bias, float scale
+// Floats before a fp32 panel's weights: int32 bias, float scale, the bias as floats.
+constexpr size_t kPanelHead = 3 * kQNR;
 
 struct FCtx {
   const ConvParams* p;
@@ -67,6 +68,9 @@ struct FCtx {
   int32_t zy;
   int32_t qmin, qmax;  // the clamp in output units (lo + zy, hi + zy)
   bool pairs;  // qmin <= qmax: rows requantized in pairs (qrequant.h's requant2x16)
+  // Every |bias| + K * 255 * 128 < 2^24: the sums start from the bias in fp32 and stay exact integers, so the
+  // epilogue needs no int32 round trip (cvtps2dq, + bias, cvtdq2ps).
+  bool fbias;
   bool out_u8;
 };
 
@@ -131,8 +135,11 @@ template <int MR, int KC>
 void tile(const FCtx& x, const float* const* rows, size_t step, const float* wp, uint8_t* c, size_t nc) {
   const size_t kc = KC > 0 ? size_t{KC} : x.kc, kh = x.p->kernel_h;
   __m256 acc0[MR], acc1[MR];
+  // x.fbias: from the bias (every partial sum stays an integer below 2^24), else from zero.
+  const __m256 i0 = x.fbias ? _mm256_load_ps(wp + 2 * kQNR) : _mm256_setzero_ps();
+  const __m256 i1 = x.fbias ? _mm256_load_ps(wp + 2 * kQNR + 8) : _mm256_setzero_ps();
 #pragma GCC unroll 6
-  for (int m = 0; m < MR; ++m) acc0[m] = acc1[m] = _mm256_setzero_ps();
+  for (int m = 0; m < MR; ++m) acc0[m] = i0, acc1[m] = i1;
   const float* w = wp + kPanelHead;
   for (size_t ky = 0; ky < kh; ++ky) {
     const float* a[MR];
@@ -141,11 +148,13 @@ void tile(const FCtx& x, const float* const* rows, size_t step, const float* wp,
 #pragma GCC unroll 4
     for (size_t k = 0; k < kc; ++k, w += kQNR) tile16_fma<MR>(w, a, k, acc0, acc1);
   }
-  const __m256i b0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(wp));
-  const __m256i b1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(wp + 8));
+  // The int32 sums: exact conversions (integers below 2^24), + the bias unless the sums started from it.
+  const __m256i zero = _mm256_setzero_si256();
+  const __m256i b0 = x.fbias ? zero : _mm256_load_si256(reinterpret_cast<const __m256i*>(wp));
+  const __m256i b1 = x.fbias ? zero : _mm256_load_si256(reinterpret_cast<const __m256i*>(wp + 8));
   const float* scale = wp + kQNR;
   const auto sum = [&](__m256 acc, __m256i b) __attribute__((always_inline)) {
-    return _mm256_add_epi32(_mm256_cvtps_epi32(acc), b);  // exact: acc holds an integer below 2^24
+    return _mm256_add_epi32(_mm256_cvtps_epi32(acc), b);
   };
   int m = 0;
   if (x.pairs) {
@@ -154,8 +163,10 @@ void tile(const FCtx& x, const float* const* rows, size_t step, const float* wp,
                          _mm256_set1_epi8(static_cast<char>(x.qmax)), x.out_u8};
 #pragma GCC unroll 3
     for (; m + 2 <= MR; m += 2) {
-      const __m256i b = requant2x16(r, sum(acc0[m], b0), sum(acc1[m], b1), sum(acc0[m + 1], b0),
-                                    sum(acc1[m + 1], b1), scale);
+      // x.fbias: acc is float(int32 sum) already, exactly.
+      const __m256i b = x.fbias ? requant2x16_ps(r, acc0[m], acc1[m], acc0[m + 1], acc1[m + 1], scale)
+                                : requant2x16(r, sum(acc0[m], b0), sum(acc1[m], b1), sum(acc0[m + 1], b0),
+                                              sum(acc1[m + 1], b1), scale);
       store_bytes2x16(c + m * x.OC, c + (m + 1) * x.OC, b, nc);
     }
   }
@@ -217,8 +228,10 @@ void fp32acc_task(const void* vctx, size_t task) {
 }
 
 // The packed s8 panels of one group as fp32 panels (see the top): dst gets panels * panel_floats floats.
-void unpack_panels(const ConvParams& p, const uint8_t* packed, size_t Kp, const QGemmRun& run, int32_t za,
-                   float* dst) {
+// Returns the largest |bias|.
+uint32_t unpack_panels(const ConvParams& p, const uint8_t* packed, size_t Kp, const QGemmRun& run, int32_t za,
+                       float* dst) {
+  uint32_t max_bias = 0;
   const QConvTaps t = qconv2d_taps(p);
   const size_t kh = p.kernel_h, kw = p.kernel_w, C = p.group_input_channels, OC = p.group_output_channels;
   const size_t K = kh * kw * C, row_k = Kp / kh, panels = div_up(OC, kQNR);
@@ -243,8 +256,13 @@ void unpack_panels(const ConvParams& p, const uint8_t* packed, size_t Kp, const 
       bias += za_d * wsum;  // wrapping, as the packer's fold
       std::memcpy(wp + j, &bias, 4);
       std::memcpy(wp + kQNR + j, src + kQNR * 4 + j * 4, 4);
+      const int32_t b = static_cast<int32_t>(bias);
+      wp[2 * kQNR + j] = static_cast<float>(b);  // used only when exact (fbias)
+      const uint32_t mag = b < 0 ? 0u - static_cast<uint32_t>(b) : static_cast<uint32_t>(b);
+      max_bias = mag > max_bias ? mag : max_bias;
     }
   }
+  return max_bias;
 }
 
 }  // namespace
@@ -298,7 +316,8 @@ void qconv2d_fp32acc(const ConvParams& p, size_t N, size_t H, size_t W, const vo
   x.out_u8 = run.h.out_type == QType::kU8;
   float* w = static_cast<float*>(
       internal::scratch(internal::Scratch::kQConvF32W, x.panels * x.panel_floats * sizeof(float)));
-  unpack_panels(p, pk, Kp, run, za, w);
+  const uint32_t max_bias = unpack_panels(p, pk, Kp, run, za, w);
+  x.fbias = max_bias < (uint32_t{1} << 24) && max_bias + x.K * 255 * 128 < (size_t{1} << 24);
   x.w = w;
   const size_t threads = internal::parallel_threads(par);
   x.tasks = internal::task_count(x.rows, static_cast<double>(OW) * OC * x.K, threads, 4);

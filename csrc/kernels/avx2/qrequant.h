@@ -75,11 +75,12 @@ struct QRequantPair {
   bool out_u8;
 };
 
-__attribute__((always_inline)) inline __m256i requant2x16(const QRequantPair& r, __m256i s0, __m256i s1,
-                                                          __m256i t0, __m256i t1, const float* scale) {
+// requant2x16 of sums already converted to fp32 (float(int32 sum), as requant2x16 converts them).
+__attribute__((always_inline)) inline __m256i requant2x16_ps(const QRequantPair& r, __m256 s0, __m256 s1,
+                                                             __m256 t0, __m256 t1, const float* scale) {
   const __m256 sc0 = _mm256_load_ps(scale), sc1 = _mm256_load_ps(scale + 8);
-  const auto conv = [&](__m256i v, __m256 sc) __attribute__((always_inline)) {
-    return _mm256_cvtps_epi32(_mm256_min_ps(r.hi, _mm256_mul_ps(_mm256_cvtepi32_ps(v), sc)));
+  const auto conv = [&](__m256 v, __m256 sc) __attribute__((always_inline)) {
+    return _mm256_cvtps_epi32(_mm256_min_ps(r.hi, _mm256_mul_ps(v, sc)));
   };
   // Per 128-bit lane: [s0 s1 t0 t1] x 4 columns each, lane 0 columns 0-3 (+8), lane 1 columns 4-7 (+8).
   const __m256i p0 = _mm256_adds_epi16(_mm256_packs_epi32(conv(s0, sc0), conv(s1, sc1)), r.zy16);
@@ -88,6 +89,12 @@ __attribute__((always_inline)) inline __m256i requant2x16(const QRequantPair& r,
   b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));  // row 0 | row 1
   return r.out_u8 ? _mm256_min_epu8(_mm256_max_epu8(b, r.qmin8), r.qmax8)
                   : _mm256_min_epi8(_mm256_max_epi8(b, r.qmin8), r.qmax8);
+}
+
+__attribute__((always_inline)) inline __m256i requant2x16(const QRequantPair& r, __m256i s0, __m256i s1,
+                                                          __m256i t0, __m256i t1, const float* scale) {
+  return requant2x16_ps(r, _mm256_cvtepi32_ps(s0), _mm256_cvtepi32_ps(s1), _mm256_cvtepi32_ps(t0),
+                        _mm256_cvtepi32_ps(t1), scale);
 }
 
 // requant2x16's rows: the first n (<= 16) bytes of each lane of b at c0 and c1.
