@@ -8,16 +8,17 @@
 // <= 128, so while K * 255 * 128 < 2^24 every partial sum, in any order, is an integer that fp32 holds
 // exactly: FMAs on float(x - za) and float(w) give exactly the int32 sum (kMaxExactK). Then the usual
 // epilogue: cvtps2dq (exact), + the int32 bias, requantization per table.def (qrequant.h), so the bits are
-// those of every other qconv2d path.
+// those of every other qconv2d path (with small biases, FCtx::fbias, the sums start from the bias instead).
 //
 // No packed-layout change: per call, the packed s8 panels (qgemm_layout.h) are read into fp32 panels in
-// scratch, [int32 bias[16]][float scale[16]][K x 16 weights] in (ky, kx, c) order, with the original bias
-// (packed bias' + (za + d) * sum_k w: the packer folded the zero point and the path's shift d into it, and
-// this kernel subtracts za from the input instead). Per task (a range of output rows), input rows are
-// converted once into a ring of float(x - za) rows over the padded width (padding 0.0, i.e. x = za), each
-// kept while the output rows that read it run; an output row then runs as tiles of 6 pixels x 16 columns
+// scratch, [int32 bias[16]][float scale[16]][float bias[16]][K x 16 weights] in (ky, kx, c) order, with the
+// original bias (packed bias' + (za + d) * sum_k w: the packer folded the zero point and the path's shift d
+// into it, and this kernel subtracts za from the input instead). Per task (a range of output rows), input
+// rows are converted once into a ring of float(x - za) rows over the padded width (padding 0.0, i.e. x = za),
+// each kept while the output rows that read it run; an output row then runs as tiles of 6 pixels x 16 columns
 // (gemm_microkernel.h's tile, as igemm.cc's RGB stem: a filter row is kw * C contiguous floats of a ring
-// row).
+// row). The ring rows are filled from an NCHW image's planes as well (qconv2d_reads_nchw), so an ONNX model's
+// image transpose never runs.
 //
 // ODR hygiene: no std:: templates here; parallelism and scratch go through internal.h.
 #include <immintrin.h>
@@ -89,8 +90,8 @@ void convert_row(const FCtx& x, const uint8_t* src, size_t n, float* dst) {
   }
 }
 
-// An NCHW input's (p.input_nchw) columns [k0, k1) of row iy - pad_top as fill_row's floats (from dst + k0 * C):
-// each channel's plane converted a chunk at a time, then interleaved.
+// An NCHW input's (p.input_nchw) columns [k0, k1) of row iy - pad_top as fill_row's floats (from
+// dst + k0 * C): each channel's plane converted a chunk at a time, then interleaved.
 void fill_planes(const FCtx& x, size_t n, size_t iy, size_t k0, size_t k1, float* dst) {
   constexpr size_t kChunk = 64;
   alignas(32) float tmp[kMaxInputChannels][kChunk];
@@ -271,8 +272,8 @@ uint32_t unpack_panels(const ConvParams& p, const uint8_t* packed, size_t Kp, co
 // within the exactness bound (kMaxExactK: larger K stays on the int8 IGEMM, whose int32 sums never round).
 bool qconv2d_fp32acc_applies(const ConvParams& p) {
   const size_t K = size_t{p.kernel_h} * p.kernel_w * p.group_input_channels;
-  return p.groups == 1 && p.dilation_w == 1 && p.group_input_channels <= kMaxInputChannels &&
-         K <= kMaxExactK && p.kernel_h <= 64;
+  return p.groups == 1 && p.dilation_w == 1 && p.kernel_h >= 1 && p.kernel_w >= 1 &&
+         p.group_input_channels <= kMaxInputChannels && K <= kMaxExactK && p.kernel_h <= 64;
 }
 
 // The ring rows are filled from planes as well (fill_planes): an RGB image is read in place.
