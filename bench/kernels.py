@@ -75,6 +75,16 @@ def _qdwconv(h: int, c: int, s: int) -> Case:
     return Case(name, "qdwconv", 2.0 * o * o * c * 9, {"H": h, "W": h, "C": c, "k": 3, "s": s, "pad": 1})
 
 
+def _qconv(name: str, h: int, c: int, oc: int, k: int, s: int, pad: int) -> Case:
+    o = (h + 2 * pad - k) // s + 1
+    return Case(
+        name,
+        "qconv",
+        2.0 * o * o * oc * c * k * k,
+        {"H": h, "W": h, "C": c, "OC": oc, "k": k, "s": s, "pad": pad},
+    )
+
+
 INT8_KINDS = ("qgemm", "qconv", "qdwconv")  # rows measured against the int8 peak, in a table of their own
 NO_PEAK_KINDS = ("maxpool", "qadd", "qgap")  # memory-bound rows: no % of a compute peak
 
@@ -115,6 +125,9 @@ CASES: list[Case] = [
         2.0 * 56 * 56 * 64 * 64 * 9,
         {"H": 56, "W": 56, "C": 64, "OC": 64, "k": 3, "s": 1, "pad": 1},
     ),
+    # image stems: 3 input channels, short K (qconv2d's fp32-accumulation path on AVX2)
+    _qconv("int8 stem 3x3 s2 224x224x3->32", 224, 3, 32, 3, 2, 1),  # MobileNetV2's
+    _qconv("int8 stem 7x7 s2 224x224x3->64", 224, 3, 64, 7, 2, 3),  # ResNet-50's
     _qdwconv(112, 32, 1),  # MobileNetV2's first depthwise (the fp32 dwconv row's shape)
     _qdwconv(56, 144, 2),
 ]
@@ -473,8 +486,10 @@ def run(
             fp32 = K.time_gemm(data["Af"], data["Bf"], isa=isa, threads=t, repeat=repeat)
             keep((case.name, t, "fp32_ms"), median_ms(fp32))
         if case.kind == "qconv":
-            pad = case.params["pad"]
-            fp32 = K.time_conv2d(data["xf"], data["wf"], pads=(pad,) * 4, isa=isa, threads=t, repeat=repeat)
+            pads, strides = (case.params["pad"],) * 4, (case.params["s"],) * 2
+            fp32 = K.time_conv2d(
+                data["xf"], data["wf"], pads=pads, strides=strides, isa=isa, threads=t, repeat=repeat
+            )
             keep((case.name, t, "fp32_ms"), median_ms(fp32))
         if case.kind == "qdwconv":
             pads, strides = (case.params["pad"],) * 4, (case.params["s"],) * 2

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import webxnn
 from conftest import conv_fields, outputs_with_isa
 from test_runtime_util import GraphBuilder, per_channel, per_tensor
 from webxnn import runtime
@@ -43,6 +44,7 @@ class QConv:
     clamp: tuple[float, float] | None = None
     batch: int = 1
     seed: int = 0
+    nchw: bool = False  # the graph's input is NCHW, transposed to NHWC by a StaticTranspose before the conv
     arrays: dict = field(default_factory=dict)
 
     @property
@@ -105,11 +107,20 @@ def reference(c: QConv) -> np.ndarray:
     return np.clip(y, quantize_bound(lo, out_s, out_zp), quantize_bound(hi, out_s, out_zp)).astype(np.int8)
 
 
+def feed(c: QConv) -> np.ndarray:
+    """The graph's input: x, or its planes when the graph transposes them itself (c.nchw)."""
+    return np.ascontiguousarray(c.arrays["x"].transpose(0, 3, 1, 2)) if c.nchw else c.arrays["x"]
+
+
 def blob(c: QConv) -> bytes:
     a = c.arrays
     b = GraphBuilder()
     in_s, in_zp = c.in_q
-    xi = b.input("x", list(a["x"].shape), Datatype.QINT8, per_tensor(in_s, in_zp))
+    xi = b.input("x", list(feed(c).shape), Datatype.QINT8, per_tensor(in_s, in_zp))
+    if c.nchw:
+        t = b.value(list(a["x"].shape), Datatype.QINT8, per_tensor(in_s, in_zp))
+        b.node("XNNStaticTranspose", perm=[0, 2, 3, 1], input_id=xi, output_id=t, flags=0)
+        xi = t
     if c.dw:  # [oc, kh, kw, 1] -> [1, kh, kw, oc]
         stored, dim = np.ascontiguousarray(a["f"].transpose(3, 1, 2, 0)), 3
     else:
@@ -139,7 +150,7 @@ def check(c: QConv, threads: tuple[int, ...] = (1, 2)) -> np.ndarray:
     want = reference(c)
     data = blob(c)
     for t in threads:
-        got = runtime.load(data, threads=t).run([c.arrays["x"]])["y"]
+        got = runtime.load(data, threads=t).run([feed(c)])["y"]
         assert got.dtype == np.int8
         bad = np.argwhere(got != want)
         assert bad.size == 0, (t, bad[:5], got[tuple(bad[0])], want[tuple(bad[0])])
@@ -286,15 +297,40 @@ def test_scalar_table_gives_the_same_bytes(tmp_path) -> None:  # noqa: ANN001
         QConv(9, 7, groups=17, gic=1, goc=2, dw=True, clamp=(0.0, 6.0)),
         QConv(8, 8, groups=40, gic=1, goc=1, dw=True, stride=(2, 2), in_q=(0.05, -128)),
         QConv(5, 5, groups=7, gic=1, goc=1, in_q=(0.05, 127)),
+        QConv(9, 11, groups=1, gic=3, goc=17, stride=(2, 2), nchw=True),  # an RGB stem on its image's planes
     ]
     items = []
     for c in cases:
         c.make()
-        items.append((blob(c), c.arrays["x"], reference(c)))
+        items.append((blob(c), feed(c), reference(c)))
     outs = outputs_with_isa("scalar", [(b, x) for b, x, _ in items], tmp_path)
     for k, (_, _, want) in enumerate(items):
         for t in range(2):
             np.testing.assert_array_equal(outs[2 * k + t]["y"], want)
+
+
+@pytest.mark.parametrize(
+    "c",
+    [
+        QConv(224, 224, 1, 3, 32, stride=(2, 2), pads=(0, 1, 1, 0), in_q=(0.02, -128)),  # MobileNetV2's stem
+        QConv(31, 27, 1, 3, 64, k=(7, 7), stride=(2, 2), pads=(3, 3, 3, 3), clamp=(0.0, 6.0)),  # ResNet-50's
+        QConv(9, 8, 1, 1, 5, batch=2, in_q=(0.05, 127)),
+        QConv(6, 7, 1, 4, 9, k=(2, 3), pads=(0, 2, 1, 1), dil=(2, 1)),
+        QConv(6, 7, 1, 3, 9, dil=(1, 2), pads=(1, 2, 1, 2)),  # horizontal dilation: both steps run
+        QConv(6, 7, 1, 8, 9),  # no planes (8 channels)
+    ],
+    ids=lambda c: f"{c.h}x{c.w}x{c.gic}-k{c.k}-d{c.dil}",
+)
+def test_image_transpose_fuses_into_an_int8_stem(c: QConv) -> None:
+    """NCHW image -> StaticTranspose -> int8 Conv2d: where the best table's qconv2d reads planes
+    (qconv2d_reads_nchw: AVX2's few-channel convs) the conv reads the image in place and the transpose never
+    runs; the bits are the NHWC conv's either way."""
+    c.nchw = True
+    check(c)
+    p = runtime.load(blob(c), threads=1)
+    reads = webxnn.cpu_info()["isa"] != "scalar" and c.gic <= 4 and c.dil[1] == 1
+    steps = [s["kind"] for s in p.plan() if "kind" in s and not s.get("aliased")]
+    assert steps == (["XNNConv2d"] if reads else ["XNNStaticTranspose", "XNNConv2d"]), steps
 
 
 def test_int8_block_does_not_fuse() -> None:

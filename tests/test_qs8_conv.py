@@ -103,9 +103,10 @@ def check_kernel(
     threads=(1,),
     out_min=-1024,
     out_max=1024,
+    **kernel_kw,
 ) -> np.ndarray:
     """kernels.<kernel> (qconv2d, qdwconv2d) on case `c` against `ref`, bit for bit, on every ISA and thread
-    count; returns the reference output."""
+    count (kernel_kw: the binding's other options, e.g. qconv2d's planes); returns the reference output."""
     keys = (
         "x",
         "filter",
@@ -129,6 +130,7 @@ def check_kernel(
                 out_max=out_max,
                 isa=isa,
                 threads=t,
+                **kernel_kw,
             )
             bad = np.argwhere(got != want)
             assert bad.size == 0, (isa, t, bad[:5])

@@ -61,6 +61,7 @@ enum class Scratch : unsigned {
   kDwRingKeys,  // depthwise: the call the ring belongs to, then which input row each ring slot holds
   kDwRow,  // depthwise with a fused project: one output row, the project's input (per task)
   kDeconvCols,  // deconv: the GEMM's column band (per call)
+  kQConvF32W,  // qconv2d's fp32-accumulation path: the weights as fp32 panels (per call, read by every task)
   kCount
 };
 void* scratch(Scratch slot, size_t bytes);

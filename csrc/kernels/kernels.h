@@ -63,7 +63,8 @@ struct ConvParams {
   // conv2d / conv2d_residual only: the input is [N, C, H, W] (planes, e.g. a graph's image input read in
   // place) instead of NHWC. Every table takes it for any geometry (packed with the same params); wherever
   // conv2d_reads_nchw(p), the packing is the one without it, the results are those of the conv of the
-  // transposed input, bit for bit, and the speed is NHWC's.
+  // transposed input, bit for bit, and the speed is NHWC's. qconv2d takes it only where qconv2d_reads_nchw(p)
+  // (table.def), with the same meaning.
   bool input_nchw = false;
   // Set by the runtime per run, not part of the packing: what conv2d / conv2d_residual may prefetch (AVX2: the
   // 1x1 stride-1 path, a share per GEMM tile, spread over its k loop).

@@ -57,10 +57,15 @@ class FusionPlanner {
   Fusions run() {
     for (size_t i = 0; i < m_.nodes.size(); ++i) {
       const Node& nd = m_.nodes[i];
-      if (nd.folded || nd.outputs.size() != 1 || !all_fp32(m_, nd)) continue;
+      if (nd.folded || nd.outputs.size() != 1) continue;
       const uint32_t out = nd.outputs[0];
       if (numel(shapes_[out]) == 0) continue;
       const NodeDef& d = node_def(nd);
+      if (!all_fp32(m_,
+                    nd)) {  // int8 steps stay exact and alone; an int8 RGB stem may read its image's planes
+        if (d.has(kBlockConv)) fuse_image_transpose(i);
+        continue;
+      }
       if (d.has(kBlockConv)) {
         if (!fuse_image_transpose(i)) fuse_depthwise_into_project(i);
       } else if (d.has(kBlockDepthwise)) {
@@ -78,7 +83,8 @@ class FusionPlanner {
   // ---- the rules ----
 
   // NCHW image -> Conv2d: a StaticTranspose (0, 2, 3, 1) read only by a Conv2d whose kernel table reads planes
-  // as fast (an ONNX model's RGB stem); the conv reads the transpose's input in place, the transpose never runs.
+  // as fast (an ONNX model's RGB stem, fp32 or int8); the conv reads the transpose's input in place, the
+  // transpose never runs.
   bool fuse_image_transpose(size_t i) {
     const int64_t t = p_.needs_run_packing(i) ? -1 : planes_producer(i);
     if (t < 0) return false;
@@ -149,12 +155,13 @@ class FusionPlanner {
   // ---- who may fuse ----
 
   // The node producing pv if pv can stay inside a fused step (a computed fp32 value with one reader, made by
-  // a node that runs, with weights packed at load, from an fp32 input), else -1.
-  int64_t sole_producer(uint32_t pv) const {
-    if (!p_.computed(pv) || p_.consumers_[pv] != 1 || m_.values[pv].dtype != DType::kFp32) return -1;
+  // a node that runs, with weights packed at load, from an fp32 input; q8: an int8 value instead, from any
+  // input), else -1.
+  int64_t sole_producer(uint32_t pv, bool q8 = false) const {
+    if (!p_.computed(pv) || p_.consumers_[pv] != 1 || (m_.values[pv].dtype != DType::kFp32) != q8) return -1;
     const size_t j = static_cast<size_t>(p_.producer_[pv]);
     const Node& cv = m_.nodes[j];
-    if (cv.folded || p_.needs_run_packing(j) || !all_fp32(m_, cv)) return -1;
+    if (cv.folded || p_.needs_run_packing(j) || (!q8 && !all_fp32(m_, cv))) return -1;
     return static_cast<int64_t>(j);
   }
 
@@ -203,12 +210,16 @@ class FusionPlanner {
   }
 
   // The image transpose (NCHW -> NHWC) making Conv2d node i's input, if the conv can read its planes instead.
+  // int8 (qconv2d): groups 1, since int8 convs of one channel per group run on qdwconv2d, which reads NHWC.
   int64_t planes_producer(size_t i) const {
     static const uint32_t kToNhwc[4] = {0, 2, 3, 1};
     const Node& cv = m_.nodes[i];
-    const int64_t t = sole_producer(cv.inputs[0]);
+    const bool q8 = !all_fp32(m_, cv);
+    if (q8 && (cv.conv.groups != 1 || m_.values[cv.outputs[0]].dtype == DType::kFp32)) return -1;
+    const int64_t t = sole_producer(cv.inputs[0], q8);
     const KernelTable& k = *p_.kernels_;
-    if (t < 0 || !k.conv2d_reads_nchw || !k.conv2d_reads_nchw(cv.conv)) return -1;
+    const auto reads = q8 ? k.qconv2d_reads_nchw : k.conv2d_reads_nchw;
+    if (t < 0 || !reads || !reads(cv.conv)) return -1;
     const Node& tn = m_.nodes[static_cast<size_t>(t)];
     const bool nhwc = node_def(tn).has(kImageTranspose) && tn.ints_a.size() == 4 &&
                       std::equal(kToNhwc, kToNhwc + 4, tn.ints_a.begin());

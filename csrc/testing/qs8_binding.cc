@@ -118,7 +118,7 @@ py::array qconv2d(const py::array& x, const I8Arr& f, const std::optional<I32Arr
                   float a_scale, int32_t a_zp, float out_scale, int32_t out_zp, const std::string& out_dtype,
                   int32_t out_min, int32_t out_max, const std::vector<uint32_t>& pads,
                   const std::vector<uint32_t>& strides, const std::vector<uint32_t>& dil, uint32_t groups,
-                  const std::string& isa, size_t threads, const Timing& tm) {
+                  const std::string& isa, size_t threads, const Timing& tm, bool planes = false) {
   const char* w = "qconv2d";
   if (x.ndim() != 4 || f.ndim() != 4) bad(w, "x must be NHWC and filter OHWI (4-D)");
   if (!(x.flags() & py::array::c_style)) bad(w, "x must be C-contiguous");
@@ -139,11 +139,22 @@ py::array qconv2d(const py::array& x, const I8Arr& f, const std::optional<I32Arr
   py::array out = out_array(q, {static_cast<py::ssize_t>(N), static_cast<py::ssize_t>(OH),
                                 static_cast<py::ssize_t>(OW), static_cast<py::ssize_t>(GOC)});
   Aligned packed(t.qconv2d_packed_size(p));
+  // planes: the kernel reads an NCHW copy of x (p.input_nchw) where the table reads planes for p.
+  ConvParams rp = p;
+  rp.input_nchw = planes && t.qconv2d_reads_nchw(p);
+  std::vector<uint8_t> nchw(rp.input_nchw ? N * H * W * C * groups : 0);
+  const uint8_t* xs = static_cast<const uint8_t*>(x.data());
+  const size_t IC = C * groups;
+  for (size_t i = 0; i < nchw.size(); ++i) {  // i = ((n * IC + c) * H + y) * W + xx
+    const size_t xx = i % W, y = i / W % H, c = i / (W * H) % IC, n = i / (W * H * IC);
+    nchw[i] = xs[((n * H + y) * W + xx) * IC + c];
+  }
+  const void* src = rp.input_nchw ? static_cast<const void*>(nchw.data()) : x.data();
   {
     py::gil_scoped_release nogil;
     t.qconv2d_pack(p, f.data(), bias ? bias->data() : nullptr, q, packed.p);
     run_timed(tm, par, [&] {
-      t.qconv2d(p, N, H, W, x.data(), OH, OW, packed.p, out.mutable_data(), out_min, out_max, par);
+      t.qconv2d(rp, N, H, W, src, OH, OW, packed.p, out.mutable_data(), out_min, out_max, par);
     });
   }
   return out;
@@ -231,18 +242,19 @@ void bind_qs8(py::module_& m) {
          float a_scale, int32_t a_zp, float out_scale, int32_t out_zp, const std::string& out_dtype,
          int32_t out_min, int32_t out_max, const std::vector<uint32_t>& pads,
          const std::vector<uint32_t>& strides, const std::vector<uint32_t>& dil, uint32_t groups,
-         const std::string& isa, size_t threads) {
+         const std::string& isa, size_t threads, bool planes) {
         return qconv2d(x, f, bias, w_scales, a_scale, a_zp, out_scale, out_zp, out_dtype, out_min, out_max,
-                       pads, strides, dil, groups, isa, threads, Timing{});
+                       pads, strides, dil, groups, isa, threads, Timing{}, planes);
       },
       py::arg("x"), py::arg("filter"), py::arg("bias"), py::arg("w_scales"), py::arg("a_scale"),
       py::arg("a_zero_point"), py::arg("out_scale"), py::arg("out_zero_point"), py::arg("out_dtype") = "int8",
       py::arg("out_min") = -1024, py::arg("out_max") = 1024,
       py::arg("pads") = std::vector<uint32_t>{0, 0, 0, 0}, py::arg("strides") = std::vector<uint32_t>{1, 1},
       py::arg("dilations") = std::vector<uint32_t>{1, 1}, py::arg("groups") = uint32_t{1},
-      py::arg("isa") = "scalar", thr,
+      py::arg("isa") = "scalar", thr, py::arg("planes") = false,
       "NHWC int8 convolution (IGEMM), filter OHWI [groups * OC, kh, kw, C / groups]; pads (top, right, bottom, "
-      "left); quantization as qgemm");
+      "left); quantization as qgemm; planes: the kernel reads an NCHW copy of x where the table reads planes "
+      "(qconv2d_reads_nchw)");
   // Timed entries (bench/): u8 or s8 activations (A's dtype) at fixed scales, s8 output clamped to its range.
   m.def(
       "time_qgemm",
@@ -258,15 +270,17 @@ void bind_qs8(py::module_& m) {
   m.def(
       "time_qconv2d",
       [](const py::array& x, const I8Arr& f, const FArr& w_scales, const std::vector<uint32_t>& pads,
-         const std::vector<uint32_t>& strides, const std::string& isa, size_t threads, size_t repeat) {
+         const std::vector<uint32_t>& strides, const std::string& isa, size_t threads, size_t repeat,
+         bool planes) {
         std::vector<double> times;
         qconv2d(x, f, std::nullopt, w_scales, 0.02f, x.dtype().kind() == 'u' ? 128 : 0, 0.5f, 0, "int8", -128,
-                127, pads, strides, {1, 1}, 1, isa, threads, Timing{repeat, &times});
+                127, pads, strides, {1, 1}, 1, isa, threads, Timing{repeat, &times}, planes);
         return times;
       },
       py::arg("x"), py::arg("filter"), py::arg("w_scales"),
       py::arg("pads") = std::vector<uint32_t>{0, 0, 0, 0}, py::arg("strides") = std::vector<uint32_t>{1, 1},
-      py::arg("isa") = "best", thr, rep, "wall times (s) of `repeat` qconv2d calls after a warm-up one");
+      py::arg("isa") = "best", thr, rep, py::arg("planes") = false,
+      "wall times (s) of `repeat` qconv2d calls after a warm-up one (planes: as qconv2d's)");
   m.def(
       "qdwconv2d",
       [](const py::array& x, const I8Arr& f, const std::optional<I32Arr>& bias, const FArr& w_scales,

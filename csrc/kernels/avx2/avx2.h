@@ -17,6 +17,7 @@
 //   deconv.cc   deconv2d_packed_size deconv2d_pack deconv2d
 //   elementwise.cc binary unary; math.cc softmax normalize; layout.cc image_layout_f32 (3-channel images)
 //   qgemm.cc    qgemm qconv2d qd8_gemm; qd8.cc quantize_qd8 (the int8 packers are the scalar ones)
+//   qconv_fp32acc.cc qconv2d_reads_nchw (qconv2d's few-channel path, which reads planes)
 //   q8elem.cc   qadd qmul qmax_pool2d qglobal_avg_pool qlut quantize_qs8 dequantize_qs8 (qavg_pool2d is
 //               the scalar one)
 //   qdwconv.cc  qdwconv2d (reads the scalar packer's layout, kernels/qdw_layout.h)
@@ -27,7 +28,7 @@
   X(dwconv2d) X(dwconv2d_fused) X(max_pool2d) X(avg_pool2d) X(global_avg_pool) \
   X(deconv2d_packed_size) X(deconv2d_pack) X(deconv2d) \
   X(binary) X(unary) X(softmax) X(normalize) X(image_layout_f32) \
-  X(qgemm) X(qconv2d) X(qdwconv2d) X(quantize_qd8) X(qd8_gemm) \
+  X(qgemm) X(qconv2d) X(qconv2d_reads_nchw) X(qdwconv2d) X(quantize_qd8) X(qd8_gemm) \
   X(qadd) X(qmul) X(qmax_pool2d) X(qglobal_avg_pool) X(qlut) X(quantize_qs8) X(dequantize_qs8)
 // clang-format on
 
@@ -59,6 +60,12 @@ size_t winograd_packed_size(const ConvParams& p);
 void winograd_pack(const ConvParams& p, const float* filter_ohwi, const float* bias, void* packed);
 void winograd_conv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, size_t OH, size_t OW,
                      const void* packed, const float* residual, float* out, Parallel& par);
+
+// qconv_fp32acc.cc: qconv2d for few input channels (image stems) on fp32 FMAs, exact within a K bound;
+// qgemm.cc's qconv2d routes there when qconv2d_fp32acc_applies(p). Same packed layout, same results.
+bool qconv2d_fp32acc_applies(const ConvParams& p);
+void qconv2d_fp32acc(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, size_t OH, size_t OW,
+                     const void* packed, void* out, int32_t out_min, int32_t out_max, Parallel& par);
 
 // math.cc: exp, sigmoid, tanh, erf, gelu (returns false for other ops; elementwise.cc's unary routes there).
 bool unary_transcendental(UnaryOp op, size_t n, const float* in, float* out, const UnaryParams& p,

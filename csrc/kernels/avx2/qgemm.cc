@@ -91,6 +91,8 @@ void qgemm(size_t M, size_t N, size_t K, const void* A, size_t lda, const void* 
 
 void qconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, size_t OH, size_t OW,
              const void* packed, void* out, int32_t out_min, int32_t out_max, Parallel& par) {
+  if (qconv2d_fp32acc_applies(p))  // image stems: exact on fp32 FMAs (qconv_fp32acc.cc)
+    return qconv2d_fp32acc(p, N, H, W, in, OH, OW, packed, out, out_min, out_max, par);
   qtiles::qconv2d_run<Avx2Policy>(p, N, H, W, in, OH, OW, packed, out, out_min, out_max, par);
 }
 

@@ -238,37 +238,14 @@ __attribute__((always_inline)) inline void store16_f32(const QCtx& x, __m256i s0
 }
 
 // Two rows' 16 sums each (s: row 0, t: row 1, the same 16 columns; scale: their scales), requantized per
-// table.def and stored as nc bytes at c0 and c1: half requant16's work per output, which shows at small K
-// (MobileNetV2's 1x1 convs with K = 16..32 spend a third of their instructions here). The clamp is split: v to
-// at most hi in fp32 (minps(hi, v) keeps a NaN v), rint, then + zy in saturating int16 and the packs, then
-// [qmin, qmax] on the bytes. Equal to clamping v to [lo, hi] first: rint is monotone and the bounds are
-// integers; a NaN or a v below the int16 range converts / saturates to below qmin, hence qmin, as clip does.
+// table.def (qrequant.h's requant2x16) and stored as nc bytes at c0 and c1.
 __attribute__((always_inline)) inline void store2x16(const QCtx& x, __m256i s0, __m256i s1, __m256i t0,
                                                      __m256i t1, const float* scale, uint8_t* c0, uint8_t* c1,
                                                      size_t nc) {
-  const __m256 hi = _mm256_set1_ps(x.fhi), sc0 = _mm256_load_ps(scale), sc1 = _mm256_load_ps(scale + 8);
-  const auto conv = [&](__m256i v, __m256 sc) __attribute__((always_inline)) {
-    return _mm256_cvtps_epi32(_mm256_min_ps(hi, _mm256_mul_ps(_mm256_cvtepi32_ps(v), sc)));
-  };
-  const __m256i zy = _mm256_set1_epi16(static_cast<int16_t>(x.zy));
-  // Per 128-bit lane: [s0 s1 t0 t1] x 4 columns each, lane 0 columns 0-3 (+8), lane 1 columns 4-7 (+8).
-  const __m256i p0 = _mm256_adds_epi16(_mm256_packs_epi32(conv(s0, sc0), conv(s1, sc1)), zy);
-  const __m256i p1 = _mm256_adds_epi16(_mm256_packs_epi32(conv(t0, sc0), conv(t1, sc1)), zy);
-  __m256i b = x.out_u8 ? _mm256_packus_epi16(p0, p1) : _mm256_packs_epi16(p0, p1);
-  b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));  // row 0 | row 1
-  const __m256i qmin = _mm256_set1_epi8(static_cast<char>(x.qmin)),
-                qmax = _mm256_set1_epi8(static_cast<char>(x.qmax));
-  b = x.out_u8 ? _mm256_min_epu8(_mm256_max_epu8(b, qmin), qmax)
-               : _mm256_min_epi8(_mm256_max_epi8(b, qmin), qmax);
-  if (nc == kQNR) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(c0), _mm256_castsi256_si128(b));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(c1), _mm256_extracti128_si256(b, 1));
-  } else {
-    alignas(32) uint8_t tmp[32];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(tmp), b);
-    std::memcpy(c0, tmp, nc);
-    std::memcpy(c1, tmp + 16, nc);
-  }
+  const avx2::QRequantPair r{_mm256_set1_ps(x.fhi), _mm256_set1_epi16(static_cast<int16_t>(x.zy)),
+                             _mm256_set1_epi8(static_cast<char>(x.qmin)),
+                             _mm256_set1_epi8(static_cast<char>(x.qmax)), x.out_u8};
+  avx2::store_bytes2x16(c0, c1, avx2::requant2x16(r, s0, s1, t0, t1, scale), nc);
 }
 
 // A tile's 16 sums of one row (columns of `panel`) to C: requantized int8, or (qd8_gemm) fp32.

@@ -36,6 +36,9 @@ void qgemm(size_t M, size_t N, size_t K, const void* A, size_t lda, const void* 
   });
 }
 
+// The reference reads NHWC only: the runtime transposes an NCHW image first.
+bool qconv2d_reads_nchw(const ConvParams&) { return false; }
+
 // The reference IGEMM, per group: each output pixel's taps gathered into one row (im2col, padding taps as the
 // zero-point row the packing stored), then qgemm over those rows into the group's output columns.
 void qconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, size_t OH, size_t OW,

@@ -22,6 +22,7 @@
 
 #include <immintrin.h>
 
+#include "kernels/avx2/avx2.h"
 #include "kernels/avx2/qgemm_tiles.h"
 #include "kernels/internal.h"
 #include "kernels/qgemm_layout.h"
@@ -54,6 +55,17 @@ struct DotPolicy {
   }
 };
 
+// qconv2d on P's tiles, but image stems (C <= 4) on AVX2's exact fp32-FMA path, which reads any packed path's
+// bias and shift (kDot's too) and takes their NCHW image in place: the table keeps AVX2's qconv2d_reads_nchw,
+// so the two must route alike. (Which is faster for a stem on a VNNI machine is not measured: no VNNI here.)
+template <typename P>
+void qconv2d_dot(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, size_t OH, size_t OW,
+                 const void* packed, void* out, int32_t out_min, int32_t out_max, Parallel& par) {
+  if (avx2::qconv2d_fp32acc_applies(p))
+    return avx2::qconv2d_fp32acc(p, N, H, W, in, OH, OW, packed, out, out_min, out_max, par);
+  qtiles::qconv2d_run<P>(p, N, H, W, in, OH, OW, packed, out, out_min, out_max, par);
+}
+
 // AVX2's table (the CPU has AVX2 + FMA + F16C whenever a VNNI table is chosen: dispatch.cc) with the int8 GEMM
 // entries on P's tiles.
 template <typename P>
@@ -63,7 +75,7 @@ KernelTable make_table(const char* name) {
   t.qgemm_pack = qgemm_pack_dot;
   t.qgemm = qtiles::qgemm_run<P>;
   t.qconv2d_pack = qconv2d_pack_dot;
-  t.qconv2d = qtiles::qconv2d_run<P>;
+  t.qconv2d = qconv2d_dot<P>;
   t.qd8_gemm_pack = qd8_gemm_pack_dot;
   t.qd8_gemm = qtiles::qd8_gemm_run<P>;
   return t;

@@ -156,14 +156,32 @@ void q8_conv2d_pack(const PackArgs& a, void* dst) {
 
 using QConvFn = decltype(KernelTable::qconv2d);  // qconv2d and qdwconv2d share it
 
-void exec_q8(const ExecArgs& a, size_t i, QConvFn fn) {
+// The conv's input as [N, H, W] and its data: its own NHWC input, or (step->transpose: the image transpose
+// fused into it) the transpose's input planes, read in place (p->input_nchw set).
+struct ConvInput {
+  const void* data;
+  size_t N, H, W;
+};
+ConvInput conv_input(const ExecArgs& a, const NodeIo& io, const Step* step, ConvParams* p) {
+  if (step && step->transpose != kNoValue) {
+    const uint32_t planes = a.m.nodes[step->transpose].inputs[0];
+    const Shape& s = a.plan.shapes[planes];
+    p->input_nchw = true;
+    return {a.ptrs[planes], s[0], s[2], s[3]};
+  }
+  const Shape& x = io.in_shape(0);
+  return {io.in(0), x[0], x[1], x[2]};
+}
+
+void exec_q8(const ExecArgs& a, size_t i, const Step* step, QConvFn fn) {
   const NodeIo io(a, i);
   AlignedBuffer run_packed;
   const void* packed = packed_weights(io, i, run_packed);
-  const Shape& x = io.in_shape(0);
+  ConvParams p = io.nd.conv;
+  const ConvInput x = conv_input(a, io, step, &p);
   const Shape& y = io.out_shape();
   const QuantParams& yq = io.out_val().quant;
-  fn(io.nd.conv, x[0], x[1], x[2], io.in(0), y[1], y[2], packed, io.out(), quantize_bound(io.nd.act.min, yq),
+  fn(p, x.N, x.H, x.W, x.data, y[1], y[2], packed, io.out(), quantize_bound(io.nd.act.min, yq),
      quantize_bound(io.nd.act.max, yq), a.par);
 }
 
@@ -256,32 +274,25 @@ void exec_conv(const ExecArgs& a, size_t i, const Step* step, ConvFn fn) {
     exec_block(io, *step, p, packed, f);
     return;
   }
-  const Shape& x = io.in_shape(0);
-  const float* src = io.inf(0);
-  size_t N = x[0], H = x[1], W = x[2];
-  if (step && step->transpose != kNoValue) {  // the planes the fused image transpose would have read
-    const uint32_t planes = a.m.nodes[step->transpose].inputs[0];
-    const Shape& s = a.plan.shapes[planes];
-    src = static_cast<const float*>(a.ptrs[planes]);
-    N = s[0], H = s[2], W = s[3];
-    p.input_nchw = true;
-  }
+  const ConvInput x = conv_input(a, io, step, &p);
+  const float* src = static_cast<const float*>(x.data);
   if (f.residual) {
-    a.k.conv2d_residual(p, N, H, W, src, out_shape[1], out_shape[2], packed, f.residual, f.out, a.par);
+    a.k.conv2d_residual(p, x.N, x.H, x.W, src, out_shape[1], out_shape[2], packed, f.residual, f.out, a.par);
     return;
   }
-  fn(p, N, H, W, src, out_shape[1], out_shape[2], packed, f.out, a.par);
+  fn(p, x.N, x.H, x.W, src, out_shape[1], out_shape[2], packed, f.out, a.par);
 }
 
 bool out_q8(const ExecArgs& a, size_t i) { return a.m.values[a.m.nodes[i].outputs[0]].dtype != DType::kFp32; }
 
 void exec_conv2d(const ExecArgs& a, size_t i, const Step* step) {
   if (!out_q8(a, i)) return exec_conv(a, i, step, a.k.conv2d);
-  exec_q8(a, i, q8_conv_is_depthwise(a.m.nodes[i].conv) ? a.k.qdwconv2d : a.k.qconv2d);
+  // (a step with a fused image transpose is always a qconv2d one: the fusion planner checks groups 1)
+  exec_q8(a, i, step, q8_conv_is_depthwise(a.m.nodes[i].conv) ? a.k.qdwconv2d : a.k.qconv2d);
 }
 void exec_dwconv2d(const ExecArgs& a, size_t i, const Step* step) {
   if (!out_q8(a, i)) return exec_conv(a, i, step, a.k.dwconv2d);
-  exec_q8(a, i, a.k.qdwconv2d);
+  exec_q8(a, i, step, a.k.qdwconv2d);
 }
 void exec_deconv2d(const ExecArgs& a, size_t i, const Step* step) { exec_conv(a, i, step, a.k.deconv2d); }
 
