@@ -29,6 +29,10 @@ bool RunMode::pick_solo() {
   const uint64_t run = runs_++;  // 0 = the uncounted first run
   if (run == 0) return false;
   if (run <= kExplore || par_.n == 0 || solo_.n == 0) return run % 2 == 0;  // 1: workers, 2: alone, ...
+  if (confirm_ > 0) {
+    --confirm_;
+    return confirm_solo_;
+  }
   const bool best = solo_best();
   return run % kProbeEvery == 0 ? !best : best;
 }
@@ -39,9 +43,17 @@ void RunMode::record(bool solo, uint64_t ns) {
     first_done_ = true;  // the first run: cold, not a figure to keep
     return;
   }
+  // A run in the mode not chosen now (a probe, or the confirmation of one), against the chosen mode's median.
+  const bool other = runs_ > kExplore + 1 && par_.n > 0 && solo_.n > 0 && solo != solo_best();
+  const bool faster = other && ns < (solo ? par_ : solo_).median();
   Times& t = solo ? solo_ : par_;
   t.ns[t.n % kKeep] = ns;
   ++t.n;
+  if (faster) {
+    if (confirm_ == 0 || confirm_solo_ != solo) confirm_ = kKeep - 1, confirm_solo_ = solo;
+  } else if (solo == confirm_solo_) {
+    confirm_ = 0;  // slower after all, or now the chosen mode itself
+  }
 }
 
 }  // namespace webxnn

@@ -10,7 +10,12 @@
 //  * the first run uses the workers and is not counted (page faults, cold caches);
 //  * the next kExplore runs alternate workers / alone, so each mode has a few times before any choice;
 //  * afterwards each run uses the mode whose recent median time is lower, except every kProbeEvery-th run,
-//    which uses the other mode so its figure follows a machine whose load changed.
+//    which uses the other mode so its figure follows a machine whose load changed;
+//  * a probe faster than the chosen mode's median is confirmed: the next runs stay in the probed mode (up to
+//    kKeep - 1 of them, while each stays faster than that median), so its median is rebuilt from fresh times
+//    at once. Without this the loser's median took one sample per kProbeEvery runs, i.e. up to 3 probes (48
+//    runs) to follow a change of load: ResNet-50 at 2 threads with a core taken by another process ran ~28
+//    runs at 130 ms before settling at 90 (session 16).
 // Medians of each mode's last kKeep times: one run preempted by another process must not flip the choice.
 // Results do not depend on the mode: a solo run's kernels see one thread (ThreadPool::threads()) and split
 // their work for it, and kernels give the same bytes for any split. (They used to split for the pool's size
@@ -49,6 +54,8 @@ class RunMode {
   Times par_, solo_;
   uint64_t runs_ = 0;
   bool first_done_ = false;
+  size_t confirm_ = 0;  // runs left to confirm a fast probe in mode confirm_solo_
+  bool confirm_solo_ = false;
 };
 
 }  // namespace webxnn

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/thread_pool.h"
+#include "runtime/run_mode.h"
 #include "testing/bindings.h"
 #include "testing/pool_counts.h"
 
@@ -58,6 +59,14 @@ void bind_pool(py::module_& m) {
           },
           py::arg("tasks"), py::arg("bad"),
           "Runs a region whose task `bad` throws (the error is re-raised).");
+  // The run-mode policy on its own (runtime/run_mode.h), fed made-up run times.
+  py::class_<RunMode>(m, "RunMode")
+      .def(py::init<>())
+      .def("pick_solo", &RunMode::pick_solo, "True: the next run goes on the calling thread alone.")
+      .def("record", &RunMode::record, py::arg("solo"), py::arg("ns"), "The wall time of a run in that mode.")
+      .def_readonly_static("explore", &RunMode::kExplore)
+      .def_readonly_static("probe_every", &RunMode::kProbeEvery)
+      .def_readonly_static("keep", &RunMode::kKeep);
 }
 
 }  // namespace webxnn
