@@ -51,10 +51,7 @@ def int8_peaks(threads_list: Iterable[int], isa: str = "best") -> dict[int, floa
 
 def int8_step(isa: str = "best") -> str:
     """The instructions int8_peaks chains for table `isa`: vpdpbusd on a VNNI table, else AVX2's three."""
-    import webxnn  # noqa: PLC0415
-
-    table = webxnn.cpu_info()["int8"].split()[0] if isa == "best" else isa
-    return "vpdpbusd" if "vnni" in table and table != "vnni-emu" else "vpmaddubsw + vpmaddwd + vpaddd"
+    return testing_kernels().int8_peak_step(isa)
 
 
 def copy_bandwidth() -> float:

@@ -76,10 +76,10 @@ float fma_peak_loop(size_t iters);
 // vpaddd, 32 multiply-adds = 64 ops each; 640 ops per step), the int8 peak yardstick of the benchmark. Only call
 // after checking cpu_features().avx2.
 int32_t int8_peak_loop(size_t iters);
-// vnni/avx512vnni.cc, vnni/avxvnni.cc (with their tables): `iters` steps of 12 independent vpdpbusd (32
-// multiply-adds each; 768 ops per step), the int8 peak of a CPU whose best table is that one. Only call where
-// dispatch offers that table.
-constexpr size_t kVnniPeakOpsPerStep = 768;
+// vnni/avx512vnni.cc, vnni/avxvnni.cc (with their tables): `iters` steps of kVnniPeakChains independent
+// vpdpbusd (32 multiply-adds = 64 ops each), the int8 peak of a CPU whose best table is that one. Only call
+// where dispatch offers that table.
+constexpr int kVnniPeakChains = 12;
 int32_t avx512vnni_peak_loop(size_t iters);
 int32_t avxvnni_peak_loop(size_t iters);
 

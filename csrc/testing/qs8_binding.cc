@@ -195,26 +195,36 @@ py::array qdwconv2d(const py::array& x, const I8Arr& f, const std::optional<I32A
   return out;
 }
 
-// GOP/s (2 ops per multiply-add) of `threads` cores each running the int8 peak loop of table `isa`'s multiply
-// step (vpdpbusd chains for a VNNI table, else AVX2's vpmaddubsw + vpmaddwd + vpaddd); median of `repeat` runs.
-double peak_int8(size_t threads, size_t iters, size_t repeat, const std::string& isa) {
-  const char* w = "peak_int8";
+// Table `isa`'s int8 multiply step as a peak loop: the loop, its ops per step and its instructions (vpdpbusd
+// chains for a VNNI table, else AVX2's three-instruction step). The one place that decides it.
+struct Int8PeakStep {
+  int32_t (*loop)(size_t);
+  double ops_per_step;
+  const char* what;
+};
+
+Int8PeakStep int8_peak_step(const char* w, const std::string& isa) {
 #if !defined(WEBXNN_HAVE_X86)
   bad(w, "built without the x86 kernels");
 #else
   if (!cpu_features().avx2) bad(w, "this CPU has no AVX2");
   const std::string table = table_for(w, isa).name;
-  int32_t (*loop)(size_t) = internal::int8_peak_loop;
-  double ops_per_step = 640.0;
-  if (table == "avx512vnni" || table == "avxvnni") {
-    loop = table == "avxvnni" ? internal::avxvnni_peak_loop : internal::avx512vnni_peak_loop;
-    ops_per_step = static_cast<double>(internal::kVnniPeakOpsPerStep);
-  }
+  if (table == "avx512vnni" || table == "avxvnni")
+    return {table == "avxvnni" ? internal::avxvnni_peak_loop : internal::avx512vnni_peak_loop,
+            64.0 * internal::kVnniPeakChains, "vpdpbusd"};
+  return {internal::int8_peak_loop, 640.0, "vpmaddubsw + vpmaddwd + vpaddd"};
+#endif
+}
+
+// GOP/s (2 ops per multiply-add) of `threads` cores each running int8_peak_step(isa)'s loop; median of
+// `repeat` runs.
+double peak_int8(size_t threads, size_t iters, size_t repeat, const std::string& isa) {
+  const char* w = "peak_int8";
+  const Int8PeakStep step = int8_peak_step(w, isa);
   Parallel& par = pool_for(w, threads);
   volatile int32_t sink = 0;
-  const double t = median_run_seconds(par, threads, repeat, [&] { sink = sink + loop(iters); });
-  return ops_per_step * static_cast<double>(iters) * static_cast<double>(threads) / t * 1e-9;
-#endif
+  const double t = median_run_seconds(par, threads, repeat, [&] { sink = sink + step.loop(iters); });
+  return step.ops_per_step * static_cast<double>(iters) * static_cast<double>(threads) / t * 1e-9;
 }
 
 }  // namespace
@@ -313,6 +323,10 @@ void bind_qs8(py::module_& m) {
         py::arg("isa") = "best",
         "GOP/s of independent chains of table `isa`'s int8 multiply step per thread: 12 vpdpbusd on a VNNI "
         "table, else 10 vpmaddubsw + vpmaddwd + vpaddd (the int8 peak that table can reach)");
+  m.def(
+      "int8_peak_step",
+      [](const std::string& isa) { return std::string(int8_peak_step("int8_peak_step", isa).what); },
+      py::arg("isa") = "best", "The instructions peak_int8 chains for table `isa`.");
 }
 
 }  // namespace webxnn

@@ -81,10 +81,10 @@ KernelTable make_table(const char* name) {
   return t;
 }
 
-// The int8 peak yardstick of a VNNI machine: `iters` steps of kChains independent vpdpbusd (32 multiply-adds
-// each). Each chain multiplies its own accumulator's bytes, so nothing can be hoisted; 12 chains cover
-// vpdpbusd's latency (4-5 cycles) at two per cycle and fit 16 ymm registers with the weights.
-constexpr int kPeakChains = 12;
+// The int8 peak yardstick of a VNNI machine: `iters` steps of kPeakChains independent vpdpbusd (32
+// multiply-adds each). Each chain multiplies its own accumulator's bytes, so nothing can be hoisted; 12 chains
+// cover vpdpbusd's latency (4-5 cycles) at two per cycle and fit 16 ymm registers with the weights.
+constexpr int kPeakChains = internal::kVnniPeakChains;
 int32_t peak_loop(size_t iters) {
   __m256i acc[kPeakChains];
   const __m256i w = _mm256_set1_epi8(-5);
