@@ -61,8 +61,8 @@ class FusionPlanner {
       const uint32_t out = nd.outputs[0];
       if (numel(shapes_[out]) == 0) continue;
       const NodeDef& d = node_def(nd);
-      if (!all_fp32(m_,
-                    nd)) {  // int8 steps stay exact and alone; an int8 RGB stem may read its image's planes
+      // int8 steps stay exact and alone, but an int8 RGB stem may read its image's planes.
+      if (!all_fp32(m_, nd)) {
         if (d.has(kBlockConv)) fuse_image_transpose(i);
         continue;
       }
