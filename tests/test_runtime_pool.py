@@ -77,6 +77,20 @@ def test_a_late_thread_loses_its_tasks_not_the_result(_testing: ModuleType, thre
     assert pool.run_counts(9, regions=25) == [25] * 9
 
 
+@pytest.mark.parametrize("threads", [2, 3])
+def test_callers_at_once_each_run_inline(_testing: ModuleType, threads: int) -> None:
+    # One caller: the workers are its own. As many callers as threads: one holds the workers, the others are
+    # guests, and all of them run inline (one per core, no worker competing for the cores).
+    pool = _testing.ThreadPool(threads, 100)
+    [alone] = pool.company(1)
+    assert alone[0] == threads and alone[2] == 1
+    for callers in range(2, threads + 1):
+        assert pool.company(callers) == [[1, 1, 0]] * callers
+    assert pool.company(1)[0][0] == threads  # the workers serve a lone caller again
+    with pytest.raises(ValueError, match="callers must be"):
+        pool.company(threads + 1)
+
+
 def test_nested_region_runs_inline(_testing: ModuleType) -> None:
     pool = _testing.ThreadPool(2, 0)
     assert pool.run_counts(9, regions=5, session=True, nested=3) == [5] * 9

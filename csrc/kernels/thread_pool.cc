@@ -82,9 +82,14 @@ ThreadPool::ThreadPool(size_t threads, uint32_t spin_us)
 }
 
 size_t ThreadPool::threads() const {
-  // A solo Session, or a task of this pool (nested parallelism): run() goes inline here.
-  if (participants_ == 1 || tl_active_pool == this || backing_off()) return 1;
+  // A solo or guest Session, a task of this pool (nested parallelism), a holder with company: run() goes
+  // inline here.
+  if (participants_ == 1 || tl_active_pool == this || backing_off() || holder_with_company()) return 1;
   return participants_;
+}
+
+bool ThreadPool::holder_with_company() const {
+  return tl_session_pool == this && callers_.load(std::memory_order_relaxed) > 1;
 }
 
 bool ThreadPool::backing_off() const {
@@ -106,16 +111,21 @@ uint64_t ThreadPool::barrier_wait_ns() { return tl_barrier_wait_ns; }
 ThreadPool::Session::Session(ThreadPool& pool, bool solo)
     : pool_(pool.workers_.empty() || tl_session_pool == &pool || tl_active_pool == &pool ? nullptr : &pool) {
   // (A thread already holding this pool's session, running its tasks (a worker of it, or a task of its
-  // region) or inside a solo session of it, or a pool without workers: nothing to do.)
+  // region) or inside a solo or guest session of it, or a pool without workers: nothing to do.)
   if (!pool_) return;
-  if (solo) {  // run() goes inline while this pool is the thread's active one
-    solo_ = true;
+  const size_t before = pool_->callers_.fetch_add(1, std::memory_order_acq_rel);
+  alone_at_open_ = before == 0;
+  // Solo, or a guest (the workers are another caller's, and the cores not all taken): inline on this thread.
+  // Beyond the pool's size, wait for the workers instead.
+  const bool holds = !solo && pool_->session_mutex_.try_lock();
+  inline_ = solo || (!holds && before < pool_->participants_);
+  if (inline_) {
     saved_ = tl_active_pool;
-    tl_active_pool = pool_;
+    tl_active_pool = pool_;  // run() goes inline while this pool is the thread's active one
     return;
   }
+  if (!holds) pool_->session_mutex_.lock();
   saved_ = tl_session_pool;
-  pool_->session_mutex_.lock();  // another caller's session: sleep until it closes
   {
     std::lock_guard<std::mutex> lk(pool_->mutex_);
     pool_->in_session_.store(true, std::memory_order_relaxed);
@@ -129,16 +139,21 @@ ThreadPool::Session::Session(ThreadPool& pool, bool solo)
 
 ThreadPool::Session::~Session() {
   if (!pool_) return;
-  if (solo_) {
+  if (inline_) {
     tl_active_pool = saved_;
-    return;
+  } else {
+    tl_session_pool = saved_;
+    {
+      std::lock_guard<std::mutex> lk(pool_->mutex_);
+      pool_->in_session_.store(false, std::memory_order_relaxed);
+    }
+    pool_->session_mutex_.unlock();
   }
-  tl_session_pool = saved_;
-  {
-    std::lock_guard<std::mutex> lk(pool_->mutex_);
-    pool_->in_session_.store(false, std::memory_order_relaxed);
-  }
-  pool_->session_mutex_.unlock();
+  pool_->callers_.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+bool ThreadPool::Session::alone() const {
+  return !pool_ || (alone_at_open_ && pool_->callers_.load(std::memory_order_relaxed) == 1);
 }
 
 void ThreadPool::drain(const std::function<void(size_t)>& fn, size_t self) {
@@ -219,6 +234,7 @@ void ThreadPool::run(size_t tasks, const std::function<void(size_t)>& fn) {
   }
   if (!inline_only) {
     if (tl_session_pool == this) {
+      if (holder_with_company()) return run_inline(tasks, fn);
       std::lock_guard<std::mutex> run_lk(run_mutex_);
       return run_region(tasks, fn);
     }
@@ -226,6 +242,10 @@ void ThreadPool::run(size_t tasks, const std::function<void(size_t)>& fn) {
     std::unique_lock<std::mutex> run_lk(run_mutex_, std::try_to_lock);
     if (run_lk.owns_lock()) return run_region(tasks, fn);
   }
+  run_inline(tasks, fn);
+}
+
+void ThreadPool::run_inline(size_t tasks, const std::function<void(size_t)>& fn) {
   for (size_t t = 0; t < tasks; ++t) fn(t);
 }
 

@@ -88,7 +88,8 @@ class Program {
   // Runs with dense row-major inputs of plan's shapes; outputs[i] must hold numel(plan output i) elements.
   // With `step_ns` (plan.steps.size() entries), each step's wall time in nanoseconds is added to it; with
   // `step_wait_ns` too, the time the calling thread waited at the step's barriers for the pool's workers.
-  // Runs of Programs on one pool take turns (ThreadPool::Session); single-threaded ones do not.
+  // Runs of Programs on one pool share its threads (ThreadPool::Session: one holds the workers, others run
+  // inline beside it); single-threaded ones need nothing shared.
   void run(const Plan& plan, const void* const* inputs, void* const* outputs, uint64_t* step_ns = nullptr,
            uint64_t* step_wait_ns = nullptr) const;
 

@@ -90,8 +90,8 @@ void Program::run(const Plan& plan, const void* const* inputs, void* const* outp
   // Workers or not (runtime/run_mode.h; profiled runs always use them: they show what the workers cost).
   const bool adaptive = !step_ns && pool_->size() > 1 && RunMode::enabled();
   const bool solo = adaptive && plan.run_mode.pick_solo();
-  // First: another run on this pool finishes before ours starts, and sleeping workers wake up while we
-  // prepare.
+  // First: the workers are ours (sleeping ones wake up while we prepare), or another caller holds them and
+  // we run inline beside it (a guest), or, with more callers than threads, we wait for our turn.
   ThreadPool::Session session(*pool_, solo);
   const auto t_run = std::chrono::steady_clock::now();  // after our turn came: waiting for it is not our cost
   const size_t nv = model_.values.size();
@@ -140,7 +140,8 @@ void Program::run(const Plan& plan, const void* const* inputs, void* const* outp
       if (bytes && outputs[k] != ptrs[v]) std::memcpy(outputs[k], ptrs[v], bytes);
     }
   }
-  if (adaptive) {  // (a run that failed is no figure)
+  // (A run that failed is no figure, nor one made beside another caller: it ran inline whatever was asked.)
+  if (adaptive && session.alone()) {
     const auto ns = std::chrono::steady_clock::now() - t_run;
     plan.run_mode.record(
         solo, static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(ns).count()));

@@ -1,6 +1,6 @@
 // The process's shared thread pool (LoadOptions::shared_pool): one set of workers for every Program loaded
-// with it, so several Programs, or several threads calling run, do not oversubscribe the cores. Their runs
-// take turns on it (ThreadPool::Session).
+// with it, so several Programs, or several threads calling run, do not oversubscribe the cores: one run at
+// a time holds the workers, up to one per core more run inline beside it, the rest wait (ThreadPool::Session).
 #pragma once
 
 #include <cstddef>

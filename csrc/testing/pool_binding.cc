@@ -4,7 +4,9 @@
 #include <pybind11/stl.h>
 
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "kernels/thread_pool.h"
@@ -21,6 +23,39 @@ std::vector<int> run_counts(ThreadPool& pool, size_t tasks, size_t regions, bool
                             size_t slow_task, uint32_t slow_us) {
   py::gil_scoped_release nogil;
   return pool_run_counts(pool, tasks, regions, session, nested, slow_task, slow_us);
+}
+
+// `callers` C++ threads open a Session of `pool` each and stay in it until all have run one region of 16
+// tasks: per caller, pool.threads() as its kernels see it and whether every task ran on the caller's thread.
+std::vector<std::vector<size_t>> company(ThreadPool& pool, size_t callers) {
+  if (callers == 0 || callers > pool.size())
+    throw std::invalid_argument("callers must be 1..pool.size (more would wait for a turn, inside the barrier)");
+  py::gil_scoped_release nogil;
+  std::atomic<size_t> opened{0}, done{0};
+  auto await = [](std::atomic<size_t>& n, size_t want) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (n.load() < want && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  };
+  std::vector<std::vector<size_t>> out(callers);
+  std::vector<std::thread> threads;
+  for (size_t c = 0; c < callers; ++c) {
+    threads.emplace_back([&, c] {
+      ThreadPool::Session s(pool);
+      opened.fetch_add(1);
+      await(opened, callers);
+      const size_t seen = pool.threads();
+      const auto me = std::this_thread::get_id();
+      std::atomic<size_t> elsewhere{0};
+      pool.run(16, [&](size_t) {
+        if (std::this_thread::get_id() != me) elsewhere.fetch_add(1);
+      });
+      out[c] = {seen, elsewhere.load() == 0 ? 1u : 0u, s.alone() ? 1u : 0u};
+      done.fetch_add(1);
+      await(done, callers);
+    });
+  }
+  for (auto& t : threads) t.join();
+  return out;
 }
 
 }  // namespace
@@ -46,6 +81,9 @@ void bind_pool(py::module_& m) {
           },
           "pool.threads() as a kernel sees it: [from the caller, inside a solo Session, inside a task].")
       .def_property_readonly("spin_us", &ThreadPool::spin_us)
+      .def("company", &company, py::arg("callers"),
+           "`callers` threads in a Session each at once: per caller [pool.threads() seen, all tasks inline, "
+           "alone()].")
       .def("run_counts", &run_counts, py::arg("tasks"), py::arg("regions") = 1, py::arg("session") = false,
            py::arg("nested") = 0, py::arg("slow_task") = 0, py::arg("slow_us") = 0,
            "How often each task ran in `regions` regions (each should be `regions`).")
