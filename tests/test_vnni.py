@@ -205,35 +205,32 @@ def test_int8_models_on_vnni_emu_equal_avx2(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------------------ ODR
 
 
-def _objects() -> dict[str, Path]:
-    found: dict[str, Path] = {}
-    for o in (REPO / "build").glob("**/webxnn_core.dir/**/kernels/*/*.o"):
-        found[str(o.relative_to(o.parents[2]))] = o  # e.g. "kernels/vnni/avx512vnni.cc.o"
-    return found
+CHECK = REPO / "cmake" / "check_no_weak_symbols.cmake"
 
 
-def _weak(nm: str, obj: Path) -> set[str]:
-    out = subprocess.run([nm, "-C", str(obj)], capture_output=True, text=True, check=True).stdout
-    syms = set()
-    for line in out.splitlines():
-        parts = line.split(maxsplit=2)
-        if len(parts) == 3 and parts[1] in "WVu" and not parts[2].startswith("DW.ref."):
-            syms.add(parts[2])
-    return syms
+def _check_weak(tmp_path: Path, source: str) -> subprocess.CompletedProcess:
+    cxx, cmake = shutil.which("c++") or shutil.which("g++"), shutil.which("cmake")
+    if not cxx or not cmake or not shutil.which("nm"):
+        pytest.skip("needs a C++ compiler, cmake and nm")
+    obj = tmp_path / "kernels" / "vnni" / "t.cc.o"
+    obj.parent.mkdir(parents=True)
+    src = tmp_path / "t.cc"
+    src.write_text(source)
+    subprocess.run([cxx, "-O2", "-c", str(src), "-o", str(obj)], check=True)
+    cmd = [cmake, "-DNM=nm", "-DPATTERN=kernels/vnni/", f"-DOBJECTS=other.o|{obj}", "-P", str(CHECK)]
+    return subprocess.run(cmd, capture_output=True, text=True)
 
 
-def test_vnni_objects_share_no_inline_code() -> None:
+def test_build_refuses_isa_objects_with_inline_code(tmp_path: Path) -> None:
     """An inline function or template instance emitted by both an AVX2 and a VNNI object is one copy after
-    linking: an AVX2-only CPU could then run EVEX code. The VNNI objects (and AVX2's qgemm) must have no weak
-    symbols at all: their code is in anonymous namespaces (qgemm_tiles.h, qgemm_vnni.h). This reads the
-    optimized objects of this checkout's build; unoptimized ones (-O0, the sanitizer builds) also emit the
-    implicit constructors of kernels.h's structs when a TU default-constructs one (checked by hand at -O0:
-    none either)."""
-    nm = shutil.which("nm")
-    objs = _objects()
-    vnni = {k: v for k, v in objs.items() if "kernels/vnni/" in k}
-    if nm is None or not vnni:
-        pytest.skip("needs nm and this checkout's build tree (build/**/webxnn_core.dir)")
-    checked = sorted(vnni.items()) + [(k, v) for k, v in objs.items() if k.endswith("avx2/qgemm.cc.o")]
-    for name, obj in checked:
-        assert _weak(nm, obj) == set(), name
+    linking: an AVX2-only CPU could then run EVEX code. Every Release build of webxnn_core runs
+    cmake/check_no_weak_symbols.cmake on the VNNI objects and AVX2's qgemm (csrc/CMakeLists.txt), so a build
+    with such a symbol fails; here the check itself, on an object with one and one without."""
+    shared = (
+        "template <int K> __attribute__((noinline)) int mul(int x) { return K * x; }\n"
+        "int f(int x) { return mul<3>(x); }\n"
+    )
+    r = _check_weak(tmp_path / "a", shared)
+    assert r.returncode != 0 and "weak symbols" in r.stderr and "mul" in r.stderr, r.stderr
+    r = _check_weak(tmp_path / "b", "namespace {\n" + shared.replace("int f(", "}\nint f("))
+    assert r.returncode == 0, r.stderr
