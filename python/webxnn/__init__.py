@@ -144,7 +144,8 @@ def load(
 
 def set_threads(threads: int | None = None, spin_us: int | None = None) -> None:
     """Size the process's shared thread pool (None or 0 threads = one per core), which Programs loaded with
-    `pool="shared"` share: their runs take turns on its threads instead of oversubscribing the cores."""
+    `pool="shared"` share instead of oversubscribing the cores: one run at a time uses all its threads, runs
+    arriving meanwhile run on their own thread beside it (up to one per thread), further ones wait."""
     from .runtime import set_threads as _set_threads
 
     _set_threads(threads, spin_us)

@@ -323,8 +323,8 @@ def load(
     payload (the C++ loader finds it and the program's named data). `threads`: threads per run (None or 0 =
     one per core). `spin_us`: how long the pool's threads poll for the next piece of work before sleeping
     (None = the default, or WEBXNN_SPIN_US). `pool="shared"`: run on the process's shared pool instead (sized
-    by `set_threads`; `threads` and `spin_us` must then be None), so several Programs share its threads and
-    their runs take turns. `mmap=False` reads the file into memory instead of mapping it: for a file that may
+    by `set_threads`; `threads` and `spin_us` must then be None), so several Programs share its threads (see
+    `set_threads`). `mmap=False` reads the file into memory instead of mapping it: for a file that may
     be truncated or rewritten in place while the Program lives (constants are read from a mapping at every
     run, and a truncated mapping is a SIGBUS). Raises FormatError / UnsupportedError for bad blobs or wrong
     kinds of file, FileError for files that cannot be read.
