@@ -1,6 +1,6 @@
 // table.def's qadd arithmetic on vectors, written once for its two users: the stand-alone qint8 Add
 // (q8elem.cc's qadd) and the int8 GEMM / IGEMM tiles' residual epilogue (qgemm_tiles.h: qgemm_residual,
-// qconv2d_residual), which runs it on the product's requantized bytes while they are in registers -- so a
+// qconv2d_residual), which runs it on the product's requantized values while they are in registers -- so a
 // fused residual Add cannot drift from the Add run apart. Also the element-wise entries' requantization
 // (QElemRequant), which q8elem.cc's other entries share.
 // ISA translation units only (AVX2's and the VNNI ones, each with its own flags); the anonymous namespace gives
@@ -77,9 +77,10 @@ struct AddV {
         mb(_mm256_set1_ps(q.b_scale / q.out_scale)),
         za(_mm256_set1_epi32(q.a_zero_point)),
         zb(_mm256_set1_epi32(q.b_zero_point)) {}
-  __attribute__((always_inline)) __m256 part_a(__m128i x) const {
-    return rounded(_mm256_mul_ps(lanes8_f(x, za), ma));
-  }
+  __attribute__((always_inline)) __m256 part_a(__m128i x) const { return part_a_f(lanes8_f(x, za)); }
+  // part_a of 8 operands given as a - za in (integer-valued) fp32 lanes: the int8 GEMM tiles' residual
+  // epilogue has them so, never packed to bytes.
+  __attribute__((always_inline)) __m256 part_a_f(__m256 a) const { return rounded(_mm256_mul_ps(a, ma)); }
   __attribute__((always_inline)) __m256 part_b(__m128i x) const {
     return rounded(_mm256_mul_ps(lanes8_f(x, zb), mb));
   }
@@ -95,13 +96,6 @@ template <typename Op>
 __attribute__((always_inline)) inline __m128i qbinary16(const Op& op, const QElemRequant& rq, __m256 a0,
                                                         __m256 a1, __m256 b0, __m256 b1) {
   return rq(op.combine(a0, b0), op.combine(a1, b1));
-}
-
-// qadd of 16 lanes: a and b hold 16 int8 operands each; returns the 16 sums' bytes.
-__attribute__((always_inline)) inline __m128i qadd16(const AddV& op, const QElemRequant& rq, __m128i a,
-                                                     __m128i b) {
-  return qbinary16(op, rq, op.part_a(a), op.part_a(_mm_unpackhi_epi64(a, a)), op.part_b(b),
-                   op.part_b(_mm_unpackhi_epi64(b, b)));
 }
 
 }  // namespace
