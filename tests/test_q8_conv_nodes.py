@@ -112,15 +112,9 @@ def feed(c: QConv) -> np.ndarray:
     return np.ascontiguousarray(c.arrays["x"].transpose(0, 3, 1, 2)) if c.nchw else c.arrays["x"]
 
 
-def blob(c: QConv) -> bytes:
+def conv_node(b: GraphBuilder, c: QConv, xi: int, y: int) -> None:
+    """c's node (c.make() done: its filter and bias as constants) from value xi to value y."""
     a = c.arrays
-    b = GraphBuilder()
-    in_s, in_zp = c.in_q
-    xi = b.input("x", list(feed(c).shape), Datatype.QINT8, per_tensor(in_s, in_zp))
-    if c.nchw:
-        t = b.value(list(a["x"].shape), Datatype.QINT8, per_tensor(in_s, in_zp))
-        b.node("XNNStaticTranspose", perm=[0, 2, 3, 1], input_id=xi, output_id=t, flags=0)
-        xi = t
     if c.dw:  # [oc, kh, kw, 1] -> [1, kh, kw, oc]
         stored, dim = np.ascontiguousarray(a["f"].transpose(3, 1, 2, 0)), 3
     else:
@@ -132,16 +126,27 @@ def blob(c: QConv) -> bytes:
         wi = b.const(stored, Datatype.QINT8, per_tensor(ws[0], 0))
     bi = INVALID_ID
     if c.bias == "qcint32":
-        bi = b.const(a["bias"], Datatype.QCINT32, per_channel([in_s * s for s in ws], 0))
+        bi = b.const(a["bias"], Datatype.QCINT32, per_channel([c.in_q[0] * s for s in ws], 0))
     elif c.bias == "qint32":
-        bi = b.const(a["bias"], Datatype.QINT32, per_tensor(in_s * ws[0], 0))
-    want_shape = list(reference(c).shape)
-    y = b.output(b.value(want_shape, Datatype.QINT8, per_tensor(*c.out_q)), "y")
+        bi = b.const(a["bias"], Datatype.QINT32, per_tensor(c.in_q[0] * ws[0], 0))
     geometry = conv_fields(c.k, c.pads, c.stride, c.dil, c.groups, c.gic, c.goc)
     kind = "XNNDepthwiseConv2d" if c.dw else "XNNConv2d"
     b.node(
         kind, output_min_max=c.clamp, input1_id=xi, filter_id=wi, bias_id=bi, output_id=y, flags=0, **geometry
     )
+
+
+def blob(c: QConv) -> bytes:
+    b = GraphBuilder()
+    in_s, in_zp = c.in_q
+    xi = b.input("x", list(feed(c).shape), Datatype.QINT8, per_tensor(in_s, in_zp))
+    if c.nchw:
+        t = b.value(list(c.arrays["x"].shape), Datatype.QINT8, per_tensor(in_s, in_zp))
+        b.node("XNNStaticTranspose", perm=[0, 2, 3, 1], input_id=xi, output_id=t, flags=0)
+        xi = t
+    want_shape = list(reference(c).shape)
+    y = b.output(b.value(want_shape, Datatype.QINT8, per_tensor(*c.out_q)), "y")
+    conv_node(b, c, xi, y)
     return b.build()
 
 
@@ -354,26 +359,10 @@ def test_int8_block_does_not_fuse() -> None:
         c.make()
         c.arrays["x"] = want
         want = reference(c)
-        a = c.arrays
-        ws = [float(s) for s in a["ws"]]
-        stored, dim = (np.ascontiguousarray(a["f"].transpose(3, 1, 2, 0)), 3) if c.dw else (a["f"], 0)
-        wi = b.const(stored, Datatype.QCINT8, per_channel(ws, dim))
-        bi = b.const(a["bias"], Datatype.QCINT32, per_channel([c.in_q[0] * s for s in ws], 0))
         y = b.value(list(want.shape), Datatype.QINT8, per_tensor(*c.out_q))
         if k == len(specs) - 1:
             b.output(y, "y")
-        geometry = conv_fields(c.k, c.pads, c.stride, c.dil, c.groups, c.gic, c.goc)
-        kind = "XNNDepthwiseConv2d" if c.dw else "XNNConv2d"
-        b.node(
-            kind,
-            output_min_max=c.clamp,
-            input1_id=cur,
-            filter_id=wi,
-            bias_id=bi,
-            output_id=y,
-            flags=0,
-            **geometry,
-        )
+        conv_node(b, c, cur, y)
         cur = y
     p = runtime.load(b.build(), threads=2)
     assert all(not s["fused"] for s in p.plan()) and len(p.plan()) == 3

@@ -24,7 +24,8 @@ enum NodeTrait : uint32_t {
   kPacksWeights = 1u << 0,      // inputs 1 (filter) and 2 (bias) are packed (at load when constant)
   kView = 1u << 1,              // the output is the input's bytes: it may share the input's storage
   kResidualAdd = 1u << 2,       // a sum a conv / FC making one operand may write in its epilogue
-  kTakesResidual = 1u << 3,     // may add a residual to its output tiles (gemm_residual, conv2d_residual)
+  kTakesResidual = 1u << 3,     // may add a residual to its output tiles (gemm_residual, conv2d_residual;
+                                // int8: where NodeDef::q8_residual says)
   kTakesActivation = 1u << 4,   // may apply an activation's post_op to its output tiles
   kBlockConv = 1u << 5,  // when pointwise: a fused block's expand or project, the reader of an image
   // transpose's planes, a prefetcher of later weights
@@ -75,6 +76,9 @@ struct NodeDef {
   void (*pack)(const PackArgs& a, void* dst) = nullptr;
   // Element-wise nodes: may the output take over the storage of an input no later step reads?
   bool (*in_place)(const Model& m, const Node& nd) = nullptr;
+  // kTakesResidual nodes with int8 operands: whether the node's int8 kernel has a residual epilogue
+  // (qgemm_residual, qconv2d_residual) to run a qint8 Add of its output in (null: none has).
+  bool (*q8_residual)(const Model& m, const Node& nd) = nullptr;
   // GEMM-like nodes: multiply-adds of one run (the small-step rule); null: judged by the bytes it touches.
   double (*macs)(const Model& m, const Plan& plan, const Node& nd) = nullptr;
   // Runs the node (step: its plan step with the fusions it carries; null when folding constants).

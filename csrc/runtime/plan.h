@@ -37,7 +37,8 @@ inline size_t value_bytes(const Value& v, const Shape& s) {
 }
 
 // One unit of work of a plan: a node, or a Conv2d / FullyConnected with the Add that consumes it fused into
-// its epilogue (out = clamp(conv(x) + bias + residual)).
+// its epilogue (fp32: out = clamp(conv(x) + bias + residual); int8: out = qadd(the conv's qint8 output,
+// residual), bit for bit the two steps).
 struct Step {
   uint32_t node = 0;  // the node run
   // A fused consumer whose output this step writes: an Add (residual: the conv / FC output plus `residual`)

@@ -15,8 +15,10 @@
 namespace webxnn {
 namespace {
 
-// Every fusion rule here is fp32-only (the fused kernels' epilogues, the block kernel and the planes reader take
-// fp32): a node with an operand of another datatype (an int8 conv, a Convert) neither fuses nor is fused.
+// The fusion rules are fp32-only (the fused kernels' epilogues, the block kernel and the planes reader take
+// fp32): a node with an operand of another datatype (an int8 conv, a Convert) neither fuses nor is fused --
+// but for two int8 ones, exact like the steps they join: an int8 stem reading its image's planes, and the
+// qint8 residual Add run in an int8 conv's / FC's epilogue.
 bool all_fp32(const Model& m, const Node& nd) {
   for (const std::vector<uint32_t>* vs : {&nd.inputs, &nd.outputs}) {
     for (uint32_t v : *vs) {
@@ -61,9 +63,14 @@ class FusionPlanner {
       const uint32_t out = nd.outputs[0];
       if (numel(shapes_[out]) == 0) continue;
       const NodeDef& d = node_def(nd);
-      // int8 steps stay exact and alone, but an int8 RGB stem may read its image's planes.
+      // int8 steps stay alone, but an int8 RGB stem may read its image's planes, and an int8 conv / FC may
+      // write the residual Add after it (both bit for bit the steps apart).
       if (!all_fp32(m_, nd)) {
-        if (d.has(kBlockConv)) fuse_image_transpose(i);
+        if (d.has(kBlockConv)) {
+          fuse_image_transpose(i);
+        } else if (d.has(kResidualAdd) && nd.inputs.size() == 2) {
+          fuse_into_q8_residual_add(i);
+        }
         continue;
       }
       if (d.has(kBlockConv)) {
@@ -148,6 +155,30 @@ class FusionPlanner {
       const int64_t j = fusable(pv, true);
       if (j < 0) continue;
       fuse(i, static_cast<size_t>(j), pv, rv);
+      return;
+    }
+  }
+
+  // int8 residual: a qint8 Add(p, r) where p is the qint8 output of a Conv2d / FullyConnected whose int8 kernel
+  // has a residual epilogue (NodeDef::q8_residual), read by nothing else, and p, r and the sum all of one shape;
+  // the kernel runs the Add on its requantized output tiles (qgemm_residual / qconv2d_residual: the same bits
+  // as the two steps). The conv keeps its own clamp, the Add's (a Relu after it) applies to the sum.
+  void fuse_into_q8_residual_add(size_t i) {
+    const Node& nd = m_.nodes[i];
+    if (m_.values[nd.outputs[0]].dtype != DType::kQint8) return;
+    const Shape& out = shapes_[nd.outputs[0]];
+    for (size_t k = 0; k < 2; ++k) {
+      const uint32_t pv = nd.inputs[k], rv = nd.inputs[1 - k];
+      if (pv == rv || shapes_[pv] != out || shapes_[rv] != out || m_.values[rv].dtype != DType::kQint8)
+        continue;
+      const int64_t j = sole_producer(pv, true);
+      if (j < 0) continue;
+      const size_t jn = static_cast<size_t>(j);
+      const NodeDef& pd = node_def(m_.nodes[jn]);
+      if (f_.fused_into[jn] != kNoValue || f_.at[jn].transpose != kNoValue || !pd.has(kTakesResidual) ||
+          !pd.q8_residual || !pd.q8_residual(m_, m_.nodes[jn]) || m_.values[pv].dtype != DType::kQint8)
+        continue;
+      fuse(i, jn, pv, rv);
       return;
     }
   }

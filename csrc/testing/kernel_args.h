@@ -1,6 +1,7 @@
-// What every kernel binding of webxnn._testing.kernels shares (kernels_binding.cc, qs8_binding.cc): numpy
-// argument types, the InputError naming the entry, the table for an isa name, a cached ThreadPool per thread
-// count, 64-byte aligned packed weights, and the timing loops of the benchmark entries and peak probes.
+// What every kernel binding of webxnn._testing.kernels shares (kernels_binding.cc, qs8_binding.cc,
+// q8elem_binding.cc, ...): numpy argument types, the InputError naming the entry, the table for an isa name, a
+// cached ThreadPool per thread count, 64-byte aligned packed weights, qint8 element-wise quantization, and the
+// timing loops of the benchmark entries and peak probes.
 // Inline, so the pools are one set for the whole module.
 #pragma once
 
@@ -27,6 +28,21 @@ namespace testing {
 using FArr = pybind11::array_t<float, pybind11::array::c_style | pybind11::array::forcecast>;
 using I8Arr = pybind11::array_t<int8_t, pybind11::array::c_style | pybind11::array::forcecast>;
 using I32Arr = pybind11::array_t<int32_t, pybind11::array::c_style | pybind11::array::forcecast>;
+
+// The quantization of a qint8 element-wise kernel call (table.def's QElemParams), field by field.
+inline QElemParams qelem_params(float a_scale, int32_t a_zp, float b_scale, int32_t b_zp, float out_scale,
+                                int32_t out_zp, int32_t out_min, int32_t out_max) {
+  QElemParams q;
+  q.a_scale = a_scale;
+  q.a_zero_point = a_zp;
+  q.b_scale = b_scale;
+  q.b_zero_point = b_zp;
+  q.out_scale = out_scale;
+  q.out_zero_point = out_zp;
+  q.out_min = out_min;
+  q.out_max = out_max;
+  return q;
+}
 
 // Raises webxnn.errors.InputError("kernels.<where>: <what>").
 [[noreturn]] inline void bad(const std::string& where, const std::string& what) {

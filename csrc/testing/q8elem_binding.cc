@@ -23,20 +23,6 @@ std::vector<size_t> dims_of(const py::array& a) {
   return std::vector<size_t>(a.shape(), a.shape() + a.ndim());
 }
 
-QElemParams params(float a_scale, int32_t a_zp, float b_scale, int32_t b_zp, float out_scale, int32_t out_zp,
-                   int32_t out_min, int32_t out_max) {
-  QElemParams q;
-  q.a_scale = a_scale;
-  q.a_zero_point = a_zp;
-  q.b_scale = b_scale;
-  q.b_zero_point = b_zp;
-  q.out_scale = out_scale;
-  q.out_zero_point = out_zp;
-  q.out_min = out_min;
-  q.out_max = out_max;
-  return q;
-}
-
 // out = qadd / qmul(a, b), numpy broadcasting; out_is_a: computed in place into a copy of a (a's shape must be
 // the output's).
 py::array qbinary(const std::string& op, const I8Arr& a, const I8Arr& b, const QElemParams& q, bool out_is_a,
@@ -149,7 +135,7 @@ void bind_q8elem(py::module_& m) {
   const auto isa = py::arg("isa") = std::string("best");
   const auto thr = py::arg("threads") = size_t{1};
   const auto quant = [](float as, int32_t az, float bs, int32_t bz, float os, int32_t oz, int32_t lo,
-                        int32_t hi) { return params(as, az, bs, bz, os, oz, lo, hi); };
+                        int32_t hi) { return qelem_params(as, az, bs, bz, os, oz, lo, hi); };
   m.def(
       "qbinary",
       [=](const std::string& op, const I8Arr& a, const I8Arr& b, float a_scale, int32_t a_zp, float b_scale,
@@ -201,7 +187,7 @@ void bind_q8elem(py::module_& m) {
           b.mutable_data()[i] = static_cast<int8_t>(i * 13);
         }
         std::vector<double> times;
-        qbinary("add", a, b, params(0.05f, 3, 0.04f, -5, 0.07f, 1, -128, 127), false, isa, threads,
+        qbinary("add", a, b, qelem_params(0.05f, 3, 0.04f, -5, 0.07f, 1, -128, 127), false, isa, threads,
                 Timing{repeat, &times});
         return times;
       },
@@ -213,7 +199,7 @@ void bind_q8elem(py::module_& m) {
         I8Arr x(std::vector<py::ssize_t>{1, py::ssize_t(hw), 1, py::ssize_t(c)});
         for (size_t i = 0; i < hw * c; ++i) x.mutable_data()[i] = static_cast<int8_t>(i * 7);
         std::vector<double> times;
-        qglobal_avg_pool(x, params(0.05f, 3, 1.f, 0, 0.02f, -4, -128, 127), isa, threads,
+        qglobal_avg_pool(x, qelem_params(0.05f, 3, 1.f, 0, 0.02f, -4, -128, 127), isa, threads,
                          Timing{repeat, &times});
         return times;
       },

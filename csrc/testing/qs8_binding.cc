@@ -1,5 +1,6 @@
 // webxnn._testing.kernels' int8 entries — numpy-level access to the int8 GEMM and IGEMM convolution kernels
-// (table.def's qgemm, qconv2d), for their tests and bench/: the two, their timed entries, the int8 peak probe.
+// (table.def's qgemm, qconv2d), for their tests and bench/: the two (with residual=: qgemm_residual,
+// qconv2d_residual), their timed entries, the int8 peak probe.
 // Every entry takes isa="scalar"|"avx2"|"vnni-emu"|...|"best" (kernels.tables() lists them) and threads=N; bad
 // arguments raise webxnn.errors.InputError.
 #include <pybind11/numpy.h>
@@ -52,13 +53,34 @@ py::array out_array(const QGemmQuant& q, std::vector<py::ssize_t> shape) {
   return py::array_t<int8_t>(shape);
 }
 
+// The residual Add of qgemm_residual / qconv2d_residual (residual null: none): the residual's int8 array and
+// quantization, and the sum's (the Add's output) quantization and clamp. Operand a (the product's output) is
+// filled in by the call.
+struct Residual {
+  std::optional<I8Arr> r;
+  float r_scale = 1.f, sum_scale = 1.f;
+  int32_t r_zp = 0, sum_zp = 0, sum_min = -128, sum_max = 127;
+};
+
+// The Add's parameters for a product quantized as q; checks R's shape (dims, C-contiguous).
+QElemParams add_params(const char* w, const Residual& res, const QGemmQuant& q,
+                       const std::vector<py::ssize_t>& dims) {
+  if (q.out_type != QType::kS8) bad(w, "a residual needs out_dtype int8");
+  const I8Arr& r = *res.r;
+  if (static_cast<size_t>(r.ndim()) != dims.size() || !std::equal(dims.begin(), dims.end(), r.shape()))
+    bad(w, "residual must have the output's shape");
+  return qelem_params(q.out_scale, q.out_zero_point, res.r_scale, res.r_zp, res.sum_scale, res.sum_zp,
+                      res.sum_min, res.sum_max);
+}
+
 // C = qgemm(A[:, :K], B) into an [M, ldc] array prefilled with `fill` (columns past N must stay untouched).
-// A is uint8 or int8 [M, lda >= K]; B int8 [N, K] (b_is_nk) or [K, N].
+// A is uint8 or int8 [M, lda >= K]; B int8 [N, K] (b_is_nk) or [K, N]. With a residual [M, ldc]:
+// qgemm_residual, C = qadd(the product, residual).
 py::array qgemm(const py::array& A, const I8Arr& B, const std::optional<I32Arr>& bias, const FArr& w_scales,
                 float a_scale, int32_t a_zp, float out_scale, int32_t out_zp, const std::string& out_dtype,
                 int32_t out_min, int32_t out_max, bool b_is_nk, std::optional<size_t> k_arg,
                 std::optional<size_t> ldc_arg, int fill, const std::string& isa, size_t threads,
-                const Timing& tm) {
+                const Timing& tm, const Residual& res = Residual{}) {
   const char* w = "qgemm";
   if (A.ndim() != 2 || B.ndim() != 2) bad(w, "A and B must be 2-D");
   if (!(A.flags() & py::array::c_style)) bad(w, "A must be C-contiguous");
@@ -73,12 +95,20 @@ py::array qgemm(const py::array& A, const I8Arr& B, const std::optional<I32Arr>&
   Parallel& par = pool_for(w, threads);
   py::array C = out_array(q, {static_cast<py::ssize_t>(M), static_cast<py::ssize_t>(ldc)});
   std::fill_n(static_cast<uint8_t*>(C.mutable_data()), M * ldc, static_cast<uint8_t>(fill));
+  const QElemParams add =
+      res.r ? add_params(w, res, q, {static_cast<py::ssize_t>(M), static_cast<py::ssize_t>(ldc)})
+            : QElemParams{};
   Aligned packed(t.qgemm_packed_size(K, N));
   {
     py::gil_scoped_release nogil;
     t.qgemm_pack(K, N, B.data(), b_is_nk, bias ? bias->data() : nullptr, q, packed.p);
     run_timed(tm, par, [&] {
-      t.qgemm(M, N, K, A.data(), lda, packed.p, C.mutable_data(), ldc, out_min, out_max, par);
+      if (res.r) {
+        t.qgemm_residual(M, N, K, A.data(), lda, packed.p, res.r->data(), ldc, C.mutable_data(), ldc, out_min,
+                         out_max, add, par);
+      } else {
+        t.qgemm(M, N, K, A.data(), lda, packed.p, C.mutable_data(), ldc, out_min, out_max, par);
+      }
     });
   }
   return C;
@@ -113,12 +143,14 @@ ConvParams q_geometry(const char* w, const std::vector<uint32_t>& pads, const st
   return p;
 }
 
-// out = qconv2d(x, filter): x NHWC uint8 or int8, filter OHWI int8, pads (top, right, bottom, left).
+// out = qconv2d(x, filter): x NHWC uint8 or int8, filter OHWI int8, pads (top, right, bottom, left). With a
+// residual (the output's shape): qconv2d_residual, out = qadd(the conv, residual).
 py::array qconv2d(const py::array& x, const I8Arr& f, const std::optional<I32Arr>& bias, const FArr& w_scales,
                   float a_scale, int32_t a_zp, float out_scale, int32_t out_zp, const std::string& out_dtype,
                   int32_t out_min, int32_t out_max, const std::vector<uint32_t>& pads,
                   const std::vector<uint32_t>& strides, const std::vector<uint32_t>& dil, uint32_t groups,
-                  const std::string& isa, size_t threads, const Timing& tm, bool planes = false) {
+                  const std::string& isa, size_t threads, const Timing& tm, bool planes = false,
+                  const Residual& res = Residual{}) {
   const char* w = "qconv2d";
   if (x.ndim() != 4 || f.ndim() != 4) bad(w, "x must be NHWC and filter OHWI (4-D)");
   if (!(x.flags() & py::array::c_style)) bad(w, "x must be C-contiguous");
@@ -136,8 +168,11 @@ py::array qconv2d(const py::array& x, const I8Arr& f, const std::optional<I32Arr
   const QGemmQuant q = quant_of(w, x, w_scales, GOC, a_scale, a_zp, out_scale, out_zp, out_dtype);
   const KernelTable& t = table_for(w, isa);
   Parallel& par = pool_for(w, threads);
-  py::array out = out_array(q, {static_cast<py::ssize_t>(N), static_cast<py::ssize_t>(OH),
-                                static_cast<py::ssize_t>(OW), static_cast<py::ssize_t>(GOC)});
+  const std::vector<py::ssize_t> out_dims{static_cast<py::ssize_t>(N), static_cast<py::ssize_t>(OH),
+                                          static_cast<py::ssize_t>(OW), static_cast<py::ssize_t>(GOC)};
+  py::array out = out_array(q, out_dims);
+  const QElemParams add = res.r ? add_params(w, res, q, out_dims) : QElemParams{};
+  if (res.r && planes) bad(w, "a residual reads NHWC only (qconv2d_residual never reads planes)");
   Aligned packed(t.qconv2d_packed_size(p));
   // planes: the kernel reads an NCHW copy of x (p.input_nchw) where the table reads planes for p.
   ConvParams rp = p;
@@ -154,7 +189,12 @@ py::array qconv2d(const py::array& x, const I8Arr& f, const std::optional<I32Arr
     py::gil_scoped_release nogil;
     t.qconv2d_pack(p, f.data(), bias ? bias->data() : nullptr, q, packed.p);
     run_timed(tm, par, [&] {
-      t.qconv2d(rp, N, H, W, src, OH, OW, packed.p, out.mutable_data(), out_min, out_max, par);
+      if (res.r) {
+        t.qconv2d_residual(rp, N, H, W, src, OH, OW, packed.p, res.r->data(), out.mutable_data(), out_min,
+                           out_max, add, par);
+      } else {
+        t.qconv2d(rp, N, H, W, src, OH, OW, packed.p, out.mutable_data(), out_min, out_max, par);
+      }
     });
   }
   return out;
@@ -237,34 +277,45 @@ void bind_qs8(py::module_& m) {
       [](const py::array& A, const I8Arr& B, const std::optional<I32Arr>& bias, const FArr& w_scales,
          float a_scale, int32_t a_zp, float out_scale, int32_t out_zp, const std::string& out_dtype,
          int32_t out_min, int32_t out_max, bool b_is_nk, std::optional<size_t> k, std::optional<size_t> ldc,
-         int fill, const std::string& isa, size_t threads) {
+         int fill, const std::string& isa, size_t threads, const std::optional<I8Arr>& residual,
+         float r_scale, int32_t r_zp, float sum_scale, int32_t sum_zp, int32_t sum_min, int32_t sum_max) {
         return qgemm(A, B, bias, w_scales, a_scale, a_zp, out_scale, out_zp, out_dtype, out_min, out_max,
-                     b_is_nk, k, ldc, fill, isa, threads, Timing{});
+                     b_is_nk, k, ldc, fill, isa, threads, Timing{},
+                     Residual{residual, r_scale, sum_scale, r_zp, sum_zp, sum_min, sum_max});
       },
       py::arg("A"), py::arg("B"), py::arg("bias"), py::arg("w_scales"), py::arg("a_scale"),
       py::arg("a_zero_point"), py::arg("out_scale"), py::arg("out_zero_point"), py::arg("out_dtype") = "int8",
       py::arg("out_min") = -1024, py::arg("out_max") = 1024, py::arg("b_is_nk") = true,
       py::arg("k") = py::none(), py::arg("ldc") = py::none(), py::arg("fill") = 0, py::arg("isa") = "scalar",
-      thr, "C = requantized A[:, :k] x B (B [N, K] when b_is_nk); C is [M, ldc], columns past N keep `fill`");
+      thr, py::arg("residual") = py::none(), py::arg("r_scale") = 1.f, py::arg("r_zero_point") = 0,
+      py::arg("sum_scale") = 1.f, py::arg("sum_zero_point") = 0, py::arg("sum_min") = -128,
+      py::arg("sum_max") = 127,
+      "C = requantized A[:, :k] x B (B [N, K] when b_is_nk); C is [M, ldc], columns past N keep `fill`; with "
+      "residual (int8 [M, ldc]): qgemm_residual, C = qadd(that, residual) with the residual's (r_) and the "
+      "sum's (sum_) quantization and clamp");
   m.def(
       "qconv2d",
       [](const py::array& x, const I8Arr& f, const std::optional<I32Arr>& bias, const FArr& w_scales,
          float a_scale, int32_t a_zp, float out_scale, int32_t out_zp, const std::string& out_dtype,
          int32_t out_min, int32_t out_max, const std::vector<uint32_t>& pads,
          const std::vector<uint32_t>& strides, const std::vector<uint32_t>& dil, uint32_t groups,
-         const std::string& isa, size_t threads, bool planes) {
+         const std::string& isa, size_t threads, bool planes, const std::optional<I8Arr>& residual,
+         float r_scale, int32_t r_zp, float sum_scale, int32_t sum_zp, int32_t sum_min, int32_t sum_max) {
         return qconv2d(x, f, bias, w_scales, a_scale, a_zp, out_scale, out_zp, out_dtype, out_min, out_max,
-                       pads, strides, dil, groups, isa, threads, Timing{}, planes);
+                       pads, strides, dil, groups, isa, threads, Timing{}, planes,
+                       Residual{residual, r_scale, sum_scale, r_zp, sum_zp, sum_min, sum_max});
       },
       py::arg("x"), py::arg("filter"), py::arg("bias"), py::arg("w_scales"), py::arg("a_scale"),
       py::arg("a_zero_point"), py::arg("out_scale"), py::arg("out_zero_point"), py::arg("out_dtype") = "int8",
       py::arg("out_min") = -1024, py::arg("out_max") = 1024,
       py::arg("pads") = std::vector<uint32_t>{0, 0, 0, 0}, py::arg("strides") = std::vector<uint32_t>{1, 1},
       py::arg("dilations") = std::vector<uint32_t>{1, 1}, py::arg("groups") = uint32_t{1},
-      py::arg("isa") = "scalar", thr, py::arg("planes") = false,
+      py::arg("isa") = "scalar", thr, py::arg("planes") = false, py::arg("residual") = py::none(),
+      py::arg("r_scale") = 1.f, py::arg("r_zero_point") = 0, py::arg("sum_scale") = 1.f,
+      py::arg("sum_zero_point") = 0, py::arg("sum_min") = -128, py::arg("sum_max") = 127,
       "NHWC int8 convolution (IGEMM), filter OHWI [groups * OC, kh, kw, C / groups]; pads (top, right, bottom, "
       "left); quantization as qgemm; planes: the kernel reads an NCHW copy of x where the table reads planes "
-      "(qconv2d_reads_nchw)");
+      "(qconv2d_reads_nchw); residual (int8, the output's shape): qconv2d_residual, as qgemm's");
   // Timed entries (bench/): u8 or s8 activations (A's dtype) at fixed scales, s8 output clamped to its range.
   m.def(
       "time_qgemm",

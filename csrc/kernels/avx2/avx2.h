@@ -16,7 +16,8 @@
 //   dwconv.cc   dwconv2d dwconv2d_fused max_pool2d avg_pool2d global_avg_pool
 //   deconv.cc   deconv2d_packed_size deconv2d_pack deconv2d
 //   elementwise.cc binary unary; math.cc softmax normalize; layout.cc image_layout_f32 (3-channel images)
-//   qgemm.cc    qgemm qconv2d qd8_gemm; qd8.cc quantize_qd8 (the int8 packers are the scalar ones)
+//   qgemm.cc    qgemm qconv2d qd8_gemm qgemm_residual qconv2d_residual; qd8.cc quantize_qd8 (the int8
+//               packers are the scalar ones)
 //   qconv_fp32acc.cc qconv2d_reads_nchw (qconv2d's few-channel path, which reads planes)
 //   q8elem.cc   qadd qmul qmax_pool2d qglobal_avg_pool qlut quantize_qs8 dequantize_qs8 (qavg_pool2d is
 //               the scalar one)
@@ -29,6 +30,7 @@
   X(deconv2d_packed_size) X(deconv2d_pack) X(deconv2d) \
   X(binary) X(unary) X(softmax) X(normalize) X(image_layout_f32) \
   X(qgemm) X(qconv2d) X(qconv2d_reads_nchw) X(qdwconv2d) X(quantize_qd8) X(qd8_gemm) \
+  X(qgemm_residual) X(qconv2d_residual) \
   X(qadd) X(qmul) X(qmax_pool2d) X(qglobal_avg_pool) X(qlut) X(quantize_qs8) X(dequantize_qs8)
 // clang-format on
 
@@ -66,6 +68,11 @@ void winograd_conv2d(const ConvParams& p, size_t N, size_t H, size_t W, const fl
 bool qconv2d_fp32acc_applies(const ConvParams& p);
 void qconv2d_fp32acc(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, size_t OH, size_t OW,
                      const void* packed, void* out, int32_t out_min, int32_t out_max, Parallel& par);
+// qgemm.cc: qconv2d_residual on that path, which has no residual epilogue: the conv, then qadd over its output
+// in place -- the pair run apart, in one call (the VNNI tables route their stems here too).
+void qconv2d_fp32acc_residual(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, size_t OH,
+                              size_t OW, const void* packed, const int8_t* residual, void* out,
+                              int32_t out_min, int32_t out_max, const QElemParams& add, Parallel& par);
 
 // math.cc: exp, sigmoid, tanh, erf, gelu (returns false for other ops; elementwise.cc's unary routes there).
 bool unary_transcendental(UnaryOp op, size_t n, const float* in, float* out, const UnaryParams& p,

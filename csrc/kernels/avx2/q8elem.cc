@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "kernels/avx2/avx2.h"
+#include "kernels/avx2/qadd.h"
 #include "kernels/internal.h"
 
 namespace webxnn {
@@ -14,69 +15,10 @@ namespace {
 
 inline size_t min_z(size_t a, size_t b) { return a < b ? a : b; }
 
-// A product the compiler may not contract into an FMA with the addition after it (qadd rounds each product
-// to fp32 first; this TU is compiled with -mfma and GCC contracts by default).
-inline __m256 rounded(__m256 x) {
-  __asm__("" : "+x"(x));
-  return x;
-}
+// 8 int8 at p, minus the zero point, as int32.
+inline __m256i load8_i(const int8_t* p, __m256i z) { return lanes8_i(load8(p), z); }
 
-// 8 int8 at p, minus the zero point, as fp32.
-inline __m256 load8_f(const int8_t* p, __m256i z) {
-  const __m256i x = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
-  return _mm256_cvtepi32_ps(_mm256_sub_epi32(x, z));
-}
-inline __m256i load8_i(const int8_t* p, __m256i z) {
-  return _mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))), z);
-}
-
-// table.def's requantization of 16 values: round to nearest even (MXCSR default), add zy, pack to bytes,
-// clamp. When every |v| is known to stay below 2^30 (max_abs, from the operands' ranges and the multipliers),
-// rounding first is exact and the packs' saturation plus an int8 clamp give the same bytes as clamping in
-// fp32 first (rint is monotone, the bounds are integers); otherwise (huge scale ratios, NaN) v is clamped in
-// fp32 first (vmaxps gives lo for NaN).
-struct Requant {
-  __m256 lo, hi;
-  __m256i zy;
-  __m128i lo8, hi8;
-  bool in_int;
-  Requant(const QElemParams& q, float max_abs)
-      : lo(_mm256_set1_ps(static_cast<float>(q.out_min - q.out_zero_point))),
-        hi(_mm256_set1_ps(static_cast<float>(q.out_max - q.out_zero_point))),
-        zy(_mm256_set1_epi32(q.out_zero_point)),
-        lo8(_mm_set1_epi8(static_cast<char>(q.out_min))),
-        hi8(_mm_set1_epi8(static_cast<char>(q.out_max))),
-        in_int(max_abs < 1073741824.f) {}  // false for NaN too
-  __m256i i32(__m256 v) const {
-    if (!in_int) v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
-    return _mm256_add_epi32(_mm256_cvtps_epi32(v), zy);
-  }
-  __m128i operator()(__m256 v0, __m256 v1) const {
-    const __m256i p = _mm256_packs_epi32(i32(v0), i32(v1));  // lanes: v0 0-3, v1 0-3, v0 4-7, v1 4-7
-    const __m256i o = _mm256_permute4x64_epi64(p, 0xD8);
-    const __m128i y = _mm_packs_epi16(_mm256_castsi256_si128(o), _mm256_extracti128_si256(o, 1));
-    return in_int ? _mm_min_epi8(_mm_max_epi8(y, lo8), hi8) : y;
-  }
-};
-
-// ---- qadd / qmul ----
-
-struct AddV {
-  __m256 ma, mb;
-  __m256i za, zb;
-  explicit AddV(const QElemParams& q)
-      : ma(_mm256_set1_ps(q.a_scale / q.out_scale)),
-        mb(_mm256_set1_ps(q.b_scale / q.out_scale)),
-        za(_mm256_set1_epi32(q.a_zero_point)),
-        zb(_mm256_set1_epi32(q.b_zero_point)) {}
-  // The per-operand part: a broadcast operand's is computed once per row.
-  __m256 part_a(const int8_t* p) const { return rounded(_mm256_mul_ps(load8_f(p, za), ma)); }
-  __m256 part_b(const int8_t* p) const { return rounded(_mm256_mul_ps(load8_f(p, zb), mb)); }
-  __m256 combine(__m256 a, __m256 b) const { return _mm256_add_ps(a, b); }
-  static float max_abs(const QElemParams& q) {
-    return 256.f * (q.a_scale / q.out_scale + q.b_scale / q.out_scale);
-  }
-};
+// ---- qadd / qmul (qadd's arithmetic and the requantization: qadd.h) ----
 
 struct MulV {
   __m256 m;
@@ -85,8 +27,8 @@ struct MulV {
       : m(_mm256_set1_ps((q.a_scale * q.b_scale) / q.out_scale)),
         za(_mm256_set1_epi32(q.a_zero_point)),
         zb(_mm256_set1_epi32(q.b_zero_point)) {}
-  __m256 part_a(const int8_t* p) const { return _mm256_castsi256_ps(load8_i(p, za)); }
-  __m256 part_b(const int8_t* p) const { return _mm256_castsi256_ps(load8_i(p, zb)); }
+  __m256 part_a(__m128i x) const { return _mm256_castsi256_ps(lanes8_i(x, za)); }
+  __m256 part_b(__m128i x) const { return _mm256_castsi256_ps(lanes8_i(x, zb)); }
   __m256 combine(__m256 a, __m256 b) const {
     const __m256i prod = _mm256_mullo_epi32(_mm256_castps_si256(a), _mm256_castps_si256(b));
     return _mm256_mul_ps(_mm256_cvtepi32_ps(prod), m);
@@ -104,16 +46,16 @@ struct QBinCtx {
 
 // One row piece of n outputs; sa, sb are 0 (broadcast) or 1 (the innermost dim after collapsing).
 template <typename Op>
-void qbin_row(const Op& op, const Requant& rq, const int8_t* pa, size_t sa, const int8_t* pb, size_t sb,
+void qbin_row(const Op& op, const QElemRequant& rq, const int8_t* pa, size_t sa, const int8_t* pb, size_t sb,
               int8_t* o, size_t n) {
   int8_t ta[16], tb[16];
   std::memset(ta, *pa, 16);
   std::memset(tb, *pb, 16);
-  const __m256 ca = op.part_a(ta), cb = op.part_b(tb);
+  const __m256 ca = op.part_a(load8(ta)), cb = op.part_b(load8(tb));
   auto step = [&](const int8_t* xa, const int8_t* xb, int8_t* dst) {
-    const __m256 a0 = sa ? op.part_a(xa) : ca, a1 = sa ? op.part_a(xa + 8) : ca;
-    const __m256 b0 = sb ? op.part_b(xb) : cb, b1 = sb ? op.part_b(xb + 8) : cb;
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), rq(op.combine(a0, b0), op.combine(a1, b1)));
+    const __m256 a0 = sa ? op.part_a(load8(xa)) : ca, a1 = sa ? op.part_a(load8(xa + 8)) : ca;
+    const __m256 b0 = sb ? op.part_b(load8(xb)) : cb, b1 = sb ? op.part_b(load8(xb + 8)) : cb;
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), qbinary16(op, rq, a0, a1, b0, b1));
   };
   size_t i = 0;
   for (; i + 16 <= n; i += 16) step(pa + i * sa, pb + i * sb, o + i);
@@ -132,7 +74,7 @@ void qbin_task(const void* vctx, size_t task) {
   const QBinCtx& x = *static_cast<const QBinCtx*>(vctx);
   const BinaryShape& s = *x.s;
   const Op op(*x.q);
-  const Requant rq(*x.q, Op::max_abs(*x.q));
+  const QElemRequant rq(*x.q, Op::max_abs(*x.q));
   const size_t sa = s.a_strides[s.rank - 1], sb = s.b_strides[s.rank - 1];
   const size_t u0 = x.units * task / x.tasks, u1 = x.units * (task + 1) / x.tasks;
   for (size_t u = u0; u < u1; ++u) {
@@ -155,7 +97,7 @@ void qbinary(const BinaryShape& s, const int8_t* a, const int8_t* b, int8_t* out
              Parallel& par) {
   if (s.rank == 0) {
     const Op op(q);
-    const Requant rq(q, Op::max_abs(q));
+    const QElemRequant rq(q, Op::max_abs(q));
     qbin_row(op, rq, a, 0, b, 0, out, 1);
     return;
   }
@@ -235,7 +177,7 @@ struct QGapCtx {
 void qgap_task(const void* vctx, size_t task) {
   const QGapCtx& x = *static_cast<const QGapCtx*>(vctx);
   const QElemParams& q = *x.q;
-  const Requant rq(q, 256.f * (q.a_scale / q.out_scale));  // |acc| <= 255 * HW, mc ~ m / HW
+  const QElemRequant rq(q, 256.f * (q.a_scale / q.out_scale));  // |acc| <= 255 * HW, mc ~ m / HW
   const __m256 mc = _mm256_set1_ps((q.a_scale / q.out_scale) / static_cast<float>(x.HW));
   const __m256i bias = _mm256_set1_epi32(-static_cast<int32_t>(x.HW) * q.a_zero_point);
   const size_t C = x.C, HW = x.HW;

@@ -96,6 +96,32 @@ void qconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, 
   qtiles::qconv2d_run<Avx2Policy>(p, N, H, W, in, OH, OW, packed, out, out_min, out_max, par);
 }
 
+void qgemm_residual(size_t M, size_t N, size_t K, const void* A, size_t lda, const void* packed,
+                    const int8_t* R, size_t ldr, void* C, size_t ldc, int32_t out_min, int32_t out_max,
+                    const QElemParams& add, Parallel& par) {
+  qtiles::qgemm_residual_run<Avx2Policy>(M, N, K, A, lda, packed, R, ldr, C, ldc, out_min, out_max, add, par);
+}
+
+void qconv2d_fp32acc_residual(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, size_t OH,
+                              size_t OW, const void* packed, const int8_t* residual, void* out,
+                              int32_t out_min, int32_t out_max, const QElemParams& add, Parallel& par) {
+  qconv2d_fp32acc(p, N, H, W, in, OH, OW, packed, out, out_min, out_max, par);
+  // Aggregate-initialized, not default-constructed (qgemm_tiles.h's ODR note).
+  const BinaryShape s{1, {N * OH * OW * p.groups * p.group_output_channels}, {1}, {1}};
+  int8_t* y = static_cast<int8_t*>(out);
+  qadd(s, y, residual, y, add, par);
+}
+
+void qconv2d_residual(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, size_t OH, size_t OW,
+                      const void* packed, const int8_t* residual, void* out, int32_t out_min, int32_t out_max,
+                      const QElemParams& add, Parallel& par) {
+  if (qconv2d_fp32acc_applies(p))
+    return qconv2d_fp32acc_residual(p, N, H, W, in, OH, OW, packed, residual, out, out_min, out_max, add,
+                                    par);
+  qtiles::qconv2d_residual_run<Avx2Policy>(p, N, H, W, in, OH, OW, packed, residual, out, out_min, out_max,
+                                           add, par);
+}
+
 void qd8_gemm(size_t M, size_t N, size_t K, const int8_t* A, size_t lda, const RowQuant* aq,
               const void* packed, float* C, size_t ldc, float out_min, float out_max, Parallel& par) {
   qtiles::qd8_gemm_run<Avx2Policy>(M, N, K, A, lda, aq, packed, C, ldc, out_min, out_max, par);

@@ -8,8 +8,9 @@
 //                     and add(acc, a, row(a), w) (acc += the 4-byte dot products of a and 8 columns of w).
 // Tiles: MR rows x NP panels of 16 columns, MR x 2NP int32 accumulators started from the packed bias, full K
 // per tile (K blocks when a strip's weights pass L1), a row group (4 bytes) broadcast per row; the int8
-// epilogue requantizes two rows at a time (store2x16), qd8_gemm's is fp32 (store16_f32). avx2/qgemm.cc's head
-// comment has the measurements behind these choices.
+// epilogue requantizes two rows at a time (store2x16), qd8_gemm's is fp32 (store16_f32), qgemm_residual's and
+// qconv2d_residual's adds the residual to the requantized values before they are stored (store16_residual).
+// avx2/qgemm.cc's head comment has the measurements behind these choices.
 //
 // ODR: everything here is in an anonymous namespace, so each translation unit that includes this header (each
 // compiled with its own ISA flags) has its own copy: the linker can never hand one ISA's instance to another
@@ -21,6 +22,7 @@
 
 #include <cstring>
 
+#include "kernels/avx2/qadd.h"
 #include "kernels/avx2/qrequant.h"
 #include "kernels/avx2/simd.h"
 #include "kernels/internal.h"
@@ -57,6 +59,17 @@ struct QConvGeom {
   const uint8_t* zero_row;  // t.tap_k bytes of the input zero point: the rows of padding taps
 };
 
+// qgemm_residual / qconv2d_residual (table.def): the Add after the product, run on each tile's requantized
+// values in registers, before they are stored, by the stand-alone Add's own code (qadd.h's AddV and
+// QElemRequant; store16_residual). Row m, column n of a qrun call's output adds the residual's R[m * ldr + n]
+// (QCtx::R).
+struct QResidual {
+  size_t ldr;
+  int32_t za;  // the Add's zero point of operand a (the product's output zero point, in practice)
+  avx2::AddV add;  // a: the product's qint8 output, b: r
+  avx2::QElemRequant rq;
+};
+
 struct QCtx {
   size_t M, N, K, lda, ldc, panels, pb;
   // The k loop: `taps` row pointers per output row (1 for a GEMM), each read in `groups` whole row groups and
@@ -70,6 +83,10 @@ struct QCtx {
   uint8_t* C;
   size_t cstep;  // bytes of C per panel: 16 int8 or (qd8_gemm) 16 fp32 outputs
   const RowQuant* rowq;  // qd8_gemm: the rows' quantization (fp32 out); null for qgemm / qconv2d
+  const QResidual* res;  // qgemm_residual / qconv2d_residual; else null
+  const int8_t* R;  // their residual
+  int32_t res_dz;  // the output zero point minus res->za
+  bool res_ldc;  // the residual's rows are ldc apart, like C's
   Qd8Columns cols;  // qd8_gemm: column sums and fp32 bias
   float flo, fhi;  // the clamp, relative to the output zero point (qd8_gemm: in real units)
   int32_t zy;
@@ -205,6 +222,43 @@ __attribute__((always_inline)) inline void store16(const QCtx& x, __m256i s0, __
   store_bytes16(c, v, nc);
 }
 
+// The residual epilogue of one row's 16 sums (columns n0..n0+nc; scale: their scales): the product's own
+// requantization -- requant16's: v clamped in fp32 to the product's clamp, rounded -- kept as fp32 lanes
+// y - za instead of packed to bytes (the same values: integers in the output type's range), then the Add with
+// the residual's r[0, nc) by the stand-alone Add's code (qadd.h's AddV, qbinary16, QElemRequant), and nc bytes
+// stored. Bit for bit requant16's bytes, then qadd; it skips packing those bytes and unpacking them again
+// (the stand-alone Add unpacks both operands). The residual is read only within [0, nc) (a graph input has no
+// slack after it).
+__attribute__((always_inline)) inline void store16_residual(const QCtx& x, __m256i s0, __m256i s1,
+                                                            const float* scale, uint8_t* c, size_t nc,
+                                                            const int8_t* r) {
+  const QResidual& res = *x.res;
+  const __m256 lo = _mm256_set1_ps(x.flo), hi = _mm256_set1_ps(x.fhi);
+  __m256 f0 = _mm256_mul_ps(_mm256_cvtepi32_ps(s0), _mm256_load_ps(scale));
+  __m256 f1 = _mm256_mul_ps(_mm256_cvtepi32_ps(s1), _mm256_load_ps(scale + 8));
+  f0 = _mm256_min_ps(_mm256_max_ps(f0, lo), hi);  // max first: a NaN gives lo, as requant16
+  f1 = _mm256_min_ps(_mm256_max_ps(f1, lo), hi);
+  // y - za = rint(v) + zy - za, as fp32 (exact: small integers; vroundps rounds half to even like vcvtps2dq,
+  // and saves the trip to int32 and back)
+  const __m256 dz = _mm256_set1_ps(static_cast<float>(x.res_dz));
+  const __m256 a0 = _mm256_add_ps(_mm256_round_ps(f0, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), dz);
+  const __m256 a1 = _mm256_add_ps(_mm256_round_ps(f1, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), dz);
+  __m128i b;
+  if (nc == kQNR) {
+    b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r));
+  } else if (nc == 8) {  // a 24-channel map's last panel (MobileNetV2)
+    b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(r));
+  } else {
+    alignas(16) int8_t buf[16] = {};
+    std::memcpy(buf, r, nc);
+    b = _mm_load_si128(reinterpret_cast<const __m128i*>(buf));
+  }
+  const avx2::AddV& op = res.add;
+  const __m128i v = avx2::qbinary16(op, res.rq, op.part_a_f(a0), op.part_a_f(a1), op.part_b(b),
+                                    op.part_b(_mm_unpackhi_epi64(b, b)));
+  store_bytes16(c, v, nc);
+}
+
 // qd8_gemm's epilogue (table.def): 16 fp32 outputs of row `row` from its int32 sums, stored as nc floats.
 __attribute__((always_inline)) inline void store16_f32(const QCtx& x, __m256i s0, __m256i s1,
                                                        const uint8_t* panel, size_t n0, size_t row,
@@ -248,13 +302,27 @@ __attribute__((always_inline)) inline void store2x16(const QCtx& x, __m256i s0, 
   avx2::store_bytes2x16(c0, c1, avx2::requant2x16(r, s0, s1, t0, t1, scale), nc);
 }
 
-// A tile's 16 sums of one row (columns of `panel`) to C: requantized int8, or (qd8_gemm) fp32.
-// n0: the panel's first column (qd8_gemm's column sums and bias).
+// A tile's 16 sums of one row (columns of `panel`) to C: requantized int8 (+ the residual row r when x has
+// one), or (qd8_gemm) fp32. n0: the panel's first column (qd8_gemm's column sums and bias).
 __attribute__((always_inline)) inline void store_out(const QCtx& x, __m256i s0, __m256i s1,
                                                      const uint8_t* panel, size_t n0, size_t row, uint8_t* c,
-                                                     size_t nc) {
+                                                     size_t nc, const int8_t* r) {
   if (x.rowq) return store16_f32(x, s0, s1, panel, n0, row, c, nc);
-  store16(x, s0, s1, reinterpret_cast<const float*>(panel + kQNR * 4), c, nc);
+  const float* scale = reinterpret_cast<const float*>(panel + kQNR * 4);
+  if (x.res) return store16_residual(x, s0, s1, scale, c, nc, r);
+  store16(x, s0, s1, scale, c, nc);
+}
+
+// The first column of `panel` (qd8_gemm's column sums and bias, a residual's columns).
+__attribute__((always_inline)) inline size_t panel_column(const QCtx& x, const uint8_t* panel) {
+  return static_cast<size_t>(panel - x.panels0) / x.pb * kQNR;
+}
+
+// The residual at a tile's first output c (row `row`, the columns of `panel`; null: no residual).
+__attribute__((always_inline)) inline const int8_t* residual_at(const QCtx& x, const uint8_t* c, size_t row,
+                                                                const uint8_t* panel) {
+  if (!x.res) return nullptr;
+  return x.res_ldc ? x.R + (c - x.C) : x.R + row * x.res->ldr + panel_column(x, panel);
 }
 
 // The k loop of a tile: for each tap, its rows into ar, then step(weight group, row group, tail) over the row
@@ -337,7 +405,8 @@ __attribute__((always_inline)) inline void tile_one(const QCtx& x, const Src& sr
       for (int j = 0; j < 2 * NP; ++j) out[m * 2 * NP + j] = acc[m][j];
     return;
   }
-  const size_t n0 = x.rowq ? static_cast<size_t>(panel - x.panels0) / x.pb * kQNR : 0;  // qd8_gemm only
+  const size_t n0 = x.rowq ? panel_column(x, panel) : 0;  // qd8_gemm only
+  const int8_t* rt = residual_at(x, c, m0, panel);  // the tile's first residual row (null: none)
 #pragma GCC unroll 8
   for (int m = 0; m < MR; m += 2) {
 #pragma GCC unroll 4
@@ -345,15 +414,16 @@ __attribute__((always_inline)) inline void tile_one(const QCtx& x, const Src& sr
       const uint8_t* pp = panel + p * x.pb;
       uint8_t* cm = c + m * x.ldc + p * x.cstep;
       const size_t ncp = p == NP - 1 ? nc : kQNR;
-      if (m + 1 < MR && x.pairs) {
+      const int8_t* rm = rt ? rt + m * x.res->ldr + p * kQNR : nullptr;
+      if (m + 1 < MR && x.pairs && !rt) {
         store2x16(x, acc[m][2 * p], acc[m][2 * p + 1], acc[m + 1][2 * p], acc[m + 1][2 * p + 1],
                   reinterpret_cast<const float*>(pp + kQNR * 4), cm, cm + x.ldc, ncp);
         continue;
       }
-      store_out(x, acc[m][2 * p], acc[m][2 * p + 1], pp, n0 + p * kQNR, m0 + m, cm, ncp);
+      store_out(x, acc[m][2 * p], acc[m][2 * p + 1], pp, n0 + p * kQNR, m0 + m, cm, ncp, rm);
       if (m + 1 < MR)
-        store_out(x, acc[m + 1][2 * p], acc[m + 1][2 * p + 1], pp, n0 + p * kQNR, m0 + m + 1, cm + x.ldc,
-                  ncp);
+        store_out(x, acc[m + 1][2 * p], acc[m + 1][2 * p + 1], pp, n0 + p * kQNR, m0 + m + 1, cm + x.ldc, ncp,
+                  rm ? rm + x.res->ldr : nullptr);
     }
   }
 }
@@ -420,13 +490,15 @@ void tile_wide(const QCtx& x, const Src& src, size_t m0, const uint8_t* panel, u
   for_each_group<false>(x, src, m0, 0, 0, ar, step);
   const __m256i b0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(panel));
   const __m256i b1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(panel + 32));
-  const size_t n0 = x.rowq ? static_cast<size_t>(panel - x.panels0) / x.pb * kQNR : 0;  // qd8_gemm only
+  const size_t n0 = x.rowq ? panel_column(x, panel) : 0;  // qd8_gemm only
+  const int8_t* rt = residual_at(x, c, m0, panel);
 #pragma GCC unroll 8
   for (int m = 0; m < MR; ++m) {
     // hadd lanes: [c0 c1 c4 c5 | c2 c3 c6 c7] -> vpermq 0, 2, 1, 3.
     const __m256i s0 = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[m][0], acc[m][1]), 0xD8);
     const __m256i s1 = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[m][2], acc[m][3]), 0xD8);
-    store_out(x, _mm256_add_epi32(s0, b0), _mm256_add_epi32(s1, b1), panel, n0, m0 + m, c + m * x.ldc, nc);
+    store_out(x, _mm256_add_epi32(s0, b0), _mm256_add_epi32(s1, b1), panel, n0, m0 + m, c + m * x.ldc, nc,
+              rt ? rt + m * x.res->ldr : nullptr);
   }
 }
 
@@ -529,10 +601,11 @@ void qgemm_task(const void* vctx, size_t task) {
 
 // The one driver of qgemm and qconv2d. K: the packed K (taps x C rounded up to 4 for a convolution).
 // rowq (qd8_gemm): C is fp32 with row stride ldc floats, clamped to [flo, fhi]; else int8 (out_min, out_max).
+// res (qgemm_residual, qconv2d_residual; null: none): C = qadd(the int8 product, R).
 template <typename P>
 void qrun(size_t M, size_t N, size_t K, const QConvGeom* conv, const void* A, size_t lda, const void* packed,
           void* C, size_t ldc, int32_t out_min, int32_t out_max, const RowQuant* rowq, float flo, float fhi,
-          Parallel& par) {
+          Parallel& par, const QResidual* res = nullptr, const int8_t* R = nullptr) {
   if (M == 0 || N == 0) return;
   const QGemmRun run = qgemm_run_params(packed, K, out_min, out_max);
   const QGemmHeader& h = run.h;
@@ -544,6 +617,10 @@ void qrun(size_t M, size_t N, size_t K, const QConvGeom* conv, const void* A, si
   x.ldc = rowq ? ldc * 4 : ldc;
   x.cstep = rowq ? kQNR * 4 : kQNR;
   x.rowq = rowq;
+  x.res = res;
+  x.R = R;
+  x.res_dz = res ? h.out_zero_point - res->za : 0;
+  x.res_ldc = res && res->ldr == ldc;
   x.cols = rowq ? qd8_columns(packed, K, N) : Qd8Columns{nullptr, nullptr};
   x.panels = div_up(N, kQNR);
   x.conv = conv;
@@ -594,8 +671,19 @@ void qgemm_run(size_t M, size_t N, size_t K, const void* A, size_t lda, const vo
 }
 
 template <typename P>
+void qgemm_residual_run(size_t M, size_t N, size_t K, const void* A, size_t lda, const void* packed,
+                        const int8_t* R, size_t ldr, void* C, size_t ldc, int32_t out_min, int32_t out_max,
+                        const QElemParams& add, Parallel& par) {
+  const QResidual res{ldr, add.a_zero_point, avx2::AddV(add),
+                      avx2::QElemRequant(add, avx2::AddV::max_abs(add))};
+  qrun<P>(M, N, K, nullptr, A, lda, packed, C, ldc, out_min, out_max, nullptr, 0.f, 0.f, par, &res, R);
+}
+
+// qconv2d, or (res not null) qconv2d_residual: R is the dense residual, like out (rows G * OC apart).
+template <typename P>
 void qconv2d_run(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, size_t OH, size_t OW,
-                 const void* packed, void* out, int32_t out_min, int32_t out_max, Parallel& par) {
+                 const void* packed, void* out, int32_t out_min, int32_t out_max, Parallel& par,
+                 const QResidual* res = nullptr, const int8_t* R = nullptr) {
   const size_t G = p.groups, K = qconv2d_packed_k(p), OC = p.group_output_channels;
   // Aggregate-initialized: copying p, not default-constructing a ConvParams (whose constructor, unoptimized,
   // would be a weak symbol shared with other TUs: see ODR above).
@@ -612,14 +700,25 @@ void qconv2d_run(const ConvParams& p, size_t N, size_t H, size_t W, const void* 
     g.zero_row = gpacked + qgemm_layout_bytes(K, OC);
     const uint8_t* gin = static_cast<const uint8_t*>(in) + gi * g.C;
     uint8_t* gout = static_cast<uint8_t*>(out) + gi * OC;
+    const int8_t* gr = res ? R + gi * OC : nullptr;  // the group's columns of the residual
     if (pointwise) {
       qrun<P>(N * H * W, OC, g.C, nullptr, gin, g.in_stride, gpacked, gout, G * OC, out_min, out_max, nullptr,
-              0.f, 0.f, par);
+              0.f, 0.f, par, res, gr);
     } else {
-      qrun<P>(N * OH * OW, OC, K, &g, gin, 0, gpacked, gout, G * OC, out_min, out_max, nullptr, 0.f, 0.f,
-              par);
+      qrun<P>(N * OH * OW, OC, K, &g, gin, 0, gpacked, gout, G * OC, out_min, out_max, nullptr, 0.f, 0.f, par,
+              res, gr);
     }
   }
+}
+
+template <typename P>
+void qconv2d_residual_run(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, size_t OH,
+                          size_t OW, const void* packed, const int8_t* R, void* out, int32_t out_min,
+                          int32_t out_max, const QElemParams& add, Parallel& par) {
+  const size_t ldr = size_t{p.groups} * p.group_output_channels;
+  const QResidual res{ldr, add.a_zero_point, avx2::AddV(add),
+                      avx2::QElemRequant(add, avx2::AddV::max_abs(add))};
+  qconv2d_run<P>(p, N, H, W, in, OH, OW, packed, out, out_min, out_max, par, &res, R);
 }
 
 template <typename P>

@@ -36,6 +36,33 @@ void qgemm(size_t M, size_t N, size_t K, const void* A, size_t lda, const void* 
   });
 }
 
+// The residual entries, as their contract says: the product, then qadd of each output row with the residual's
+// (out == a: qadd's aliasing contract allows it) -- the pair run apart, on the same rows.
+void qgemm_residual(size_t M, size_t N, size_t K, const void* A, size_t lda, const void* packed,
+                    const int8_t* R, size_t ldr, void* C, size_t ldc, int32_t out_min, int32_t out_max,
+                    const QElemParams& add, Parallel& par) {
+  qgemm(M, N, K, A, lda, packed, C, ldc, out_min, out_max, par);
+  BinaryShape row;
+  row.rank = 1;
+  row.out_dims[0] = N;
+  row.a_strides[0] = row.b_strides[0] = 1;
+  int8_t* c = static_cast<int8_t*>(C);
+  for (size_t m = 0; m < M && N; ++m) qadd(row, c + m * ldc, R + m * ldr, c + m * ldc, add, par);
+}
+
+void qconv2d_residual(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, size_t OH, size_t OW,
+                      const void* packed, const int8_t* residual, void* out, int32_t out_min, int32_t out_max,
+                      const QElemParams& add, Parallel& par) {
+  qconv2d(p, N, H, W, in, OH, OW, packed, out, out_min, out_max, par);
+  const size_t oc = size_t{p.groups} * p.group_output_channels;
+  BinaryShape all;
+  all.rank = 1;
+  all.out_dims[0] = N * OH * OW * oc;
+  all.a_strides[0] = all.b_strides[0] = 1;
+  int8_t* y = static_cast<int8_t*>(out);
+  if (all.out_dims[0]) qadd(all, y, residual, y, add, par);
+}
+
 // The reference reads NHWC only: the runtime transposes an NCHW image first.
 bool qconv2d_reads_nchw(const ConvParams&) { return false; }
 

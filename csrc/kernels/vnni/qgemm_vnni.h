@@ -66,6 +66,18 @@ void qconv2d_dot(const ConvParams& p, size_t N, size_t H, size_t W, const void* 
   qtiles::qconv2d_run<P>(p, N, H, W, in, OH, OW, packed, out, out_min, out_max, par);
 }
 
+// qconv2d_residual likewise.
+template <typename P>
+void qconv2d_residual_dot(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, size_t OH,
+                          size_t OW, const void* packed, const int8_t* residual, void* out, int32_t out_min,
+                          int32_t out_max, const QElemParams& add, Parallel& par) {
+  if (avx2::qconv2d_fp32acc_applies(p)) {
+    return avx2::qconv2d_fp32acc_residual(p, N, H, W, in, OH, OW, packed, residual, out, out_min, out_max,
+                                          add, par);
+  }
+  qtiles::qconv2d_residual_run<P>(p, N, H, W, in, OH, OW, packed, residual, out, out_min, out_max, add, par);
+}
+
 // AVX2's table (the CPU has AVX2 + FMA + F16C whenever a VNNI table is chosen: dispatch.cc) with the int8 GEMM
 // entries on P's tiles.
 template <typename P>
@@ -76,6 +88,8 @@ KernelTable make_table(const char* name) {
   t.qgemm = qtiles::qgemm_run<P>;
   t.qconv2d_pack = qconv2d_pack_dot;
   t.qconv2d = qconv2d_dot<P>;
+  t.qgemm_residual = qtiles::qgemm_residual_run<P>;
+  t.qconv2d_residual = qconv2d_residual_dot<P>;
   t.qd8_gemm_pack = qd8_gemm_pack_dot;
   t.qd8_gemm = qtiles::qd8_gemm_run<P>;
   return t;

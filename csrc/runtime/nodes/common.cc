@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 namespace webxnn {
 
@@ -362,6 +363,21 @@ bool check_q8_weights(const SupportCheck& c, size_t channel_dim, const char* sup
   need_q8_zero_point(c, nd.inputs[0], false);
   need_q8_zero_point(c, nd.outputs[0], false);
   return true;
+}
+
+Q8Output q8_output(const ExecArgs& a, const Node& nd, const Step* step) {
+  Q8Output o;
+  o.out = a.ptrs[nd.outputs[0]];
+  if (!step || step->into == kNoValue || step->residual == kNoValue) return o;
+  const Node& add = a.m.nodes[step->into];
+  o.residual = static_cast<const int8_t*>(a.ptrs[step->residual]);
+  o.out = a.ptrs[add.outputs[0]];
+  o.add = q8_params(a.m, add);
+  if (add.inputs[0] == step->residual) {  // the node's output is the Add's second operand
+    std::swap(o.add.a_scale, o.add.b_scale);
+    std::swap(o.add.a_zero_point, o.add.b_zero_point);
+  }
+  return o;
 }
 
 QGemmQuant q8_quant(const Model& m, const Node& nd, size_t channels) {

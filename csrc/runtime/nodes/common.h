@@ -245,6 +245,15 @@ bool check_q8_weights(const SupportCheck& c, size_t channel_dim, const char* sup
 // Its filter and bias part, shared with the dynamic FC: both constant, int8 filters (qcint8, or qint8 with
 // zero point 0), per-channel scales along channel_dim; else throws Error(kUnsupported).
 void check_q8_filter(const SupportCheck& c, size_t channel_dim);
+// Where an int8 conv / FC step writes (see plan_fusion.cc): its own output, or, with the qint8 residual Add
+// after it fused, the Add's output, the Add's other operand (`residual`, else null) and the Add's quantization
+// with the node's output as operand a (qgemm_residual / qconv2d_residual's `add`).
+struct Q8Output {
+  const int8_t* residual = nullptr;
+  void* out = nullptr;
+  QElemParams add;
+};
+Q8Output q8_output(const ExecArgs& a, const Node& nd, const Step* step);
 // The quantization of such a node for the int8 kernels' packers (qgemm_pack, qconv2d_pack, qdwconv2d_pack):
 // s8 activations and output; channels: the output channels (the per-channel scale count).
 QGemmQuant q8_quant(const Model& m, const Node& nd, size_t channels);

@@ -1,8 +1,9 @@
 // Convolutions (NHWC, weights packed at load): Conv2d, DepthwiseConv2d, ConvTranspose2d. fp32: a step of one
 // may carry fusions (plan_fusion.cc): the residual Add or activation after it, a MobileNet block's expand and
 // depthwise before a pointwise project, the image transpose before a stem, weights it fetches ahead.
-// int8 (Conv2d, DepthwiseConv2d: qint8 x qcint8 [+ qcint32] -> qint8, INT8_CONTRACT.md): no fusions; the clamp
-// is applied in the int8 domain by the kernel (qconv2d, qdwconv2d).
+// int8 (Conv2d, DepthwiseConv2d: qint8 x qcint8 [+ qcint32] -> qint8, INT8_CONTRACT.md): the clamp is applied
+// in the int8 domain by the kernel (qconv2d, qdwconv2d); a Conv2d on qconv2d may carry the image transpose
+// before it or the qint8 residual Add after it (qconv2d_residual), a depthwise one nothing.
 #include <algorithm>
 #include <vector>
 
@@ -181,8 +182,20 @@ void exec_q8(const ExecArgs& a, size_t i, const Step* step, QConvFn fn) {
   const ConvInput x = conv_input(a, io, step, &p);
   const Shape& y = io.out_shape();
   const QuantParams& yq = io.out_val().quant;
-  fn(p, x.N, x.H, x.W, x.data, y[1], y[2], packed, io.out(), quantize_bound(io.nd.act.min, yq),
-     quantize_bound(io.nd.act.max, yq), a.par);
+  const int32_t lo = quantize_bound(io.nd.act.min, yq), hi = quantize_bound(io.nd.act.max, yq);
+  const Q8Output o = q8_output(a, io.nd, step);
+  if (o.residual) {  // (fn is qconv2d: q8_residual)
+    a.k.qconv2d_residual(p, x.N, x.H, x.W, x.data, y[1], y[2], packed, o.residual, o.out, lo, hi, o.add,
+                         a.par);
+    return;
+  }
+  fn(p, x.N, x.H, x.W, x.data, y[1], y[2], packed, o.out, lo, hi, a.par);
+}
+
+// An int8 Conv2d on qconv2d (not one on qdwconv2d) has a residual epilogue.
+bool conv2d_q8_residual(const Model& m, const Node& nd) {
+  return m.values[nd.inputs[0]].dtype == DType::kQint8 && m.values[nd.outputs[0]].dtype == DType::kQint8 &&
+         !q8_conv_is_depthwise(nd.conv);
 }
 
 // ---- fp32 (and the rows' dispatch on the filter's datatype) ----
@@ -306,6 +319,7 @@ void register_conv(NodeTable& table) {
   conv.pack = conv2d_pack;
   conv.macs = conv_macs;
   conv.traits = kPacksWeights | kTakesActivation | kTakesResidual | kBlockConv;
+  conv.q8_residual = conv2d_q8_residual;
 
   NodeDef& dw =
       define_node(table, T::XNNDepthwiseConv2d, decode_conv, dwconv2d_shapes, dwconv2d_check, exec_dwconv2d);

@@ -1,8 +1,8 @@
 // FullyConnected: fp32 (weights packed for the GEMM at load, or per run when not constant), or qint8 x
 // qcint8 [+ qcint32 bias] -> qint8, or dynamic int8: qdint8 x qcint8 [+ fp32 bias] -> fp32 (ExecuTorch's
 // dynamically quantized linear, on qd8_gemm). An fp32 step may write the residual Add or the activation after
-// it, and on a few rows have its weights fetched ahead by the convs before it (plan.cc); a dynamic one does
-// neither (its input is not fp32).
+// it, and on a few rows have its weights fetched ahead by the convs before it (plan.cc); a qint8 one may write
+// the qint8 residual Add after it (qgemm_residual); a dynamic one does none of these.
 // A qdint8 input holds its per-row parameters beside its data in the same arena slot (plan.h: value_bytes,
 // qd8_params): the Convert fp32 -> qdint8 before this node wrote them; one row per output row
 // (num_nonbatch_dims 1).
@@ -112,25 +112,37 @@ void fc_exec(const ExecArgs& a, size_t i, const Step* step) {
   const NodeIo io(a, i);
   AlignedBuffer run_packed;
   const void* packed = packed_weights(io, i, run_packed);
-  const FusedOutput f = fused_output(a, io.nd, step);
   const Shape& x = io.in_shape(0);
   const size_t Kd = x.back();
   const size_t N = io.out_shape().back();
   const size_t M = numel(x) / Kd;
   const Value& out_val = io.out_val();
+  if (out_val.dtype != DType::kFp32) {  // qint8 x qcint8 -> qint8
+    const int8_t lo = quantize_bound(io.nd.act.min, out_val.quant);
+    const int8_t hi = quantize_bound(io.nd.act.max, out_val.quant);
+    const Q8Output o = q8_output(a, io.nd, step);
+    if (o.residual) {
+      a.k.qgemm_residual(M, N, Kd, io.in(0), Kd, packed, o.residual, N, o.out, N, lo, hi, o.add, a.par);
+    } else {
+      a.k.qgemm(M, N, Kd, io.in(0), Kd, packed, o.out, N, lo, hi, a.par);
+    }
+    return;
+  }
+  const FusedOutput f = fused_output(a, io.nd, step);
   if (f.residual) {
     a.k.gemm_residual(M, N, Kd, io.inf(0), Kd, packed, f.residual, N, f.out, N, f.act, a.par);
   } else if (io.in_val(0).dtype == DType::kQdint8) {
     void* in = const_cast<void*>(io.in(0));  // read only: qd8_params gives the same pointer type for both
     a.k.qd8_gemm(M, N, Kd, static_cast<const int8_t*>(in), Kd, qd8_params(in, x), packed, f.out, N,
                  io.nd.act.min, io.nd.act.max, a.par);
-  } else if (out_val.dtype == DType::kFp32) {
-    a.k.gemm(M, N, Kd, io.inf(0), Kd, packed, f.out, N, f.act, a.par);
   } else {
-    const int8_t lo = quantize_bound(io.nd.act.min, out_val.quant);
-    const int8_t hi = quantize_bound(io.nd.act.max, out_val.quant);
-    a.k.qgemm(M, N, Kd, io.in(0), Kd, packed, io.out(), N, lo, hi, a.par);
+    a.k.gemm(M, N, Kd, io.inf(0), Kd, packed, f.out, N, f.act, a.par);
   }
+}
+
+// qint8 x qcint8 -> qint8 (qgemm) has a residual epilogue; a dynamic one (fp32 out) has not.
+bool fc_q8_residual(const Model& m, const Node& nd) {
+  return m.values[nd.inputs[0]].dtype == DType::kQint8 && m.values[nd.outputs[0]].dtype == DType::kQint8;
 }
 
 }  // namespace
@@ -141,6 +153,7 @@ void register_fully_connected(NodeTable& table) {
   d.pack = fc_pack;
   d.macs = gemm_macs;
   d.traits = kPacksWeights | kTakesResidual | kTakesActivation | kPrefetched;
+  d.q8_residual = fc_q8_residual;
 }
 
 }  // namespace webxnn
