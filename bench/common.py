@@ -168,9 +168,13 @@ def onnxruntime_or_none() -> Any:
         return None
 
 
-def ort_session(model_bytes: bytes, threads: int, profile_prefix: str | None = None) -> Any:
-    """An onnxruntime CPU session with `threads` intra-op threads and full graph optimisation; with
-    `profile_prefix`, node profiling on (`end_profiling()` returns the JSON file's path)."""
+def ort_session(
+    model_bytes: bytes, threads: int, profile_prefix: str | None = None, optimize: bool = True
+) -> Any:
+    """An onnxruntime CPU session with `threads` intra-op threads and full graph optimisation
+    (`optimize=False`: none, so a QDQ model runs node by node, fp32 between its Q/DQ nodes: what the graph
+    means, without onnxruntime's int8 kernels); with `profile_prefix`, node profiling on (`end_profiling()`
+    returns the JSON file's path)."""
     ort = onnxruntime_or_none()
     assert ort is not None
     so = ort.SessionOptions()
@@ -180,7 +184,9 @@ def ort_session(model_bytes: bytes, threads: int, profile_prefix: str | None = N
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.graph_optimization_level = (
+        ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimize else ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    )
     so.log_severity_level = 3
     return ort.InferenceSession(model_bytes, so, providers=["CPUExecutionProvider"])
 

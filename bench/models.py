@@ -355,6 +355,11 @@ def run(
         except Exception as e:  # noqa: BLE001 - reported, the other models still run
             entry["error"] = _missing_ops(model, e)
         ref = None
+        # int8 models: also against what the Q/DQ graph means (onnxruntime unoptimized: fp32 between the Q/DQ
+        # nodes, no int8 kernel); onnxruntime's AVX2 int8 kernel lets vpmaddubsw saturate, webxnn's is exact.
+        qdq_ref = None
+        if ort is not None and "int8" in name:
+            qdq_ref = ort_session(model, 1, optimize=False).run(None, feeds)[0]
         for t in threads_list:
             run_: dict[str, Any] = {"threads": t}
             calls: dict[str, Callable[[], Any]] = {}
@@ -370,6 +375,10 @@ def run(
                     y = next(iter(prog.run(feeds).values()))
                     if ref is not None:
                         run_["max_abs_diff_vs_ort"] = float(np.max(np.abs(y.reshape(ref.shape) - ref)))
+                        run_["diff_pct_vs_ort"] = _pct_of_range(y, ref)
+                    if qdq_ref is not None:
+                        run_["diff_pct_vs_qdq_fp32"] = _pct_of_range(y, qdq_ref)
+                        run_["ort_diff_pct_vs_qdq_fp32"] = _pct_of_range(ref, qdq_ref)
                     calls["webxnn_ms"] = lambda p=prog, f=feeds: p.run(f)
                     run_["kernels"] = prog.kernels
                 except Exception as e:  # noqa: BLE001
@@ -395,27 +404,37 @@ def run(
     }
 
 
+def _pct_of_range(y: np.ndarray, ref: np.ndarray) -> float:
+    """Max |y - ref| in % of ref's range (the issue's accuracy measure for int8 models)."""
+    span = float(np.max(ref) - np.min(ref)) or 1.0
+    return 100.0 * float(np.max(np.abs(y.reshape(ref.shape) - ref))) / span
+
+
 def _f(v: float | None, spec: str) -> str:
     return "-" if v is None else format(v, spec)
 
 
 def markdown(result: dict[str, Any]) -> str:
     lines = [
-        "| model | thr | webxnn ms | ORT ms | webxnn/ORT | load ms | max abs diff "
-        "| 2T speed-up (webxnn / ORT) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| model | thr | webxnn ms | ORT ms | webxnn/ORT | load ms | max abs diff (% range) "
+        "| % range vs Q/DQ in fp32: webxnn / ORT | 2T speed-up (webxnn / ORT) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     notes = []
     for e in result["models"]:
         for r in e["runs"]:
             su = ""
+            qdq = ""
+            if r.get("diff_pct_vs_qdq_fp32") is not None:
+                qdq = f"{r['diff_pct_vs_qdq_fp32']:.2f} / {_f(r.get('ort_diff_pct_vs_qdq_fp32'), '.2f')} %"
             if r["threads"] == 2:
                 su = f"{_f(e.get('webxnn_speedup_2t'), '.2f')} / {_f(e.get('ort_speedup_2t'), '.2f')}"
             lines.append(
                 f"| {e['model']} | {r['threads']} | {_f(r.get('webxnn_ms'), '.2f')} | "
                 f"{_f(r.get('ort_ms'), '.2f')} | {_f(r.get('ratio'), '.2f')} "
                 f"| {_f(r.get('load_ms'), '.1f')} "
-                f"| {_f(r.get('max_abs_diff_vs_ort'), '.2g')} | {su} |"
+                f"| {_f(r.get('max_abs_diff_vs_ort'), '.2g')} ({_f(r.get('diff_pct_vs_ort'), '.2f')} %) "
+                f"| {qdq} | {su} |"
             )
         if e.get("error"):
             notes.append(f"- {e['model']}: {e['error']}")
