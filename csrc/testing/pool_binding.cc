@@ -29,7 +29,8 @@ std::vector<int> run_counts(ThreadPool& pool, size_t tasks, size_t regions, bool
 // tasks: per caller, pool.threads() as its kernels see it and whether every task ran on the caller's thread.
 std::vector<std::vector<size_t>> company(ThreadPool& pool, size_t callers) {
   if (callers == 0 || callers > pool.size())
-    throw std::invalid_argument("callers must be 1..pool.size (more would wait for a turn, inside the barrier)");
+    throw std::invalid_argument(
+        "callers must be 1..pool.size (more would wait for a turn, inside the barrier)");
   py::gil_scoped_release nogil;
   std::atomic<size_t> opened{0}, done{0};
   auto await = [](std::atomic<size_t>& n, size_t want) {
