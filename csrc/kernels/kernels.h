@@ -140,6 +140,9 @@ struct BinaryShape {
 // layout.cc, which is built for the baseline ISA (an inline function here would be compiled per ISA and one
 // copy picked by the linker for all).
 void binary_row_offsets(const BinaryShape& s, size_t row, size_t* oa, size_t* ob);
+// n elements of two same-shape dense operands, as one row (an element-wise pass over a whole buffer, e.g. the
+// residual entries' qadd after their product). Out of line in layout.cc for the same reason.
+BinaryShape flat_binary_shape(size_t n);
 
 // The int8 types of the qgemm / qconv2d entries: quint8 and qint8.
 enum class QType : uint8_t { kU8, kS8 };

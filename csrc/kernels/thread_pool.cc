@@ -225,7 +225,7 @@ void ThreadPool::worker_loop(size_t self) {
 
 void ThreadPool::run(size_t tasks, const std::function<void(size_t)>& fn) {
   if (tasks == 0) return;
-  bool inline_only = workers_.empty() || tasks == 1 || tl_active_pool == this;
+  bool inline_only = workers_.empty() || tasks == 1 || tl_active_pool == this || holder_with_company();
   if (!inline_only && solo_until_ns_.load(std::memory_order_relaxed) != 0) {
     if (backing_off())
       inline_only = true;
@@ -234,7 +234,6 @@ void ThreadPool::run(size_t tasks, const std::function<void(size_t)>& fn) {
   }
   if (!inline_only) {
     if (tl_session_pool == this) {
-      if (holder_with_company()) return run_inline(tasks, fn);
       std::lock_guard<std::mutex> run_lk(run_mutex_);
       return run_region(tasks, fn);
     }
@@ -242,10 +241,6 @@ void ThreadPool::run(size_t tasks, const std::function<void(size_t)>& fn) {
     std::unique_lock<std::mutex> run_lk(run_mutex_, std::try_to_lock);
     if (run_lk.owns_lock()) return run_region(tasks, fn);
   }
-  run_inline(tasks, fn);
-}
-
-void ThreadPool::run_inline(size_t tasks, const std::function<void(size_t)>& fn) {
   for (size_t t = 0; t < tasks; ++t) fn(t);
 }
 

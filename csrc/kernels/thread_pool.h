@@ -122,7 +122,6 @@ class ThreadPool final : public Parallel {
   void drain(const std::function<void(size_t)>& fn, size_t self);
   bool work_left() const;
   void run_region(size_t tasks, const std::function<void(size_t)>& fn);
-  static void run_inline(size_t tasks, const std::function<void(size_t)>& fn);
 
   // Participant p (0 = the caller, p >= 1 = worker p) owns tasks [p*tasks/P, (p+1)*tasks/P) of a region and
   // claims them in order; a participant with nothing left takes the rest of the others' ranges. Kernels number

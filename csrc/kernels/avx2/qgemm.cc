@@ -106,10 +106,8 @@ void qconv2d_fp32acc_residual(const ConvParams& p, size_t N, size_t H, size_t W,
                               size_t OW, const void* packed, const int8_t* residual, void* out,
                               int32_t out_min, int32_t out_max, const QElemParams& add, Parallel& par) {
   qconv2d_fp32acc(p, N, H, W, in, OH, OW, packed, out, out_min, out_max, par);
-  // Aggregate-initialized, not default-constructed (qgemm_tiles.h's ODR note).
-  const BinaryShape s{1, {N * OH * OW * p.groups * p.group_output_channels}, {1}, {1}};
   int8_t* y = static_cast<int8_t*>(out);
-  qadd(s, y, residual, y, add, par);
+  qadd(flat_binary_shape(N * OH * OW * p.groups * p.group_output_channels), y, residual, y, add, par);
 }
 
 void qconv2d_residual(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, size_t OH, size_t OW,

@@ -68,6 +68,8 @@ struct QResidual {
   int32_t za;  // the Add's zero point of operand a (the product's output zero point, in practice)
   avx2::AddV add;  // a: the product's qint8 output, b: r
   avx2::QElemRequant rq;
+  QResidual(size_t ldr_, const QElemParams& q)
+      : ldr(ldr_), za(q.a_zero_point), add(q), rq(q, avx2::AddV::max_abs(q)) {}
 };
 
 struct QCtx {
@@ -86,7 +88,6 @@ struct QCtx {
   const QResidual* res;  // qgemm_residual / qconv2d_residual; else null
   const int8_t* R;  // their residual
   int32_t res_dz;  // the output zero point minus res->za
-  bool res_ldc;  // the residual's rows are ldc apart, like C's
   Qd8Columns cols;  // qd8_gemm: column sums and fp32 bias
   float flo, fhi;  // the clamp, relative to the output zero point (qd8_gemm: in real units)
   int32_t zy;
@@ -313,16 +314,15 @@ __attribute__((always_inline)) inline void store_out(const QCtx& x, __m256i s0, 
   store16(x, s0, s1, scale, c, nc);
 }
 
-// The first column of `panel` (qd8_gemm's column sums and bias, a residual's columns).
+// The first column of `panel` (qd8_gemm's column sums and bias).
 __attribute__((always_inline)) inline size_t panel_column(const QCtx& x, const uint8_t* panel) {
   return static_cast<size_t>(panel - x.panels0) / x.pb * kQNR;
 }
 
-// The residual at a tile's first output c (row `row`, the columns of `panel`; null: no residual).
-__attribute__((always_inline)) inline const int8_t* residual_at(const QCtx& x, const uint8_t* c, size_t row,
-                                                                const uint8_t* panel) {
+// The residual at a tile's first output c = C + row * ldc + its first column (null: no residual).
+__attribute__((always_inline)) inline const int8_t* residual_at(const QCtx& x, const uint8_t* c, size_t row) {
   if (!x.res) return nullptr;
-  return x.res_ldc ? x.R + (c - x.C) : x.R + row * x.res->ldr + panel_column(x, panel);
+  return x.R + row * x.res->ldr + (static_cast<size_t>(c - x.C) - row * x.ldc);
 }
 
 // The k loop of a tile: for each tap, its rows into ar, then step(weight group, row group, tail) over the row
@@ -406,7 +406,7 @@ __attribute__((always_inline)) inline void tile_one(const QCtx& x, const Src& sr
     return;
   }
   const size_t n0 = x.rowq ? panel_column(x, panel) : 0;  // qd8_gemm only
-  const int8_t* rt = residual_at(x, c, m0, panel);  // the tile's first residual row (null: none)
+  const int8_t* rt = residual_at(x, c, m0);  // the tile's first residual row (null: none)
 #pragma GCC unroll 8
   for (int m = 0; m < MR; m += 2) {
 #pragma GCC unroll 4
@@ -491,7 +491,7 @@ void tile_wide(const QCtx& x, const Src& src, size_t m0, const uint8_t* panel, u
   const __m256i b0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(panel));
   const __m256i b1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(panel + 32));
   const size_t n0 = x.rowq ? panel_column(x, panel) : 0;  // qd8_gemm only
-  const int8_t* rt = residual_at(x, c, m0, panel);
+  const int8_t* rt = residual_at(x, c, m0);
 #pragma GCC unroll 8
   for (int m = 0; m < MR; ++m) {
     // hadd lanes: [c0 c1 c4 c5 | c2 c3 c6 c7] -> vpermq 0, 2, 1, 3.
@@ -620,7 +620,6 @@ void qrun(size_t M, size_t N, size_t K, const QConvGeom* conv, const void* A, si
   x.res = res;
   x.R = R;
   x.res_dz = res ? h.out_zero_point - res->za : 0;
-  x.res_ldc = res && res->ldr == ldc;
   x.cols = rowq ? qd8_columns(packed, K, N) : Qd8Columns{nullptr, nullptr};
   x.panels = div_up(N, kQNR);
   x.conv = conv;
@@ -674,8 +673,7 @@ template <typename P>
 void qgemm_residual_run(size_t M, size_t N, size_t K, const void* A, size_t lda, const void* packed,
                         const int8_t* R, size_t ldr, void* C, size_t ldc, int32_t out_min, int32_t out_max,
                         const QElemParams& add, Parallel& par) {
-  const QResidual res{ldr, add.a_zero_point, avx2::AddV(add),
-                      avx2::QElemRequant(add, avx2::AddV::max_abs(add))};
+  const QResidual res(ldr, add);
   qrun<P>(M, N, K, nullptr, A, lda, packed, C, ldc, out_min, out_max, nullptr, 0.f, 0.f, par, &res, R);
 }
 
@@ -715,9 +713,7 @@ template <typename P>
 void qconv2d_residual_run(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, size_t OH,
                           size_t OW, const void* packed, const int8_t* R, void* out, int32_t out_min,
                           int32_t out_max, const QElemParams& add, Parallel& par) {
-  const size_t ldr = size_t{p.groups} * p.group_output_channels;
-  const QResidual res{ldr, add.a_zero_point, avx2::AddV(add),
-                      avx2::QElemRequant(add, avx2::AddV::max_abs(add))};
+  const QResidual res(size_t{p.groups} * p.group_output_channels, add);
   qconv2d_run<P>(p, N, H, W, in, OH, OW, packed, out, out_min, out_max, par, &res, R);
 }
 

@@ -42,10 +42,7 @@ void qgemm_residual(size_t M, size_t N, size_t K, const void* A, size_t lda, con
                     const int8_t* R, size_t ldr, void* C, size_t ldc, int32_t out_min, int32_t out_max,
                     const QElemParams& add, Parallel& par) {
   qgemm(M, N, K, A, lda, packed, C, ldc, out_min, out_max, par);
-  BinaryShape row;
-  row.rank = 1;
-  row.out_dims[0] = N;
-  row.a_strides[0] = row.b_strides[0] = 1;
+  const BinaryShape row = flat_binary_shape(N);
   int8_t* c = static_cast<int8_t*>(C);
   for (size_t m = 0; m < M && N; ++m) qadd(row, c + m * ldc, R + m * ldr, c + m * ldc, add, par);
 }
@@ -54,13 +51,9 @@ void qconv2d_residual(const ConvParams& p, size_t N, size_t H, size_t W, const v
                       const void* packed, const int8_t* residual, void* out, int32_t out_min, int32_t out_max,
                       const QElemParams& add, Parallel& par) {
   qconv2d(p, N, H, W, in, OH, OW, packed, out, out_min, out_max, par);
-  const size_t oc = size_t{p.groups} * p.group_output_channels;
-  BinaryShape all;
-  all.rank = 1;
-  all.out_dims[0] = N * OH * OW * oc;
-  all.a_strides[0] = all.b_strides[0] = 1;
+  const size_t n = N * OH * OW * p.groups * p.group_output_channels;
   int8_t* y = static_cast<int8_t*>(out);
-  if (all.out_dims[0]) qadd(all, y, residual, y, add, par);
+  if (n) qadd(flat_binary_shape(n), y, residual, y, add, par);
 }
 
 // The reference reads NHWC only: the runtime transposes an NCHW image first.
