@@ -27,26 +27,59 @@ def test_first_run_uses_the_workers_then_the_modes_alternate() -> None:
     assert modes == [False] + [k % 2 == 0 for k in range(1, 1 + RunMode.explore)]
 
 
+def probes(modes: list[bool], best: bool) -> list[int]:
+    """The runs after the exploring ones made in the mode that is not `best`."""
+    return [k for k, m in enumerate(modes) if k > RunMode.explore and m != best]
+
+
+def gaps(runs: list[int]) -> list[int]:
+    return [b - a for a, b in zip(runs, runs[1:])]
+
+
+def doubling(n: int) -> list[int]:
+    """The gaps between n + 1 probes that all lose clearly: probe_every doubled each time, up to probe_max."""
+    return [min(RunMode.probe_every << (i + 1), RunMode.probe_max) for i in range(n)]
+
+
 @pytest.mark.parametrize("solo_faster", [False, True])
-def test_the_faster_mode_runs_and_the_other_is_probed_every_kth_run(solo_faster: bool) -> None:
-    n = 1 + RunMode.explore + 4 * RunMode.probe_every
-    modes = simulate(lambda k, solo: 50 if solo == solo_faster else 100, n)
-    steady = modes[1 + RunMode.explore :]
-    others = [k for k, m in enumerate(steady, 1 + RunMode.explore) if m != solo_faster]
-    assert others and all(k % RunMode.probe_every == 0 for k in others)  # the probes only, no confirmation
+def test_probes_that_lose_clearly_come_ever_further_apart(solo_faster: bool) -> None:
+    """The other mode takes 2x: each probe doubles the gap to the next, up to probe_max."""
+    n = 1 + RunMode.explore + 6 * RunMode.probe_max
+    others = probes(simulate(lambda k, solo: 50 if solo == solo_faster else 100, n), solo_faster)
+    assert others[0] == RunMode.probe_every  # no confirmation runs: each probe is alone in its mode
+    assert gaps(others) == doubling(len(others) - 1) and gaps(others)[-1] == RunMode.probe_max
+
+
+def test_probes_that_lose_narrowly_stay_probe_every_apart() -> None:
+    """The caller alone is 10 % slower (under the clear-loss margin): the gap stays at probe_every."""
+    n = 1 + RunMode.explore + 8 * RunMode.probe_every
+    others = probes(simulate(lambda k, solo: 110 if solo else 100, n), False)
+    assert len(others) >= 7 and all(k % RunMode.probe_every == 0 for k in others)
+
+
+def test_a_narrow_loss_sets_a_grown_gap_back() -> None:
+    """The caller alone takes 2x until run 300, then 1.1x: the first probe after that brings the gap back."""
+    change, n = 300, 700
+    others = probes(simulate(lambda k, solo: (200 if k < change else 110) if solo else 100, n), False)
+    before = [k for k in others if k < change]
+    assert before[-1] - before[-2] == RunMode.probe_max
+    first = next(k for k in others if k >= change)
+    after = [k for k in others if k >= first]
+    assert gaps(after) == [RunMode.probe_every] * (len(after) - 1)
 
 
 def test_a_fast_probe_takes_over_within_keep_runs() -> None:
-    """The workers take 60 throughout; the caller alone takes 100 until run 40, then 40. Only probes see the
-    change. The first probe after it is confirmed by the next runs, so the choice flips within keep runs of it
-    (it took 3 probes, 48 runs, while the slow mode's median was refreshed one probe at a time)."""
-    change, n = 40, 120
-    modes = simulate(lambda k, solo: (100 if k < change else 40) if solo else 60, n)
+    """The workers take 60 throughout; the caller alone takes 70 (a narrow loss: probes stay probe_every
+    apart) until run 40, then 40. Only probes see the change. The first probe after it is confirmed by the
+    next runs, so the choice flips within keep runs of it (it took 3 probes, 48 runs, while the slow mode's
+    median was refreshed one probe at a time)."""
+    change, n = 40, 300
+    modes = simulate(lambda k, solo: (70 if k < change else 40) if solo else 60, n)
     probe = next(k for k in range(change, n) if modes[k])
     assert probe % RunMode.probe_every == 0 and probe < change + RunMode.probe_every
     assert all(modes[probe : probe + RunMode.keep]), "the probe and its confirmations"
-    tail = range(probe + RunMode.keep, n)
-    assert [k for k in tail if not modes[k]] == [k for k in tail if k % RunMode.probe_every == 0]
+    tail = [k for k in range(probe + RunMode.keep, n) if not modes[k]]  # the workers now lose clearly (1.5x)
+    assert tail[0] == probe + RunMode.probe_every and gaps(tail) == doubling(len(tail) - 1)
 
 
 def test_a_lucky_probe_is_dropped_at_the_first_slow_confirmation() -> None:

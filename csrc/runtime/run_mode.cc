@@ -27,6 +27,7 @@ bool RunMode::solo_best() const { return solo_.median() < par_.median(); }
 bool RunMode::pick_solo() {
   std::lock_guard<std::mutex> lk(mutex_);
   const uint64_t run = runs_++;  // 0 = the uncounted first run
+  probing_ = false;
   if (run == 0) return false;
   if (run <= kExplore || par_.n == 0 || solo_.n == 0) return run % 2 == 0;  // 1: workers, 2: alone, ...
   if (confirm_ > 0) {
@@ -34,7 +35,9 @@ bool RunMode::pick_solo() {
     return confirm_solo_;
   }
   const bool best = solo_best();
-  return run % kProbeEvery == 0 ? !best : best;
+  probing_ = run >= next_probe_;
+  if (probing_) next_probe_ = run + gap_;
+  return probing_ ? !best : best;
 }
 
 void RunMode::record(bool solo, uint64_t ns) {
@@ -45,7 +48,15 @@ void RunMode::record(bool solo, uint64_t ns) {
   }
   // A run in the mode not chosen now (a probe, or the confirmation of one), against the chosen mode's median.
   const bool other = runs_ > kExplore + 1 && par_.n > 0 && solo_.n > 0 && solo != solo_best();
-  const bool faster = other && ns < (solo ? par_ : solo_).median();
+  const uint64_t chosen = other ? (solo ? par_ : solo_).median() : 0;
+  const bool faster = other && ns < chosen;
+  if (other && probing_) {  // a probe's result sets the gap to the next one (pick_solo moved next_probe_)
+    const bool clear_loss = static_cast<double>(ns) >= kClearLoss * static_cast<double>(chosen);
+    const uint64_t gap = clear_loss ? std::min(2 * gap_, kProbeMax) : kProbeEvery;
+    next_probe_ = next_probe_ - gap_ + gap;
+    gap_ = gap;
+  }
+  probing_ = false;
   Times& t = solo ? solo_ : par_;
   t.ns[t.n % kKeep] = ns;
   ++t.n;

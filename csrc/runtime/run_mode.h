@@ -9,8 +9,13 @@
 // Policy (per plan, i.e. per tuple of input shapes):
 //  * the first run uses the workers and is not counted (page faults, cold caches);
 //  * the next kExplore runs alternate workers / alone, so each mode has a few times before any choice;
-//  * afterwards each run uses the mode whose recent median time is lower, except every kProbeEvery-th run,
-//    which uses the other mode so its figure follows a machine whose load changed;
+//  * afterwards each run uses the mode whose recent median time is lower, except a probe run now and then,
+//    which uses the other mode so its figure follows a machine whose load changed. Probes come kProbeEvery
+//    runs apart; each probe that loses clearly (kClearLoss × the chosen mode's median or worse) doubles the
+//    gap to the next, up to kProbeMax, and any other probe sets it back to kProbeEvery. On a quiet machine the
+//    caller alone is ~1.9× slower than the workers, so probing every 16th run cost 5-6 % of the mean run time
+//    (hidden from medians, paid by throughput); at a gap of 128 it costs 0.7 %. A load that makes the chosen
+//    mode slower needs no probe: its own times rise past the other mode's median and the choice flips;
 //  * a probe faster than the chosen mode's median is confirmed: the next runs stay in the probed mode (up to
 //    kKeep - 1 of them, while each stays faster than that median), so its median is rebuilt from fresh times
 //    at once. Without this the loser's median took one sample per kProbeEvery runs, i.e. up to 3 probes (48
@@ -33,6 +38,8 @@ class RunMode {
  public:
   static constexpr uint64_t kExplore = 6;
   static constexpr uint64_t kProbeEvery = 16;
+  static constexpr uint64_t kProbeMax = 128;
+  static constexpr double kClearLoss = 1.25;
   static constexpr size_t kKeep = 5;
 
   // True: run this one on the calling thread alone.
@@ -54,6 +61,9 @@ class RunMode {
   Times par_, solo_;
   uint64_t runs_ = 0;
   bool first_done_ = false;
+  uint64_t gap_ = kProbeEvery;  // runs from one probe to the next
+  uint64_t next_probe_ = kProbeEvery;  // the run that probes next
+  bool probing_ = false;  // the last run picked was a probe
   size_t confirm_ = 0;  // runs left to confirm a fast probe in mode confirm_solo_
   bool confirm_solo_ = false;
 };

@@ -105,6 +105,8 @@ void bind_pool(py::module_& m) {
       .def("record", &RunMode::record, py::arg("solo"), py::arg("ns"), "The wall time of a run in that mode.")
       .def_readonly_static("explore", &RunMode::kExplore)
       .def_readonly_static("probe_every", &RunMode::kProbeEvery)
+      .def_readonly_static("probe_max", &RunMode::kProbeMax)
+      .def_readonly_static("clear_loss", &RunMode::kClearLoss)
       .def_readonly_static("keep", &RunMode::kKeep);
 }
 
