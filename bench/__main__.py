@@ -21,7 +21,10 @@ SUITES = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    argv = sys.argv[1:] if argv is None else argv
+    # With a suite named first, -h/--help belongs to the suite (its options), not to this dispatcher.
+    suite_first = bool(argv) and argv[0] in SUITES
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__, add_help=not suite_first)
     parser.add_argument("suite", choices=sorted(SUITES))
     args, rest = parser.parse_known_args(argv)
     module = __import__(SUITES[args.suite], fromlist=["main"])
