@@ -4,6 +4,7 @@ of concurrent callers; Programs on their own or on the shared pool give the byte
 from __future__ import annotations
 
 import math
+import os
 import threading
 from collections.abc import Callable
 from types import ModuleType
@@ -198,3 +199,22 @@ def test_bad_load_options_are_webxnn_errors() -> None:
         assert isinstance(e.value, webxnn.WebxnnError) and isinstance(e.value, ValueError)
     with pytest.raises(webxnn.OptionError, match="threads must be >= 0"):
         webxnn.set_threads(-1)
+
+
+@pytest.mark.skipif(os.environ.get("WEBXNN_ADAPTIVE") == "0", reason="WEBXNN_ADAPTIVE=0 turns the choice off")
+def test_run_modes_count_the_runs_in_each_mode() -> None:
+    """After the first run (workers) six runs alternate, so ten runs give at least three alone and four with
+    the workers, and both modes have a median time; profile runs and a 1-thread Program count nothing."""
+    x = rand(1, 23, 19, 24)
+    prog = webxnn.load(chain_blob(), threads=2)
+    assert prog.run_modes == {"workers_runs": 0, "alone_runs": 0, "workers_ms": 0.0, "alone_ms": 0.0}
+    for _ in range(10):
+        prog.run({"x": x})
+    prog.profile({"x": x})
+    modes = prog.run_modes
+    assert modes["workers_runs"] + modes["alone_runs"] == 10
+    assert modes["alone_runs"] >= 3 and modes["workers_runs"] >= 4
+    assert modes["workers_ms"] > 0 and modes["alone_ms"] > 0
+    one = webxnn.load(chain_blob(), threads=1)
+    one.run({"x": x})
+    assert one.run_modes["workers_runs"] == one.run_modes["alone_runs"] == 0

@@ -321,6 +321,16 @@ PYBIND11_MODULE(_runtime, m) {
                              [](const PyProgram& p) { return p.program().packed_weight_bytes(); })
       .def_property_readonly(
           "plan", [](const PyProgram& p) { return p.describe_plan(p.program().base_plan(), nullptr); })
+      .def_property_readonly("run_modes",
+                             [](const PyProgram& p) {
+                               const webxnn::RunMode::Stats s = p.program().base_plan().run_mode.stats();
+                               py::dict d;
+                               d["workers_runs"] = s.workers_runs;
+                               d["alone_runs"] = s.alone_runs;
+                               d["workers_ms"] = s.workers_ns * 1e-6;
+                               d["alone_ms"] = s.alone_ns * 1e-6;
+                               return d;
+                             })
       .def_property_readonly("threads", [](const PyProgram& p) { return p.program().threads(); })
       .def_property_readonly("spin_us", [](const PyProgram& p) { return p.program().spin_us(); })
       .def_property_readonly("shared_pool", [](const PyProgram& p) { return p.program().shared_pool(); })

@@ -26,6 +26,12 @@ bool RunMode::solo_best() const { return solo_.median() < par_.median(); }
 
 bool RunMode::pick_solo() {
   std::lock_guard<std::mutex> lk(mutex_);
+  const bool solo = choose();
+  solo_runs_ += solo;
+  return solo;
+}
+
+bool RunMode::choose() {
   const uint64_t run = runs_++;  // 0 = the uncounted first run
   probing_ = false;
   if (run == 0) return false;
@@ -38,6 +44,16 @@ bool RunMode::pick_solo() {
   probing_ = run >= next_probe_;
   if (probing_) next_probe_ = run + gap_;
   return probing_ ? !best : best;
+}
+
+RunMode::Stats RunMode::stats() const {
+  std::lock_guard<std::mutex> lk(mutex_);
+  Stats s;
+  s.workers_runs = runs_ - solo_runs_;
+  s.alone_runs = solo_runs_;
+  s.workers_ns = par_.n ? par_.median() : 0;
+  s.alone_ns = solo_.n ? solo_.median() : 0;
+  return s;
 }
 
 void RunMode::record(bool solo, uint64_t ns) {

@@ -49,6 +49,14 @@ class RunMode {
   // Whether adaptive mode choice is on (WEBXNN_ADAPTIVE, read once).
   static bool enabled();
 
+  // What the choice did so far, for users to see (Program.run_modes): runs picked in each mode, and each
+  // mode's median over its last kKeep recorded times (0 before any).
+  struct Stats {
+    uint64_t workers_runs = 0, alone_runs = 0;
+    uint64_t workers_ns = 0, alone_ns = 0;
+  };
+  Stats stats() const;
+
  private:
   struct Times {
     uint64_t ns[kKeep] = {};
@@ -56,9 +64,11 @@ class RunMode {
     uint64_t median() const;
   };
   bool solo_best() const;
+  bool choose();  // pick_solo() under the lock
 
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   Times par_, solo_;
+  uint64_t solo_runs_ = 0;  // runs pick_solo() sent to the caller alone (the others: runs_ - solo_runs_)
   uint64_t runs_ = 0;
   bool first_done_ = false;
   uint64_t gap_ = kProbeEvery;  // runs from one probe to the next

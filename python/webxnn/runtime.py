@@ -92,6 +92,14 @@ class Program:
         return int(self._impl.threads)
 
     @property
+    def run_modes(self) -> dict[str, float]:
+        """How the runs at the declared input shapes were made so far (see README, Threads): `workers_runs`
+        with the pool's threads, `alone_runs` on the calling thread alone, and each mode's median time over
+        its last five timed runs, `workers_ms` / `alone_ms` (0 before any). Counted only while the choice is
+        on: a Program with threads > 1, runs (not `profile`), `WEBXNN_ADAPTIVE` not 0."""
+        return dict(self._impl.run_modes)
+
+    @property
     def pool(self) -> Pool:
         """ "shared" when the Program runs on the process's shared pool (see `set_threads`), else "own"."""
         return "shared" if self._impl.shared_pool else "own"
