@@ -6,7 +6,8 @@ another process spinning on one core, after idle pauses, and two Programs runnin
 
 * loaded: a busy-loop process pinned to the last core for the whole case; webxnn and onnxruntime at 1 and 2
   threads, alternated in blocks of `repeat` calls (order flipped every round). Reported: the median of the
-  blocks' medians per runtime and thread count.
+  blocks' medians per runtime and thread count, and the share of the 2-thread Program's runs that its
+  run-mode choice made on the caller alone (`Program.run_modes`).
 * idle: the same busy core; a 20 ms sleep before each timed call (the request that finds the pool asleep), and
   for webxnn also right after an untimed onnxruntime call of the same model (another runtime's threads still
   spinning). A 384^3 MatMul and MobileNetV2.
@@ -71,19 +72,28 @@ CASE_MODELS: dict[str, Callable[[], tuple[bytes, dict[str, np.ndarray]]]] = {"ge
 
 
 def _runners(name: str, with_ort: bool) -> tuple[dict[str, Callable[[], Any]], dict[str, Any]]:
-    """Calls for webxnn and onnxruntime at 1 and 2 threads, keyed "webxnn 1", "ort 2"..."""
+    """Calls for webxnn and onnxruntime at 1 and 2 threads, keyed "webxnn 1", "ort 2"..., and the webxnn
+    Programs behind them, keyed the same."""
     import webxnn  # noqa: PLC0415
 
     model, feeds = CASE_MODELS[name]()
     blob = webxnn_compile(model)
     calls: dict[str, Callable[[], Any]] = {}
+    programs: dict[str, Any] = {}
     for t in (1, 2):
-        prog = webxnn.load(blob, threads=t)
+        prog = programs[f"webxnn {t}"] = webxnn.load(blob, threads=t)
         calls[f"webxnn {t}"] = lambda p=prog: p.run(feeds)
         if with_ort:
             sess = ort_session(model, t)
             calls[f"ort {t}"] = lambda s=sess: s.run(None, feeds)
-    return calls, feeds
+    return calls, programs
+
+
+def _alone_share(prog: Any) -> float:
+    """The share of a Program's runs so far that its run-mode choice made on the caller alone (0..1)."""
+    m = prog.run_modes
+    runs = m["workers_runs"] + m["alone_runs"]
+    return m["alone_runs"] / runs if runs else 0.0
 
 
 def _blocks(calls: dict[str, Callable[[], float]], rounds: int) -> dict[str, float]:
@@ -117,12 +127,12 @@ def case_loaded(names: list[str], repeat: int, rounds: int) -> list[dict[str, An
     ort = onnxruntime_or_none() is not None
     out = []
     for name in names:
-        calls, _ = _runners(name, ort)
+        calls, programs = _runners(name, ort)
         with busy_core():
             for fn in calls.values():  # warm up under the load
                 _block(fn, 2)
             ms = _blocks({k: (lambda f=f: _block(f, repeat)) for k, f in calls.items()}, rounds)
-        out.append({"model": name, **ms})
+        out.append({"model": name, **ms, "webxnn 2 alone": _alone_share(programs["webxnn 2"])})
     return out
 
 
@@ -205,14 +215,15 @@ def markdown(result: dict[str, Any]) -> str:
         lines += [
             "One core busy (a spinning process), median ms:",
             "",
-            "| model | webxnn 1 | webxnn 2 | ORT 1 | ORT 2 |",
-            "|---|---:|---:|---:|---:|",
+            "| model | webxnn 1 | webxnn 2 | ORT 1 | ORT 2 | webxnn 2: runs on the caller alone |",
+            "|---|---:|---:|---:|---:|---:|",
         ]
         for e in result["loaded"]:
             cells = " | ".join(
                 f"{e[k]:.2f}" if k in e else "-" for k in ("webxnn 1", "webxnn 2", "ort 1", "ort 2")
             )
-            lines.append(f"| {e['model']} | {cells} |")
+            alone = f"{e['webxnn 2 alone']:.0%}" if "webxnn 2 alone" in e else "-"
+            lines.append(f"| {e['model']} | {cells} | {alone} |")
         lines.append("")
     if result.get("idle"):
         keys = [
