@@ -52,6 +52,7 @@ def test_probes_that_lose_clearly_come_ever_further_apart(solo_faster: bool) -> 
 
 def test_probes_that_lose_narrowly_stay_probe_every_apart() -> None:
     """The caller alone is 10 % slower (under the clear-loss margin): the gap stays at probe_every."""
+    assert 110 < 100 * RunMode.clear_loss  # the premise: a 10 % loss is not a clear one
     n = 1 + RunMode.explore + 8 * RunMode.probe_every
     others = probes(simulate(lambda k, solo: 110 if solo else 100, n), False)
     assert len(others) >= 7 and all(k % RunMode.probe_every == 0 for k in others)

@@ -318,8 +318,6 @@ bool make_binary_shape(size_t a_rank, const size_t* a_dims, size_t b_rank, const
   return true;
 }
 
-// From the row's multi-index: the kernels visit rows sparsely enough (a task's rows, each a whole inner run)
-// that no odometer is needed.
 BinaryShape flat_binary_shape(size_t n) {
   BinaryShape s;
   s.rank = 1;
@@ -328,6 +326,8 @@ BinaryShape flat_binary_shape(size_t n) {
   return s;
 }
 
+// From the row's multi-index: the kernels visit rows sparsely enough (a task's rows, each a whole inner run)
+// that no odometer is needed.
 void binary_row_offsets(const BinaryShape& s, size_t row, size_t* oa, size_t* ob) {
   size_t a = 0, b = 0;
   for (size_t d = s.rank - 1; d-- > 0;) {

@@ -41,8 +41,8 @@ bool RunMode::choose() {
     return confirm_solo_;
   }
   const bool best = solo_best();
-  probing_ = run >= next_probe_;
-  if (probing_) next_probe_ = run + gap_;
+  probing_ = run >= last_probe_ + gap_;
+  if (probing_) last_probe_ = run;
   return probing_ ? !best : best;
 }
 
@@ -66,11 +66,9 @@ void RunMode::record(bool solo, uint64_t ns) {
   const bool other = runs_ > kExplore + 1 && par_.n > 0 && solo_.n > 0 && solo != solo_best();
   const uint64_t chosen = other ? (solo ? par_ : solo_).median() : 0;
   const bool faster = other && ns < chosen;
-  if (other && probing_) {  // a probe's result sets the gap to the next one (pick_solo moved next_probe_)
+  if (other && probing_) {  // a probe's result sets the gap to the next one
     const bool clear_loss = static_cast<double>(ns) >= kClearLoss * static_cast<double>(chosen);
-    const uint64_t gap = clear_loss ? std::min(2 * gap_, kProbeMax) : kProbeEvery;
-    next_probe_ = next_probe_ - gap_ + gap;
-    gap_ = gap;
+    gap_ = clear_loss ? std::min(2 * gap_, kProbeMax) : kProbeEvery;
   }
   probing_ = false;
   Times& t = solo ? solo_ : par_;

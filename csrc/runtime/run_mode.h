@@ -71,8 +71,8 @@ class RunMode {
   uint64_t solo_runs_ = 0;  // runs pick_solo() sent to the caller alone (the others: runs_ - solo_runs_)
   uint64_t runs_ = 0;
   bool first_done_ = false;
-  uint64_t gap_ = kProbeEvery;  // runs from one probe to the next
-  uint64_t next_probe_ = kProbeEvery;  // the run that probes next
+  uint64_t last_probe_ = 0;  // the run that probed last (0: none yet, so the first probe is run kProbeEvery)
+  uint64_t gap_ = kProbeEvery;  // runs from that probe to the next
   bool probing_ = false;  // the last run picked was a probe
   size_t confirm_ = 0;  // runs left to confirm a fast probe in mode confirm_solo_
   bool confirm_solo_ = false;
