@@ -41,13 +41,33 @@ def doubling(n: int) -> list[int]:
     return [min(RunMode.probe_every << (i + 1), RunMode.probe_max) for i in range(n)]
 
 
-@pytest.mark.parametrize("solo_faster", [False, True])
-def test_probes_that_lose_clearly_come_ever_further_apart(solo_faster: bool) -> None:
-    """The other mode takes 2x: each probe doubles the gap to the next, up to probe_max."""
+def test_probes_of_the_caller_alone_that_lose_clearly_come_ever_further_apart() -> None:
+    """The caller alone takes 2x: each probe of it doubles the gap to the next, up to probe_max."""
     n = 1 + RunMode.explore + 6 * RunMode.probe_max
-    others = probes(simulate(lambda k, solo: 50 if solo == solo_faster else 100, n), solo_faster)
+    others = probes(simulate(lambda k, solo: 100 if solo else 50, n), False)
     assert others[0] == RunMode.probe_every  # no confirmation runs: each probe is alone in its mode
     assert gaps(others) == doubling(len(others) - 1) and gaps(others)[-1] == RunMode.probe_max
+
+
+def test_probes_of_the_workers_stay_probe_every_apart_however_they_lose() -> None:
+    """The caller alone wins (a core taken) and the workers take 2x: their probes do not back off, so a core
+    that comes free is seen within probe_every runs."""
+    n = 1 + RunMode.explore + 20 * RunMode.probe_every
+    others = probes(simulate(lambda k, solo: 50 if solo else 100, n), True)
+    assert len(others) >= 19 and gaps(others) == [RunMode.probe_every] * (len(others) - 1)
+
+
+def test_a_freed_core_is_taken_back_within_probe_every_runs() -> None:
+    """The workers take 150 (a core busy elsewhere) until run 600, then 50; the caller alone 100 throughout.
+    The first probe of the workers after the change takes them back."""
+    change, n = 600, 800
+    modes = simulate(lambda k, solo: 100 if solo else (150 if k < change else 50), n)
+    before = modes[change - 100 : change]  # alone before the change, but for probes of the workers
+    assert before.count(False) <= 100 // RunMode.probe_every + 1
+    back = next(k for k in range(change, n) if not modes[k])
+    assert back < change + RunMode.probe_every
+    alone_after = [k for k in range(back, n) if modes[k]]  # only probes of the caller alone now, backing off
+    assert gaps(alone_after) == doubling(len(alone_after) - 1)
 
 
 def test_probes_that_lose_narrowly_stay_probe_every_apart() -> None:
@@ -79,8 +99,8 @@ def test_a_fast_probe_takes_over_within_keep_runs() -> None:
     probe = next(k for k in range(change, n) if modes[k])
     assert probe % RunMode.probe_every == 0 and probe < change + RunMode.probe_every
     assert all(modes[probe : probe + RunMode.keep]), "the probe and its confirmations"
-    tail = [k for k in range(probe + RunMode.keep, n) if not modes[k]]  # the workers now lose clearly (1.5x)
-    assert tail[0] == probe + RunMode.probe_every and gaps(tail) == doubling(len(tail) - 1)
+    tail = [k for k in range(probe + RunMode.keep, n) if not modes[k]]  # probes of the workers (1.5x slower)
+    assert tail[0] == probe + RunMode.probe_every and gaps(tail) == [RunMode.probe_every] * (len(tail) - 1)
 
 
 def test_a_lucky_probe_is_dropped_at_the_first_slow_confirmation() -> None:

@@ -11,11 +11,15 @@
 //  * the next kExplore runs alternate workers / alone, so each mode has a few times before any choice;
 //  * afterwards each run uses the mode whose recent median time is lower, except a probe run now and then,
 //    which uses the other mode so its figure follows a machine whose load changed. Probes come kProbeEvery
-//    runs apart; each probe that loses clearly (kClearLoss × the chosen mode's median or worse) doubles the
-//    gap to the next, up to kProbeMax, and any other probe sets it back to kProbeEvery. On a quiet machine the
-//    caller alone is ~1.9× slower than the workers, so probing every 16th run cost 5-6 % of the mean run time
-//    (hidden from medians, paid by throughput); at a gap of 128 it costs 0.7 %. A load that makes the chosen
-//    mode slower needs no probe: its own times rise past the other mode's median and the choice flips;
+//    runs apart; each probe of the caller alone that loses clearly (kClearLoss × the workers' median or
+//    worse) doubles the gap to the next, up to kProbeMax, and any other probe sets it back to kProbeEvery.
+//    On a quiet machine the caller alone is ~1.9× slower than the workers, so probing every 16th run cost
+//    5-6 % of the mean run time (hidden from medians, paid by throughput); at a gap of 128 it costs 0.7 %.
+//    Probes of the workers (while the caller alone wins: a core taken) stay kProbeEvery apart: when the core
+//    comes free, staying alone costs ~1.9× per run until the next probe, far more than the probes cost (until
+//    session 19 they backed off too, and a 2-thread ResNet-50 could run alone ~8 s after a burst of load).
+//    A load that makes the chosen mode slower needs no probe: its own times rise past the other mode's
+//    median and the choice flips;
 //  * a probe faster than the chosen mode's median is confirmed: the next runs stay in the probed mode (up to
 //    kKeep - 1 of them, while each stays faster than that median), so its median is rebuilt from fresh times
 //    at once. Without this the loser's median took one sample per kProbeEvery runs, i.e. up to 3 probes (48
