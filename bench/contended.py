@@ -5,15 +5,19 @@ another process spinning on one core, after idle pauses, and two Programs runnin
 [--cases loaded idle concurrent]` (also `python -m bench models --contended`)
 
 * loaded: a busy-loop process pinned to the last core for the whole case; webxnn and onnxruntime at 1 and 2
-  threads, alternated in blocks of `repeat` calls (order flipped every round). Reported: the median of the
-  blocks' medians per runtime and thread count, and the share of the 2-thread Program's runs that its
-  run-mode choice made on the caller alone (`Program.run_modes`).
+  threads, alternated in blocks of `repeat` calls (order flipped every round, a short pause between blocks).
+  Reported: the median of the blocks' medians per runtime and thread count; webxnn's 2-thread/1-thread ratio
+  paired by round (the median of each round's ratio of its two adjacent webxnn blocks, so a slow phase of a
+  shared host lands on both sides of a ratio, not on one column's median); and the share of the 2-thread
+  Program's runs that its run-mode choice made on the caller alone (`Program.run_modes`). The JSON also has
+  every block's figure, by round ("blocks").
 * idle: the same busy core; a 20 ms sleep before each timed call (the request that finds the pool asleep), and
   for webxnn also right after an untimed onnxruntime call of the same model (another runtime's threads still
-  spinning). A 384^3 MatMul and MobileNetV2.
+  spinning). A 384^3 MatMul and MobileNetV2; the same paired 2-thread/1-thread ratios.
 * concurrent: no busy core; two Programs on the shared pool (`webxnn.set_threads(2)`, `pool="shared"`), run
   from two Python threads at once, against the same runs one after another on one thread; and two Python
-  threads on one Program. Reported: runs per second of each and their ratio (>= 0.95 is the target).
+  threads on one Program. Reported: runs per second of each and their ratio paired by round (>= 0.95 is the
+  target).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from bench.common import onnxruntime_or_none, ort_session, result_path
 from bench.models import MODELS, Builder, webxnn_compile
 
 IDLE_S = 0.02
+BLOCK_PAUSE_S = 0.05  # onnxruntime's workers spin for a while after a call; let them stop before a block
 
 
 def _spin_forever(core: int) -> None:
@@ -80,12 +85,12 @@ def _runners(name: str, with_ort: bool) -> tuple[dict[str, Callable[[], Any]], d
     blob = webxnn_compile(model)
     calls: dict[str, Callable[[], Any]] = {}
     programs: dict[str, Any] = {}
-    for t in (1, 2):
+    for t in (1, 2):  # webxnn's blocks first: neighbours in every round (see alternating_blocks)
         prog = programs[f"webxnn {t}"] = webxnn.load(blob, threads=t)
         calls[f"webxnn {t}"] = lambda p=prog: p.run(feeds)
-        if with_ort:
-            sess = ort_session(model, t)
-            calls[f"ort {t}"] = lambda s=sess: s.run(None, feeds)
+    for t in (1, 2) if with_ort else ():
+        sess = ort_session(model, t)
+        calls[f"ort {t}"] = lambda s=sess: s.run(None, feeds)
     return calls, programs
 
 
@@ -96,15 +101,26 @@ def _alone_share(prog: Any) -> float:
     return m["alone_runs"] / runs if runs else 0.0
 
 
-def _blocks(calls: dict[str, Callable[[], float]], rounds: int) -> dict[str, float]:
-    """Each call returns one block's median (ms); blocks alternate, order flipped each round. Median of
-    the blocks per key."""
+def alternating_blocks(calls: dict[str, Callable[[], float]], rounds: int) -> dict[str, list[float]]:
+    """Each call returns one block's figure; blocks alternate, order flipped each round (so neighbours in
+    `calls` are neighbours in time in every round), a pause before each. The figures per key, by round."""
     per: dict[str, list[float]] = {k: [] for k in calls}
     keys = list(calls)
     for r in range(rounds):
         for k in keys if r % 2 == 0 else keys[::-1]:
+            time.sleep(BLOCK_PAUSE_S)
             per[k].append(calls[k]())
+    return per
+
+
+def _medians(per: dict[str, list[float]]) -> dict[str, float]:
     return {k: statistics.median(v) for k, v in per.items()}
+
+
+def paired_ratio(a: list[float], b: list[float]) -> float:
+    """The median over rounds of a[r] / b[r]: two neighbouring blocks share the host's phase, which a ratio of
+    two medians taken over the whole run does not."""
+    return statistics.median(x / y for x, y in zip(a, b, strict=True))
 
 
 def _block(
@@ -131,8 +147,16 @@ def case_loaded(names: list[str], repeat: int, rounds: int) -> list[dict[str, An
         with busy_core():
             for fn in calls.values():  # warm up under the load
                 _block(fn, 2)
-            ms = _blocks({k: (lambda f=f: _block(f, repeat)) for k, f in calls.items()}, rounds)
-        out.append({"model": name, **ms, "webxnn 2 alone": _alone_share(programs["webxnn 2"])})
+            per = alternating_blocks({k: (lambda f=f: _block(f, repeat)) for k, f in calls.items()}, rounds)
+        out.append(
+            {
+                "model": name,
+                **_medians(per),
+                "webxnn 2/1": paired_ratio(per["webxnn 2"], per["webxnn 1"]),
+                "webxnn 2 alone": _alone_share(programs["webxnn 2"]),
+                "blocks": per,
+            }
+        )
     return out
 
 
@@ -150,8 +174,12 @@ def case_idle(names: list[str], repeat: int, rounds: int) -> list[dict[str, Any]
                 f = calls[f"webxnn {t}"]
                 blocks[f"webxnn {t} after ort"] = lambda f=f, o=other: _block(f, repeat, before=o)
         with busy_core():
-            ms = _blocks(blocks, rounds)
-        out.append({"model": name, **ms})
+            per = alternating_blocks(blocks, rounds)
+        entry: dict[str, Any] = {"model": name, **_medians(per), "blocks": per}
+        for when in ("idle", "after ort"):
+            if f"webxnn 2 {when}" in per:
+                entry[f"webxnn 2/1 {when}"] = paired_ratio(per[f"webxnn 2 {when}"], per[f"webxnn 1 {when}"])
+        out.append(entry)
     return out
 
 
@@ -199,29 +227,39 @@ def case_concurrent(names: list[str], repeat: int, rounds: int) -> list[dict[str
                 "seq": lambda p=progs, x=feeds, n=runs: _throughput(p, x, n, False),
                 "conc": lambda p=progs, x=feeds, n=runs: _throughput(p, x, n, True),
             }
-            best = _blocks(fns, rounds)
+            per = alternating_blocks(fns, rounds)
+            rates = _medians(per)
             entry[label] = {
-                "seq_per_s": best["seq"],
-                "conc_per_s": best["conc"],
-                "ratio": best["conc"] / best["seq"],
+                "seq_per_s": rates["seq"],
+                "conc_per_s": rates["conc"],
+                "ratio": paired_ratio(per["conc"], per["seq"]),
+                "blocks": per,
             }
         out.append(entry)
     return out
+
+
+def _cells(entry: dict[str, Any], keys: list[str]) -> str:
+    """A row's cells: ms to 2 places, ratios ("/" in the key) to 3, "-" where a JSON saved by an older bench
+    has no such figure."""
+    return " | ".join(
+        "-" if k not in entry else f"{entry[k]:.3f}" if "/" in k else f"{entry[k]:.2f}" for k in keys
+    )
 
 
 def markdown(result: dict[str, Any]) -> str:
     lines: list[str] = []
     if result.get("loaded"):
         lines += [
-            "One core busy (a spinning process), median ms:",
+            "One core busy (a spinning process), median ms; webxnn 2/1 paired by round (< 1: 2 threads "
+            "faster):",
             "",
-            "| model | webxnn 1 | webxnn 2 | ORT 1 | ORT 2 | webxnn 2: runs on the caller alone |",
-            "|---|---:|---:|---:|---:|---:|",
+            "| model | webxnn 1 | webxnn 2 | webxnn 2/1 | ORT 1 | ORT 2 | webxnn 2: runs on the caller alone "
+            "|",
+            "|---|---:|---:|---:|---:|---:|---:|",
         ]
         for e in result["loaded"]:
-            cells = " | ".join(
-                f"{e[k]:.2f}" if k in e else "-" for k in ("webxnn 1", "webxnn 2", "ort 1", "ort 2")
-            )
+            cells = _cells(e, ["webxnn 1", "webxnn 2", "webxnn 2/1", "ort 1", "ort 2"])
             alone = f"{e['webxnn 2 alone']:.0%}" if "webxnn 2 alone" in e else "-"
             lines.append(f"| {e['model']} | {cells} | {alone} |")
         lines.append("")
@@ -229,26 +267,28 @@ def markdown(result: dict[str, Any]) -> str:
         keys = [
             "webxnn 1 idle",
             "webxnn 2 idle",
+            "webxnn 2/1 idle",
             "ort 1 idle",
             "ort 2 idle",
             "webxnn 1 after ort",
             "webxnn 2 after ort",
+            "webxnn 2/1 after ort",
         ]
         lines += [
             f"One core busy, {IDLE_S * 1e3:.0f} ms idle before each run (or right after an ORT 2-thread "
-            "call), median ms:",
+            "call), median ms; webxnn 2/1 paired by round:",
             "",
-            "| model | webxnn 1 | webxnn 2 | ORT 1 | ORT 2 | webxnn 1 after ORT | webxnn 2 after ORT |",
-            "|---|---:|---:|---:|---:|---:|---:|",
+            "| model | webxnn 1 | webxnn 2 | webxnn 2/1 | ORT 1 | ORT 2 | webxnn 1 after ORT "
+            "| webxnn 2 after ORT | webxnn 2/1 after ORT |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for e in result["idle"]:
-            cells = " | ".join(f"{e[k]:.2f}" if k in e else "-" for k in keys)
-            lines.append(f"| {e['model']} | {cells} |")
+            lines.append(f"| {e['model']} | {_cells(e, keys)} |")
         lines.append("")
     if result.get("concurrent"):
         lines += [
             "No busy core; two runs at once (shared pool of 2 threads / one Program of 2) vs one after "
-            "another, runs per second:",
+            "another, runs per second (ratio paired by round):",
             "",
             "| model | setup | one after another | at once | ratio |",
             "|---|---|---:|---:|---:|",

@@ -3,9 +3,12 @@ results as the suites return them. No suite is run."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import bench.contended
 import pytest
 from bench.__main__ import main
-from bench.contended import markdown
+from bench.contended import alternating_blocks, markdown, paired_ratio
 
 
 def test_help_after_a_suite_shows_the_suites_options(capsys: pytest.CaptureFixture[str]) -> None:
@@ -30,16 +33,38 @@ def test_an_unknown_suite_is_refused(capsys: pytest.CaptureFixture[str]) -> None
     assert "invalid choice" in capsys.readouterr().err
 
 
-def test_the_loaded_table_shows_the_share_of_runs_made_alone() -> None:
+def test_the_loaded_table_shows_the_paired_ratio_and_the_share_of_runs_made_alone() -> None:
     row = {
         "model": "m",
         "webxnn 1": 10.0,
         "webxnn 2": 9.5,
+        "webxnn 2/1": 0.9512,
         "ort 1": 11.0,
         "ort 2": 15.0,
         "webxnn 2 alone": 0.82,
     }
     table = markdown({"loaded": [row]})
-    assert "runs on the caller alone" in table and "| m | 10.00 | 9.50 | 11.00 | 15.00 | 82% |" in table
-    older = {k: v for k, v in row.items() if k != "webxnn 2 alone"}  # a JSON saved before the column
-    assert "| m | 10.00 | 9.50 | 11.00 | 15.00 | - |" in markdown({"loaded": [older]})
+    assert "runs on the caller alone" in table
+    assert "| m | 10.00 | 9.50 | 0.951 | 11.00 | 15.00 | 82% |" in table
+    older = {k: v for k, v in row.items() if k not in ("webxnn 2 alone", "webxnn 2/1")}  # an older JSON
+    assert "| m | 10.00 | 9.50 | - | 11.00 | 15.00 | - |" in markdown({"loaded": [older]})
+
+
+def test_a_ratio_is_paired_by_round_not_taken_between_medians() -> None:
+    # Rounds 1 and 2: the host is slow for both blocks of the round, and 2 threads win by 10 %. Round 3: the
+    # host speeds up between the two blocks. The columns' medians (27 vs 20) would say 2 threads lose by 35 %.
+    one = [40.0, 40.0, 20.0]
+    two = [36.0, 36.0, 27.0]
+    assert paired_ratio(two, one) == pytest.approx(0.9)
+
+
+def test_blocks_alternate_with_neighbours_kept_together(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bench.contended, "BLOCK_PAUSE_S", 0.0)
+    order: list[str] = []
+
+    def call(key: str) -> Callable[[], float]:
+        return lambda: order.append(key) or float(len(order))
+
+    per = alternating_blocks({k: call(k) for k in ("w1", "w2", "o1", "o2")}, rounds=3)
+    assert order == ["w1", "w2", "o1", "o2", "o2", "o1", "w2", "w1", "w1", "w2", "o1", "o2"]
+    assert per["w1"] == [1.0, 8.0, 9.0] and per["w2"] == [2.0, 7.0, 10.0]  # by round, in each round's order
