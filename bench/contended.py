@@ -7,13 +7,16 @@ another process spinning on one core, after idle pauses, and two Programs runnin
 * loaded: a busy-loop process pinned to the last core for the whole case; webxnn and onnxruntime at 1 and 2
   threads, alternated in blocks of `repeat` calls (order flipped every round, a short pause between blocks).
   Reported: the median of the blocks' medians per runtime and thread count; webxnn's 2-thread/1-thread ratio
-  paired by round (the median of each round's ratio of its two adjacent webxnn blocks, so a slow phase of a
-  shared host lands on both sides of a ratio, not on one column's median); and the share of the 2-thread
-  Program's runs that its run-mode choice made on the caller alone (`Program.run_modes`). The JSON also has
-  every block's figure, by round ("blocks").
+  from `repeat` x `rounds` pairs of runs, a 2-thread and a 1-thread run back to back (which goes first
+  alternates): the median of the pairs' ratios. Two neighbouring runs share the host's state, so a slow phase
+  of a shared host lands on both sides of a ratio, where two columns' medians can come from different phases
+  (on this VM a 1-thread block of the same model has moved 3x from one round to the next). Also the share of
+  the 2-thread Program's runs that its run-mode choice made on the caller alone (`Program.run_modes`). The
+  JSON also has every block's figure, by round ("blocks").
 * idle: the same busy core; a 20 ms sleep before each timed call (the request that finds the pool asleep), and
   for webxnn also right after an untimed onnxruntime call of the same model (another runtime's threads still
-  spinning). A 384^3 MatMul and MobileNetV2; the same paired 2-thread/1-thread ratios.
+  spinning). A 384^3 MatMul and MobileNetV2; the 2-thread/1-thread ratios from pairs of runs as above, each
+  run after its own pause (or onnxruntime call).
 * concurrent: no busy core; two Programs on the shared pool (`webxnn.set_threads(2)`, `pool="shared"`), run
   from two Python threads at once, against the same runs one after another on one thread; and two Python
   threads on one Program. Reported: runs per second of each and their ratio paired by round (>= 0.95 is the
@@ -123,6 +126,24 @@ def paired_ratio(a: list[float], b: list[float]) -> float:
     return statistics.median(x / y for x, y in zip(a, b, strict=True))
 
 
+def interleaved_ratio(
+    a: Callable[[], Any], b: Callable[[], Any], pairs: int, before: Callable[[], Any] | None = None
+) -> float:
+    """The median over `pairs` pairs of runs of time(a) / time(b): the two runs of a pair back to back, which
+    goes first alternating, `before` (untimed) ahead of each run."""
+    ratios = []
+    for i in range(pairs):
+        t: dict[int, float] = {}
+        for j, fn in ((0, a), (1, b)) if i % 2 == 0 else ((1, b), (0, a)):
+            if before is not None:
+                before()
+            t0 = time.perf_counter()
+            fn()
+            t[j] = time.perf_counter() - t0
+        ratios.append(t[0] / t[1])
+    return statistics.median(ratios)
+
+
 def _block(
     fn: Callable[[], Any], repeat: int, pause_s: float = 0.0, before: Callable[[], Any] | None = None
 ) -> float:
@@ -148,11 +169,12 @@ def case_loaded(names: list[str], repeat: int, rounds: int) -> list[dict[str, An
             for fn in calls.values():  # warm up under the load
                 _block(fn, 2)
             per = alternating_blocks({k: (lambda f=f: _block(f, repeat)) for k, f in calls.items()}, rounds)
+            ratio = interleaved_ratio(calls["webxnn 2"], calls["webxnn 1"], repeat * rounds)
         out.append(
             {
                 "model": name,
                 **_medians(per),
-                "webxnn 2/1": paired_ratio(per["webxnn 2"], per["webxnn 1"]),
+                "webxnn 2/1": ratio,
                 "webxnn 2 alone": _alone_share(programs["webxnn 2"]),
                 "blocks": per,
             }
@@ -173,12 +195,16 @@ def case_idle(names: list[str], repeat: int, rounds: int) -> list[dict[str, Any]
             for t in (1, 2):
                 f = calls[f"webxnn {t}"]
                 blocks[f"webxnn {t} after ort"] = lambda f=f, o=other: _block(f, repeat, before=o)
+        befores: dict[str, Callable[[], Any]] = {"idle": lambda: time.sleep(IDLE_S)}
+        if ort:
+            befores["after ort"] = calls["ort 2"]
         with busy_core():
             per = alternating_blocks(blocks, rounds)
-        entry: dict[str, Any] = {"model": name, **_medians(per), "blocks": per}
-        for when in ("idle", "after ort"):
-            if f"webxnn 2 {when}" in per:
-                entry[f"webxnn 2/1 {when}"] = paired_ratio(per[f"webxnn 2 {when}"], per[f"webxnn 1 {when}"])
+            entry: dict[str, Any] = {"model": name, **_medians(per), "blocks": per}
+            for when, before in befores.items():
+                entry[f"webxnn 2/1 {when}"] = interleaved_ratio(
+                    calls["webxnn 2"], calls["webxnn 1"], repeat * rounds, before
+                )
         out.append(entry)
     return out
 
@@ -251,8 +277,8 @@ def markdown(result: dict[str, Any]) -> str:
     lines: list[str] = []
     if result.get("loaded"):
         lines += [
-            "One core busy (a spinning process), median ms; webxnn 2/1 paired by round (< 1: 2 threads "
-            "faster):",
+            "One core busy (a spinning process), median ms; webxnn 2/1: the median ratio of a 2-thread and a "
+            "1-thread run back to back (< 1: 2 threads faster):",
             "",
             "| model | webxnn 1 | webxnn 2 | webxnn 2/1 | ORT 1 | ORT 2 | webxnn 2: runs on the caller alone "
             "|",
@@ -276,7 +302,7 @@ def markdown(result: dict[str, Any]) -> str:
         ]
         lines += [
             f"One core busy, {IDLE_S * 1e3:.0f} ms idle before each run (or right after an ORT 2-thread "
-            "call), median ms; webxnn 2/1 paired by round:",
+            "call), median ms; webxnn 2/1 from pairs of runs back to back, each after its pause (or call):",
             "",
             "| model | webxnn 1 | webxnn 2 | webxnn 2/1 | ORT 1 | ORT 2 | webxnn 1 after ORT "
             "| webxnn 2 after ORT | webxnn 2/1 after ORT |",

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import bench.contended
 import pytest
 from bench.__main__ import main
-from bench.contended import alternating_blocks, markdown, paired_ratio
+from bench.contended import alternating_blocks, interleaved_ratio, markdown, paired_ratio
 
 
 def test_help_after_a_suite_shows_the_suites_options(capsys: pytest.CaptureFixture[str]) -> None:
@@ -68,3 +68,22 @@ def test_blocks_alternate_with_neighbours_kept_together(monkeypatch: pytest.Monk
     per = alternating_blocks({k: call(k) for k in ("w1", "w2", "o1", "o2")}, rounds=3)
     assert order == ["w1", "w2", "o1", "o2", "o2", "o1", "w2", "w1", "w1", "w2", "o1", "o2"]
     assert per["w1"] == [1.0, 8.0, 9.0] and per["w2"] == [2.0, 7.0, 10.0]  # by round, in each round's order
+
+
+def test_interleaved_pairs_alternate_which_goes_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [0.0]  # a fake clock that only the runs advance
+    monkeypatch.setattr(bench.contended.time, "perf_counter", lambda: now[0])
+    order: list[str] = []
+
+    def run(key: str, costs: list[float]) -> Callable[[], None]:
+        def call() -> None:
+            order.append(key)
+            now[0] += costs.pop(0)
+
+        return call
+
+    befores: list[int] = []
+    a, b = run("a", [2.0, 6.0, 3.0]), run("b", [1.0, 2.0, 1.0])  # ratios 2, 3, 3
+    ratio = interleaved_ratio(a, b, pairs=3, before=lambda: befores.append(len(order)))
+    assert order == ["a", "b", "b", "a", "a", "b"] and befores == [0, 1, 2, 3, 4, 5]
+    assert ratio == 3.0
