@@ -35,6 +35,11 @@ def testing_kernels() -> Any:
 MIN_1T_PEAK_SHARE = 0.9
 MIN_2T_PEAK_RATIO = 1.8
 MIN_COPY_SHARE = 0.8
+# The pause before each runtime's turn. onnxruntime 1.32's intra-op workers keep spinning for 60-70 ms after
+# its last call (their CPU time, sampled per thread in /proc): with the 50 ms pause used until session 19, a
+# 2-thread webxnn block right after an onnxruntime one shared the second core with that spinner, and ran
+# MobileNetV2 ~1.4x slower than a block after its own (9.5-14.4 ms against 7.1-8.8 in six fresh trials).
+RUNTIME_PAUSE_S = 0.2
 
 
 def fma_peaks(threads_list: Iterable[int]) -> dict[int, float]:
@@ -127,16 +132,16 @@ def best_of_rounds(calls: dict[str, Callable[[], Any]], repeat: int, rounds: int
     """Median ms per call of each runtime in `calls` (key → call), the best of `rounds` alternating rounds.
 
     Rounds alternate the runtimes (in turn first) so a burst of load elsewhere hits both; each runtime
-    reports the median of its best round. A pause between runtimes lets the other one's spinning workers
-    (ORT's spin for a while after a run) go idle instead of sharing the cores. Warm up to a steady state
-    (>= 0.5 s per runtime), not a fixed count of calls."""
+    reports the median of its best round. A pause between runtimes (RUNTIME_PAUSE_S) lets the other one's
+    spinning workers (ORT's spin for a while after a run) go idle instead of sharing the cores. Warm up to a
+    steady state (>= 0.5 s per runtime), not a fixed count of calls."""
     for fn in calls.values():
         time_calls(fn, 1, warmup=2, min_seconds=0.5)
     best: dict[str, float] = {}
     for r in range(rounds):
         order = list(calls.items())
         for key, fn in order if r % 2 == 0 else order[::-1]:
-            time.sleep(0.05)
+            time.sleep(RUNTIME_PAUSE_S)
             ms = median_ms(time_calls(fn, repeat, warmup=0))
             best[key] = min(best.get(key, ms), ms)
     return best

@@ -39,11 +39,10 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import onnxruntime_or_none, ort_session, result_path
+from bench.common import RUNTIME_PAUSE_S, onnxruntime_or_none, ort_session, result_path
 from bench.models import MODELS, Builder, webxnn_compile
 
 IDLE_S = 0.02
-BLOCK_PAUSE_S = 0.05  # onnxruntime's workers spin for a while after a call; let them stop before a block
 
 
 def _spin_forever(core: int) -> None:
@@ -111,7 +110,7 @@ def alternating_blocks(calls: dict[str, Callable[[], float]], rounds: int) -> di
     keys = list(calls)
     for r in range(rounds):
         for k in keys if r % 2 == 0 else keys[::-1]:
-            time.sleep(BLOCK_PAUSE_S)
+            time.sleep(RUNTIME_PAUSE_S)
             per[k].append(calls[k]())
     return per
 
@@ -169,6 +168,7 @@ def case_loaded(names: list[str], repeat: int, rounds: int) -> list[dict[str, An
             for fn in calls.values():  # warm up under the load
                 _block(fn, 2)
             per = alternating_blocks({k: (lambda f=f: _block(f, repeat)) for k, f in calls.items()}, rounds)
+            time.sleep(RUNTIME_PAUSE_S)  # the last block may have been onnxruntime's
             ratio = interleaved_ratio(calls["webxnn 2"], calls["webxnn 1"], repeat * rounds)
         out.append(
             {
@@ -202,6 +202,7 @@ def case_idle(names: list[str], repeat: int, rounds: int) -> list[dict[str, Any]
             per = alternating_blocks(blocks, rounds)
             entry: dict[str, Any] = {"model": name, **_medians(per), "blocks": per}
             for when, before in befores.items():
+                time.sleep(RUNTIME_PAUSE_S)
                 entry[f"webxnn 2/1 {when}"] = interleaved_ratio(
                     calls["webxnn 2"], calls["webxnn 1"], repeat * rounds, before
                 )

@@ -59,7 +59,7 @@ def test_a_ratio_is_paired_by_round_not_taken_between_medians() -> None:
 
 
 def test_blocks_alternate_with_neighbours_kept_together(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bench.contended, "BLOCK_PAUSE_S", 0.0)
+    monkeypatch.setattr(bench.contended, "RUNTIME_PAUSE_S", 0.0)
     order: list[str] = []
 
     def call(key: str) -> Callable[[], float]:
