@@ -38,7 +38,7 @@ MIN_COPY_SHARE = 0.8
 # The pause before each runtime's turn. onnxruntime 1.32's intra-op workers keep spinning for 60-70 ms after
 # its last call (their CPU time, sampled per thread in /proc): with the 50 ms pause used until session 19, a
 # 2-thread webxnn block right after an onnxruntime one shared the second core with that spinner, and ran
-# MobileNetV2 ~1.4x slower than a block after its own (9.5-14.4 ms against 7.1-8.8 in six fresh trials).
+# MobileNetV2 ~1.4x slower than a block after its own (medians 10.6 and 7.7 ms over eight fresh trials).
 RUNTIME_PAUSE_S = 0.2
 
 
