@@ -22,6 +22,8 @@ import sys
 import tempfile
 import time
 
+from bench.common import positive_int
+
 
 def child(path: str, repeat: int, threads: list[int]) -> dict[int, float]:
     """Fastest run in ms per thread count, under the webxnn this interpreter imports."""
@@ -92,8 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--b", default=sys.executable, help="the interpreter of build B (default: this one)")
     parser.add_argument("--models", nargs="+", default=["mobilenetv2", "resnet50", "minilm"])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--repeat", type=int, default=30, help="runs per block")
+    parser.add_argument("--rounds", type=positive_int, default=4)
+    parser.add_argument("--repeat", type=positive_int, default=30, help="runs per block")
     parser.add_argument("--dir", type=pathlib.Path, default=None, help="where the ONNX models are written")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

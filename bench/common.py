@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import pathlib
 import statistics
 import sys
@@ -40,6 +41,18 @@ MIN_COPY_SHARE = 0.8
 # 2-thread webxnn block right after an onnxruntime one shared the second core with that spinner, and ran
 # MobileNetV2 ~1.4x slower than a block after its own (medians 10.6 and 7.7 ms over eight fresh trials).
 RUNTIME_PAUSE_S = 0.2
+
+
+def positive_int(text: str) -> int:
+    """An argparse type for counts (--repeat, --rounds): a whole number >= 1, else argparse's own error (exit
+    2, the option named) instead of a statistics error on empty timings once the models are built."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, not {text!r}")
+    return n
 
 
 def fma_peaks(threads_list: Iterable[int]) -> dict[int, float]:

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import RUNTIME_PAUSE_S, onnxruntime_or_none, ort_session, result_path
+from bench.common import RUNTIME_PAUSE_S, onnxruntime_or_none, ort_session, positive_int, result_path
 from bench.models import MODELS, Builder, webxnn_compile
 
 IDLE_S = 0.02
@@ -87,7 +87,7 @@ def _runners(name: str, with_ort: bool) -> tuple[dict[str, Callable[[], Any]], d
     blob = webxnn_compile(model)
     calls: dict[str, Callable[[], Any]] = {}
     programs: dict[str, Any] = {}
-    for t in (1, 2):  # webxnn's blocks first: neighbours in every round (see alternating_blocks)
+    for t in (1, 2):
         prog = programs[f"webxnn {t}"] = webxnn.load(blob, threads=t)
         calls[f"webxnn {t}"] = lambda p=prog: p.run(feeds)
     for t in (1, 2) if with_ort else ():
@@ -125,6 +125,15 @@ def paired_ratio(a: list[float], b: list[float]) -> float:
     return statistics.median(x / y for x, y in zip(a, b, strict=True))
 
 
+def _timed(fn: Callable[[], Any], before: Callable[[], Any] | None) -> float:
+    """Seconds one call of fn takes, `before` (untimed) ahead of it."""
+    if before is not None:
+        before()
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
 def interleaved_ratio(
     a: Callable[[], Any], b: Callable[[], Any], pairs: int, before: Callable[[], Any] | None = None
 ) -> float:
@@ -132,31 +141,20 @@ def interleaved_ratio(
     goes first alternating, `before` (untimed) ahead of each run."""
     ratios = []
     for i in range(pairs):
-        t: dict[int, float] = {}
-        for j, fn in ((0, a), (1, b)) if i % 2 == 0 else ((1, b), (0, a)):
-            if before is not None:
-                before()
-            t0 = time.perf_counter()
-            fn()
-            t[j] = time.perf_counter() - t0
-        ratios.append(t[0] / t[1])
+        if i % 2 == 0:
+            ta = _timed(a, before)
+            tb = _timed(b, before)
+        else:
+            tb = _timed(b, before)
+            ta = _timed(a, before)
+        ratios.append(ta / tb)
     return statistics.median(ratios)
 
 
-def _block(
-    fn: Callable[[], Any], repeat: int, pause_s: float = 0.0, before: Callable[[], Any] | None = None
-) -> float:
-    times = []
-    fn()  # warm (and wake) once per block
-    for _ in range(repeat):
-        if pause_s:
-            time.sleep(pause_s)
-        if before is not None:
-            before()
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e3
+def _block(fn: Callable[[], Any], repeat: int, before: Callable[[], Any] | None = None) -> float:
+    """The median ms of `repeat` calls of fn, after one untimed call (to warm and wake it)."""
+    fn()
+    return statistics.median(_timed(fn, before) for _ in range(repeat)) * 1e3
 
 
 def case_loaded(names: list[str], repeat: int, rounds: int) -> list[dict[str, Any]]:
@@ -187,17 +185,16 @@ def case_idle(names: list[str], repeat: int, rounds: int) -> list[dict[str, Any]
     out = []
     for name in names:
         calls, _ = _runners(name, ort)
-        blocks: dict[str, Callable[[], float]] = {
-            f"{k} idle": (lambda f=f: _block(f, repeat, IDLE_S)) for k, f in calls.items()
-        }
-        if ort:
-            other = calls["ort 2"]
-            for t in (1, 2):
-                f = calls[f"webxnn {t}"]
-                blocks[f"webxnn {t} after ort"] = lambda f=f, o=other: _block(f, repeat, before=o)
         befores: dict[str, Callable[[], Any]] = {"idle": lambda: time.sleep(IDLE_S)}
         if ort:
             befores["after ort"] = calls["ort 2"]
+        blocks: dict[str, Callable[[], float]] = {
+            f"{k} idle": (lambda f=f, b=befores["idle"]: _block(f, repeat, b)) for k, f in calls.items()
+        }
+        if ort:
+            for t in (1, 2):
+                f = calls[f"webxnn {t}"]
+                blocks[f"webxnn {t} after ort"] = lambda f=f, b=befores["after ort"]: _block(f, repeat, b)
         with busy_core():
             per = alternating_blocks(blocks, rounds)
             entry: dict[str, Any] = {"model": name, **_medians(per), "blocks": per}
@@ -343,8 +340,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--models", nargs="+", default=None, choices=list(CASE_MODELS), help="instead of each case's own list"
     )
-    parser.add_argument("--repeat", type=int, default=10, help="calls per block")
-    parser.add_argument("--rounds", type=int, default=4, help="alternating blocks per runtime")
+    parser.add_argument("--repeat", type=positive_int, default=10, help="calls per block")
+    parser.add_argument("--rounds", type=positive_int, default=4, help="alternating blocks per runtime")
     parser.add_argument("--json", type=pathlib.Path, default=None)
     args = parser.parse_args(argv)
     result: dict[str, Any] = {}

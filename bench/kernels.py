@@ -35,6 +35,7 @@ from bench.common import (
     numpy_threads,
     onnxruntime_or_none,
     ort_session,
+    positive_int,
     progress,
     result_path,
     testing_kernels,
@@ -638,8 +639,10 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--repeat", type=int, default=15, help="calls per timing")
-    parser.add_argument("--rounds", type=int, default=3, help="passes over all rows; the best median counts")
+    parser.add_argument("--repeat", type=positive_int, default=15, help="calls per timing")
+    parser.add_argument(
+        "--rounds", type=positive_int, default=3, help="passes over all rows; the best median counts"
+    )
     parser.add_argument("--isa", default="best", help="kernel table: best, avx2, scalar, avxvnni, avx512vnni")
     parser.add_argument("--only", nargs="*", default=None, help="substrings of case names to keep")
     parser.add_argument("--no-ort", action="store_true")

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import onnxruntime_or_none, ort_session
+from bench.common import onnxruntime_or_none, ort_session, positive_int
 from bench.models import MODELS, webxnn_compile
 
 
@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--model", default="mobilenetv2", choices=list(MODELS))
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--repeat", type=int, default=20, help="runs per profile")
+    parser.add_argument("--repeat", type=positive_int, default=20, help="runs per profile")
     parser.add_argument("--top", type=int, default=12, help="steps listed per direction")
     args = parser.parse_args(argv)
     if onnxruntime_or_none() is None:

@@ -12,6 +12,7 @@ import time
 import numpy as np
 
 import webxnn
+from bench.common import positive_int
 
 
 def mlp_graph(megabytes: float) -> tuple[webxnn.Graph, dict[str, np.ndarray]]:
@@ -47,7 +48,7 @@ def _median_ms(fn, repeat: int) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench load")
     parser.add_argument("--megabytes", type=float, nargs="+", default=[10.0])
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=positive_int, default=5)
     args = parser.parse_args(argv)
     print("| weights MB | blob bytes | compile ms | load from bytes ms | load from file (mmap) ms |")
     print("|---:|---:|---:|---:|---:|")

@@ -35,6 +35,7 @@ from bench.common import (
     fma_peaks,
     onnxruntime_or_none,
     ort_session,
+    positive_int,
     progress,
     result_path,
 )
@@ -451,9 +452,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--repeat", type=int, default=10, help="calls per round")
+    parser.add_argument("--repeat", type=positive_int, default=10, help="calls per round")
     parser.add_argument(
-        "--rounds", type=int, default=3, help="alternating rounds; the best round's median counts"
+        "--rounds", type=positive_int, default=3, help="alternating rounds; the best round's median counts"
     )
     parser.add_argument(
         "--json",

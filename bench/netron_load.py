@@ -14,12 +14,13 @@ import tempfile
 import time
 
 import webxnn
+from bench.common import positive_int
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench view", description=__doc__.splitlines()[0])
     ap.add_argument("--model", required=True)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=positive_int, default=3)
     args = ap.parse_args(argv)
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))
     from headless_chromium import Browser, find_browser

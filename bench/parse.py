@@ -6,6 +6,7 @@ import argparse
 import statistics
 import time
 
+from bench.common import positive_int
 from webxnn.dsl import parse
 
 
@@ -33,7 +34,7 @@ def chain_graph(n: int) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench parse")
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000, 20000])
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=positive_int, default=5)
     args = parser.parse_args(argv)
     print("| nodes | bytes | median ms | µs / node |")
     print("|---:|---:|---:|---:|")

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import best_of_rounds, onnxruntime_or_none, ort_session, result_path
+from bench.common import best_of_rounds, onnxruntime_or_none, ort_session, positive_int, result_path
 from bench.models import minilm, mobilenet_v2, resnet18
 
 MODELS: dict[str, Callable[[], tuple[bytes, dict[str, np.ndarray]]]] = {
@@ -101,8 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--repeat", type=int, default=10, help="calls per round")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--repeat", type=positive_int, default=10, help="calls per round")
+    parser.add_argument("--rounds", type=positive_int, default=3)
     args = parser.parse_args(argv)
     results = []
     for name in args.models:

@@ -3,6 +3,7 @@ results as the suites return them. No suite is run."""
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable
 
 import bench.contended
@@ -24,6 +25,14 @@ def test_help_alone_lists_the_suites(capsys: pytest.CaptureFixture[str]) -> None
         main(["--help"])
     assert exit_info.value.code == 0
     assert "contended" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "ten"])
+def test_counts_below_one_are_refused_before_any_work(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["contended", "--rounds", value])
+    assert exit_info.value.code == 2
+    assert "--rounds: must be a whole number >= 1" in capsys.readouterr().err
 
 
 def test_an_unknown_suite_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
@@ -51,10 +60,12 @@ def test_the_loaded_table_shows_the_paired_ratio_and_the_share_of_runs_made_alon
 
 
 def test_a_ratio_is_paired_by_round_not_taken_between_medians() -> None:
-    # Rounds 1 and 2: the host is slow for both blocks of the round, and 2 threads win by 10 %. Round 3: the
-    # host speeds up between the two blocks. The columns' medians (27 vs 20) would say 2 threads lose by 35 %.
-    one = [40.0, 40.0, 20.0]
-    two = [36.0, 36.0, 27.0]
+    # Rounds 1 and 2 (a slow host, then a fast one): 2 threads win by 10 % in both. Round 3: the host slows
+    # down between the two blocks. The columns' medians (27 vs 20) would say 2 threads lose by 35 %, and the
+    # mean of the rounds' ratios (1.05) that they lose by 5 %.
+    one = [40.0, 20.0, 20.0]
+    two = [36.0, 18.0, 27.0]
+    assert statistics.median(two) / statistics.median(one) == pytest.approx(1.35)
     assert paired_ratio(two, one) == pytest.approx(0.9)
 
 
