@@ -1,9 +1,9 @@
-"""The VNNI int8 tables (csrc/kernels/vnni/): qgemm, qconv2d and qd8_gemm on vpdpbusd, bit-identical to the
-scalar table, and their choice at load.
+"""The VNNI int8 tables (csrc/kernels/vnni/): qgemm, qconv2d and qd8_gemm on vpdpbusd (ymm tiles on AVX-VNNI,
+zmm tiles on AVX512-VNNI), bit-identical to the scalar table, and their choice at load.
 
-This machine has no VNNI, so the kernels run here as the "vnni-emu" table (testing builds): the same code with
-vpdpbusd emulated exactly in AVX2. avxvnni / avx512vnni run where the CPU has them and skip, saying so, where
-not. The other int8 kernel tests (test_qs8_gemm.py, test_qs8_conv.py, test_qd8.py) loop over every table this
+avxvnni / avx512vnni run where the CPU has them and skip, saying so, where not; on CPUs without VNNI the
+kernels run as the "vnni-emu" table (testing builds): the ymm tables' code with vpdpbusd emulated exactly in
+AVX2. The other int8 kernel tests (test_qs8_gemm.py, test_qs8_conv.py, test_qd8.py) loop over every table this
 build and CPU run, vnni-emu included.
 """
 
@@ -93,6 +93,28 @@ def _conv_case(
 def test_qconv2d_equals_scalar(isa, a_dtype, c, oc, k, pads, strides, dil, groups) -> None:  # noqa: ANN001
     rng = np.random.default_rng(c * 100 + oc)
     args = _conv_case(rng, c, oc, k, a_dtype, groups)
+    geo = dict(pads=pads, strides=strides, dilations=dil)
+    want = Q.qconv2d(**args, **geo, isa="scalar")
+    for t in (1, 2):
+        np.testing.assert_array_equal(Q.qconv2d(**args, **geo, isa=isa, threads=t), want)
+
+
+@pytest.mark.parametrize("isa", TABLES)
+@pytest.mark.parametrize(
+    "n,h,w,c,k,pads,strides,dil",
+    [
+        (3, 23, 19, 16, (3, 3), (1, 1, 1, 1), (1, 1), (1, 1)),  # chunks of 192 pixels end mid-image
+        (2, 40, 9, 8, (3, 3), (0, 2, 1, 0), (2, 1), (2, 1)),  # padding on one side, dilated rows
+        (1, 30, 30, 3, (7, 7), (3, 3, 3, 3), (2, 2), (1, 1)),  # a stem: merged filter rows
+        (2, 17, 17, 24, (1, 1), (0, 0, 0, 0), (2, 2), (1, 1)),  # a strided 1x1: one tap, not a GEMM
+    ],
+)
+def test_qconv2d_s8_activations_across_chunks(isa, n, h, w, c, k, pads, strides, dil) -> None:  # noqa: ANN001
+    """s8 activations, which the 512-bit tiles flip to u8 per unit of work (the input rows that unit's output
+    pixels read, and the zero-point row): images and M chunks that split mid-image, 1 and 2 threads."""
+    rng = np.random.default_rng(h * w)
+    args = _conv_case(rng, c, 40, k, "int8", 1)
+    args["x"] = rng.integers(-128, 128, (n, h, w, c)).astype(np.int8)
     geo = dict(pads=pads, strides=strides, dilations=dil)
     want = Q.qconv2d(**args, **geo, isa="scalar")
     for t in (1, 2):

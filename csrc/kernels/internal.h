@@ -62,6 +62,7 @@ enum class Scratch : unsigned {
   kDwRow,  // depthwise with a fused project: one output row, the project's input (per task)
   kDeconvCols,  // deconv: the GEMM's column band (per call)
   kQConvF32W,  // qconv2d's fp32-accumulation path: the weights as fp32 panels (per call, read by every task)
+  kQFlipA,  // qgemm / qconv2d on 512-bit tiles: the s8 activations a unit reads, flipped to u8 (per unit)
   kCount
 };
 void* scratch(Scratch slot, size_t bytes);
@@ -77,8 +78,8 @@ float fma_peak_loop(size_t iters);
 // after checking cpu_features().avx2.
 int32_t int8_peak_loop(size_t iters);
 // vnni/avx512vnni.cc, vnni/avxvnni.cc (with their tables): `iters` steps of kVnniPeakChains independent
-// vpdpbusd (32 multiply-adds = 64 ops each), the int8 peak of a CPU whose best table is that one. Only call
-// where dispatch offers that table.
+// vpdpbusd (zmm on AVX512-VNNI: 64 multiply-adds = 128 ops each; ymm on AVX-VNNI: 32), the int8 peak of a
+// CPU whose best table is that one. Only call where dispatch offers that table.
 constexpr int kVnniPeakChains = 12;
 int32_t avx512vnni_peak_loop(size_t iters);
 int32_t avxvnni_peak_loop(size_t iters);

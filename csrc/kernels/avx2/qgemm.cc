@@ -54,6 +54,7 @@ namespace {
 // w' = sign(w, a) (kSign); row() is the |a| the 4 steps of a row group share.
 template <bool kSmall>
 struct MaddubsMul {
+  static constexpr bool kZmm = false;  // qgemm_tiles.h's tile_one
   const __m256i ones = _mm256_set1_epi16(1);
   __attribute__((always_inline)) __m256i row(__m256i va) const { return kSmall ? va : _mm256_abs_epi8(va); }
   __attribute__((always_inline)) __m256i add(__m256i acc, __m256i va, __m256i ua, __m256i w) const {
@@ -66,6 +67,7 @@ struct MaddubsMul {
 struct Avx2Policy {
   static constexpr int kMR2 = 2, kMR1 = 4;
   static constexpr bool kWide = true;
+  static constexpr bool kPreflip = false;  // the xor per row group issues beside the multiplies
   template <typename F>
   static void select(const qtiles::QCtx& x, const F& f) {
     if (x.small) {

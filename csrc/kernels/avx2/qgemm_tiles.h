@@ -428,6 +428,19 @@ __attribute__((always_inline)) inline void tile_one(const QCtx& x, const Src& sr
   }
 }
 
+// tile_one, or the Mul's own tile where it has one (Mul::kZmm: the AVX512-VNNI table's 512-bit tiles,
+// vnni/qgemm_zmm.h).
+template <int MR, int NP, bool kFlip, typename Mul, bool kRange, typename Src>
+__attribute__((always_inline)) inline void tile_any(const QCtx& x, const Src& src, size_t m0,
+                                                    const uint8_t* panel, uint8_t* c, size_t nc, size_t gw0,
+                                                    size_t gw1, const __m256i* in, __m256i* out) {
+  if constexpr (Mul::kZmm) {
+    Mul::template tile<MR, NP, kFlip, kRange>(x, src, m0, panel, c, nc, gw0, gw1, in, out);
+  } else {
+    tile_one<MR, NP, kFlip, Mul, kRange>(x, src, m0, panel, c, nc, gw0, gw1, in, out);
+  }
+}
+
 // `tiles` tiles of MR rows down the same panels, from row m0 (c: its output) in one call: the call, the
 // stack frame and the loop set-up are paid once per column strip, not per tile (at K = 16..32, MobileNetV2's
 // first 1x1 convs, a tile's k loop is only 4..8 row groups).
@@ -443,7 +456,7 @@ void tile_strip(const QCtx& x, const Src& src, size_t m0, size_t tiles, const ui
   const size_t total = x.taps * x.tap_groups, block = kQBlockBytes / (NP * kQNR * 4);
   if (tiles < 2 || 2 * total <= 3 * block) {
     for (size_t t = 0; t < tiles; ++t)
-      tile_one<MR, NP, kFlip, Mul, false>(x, src, m0 + t * MR, panel, c + t * MR * x.ldc, nc, 0, 0, nullptr,
+      tile_any<MR, NP, kFlip, Mul, false>(x, src, m0 + t * MR, panel, c + t * MR * x.ldc, nc, 0, 0, nullptr,
                                           nullptr);
     return;
   }
@@ -455,7 +468,7 @@ void tile_strip(const QCtx& x, const Src& src, size_t m0, size_t tiles, const ui
     for (size_t b = 0; b < blocks; ++b) {
       const size_t gw0 = total * b / blocks, gw1 = total * (b + 1) / blocks;
       for (size_t t = 0; t < nt; ++t)
-        tile_one<MR, NP, kFlip, Mul, true>(x, src, m0 + (t0 + t) * MR, panel, c + (t0 + t) * MR * x.ldc, nc,
+        tile_any<MR, NP, kFlip, Mul, true>(x, src, m0 + (t0 + t) * MR, panel, c + (t0 + t) * MR * x.ldc, nc,
                                            gw0, gw1, b ? part + t * kVecs : nullptr,
                                            b + 1 < blocks ? part + t * kVecs : nullptr);
     }
@@ -576,6 +589,68 @@ void run_block_src(const QCtx& x, const Src& src, size_t m0, size_t m1, size_t p
   });
 }
 
+// dst[0, n) = src[0, n) ^ 0x80: s8 activations as the u8 ones vpdpbusd multiplies.
+inline void flip_bytes(const uint8_t* src, uint8_t* dst, size_t n) {
+  const __m256i f = _mm256_set1_epi8(static_cast<char>(0x80));
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), _mm256_xor_si256(v, f));
+  }
+  for (; i < n; ++i) dst[i] = src[i] ^ 0x80;
+}
+
+// p - off as a pointer, without pointer arithmetic outside p's block: a base that only in-block offsets
+// (>= off) are ever added to.
+inline const uint8_t* rebase(const uint8_t* p, size_t off) {
+  return reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(p) - off);
+}
+
+// run_block_src for s8 activations on a P::kPreflip table (the 512-bit tiles, where an xor per broadcast row
+// group takes a third of the vpdpbusd issue slots): the bytes that rows [m0, m1) read are flipped to u8 once,
+// into this thread's scratch, and the tiles run unflipped on that copy. The same bytes in the same order, so
+// the same sums. A GEMM copies its rows (K bytes each); a convolution (one group) copies the input rows from
+// the first output pixel's top tap row to the last one's bottom row, at their offsets in the image, and a
+// flipped zero-point row for the padding taps. Grouped convolutions keep the flip in the tiles.
+template <typename P>
+bool run_block_flipped(const QCtx& x0, size_t m0, size_t m1, size_t p0, size_t p1) {
+  QCtx x = x0;
+  x.flip = false;
+  if (!x0.conv) {
+    const size_t K = x0.K;
+    uint8_t* buf = static_cast<uint8_t*>(internal::scratch(internal::Scratch::kQFlipA, (m1 - m0) * K + 64));
+    for (size_t m = m0; m < m1; ++m) flip_bytes(x0.A + m * x0.lda, buf + (m - m0) * K, K);
+    run_block_src<P>(x, GemmRows{rebase(buf, m0 * K), K}, m0, m1, p0, p1);
+    return true;
+  }
+  const QConvGeom& g = *x0.conv;
+  if (g.p.groups != 1) return false;
+  const size_t plane = g.OH * g.OW, row = g.W * g.in_stride, image = g.H * row;
+  const ptrdiff_t reach = static_cast<ptrdiff_t>((g.p.kernel_h - 1) * g.p.dilation_h);
+  const auto input_row = [&](size_t m, ptrdiff_t extra) {  // clamped to [0, H]
+    const ptrdiff_t iy =
+        static_cast<ptrdiff_t>(m % plane / g.OW * g.p.stride_h) - static_cast<ptrdiff_t>(g.p.pad_top) + extra;
+    return static_cast<size_t>(iy < 0 ? 0 : iy > static_cast<ptrdiff_t>(g.H) ? g.H : iy);
+  };
+  const size_t start = m0 / plane * image + input_row(m0, 0) * row;
+  const size_t end = (m1 - 1) / plane * image + input_row(m1 - 1, reach + 1) * row;
+  const size_t bytes = end > start ? end - start : 0, zero_at = (bytes + 63) / 64 * 64;
+  uint8_t* buf =
+      static_cast<uint8_t*>(internal::scratch(internal::Scratch::kQFlipA, zero_at + g.t.tap_k + 64));
+  flip_bytes(x0.A + start, buf, bytes);
+  flip_bytes(g.zero_row, buf + zero_at, g.t.tap_k);
+  QConvGeom gf = g;
+  gf.zero_row = buf + zero_at;
+  x.conv = &gf;
+  const uint8_t* in = rebase(buf, start);
+  if (gf.t.merged) {
+    run_block_src<P>(x, ConvRows<true>{gf, in}, m0, m1, p0, p1);
+  } else {
+    run_block_src<P>(x, ConvRows<false>{gf, in}, m0, m1, p0, p1);
+  }
+  return true;
+}
+
 // Units are (M chunk, N group) pairs, M chunk fastest; a task runs a contiguous range of them.
 template <typename P>
 void qgemm_task(const void* vctx, size_t task) {
@@ -589,6 +664,9 @@ void qgemm_task(const void* vctx, size_t task) {
     const size_t p0 = min_sz(x.panels, tiles * ngi / x.n_groups * x.pstep);
     const size_t p1 = min_sz(x.panels, tiles * (ngi + 1) / x.n_groups * x.pstep);
     if (m1 <= m0 || p1 <= p0) continue;
+    if constexpr (P::kPreflip) {
+      if (x.flip && run_block_flipped<P>(x, m0, m1, p0, p1)) continue;
+    }
     if (x.conv && x.conv->t.merged) {
       run_block_src<P>(x, ConvRows<true>{*x.conv, x.A}, m0, m1, p0, p1);
     } else if (x.conv) {

@@ -1,9 +1,15 @@
-// The AVX512-VNNI int8 table (qgemm_vnni.h): compiled with -mavx512f -mavx512vl -mavx512bw -mavx512vnni (and
-// AVX2's flags); dispatch.cc chooses it only on a CPU with all of them and the OS saving the ZMM state.
-#define WEBXNN_VNNI_DPBUSD _mm256_dpbusd_epi32  // EVEX
+// The AVX512-VNNI int8 table (qgemm_vnni.h on qgemm_zmm.h's 512-bit tiles): compiled with -mavx512f
+// -mavx512vl -mavx512bw -mavx512vnni (and AVX2's flags); dispatch.cc chooses it only on a CPU with all of them
+// and the OS saving the ZMM state.
+#define WEBXNN_VNNI_DPBUSD _mm256_dpbusd_epi32  // EVEX (the ymm peak loop and vnni-emu's shared code)
 #include "kernels/vnni/qgemm_vnni.h"
+#include "kernels/vnni/qgemm_zmm.h"
 
-// EVEX has 32 ymm registers: 4 x 32 tiles (16 accumulators + 4 weight vectors + the broadcast row group) and
-// 8 x 16 for a lone last panel. Not measured (no VNNI machine here).
-const webxnn::KernelTable* webxnn::internal::avx512vnni_table() { return vnni::table<4, 8>("avx512vnni"); }
-int32_t webxnn::internal::avx512vnni_peak_loop(size_t iters) { return vnni::peak_loop(iters); }
+// Tiles of 8 rows x 32 columns (16 zmm accumulators, 2 weight vectors, the broadcast row group and the flip
+// constant: 20 of EVEX's 32 registers) and 16 x 16 for a lone last panel.
+const webxnn::KernelTable* webxnn::internal::avx512vnni_table() {
+  return vnni::table<8, 16, vnni::ZmmDotMul>("avx512vnni");
+}
+
+// The int8 peak of the 512-bit tiles: zmm vpdpbusd chains (64 multiply-adds each).
+int32_t webxnn::internal::avx512vnni_peak_loop(size_t iters) { return vnni::peak_loop<vnni::ZmmOps>(iters); }

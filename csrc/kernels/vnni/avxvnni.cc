@@ -6,4 +6,4 @@
 // 16 ymm registers (VEX): AVX2's tile shapes, 2 x 32 (8 accumulators + 4 weight vectors + the broadcast) and
 // 4 x 16. Not measured (no VNNI machine here).
 const webxnn::KernelTable* webxnn::internal::avxvnni_table() { return vnni::table<2, 4>("avxvnni"); }
-int32_t webxnn::internal::avxvnni_peak_loop(size_t iters) { return vnni::peak_loop(iters); }
+int32_t webxnn::internal::avxvnni_peak_loop(size_t iters) { return vnni::peak_loop<vnni::YmmOps>(iters); }
