@@ -65,11 +65,11 @@ class BlobHarness:
 
 
 class PteHarness:
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, golden: bool = True) -> None:
         from . import ptes
 
         self.seed, self.mod = seed, ptes
-        self.seeds = ptes.seeds()
+        self.seeds = ptes.seeds(golden)
         self.work = ptes.Workdir()
 
     def make(self, k: int) -> Any:
