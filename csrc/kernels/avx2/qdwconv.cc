@@ -1,269 +1,73 @@
-// AVX2 int8 depthwise convolution (table.def's qdwconv2d), exact: compiled with -mavx2 -mfma.
-//
-// Row-wise, like the fp32 depthwise kernel (dwconv.cc). The packed weights pair each kernel row's taps left
-// to right (qdw_layout.h), so a pair reads two input columns dilation_w apart of one input row. Each input
-// row a task needs is turned once into a "pair row": for each column cp where a pair can start, per tile of 16
-// channels, the two columns' bytes sign- (or zero-) extended to int16 and interleaved (vpunpck{l,h}wd), 64
-// bytes in the order vpmaddwd wants. Pair rows live in a per-thread ring of (kernel_h - 1) * dilation_h + 1
-// slots (the rows one output row reads are distinct modulo that), kept across a thread's tasks of one call, so
-// with stride 1 each input row is interleaved once and read by kernel_h output rows. An output row then runs
-// per tile in strips of up to kStrip pixels: 2 accumulators per pixel started from the packed bias, and per
-// tap pair one vpmaddwd (+ vpaddd) per accumulator straight from the pair row, its weights loaded once per
-// strip. Padding (rows and columns) is read as the input zero point, written into the pair rows, so every
-// pixel takes the same path; channels past OC read whatever the padded byte row holds, times zero weights.
-// A depth multiplier m > 1 builds the pair rows from input rows expanded to OC channels (channel c * m + j
-// holds input channel c). int16 x int16 products and int32 sums: exact for any weights and activations.
-// Input columns are read in place when their channels fill whole tiles, else through a copy with the channel
-// tail filled in (no load past the input).
-// Geometries whose ring would not fit kMaxRingBytes run the scalar kernel.
+// AVX2 int8 depthwise convolution (table.def's qdwconv2d), exact: compiled with -mavx2 -mfma. The rows, pair
+// rows and ring are qdw_rows.h's (shared with the AVX512-VNNI table); this file is AVX2's strip.
 //
 // ODR hygiene: no std:: templates here; parallelism goes through internal.h.
 #include <immintrin.h>
 
-#include <cstring>
-
 #include "kernels/avx2/avx2.h"
-#include "kernels/avx2/qrequant.h"
+#include "kernels/avx2/qdw_rows.h"
 #include "kernels/avx2/simd.h"
-#include "kernels/internal.h"
-#include "kernels/qdw_layout.h"
-#include "kernels/qgemm_layout.h"
-#include "kernels/scalar/scalar.h"
 
 namespace webxnn {
 namespace avx2 {
 namespace {
 
-constexpr size_t kStrip = 4;  // pixels per strip: 8 accumulators, 2 weight vectors, temporaries
-constexpr double kMaxRingBytes = 16.0 * (1 << 20);
-
-struct QDwCtx {
-  ConvParams p;
-  QDwHeader h;
-  size_t H, W, OH, OW, C, OC, m, tiles, tb, kp, rows, tasks;
-  size_t cs;  // column step between a pair row's entries (the stride when every pair start is a multiple)
-  size_t entries;  // entries (pair-start columns) per pair row
-  size_t entry_bytes;  // tiles x 64
-  size_t cols;  // padded columns a pair row reads
-  size_t ring_rows, ring_bytes, col_bytes;  // col_bytes: the zero-point column and the column copies
-  bool direct;  // input columns read in place: depth multiplier 1, channels a multiple of 16
-  const uint8_t* in;
-  const uint8_t* tiles0;
-  uint8_t* out;
-  QRequant rq;
-  QRequantBounded rqb;  // x.h.bounded
-  uint64_t call;
-};
-
-template <bool kU8>
-__attribute__((always_inline)) inline __m256i widen(const uint8_t* p) {
-  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  return kU8 ? _mm256_cvtepu8_epi16(v) : _mm256_cvtepi8_epi16(v);
-}
-
-// Input column ix (< W) of input row iy as the pair rows read it: tiles * 16 bytes, in place when the
-// channels fill whole tiles (depth multiplier 1), else copied into `col` with the channel tail (and the
-// expansion of a depth multiplier) filled in.
-const uint8_t* input_column(const QDwCtx& x, const uint8_t* src, uint8_t* col) {
-  if (x.direct) return src;
-  const size_t tc = x.tiles * kQDwTile;
-  if (x.m == 1) {
-    std::memcpy(col, src, x.C);
-  } else {
-    for (size_t o = 0; o < x.OC; ++o) col[o] = src[o / x.m];
-  }
-  std::memset(col + x.OC, static_cast<uint8_t>(x.h.a_zero_point), tc - x.OC);
-  return col;
-}
-
-// The pair row of padded input row rp of image n into pr. zcol: a column of the input zero point (padding);
-// cols: space for the columns a pair row reads when they are not read in place (x.cols x tiles x 16 bytes).
-template <bool kU8>
-void fill_pair_row(const QDwCtx& x, size_t n, size_t rp, const uint8_t* zcol, uint8_t* cols, uint8_t* pr) {
-  const size_t tc = x.tiles * kQDwTile, dw = x.p.dilation_w;
-  const size_t iy = rp - x.p.pad_top;  // unsigned: wraps past H in the top padding
-  const uint8_t* src = iy < x.H ? x.in + (n * x.H + iy) * x.W * x.C : nullptr;
-  // Column cp of the padded row: the input's (in place or a copy in `cols`), or the padding's.
-  const auto column = [&](size_t cp) -> const uint8_t* {
-    const size_t ix = cp - x.p.pad_left;
-    return src && ix < x.W ? input_column(x, src + ix * x.C, cols + cp * tc) : zcol;
-  };
-  for (size_t e = 0; e < x.entries; ++e) {
-    const uint8_t* c0 = column(e * x.cs);
-    const uint8_t* c1 = column(e * x.cs + dw);
-    for (size_t t = 0; t < x.tiles; ++t, pr += 64) {
-      const __m256i a = widen<kU8>(c0 + t * kQDwTile), d = widen<kU8>(c1 + t * kQDwTile);
-      _mm256_store_si256(reinterpret_cast<__m256i*>(pr), _mm256_unpacklo_epi16(a, d));
-      _mm256_store_si256(reinterpret_cast<__m256i*>(pr + 32), _mm256_unpackhi_epi16(a, d));
-    }
-  }
-}
-
-// NP output pixels of tile t from the pair rows pr[ky] (already offset to the strip's first entry and the
-// tile), pixel step `step` bytes; KH, KP: kernel_h and kpairs when known at compile time, else 0.
-template <size_t NP, size_t KH, size_t KP>
-__attribute__((always_inline)) inline void strip(const QDwCtx& x, const uint8_t* const* pr, size_t step,
+// qdw_rows.h's strip on ymm: 4 pixels (8 accumulators, 2 weight vectors, temporaries), per tap pair one
+// vpmaddwd + vpaddd per accumulator.
+struct Avx2DwStrip {
+  static constexpr size_t kStrip = 4;
+  // NP output pixels of tile t from the pair rows pr[ky] (already offset to the strip's first entry and the
+  // tile), pixel step `step` bytes; KH, KP: kernel_h and kpairs when known at compile time, else 0.
+  template <size_t NP, size_t KH, size_t KP>
+  __attribute__((always_inline)) static void run(const QDwCtx& x, const uint8_t* const* pr, size_t step,
                                                  size_t pair_step, const uint8_t* tile, uint8_t* o,
                                                  size_t nc) {
-  const size_t kh = KH ? KH : x.p.kernel_h, kp = KP ? KP : x.kp;
-  __m256i acc[2 * NP];
-  const __m256i b0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(tile));
-  const __m256i b1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(tile + 32));
+    const size_t kh = KH ? KH : x.p.kernel_h, kp = KP ? KP : x.kp;
+    __m256i acc[2 * NP];
+    const __m256i b0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(tile));
+    const __m256i b1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(tile + 32));
 #pragma GCC unroll 8
-  for (size_t i = 0; i < NP; ++i) acc[2 * i] = b0, acc[2 * i + 1] = b1;
-  const __m256i* w = reinterpret_cast<const __m256i*>(tile + kQDwTile * 8);
+    for (size_t i = 0; i < NP; ++i) acc[2 * i] = b0, acc[2 * i + 1] = b1;
+    const __m256i* w = reinterpret_cast<const __m256i*>(tile + kQDwTile * 8);
 #pragma GCC unroll 5
-  for (size_t ky = 0; ky < kh; ++ky) {
-    const uint8_t* row = pr[ky];
+    for (size_t ky = 0; ky < kh; ++ky) {
+      const uint8_t* row = pr[ky];
 #pragma GCC unroll 3
-    for (size_t j = 0; j < kp; ++j, w += 2, row += pair_step) {
-      const __m256i w0 = _mm256_load_si256(w), w1 = _mm256_load_si256(w + 1);
+      for (size_t j = 0; j < kp; ++j, w += 2, row += pair_step) {
+        const __m256i w0 = _mm256_load_si256(w), w1 = _mm256_load_si256(w + 1);
 #pragma GCC unroll 8
-      for (size_t i = 0; i < NP; ++i) {
-        const __m256i* q = reinterpret_cast<const __m256i*>(row + i * step);
-        acc[2 * i] = _mm256_add_epi32(acc[2 * i], _mm256_madd_epi16(_mm256_load_si256(q), w0));
-        acc[2 * i + 1] = _mm256_add_epi32(acc[2 * i + 1], _mm256_madd_epi16(_mm256_load_si256(q + 1), w1));
-      }
-      // Keep the sums in registers, pair by pair: left alone, GCC hoists every pair's weights and re-associates
-      // the sums into trees of products, which spill.
+        for (size_t i = 0; i < NP; ++i) {
+          const __m256i* q = reinterpret_cast<const __m256i*>(row + i * step);
+          acc[2 * i] = _mm256_add_epi32(acc[2 * i], _mm256_madd_epi16(_mm256_load_si256(q), w0));
+          acc[2 * i + 1] = _mm256_add_epi32(acc[2 * i + 1], _mm256_madd_epi16(_mm256_load_si256(q + 1), w1));
+        }
+        // Keep the sums in registers, pair by pair: left alone, GCC hoists every pair's weights and re-associates
+        // the sums into trees of products, which spill.
 #pragma GCC unroll 16
-      for (size_t i = 0; i < 2 * NP; ++i) __asm__("" : "+x"(acc[i]));
-    }
-  }
-  const float* scale = reinterpret_cast<const float*>(tile + kQDwTile * 4);
-  const __m256i order = _mm256_setr_epi32(0, 1, 4, 5, 0, 1, 4, 5);
-  // Local copies: the byte stores below may alias anything reached through x, which would be reloaded.
-  const size_t OC = x.OC;
-  const bool bounded = x.h.bounded;
-  const QRequant rq = x.rq;
-  const QRequantBounded rqb = x.rqb;
-#pragma GCC unroll 8
-  for (size_t i = 0; i < NP; ++i, o += OC) {
-    const __m128i v = bounded ? requant16_bounded(rqb, acc[2 * i], acc[2 * i + 1], scale, order)
-                              : requant16(rq, acc[2 * i], acc[2 * i + 1], scale, order);
-    store_bytes16(o, v, nc);
-  }
-}
-
-// One output row from its kernel rows' pair rows pr[ky].
-template <size_t KH, size_t KP>
-void out_row(const QDwCtx& x, const uint8_t* const* pr, uint8_t* orow) {
-  const size_t kh = KH ? KH : x.p.kernel_h, OW = x.OW, OC = x.OC, tiles = x.tiles, tb = x.tb;
-  const size_t step = x.p.stride_w / x.cs * x.entry_bytes;  // one output pixel further
-  const size_t pair_step = 2 * x.p.dilation_w / x.cs * x.entry_bytes;  // the next tap pair of a kernel row
-  const uint8_t* tiles0 = x.tiles0;
-  const uint8_t* rows[64];
-  for (size_t t = 0; t < tiles; ++t) {
-    const uint8_t* tile = tiles0 + t * tb;
-    const size_t nc = OC - t * kQDwTile < kQDwTile ? OC - t * kQDwTile : kQDwTile;
-    for (size_t ky = 0; ky < kh; ++ky) rows[ky] = pr[ky] + t * 64;
-    uint8_t* o = orow + t * kQDwTile;
-    size_t ox = 0;
-    for (; ox + kStrip <= OW; ox += kStrip, o += kStrip * OC) {
-      strip<kStrip, KH, KP>(x, rows, step, pair_step, tile, o, nc);
-      for (size_t ky = 0; ky < kh; ++ky) rows[ky] += kStrip * step;
-    }
-    switch (OW - ox) {
-      case 3: strip<3, KH, KP>(x, rows, step, pair_step, tile, o, nc); break;
-      case 2: strip<2, KH, KP>(x, rows, step, pair_step, tile, o, nc); break;
-      case 1: strip<1, KH, KP>(x, rows, step, pair_step, tile, o, nc); break;
-      default: break;
-    }
-  }
-}
-
-template <bool kU8, size_t KH, size_t KP>
-void qdw_rows(const QDwCtx& x, size_t r0, size_t r1) {
-  const ConvParams& p = x.p;
-  uint8_t* ring = static_cast<uint8_t*>(
-      internal::scratch(internal::Scratch::kDwRing, x.ring_rows * x.ring_bytes + x.col_bytes));
-  uint8_t* zcol = ring + x.ring_rows * x.ring_bytes;
-  uint8_t* cols = zcol + x.tiles * kQDwTile;
-  std::memset(zcol, static_cast<uint8_t>(x.h.a_zero_point), x.tiles * kQDwTile);
-  uint64_t* keys = static_cast<uint64_t*>(
-      internal::scratch(internal::Scratch::kDwRingKeys, (x.ring_rows + 1) * sizeof(uint64_t)));
-  uint64_t* ring_key = keys + 1;  // which (image, padded input row) each slot holds
-  if (keys[0] != x.call) {  // the ring holds another call's rows, or garbage
-    keys[0] = x.call;
-    for (size_t i = 0; i < x.ring_rows; ++i) ring_key[i] = ~uint64_t{0};
-  }
-  const size_t hp = (x.OH - 1) * p.stride_h + (p.kernel_h - 1) * p.dilation_h + 1;  // padded rows read
-  const uint8_t* pr[64];
-  for (size_t r = r0; r < r1; ++r) {
-    const size_t n = r / x.OH, oy = r % x.OH;
-    for (size_t ky = 0; ky < p.kernel_h; ++ky) {
-      const size_t rp = oy * p.stride_h + ky * p.dilation_h, key = n * hp + rp, slot = key % x.ring_rows;
-      uint8_t* dst = ring + slot * x.ring_bytes;
-      if (ring_key[slot] != key) {
-        fill_pair_row<kU8>(x, n, rp, zcol, cols, dst);
-        ring_key[slot] = key;
+        for (size_t i = 0; i < 2 * NP; ++i) __asm__("" : "+x"(acc[i]));
       }
-      pr[ky] = dst;
     }
-    out_row<KH, KP>(x, pr, x.out + r * x.OW * x.OC);
+    const float* scale = reinterpret_cast<const float*>(tile + kQDwTile * 4);
+    const __m256i order = _mm256_setr_epi32(0, 1, 4, 5, 0, 1, 4, 5);
+    // Local copies: the byte stores below may alias anything reached through x, which would be reloaded.
+    const size_t OC = x.OC;
+    const bool bounded = x.h.bounded;
+    const QRequant rq = x.rq;
+    const QRequantBounded rqb = x.rqb;
+#pragma GCC unroll 8
+    for (size_t i = 0; i < NP; ++i, o += OC) {
+      const __m128i v = bounded ? requant16_bounded(rqb, acc[2 * i], acc[2 * i + 1], scale, order)
+                                : requant16(rq, acc[2 * i], acc[2 * i + 1], scale, order);
+      store_bytes16(o, v, nc);
+    }
   }
-}
-
-void qdw_task(const void* vctx, size_t task) {
-  const QDwCtx& x = *static_cast<const QDwCtx*>(vctx);
-  const size_t r0 = x.rows * task / x.tasks, r1 = x.rows * (task + 1) / x.tasks;
-  if (r1 <= r0) return;
-  const bool u8 = x.h.a_type == QType::kU8;
-  const size_t kh = x.p.kernel_h, kp = x.kp;
-  if (kh == 3 && kp == 2) return u8 ? qdw_rows<true, 3, 2>(x, r0, r1) : qdw_rows<false, 3, 2>(x, r0, r1);
-  if (kh == 5 && kp == 3) return u8 ? qdw_rows<true, 5, 3>(x, r0, r1) : qdw_rows<false, 5, 3>(x, r0, r1);
-  u8 ? qdw_rows<true, 0, 0>(x, r0, r1) : qdw_rows<false, 0, 0>(x, r0, r1);
-}
+};
 
 }  // namespace
 
 void qdwconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const void* in, size_t OH, size_t OW,
                const void* packed, void* out, int32_t out_min, int32_t out_max, Parallel& par) {
-  QDwCtx x;
-  std::memcpy(&x.h, packed, sizeof(x.h));
-  x.p = p;
-  x.H = H;
-  x.W = W;
-  x.OH = OH;
-  x.OW = OW;
-  x.C = x.h.channels;
-  x.m = x.h.multiplier;
-  x.OC = x.C * x.m;
-  x.rows = N * OH;
-  if (x.rows == 0 || OW == 0 || x.OC == 0) return;
-  if (p.kernel_h == 0 || p.kernel_w == 0 || p.kernel_h > 64 || p.stride_w == 0 || p.dilation_w == 0)
-    return scalar::qdwconv2d(p, N, H, W, in, OH, OW, packed, out, out_min, out_max, par);
-  x.tiles = qdw_tiles(x.h);
-  x.kp = x.h.kpairs;
-  x.tb = qdw_tile_bytes(size_t{p.kernel_h} * x.kp);
-  // Pair j of output pixel ox starts at padded column ox * stride_w + 2 j dilation_w: all multiples of the
-  // stride when 2 dilation_w is one (strides 1 and 2), and only those columns get entries.
-  x.cs = (2 * size_t{p.dilation_w}) % p.stride_w == 0 ? p.stride_w : 1;
-  x.entries = ((OW - 1) * p.stride_w + (x.kp - 1) * 2 * p.dilation_w) / x.cs + 1;
-  x.entry_bytes = x.tiles * 64;
-  x.cols = (x.entries - 1) * x.cs + p.dilation_w + 1;  // the last entry's second column
-  x.ring_rows = (size_t{p.kernel_h} - 1) * p.dilation_h + 1;
-  x.ring_bytes = x.entries * x.entry_bytes;
-  x.direct = x.m == 1 && x.C % kQDwTile == 0;
-  x.col_bytes = (1 + (x.direct ? 0 : x.cols)) * x.tiles * kQDwTile;
-  const double ring = static_cast<double>(x.ring_rows) * x.ring_bytes + x.col_bytes;
-  if (ring > kMaxRingBytes || static_cast<double>(OW) * p.stride_w > kMaxRingBytes)
-    return scalar::qdwconv2d(p, N, H, W, in, OH, OW, packed, out, out_min, out_max, par);
-  x.in = static_cast<const uint8_t*>(in);
-  x.tiles0 = static_cast<const uint8_t*>(packed) + 64;
-  x.out = static_cast<uint8_t*>(out);
-  float lo = 0.f, hi = 0.f;
-  q8_clamp_bounds(x.h.out_type, x.h.out_zero_point, out_min, out_max, &lo, &hi);
-  x.rq = QRequant{_mm256_set1_ps(lo), _mm256_set1_ps(hi), _mm256_set1_epi32(x.h.out_zero_point),
-                  x.h.out_type == QType::kU8};
-  const bool u8 = x.h.out_type == QType::kU8;
-  const int32_t zy = x.h.out_zero_point, l = static_cast<int32_t>(lo) + zy, u = static_cast<int32_t>(hi) + zy;
-  x.rqb = QRequantBounded{_mm256_set1_epi16(static_cast<int16_t>(zy)), _mm256_set1_epi8(static_cast<char>(l)),
-                          _mm256_set1_epi8(static_cast<char>(u)), u8};
-  x.call = internal::unique_call_id();
-  const double row_cost = static_cast<double>(OW) * x.OC * p.kernel_h * p.kernel_w;
-  x.tasks = internal::task_count(x.rows, row_cost, internal::parallel_threads(par), 4);
-  internal::parallel_run(par, x.tasks, qdw_task, &x);
+  qdwconv2d_run<Avx2DwStrip>(p, N, H, W, in, OH, OW, packed, out, out_min, out_max, par);
 }
 
 }  // namespace avx2
