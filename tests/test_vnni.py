@@ -107,11 +107,14 @@ def test_qconv2d_equals_scalar(isa, a_dtype, c, oc, k, pads, strides, dil, group
         (2, 40, 9, 8, (3, 3), (0, 2, 1, 0), (2, 1), (2, 1)),  # padding on one side, dilated rows
         (1, 30, 30, 3, (7, 7), (3, 3, 3, 3), (2, 2), (1, 1)),  # a stem: merged filter rows
         (2, 17, 17, 24, (1, 1), (0, 0, 0, 0), (2, 2), (1, 1)),  # a strided 1x1: one tap, not a GEMM
+        (1, 9, 11, 17, (3, 3), (1, 1, 1, 1), (1, 1), (1, 1)),  # C % 4 != 0: a tap per filter column
+        (1, 12, 20, 4, (9, 9), (4, 4, 4, 4), (1, 1), (1, 2)),  # 81 taps: the tiles flip, reading the input
     ],
 )
 def test_qconv2d_s8_activations_across_chunks(isa, n, h, w, c, k, pads, strides, dil) -> None:  # noqa: ANN001
-    """s8 activations, which the 512-bit tiles flip to u8 per unit of work (the input rows that unit's output
-    pixels read, and the zero-point row): images and M chunks that split mid-image, 1 and 2 threads."""
+    """s8 activations, which the 512-bit tiles flip to u8 per unit of work, in a copy of the input rows that
+    unit's output pixels read with the padding written out (filter rows merged into one tap where C allows):
+    images and M chunks that split mid-image, one-sided padding, dilation, 1 and 2 threads."""
     rng = np.random.default_rng(h * w)
     args = _conv_case(rng, c, 40, k, "int8", 1)
     args["x"] = rng.integers(-128, 128, (n, h, w, c)).astype(np.int8)

@@ -47,7 +47,12 @@ constexpr size_t kQMC = 192;  // rows of A per M chunk: a chunk's rows stay in L
 // 94-102 -> 116-121, 1x1 14x14x1024->256 98-102 -> 119-121, 3x3 14x14x256->256 90-101 -> 111-114; while full
 // K ran at 112-126 (later, load 13), both were level (medians of 8 pairs within -3 .. +5 %). Blocking from
 // 16 KB strips made 3136x64x576 (K = 576, 18 KB) slower (112 -> 67-103); blocks of 8 KB or 24 KB gained less.
+// The 512-bit tiles (Intel Xeon, Emerald Rapids: 48 KB L1D, 2 MB L2, 8 x 32 tiles) want larger blocks
+// (kQBlockBytesZmm): 3x3 convs, 1 thread, s8 activations, GOP/s at 16 / 32 / 40 / 64 KB: 28x28x128 601 / 698 /
+// 698 / 697, 14x14x256 614 / 656 / 682 / 708, 7x7x512 575 / 609 / 622 / 633; ResNet-50 int8's steps summed
+// 16.2 ms at 16 KB, 14.8-15.9 at 40 and 14.7-16.0 at 64 (run to run).
 constexpr size_t kQBlockBytes = 16 * 1024;
+constexpr size_t kQBlockBytesZmm = 40 * 1024;
 constexpr size_t kQBlockTiles = 24;
 
 // A convolution's geometry for IGEMM tiles (qconv2d); null for a plain GEMM.
@@ -212,6 +217,38 @@ struct ConvRows {
         ar[m] = tl.gather[m];
       }
     }
+  }
+};
+
+// A convolution's rows read from a copy of its input with the padding written out (run_block_padded): every
+// tap of every output pixel lies in the copy, so a tile's row pointers are its pixels' top-left corners plus
+// one offset per tap, with no bounds to check and no gathered rows.
+struct PaddedRows {
+  const uint8_t* base;  // padded pixel (n, yp, xp) at base + ((n * Hp + yp) * Wp + xp) * C
+  size_t Hp, Wp, C, OH, OW, sh, sw;
+  const size_t* tap_off;  // bytes from a pixel's top-left corner to each tap's first byte
+  template <int MR>
+  struct Tile {
+    const uint8_t* r[MR];
+    size_t t = 0;
+  };
+  template <int MR>
+  void start(size_t m0, Tile<MR>& tl) const {
+    for (int m = 0; m < MR; ++m) {
+      const size_t pix = m0 + m, n = pix / (OH * OW), r = pix % (OH * OW);
+      tl.r[m] = base + ((n * Hp + r / OW * sh) * Wp + r % OW * sw) * C;
+    }
+    tl.t = 0;
+  }
+  template <int MR>
+  void seek(Tile<MR>& tl, size_t t) const {
+    tl.t = t;
+  }
+  template <int MR>
+  __attribute__((always_inline)) void rows(Tile<MR>& tl, const uint8_t* (&ar)[MR]) const {
+    const size_t off = tap_off[tl.t++];
+#pragma GCC unroll 16
+    for (int m = 0; m < MR; ++m) ar[m] = tl.r[m] + off;
   }
 };
 
@@ -444,16 +481,17 @@ __attribute__((always_inline)) inline void tile_any(const QCtx& x, const Src& sr
 // `tiles` tiles of MR rows down the same panels, from row m0 (c: its output) in one call: the call, the
 // stack frame and the loop set-up are paid once per column strip, not per tile (at K = 16..32, MobileNetV2's
 // first 1x1 convs, a tile's k loop is only 4..8 row groups).
-// Long K (a strip of more than 1.5 x kQBlockBytes of weights, e.g. ResNet-50 3x3x512 convs: 2 x 73 KB) runs
-// in K blocks of at most kQBlockBytes of weights: per group of up to kQBlockTiles tiles, every tile sums one
-// block, its int32 sums parked in `part` between blocks, so each block is read from L2 once per tile group
-// and then from L1 (full K per tile reads the whole strip from L2 for every tile, which ran at 80-98 GOP/s
+// Long K (a strip of more than 1.5 x kQBlockBytes of weights, kQBlockBytesZmm on the 512-bit tiles, e.g.
+// ResNet-50 3x3x512 convs: 2 x 73 KB) runs in K blocks of at most that many bytes of weights: per group of
+// up to kQBlockTiles tiles, every tile sums one block, its int32 sums parked in `part` between blocks, so each
+// block is read from L2 once per tile group and then from L1 (full K per tile reads the whole strip from L2 for every tile, which ran at 80-98 GOP/s
 // instead of 110-120 at times on this shared machine). Same sums in the same order, so the same bits; a lone
 // tile has nothing to share and runs full K.
 template <int MR, int NP, bool kFlip, typename Mul, typename Src>
 void tile_strip(const QCtx& x, const Src& src, size_t m0, size_t tiles, const uint8_t* panel, uint8_t* c,
                 size_t nc) {
-  const size_t total = x.taps * x.tap_groups, block = kQBlockBytes / (NP * kQNR * 4);
+  const size_t total = x.taps * x.tap_groups;
+  const size_t block = (Mul::kZmm ? kQBlockBytesZmm : kQBlockBytes) / (NP * kQNR * 4);
   if (tiles < 2 || 2 * total <= 3 * block) {
     for (size_t t = 0; t < tiles; ++t)
       tile_any<MR, NP, kFlip, Mul, false>(x, src, m0 + t * MR, panel, c + t * MR * x.ldc, nc, 0, 0, nullptr,
@@ -606,48 +644,82 @@ inline const uint8_t* rebase(const uint8_t* p, size_t off) {
   return reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(p) - off);
 }
 
-// run_block_src for s8 activations on a P::kPreflip table (the 512-bit tiles, where an xor per broadcast row
-// group takes a third of the vpdpbusd issue slots): the bytes that rows [m0, m1) read are flipped to u8 once,
-// into this thread's scratch, and the tiles run unflipped on that copy. The same bytes in the same order, so
-// the same sums. A GEMM copies its rows (K bytes each); a convolution (one group) copies the input rows from
-// the first output pixel's top tap row to the last one's bottom row, at their offsets in the image, and a
-// flipped zero-point row for the padding taps. Grouped convolutions keep the flip in the tiles.
+// dst[0, n) = the byte z.
+inline void fill_bytes(uint8_t* dst, uint8_t z, size_t n) { std::memset(dst, z, n); }
+
+// run_block_src for s8 activations of a GEMM on a P::kPreflip table (the 512-bit tiles, where an xor per
+// broadcast row group takes a third of the vpdpbusd issue slots): rows [m0, m1) are flipped to u8 once, into
+// this thread's scratch, and the tiles run unflipped on that copy. The same bytes in the same order, so the
+// same sums.
 template <typename P>
-bool run_block_flipped(const QCtx& x0, size_t m0, size_t m1, size_t p0, size_t p1) {
+void run_block_flipped(const QCtx& x0, size_t m0, size_t m1, size_t p0, size_t p1) {
   QCtx x = x0;
   x.flip = false;
-  if (!x0.conv) {
-    const size_t K = x0.K;
-    uint8_t* buf = static_cast<uint8_t*>(internal::scratch(internal::Scratch::kQFlipA, (m1 - m0) * K + 64));
-    for (size_t m = m0; m < m1; ++m) flip_bytes(x0.A + m * x0.lda, buf + (m - m0) * K, K);
-    run_block_src<P>(x, GemmRows{rebase(buf, m0 * K), K}, m0, m1, p0, p1);
-    return true;
-  }
+  const size_t K = x0.K;
+  uint8_t* buf = static_cast<uint8_t*>(internal::scratch(internal::Scratch::kQFlipA, (m1 - m0) * K + 64));
+  for (size_t m = m0; m < m1; ++m) flip_bytes(x0.A + m * x0.lda, buf + (m - m0) * K, K);
+  run_block_src<P>(x, GemmRows{rebase(buf, m0 * K), K}, m0, m1, p0, p1);
+}
+
+// run_block_src for a convolution (groups 1) on a P::kPreflip table: the input rows that the output pixels
+// [m0, m1) read, copied into this thread's scratch with the padding written out as the input zero point (and
+// s8 activations flipped to u8 on the way, as run_block_flipped), then PaddedRows over the copy. A filter row
+// whose taps are contiguous in the copy (dilation_w 1, and C a multiple of 4 or the packing's merged rows:
+// the same packed bytes either way) is one tap of kw * C bytes. Each output pixel reads the same bytes as
+// through ConvRows, in the same order: the same sums. False (nothing run) for more than 64 taps.
+template <typename P>
+bool run_block_padded(const QCtx& x0, size_t m0, size_t m1, size_t p0, size_t p1) {
   const QConvGeom& g = *x0.conv;
-  if (g.p.groups != 1) return false;
-  const size_t plane = g.OH * g.OW, row = g.W * g.in_stride, image = g.H * row;
-  const ptrdiff_t reach = static_cast<ptrdiff_t>((g.p.kernel_h - 1) * g.p.dilation_h);
-  const auto input_row = [&](size_t m, ptrdiff_t extra) {  // clamped to [0, H]
-    const ptrdiff_t iy =
-        static_cast<ptrdiff_t>(m % plane / g.OW * g.p.stride_h) - static_cast<ptrdiff_t>(g.p.pad_top) + extra;
-    return static_cast<size_t>(iy < 0 ? 0 : iy > static_cast<ptrdiff_t>(g.H) ? g.H : iy);
+  const ConvParams& p = g.p;
+  const bool merge = p.dilation_w == 1 && (g.t.merged || g.C % 4 == 0);
+  const size_t kh = p.kernel_h, kw = p.kernel_w, taps = merge ? kh : kh * kw;
+  const size_t C = g.C, Hp = g.H + p.pad_top + p.pad_bottom, Wp = g.W + p.pad_left + p.pad_right;
+  const auto reach = [](size_t out, size_t stride, size_t k, size_t dil) {
+    return (out - 1) * stride + (k - 1) * dil + 1;
   };
-  const size_t start = m0 / plane * image + input_row(m0, 0) * row;
-  const size_t end = (m1 - 1) / plane * image + input_row(m1 - 1, reach + 1) * row;
-  const size_t bytes = end > start ? end - start : 0, zero_at = (bytes + 63) / 64 * 64;
+  if (taps > 64 || reach(g.OH, p.stride_h, kh, p.dilation_h) > Hp ||
+      reach(g.OW, p.stride_w, kw, p.dilation_w) > Wp)
+    return false;  // (an output that reads past the padding: ConvRows' bounds checks)
+  const size_t plane = g.OH * g.OW, row = Wp * C;
+  // Padded rows (image n, row yp) as q = n * Hp + yp: from the first pixel's top tap row to the last one's
+  // bottom row.
+  const size_t first = m0 / plane * Hp + m0 % plane / g.OW * p.stride_h;
+  const size_t last =
+      (m1 - 1) / plane * Hp + (m1 - 1) % plane / g.OW * p.stride_h + (kh - 1) * p.dilation_h + 1;
   uint8_t* buf =
-      static_cast<uint8_t*>(internal::scratch(internal::Scratch::kQFlipA, zero_at + g.t.tap_k + 64));
-  flip_bytes(x0.A + start, buf, bytes);
-  flip_bytes(g.zero_row, buf + zero_at, g.t.tap_k);
-  QConvGeom gf = g;
-  gf.zero_row = buf + zero_at;
-  x.conv = &gf;
-  const uint8_t* in = rebase(buf, start);
-  if (gf.t.merged) {
-    run_block_src<P>(x, ConvRows<true>{gf, in}, m0, m1, p0, p1);
-  } else {
-    run_block_src<P>(x, ConvRows<false>{gf, in}, m0, m1, p0, p1);
+      static_cast<uint8_t*>(internal::scratch(internal::Scratch::kQFlipA, (last - first) * row + 64));
+  const uint8_t z = static_cast<uint8_t>(g.zero_row[0] ^ (x0.flip ? 0x80 : 0));
+  for (size_t q = first; q < last; ++q) {
+    uint8_t* dst = buf + (q - first) * row;
+    const size_t n = q / Hp, iy = q % Hp - p.pad_top;  // unsigned: wraps past H in the top padding
+    if (iy >= g.H) {
+      fill_bytes(dst, z, row);
+      continue;
+    }
+    const uint8_t* src = x0.A + (n * g.H + iy) * g.W * C;
+    fill_bytes(dst, z, p.pad_left * C);
+    if (x0.flip) {
+      flip_bytes(src, dst + p.pad_left * C, g.W * C);
+    } else {
+      std::memcpy(dst + p.pad_left * C, src, g.W * C);
+    }
+    fill_bytes(dst + (p.pad_left + g.W) * C, z, p.pad_right * C);
   }
+  size_t tap_off[64];
+  for (size_t t = 0; t < taps; ++t) {
+    const size_t ky = merge ? t : t / kw, kx = merge ? 0 : t % kw;
+    tap_off[t] = (ky * p.dilation_h * Wp + kx * p.dilation_w) * C;
+  }
+  QCtx x = x0;
+  x.flip = false;
+  if (merge) {
+    x.taps = kh;
+    x.tap_groups = div_up(kw * C, 4);
+    x.groups = kw * C / 4;
+    x.krem = kw * C % 4;
+  }
+  const PaddedRows src{rebase(buf, first * row), Hp, Wp, C, g.OH, g.OW, p.stride_h, p.stride_w, tap_off};
+  run_block_src<P>(x, src, m0, m1, p0, p1);
   return true;
 }
 
@@ -665,7 +737,11 @@ void qgemm_task(const void* vctx, size_t task) {
     const size_t p1 = min_sz(x.panels, tiles * (ngi + 1) / x.n_groups * x.pstep);
     if (m1 <= m0 || p1 <= p0) continue;
     if constexpr (P::kPreflip) {
-      if (x.flip && run_block_flipped<P>(x, m0, m1, p0, p1)) continue;
+      if (x.conv && x.conv->p.groups == 1 && run_block_padded<P>(x, m0, m1, p0, p1)) continue;
+      if (!x.conv && x.flip) {
+        run_block_flipped<P>(x, m0, m1, p0, p1);
+        continue;
+      }
     }
     if (x.conv && x.conv->t.merged) {
       run_block_src<P>(x, ConvRows<true>{*x.conv, x.A}, m0, m1, p0, p1);

@@ -62,8 +62,9 @@ struct DotPolicy {
 // qconv2d on P's tiles. The ymm tables run image stems (C <= 4) on AVX2's exact fp32-FMA path instead, which
 // reads any packed path's bias and shift (kDot's too) and takes their NCHW image in place (the table keeps
 // AVX2's qconv2d_reads_nchw, so the two route alike); the 512-bit tiles run stems themselves (merged filter
-// rows, qgemm_layout.h) after the planner's NHWC transpose: ResNet-50's 7x7x3->64 s2 stem on this machine's
-// Xeon 2.56 -> 1.01 ms (onnxruntime 1.30), MobileNetV2's 3x3x3->32 s2 0.28 -> 0.26 (bench kernels, 1 thread).
+// rows, qgemm_layout.h, on qgemm_tiles.h's padded copy) after the planner's NHWC transpose: ResNet-50's
+// 7x7x3->64 s2 stem on an Emerald Rapids Xeon 2.56 -> 0.64 ms (onnxruntime 1.31), MobileNetV2's 3x3x3->32 s2
+// 0.28 -> 0.16 (bench kernels, 1 thread).
 template <typename P>
 bool stem_on_fp32(const ConvParams& p) {
   return !P::kPreflip && avx2::qconv2d_fp32acc_applies(p);
