@@ -715,9 +715,11 @@ bool run_block_padded(const QCtx& x0, size_t m0, size_t m1, size_t p0, size_t p1
   if (merge) {
     x.taps = kh;
     x.tap_groups = div_up(kw * C, 4);
-    x.groups = kw * C / 4;
-    x.krem = kw * C % 4;
   }
+  // A tap's partial last row group is read whole: its extra bytes (the next pixel's, or the copy's slack)
+  // meet the packed weights' zero padding, and no tile assembles a tail byte by byte.
+  x.groups = x.tap_groups;
+  x.krem = 0;
   const PaddedRows src{rebase(buf, first * row), Hp, Wp, C, g.OH, g.OW, p.stride_h, p.stride_w, tap_off};
   run_block_src<P>(x, src, m0, m1, p0, p1);
   return true;
