@@ -466,13 +466,13 @@ __attribute__((always_inline)) inline void tile_one(const QCtx& x, const Src& sr
 }
 
 // tile_one, or the Mul's own tile where it has one (Mul::kZmm: the AVX512-VNNI table's 512-bit tiles,
-// vnni/qgemm_zmm.h).
+// vnni/qgemm_zmm.h; `first`: the first tile to read these weights, which the 512-bit tiles prefetch).
 template <int MR, int NP, bool kFlip, typename Mul, bool kRange, typename Src>
 __attribute__((always_inline)) inline void tile_any(const QCtx& x, const Src& src, size_t m0,
                                                     const uint8_t* panel, uint8_t* c, size_t nc, size_t gw0,
-                                                    size_t gw1, const __m256i* in, __m256i* out) {
+                                                    size_t gw1, const __m256i* in, __m256i* out, bool first) {
   if constexpr (Mul::kZmm) {
-    Mul::template tile<MR, NP, kFlip, kRange>(x, src, m0, panel, c, nc, gw0, gw1, in, out);
+    Mul::template tile<MR, NP, kFlip, kRange>(x, src, m0, panel, c, nc, gw0, gw1, in, out, first);
   } else {
     tile_one<MR, NP, kFlip, Mul, kRange>(x, src, m0, panel, c, nc, gw0, gw1, in, out);
   }
@@ -495,7 +495,7 @@ void tile_strip(const QCtx& x, const Src& src, size_t m0, size_t tiles, const ui
   if (tiles < 2 || 2 * total <= 3 * block) {
     for (size_t t = 0; t < tiles; ++t)
       tile_any<MR, NP, kFlip, Mul, false>(x, src, m0 + t * MR, panel, c + t * MR * x.ldc, nc, 0, 0, nullptr,
-                                          nullptr);
+                                          nullptr, t == 0);
     return;
   }
   constexpr size_t kVecs = MR * 2 * NP;  // one tile's sums
@@ -508,7 +508,7 @@ void tile_strip(const QCtx& x, const Src& src, size_t m0, size_t tiles, const ui
       for (size_t t = 0; t < nt; ++t)
         tile_any<MR, NP, kFlip, Mul, true>(x, src, m0 + (t0 + t) * MR, panel, c + (t0 + t) * MR * x.ldc, nc,
                                            gw0, gw1, b ? part + t * kVecs : nullptr,
-                                           b + 1 < blocks ? part + t * kVecs : nullptr);
+                                           b + 1 < blocks ? part + t * kVecs : nullptr, t == 0);
     }
   }
 }
