@@ -62,7 +62,7 @@ enum class Scratch : unsigned {
   kDwRow,  // depthwise with a fused project: one output row, the project's input (per task)
   kDeconvCols,  // deconv: the GEMM's column band (per call)
   kQConvF32W,  // qconv2d's fp32-accumulation path: the weights as fp32 panels (per call, read by every task)
-  kQFlipA,  // qgemm / qconv2d on 512-bit tiles: the s8 activations a unit reads, flipped to u8 (per unit)
+  kQRows,  // qgemm / qconv2d on 512-bit tiles: the activation rows a unit reads (flipped, padded; per unit)
   kCount
 };
 void* scratch(Scratch slot, size_t bytes);

@@ -1,24 +1,25 @@
 // The int8 depthwise convolution (table.def's qdwconv2d), exact, for every table that reads qdw_layout.h's
 // tiles on x86: AVX2's (avx2/qdwconv.cc, 256-bit strips) and AVX512-VNNI's (vnni/avx512vnni.cc, 512-bit strips
-// on vpdpwssd). A table supplies the strip S: S::kStrip pixels per strip and S::run<NP, KH, KP>(x, pair rows,
+// on vpdpwssd). A table supplies the strip S: S::kStrip pixels per strip, S::Consts (its requantization
+// constants, built from QDwCtx's bounds once per output row) and S::run<NP, KH, KP>(x, consts, pair rows,
 // pixel step, pair step, tile, out, nc), which sums NP pixels of one 16-channel tile and stores them.
 //
 // Row-wise, like the fp32 depthwise kernel (dwconv.cc). The packed weights pair each kernel row's taps left
 // to right (qdw_layout.h), so a pair reads two input columns dilation_w apart of one input row. Each input
-// row a task needs is turned once into a "pair row": for each column cp where a pair can start, per tile of 16
-// channels, the two columns' bytes sign- (or zero-) extended to int16 and interleaved (vpunpck{l,h}wd), 64
+// row a task needs is turned once into a "pair row": for each column cp where a pair can start, per tile of
+// 16 channels, the two columns' bytes sign- (or zero-) extended to int16 and interleaved (vpunpck{l,h}wd), 64
 // bytes in the order vpmaddwd wants. Pair rows live in a per-thread ring of (kernel_h - 1) * dilation_h + 1
-// slots (the rows one output row reads are distinct modulo that), kept across a thread's tasks of one call, so
-// with stride 1 each input row is interleaved once and read by kernel_h output rows. An output row then runs
-// per tile in strips of up to S::kStrip pixels: accumulators started from the packed bias, and per tap pair
-// one multiply-add of the pair row's entry and the pair's weights per pixel (AVX2: vpmaddwd + vpaddd on two
-// ymm halves; AVX512-VNNI: one zmm vpdpwssd), the weights loaded once per strip. Padding (rows and columns) is read as the input zero point, written into the pair rows, so every
-// pixel takes the same path; channels past OC read whatever the padded byte row holds, times zero weights.
-// A depth multiplier m > 1 builds the pair rows from input rows expanded to OC channels (channel c * m + j
-// holds input channel c). int16 x int16 products and int32 sums: exact for any weights and activations.
-// Input columns are read in place when their channels fill whole tiles, else through a copy with the channel
-// tail filled in (no load past the input).
-// Geometries whose ring would not fit kMaxRingBytes run the scalar kernel.
+// slots (the rows one output row reads are distinct modulo that), kept across a thread's tasks of one call,
+// so with stride 1 each input row is interleaved once and read by kernel_h output rows. An output row then
+// runs per tile in strips of up to S::kStrip pixels: accumulators started from the packed bias, and per tap
+// pair one multiply-add of the pair row's entry and the pair's weights per pixel (AVX2: vpmaddwd + vpaddd on
+// two ymm halves; AVX512-VNNI: one zmm vpdpwssd), the weights loaded once per strip. Padding (rows and
+// columns) is read as the input zero point, written into the pair rows, so every pixel takes the same path;
+// channels past OC read whatever the padded byte row holds, times zero weights. A depth multiplier m > 1
+// builds the pair rows from input rows expanded to OC channels (channel c * m + j holds input channel c).
+// int16 x int16 products and int32 sums: exact for any weights and activations. Input columns are read in
+// place when their channels fill whole tiles, else through a copy with the channel tail filled in (no load
+// past the input). Geometries whose ring would not fit kMaxRingBytes run the scalar kernel.
 //
 // ODR: everything here is in an anonymous namespace (each ISA translation unit that includes it has its own
 // copy); no std:: templates; parallelism and scratch go through internal.h.
@@ -53,10 +54,12 @@ struct QDwCtx {
   const uint8_t* in;
   const uint8_t* tiles0;
   uint8_t* out;
-  QRequant rq;
-  QRequantBounded rqb;  // x.h.bounded
-  float lo, hi;  // rq's and rqb's bounds as scalars, for strips on other vector widths
+  // The requantization's bounds (each strip S widens them once per output row, S::Consts): the clamp relative
+  // to the output zero point zy (requant16), and [qlo, qhi], out_min / out_max clipped to the output type
+  // (requant16_bounded, when x.h.bounded).
+  float lo, hi;
   int32_t zy, qlo, qhi;
+  bool out_u8;
   uint64_t call;
 };
 
@@ -106,18 +109,20 @@ void fill_pair_row(const QDwCtx& x, size_t n, size_t rp, const uint8_t* zcol, ui
 
 // The last n (< NP + 1) pixels of a row's strips: one strip of n pixels.
 template <typename S, size_t NP, size_t KH, size_t KP>
-__attribute__((always_inline)) inline void strip_tail(const QDwCtx& x, const uint8_t* const* rows, size_t n,
-                                                      size_t step, size_t pair_step, const uint8_t* tile,
-                                                      uint8_t* o, size_t nc) {
+__attribute__((always_inline)) inline void strip_tail(const QDwCtx& x, const typename S::Consts& k,
+                                                      const uint8_t* const* rows, size_t n, size_t step,
+                                                      size_t pair_step, const uint8_t* tile, uint8_t* o,
+                                                      size_t nc) {
   if constexpr (NP > 0) {
-    if (n == NP) return S::template run<NP, KH, KP>(x, rows, step, pair_step, tile, o, nc);
-    strip_tail<S, NP - 1, KH, KP>(x, rows, n, step, pair_step, tile, o, nc);
+    if (n == NP) return S::template run<NP, KH, KP>(x, k, rows, step, pair_step, tile, o, nc);
+    strip_tail<S, NP - 1, KH, KP>(x, k, rows, n, step, pair_step, tile, o, nc);
   }
 }
 
 // One output row from its kernel rows' pair rows pr[ky], in strips of S::kStrip pixels (S::run).
 template <typename S, size_t KH, size_t KP>
 void out_row(const QDwCtx& x, const uint8_t* const* pr, uint8_t* orow) {
+  const typename S::Consts k(x);
   const size_t kh = KH ? KH : x.p.kernel_h, OW = x.OW, OC = x.OC, tiles = x.tiles, tb = x.tb;
   const size_t step = x.p.stride_w / x.cs * x.entry_bytes;  // one output pixel further
   const size_t pair_step = 2 * x.p.dilation_w / x.cs * x.entry_bytes;  // the next tap pair of a kernel row
@@ -130,10 +135,10 @@ void out_row(const QDwCtx& x, const uint8_t* const* pr, uint8_t* orow) {
     uint8_t* o = orow + t * kQDwTile;
     size_t ox = 0;
     for (; ox + S::kStrip <= OW; ox += S::kStrip, o += S::kStrip * OC) {
-      S::template run<S::kStrip, KH, KP>(x, rows, step, pair_step, tile, o, nc);
+      S::template run<S::kStrip, KH, KP>(x, k, rows, step, pair_step, tile, o, nc);
       for (size_t ky = 0; ky < kh; ++ky) rows[ky] += S::kStrip * step;
     }
-    strip_tail<S, S::kStrip - 1, KH, KP>(x, rows, OW - ox, step, pair_step, tile, o, nc);
+    strip_tail<S, S::kStrip - 1, KH, KP>(x, k, rows, OW - ox, step, pair_step, tile, o, nc);
   }
 }
 
@@ -222,17 +227,12 @@ void qdwconv2d_run(const ConvParams& p, size_t N, size_t H, size_t W, const void
   x.out = static_cast<uint8_t*>(out);
   float lo = 0.f, hi = 0.f;
   q8_clamp_bounds(x.h.out_type, x.h.out_zero_point, out_min, out_max, &lo, &hi);
-  x.rq = QRequant{_mm256_set1_ps(lo), _mm256_set1_ps(hi), _mm256_set1_epi32(x.h.out_zero_point),
-                  x.h.out_type == QType::kU8};
-  const bool u8 = x.h.out_type == QType::kU8;
-  const int32_t zy = x.h.out_zero_point, l = static_cast<int32_t>(lo) + zy, u = static_cast<int32_t>(hi) + zy;
-  x.rqb = QRequantBounded{_mm256_set1_epi16(static_cast<int16_t>(zy)), _mm256_set1_epi8(static_cast<char>(l)),
-                          _mm256_set1_epi8(static_cast<char>(u)), u8};
   x.lo = lo;
   x.hi = hi;
-  x.zy = zy;
-  x.qlo = l;
-  x.qhi = u;
+  x.zy = x.h.out_zero_point;
+  x.qlo = static_cast<int32_t>(lo) + x.zy;
+  x.qhi = static_cast<int32_t>(hi) + x.zy;
+  x.out_u8 = x.h.out_type == QType::kU8;
   x.call = internal::unique_call_id();
   const double row_cost = static_cast<double>(OW) * x.OC * p.kernel_h * p.kernel_w;
   x.tasks = internal::task_count(x.rows, row_cost, internal::parallel_threads(par), 4);

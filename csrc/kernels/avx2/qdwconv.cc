@@ -16,12 +16,20 @@ namespace {
 // vpmaddwd + vpaddd per accumulator.
 struct Avx2DwStrip {
   static constexpr size_t kStrip = 4;
+  struct Consts {
+    QRequant rq;
+    QRequantBounded rqb;  // x.h.bounded
+    explicit Consts(const QDwCtx& x)
+        : rq{_mm256_set1_ps(x.lo), _mm256_set1_ps(x.hi), _mm256_set1_epi32(x.zy), x.out_u8},
+          rqb{_mm256_set1_epi16(static_cast<int16_t>(x.zy)), _mm256_set1_epi8(static_cast<char>(x.qlo)),
+              _mm256_set1_epi8(static_cast<char>(x.qhi)), x.out_u8} {}
+  };
   // NP output pixels of tile t from the pair rows pr[ky] (already offset to the strip's first entry and the
   // tile), pixel step `step` bytes; KH, KP: kernel_h and kpairs when known at compile time, else 0.
   template <size_t NP, size_t KH, size_t KP>
-  __attribute__((always_inline)) static void run(const QDwCtx& x, const uint8_t* const* pr, size_t step,
-                                                 size_t pair_step, const uint8_t* tile, uint8_t* o,
-                                                 size_t nc) {
+  __attribute__((always_inline)) static void run(const QDwCtx& x, const Consts& k, const uint8_t* const* pr,
+                                                 size_t step, size_t pair_step, const uint8_t* tile,
+                                                 uint8_t* o, size_t nc) {
     const size_t kh = KH ? KH : x.p.kernel_h, kp = KP ? KP : x.kp;
     __m256i acc[2 * NP];
     const __m256i b0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(tile));
@@ -52,8 +60,8 @@ struct Avx2DwStrip {
     // Local copies: the byte stores below may alias anything reached through x, which would be reloaded.
     const size_t OC = x.OC;
     const bool bounded = x.h.bounded;
-    const QRequant rq = x.rq;
-    const QRequantBounded rqb = x.rqb;
+    const QRequant rq = k.rq;
+    const QRequantBounded rqb = k.rqb;
 #pragma GCC unroll 8
     for (size_t i = 0; i < NP; ++i, o += OC) {
       const __m128i v = bounded ? requant16_bounded(rqb, acc[2 * i], acc[2 * i + 1], scale, order)

@@ -67,7 +67,9 @@ struct MaddubsMul {
 struct Avx2Policy {
   static constexpr int kMR2 = 2, kMR1 = 4;
   static constexpr bool kWide = true;
-  static constexpr bool kPreflip = false;  // the xor per row group issues beside the multiplies
+  static constexpr bool kCopyRows =
+      false;  // qgemm_tiles.h's row copies: not measured on AVX2, which flips in the
+  // tile (its xor issues beside the multiplies)
   template <typename F>
   static void select(const qtiles::QCtx& x, const F& f) {
     if (x.small) {

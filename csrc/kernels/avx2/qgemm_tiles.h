@@ -362,6 +362,34 @@ __attribute__((always_inline)) inline const int8_t* residual_at(const QCtx& x, c
   return x.R + row * x.res->ldr + (static_cast<size_t>(c - x.C) - row * x.ldc);
 }
 
+// A tile's epilogue walk (tile_one's and the 512-bit tiles'), row pairs down each panel: pair(m, p, scale,
+// c_m, c_m+1, nc) requantizes rows m and m + 1 of panel p together where it can (x.pairs, no residual), else
+// one(m, p, panel p, its first column n0, row m0 + m, c_m, nc, the row's residual or null) stores each row.
+template <int MR, int NP, typename Pair, typename One>
+__attribute__((always_inline)) inline void store_tile(const QCtx& x, size_t m0, const uint8_t* panel,
+                                                      uint8_t* c, size_t nc, const Pair& pair,
+                                                      const One& one) {
+  const size_t n0 = x.rowq ? panel_column(x, panel) : 0;  // qd8_gemm only
+  const int8_t* rt = residual_at(x, c, m0);  // the tile's first residual row (null: none)
+#pragma GCC unroll 16
+  for (int m = 0; m < MR; m += 2) {
+#pragma GCC unroll 4
+    for (int p = 0; p < NP; ++p) {
+      const uint8_t* pp = panel + p * x.pb;
+      uint8_t* cm = c + m * x.ldc + p * x.cstep;
+      const size_t ncp = p == NP - 1 ? nc : kQNR;
+      const int8_t* rm = rt ? rt + m * x.res->ldr + p * kQNR : nullptr;
+      if (m + 1 < MR && x.pairs && !rt) {
+        pair(m, p, reinterpret_cast<const float*>(pp + kQNR * 4), cm, cm + x.ldc, ncp);
+        continue;
+      }
+      one(m, p, pp, n0 + p * kQNR, m0 + m, cm, ncp, rm);
+      if (m + 1 < MR)
+        one(m + 1, p, pp, n0 + p * kQNR, m0 + m + 1, cm + x.ldc, ncp, rm ? rm + x.res->ldr : nullptr);
+    }
+  }
+}
+
 // The k loop of a tile: for each tap, its rows into ar, then step(weight group, row group, tail) over the row
 // groups (a partial last one with tail set). kRange: only weight groups [gw0, gw1) of the flat order (tap t's
 // groups are t * tap_groups + 0 .. tap_groups - 1, the partial one last), for a K block; else all of them.
@@ -442,27 +470,17 @@ __attribute__((always_inline)) inline void tile_one(const QCtx& x, const Src& sr
       for (int j = 0; j < 2 * NP; ++j) out[m * 2 * NP + j] = acc[m][j];
     return;
   }
-  const size_t n0 = x.rowq ? panel_column(x, panel) : 0;  // qd8_gemm only
-  const int8_t* rt = residual_at(x, c, m0);  // the tile's first residual row (null: none)
-#pragma GCC unroll 8
-  for (int m = 0; m < MR; m += 2) {
-#pragma GCC unroll 4
-    for (int p = 0; p < NP; ++p) {
-      const uint8_t* pp = panel + p * x.pb;
-      uint8_t* cm = c + m * x.ldc + p * x.cstep;
-      const size_t ncp = p == NP - 1 ? nc : kQNR;
-      const int8_t* rm = rt ? rt + m * x.res->ldr + p * kQNR : nullptr;
-      if (m + 1 < MR && x.pairs && !rt) {
-        store2x16(x, acc[m][2 * p], acc[m][2 * p + 1], acc[m + 1][2 * p], acc[m + 1][2 * p + 1],
-                  reinterpret_cast<const float*>(pp + kQNR * 4), cm, cm + x.ldc, ncp);
-        continue;
-      }
-      store_out(x, acc[m][2 * p], acc[m][2 * p + 1], pp, n0 + p * kQNR, m0 + m, cm, ncp, rm);
-      if (m + 1 < MR)
-        store_out(x, acc[m + 1][2 * p], acc[m + 1][2 * p + 1], pp, n0 + p * kQNR, m0 + m + 1, cm + x.ldc, ncp,
-                  rm ? rm + x.res->ldr : nullptr);
-    }
-  }
+  store_tile<MR, NP>(
+      x, m0, panel, c, nc,
+      [&](int m, int p, const float* scale, uint8_t* c0, uint8_t* c1, size_t n)
+          __attribute__((always_inline)) {
+            store2x16(x, acc[m][2 * p], acc[m][2 * p + 1], acc[m + 1][2 * p], acc[m + 1][2 * p + 1], scale,
+                      c0, c1, n);
+          },
+      [&](int m, int p, const uint8_t* pp, size_t n0, size_t row, uint8_t* cm, size_t n, const int8_t* r)
+          __attribute__((always_inline)) {
+            store_out(x, acc[m][2 * p], acc[m][2 * p + 1], pp, n0, row, cm, n, r);
+          });
 }
 
 // tile_one, or the Mul's own tile where it has one (Mul::kZmm: the AVX512-VNNI table's 512-bit tiles,
@@ -482,11 +500,11 @@ __attribute__((always_inline)) inline void tile_any(const QCtx& x, const Src& sr
 // stack frame and the loop set-up are paid once per column strip, not per tile (at K = 16..32, MobileNetV2's
 // first 1x1 convs, a tile's k loop is only 4..8 row groups).
 // Long K (a strip of more than 1.5 x kQBlockBytes of weights, kQBlockBytesZmm on the 512-bit tiles, e.g.
-// ResNet-50 3x3x512 convs: 2 x 73 KB) runs in K blocks of at most that many bytes of weights: per group of
-// up to kQBlockTiles tiles, every tile sums one block, its int32 sums parked in `part` between blocks, so each
-// block is read from L2 once per tile group and then from L1 (full K per tile reads the whole strip from L2 for every tile, which ran at 80-98 GOP/s
-// instead of 110-120 at times on this shared machine). Same sums in the same order, so the same bits; a lone
-// tile has nothing to share and runs full K.
+// ResNet-50 3x3x512 convs: 2 x 73 KB) runs in K blocks of at most that many bytes of weights: per group of up
+// to kQBlockTiles tiles, every tile sums one block, its int32 sums parked in `part` between blocks, so each
+// block is read from L2 once per tile group and then from L1 (full K per tile reads the whole strip from L2
+// for every tile, which ran at 80-98 GOP/s instead of 110-120 at times on this shared machine). Same sums in
+// the same order, so the same bits; a lone tile has nothing to share and runs full K.
 template <int MR, int NP, bool kFlip, typename Mul, typename Src>
 void tile_strip(const QCtx& x, const Src& src, size_t m0, size_t tiles, const uint8_t* panel, uint8_t* c,
                 size_t nc) {
@@ -644,10 +662,7 @@ inline const uint8_t* rebase(const uint8_t* p, size_t off) {
   return reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(p) - off);
 }
 
-// dst[0, n) = the byte z.
-inline void fill_bytes(uint8_t* dst, uint8_t z, size_t n) { std::memset(dst, z, n); }
-
-// run_block_src for s8 activations of a GEMM on a P::kPreflip table (the 512-bit tiles, where an xor per
+// run_block_src for s8 activations of a GEMM on a P::kCopyRows table (the 512-bit tiles, where an xor per
 // broadcast row group takes a third of the vpdpbusd issue slots): rows [m0, m1) are flipped to u8 once, into
 // this thread's scratch, and the tiles run unflipped on that copy. The same bytes in the same order, so the
 // same sums.
@@ -656,12 +671,12 @@ void run_block_flipped(const QCtx& x0, size_t m0, size_t m1, size_t p0, size_t p
   QCtx x = x0;
   x.flip = false;
   const size_t K = x0.K;
-  uint8_t* buf = static_cast<uint8_t*>(internal::scratch(internal::Scratch::kQFlipA, (m1 - m0) * K + 64));
+  uint8_t* buf = static_cast<uint8_t*>(internal::scratch(internal::Scratch::kQRows, (m1 - m0) * K + 64));
   for (size_t m = m0; m < m1; ++m) flip_bytes(x0.A + m * x0.lda, buf + (m - m0) * K, K);
   run_block_src<P>(x, GemmRows{rebase(buf, m0 * K), K}, m0, m1, p0, p1);
 }
 
-// run_block_src for a convolution (groups 1) on a P::kPreflip table: the input rows that the output pixels
+// run_block_src for a convolution (groups 1) on a P::kCopyRows table: the input rows that the output pixels
 // [m0, m1) read, copied into this thread's scratch with the padding written out as the input zero point (and
 // s8 activations flipped to u8 on the way, as run_block_flipped), then PaddedRows over the copy. A filter row
 // whose taps are contiguous in the copy (dilation_w 1, and C a multiple of 4 or the packing's merged rows:
@@ -687,23 +702,23 @@ bool run_block_padded(const QCtx& x0, size_t m0, size_t m1, size_t p0, size_t p1
   const size_t last =
       (m1 - 1) / plane * Hp + (m1 - 1) % plane / g.OW * p.stride_h + (kh - 1) * p.dilation_h + 1;
   uint8_t* buf =
-      static_cast<uint8_t*>(internal::scratch(internal::Scratch::kQFlipA, (last - first) * row + 64));
+      static_cast<uint8_t*>(internal::scratch(internal::Scratch::kQRows, (last - first) * row + 64));
   const uint8_t z = static_cast<uint8_t>(g.zero_row[0] ^ (x0.flip ? 0x80 : 0));
   for (size_t q = first; q < last; ++q) {
     uint8_t* dst = buf + (q - first) * row;
     const size_t n = q / Hp, iy = q % Hp - p.pad_top;  // unsigned: wraps past H in the top padding
     if (iy >= g.H) {
-      fill_bytes(dst, z, row);
+      std::memset(dst, z, row);
       continue;
     }
     const uint8_t* src = x0.A + (n * g.H + iy) * g.W * C;
-    fill_bytes(dst, z, p.pad_left * C);
+    std::memset(dst, z, p.pad_left * C);
     if (x0.flip) {
       flip_bytes(src, dst + p.pad_left * C, g.W * C);
     } else {
       std::memcpy(dst + p.pad_left * C, src, g.W * C);
     }
-    fill_bytes(dst + (p.pad_left + g.W) * C, z, p.pad_right * C);
+    std::memset(dst + (p.pad_left + g.W) * C, z, p.pad_right * C);
   }
   size_t tap_off[64];
   for (size_t t = 0; t < taps; ++t) {
@@ -738,7 +753,7 @@ void qgemm_task(const void* vctx, size_t task) {
     const size_t p0 = min_sz(x.panels, tiles * ngi / x.n_groups * x.pstep);
     const size_t p1 = min_sz(x.panels, tiles * (ngi + 1) / x.n_groups * x.pstep);
     if (m1 <= m0 || p1 <= p0) continue;
-    if constexpr (P::kPreflip) {
+    if constexpr (P::kCopyRows) {
       if (x.conv && x.conv->p.groups == 1 && run_block_padded<P>(x, m0, m1, p0, p1)) continue;
       if (!x.conv && x.flip) {
         run_block_flipped<P>(x, m0, m1, p0, p1);

@@ -17,11 +17,21 @@ namespace {
 
 struct ZmmDwStrip {
   static constexpr size_t kStrip = 8;  // 8 accumulators
+  struct Consts {
+    __m512 lo, hi;
+    __m512i zy, qlo, qhi;
+    explicit Consts(const avx2::QDwCtx& x)
+        : lo(_mm512_set1_ps(x.lo)),
+          hi(_mm512_set1_ps(x.hi)),
+          zy(_mm512_set1_epi32(x.zy)),
+          qlo(_mm512_set1_epi32(x.qlo)),
+          qhi(_mm512_set1_epi32(x.qhi)) {}
+  };
 
   template <size_t NP, size_t KH, size_t KP>
-  __attribute__((always_inline)) static void run(const avx2::QDwCtx& x, const uint8_t* const* pr, size_t step,
-                                                 size_t pair_step, const uint8_t* tile, uint8_t* o,
-                                                 size_t nc) {
+  __attribute__((always_inline)) static void run(const avx2::QDwCtx& x, const Consts& k,
+                                                 const uint8_t* const* pr, size_t step, size_t pair_step,
+                                                 const uint8_t* tile, uint8_t* o, size_t nc) {
     const size_t kh = KH ? KH : x.p.kernel_h, kp = KP ? KP : x.kp;
     __m512i acc[NP];
     const __m512i b = _mm512_loadu_si512(tile);
@@ -42,10 +52,9 @@ struct ZmmDwStrip {
     const __m512 scale = _mm512_loadu_ps(tile + kQDwTile * 4);
     const size_t OC = x.OC;  // local: the byte stores below may alias anything reached through x
     const bool bounded = x.h.bounded;
-    const __m512 lo = _mm512_set1_ps(x.lo), hi = _mm512_set1_ps(x.hi);
-    const __m512i zy = _mm512_set1_epi32(x.zy), qlo = _mm512_set1_epi32(x.qlo),
-                  qhi = _mm512_set1_epi32(x.qhi);
-    const __mmask16 k = static_cast<__mmask16>((1u << nc) - 1);
+    const __m512 lo = k.lo, hi = k.hi;  // local: see OC
+    const __m512i zy = k.zy, qlo = k.qlo, qhi = k.qhi;
+    const __mmask16 mask = static_cast<__mmask16>((1u << nc) - 1);
 #pragma GCC unroll 8
     for (size_t i = 0; i < NP; ++i, o += OC) {
       __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(acc[i]), scale);
@@ -57,7 +66,7 @@ struct ZmmDwStrip {
         v = _mm512_add_epi32(_mm512_cvtps_epi32(f), zy);
       }
       const __m128i bytes = _mm_shuffle_epi32(_mm512_cvtepi32_epi8(v), _MM_SHUFFLE(3, 1, 2, 0));
-      _mm_mask_storeu_epi8(o, k, bytes);
+      _mm_mask_storeu_epi8(o, mask, bytes);
     }
   }
 };

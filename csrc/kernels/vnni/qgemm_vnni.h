@@ -11,8 +11,8 @@
 //   avxvnni.cc     -mavxvnni: _mm256_dpbusd_avx_epi32 (VEX; Alder Lake+ clients, Zen 5)
 //   emu.cc         AVX2 flags, testing builds only: an exact AVX2 emulation, so every line of these kernels
 //                  but the instruction itself runs (and is tested) on CPUs without VNNI.
-// zmm on AVX512-VNNI: one vpdpbusd per 16-column panel, twice the int8 rate of ymm on this machine's Xeon
-// (bench kernels, 1 thread: int8 GEMM 384^3 366 -> 666 GOP/s, 98 % of the ymm peak -> 89 % of the zmm one).
+// zmm on AVX512-VNNI: one vpdpbusd per 16-column panel, twice the int8 rate of ymm on an Emerald Rapids Xeon
+// (bench kernels, 1 thread: int8 GEMM 384^3 366 -> 713 GOP/s, 98 % of the ymm peak -> 99 % of the zmm one).
 //
 // ODR: everything here and in qgemm_tiles.h is in an anonymous namespace (each TU gets its own copy; the EVEX
 // TU's code can never stand in for another's); the TUs export only their table function (internal.h).
@@ -48,7 +48,7 @@ template <int MR2, int MR1, typename Mul>
 struct DotPolicy {
   static constexpr int kMR2 = MR2, kMR1 = MR1;
   static constexpr bool kWide = false;
-  static constexpr bool kPreflip = Mul::kZmm;  // qgemm_tiles.h's run_block_flipped
+  static constexpr bool kCopyRows = Mul::kZmm;  // qgemm_tiles.h's run_block_flipped / run_block_padded
   template <typename F>
   static void select(const qtiles::QCtx& x, const F& f) {
     if (x.flip) {
@@ -65,14 +65,10 @@ struct DotPolicy {
 // rows, qgemm_layout.h, on qgemm_tiles.h's padded copy) after the planner's NHWC transpose: ResNet-50's
 // 7x7x3->64 s2 stem on an Emerald Rapids Xeon 2.56 -> 0.64 ms (onnxruntime 1.31), MobileNetV2's 3x3x3->32 s2
 // 0.28 -> 0.16 (bench kernels, 1 thread).
+// (Also the table's qconv2d_reads_nchw.)
 template <typename P>
 bool stem_on_fp32(const ConvParams& p) {
-  return !P::kPreflip && avx2::qconv2d_fp32acc_applies(p);
-}
-
-template <typename P>
-bool qconv2d_reads_nchw_dot(const ConvParams& p) {
-  return stem_on_fp32<P>(p);
+  return !P::kCopyRows && avx2::qconv2d_fp32acc_applies(p);
 }
 
 template <typename P>
@@ -105,7 +101,7 @@ KernelTable make_table(const char* name) {
   t.qgemm = qtiles::qgemm_run<P>;
   t.qconv2d_pack = qconv2d_pack_dot;
   t.qconv2d = qconv2d_dot<P>;
-  t.qconv2d_reads_nchw = qconv2d_reads_nchw_dot<P>;
+  t.qconv2d_reads_nchw = stem_on_fp32<P>;
   t.qgemm_residual = qtiles::qgemm_residual_run<P>;
   t.qconv2d_residual = qconv2d_residual_dot<P>;
   t.qd8_gemm_pack = qd8_gemm_pack_dot;

@@ -4,10 +4,11 @@
 // ones do. On Intel servers (two 512-bit FMA ports) that doubles the int8 rate: 12 independent ymm vpdpbusd
 // chains sampled 373 GOP/s on one core of this machine's Xeon (Emerald Rapids), zmm ones twice that.
 //
-// Per row group: one 4-byte broadcast per row (+ one vpxord when the activations are s8, QCtx::flip: a' = a ^
-// 0x80, the shift qgemm_layout.h folds into the bias), one 64-byte load per panel, MR x NP vpdpbusd. The sums
-// are the ymm tiles' sums in the same order per lane, so every table gives the same bits; the epilogue is
-// qgemm_tiles.h's (store2x16 / store_out on the two 256-bit halves of each accumulator).
+// Per row group: one 4-byte broadcast per row, one 64-byte load per panel, MR x NP vpdpbusd. s8 activations
+// (QCtx::flip: a' = a ^ 0x80, the shift qgemm_layout.h folds into the bias) arrive flipped already, in
+// qgemm_tiles.h's copy of the rows a unit reads (P::kCopyRows); only grouped convolutions flip in the tile, one
+// vpxord per broadcast. The sums are the ymm tiles' sums in the same order per lane, so every table gives the
+// same bits. The epilogue walk is qgemm_tiles.h's store_tile, on the zmm epilogues below.
 #pragma once
 
 #include <immintrin.h>
@@ -153,42 +154,27 @@ struct ZmmDotMul {
         for (int p = 0; p < NP; ++p) _mm512_storeu_si512(out + (m * NP + p) * 2, acc[m][p]);
       return;
     }
-    const size_t n0 = x.rowq ? qtiles::panel_column(x, panel) : 0;  // qd8_gemm only
-    const int8_t* rt = qtiles::residual_at(x, c, m0);
-    if (rt) {
+    // Rows in pairs (store2x16_zmm) or, for qd8_gemm's fp32 out and a lone last row, through qgemm_tiles.h's
+    // store_out on the accumulator's two halves; rows with a residual on ResidualZmm.
+    const auto pair =
+        [&](int m, int p, const float* scale, uint8_t* c0, uint8_t* c1, size_t n)
+            __attribute__((always_inline)) { store2x16_zmm(x, acc[m][p], acc[m + 1][p], scale, c0, c1, n); };
+    if (x.res) {
       const ResidualZmm rz(x);
-#pragma GCC unroll 16
-      for (int m = 0; m < MR; ++m)
-#pragma GCC unroll 4
-        for (int p = 0; p < NP; ++p) {
-          rz.store(acc[m][p], reinterpret_cast<const float*>(panel + p * x.pb + kQNR * 4),
-                   c + m * x.ldc + p * x.cstep, p == NP - 1 ? nc : kQNR, rt + m * x.res->ldr + p * kQNR);
-        }
-      return;
+      return qtiles::store_tile<MR, NP>(
+          x, m0, panel, c, nc, pair,
+          [&](int m, int p, const uint8_t* pp, size_t, size_t, uint8_t* cm, size_t n, const int8_t* r)
+              __attribute__((always_inline)) {
+                rz.store(acc[m][p], reinterpret_cast<const float*>(pp + kQNR * 4), cm, n, r);
+              });
     }
-#pragma GCC unroll 16
-    for (int m = 0; m < MR; m += 2) {
-#pragma GCC unroll 4
-      for (int p = 0; p < NP; ++p) {
-        const uint8_t* pp = panel + p * x.pb;
-        uint8_t* cm = c + m * x.ldc + p * x.cstep;
-        const size_t ncp = p == NP - 1 ? nc : kQNR;
-        if (m + 1 < MR && x.pairs) {
-          store2x16_zmm(x, acc[m][p], acc[m + 1][p], reinterpret_cast<const float*>(pp + kQNR * 4), cm,
-                        cm + x.ldc, ncp);
-          continue;
-        }
-        const auto half = [](__m512i v, int i) {
-          return i ? _mm512_extracti64x4_epi64(v, 1) : _mm512_castsi512_si256(v);
-        };
-        qtiles::store_out(x, half(acc[m][p], 0), half(acc[m][p], 1), pp, n0 + p * kQNR, m0 + m, cm, ncp,
-                          nullptr);
-        if (m + 1 < MR) {
-          qtiles::store_out(x, half(acc[m + 1][p], 0), half(acc[m + 1][p], 1), pp, n0 + p * kQNR, m0 + m + 1,
-                            cm + x.ldc, ncp, nullptr);
-        }
-      }
-    }
+    qtiles::store_tile<MR, NP>(
+        x, m0, panel, c, nc, pair,
+        [&](int m, int p, const uint8_t* pp, size_t n0, size_t row, uint8_t* cm, size_t n, const int8_t*)
+            __attribute__((always_inline)) {
+              qtiles::store_out(x, _mm512_castsi512_si256(acc[m][p]), _mm512_extracti64x4_epi64(acc[m][p], 1),
+                                pp, n0, row, cm, n, nullptr);
+            });
   }
 };
 
