@@ -234,3 +234,53 @@ class numpy_threads:  # noqa: N801 - used as a context manager like threadpoolct
 
     def __exit__(self, *exc: object) -> None:
         self._ctl.restore_original_limits()
+
+
+def alternating_blocks(calls: dict[str, Callable[[], float]], rounds: int) -> dict[str, list[float]]:
+    """Each call returns one block's figure; blocks alternate, order flipped each round (so neighbours in
+    `calls` are neighbours in time in every round), a pause before each. The figures per key, by round."""
+    per: dict[str, list[float]] = {k: [] for k in calls}
+    keys = list(calls)
+    for r in range(rounds):
+        for k in keys if r % 2 == 0 else keys[::-1]:
+            time.sleep(RUNTIME_PAUSE_S)
+            per[k].append(calls[k]())
+    return per
+
+
+def paired_ratio(a: list[float], b: list[float]) -> float:
+    """The median over rounds of a[r] / b[r]: two neighbouring blocks share the host's phase, which a ratio of
+    two medians taken over the whole run does not."""
+    return statistics.median(x / y for x, y in zip(a, b, strict=True))
+
+
+def timed_call(fn: Callable[[], Any], before: Callable[[], Any] | None) -> float:
+    """Seconds one call of fn takes, `before` (untimed) ahead of it."""
+    if before is not None:
+        before()
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def interleaved_ratio(
+    a: Callable[[], Any], b: Callable[[], Any], pairs: int, before: Callable[[], Any] | None = None
+) -> float:
+    """The median over `pairs` pairs of runs of time(a) / time(b): the two runs of a pair back to back, which
+    goes first alternating, `before` (untimed) ahead of each run."""
+    ratios = []
+    for i in range(pairs):
+        if i % 2 == 0:
+            ta = timed_call(a, before)
+            tb = timed_call(b, before)
+        else:
+            tb = timed_call(b, before)
+            ta = timed_call(a, before)
+        ratios.append(ta / tb)
+    return statistics.median(ratios)
+
+
+def block_ms(fn: Callable[[], Any], repeat: int, before: Callable[[], Any] | None = None) -> float:
+    """The median ms of `repeat` calls of fn, after one untimed call (to warm and wake it)."""
+    fn()
+    return statistics.median(timed_call(fn, before) for _ in range(repeat)) * 1e3

@@ -39,7 +39,17 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import RUNTIME_PAUSE_S, onnxruntime_or_none, ort_session, positive_int, result_path
+from bench.common import (
+    RUNTIME_PAUSE_S,
+    alternating_blocks,
+    block_ms,
+    interleaved_ratio,
+    onnxruntime_or_none,
+    ort_session,
+    paired_ratio,
+    positive_int,
+    result_path,
+)
 from bench.models import MODELS, Builder, webxnn_compile
 
 IDLE_S = 0.02
@@ -103,58 +113,8 @@ def _alone_share(prog: Any) -> float:
     return m["alone_runs"] / runs if runs else 0.0
 
 
-def alternating_blocks(calls: dict[str, Callable[[], float]], rounds: int) -> dict[str, list[float]]:
-    """Each call returns one block's figure; blocks alternate, order flipped each round (so neighbours in
-    `calls` are neighbours in time in every round), a pause before each. The figures per key, by round."""
-    per: dict[str, list[float]] = {k: [] for k in calls}
-    keys = list(calls)
-    for r in range(rounds):
-        for k in keys if r % 2 == 0 else keys[::-1]:
-            time.sleep(RUNTIME_PAUSE_S)
-            per[k].append(calls[k]())
-    return per
-
-
 def _medians(per: dict[str, list[float]]) -> dict[str, float]:
     return {k: statistics.median(v) for k, v in per.items()}
-
-
-def paired_ratio(a: list[float], b: list[float]) -> float:
-    """The median over rounds of a[r] / b[r]: two neighbouring blocks share the host's phase, which a ratio of
-    two medians taken over the whole run does not."""
-    return statistics.median(x / y for x, y in zip(a, b, strict=True))
-
-
-def _timed(fn: Callable[[], Any], before: Callable[[], Any] | None) -> float:
-    """Seconds one call of fn takes, `before` (untimed) ahead of it."""
-    if before is not None:
-        before()
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
-
-
-def interleaved_ratio(
-    a: Callable[[], Any], b: Callable[[], Any], pairs: int, before: Callable[[], Any] | None = None
-) -> float:
-    """The median over `pairs` pairs of runs of time(a) / time(b): the two runs of a pair back to back, which
-    goes first alternating, `before` (untimed) ahead of each run."""
-    ratios = []
-    for i in range(pairs):
-        if i % 2 == 0:
-            ta = _timed(a, before)
-            tb = _timed(b, before)
-        else:
-            tb = _timed(b, before)
-            ta = _timed(a, before)
-        ratios.append(ta / tb)
-    return statistics.median(ratios)
-
-
-def _block(fn: Callable[[], Any], repeat: int, before: Callable[[], Any] | None = None) -> float:
-    """The median ms of `repeat` calls of fn, after one untimed call (to warm and wake it)."""
-    fn()
-    return statistics.median(_timed(fn, before) for _ in range(repeat)) * 1e3
 
 
 def case_loaded(names: list[str], repeat: int, rounds: int) -> list[dict[str, Any]]:
@@ -164,8 +124,8 @@ def case_loaded(names: list[str], repeat: int, rounds: int) -> list[dict[str, An
         calls, programs = _runners(name, ort)
         with busy_core():
             for fn in calls.values():  # warm up under the load
-                _block(fn, 2)
-            per = alternating_blocks({k: (lambda f=f: _block(f, repeat)) for k, f in calls.items()}, rounds)
+                block_ms(fn, 2)
+            per = alternating_blocks({k: (lambda f=f: block_ms(f, repeat)) for k, f in calls.items()}, rounds)
             time.sleep(RUNTIME_PAUSE_S)  # the last block may have been onnxruntime's
             ratio = interleaved_ratio(calls["webxnn 2"], calls["webxnn 1"], repeat * rounds)
         out.append(
@@ -189,12 +149,12 @@ def case_idle(names: list[str], repeat: int, rounds: int) -> list[dict[str, Any]
         if ort:
             befores["after ort"] = calls["ort 2"]
         blocks: dict[str, Callable[[], float]] = {
-            f"{k} idle": (lambda f=f, b=befores["idle"]: _block(f, repeat, b)) for k, f in calls.items()
+            f"{k} idle": (lambda f=f, b=befores["idle"]: block_ms(f, repeat, b)) for k, f in calls.items()
         }
         if ort:
             for t in (1, 2):
                 f = calls[f"webxnn {t}"]
-                blocks[f"webxnn {t} after ort"] = lambda f=f, b=befores["after ort"]: _block(f, repeat, b)
+                blocks[f"webxnn {t} after ort"] = lambda f=f, b=befores["after ort"]: block_ms(f, repeat, b)
         with busy_core():
             per = alternating_blocks(blocks, rounds)
             entry: dict[str, Any] = {"model": name, **_medians(per), "blocks": per}

@@ -10,7 +10,8 @@ the convolution biases as an exporter would), and the same ONNX bytes go to onnx
 (`webxnn.from_onnx` -> `webxnn.compile` -> `webxnn.load`). The two runtimes are timed in alternating rounds
 (`repeat` calls each) and each reports the median of its best round, so a burst of load from other processes
 does not land on one of them only. Reported: median latency per thread count, the
-webxnn/ORT ratio, the 1->2 thread speed-up and the load time (verify + pack). A model that fails to import or
+webxnn/ORT ratio, the 1->2 thread speed-up (for webxnn also from 1- and 2-thread blocks back to back, see
+paired_speedup) and the load time (verify + pack). A model that fails to import or
 compile is reported with the ops it is missing, and the others still run.
 """
 
@@ -29,12 +30,15 @@ from typing import Any
 import numpy as np
 
 from bench.common import (
+    alternating_blocks,
     best_of_rounds,
+    block_ms,
     contention_warning,
     copy_bandwidth,
     fma_peaks,
     onnxruntime_or_none,
     ort_session,
+    paired_ratio,
     positive_int,
     progress,
     result_path,
@@ -356,6 +360,7 @@ def run(
         except Exception as e:  # noqa: BLE001 - reported, the other models still run
             entry["error"] = _missing_ops(model, e)
         ref = None
+        programs: dict[int, Any] = {}
         # int8 models: also against what the Q/DQ graph means (onnxruntime unoptimized: fp32 between the Q/DQ
         # nodes, no int8 kernel); onnxruntime's AVX2 int8 kernel lets vpmaddubsw saturate, webxnn's is exact.
         qdq_ref = None
@@ -381,6 +386,7 @@ def run(
                         run_["diff_pct_vs_qdq_fp32"] = _pct_of_range(y, qdq_ref)
                         run_["ort_diff_pct_vs_qdq_fp32"] = _pct_of_range(ref, qdq_ref)
                     calls["webxnn_ms"] = lambda p=prog, f=feeds: p.run(f)
+                    programs[t] = prog
                     run_["kernels"] = prog.kernels
                 except Exception as e:  # noqa: BLE001
                     entry["error"] = f"{type(e).__name__}: {e}"
@@ -395,6 +401,10 @@ def run(
             for key in ("webxnn_ms", "ort_ms"):
                 if by_t[1].get(key) and by_t[2].get(key):
                     entry[f"{key.split('_')[0]}_speedup_2t"] = by_t[1][key] / by_t[2][key]
+        if 1 in programs and 2 in programs:
+            entry["webxnn_speedup_2t_paired"] = paired_speedup(
+                programs[1], programs[2], feeds, repeat, rounds
+            )
         results.append(entry)
     return {
         "cpu": webxnn.cpu_info(),
@@ -403,6 +413,18 @@ def run(
         "copy_gbs": copies,
         "warning": contention_warning(peaks, copies),
     }
+
+
+def paired_speedup(one: Any, two: Any, feeds: dict[str, np.ndarray], repeat: int, rounds: int) -> float:
+    """webxnn's 2-thread speed-up from blocks of the two Programs back to back: the median over 2 x `rounds`
+    rounds of (1-thread block median) / (2-thread block median). The columns' figures come from blocks minutes
+    apart, in which a shared host's second vCPU may be free for one and taken for the other; two neighbouring
+    blocks share its state. (onnxruntime gets no such figure: its 2-thread workers spin on after a run, into
+    the 1-thread block that follows.)"""
+    per = alternating_blocks(
+        {t: (lambda p=p: block_ms(lambda: p.run(feeds), repeat)) for t, p in ((1, one), (2, two))}, 2 * rounds
+    )
+    return paired_ratio(per[1], per[2])
 
 
 def _pct_of_range(y: np.ndarray, ref: np.ndarray) -> float:
@@ -429,7 +451,9 @@ def markdown(result: dict[str, Any]) -> str:
             if r.get("diff_pct_vs_qdq_fp32") is not None:
                 qdq = f"{r['diff_pct_vs_qdq_fp32']:.2f} / {_f(r.get('ort_diff_pct_vs_qdq_fp32'), '.2f')} %"
             if r["threads"] == 2:
+                paired = e.get("webxnn_speedup_2t_paired")
                 su = f"{_f(e.get('webxnn_speedup_2t'), '.2f')} / {_f(e.get('ort_speedup_2t'), '.2f')}"
+                su += f" (webxnn paired {paired:.2f})" if paired else ""
             lines.append(
                 f"| {e['model']} | {r['threads']} | {_f(r.get('webxnn_ms'), '.2f')} | "
                 f"{_f(r.get('ort_ms'), '.2f')} | {_f(r.get('ratio'), '.2f')} "

@@ -6,10 +6,13 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 
-import bench.contended
+import bench.common
 import pytest
 from bench.__main__ import main
-from bench.contended import alternating_blocks, interleaved_ratio, markdown, paired_ratio
+from bench.common import alternating_blocks, interleaved_ratio, paired_ratio
+from bench.contended import markdown
+from bench.models import markdown as models_markdown
+from bench.models import paired_speedup
 
 
 def test_help_after_a_suite_shows_the_suites_options(capsys: pytest.CaptureFixture[str]) -> None:
@@ -70,7 +73,7 @@ def test_a_ratio_is_paired_by_round_not_taken_between_medians() -> None:
 
 
 def test_blocks_alternate_with_neighbours_kept_together(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bench.contended, "RUNTIME_PAUSE_S", 0.0)
+    monkeypatch.setattr(bench.common, "RUNTIME_PAUSE_S", 0.0)
     order: list[str] = []
 
     def call(key: str) -> Callable[[], float]:
@@ -83,7 +86,7 @@ def test_blocks_alternate_with_neighbours_kept_together(monkeypatch: pytest.Monk
 
 def test_interleaved_pairs_alternate_which_goes_first(monkeypatch: pytest.MonkeyPatch) -> None:
     now = [0.0]  # a fake clock that only the runs advance
-    monkeypatch.setattr(bench.contended.time, "perf_counter", lambda: now[0])
+    monkeypatch.setattr(bench.common.time, "perf_counter", lambda: now[0])
     order: list[str] = []
 
     def run(key: str, costs: list[float]) -> Callable[[], None]:
@@ -98,3 +101,28 @@ def test_interleaved_pairs_alternate_which_goes_first(monkeypatch: pytest.Monkey
     ratio = interleaved_ratio(a, b, pairs=3, before=lambda: befores.append(len(order)))
     assert order == ["a", "b", "b", "a", "a", "b"] and befores == [0, 1, 2, 3, 4, 5]
     assert ratio == 3.0
+
+
+def test_the_models_speedup_is_also_paired_by_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A 1-thread Program at 8 ms, a 2-thread one at 4 ms, except one block at 9 ms while the host was busy:
+    # the median of the rounds' ratios stays 2.0.
+    monkeypatch.setattr(bench.common, "RUNTIME_PAUSE_S", 0.0)
+    blocks = {1: [8.0] * 6, 2: [4.0, 4.0, 9.0, 4.0, 4.0, 4.0]}
+    monkeypatch.setattr("bench.models.block_ms", lambda fn, repeat: fn())
+
+    class Fake:
+        def __init__(self, t: int) -> None:
+            self.t = t
+
+        def run(self, feeds: object) -> float:
+            return blocks[self.t].pop(0)
+
+    assert paired_speedup(Fake(1), Fake(2), {}, repeat=3, rounds=3) == pytest.approx(2.0)
+    entry = {
+        "model": "m",
+        "webxnn_speedup_2t": 1.9,
+        "ort_speedup_2t": 1.7,
+        "webxnn_speedup_2t_paired": 2.0,
+        "runs": [{"threads": 1, "webxnn_ms": 8.0}, {"threads": 2, "webxnn_ms": 4.2}],
+    }
+    assert "| 1.90 / 1.70 (webxnn paired 2.00) |" in models_markdown({"models": [entry]})

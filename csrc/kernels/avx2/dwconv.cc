@@ -66,9 +66,10 @@ struct DwCtx {
   // skipping the left padding column (when there is one) and the last one the right
   bool edge_strips;
   bool clamp;  // false for {-inf, +inf}
-  // pairable(p), edge_strips and balanced threads: pairs of output rows whose input rows are all inside run
-  // as one pass (pair_strips).
+  // pairable(p) and edge_strips: pairs of output rows whose input rows are all inside run as one pass
+  // (pair_strips), where a task's rows hold both.
   bool pair_rows;
+  size_t unit;  // rows per unit of work: 2 (tasks never split a pair) unless that unbalances the threads
   // The rows of the per-thread ring of expanded input rows (0: the kernel reads `in` directly), filled by one of:
   //  * depth multiplier > 1: per 8 output channels [first input channel, input lanes, 8 lane indices];
   //  * a fused pointwise conv (conv1x1_dwconv2d): its packed filter, clamp; `in` is its input (Cin channels).
@@ -334,8 +335,8 @@ template <size_t KWC>
 void dw_task(const void* vctx, size_t task) {
   const DwCtx& x = *static_cast<const DwCtx*>(vctx);
   const ConvParams& p = *x.p;
-  // Rows [r0, r1); with pair_rows whole pairs of rows (units of 2), so tasks do not split a pair.
-  const size_t unit = x.pair_rows ? 2 : 1, units = div_up(x.rows, unit);
+  // Rows [r0, r1): whole units (see DwCtx::unit).
+  const size_t unit = x.unit, units = div_up(x.rows, unit);
   const size_t r0 = min_sz(x.rows, unit * (units * task / x.tasks));
   const size_t r1 = min_sz(x.rows, unit * (units * (task + 1) / x.tasks));
   const __m256 vmin = _mm256_set1_ps(x.vmin), vmax = _mm256_set1_ps(x.vmax);
@@ -792,11 +793,12 @@ void run_dw(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, 
                   x.ox_hi + 1 >= OW && (x.ox_hi == OW || (OW - 1) * p.stride_w + 2 == W + p.pad_left);
   x.pair_rows = pairable(p) && x.edge_strips;
   const size_t threads = internal::parallel_threads(par);
-  // Row pairs are the units of work then: kept only if no thread gets more rows than with single rows. 14
-  // rows on 2 threads as 7 pairs split 4 : 3, and the 14x14 steps of MobileNetV2 ran 12 -> 14 us.
-  if (x.pair_rows && 2 * div_up(div_up(x.rows, 2), threads) > div_up(x.rows, threads) + x.rows % 2) {
-    x.pair_rows = false;
-  }
+  // Row pairs are the units of work then, unless a thread would get more rows than with single rows: 14 rows
+  // on 2 threads as 7 pairs split 4 : 3, and the 14x14 steps of MobileNetV2 ran 12 -> 14 us. With single rows
+  // as units, a task's rows still run in pairs where it has two.
+  x.unit = x.pair_rows ? 2 : 1;
+  if (x.pair_rows && 2 * div_up(div_up(x.rows, 2), threads) > div_up(x.rows, threads) + x.rows % 2)
+    x.unit = 1;
   x.call = internal::unique_call_id();
   // A few tasks per thread, so the pool can even out threads that run at different speeds. With a fused
   // pointwise conv that costs no recomputation unless a thread takes another's task: its ring then lacks the
@@ -806,8 +808,7 @@ void run_dw(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, 
   const double row_cost =
       static_cast<double>(OW) * x.C *
       ((pw ? x.Cin + 9.0 : double(p.kernel_h) * p.kernel_w) + (project ? project->channels : 0));
-  const size_t unit = x.pair_rows ? 2 : 1;  // rows per unit of work (see dw_task)
-  x.tasks = internal::task_count(div_up(x.rows, unit), row_cost * unit, threads, 4);
+  x.tasks = internal::task_count(div_up(x.rows, x.unit), row_cost * x.unit, threads, 4);
   const internal::TaskFn fn = p.kernel_w == 3 ? dw_task<3> : p.kernel_w == 5 ? dw_task<5> : dw_task<0>;
   internal::parallel_run(par, x.tasks, fn, &x);
   internal::aligned_free(plan);
