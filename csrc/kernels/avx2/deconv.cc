@@ -21,7 +21,7 @@
 #include "kernels/scalar/scalar.h"
 
 namespace webxnn {
-namespace avx2 {
+namespace WEBXNN_AVX2_NS {
 namespace {
 
 // Shapes the scalar kernel keeps, decided the same way by packing and running (the two layouts differ):
@@ -193,5 +193,5 @@ void deconv2d(const ConvParams& p, size_t N, size_t H, size_t W, const float* in
   }
 }
 
-}  // namespace avx2
+}  // namespace WEBXNN_AVX2_NS
 }  // namespace webxnn

@@ -36,7 +36,7 @@
 #include "kernels/scalar/scalar.h"
 
 namespace webxnn {
-namespace avx2 {
+namespace WEBXNN_AVX2_NS {
 namespace {
 
 // Output columns [lo, hi) whose taps kx = 0..K-1 all fall inside [0, W).
@@ -889,5 +889,5 @@ void avg_pool2d(const PoolParams& p, size_t N, size_t H, size_t W, size_t C, con
   pool(false, p, N, H, W, C, in, OH, OW, out, par);
 }
 
-}  // namespace avx2
+}  // namespace WEBXNN_AVX2_NS
 }  // namespace webxnn

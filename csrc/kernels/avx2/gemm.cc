@@ -28,7 +28,7 @@
 #include "kernels/internal.h"
 
 namespace webxnn {
-namespace avx2 {
+namespace WEBXNN_AVX2_NS {
 namespace {
 
 constexpr size_t kMC = 144;  // rows of A per M chunk
@@ -39,11 +39,16 @@ constexpr size_t kMC = 144;  // rows of A per M chunk
 // 196x256x1024 100-106 -> 108, 1024^3 108 -> 110-111; a 6-layer FC chain with cold weights -2 %.
 constexpr size_t kKCMax = 1536;
 constexpr size_t kCBlockBytes = 128 * 1024;  // C block of one (M chunk, N group) unit, kept in L2
-// The K of MobileNets' first expand (12544 x 96 x 16 in MobileNetV2): sweep16's 6 x 16 tiles run it with the
+// The K of MobileNets' first expand (12544 x 96 x 16 in MobileNetV2): sweep's 6 x 16 tiles run it with the
 // k loop unrolled whole. Measured: that GEMM 425 -> 390 us in isolation, MobileNetV2's first stride-2 block
 // 643 -> 620 us. Unrolled for K = 24 and 32 as well, the blocks using them did not get faster; a 4x unroll
 // of the general loop gained 6 us.
 constexpr size_t kShortK = 16;
+#if defined(WEBXNN_F32_ZMM)
+constexpr bool kTwoPanels = true;  // full_tile's NP = 2
+#else
+constexpr bool kTwoPanels = false;
+#endif
 
 struct Tail {  // masks for a partial 16-column panel, and whether the output is clamped at all
   __m256i lo, hi;
@@ -52,6 +57,7 @@ struct Tail {  // masks for a partial 16-column panel, and whether the output is
   // plain ones. With masked stores (vmaskmovps: 12 cycles each here) the 4 x 24 tiles of 560x24x96 ran at
   // 90.5 % of the FMA peak, against 97 % for N = 16 and 32 (now 96.7 %); through store_lanes, 95.5 %.
   bool lo_full = false;
+  size_t pstride = 0;  // floats from a full panel to the next: a two-panel tile's second (the 512-bit build)
 };
 
 // One MR x 16 tile (gemm_microkernel.h) over kc: acc = (bias ? bias : C) + sum_k A[m][k] * b[k][:]; then act
@@ -64,6 +70,44 @@ struct Tail {  // masks for a partial 16-column panel, and whether the output is
 // kAhead: a second stream, ah_n lines from ah, one every ah_step steps of the k loop, the last at kc - ah_step
 // (all at the start when KC > 0; ah_n * ah_step <= kc): a later step's weights (Prefetch). A template flag so
 // the tiles without one keep their loop as it was.
+// The k loop of a tile over kc steps of panel rows from b: step(w, k) for each, w = b + k * kNR, with ukernel's
+// prefetch streams (pf every pf_step steps; kAhead: ah_n lines of ah spread to end at kc). KC > 0: kc is KC,
+// the loop unrolled whole and the prefetches issued at its start.
+template <size_t KC, bool kAhead, typename Step>
+__attribute__((always_inline)) inline void k_loop(size_t kc_rt, const float* b, const char* pf,
+                                                  size_t pf_step, const char* ah, size_t ah_step, size_t ah_n,
+                                                  Step step) {
+  const size_t kc = KC ? KC : kc_rt;
+  size_t k = 0;
+  if (KC > 0) {
+    if (pf && pf_step > 0) {
+      for (size_t kk = pf_step; kk < KC; kk += pf_step, pf += 64) _mm_prefetch(pf, _MM_HINT_T1);
+    }
+    if (kAhead) {
+      for (size_t i = 0; i < ah_n; ++i) _mm_prefetch(ah + i * 64, _MM_HINT_T1);
+    }
+#pragma GCC unroll 32
+    for (; k < KC; ++k) step(b + k * kNR, k);
+    pf = nullptr;
+  }
+  size_t k_pf = pf ? pf_step : kc + 1;
+  size_t k_ah = kAhead ? kc - ah_n * ah_step : 0;  // kc when ah_n = 0: never reached
+  for (; k < kc; ++k) {
+    if (k == k_pf) {
+      _mm_prefetch(pf, _MM_HINT_T1);
+      pf += 64;
+      k_pf += pf_step;
+    }
+    if (kAhead && k == k_ah) {  // ah_n of these
+      _mm_prefetch(ah, _MM_HINT_T1);
+      ah += 64;
+      k_ah += ah_step;
+    }
+    step(b, k);
+    b += kNR;
+  }
+}
+
 template <int MR, bool kFull, size_t KC = 0, bool kAhead = false>
 __attribute__((always_inline)) inline void ukernel(size_t kc_rt, const float* a, size_t lda, const float* b,
                                                    float* c, size_t ldc, const float* bias, bool last,
@@ -89,35 +133,9 @@ __attribute__((always_inline)) inline void ukernel(size_t kc_rt, const float* a,
   const float* ar[MR];
 #pragma GCC unroll 6
   for (int m = 0; m < MR; ++m) ar[m] = a + m * lda;
-  const size_t kc = KC ? KC : kc_rt;
-  size_t k = 0;
-  if (KC > 0) {
-    if (pf && pf_step > 0) {
-      for (size_t kk = pf_step; kk < KC; kk += pf_step, pf += 64) _mm_prefetch(pf, _MM_HINT_T1);
-    }
-    if (kAhead) {
-      for (size_t i = 0; i < ah_n; ++i) _mm_prefetch(ah + i * 64, _MM_HINT_T1);
-    }
-#pragma GCC unroll 32
-    for (; k < KC; ++k) tile16_fma<MR>(b + k * kNR, ar, k, acc0, acc1);
-    pf = nullptr;
-  }
-  size_t k_pf = pf ? pf_step : kc + 1;
-  size_t k_ah = kAhead ? kc - ah_n * ah_step : 0;  // kc when ah_n = 0: never reached
-  for (; k < kc; ++k) {
-    if (k == k_pf) {
-      _mm_prefetch(pf, _MM_HINT_T1);
-      pf += 64;
-      k_pf += pf_step;
-    }
-    if (kAhead && k == k_ah) {  // ah_n of these
-      _mm_prefetch(ah, _MM_HINT_T1);
-      ah += 64;
-      k_ah += ah_step;
-    }
-    tile16_fma<MR>(b, ar, k, acc0, acc1);
-    b += kNR;
-  }
+  k_loop<KC, kAhead>(kc_rt, b, pf, pf_step, ah, ah_step, ah_n,
+                     [&](const float* w, size_t k)
+                         __attribute__((always_inline)) { tile16_fma<MR>(w, ar, k, acc0, acc1); });
   if (last && r) {
     if (kFull) {
       tile16_add_rows<MR>(r, ldr, acc0, acc1);
@@ -144,6 +162,76 @@ __attribute__((always_inline)) inline void ukernel(size_t kc_rt, const float* a,
       store_lanes(c + m * ldc + 8, tail.hi, acc1[m]);
     }
   }
+}
+
+#if defined(WEBXNN_F32_ZMM)
+// ukernel's full-panel tile on one zmm accumulator per row and panel (the AVX-512 build of this file, isa_ns.h),
+// NP = 1 or 2 panels side by side (the second tail.pstride floats after the first, its columns 16 to the
+// right): the same FMAs in the same order per output as the ymm tile, so the same bits. Two panels keep 12
+// chains of FMA latency 4 in flight on the two 512-bit pipes; one panel's 6 leave a quarter of the slots idle
+// (measured 384^3: 129 GFLOP/s with one, against 95 for the ymm tile).
+template <int MR, int NP, size_t KC, bool kAhead>
+__attribute__((always_inline)) inline void ukernel_zmm(size_t kc_rt, const float* a, size_t lda,
+                                                       const float* b, float* c, size_t ldc,
+                                                       const float* bias, bool last, __m256 vmin, __m256 vmax,
+                                                       const Tail& tail, const float* r, size_t ldr,
+                                                       const char* pf, size_t pf_step, const char* ah,
+                                                       size_t ah_step, size_t ah_n) {
+  const size_t ps = tail.pstride;
+  __m512 acc[MR][NP];
+#pragma GCC unroll 2
+  for (int q = 0; q < NP; ++q) {
+    const __m512 b0 = bias ? _mm512_load_ps(bias + q * ps) : _mm512_setzero_ps();
+#pragma GCC unroll 6
+    for (int m = 0; m < MR; ++m) acc[m][q] = bias ? b0 : _mm512_loadu_ps(c + m * ldc + q * 16);
+  }
+  const float* ar[MR];
+#pragma GCC unroll 6
+  for (int m = 0; m < MR; ++m) ar[m] = a + m * lda;
+  k_loop<KC, kAhead>(kc_rt, b, pf, pf_step, ah, ah_step, ah_n,
+                     [&](const float* w, size_t k) __attribute__((always_inline)) {
+                       __m512 wv[NP];
+#pragma GCC unroll 2
+                       for (int q = 0; q < NP; ++q) wv[q] = _mm512_load_ps(w + q * ps);
+#pragma GCC unroll 6
+                       for (int m = 0; m < MR; ++m) {
+                         const __m512 va = _mm512_set1_ps(ar[m][k]);
+#pragma GCC unroll 2
+                         for (int q = 0; q < NP; ++q) acc[m][q] = _mm512_fmadd_ps(va, wv[q], acc[m][q]);
+                       }
+                     });
+  // clamp8's order (max with vmin, then min with vmax; NaN passes through), on 16 lanes.
+  const __m512 lo = _mm512_broadcastss_ps(_mm256_castps256_ps128(vmin));
+  const __m512 hi = _mm512_broadcastss_ps(_mm256_castps256_ps128(vmax));
+#pragma GCC unroll 6
+  for (int m = 0; m < MR; ++m) {
+#pragma GCC unroll 2
+    for (int q = 0; q < NP; ++q) {
+      __m512 v = acc[m][q];
+      if (last && r) v = _mm512_add_ps(v, _mm512_loadu_ps(r + m * ldr + q * 16));
+      if (last && tail.clamp) v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));
+      _mm512_storeu_ps(c + m * ldc + q * 16, v);
+    }
+  }
+}
+#endif
+
+// A tile of full panels: ukernel's, or in the 512-bit build ukernel_zmm's, which also takes NP = 2.
+template <int MR, size_t KC = 0, bool kAhead = false, int NP = 1>
+__attribute__((always_inline)) inline void full_tile(size_t kc, const float* a, size_t lda, const float* b,
+                                                     float* c, size_t ldc, const float* bias, bool last,
+                                                     __m256 vmin, __m256 vmax, const Tail& tail,
+                                                     const float* r, size_t ldr, const char* pf = nullptr,
+                                                     size_t pf_step = 0, const char* ah = nullptr,
+                                                     size_t ah_step = 0, size_t ah_n = 0) {
+#if defined(WEBXNN_F32_ZMM)
+  ukernel_zmm<MR, NP, KC, kAhead>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr, pf, pf_step,
+                                  ah, ah_step, ah_n);
+#else
+  static_assert(NP == 1, "two-panel tiles are the 512-bit build's");
+  ukernel<MR, true, KC, kAhead>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr, pf, pf_step, ah,
+                                ah_step, ah_n);
+#endif
 }
 
 // A panel tail of <= 8 columns on its own (N <= 8, or a tail whose full panel is in another N group; after a
@@ -276,17 +364,19 @@ void run_ukernel(size_t mr, size_t kc, const float* a, size_t lda, const float* 
   });
 }
 
-// One full 16-column panel over the M chunk's row tiles: the MR = 6 tiles inlined in one loop (no call and
+// NP full 16-column panels (2: the 512-bit build's two-panel tiles) over the M chunk's row tiles: the MR = 6
+// tiles inlined in one loop (no call and
 // no dispatch per tile: with short K those cost as much as the tile's FMAs), the last partial tile dispatched.
 // a: the chunk's first row (row stride lda).
 // Prefetches a slice of the next panel's block per kMR-row tile (next_b, pf_per_tile lines, spread over the
 // tile's k loop) and, when C is read back by a later K block (c_prefetch), the next tile's C rows. The
 // ahead_n lines at ahead (a later step's weights: Prefetch) are shared out over the kMR-row tiles likewise, at
 // most one per step of a tile's k loop.
-void sweep16(size_t mc, size_t kc, const float* a, size_t lda, const float* b, float* c, size_t ldc,
-             const float* r, size_t ldr, const float* bias, bool last, __m256 vmin, __m256 vmax,
-             const Tail& tail, const char* next_b, size_t pf_per_tile, bool c_prefetch, const char* ahead,
-             size_t ahead_n) {
+template <int NP>
+void sweep(size_t mc, size_t kc, const float* a, size_t lda, const float* b, float* c, size_t ldc,
+           const float* r, size_t ldr, const float* bias, bool last, __m256 vmin, __m256 vmax,
+           const Tail& tail, const char* next_b, size_t pf_per_tile, bool c_prefetch, const char* ahead,
+           size_t ahead_n) {
   size_t pf = 0, t0 = 0;
   const size_t a_step = kMR * lda;
   const size_t tiles = ahead_n ? RowTiles(mc).full() : 0;  // the kMR-row tiles, which run the loop below
@@ -310,31 +400,35 @@ void sweep16(size_t mc, size_t kc, const float* a, size_t lda, const float* b, f
     if (c_prefetch && t0 + kMR < mc) {
       const char* cn = reinterpret_cast<const char*>(c + kMR * ldc);
       for (size_t m = 0; m < kMR; ++m) {
-        _mm_prefetch(cn + m * ldc * sizeof(float), _MM_HINT_T0);
-        _mm_prefetch(cn + m * ldc * sizeof(float) + 60, _MM_HINT_T0);
+        for (int q = 0; q < NP; ++q) _mm_prefetch(cn + m * ldc * sizeof(float) + q * 64, _MM_HINT_T0);
+        _mm_prefetch(cn + m * ldc * sizeof(float) + NP * 64 - 4, _MM_HINT_T0);
       }
     }
     if (ahead_n) {
       const size_t n = min_sz(ahead_n, ah_per_tile);
       if (kc == kShortK) {
-        ukernel<kMR, true, kShortK, true>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr, spread,
+        full_tile<kMR, kShortK, true, NP>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr, spread,
                                           spread_step, ahead, ah_step, n);
       } else {
-        ukernel<kMR, true, 0, true>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr, spread,
+        full_tile<kMR, 0, true, NP>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr, spread,
                                     spread_step, ahead, ah_step, n);
       }
       ahead += n * 64;
       ahead_n -= n;
     } else if (kc == kShortK) {
-      ukernel<kMR, true, kShortK>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr, spread,
-                                  spread_step);
+      full_tile<kMR, kShortK, false, NP>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr, spread,
+                                         spread_step);
     } else {
-      ukernel<kMR, true>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr, spread, spread_step);
+      full_tile<kMR, 0, false, NP>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr, spread,
+                                   spread_step);
     }
   }
   for (size_t mr; t0 < mc; t0 += mr, a += mr * lda, c += mr * ldc, r = r ? r + mr * ldr : nullptr) {
     mr = tile_rows(mc - t0);
-    run_ukernel<true>(mr, kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
+    with_rows<kMR>(mr, [&](auto m) {
+      full_tile<decltype(m)::value, 0, false, NP>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r,
+                                                  ldr);
+    });
   }
 }
 
@@ -412,10 +506,13 @@ void gemm_task(const void* vctx, size_t task) {
         tail.lo_full = nc >= 8;
         // This panel and an <= 8-column tail panel after it (the group's last) run as one 24-wide pass.
         const bool pair = nc == kNR && p + 2 == p1 && x.N - n0 - kNR <= 8;
+        // The 512-bit build runs two full panels at once (see ukernel_zmm).
+        const bool two = kTwoPanels && nc == kNR && p + 1 < p1 && x.N - n0 >= 2 * kNR;
+        tail.pstride = panel_floats;
         // Pull the next B block this unit reads (first touched from L3 or DRAM) toward L2, a slice per tile: the
         // next panel's kc x 16 block; after the group's last panel, the first panel's block of the next K
         // block, or of the next group (the next unit, on this task or the next one on this thread).
-        const size_t p_next = p + (pair ? 2 : 1);
+        const size_t p_next = p + (pair || two ? 2 : 1);
         const char* next_b = nullptr;
         if (p_next < p1) {
           next_b = reinterpret_cast<const char*>(x.packed + p_next * panel_floats + kNR + k0 * kNR);
@@ -446,12 +543,21 @@ void gemm_task(const void* vctx, size_t task) {
         if (nc == kNR) {
           float* c = x.C + m0 * x.ldc + n0;
           const float* rt = x.R ? x.R + m0 * x.ldr + n0 : nullptr;
-          // This (M chunk, panel, K block)'s share of the Prefetch lines.
-          const size_t items = x.m_chunks * x.panels * x.kc_blocks;
-          const size_t item = (mch * x.panels + p) * x.kc_blocks + kb;
-          const size_t l0 = x.ahead_lines * item / items, l1 = x.ahead_lines * (item + 1) / items;
-          sweep16(mc, kc, a_base, a_ld, b, c, x.ldc, rt, x.ldr, bias, last, vmin, vmax, tail, next_b,
-                  pf_per_tile, x.kc_blocks > 1, x.ahead ? x.ahead + l0 * 64 : nullptr, l1 - l0);
+          // This (M chunk, K block, panel)'s share of the Prefetch lines (two panels: both shares).
+          const size_t items = x.m_chunks * x.kc_blocks * x.panels;
+          const size_t item = (mch * x.kc_blocks + kb) * x.panels + p;
+          const size_t l0 = x.ahead_lines * item / items, l1 = x.ahead_lines * (item + (two ? 2 : 1)) / items;
+          const char* ahead = x.ahead ? x.ahead + l0 * 64 : nullptr;
+          if constexpr (kTwoPanels) {
+            if (two) {
+              sweep<2>(mc, kc, a_base, a_ld, b, c, x.ldc, rt, x.ldr, bias, last, vmin, vmax, tail, next_b,
+                       pf_per_tile, x.kc_blocks > 1, ahead, l1 - l0);
+              ++p;
+              continue;
+            }
+          }
+          sweep<1>(mc, kc, a_base, a_ld, b, c, x.ldc, rt, x.ldr, bias, last, vmin, vmax, tail, next_b,
+                   pf_per_tile, x.kc_blocks > 1, ahead, l1 - l0);
           continue;
         }
         size_t pf = 0;
@@ -737,5 +843,5 @@ void batch_matmul(size_t batch, size_t M, size_t N, size_t K, const float* A, si
   }
 }
 
-}  // namespace avx2
+}  // namespace WEBXNN_AVX2_NS
 }  // namespace webxnn

@@ -16,7 +16,7 @@
 #include "kernels/avx2/simd.h"
 
 namespace webxnn {
-namespace avx2 {
+namespace WEBXNN_AVX2_NS {
 namespace {
 
 // Every row of the tile starts from the 16 floats at `bias` (the head of a packed panel).
@@ -68,5 +68,5 @@ __attribute__((always_inline)) inline void tile16_clamp(__m256 vmin, __m256 vmax
 }
 
 }  // namespace
-}  // namespace avx2
+}  // namespace WEBXNN_AVX2_NS
 }  // namespace webxnn

@@ -26,7 +26,7 @@
 #include "kernels/scalar/scalar.h"
 
 namespace webxnn {
-namespace avx2 {
+namespace WEBXNN_AVX2_NS {
 namespace {
 
 inline void store16(float* c, size_t nc, __m256 lo, __m256 hi) {
@@ -86,6 +86,56 @@ __attribute__((always_inline)) inline void ukernel_inl(size_t ks, size_t kc_rt, 
   finish_tile<MR>(acc0, acc1, c, ldc, nc, vmin, vmax, r);
 }
 
+#if defined(WEBXNN_F32_ZMM)
+// ukernel_inl's tile on one zmm accumulator per row and panel (the AVX-512 build of this file, isa_ns.h), for
+// NP = 1 or 2 full panels side by side (the second pstride floats after the first, its columns 16 to the
+// right): the same FMAs in the same order per output, so the same bits. Two panels keep 12 FMA chains in
+// flight on the two 512-bit pipes (see gemm.cc's ukernel_zmm).
+template <int MR, int KC, int NP>
+__attribute__((always_inline)) inline void ukernel_zmm(size_t ks, size_t kc_rt, const float* const* a,
+                                                       const float* w, size_t pstride, float* c, size_t ldc,
+                                                       __m256 vmin, __m256 vmax, const float* r) {
+  const size_t kc = KC > 0 ? size_t{KC} : kc_rt;
+  __m512 acc[MR][NP];
+#pragma GCC unroll 2
+  for (int q = 0; q < NP; ++q) {
+    const __m512 b = _mm512_load_ps(w + q * pstride);
+#pragma GCC unroll 6
+    for (int m = 0; m < MR; ++m) acc[m][q] = b;
+  }
+  w += kNR;
+  for (size_t t = 0; t < ks; ++t, a += MR) {
+    const float* ap[MR];
+#pragma GCC unroll 6
+    for (int m = 0; m < MR; ++m) ap[m] = a[m];
+#pragma GCC unroll 4
+    for (size_t k = 0; k < kc; ++k, w += kNR) {
+      __m512 wv[NP];
+#pragma GCC unroll 2
+      for (int q = 0; q < NP; ++q) wv[q] = _mm512_load_ps(w + q * pstride);
+#pragma GCC unroll 6
+      for (int m = 0; m < MR; ++m) {
+        const __m512 va = _mm512_set1_ps(ap[m][k]);
+#pragma GCC unroll 2
+        for (int q = 0; q < NP; ++q) acc[m][q] = _mm512_fmadd_ps(va, wv[q], acc[m][q]);
+      }
+    }
+  }
+  // finish_tile's order: the residual, then clamp8's (NaN passes through).
+  const __m512 lo = _mm512_broadcastss_ps(_mm256_castps256_ps128(vmin));
+  const __m512 hi = _mm512_broadcastss_ps(_mm256_castps256_ps128(vmax));
+#pragma GCC unroll 6
+  for (int m = 0; m < MR; ++m) {
+#pragma GCC unroll 2
+    for (int q = 0; q < NP; ++q) {
+      __m512 v = acc[m][q];
+      if (r) v = _mm512_add_ps(v, _mm512_loadu_ps(r + m * ldc + q * 16));
+      _mm512_storeu_ps(c + m * ldc + q * 16, _mm512_min_ps(hi, _mm512_max_ps(lo, v)));
+    }
+  }
+}
+#endif
+
 // A tile of an RGB conv reading planes (NCHW): kernel_w KW, stride SW, 3 input channels, the tile's MR
 // pixels consecutive in one output row. `base` is the top-left input of the first window in plane 0; `row`
 // and `plane` are the element strides of an input row and plane (the image's, or a zero-padded copy's).
@@ -118,6 +168,55 @@ __attribute__((always_inline)) inline void ukernel_planar(size_t kh, const float
   finish_tile<MR>(acc0, acc1, c, ldc, nc, vmin, vmax, r);
 }
 
+#if defined(WEBXNN_F32_ZMM)
+// ukernel_planar on one zmm accumulator per pixel and panel, NP = 1 or 2 full panels (pstride floats apart):
+// the same FMAs in the same order per output, so the same bits (see ukernel_zmm).
+template <int MR, int KW, int SW, int NP>
+__attribute__((always_inline)) inline void ukernel_planar_zmm(size_t kh, const float* base, size_t row,
+                                                              size_t plane, const float* w, size_t pstride,
+                                                              float* c, size_t ldc, __m256 vmin, __m256 vmax,
+                                                              const float* r) {
+  __m512 acc[MR][NP];
+#pragma GCC unroll 2
+  for (int q = 0; q < NP; ++q) {
+    const __m512 b = _mm512_load_ps(w + q * pstride);
+#pragma GCC unroll 6
+    for (int m = 0; m < MR; ++m) acc[m][q] = b;
+  }
+  w += kNR;
+  for (size_t ky = 0; ky < kh; ++ky, base += row) {
+#pragma GCC unroll 7
+    for (int kx = 0; kx < KW; ++kx) {
+      const float* pc[3] = {base + kx, base + plane + kx, base + 2 * plane + kx};
+      asm("" : "+r"(pc[0]), "+r"(pc[1]), "+r"(pc[2]));  // as in ukernel_planar
+#pragma GCC unroll 3
+      for (int ci = 0; ci < 3; ++ci, w += kNR) {
+        __m512 wv[NP];
+#pragma GCC unroll 2
+        for (int q = 0; q < NP; ++q) wv[q] = _mm512_load_ps(w + q * pstride);
+#pragma GCC unroll 6
+        for (int m = 0; m < MR; ++m) {
+          const __m512 va = _mm512_set1_ps(pc[ci][m * SW]);
+#pragma GCC unroll 2
+          for (int q = 0; q < NP; ++q) acc[m][q] = _mm512_fmadd_ps(va, wv[q], acc[m][q]);
+        }
+      }
+    }
+  }
+  const __m512 lo = _mm512_broadcastss_ps(_mm256_castps256_ps128(vmin));
+  const __m512 hi = _mm512_broadcastss_ps(_mm256_castps256_ps128(vmax));
+#pragma GCC unroll 6
+  for (int m = 0; m < MR; ++m) {
+#pragma GCC unroll 2
+    for (int q = 0; q < NP; ++q) {
+      __m512 v = acc[m][q];
+      if (r) v = _mm512_add_ps(v, _mm512_loadu_ps(r + m * ldc + q * 16));
+      _mm512_storeu_ps(c + m * ldc + q * 16, _mm512_min_ps(hi, _mm512_max_ps(lo, v)));
+    }
+  }
+}
+#endif
+
 // Pixels per planar tile: 5 for the 3-wide kernels. With 6, the 12 accumulators, 2 weight vectors and the
 // broadcast leave one spare register, and GCC spilled an accumulator (and swapped a weight vector through the
 // stack) in the tap loop: the 224x224 3x3 stride-2 stem ran 241 us with 6-pixel tiles, 230 with 5 (stride 1,
@@ -145,6 +244,30 @@ void planar_panels(const ConvParams& p, const float* base, size_t row, size_t pl
                    __m256 vmax, const float* r) {
   for (size_t q = 0; q < panels; ++q, w += panel_floats, c += kNR, r = r ? r + kNR : nullptr) {
     const size_t nc = min_sz(kNR, goc - q * kNR);
+#if defined(WEBXNN_F32_ZMM)
+    if (nc == kNR) {  // full panels on zmm, two at a time where there are two
+      const auto run = [&](auto np) {
+        constexpr int NP = decltype(np)::value;
+        if (p.kernel_w == 7) {
+          ukernel_planar_zmm<MR, 7, 2, NP>(p.kernel_h, base, row, plane, w, panel_floats, c, ldc, vmin, vmax,
+                                           r);
+        } else if (p.stride_w == 2) {
+          ukernel_planar_zmm<MR, 3, 2, NP>(p.kernel_h, base, row, plane, w, panel_floats, c, ldc, vmin, vmax,
+                                           r);
+        } else {
+          ukernel_planar_zmm<MR, 3, 1, NP>(p.kernel_h, base, row, plane, w, panel_floats, c, ldc, vmin, vmax,
+                                           r);
+        }
+      };
+      if (q + 1 < panels && goc - q * kNR >= 2 * kNR) {
+        run(Rows<2>{});  // (Rows: a compile-time count)
+        ++q, w += panel_floats, c += kNR, r = r ? r + kNR : nullptr;
+      } else {
+        run(Rows<1>{});
+      }
+      continue;
+    }
+#endif
     if (p.kernel_w == 7) {
       ukernel_planar<MR, 7, 2>(p.kernel_h, base, row, plane, w, c, ldc, nc, vmin, vmax, r);
     } else if (p.stride_w == 2) {
@@ -171,31 +294,70 @@ void ukernel(size_t ks, size_t kc_rt, const float* const* a, const float* w, flo
   ukernel_inl<MR, KC>(ks, kc_rt, a, w, c, ldc, nc, vmin, vmax, r);
 }
 
-template <int KC>
-void run_ukernel_kc(size_t mr, size_t ks, size_t kc, const float* const* a, const float* w, float* c,
-                    size_t ldc, size_t nc, __m256 vmin, __m256 vmax, const float* r) {
-  with_rows<kMR>(mr,
-                 [&](auto m) { ukernel<decltype(m)::value, KC>(ks, kc, a, w, c, ldc, nc, vmin, vmax, r); });
+// NP = 2: two full panels, the second pstride floats after w (the 512-bit build only; NP = 1 there runs
+// full panels on zmm too).
+template <int KC, int NP>
+void run_ukernel_kc(size_t mr, size_t ks, size_t kc, const float* const* a, const float* w, size_t pstride,
+                    float* c, size_t ldc, size_t nc, __m256 vmin, __m256 vmax, const float* r) {
+#if defined(WEBXNN_F32_ZMM)
+  if (nc == kNR) {
+    return with_rows<kMR>(mr, [&](auto m) {
+      ukernel_zmm<decltype(m)::value, KC, NP>(ks, kc, a, w, pstride, c, ldc, vmin, vmax, r);
+    });
+  }
+#endif
+  if constexpr (NP == 1) {
+    with_rows<kMR>(mr,
+                   [&](auto m) { ukernel<decltype(m)::value, KC>(ks, kc, a, w, c, ldc, nc, vmin, vmax, r); });
+  }
 }
 
-void run_ukernel(size_t mr, size_t ks, size_t kc, const float* const* a, const float* w, float* c, size_t ldc,
-                 size_t nc, __m256 vmin, __m256 vmax, const float* r) {
+template <int NP>
+void run_ukernel_np(size_t mr, size_t ks, size_t kc, const float* const* a, const float* w, size_t pstride,
+                    float* c, size_t ldc, size_t nc, __m256 vmin, __m256 vmax, const float* r) {
   switch (kc) {
-    case 1: return run_ukernel_kc<1>(mr, ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
-    case 2: return run_ukernel_kc<2>(mr, ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
-    case 3: return run_ukernel_kc<3>(mr, ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
-    case 4: return run_ukernel_kc<4>(mr, ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
-    case 9: return run_ukernel_kc<9>(mr, ks, kc, a, w, c, ldc, nc, vmin, vmax, r);  // 3 wide x RGB
-    case 21: return run_ukernel_kc<21>(mr, ks, kc, a, w, c, ldc, nc, vmin, vmax, r);  // 7 wide x RGB
-    default: return run_ukernel_kc<0>(mr, ks, kc, a, w, c, ldc, nc, vmin, vmax, r);
+    case 1: return run_ukernel_kc<1, NP>(mr, ks, kc, a, w, pstride, c, ldc, nc, vmin, vmax, r);
+    case 2: return run_ukernel_kc<2, NP>(mr, ks, kc, a, w, pstride, c, ldc, nc, vmin, vmax, r);
+    case 3: return run_ukernel_kc<3, NP>(mr, ks, kc, a, w, pstride, c, ldc, nc, vmin, vmax, r);
+    case 4: return run_ukernel_kc<4, NP>(mr, ks, kc, a, w, pstride, c, ldc, nc, vmin, vmax, r);
+    case 9: return run_ukernel_kc<9, NP>(mr, ks, kc, a, w, pstride, c, ldc, nc, vmin, vmax, r);  // 3 x RGB
+    case 21: return run_ukernel_kc<21, NP>(mr, ks, kc, a, w, pstride, c, ldc, nc, vmin, vmax, r);  // 7 x RGB
+    default: return run_ukernel_kc<0, NP>(mr, ks, kc, a, w, pstride, c, ldc, nc, vmin, vmax, r);
+  }
+}
+
+// The tile (mr rows, ks taps of kc steps from a) against panels [q0, q1) of a group's packed weights wg, into
+// c's columns from q0 * 16 (residual r: the same columns of the tile's residual rows, or null). The 512-bit
+// build takes two full panels at a time.
+void run_panels(size_t mr, size_t ks, size_t kc, const float* const* a, const float* wg, size_t panel_floats,
+                size_t q0, size_t q1, size_t goc, float* c, size_t ldc, __m256 vmin, __m256 vmax,
+                const float* r) {
+  for (size_t q = q0; q < q1; ++q) {
+    const size_t nc = min_sz(kNR, goc - q * kNR);
+    const float* rq = r ? r + q * kNR : nullptr;
+#if defined(WEBXNN_F32_ZMM)
+    if (q + 1 < q1 && goc - q * kNR >= 2 * kNR) {
+      run_ukernel_np<2>(mr, ks, kc, a, wg + q * panel_floats, panel_floats, c + q * kNR, ldc, kNR, vmin, vmax,
+                        rq);
+      ++q;
+      continue;
+    }
+#endif
+    run_ukernel_np<1>(mr, ks, kc, a, wg + q * panel_floats, panel_floats, c + q * kNR, ldc, nc, vmin, vmax,
+                      rq);
   }
 }
 
 // Panels per task group: keep one group's packed weights within ~256 KB (L2) and, when M is small, leave
 // enough groups for every thread.
+// The 512-bit build keeps pairs of panels together (its two-panel tiles): ResNet-50's 7x7x512 3x3 convs have
+// 295 KB panels, one per group otherwise.
 size_t panels_per_group(size_t panel_floats, size_t panels, size_t m_tiles, size_t threads) {
   size_t g = max_sz(1, (256 * 1024) / (panel_floats * sizeof(float)));
   if (threads > 1 && m_tiles < threads * 4) g = min_sz(g, max_sz(1, panels / (threads * 4)));
+#if defined(WEBXNN_F32_ZMM)
+  g = round_up(g, 2);
+#endif
   return min_sz(g, panels);
 }
 
@@ -326,10 +488,8 @@ void conv_task(const void* vctx, size_t task) {
           ukernel_inl<kMR, 9>(3, 9, krows, wg + q * panel_floats, c + q * kNR, x.OC, kNR, vmin, vmax,
                               nullptr);
       } else {
-        for (size_t q = q0; q < q1; ++q)
-          run_ukernel(mr, kh, kc, krows, wg + q * panel_floats, c + q * kNR, x.OC,
-                      min_sz(kNR, x.goc - q * kNR), vmin, vmax,
-                      x.residual ? x.residual + (c - x.out) + q * kNR : nullptr);
+        run_panels(mr, kh, kc, krows, wg, panel_floats, q0, q1, x.goc, c, x.OC, vmin, vmax,
+                   x.residual ? x.residual + (c - x.out) : nullptr);
       }
     } else if (gbuf) {
       // Few input channels (RGB stems), or planes: gather the tile's windows into mr contiguous rows of
@@ -346,19 +506,16 @@ void conv_task(const void* vctx, size_t task) {
         }
         rows[m] = gbuf + m * kk;
       }
-      for (size_t q = q0; q < q1; ++q)
-        run_ukernel(mr, 1, kk, rows, wg + q * panel_floats, c + q * kNR, x.OC, min_sz(kNR, x.goc - q * kNR),
-                    vmin, vmax, x.residual ? x.residual + (c - x.out) + q * kNR : nullptr);
+      run_panels(mr, 1, kk, rows, wg, panel_floats, q0, q1, x.goc, c, x.OC, vmin, vmax,
+                 x.residual ? x.residual + (c - x.out) : nullptr);
     } else {
       // The microkernel reads MR pointers per tap; its template MR equals mr, so stride the buffer by mr.
       if (mr != kMR) {
         for (size_t t = 0; t < x.taps; ++t)
           for (size_t m = 0; m < mr; ++m) ind[t * mr + m] = ind[t * kMR + m];
       }
-      for (size_t q = q0; q < q1; ++q)
-        run_ukernel(mr, x.taps, x.gic, ind, wg + q * panel_floats, c + q * kNR, x.OC,
-                    min_sz(kNR, x.goc - q * kNR), vmin, vmax,
-                    x.residual ? x.residual + (c - x.out) + q * kNR : nullptr);
+      run_panels(mr, x.taps, x.gic, ind, wg, panel_floats, q0, q1, x.goc, c, x.OC, vmin, vmax,
+                 x.residual ? x.residual + (c - x.out) : nullptr);
     }
     // The fused post-op over the tile just written (mr pixels x this unit's panels, in L1).
     apply_post(p.act.post, c + q0 * kNR, mr, min_sz(x.goc, q1 * kNR) - q0 * kNR, x.OC);
@@ -542,5 +699,5 @@ void conv2d_residual(const ConvParams& p, size_t N, size_t H, size_t W, const fl
   conv2d_impl(p, N, H, W, in, OH, OW, packed, residual, out, par);
 }
 
-}  // namespace avx2
+}  // namespace WEBXNN_AVX2_NS
 }  // namespace webxnn

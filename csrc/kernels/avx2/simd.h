@@ -7,10 +7,11 @@
 
 #include <cstddef>
 
+#include "kernels/avx2/isa_ns.h"
 #include "kernels/kernels.h"
 
 namespace webxnn {
-namespace avx2 {
+namespace WEBXNN_AVX2_NS {
 namespace {
 
 // gemm.cc's packed panels: 16 output columns per panel; row tiles of up to 6 rows (2 x 6 accumulators + 2 B
@@ -158,5 +159,5 @@ void pack_panels(size_t rows, size_t count, const float* bias, Get get, float* o
 }
 
 }  // namespace
-}  // namespace avx2
+}  // namespace WEBXNN_AVX2_NS
 }  // namespace webxnn

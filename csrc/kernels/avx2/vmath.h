@@ -12,7 +12,7 @@
 #include "kernels/kernels.h"
 
 namespace webxnn {
-namespace avx2 {
+namespace WEBXNN_AVX2_NS {
 namespace {
 
 inline __m256 vabs(__m256 x) { return _mm256_andnot_ps(_mm256_set1_ps(-0.f), x); }
@@ -182,5 +182,5 @@ inline ConvParams without_post(const ConvParams& p) {
 }
 
 }  // namespace
-}  // namespace avx2
+}  // namespace WEBXNN_AVX2_NS
 }  // namespace webxnn

@@ -32,7 +32,7 @@
 #include "kernels/internal.h"
 
 namespace webxnn {
-namespace avx2 {
+namespace WEBXNN_AVX2_NS {
 namespace {
 
 constexpr size_t kA = 6;  // input tile side (alpha)
@@ -350,5 +350,5 @@ void winograd_conv2d(const ConvParams& p, size_t N, size_t H, size_t W, const fl
   run(p, N, H, W, in, OH, OW, packed, residual, out, par);
 }
 
-}  // namespace avx2
+}  // namespace WEBXNN_AVX2_NS
 }  // namespace webxnn

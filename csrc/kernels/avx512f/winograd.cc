@@ -1,0 +1,3 @@
+// avx2/winograd.cc compiled again for the AVX512-VNNI table, in namespace avx512f, on gemm.cc's 512-bit full-panel
+// tiles (WEBXNN_F32_ZMM; kernels/avx2/isa_ns.h).
+#include "kernels/avx2/winograd.cc"
