@@ -4,7 +4,8 @@
 
 Every row times the kernel alone (weights packed once, outside the timing; activations preallocated): the
 median of `repeat` calls, best of `rounds` passes over all rows (the passes interleave webxnn, numpy and
-ORT). The peak is measured in the same run by 12 independent FMA chains per thread.
+ORT). The peak is measured in the same run by 12 independent FMA chains per thread, on the table's fp32
+vectors (ymm; zmm on avx512vnni, whose fp32 tiles are 512 bits wide).
 The int8 GEMM rows (kernels.qgemm: u8 activations x per-channel s8 weights, requantized to s8) are measured
 against the int8 peak of the same run (independent chains of the table's multiply step per thread: 12 vpdpbusd
 on a VNNI table, else 10 vpmaddubsw + vpmaddwd + vpaddd), with
@@ -478,7 +479,7 @@ def run(
         if case is cases[0] and t == threads_list[0]:
             copies.append(copy_bandwidth())
         if t == threads_list[0]:
-            samples.append(fma_peaks(threads_list))
+            samples.append(fma_peaks(threads_list, isa))
             if case.kind in INT8_KINDS:
                 int8_samples.append(int8_peaks(threads_list, isa))
         data = datas[case.name]

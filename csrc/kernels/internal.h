@@ -83,6 +83,9 @@ int32_t int8_peak_loop(size_t iters);
 constexpr int kVnniPeakChains = 12;
 int32_t avx512vnni_peak_loop(size_t iters);
 int32_t avxvnni_peak_loop(size_t iters);
+// vnni/avx512vnni.cc: fma_peak_loop on zmm (384 flops per step), the fp32 peak of that table's 512-bit tiles.
+// Only call where dispatch offers that table.
+float avx512_fma_peak_loop(size_t iters);
 
 }  // namespace internal
 }  // namespace webxnn

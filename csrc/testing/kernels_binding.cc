@@ -684,19 +684,21 @@ py::array concat(const std::vector<py::array>& xs_in, size_t axis) {
   return out;
 }
 
-// FMA peak of `threads` cores: each thread runs fma_peak_loop(iters); GFLOP/s of the median of `repeat` runs.
-double peak_fma(size_t threads, size_t iters, size_t repeat) {
+// FMA peak of `threads` cores for table `isa`'s fp32 tiles: each thread runs fma_peak_loop(iters) (ymm), or on
+// the AVX512-VNNI table avx512_fma_peak_loop (zmm); GFLOP/s of the median of `repeat` runs.
+double peak_fma(size_t threads, size_t iters, size_t repeat, const std::string& isa) {
   const char* w = "peak_fma";
   const CpuFeatures& f = cpu_features();
   if (!(f.fma && f.avx2)) bad(w, "this CPU (or build) has no AVX2+FMA");
 #if !defined(WEBXNN_HAVE_X86)
   bad(w, "built without the x86 kernels");
 #else
+  const bool zmm = std::string(table_for(w, isa).name) == "avx512vnni";
+  float (*loop)(size_t) = zmm ? internal::avx512_fma_peak_loop : internal::fma_peak_loop;
   Parallel& par = pool_for(w, threads);
   volatile float sink = 0.f;
-  const double t =
-      median_run_seconds(par, threads, repeat, [&] { sink = sink + internal::fma_peak_loop(iters); });
-  return 192.0 * static_cast<double>(iters) * static_cast<double>(threads) / t * 1e-9;
+  const double t = median_run_seconds(par, threads, repeat, [&] { sink = sink + loop(iters); });
+  return (zmm ? 384.0 : 192.0) * static_cast<double>(iters) * static_cast<double>(threads) / t * 1e-9;
 #endif
 }
 
@@ -861,7 +863,9 @@ void bind_kernels(py::module_& m) {
       },
       py::arg("x"), py::arg("scale") = py::none(), py::arg("bias") = py::none(), isa, thr, rep);
   m.def("peak_fma", &peak_fma, thr, py::arg("iters") = size_t{2000000}, py::arg("repeat") = size_t{5},
-        "GFLOP/s of 12 independent 8-wide FMA chains per thread (the machine's attainable fp32 peak)");
+        py::arg("isa") = "avx2",
+        "GFLOP/s of 12 independent FMA chains per thread on table `isa`'s fp32 vectors (8 wide; 16 on "
+        "avx512vnni): the attainable fp32 peak of that table's tiles");
   m.def("binary_ops", [] {
     std::vector<std::string> v;
     for (const auto& kv : binary_names()) v.push_back(kv.first);

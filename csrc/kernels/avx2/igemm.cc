@@ -484,9 +484,19 @@ void conv_task(const void* vctx, size_t task) {
       if (mr == kMR && kc == 9 && kh == 3 && !x.residual && x.goc % kNR == 0) {
         // A 3x3 RGB stem's full tiles: the microkernel inlined, every size known (a call and two dispatches
         // per panel cost ~7 % of such a stem, whose panels are ~160 cycles of FMAs each).
+#if defined(WEBXNN_F32_ZMM)
+        size_t q = q0;
+        for (; q + 1 < q1; q += 2)
+          ukernel_zmm<kMR, 9, 2>(3, 9, krows, wg + q * panel_floats, panel_floats, c + q * kNR, x.OC, vmin,
+                                 vmax, nullptr);
+        if (q < q1)
+          ukernel_zmm<kMR, 9, 1>(3, 9, krows, wg + q * panel_floats, panel_floats, c + q * kNR, x.OC, vmin,
+                                 vmax, nullptr);
+#else
         for (size_t q = q0; q < q1; ++q)
           ukernel_inl<kMR, 9>(3, 9, krows, wg + q * panel_floats, c + q * kNR, x.OC, kNR, vmin, vmax,
                               nullptr);
+#endif
       } else {
         run_panels(mr, kh, kc, krows, wg, panel_floats, q0, q1, x.goc, c, x.OC, vmin, vmax,
                    x.residual ? x.residual + (c - x.out) : nullptr);

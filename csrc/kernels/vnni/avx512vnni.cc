@@ -25,3 +25,20 @@ const webxnn::KernelTable* webxnn::internal::avx512vnni_table() {
 
 // The int8 peak of the 512-bit tiles: zmm vpdpbusd chains (64 multiply-adds each).
 int32_t webxnn::internal::avx512vnni_peak_loop(size_t iters) { return vnni::peak_loop<vnni::ZmmOps>(iters); }
+
+// The fp32 peak of the 512-bit tiles: 12 independent zmm FMA chains (384 flops per step), as
+// avx2/peak.cc's fma_peak_loop on ymm.
+float webxnn::internal::avx512_fma_peak_loop(size_t iters) {
+  __m512 acc[12];
+  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+#pragma GCC unroll 12
+  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
+  for (size_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
+  }
+  __m512 s = acc[0];
+#pragma GCC unroll 11
+  for (int i = 1; i < 12; ++i) s = _mm512_add_ps(s, acc[i]);
+  return _mm512_reduce_add_ps(s);  // returned so the loop cannot be removed
+}
