@@ -49,6 +49,7 @@ constexpr bool kTwoPanels = true;  // full_tile's NP = 2
 #else
 constexpr bool kTwoPanels = false;
 #endif
+constexpr size_t kPanelUnit = kTwoPanels ? 2 : 1;  // N groups are whole units of this many panels
 
 struct Tail {  // masks for a partial 16-column panel, and whether the output is clamped at all
   __m256i lo, hi;
@@ -477,7 +478,10 @@ void gemm_task(const void* vctx, size_t task) {
     const size_t mch = u / x.n_groups, ng = u % x.n_groups;
     const size_t m0 = x.M * mch / x.m_chunks, mc = x.M * (mch + 1) / x.m_chunks - m0;
     const size_t full_tiles = max_sz(1, RowTiles(mc).full());  // the kMR-row tiles share the B prefetches
-    const size_t p0 = x.panels * ng / x.n_groups, p1 = x.panels * (ng + 1) / x.n_groups;
+    // N groups of whole panel units (pairs in the 512-bit build, so no group splits a two-panel tile).
+    const size_t pu = div_up(x.panels, kPanelUnit);
+    const size_t p0 = min_sz(x.panels, kPanelUnit * (pu * ng / x.n_groups));
+    const size_t p1 = min_sz(x.panels, kPanelUnit * (pu * (ng + 1) / x.n_groups));
     if (x.copy_a && copied_chunk != mch) {
       for (size_t kb = 0; kb < x.kc_blocks; ++kb) {
         const size_t k0 = kb * x.kc;
@@ -734,7 +738,9 @@ void gemm_run(size_t M, size_t N, size_t K, const float* A, size_t lda, const vo
   // 7-13 row tail runs as 4- and 5-row tiles (RowTiles), which cost no more than the padded MR tiles.
   x.m_chunks = div_up(M, kMC);
   x.m_chunk = div_up(M, x.m_chunks);
-  size_t n_groups = div_up(panels, max_sz(1, kCBlockBytes / (x.m_chunk * kNR * sizeof(float))));
+  const size_t n_units = div_up(panels, kPanelUnit);  // what N groups are made of (see gemm_task)
+  size_t n_groups =
+      min_sz(n_units, div_up(panels, max_sz(1, kCBlockBytes / (x.m_chunk * kNR * sizeof(float)))));
   if (want_tasks > 1) {
     // Enough units for the threads. Every N group reads all of its M chunk's A rows and every M chunk all of
     // its N group's B panels; splitting N also leaves each output row half on each core, so the next op
@@ -744,17 +750,17 @@ void gemm_run(size_t M, size_t N, size_t K, const float* A, size_t lda, const vo
     // whichever side moves fewer bytes; the rest split M first, keeping rows on one core from op to op.
     const bool b_heavy = K * N > M * K + M * N / 2;
     while (x.m_chunks * n_groups < want_tasks) {
-      const bool can_n = n_groups < panels;
+      const bool can_n = n_groups < n_units;
       const bool can_m = M / kMR > x.m_chunks;
       if (!can_n && !can_m) break;
       if (can_n && (!can_m || (b_heavy ? M * n_groups <= N * x.m_chunks : x.m_chunks >= want_tasks))) {
-        n_groups = min_sz(panels, n_groups * 2);
+        n_groups = min_sz(n_units, n_groups * 2);
         continue;
       }
       x.m_chunks = min_sz(M / kMR, x.m_chunks * 2);
       x.m_chunk = div_up(M, x.m_chunks);
     }
-    for (size_t i = 0; i < threads && (x.m_chunks * n_groups) % threads != 0 && n_groups < panels; ++i)
+    for (size_t i = 0; i < threads && (x.m_chunks * n_groups) % threads != 0 && n_groups < n_units; ++i)
       ++n_groups;
   }
   x.n_groups = n_groups;
