@@ -56,6 +56,8 @@ CONVS = [  # (h, w, c, oc, kernel, stride, pad, dilation, groups)
     (16, 16, 3, 64, 7, 2, 3, 1, 1),  # the 7x7 stem
     (10, 10, 8, 32, 3, 1, 2, 2, 2),  # dilation, two groups
     (5, 5, 4, 17, 5, 1, 2, 1, 1),  # few channels, 25 taps gathered
+    (9, 9, 64, 40, 3, 2, 1, 1, 1),  # few output pixels, deep windows: im2col + one GEMM
+    (8, 8, 96, 48, 1, 2, 0, 1, 1),  # a stride-2 1x1 the same way
 ]
 
 

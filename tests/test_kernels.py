@@ -1263,3 +1263,27 @@ def test_pool_wakes_after_idle_spin():
     for gap in (0.0, 0.0002, 0.003, 0.0):
         time.sleep(gap)
         same_bytes(K.unary("tanh", x, isa="best", threads=2), want)
+
+
+@pytest.mark.parametrize(
+    "h, w, c, oc, k, s, pad, d",
+    [
+        (9, 9, 64, 40, 3, 2, 1, 1),
+        (8, 8, 96, 33, 1, 2, 0, 1),
+        (6, 7, 64, 17, 5, 1, 2, 1),
+        (7, 7, 64, 48, 3, 1, 2, 2),
+    ],
+)
+def test_conv2d_small_outputs_as_one_gemm(h, w, c, oc, k, s, pad, d):
+    """Few output pixels with deep windows (>= 64 channels, A within 1 MiB) run as im2col + one K-blocked
+    GEMM: numpy's values, with padding taps, a residual and a post-op; bytes identical on 1 and 2 threads."""
+    x, f, b = rand(2, h, w, c), rand(oc, k, k, c), rand(oc)
+    geo = dict(pads=(pad,) * 4, strides=(s, s), dilations=(d, d))
+    want = clamp(conv2d_ref(x, f, b, (pad,) * 4, (s, s), (d, d), 1), -1.0, 1.0)
+    for isa in ("scalar", "best"):
+        one = K.conv2d(x, f, b, min=-1.0, max=1.0, isa=isa, **geo)
+        close(one, want, k * k * c)
+        same_bytes(one, K.conv2d(x, f, b, min=-1.0, max=1.0, isa=isa, threads=2, **geo))
+        r = rand(*one.shape)
+        with_res = K.conv2d(x, f, b, residual=r, post="hardswish", isa=isa, **geo)
+        same_bytes(with_res, K.conv2d(x, f, b, residual=r, post="hardswish", isa=isa, threads=2, **geo))

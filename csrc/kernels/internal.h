@@ -63,6 +63,7 @@ enum class Scratch : unsigned {
   kDeconvCols,  // deconv: the GEMM's column band (per call)
   kQConvF32W,  // qconv2d's fp32-accumulation path: the weights as fp32 panels (per call, read by every task)
   kQRows,  // qgemm / qconv2d on 512-bit tiles: the activation rows a unit reads (flipped, padded; per unit)
+  kIm2col,  // conv2d as one GEMM: every output pixel's window as a row (per call, read by every task)
   kCount
 };
 void* scratch(Scratch slot, size_t bytes);
