@@ -166,11 +166,9 @@ __attribute__((always_inline)) inline void ukernel(size_t kc_rt, const float* a,
 }
 
 #if defined(WEBXNN_F32_ZMM)
-// ukernel's full-panel tile on one zmm accumulator per row and panel (the AVX-512 build of this file, isa_ns.h),
-// NP = 1 or 2 panels side by side (the second tail.pstride floats after the first, its columns 16 to the
-// right): the same FMAs in the same order per output as the ymm tile, so the same bits. Two panels keep 12
-// chains of FMA latency 4 in flight on the two 512-bit pipes; one panel's 6 leave a quarter of the slots idle
-// (measured 384^3: 129 GFLOP/s with one, against 95 for the ymm tile).
+// ukernel's full-panel tile on gemm_microkernel.h's 512-bit pieces (the AVX-512 build of this file), NP = 1 or
+// 2 panels, the second tail.pstride floats after the first. Measured 384^3: 181 GFLOP/s with two, 129 with one,
+// 95 on the ymm tile.
 template <int MR, int NP, size_t KC, bool kAhead>
 __attribute__((always_inline)) inline void ukernel_zmm(size_t kc_rt, const float* a, size_t lda,
                                                        const float* b, float* c, size_t ldc,
@@ -180,40 +178,21 @@ __attribute__((always_inline)) inline void ukernel_zmm(size_t kc_rt, const float
                                                        size_t ah_step, size_t ah_n) {
   const size_t ps = tail.pstride;
   __m512 acc[MR][NP];
-#pragma GCC unroll 2
-  for (int q = 0; q < NP; ++q) {
-    const __m512 b0 = bias ? _mm512_load_ps(bias + q * ps) : _mm512_setzero_ps();
+  if (bias) {
+    ztile_load_bias<MR, NP>(bias, ps, acc);
+  } else {
 #pragma GCC unroll 6
-    for (int m = 0; m < MR; ++m) acc[m][q] = bias ? b0 : _mm512_loadu_ps(c + m * ldc + q * 16);
+    for (int m = 0; m < MR; ++m)
+#pragma GCC unroll 2
+      for (int q = 0; q < NP; ++q) acc[m][q] = _mm512_loadu_ps(c + m * ldc + q * 16);
   }
   const float* ar[MR];
 #pragma GCC unroll 6
   for (int m = 0; m < MR; ++m) ar[m] = a + m * lda;
   k_loop<KC, kAhead>(kc_rt, b, pf, pf_step, ah, ah_step, ah_n,
-                     [&](const float* w, size_t k) __attribute__((always_inline)) {
-                       __m512 wv[NP];
-#pragma GCC unroll 2
-                       for (int q = 0; q < NP; ++q) wv[q] = _mm512_load_ps(w + q * ps);
-#pragma GCC unroll 6
-                       for (int m = 0; m < MR; ++m) {
-                         const __m512 va = _mm512_set1_ps(ar[m][k]);
-#pragma GCC unroll 2
-                         for (int q = 0; q < NP; ++q) acc[m][q] = _mm512_fmadd_ps(va, wv[q], acc[m][q]);
-                       }
-                     });
-  // clamp8's order (max with vmin, then min with vmax; NaN passes through), on 16 lanes.
-  const __m512 lo = _mm512_broadcastss_ps(_mm256_castps256_ps128(vmin));
-  const __m512 hi = _mm512_broadcastss_ps(_mm256_castps256_ps128(vmax));
-#pragma GCC unroll 6
-  for (int m = 0; m < MR; ++m) {
-#pragma GCC unroll 2
-    for (int q = 0; q < NP; ++q) {
-      __m512 v = acc[m][q];
-      if (last && r) v = _mm512_add_ps(v, _mm512_loadu_ps(r + m * ldr + q * 16));
-      if (last && tail.clamp) v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));
-      _mm512_storeu_ps(c + m * ldc + q * 16, v);
-    }
-  }
+                     [&](const float* w, size_t k)
+                         __attribute__((always_inline)) { ztile_fma<MR, NP>(w, ps, ar, k, acc); });
+  ztile_store<MR, NP>(acc, c, ldc, last ? r : nullptr, ldr, last && tail.clamp, vmin, vmax);
 }
 #endif
 

@@ -6,7 +6,7 @@
 // Each output is the panel's bias + the products in k order, however a caller splits its loops. Packed
 // panels are 64-byte aligned (the *_pack contract; panels are whole multiples of 16 floats): the bias and
 // weights are read with aligned loads.
-// AVX2 translation units only (compiled with -mavx2 -mfma).
+// AVX2 translation units only (compiled with -mavx2 -mfma), and their second build for AVX-512 (ztile_*).
 #pragma once
 
 #include <immintrin.h>
@@ -66,6 +66,61 @@ __attribute__((always_inline)) inline void tile16_clamp(__m256 vmin, __m256 vmax
     acc1[m] = clamp8(acc1[m], vmin, vmax);
   }
 }
+
+#if defined(WEBXNN_F32_ZMM)
+// The 512-bit form (the AVX-512 build of the fp32 GEMM family, isa_ns.h): MR rows x NP full panels side by side
+// (the second pstride floats after the first, its columns 16 to the right), one zmm accumulator per row and
+// panel. Per output the same FMAs in the same order as the ymm tile's two halves, so the same bits. NP = 2
+// keeps 12 FMA chains in flight on two 512-bit pipes; NP = 1's 6 leave a quarter of the issue slots idle.
+
+// Every row of panel q starts from its 16 bias floats at bias + q * pstride.
+template <int MR, int NP>
+__attribute__((always_inline)) inline void ztile_load_bias(const float* bias, size_t pstride,
+                                                           __m512 (&acc)[MR][NP]) {
+#pragma GCC unroll 2
+  for (int q = 0; q < NP; ++q) {
+    const __m512 b = _mm512_load_ps(bias + q * pstride);
+#pragma GCC unroll 6
+    for (int m = 0; m < MR; ++m) acc[m][q] = b;
+  }
+}
+
+// One k step: acc[m][q] += a[m][k] * panel q's 16 weights of this k (w + q * pstride).
+template <int MR, int NP>
+__attribute__((always_inline)) inline void ztile_fma(const float* w, size_t pstride,
+                                                     const float* const (&a)[MR], size_t k,
+                                                     __m512 (&acc)[MR][NP]) {
+  __m512 wv[NP];
+#pragma GCC unroll 2
+  for (int q = 0; q < NP; ++q) wv[q] = _mm512_load_ps(w + q * pstride);
+#pragma GCC unroll 6
+  for (int m = 0; m < MR; ++m) {
+    const __m512 va = _mm512_set1_ps(a[m][k]);
+#pragma GCC unroll 2
+    for (int q = 0; q < NP; ++q) acc[m][q] = _mm512_fmadd_ps(va, wv[q], acc[m][q]);
+  }
+}
+
+// The epilogue: the residual's rows r (null: none; row stride ldr) added, then clamp8's order when `clamp`
+// (max with vmin, then min with vmax: NaN passes through), stored to C's rows (stride ldc).
+template <int MR, int NP>
+__attribute__((always_inline)) inline void ztile_store(__m512 (&acc)[MR][NP], float* c, size_t ldc,
+                                                       const float* r, size_t ldr, bool clamp, __m256 vmin,
+                                                       __m256 vmax) {
+  const __m512 lo = _mm512_broadcastss_ps(_mm256_castps256_ps128(vmin));
+  const __m512 hi = _mm512_broadcastss_ps(_mm256_castps256_ps128(vmax));
+#pragma GCC unroll 6
+  for (int m = 0; m < MR; ++m) {
+#pragma GCC unroll 2
+    for (int q = 0; q < NP; ++q) {
+      __m512 v = acc[m][q];
+      if (r) v = _mm512_add_ps(v, _mm512_loadu_ps(r + m * ldr + q * 16));
+      if (clamp) v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));
+      _mm512_storeu_ps(c + m * ldc + q * 16, v);
+    }
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace WEBXNN_AVX2_NS

@@ -87,52 +87,24 @@ __attribute__((always_inline)) inline void ukernel_inl(size_t ks, size_t kc_rt, 
 }
 
 #if defined(WEBXNN_F32_ZMM)
-// ukernel_inl's tile on one zmm accumulator per row and panel (the AVX-512 build of this file, isa_ns.h), for
-// NP = 1 or 2 full panels side by side (the second pstride floats after the first, its columns 16 to the
-// right): the same FMAs in the same order per output, so the same bits. Two panels keep 12 FMA chains in
-// flight on the two 512-bit pipes (see gemm.cc's ukernel_zmm).
+// ukernel_inl's tile on gemm_microkernel.h's 512-bit pieces (the AVX-512 build of this file) for NP = 1 or 2
+// full panels, the second pstride floats after the first.
 template <int MR, int KC, int NP>
 __attribute__((always_inline)) inline void ukernel_zmm(size_t ks, size_t kc_rt, const float* const* a,
                                                        const float* w, size_t pstride, float* c, size_t ldc,
                                                        __m256 vmin, __m256 vmax, const float* r) {
   const size_t kc = KC > 0 ? size_t{KC} : kc_rt;
   __m512 acc[MR][NP];
-#pragma GCC unroll 2
-  for (int q = 0; q < NP; ++q) {
-    const __m512 b = _mm512_load_ps(w + q * pstride);
-#pragma GCC unroll 6
-    for (int m = 0; m < MR; ++m) acc[m][q] = b;
-  }
+  ztile_load_bias<MR, NP>(w, pstride, acc);
   w += kNR;
   for (size_t t = 0; t < ks; ++t, a += MR) {
     const float* ap[MR];
 #pragma GCC unroll 6
     for (int m = 0; m < MR; ++m) ap[m] = a[m];
 #pragma GCC unroll 4
-    for (size_t k = 0; k < kc; ++k, w += kNR) {
-      __m512 wv[NP];
-#pragma GCC unroll 2
-      for (int q = 0; q < NP; ++q) wv[q] = _mm512_load_ps(w + q * pstride);
-#pragma GCC unroll 6
-      for (int m = 0; m < MR; ++m) {
-        const __m512 va = _mm512_set1_ps(ap[m][k]);
-#pragma GCC unroll 2
-        for (int q = 0; q < NP; ++q) acc[m][q] = _mm512_fmadd_ps(va, wv[q], acc[m][q]);
-      }
-    }
+    for (size_t k = 0; k < kc; ++k, w += kNR) ztile_fma<MR, NP>(w, pstride, ap, k, acc);
   }
-  // finish_tile's order: the residual, then clamp8's (NaN passes through).
-  const __m512 lo = _mm512_broadcastss_ps(_mm256_castps256_ps128(vmin));
-  const __m512 hi = _mm512_broadcastss_ps(_mm256_castps256_ps128(vmax));
-#pragma GCC unroll 6
-  for (int m = 0; m < MR; ++m) {
-#pragma GCC unroll 2
-    for (int q = 0; q < NP; ++q) {
-      __m512 v = acc[m][q];
-      if (r) v = _mm512_add_ps(v, _mm512_loadu_ps(r + m * ldc + q * 16));
-      _mm512_storeu_ps(c + m * ldc + q * 16, _mm512_min_ps(hi, _mm512_max_ps(lo, v)));
-    }
-  }
+  ztile_store<MR, NP>(acc, c, ldc, r, ldc, true, vmin, vmax);  // finish_tile's order
 }
 #endif
 
@@ -169,20 +141,14 @@ __attribute__((always_inline)) inline void ukernel_planar(size_t kh, const float
 }
 
 #if defined(WEBXNN_F32_ZMM)
-// ukernel_planar on one zmm accumulator per pixel and panel, NP = 1 or 2 full panels (pstride floats apart):
-// the same FMAs in the same order per output, so the same bits (see ukernel_zmm).
+// ukernel_planar on gemm_microkernel.h's 512-bit pieces, NP = 1 or 2 full panels (pstride floats apart).
 template <int MR, int KW, int SW, int NP>
 __attribute__((always_inline)) inline void ukernel_planar_zmm(size_t kh, const float* base, size_t row,
                                                               size_t plane, const float* w, size_t pstride,
                                                               float* c, size_t ldc, __m256 vmin, __m256 vmax,
                                                               const float* r) {
   __m512 acc[MR][NP];
-#pragma GCC unroll 2
-  for (int q = 0; q < NP; ++q) {
-    const __m512 b = _mm512_load_ps(w + q * pstride);
-#pragma GCC unroll 6
-    for (int m = 0; m < MR; ++m) acc[m][q] = b;
-  }
+  ztile_load_bias<MR, NP>(w, pstride, acc);
   w += kNR;
   for (size_t ky = 0; ky < kh; ++ky, base += row) {
 #pragma GCC unroll 7
@@ -191,29 +157,14 @@ __attribute__((always_inline)) inline void ukernel_planar_zmm(size_t kh, const f
       asm("" : "+r"(pc[0]), "+r"(pc[1]), "+r"(pc[2]));  // as in ukernel_planar
 #pragma GCC unroll 3
       for (int ci = 0; ci < 3; ++ci, w += kNR) {
-        __m512 wv[NP];
-#pragma GCC unroll 2
-        for (int q = 0; q < NP; ++q) wv[q] = _mm512_load_ps(w + q * pstride);
+        const float* px[MR];  // the tile's pixels of this tap and channel
 #pragma GCC unroll 6
-        for (int m = 0; m < MR; ++m) {
-          const __m512 va = _mm512_set1_ps(pc[ci][m * SW]);
-#pragma GCC unroll 2
-          for (int q = 0; q < NP; ++q) acc[m][q] = _mm512_fmadd_ps(va, wv[q], acc[m][q]);
-        }
+        for (int m = 0; m < MR; ++m) px[m] = pc[ci] + m * SW;
+        ztile_fma<MR, NP>(w, pstride, px, 0, acc);
       }
     }
   }
-  const __m512 lo = _mm512_broadcastss_ps(_mm256_castps256_ps128(vmin));
-  const __m512 hi = _mm512_broadcastss_ps(_mm256_castps256_ps128(vmax));
-#pragma GCC unroll 6
-  for (int m = 0; m < MR; ++m) {
-#pragma GCC unroll 2
-    for (int q = 0; q < NP; ++q) {
-      __m512 v = acc[m][q];
-      if (r) v = _mm512_add_ps(v, _mm512_loadu_ps(r + m * ldc + q * 16));
-      _mm512_storeu_ps(c + m * ldc + q * 16, _mm512_min_ps(hi, _mm512_max_ps(lo, v)));
-    }
-  }
+  ztile_store<MR, NP>(acc, c, ldc, r, ldc, true, vmin, vmax);
 }
 #endif
 
