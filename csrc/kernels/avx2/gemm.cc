@@ -59,6 +59,9 @@ struct Tail {  // masks for a partial 16-column panel, and whether the output is
   // 90.5 % of the FMA peak, against 97 % for N = 16 and 32 (now 96.7 %); through store_lanes, 95.5 %.
   bool lo_full = false;
   size_t pstride = 0;  // floats from a full panel to the next: a two-panel tile's second (the 512-bit build)
+  // Bytes from each prefetched line of the next panel block to the same line of the panel after it, which the
+  // next two-panel tile reads too (0: no second stream; the 512-bit build).
+  size_t pf2 = 0;
 };
 
 // One MR x 16 tile (gemm_microkernel.h) over kc: acc = (bias ? bias : C) + sum_k A[m][k] * b[k][:]; then act
@@ -72,17 +75,21 @@ struct Tail {  // masks for a partial 16-column panel, and whether the output is
 // (all at the start when KC > 0; ah_n * ah_step <= kc): a later step's weights (Prefetch). A template flag so
 // the tiles without one keep their loop as it was.
 // The k loop of a tile over kc steps of panel rows from b: step(w, k) for each, w = b + k * kNR, with ukernel's
-// prefetch streams (pf every pf_step steps; kAhead: ah_n lines of ah spread to end at kc). KC > 0: kc is KC,
+// prefetch streams (pf every pf_step steps, with the line pf2 bytes on when pf2 > 0; kAhead: ah_n lines of ah
+// spread to end at kc). KC > 0: kc is KC,
 // the loop unrolled whole and the prefetches issued at its start.
 template <size_t KC, bool kAhead, typename Step>
 __attribute__((always_inline)) inline void k_loop(size_t kc_rt, const float* b, const char* pf,
                                                   size_t pf_step, const char* ah, size_t ah_step, size_t ah_n,
-                                                  Step step) {
+                                                  Step step, size_t pf2 = 0) {
   const size_t kc = KC ? KC : kc_rt;
   size_t k = 0;
   if (KC > 0) {
     if (pf && pf_step > 0) {
-      for (size_t kk = pf_step; kk < KC; kk += pf_step, pf += 64) _mm_prefetch(pf, _MM_HINT_T1);
+      for (size_t kk = pf_step; kk < KC; kk += pf_step, pf += 64) {
+        _mm_prefetch(pf, _MM_HINT_T1);
+        if (pf2) _mm_prefetch(pf + pf2, _MM_HINT_T1);
+      }
     }
     if (kAhead) {
       for (size_t i = 0; i < ah_n; ++i) _mm_prefetch(ah + i * 64, _MM_HINT_T1);
@@ -96,6 +103,7 @@ __attribute__((always_inline)) inline void k_loop(size_t kc_rt, const float* b, 
   for (; k < kc; ++k) {
     if (k == k_pf) {
       _mm_prefetch(pf, _MM_HINT_T1);
+      if (pf2) _mm_prefetch(pf + pf2, _MM_HINT_T1);
       pf += 64;
       k_pf += pf_step;
     }
@@ -189,9 +197,10 @@ __attribute__((always_inline)) inline void ukernel_zmm(size_t kc_rt, const float
   const float* ar[MR];
 #pragma GCC unroll 6
   for (int m = 0; m < MR; ++m) ar[m] = a + m * lda;
-  k_loop<KC, kAhead>(kc_rt, b, pf, pf_step, ah, ah_step, ah_n,
-                     [&](const float* w, size_t k)
-                         __attribute__((always_inline)) { ztile_fma<MR, NP>(w, ps, ar, k, acc); });
+  k_loop<KC, kAhead>(
+      kc_rt, b, pf, pf_step, ah, ah_step, ah_n,
+      [&](const float* w, size_t k) __attribute__((always_inline)) { ztile_fma<MR, NP>(w, ps, ar, k, acc); },
+      tail.pf2);
   ztile_store<MR, NP>(acc, c, ldc, last ? r : nullptr, ldr, last && tail.clamp, vmin, vmax);
 }
 #endif
@@ -374,8 +383,10 @@ void sweep(size_t mc, size_t kc, const float* a, size_t lda, const float* b, flo
       spread = next_b + pf * 64;
       pf = min_sz(kc, pf + pf_per_tile);
     } else if (next_b) {
-      for (const size_t e = min_sz(kc, pf + pf_per_tile); pf < e; ++pf)
+      for (const size_t e = min_sz(kc, pf + pf_per_tile); pf < e; ++pf) {
         _mm_prefetch(next_b + pf * 64, _MM_HINT_T1);
+        if (tail.pf2) _mm_prefetch(next_b + tail.pf2 + pf * 64, _MM_HINT_T1);
+      }
     }
     if (c_prefetch && t0 + kMR < mc) {
       const char* cn = reinterpret_cast<const char*>(c + kMR * ldc);
@@ -497,15 +508,22 @@ void gemm_task(const void* vctx, size_t task) {
         // block, or of the next group (the next unit, on this task or the next one on this thread).
         const size_t p_next = p + (pair || two ? 2 : 1);
         const char* next_b = nullptr;
+        size_t p_nb = x.panels;  // the panel of this GEMM that next_b is in (panels: none)
         if (p_next < p1) {
           next_b = reinterpret_cast<const char*>(x.packed + p_next * panel_floats + kNR + k0 * kNR);
+          p_nb = p_next;
         } else if (kb + 1 < x.kc_blocks) {
           next_b = reinterpret_cast<const char*>(x.packed + p0 * panel_floats + kNR + (k0 + kc) * kNR);
+          p_nb = p0;
         } else if (p1 < x.panels) {
           next_b = reinterpret_cast<const char*>(x.packed + p1 * panel_floats + kNR);
+          p_nb = p1;
         } else if (x.next && u + 1 == x.units) {
           next_b = reinterpret_cast<const char*>(x.next + kNR);
         }
+        // A two-panel tile reads next: its second panel's block too (the one after next_b's).
+        if (kTwoPanels && p_nb + 1 < x.panels && x.N >= (p_nb + 2) * kNR)
+          tail.pf2 = panel_floats * sizeof(float);
         if (pair) {
           const float* panel2 = panel + panel_floats;
           Tail tail2;
