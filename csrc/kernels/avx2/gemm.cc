@@ -64,20 +64,9 @@ struct Tail {  // masks for a partial 16-column panel, and whether the output is
   size_t pf2 = 0;
 };
 
-// One MR x 16 tile (gemm_microkernel.h) over kc: acc = (bias ? bias : C) + sum_k A[m][k] * b[k][:]; then act
-// when `last`.
-// A's rows are a + m * lda.
-// r: the residual tile added at the last K block before the clamp (null: none), row stride ldr.
-// pf (null: none): a line to prefetch toward L2 every pf_step steps of the k loop, advancing 64 bytes each time.
-// KC > 0: kc is KC, known at compile time: the k loop is unrolled whole (see kShortK), pf's lines are all
-// prefetched at the start.
-// kAhead: a second stream, ah_n lines from ah, one every ah_step steps of the k loop, the last at kc - ah_step
-// (all at the start when KC > 0; ah_n * ah_step <= kc): a later step's weights (Prefetch). A template flag so
-// the tiles without one keep their loop as it was.
 // The k loop of a tile over kc steps of panel rows from b: step(w, k) for each, w = b + k * kNR, with ukernel's
-// prefetch streams (pf every pf_step steps, with the line pf2 bytes on when pf2 > 0; kAhead: ah_n lines of ah
-// spread to end at kc). KC > 0: kc is KC,
-// the loop unrolled whole and the prefetches issued at its start.
+// prefetch streams (below), and with each pf line also the line pf2 bytes on when pf2 > 0 (the 512-bit build's
+// second panel).
 template <size_t KC, bool kAhead, typename Step>
 __attribute__((always_inline)) inline void k_loop(size_t kc_rt, const float* b, const char* pf,
                                                   size_t pf_step, const char* ah, size_t ah_step, size_t ah_n,
@@ -117,6 +106,16 @@ __attribute__((always_inline)) inline void k_loop(size_t kc_rt, const float* b, 
   }
 }
 
+// One MR x 16 tile (gemm_microkernel.h) over kc: acc = (bias ? bias : C) + sum_k A[m][k] * b[k][:]; then act
+// when `last`.
+// A's rows are a + m * lda.
+// r: the residual tile added at the last K block before the clamp (null: none), row stride ldr.
+// pf (null: none): a line to prefetch toward L2 every pf_step steps of the k loop, advancing 64 bytes each time.
+// KC > 0: kc is KC, known at compile time: the k loop is unrolled whole (see kShortK), pf's lines are all
+// prefetched at the start.
+// kAhead: a second stream, ah_n lines from ah, one every ah_step steps of the k loop, the last at kc - ah_step
+// (all at the start when KC > 0; ah_n * ah_step <= kc): a later step's weights (Prefetch). A template flag so
+// the tiles without one keep their loop as it was.
 template <int MR, bool kFull, size_t KC = 0, bool kAhead = false>
 __attribute__((always_inline)) inline void ukernel(size_t kc_rt, const float* a, size_t lda, const float* b,
                                                    float* c, size_t ldc, const float* bias, bool last,
@@ -354,8 +353,8 @@ void run_ukernel(size_t mr, size_t kc, const float* a, size_t lda, const float* 
 }
 
 // NP full 16-column panels (2: the 512-bit build's two-panel tiles) over the M chunk's row tiles: the MR = 6
-// tiles inlined in one loop (no call and
-// no dispatch per tile: with short K those cost as much as the tile's FMAs), the last partial tile dispatched.
+// tiles inlined in one loop (no call and no dispatch per tile: with short K those cost as much as the tile's
+// FMAs), the last partial tile dispatched.
 // a: the chunk's first row (row stride lda).
 // Prefetches a slice of the next panel's block per kMR-row tile (next_b, pf_per_tile lines, spread over the
 // tile's k loop) and, when C is read back by a later K block (c_prefetch), the next tile's C rows. The
