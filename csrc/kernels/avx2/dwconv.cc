@@ -809,6 +809,9 @@ void run_dw(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, 
       static_cast<double>(OW) * x.C *
       ((pw ? x.Cin + 9.0 : double(p.kernel_h) * p.kernel_w) + (project ? project->channels : 0));
   x.tasks = internal::task_count(div_up(x.rows, x.unit), row_cost * x.unit, threads, 4);
+  // Single-row units that could run in pairs: tasks of 3 rows or more, so most rows still pair up (7 rows on 2
+  // threads as 7 tasks ran every row alone).
+  if (x.pair_rows && x.unit == 1) x.tasks = max_sz(1, min_sz(x.tasks, max_sz(threads, x.rows / 3)));
   const internal::TaskFn fn = p.kernel_w == 3 ? dw_task<3> : p.kernel_w == 5 ? dw_task<5> : dw_task<0>;
   internal::parallel_run(par, x.tasks, fn, &x);
   internal::aligned_free(plan);
