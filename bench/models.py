@@ -419,8 +419,9 @@ def paired_speedup(one: Any, two: Any, feeds: dict[str, np.ndarray], repeat: int
     """webxnn's 2-thread speed-up from blocks of the two Programs back to back: the median over 2 x `rounds`
     rounds of (1-thread block median) / (2-thread block median). The columns' figures come from blocks minutes
     apart, in which a shared host's second vCPU may be free for one and taken for the other; two neighbouring
-    blocks share its state. (onnxruntime gets no such figure: its 2-thread workers spin on after a run, into
-    the 1-thread block that follows.)"""
+    blocks share its state. It includes the 2-thread Program's run-mode choice (Program.run_modes): where the
+    second vCPU is taken, its runs go to the caller alone and the figure falls toward 1. (onnxruntime gets no
+    such figure: its 2-thread workers spin on after a run, into the 1-thread block that follows.)"""
     per = alternating_blocks(
         {t: (lambda p=p: block_ms(lambda: p.run(feeds), repeat)) for t, p in ((1, one), (2, two))}, 2 * rounds
     )
