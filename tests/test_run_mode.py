@@ -122,9 +122,9 @@ def test_a_lucky_probe_is_dropped_at_the_first_slow_confirmation() -> None:
 
 def test_after_a_burst_of_load_the_workers_are_probed_within_probe_every_runs() -> None:
     """The workers win (50 against 100) long enough for the probes of the caller alone to back off to
-    probe_max (they fall on runs 496 and 624); a burst of load just after the second (runs 630-649: the workers
-    take 150) flips the choice to the caller alone; the workers are probed again, and taken back, within
-    probe_every runs of the burst's end, not at the next backed-off probe (run 752)."""
+    probe_max (they fall on runs 496 and 624); a burst of load just after the second (runs 630-649: the
+    workers take 150) flips the choice to the caller alone; the workers are probed again, and taken back,
+    within probe_every runs of the burst's end, not at the next backed-off probe (run 752)."""
     burst, end, n = 630, 650, 900
     modes = simulate(lambda k, solo: 100 if solo else (150 if burst <= k < end else 50), n)
     flip = next(k for k in range(burst, n) if modes[k] and modes[k + 1])  # alone as the choice, not a probe
