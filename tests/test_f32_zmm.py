@@ -23,6 +23,25 @@ if "avx512vnni" not in K.tables():
 RNG = np.random.default_rng(20261127)
 
 
+# The fp32 entries avx512f/ compiles again (avx2.h WEBXNN_F32_GEMM_KERNELS less packers and predicates).
+ZMM_ENTRIES = [
+    "gemm",
+    "gemm_residual",
+    "batch_matmul",
+    "conv2d",
+    "conv2d_residual",
+    "dwconv2d_fused",
+    "deconv2d",
+]
+
+
+def test_the_table_runs_its_own_fp32_entries() -> None:
+    """Without this, every test below would also pass on a table that kept AVX2's fp32 entries."""
+    zmm, ymm = K.table_entries("avx512vnni"), K.table_entries("avx2")
+    assert [e for e in ZMM_ENTRIES if zmm[e] == ymm[e]] == []
+    assert zmm["binary"] == ymm["binary"] and zmm["qgemm"] != ymm["qgemm"]  # AVX2's / its own, as before
+
+
 def rand(*shape: int) -> np.ndarray:
     return RNG.uniform(-1.0, 1.0, size=shape).astype(np.float32)
 

@@ -721,6 +721,18 @@ void bind_kernels(py::module_& m) {
       },
       "the kernel tables this build has and this CPU runs (isa= names)");
   m.def(
+      "table_entries",
+      [](const std::string& isa) {
+        const KernelTable& t = table_for("table_entries", isa);
+        std::map<std::string, uintptr_t> entries;
+#define WEBXNN_KERNEL(name, ret, params) entries[#name] = reinterpret_cast<uintptr_t>(t.name);
+#include "kernels/table.def"
+#undef WEBXNN_KERNEL
+        return entries;
+      },
+      py::arg("isa"),
+      "table `isa`'s entries by name, as addresses: which tables share a kernel and which have their own");
+  m.def(
       "gemm", &gemm, py::arg("A"), py::arg("B"), py::arg("bias") = py::none(), py::arg("b_is_nk") = false, mn,
       mx, isa, thr, py::arg("residual") = py::none(), py::arg("post") = "none",
       "C[M,N] = post(clamp(A[M,K] @ B + bias (+ residual))); B is [K,N], or [N,K] when b_is_nk; post: none, "

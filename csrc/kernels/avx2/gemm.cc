@@ -44,11 +44,6 @@ constexpr size_t kCBlockBytes = 128 * 1024;  // C block of one (M chunk, N group
 // 643 -> 620 us. Unrolled for K = 24 and 32 as well, the blocks using them did not get faster; a 4x unroll
 // of the general loop gained 6 us.
 constexpr size_t kShortK = 16;
-#if defined(WEBXNN_F32_ZMM)
-constexpr bool kTwoPanels = true;  // full_tile's NP = 2
-#else
-constexpr bool kTwoPanels = false;
-#endif
 constexpr size_t kPanelUnit = kTwoPanels ? 2 : 1;  // N groups are whole units of this many panels
 
 struct Tail {  // masks for a partial 16-column panel, and whether the output is clamped at all
@@ -343,12 +338,12 @@ void run_ukernel8(size_t mr, size_t kc, const float* a, size_t lda, const float*
   });
 }
 
-template <bool kFull>
-void run_ukernel(size_t mr, size_t kc, const float* a, size_t lda, const float* b, float* c, size_t ldc,
+// A tile of a partial panel (9-15 columns: masked loads and stores); full panels run full_tile.
+void run_partial(size_t mr, size_t kc, const float* a, size_t lda, const float* b, float* c, size_t ldc,
                  const float* bias, bool last, __m256 vmin, __m256 vmax, const Tail& tail, const float* r,
                  size_t ldr) {
   with_rows<kMR>(mr, [&](auto m) {
-    ukernel<decltype(m)::value, kFull>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
+    ukernel<decltype(m)::value, false>(kc, a, lda, b, c, ldc, bias, last, vmin, vmax, tail, r, ldr);
   });
 }
 
@@ -581,7 +576,7 @@ void gemm_task(const void* vctx, size_t task) {
           if (nc <= 8) {
             run_ukernel8(mr, kc, a, a_ld, b, c, x.ldc, bias, last, vmin, vmax, tail, rt, x.ldr);
           } else {
-            run_ukernel<false>(mr, kc, a, a_ld, b, c, x.ldc, bias, last, vmin, vmax, tail, rt, x.ldr);
+            run_partial(mr, kc, a, a_ld, b, c, x.ldc, bias, last, vmin, vmax, tail, rt, x.ldr);
           }
         }
       }

@@ -67,6 +67,29 @@ __attribute__((always_inline)) inline void tile16_clamp(__m256 vmin, __m256 vmax
   }
 }
 
+// Whether tiles span two full panels (the 512-bit build's ztile_*) or one.
+#if defined(WEBXNN_F32_ZMM)
+constexpr bool kTwoPanels = true;
+#else
+constexpr bool kTwoPanels = false;
+#endif
+
+// Calls f(q, nc, Rows<NP>{}) for the tiles across panels [q0, q1) of goc output columns: panel q with its nc
+// columns (NP = 1), or in the 512-bit build panels q and q + 1 when both are full (NP = 2, nc = 16).
+template <typename F>
+__attribute__((always_inline)) inline void each_panel_tile(size_t q0, size_t q1, size_t goc, F&& f) {
+  for (size_t q = q0; q < q1; ++q) {
+    if constexpr (kTwoPanels) {
+      if (q + 1 < q1 && goc - q * kNR >= 2 * kNR) {
+        f(q, kNR, Rows<2>{});
+        ++q;
+        continue;
+      }
+    }
+    f(q, min_sz(kNR, goc - q * kNR), Rows<1>{});
+  }
+}
+
 #if defined(WEBXNN_F32_ZMM)
 // The 512-bit form (the AVX-512 build of the fp32 GEMM family, isa_ns.h): MR rows x NP full panels side by side
 // (the second pstride floats after the first, its columns 16 to the right), one zmm accumulator per row and

@@ -193,40 +193,36 @@ template <int MR>
 void planar_panels(const ConvParams& p, const float* base, size_t row, size_t plane, const float* w,
                    size_t panel_floats, size_t panels, float* c, size_t ldc, size_t goc, __m256 vmin,
                    __m256 vmax, const float* r) {
-  for (size_t q = 0; q < panels; ++q, w += panel_floats, c += kNR, r = r ? r + kNR : nullptr) {
-    const size_t nc = min_sz(kNR, goc - q * kNR);
+  each_panel_tile(0, panels, goc, [&](size_t q, size_t nc, auto np) {
+    constexpr int NP = decltype(np)::value;
+    const float* wq = w + q * panel_floats;
+    float* cq = c + q * kNR;
+    const float* rq = r ? r + q * kNR : nullptr;
 #if defined(WEBXNN_F32_ZMM)
-    if (nc == kNR) {  // full panels on zmm, two at a time where there are two
-      const auto run = [&](auto np) {
-        constexpr int NP = decltype(np)::value;
-        if (p.kernel_w == 7) {
-          ukernel_planar_zmm<MR, 7, 2, NP>(p.kernel_h, base, row, plane, w, panel_floats, c, ldc, vmin, vmax,
-                                           r);
-        } else if (p.stride_w == 2) {
-          ukernel_planar_zmm<MR, 3, 2, NP>(p.kernel_h, base, row, plane, w, panel_floats, c, ldc, vmin, vmax,
-                                           r);
-        } else {
-          ukernel_planar_zmm<MR, 3, 1, NP>(p.kernel_h, base, row, plane, w, panel_floats, c, ldc, vmin, vmax,
-                                           r);
-        }
-      };
-      if (q + 1 < panels && goc - q * kNR >= 2 * kNR) {
-        run(Rows<2>{});  // (Rows: a compile-time count)
-        ++q, w += panel_floats, c += kNR, r = r ? r + kNR : nullptr;
+    if (nc == kNR) {  // full panels on zmm
+      if (p.kernel_w == 7) {
+        ukernel_planar_zmm<MR, 7, 2, NP>(p.kernel_h, base, row, plane, wq, panel_floats, cq, ldc, vmin, vmax,
+                                         rq);
+      } else if (p.stride_w == 2) {
+        ukernel_planar_zmm<MR, 3, 2, NP>(p.kernel_h, base, row, plane, wq, panel_floats, cq, ldc, vmin, vmax,
+                                         rq);
       } else {
-        run(Rows<1>{});
+        ukernel_planar_zmm<MR, 3, 1, NP>(p.kernel_h, base, row, plane, wq, panel_floats, cq, ldc, vmin, vmax,
+                                         rq);
       }
-      continue;
+      return;
     }
 #endif
-    if (p.kernel_w == 7) {
-      ukernel_planar<MR, 7, 2>(p.kernel_h, base, row, plane, w, c, ldc, nc, vmin, vmax, r);
-    } else if (p.stride_w == 2) {
-      ukernel_planar<MR, 3, 2>(p.kernel_h, base, row, plane, w, c, ldc, nc, vmin, vmax, r);
-    } else {
-      ukernel_planar<MR, 3, 1>(p.kernel_h, base, row, plane, w, c, ldc, nc, vmin, vmax, r);
+    if constexpr (NP == 1) {
+      if (p.kernel_w == 7) {
+        ukernel_planar<MR, 7, 2>(p.kernel_h, base, row, plane, wq, cq, ldc, nc, vmin, vmax, rq);
+      } else if (p.stride_w == 2) {
+        ukernel_planar<MR, 3, 2>(p.kernel_h, base, row, plane, wq, cq, ldc, nc, vmin, vmax, rq);
+      } else {
+        ukernel_planar<MR, 3, 1>(p.kernel_h, base, row, plane, wq, cq, ldc, nc, vmin, vmax, rq);
+      }
     }
-  }
+  });
 }
 
 // Runs ukernel_planar over `panels` consecutive panels from w for one tile of mr pixels (planar_tiles(p)).
@@ -245,8 +241,8 @@ void ukernel(size_t ks, size_t kc_rt, const float* const* a, const float* w, flo
   ukernel_inl<MR, KC>(ks, kc_rt, a, w, c, ldc, nc, vmin, vmax, r);
 }
 
-// NP = 2: two full panels, the second pstride floats after w (the 512-bit build only; NP = 1 there runs
-// full panels on zmm too).
+// NP = 2: two full panels, the second pstride floats after w (the 512-bit build only, from each_panel_tile;
+// NP = 1 there runs full panels on zmm too).
 template <int KC, int NP>
 void run_ukernel_kc(size_t mr, size_t ks, size_t kc, const float* const* a, const float* w, size_t pstride,
                     float* c, size_t ldc, size_t nc, __m256 vmin, __m256 vmax, const float* r) {
@@ -278,25 +274,15 @@ void run_ukernel_np(size_t mr, size_t ks, size_t kc, const float* const* a, cons
 }
 
 // The tile (mr rows, ks taps of kc steps from a) against panels [q0, q1) of a group's packed weights wg, into
-// c's columns from q0 * 16 (residual r: the same columns of the tile's residual rows, or null). The 512-bit
-// build takes two full panels at a time.
+// c's columns from q0 * 16 (residual r: the same columns of the tile's residual rows, or null); the 512-bit
+// build takes two full panels at a time (each_panel_tile).
 void run_panels(size_t mr, size_t ks, size_t kc, const float* const* a, const float* wg, size_t panel_floats,
                 size_t q0, size_t q1, size_t goc, float* c, size_t ldc, __m256 vmin, __m256 vmax,
                 const float* r) {
-  for (size_t q = q0; q < q1; ++q) {
-    const size_t nc = min_sz(kNR, goc - q * kNR);
-    const float* rq = r ? r + q * kNR : nullptr;
-#if defined(WEBXNN_F32_ZMM)
-    if (q + 1 < q1 && goc - q * kNR >= 2 * kNR) {
-      run_ukernel_np<2>(mr, ks, kc, a, wg + q * panel_floats, panel_floats, c + q * kNR, ldc, kNR, vmin, vmax,
-                        rq);
-      ++q;
-      continue;
-    }
-#endif
-    run_ukernel_np<1>(mr, ks, kc, a, wg + q * panel_floats, panel_floats, c + q * kNR, ldc, nc, vmin, vmax,
-                      rq);
-  }
+  each_panel_tile(q0, q1, goc, [&](size_t q, size_t nc, auto np) {
+    run_ukernel_np<decltype(np)::value>(mr, ks, kc, a, wg + q * panel_floats, panel_floats, c + q * kNR, ldc,
+                                        nc, vmin, vmax, r ? r + q * kNR : nullptr);
+  });
 }
 
 // Panels per task group: keep one group's packed weights within ~256 KB (L2) and, when M is small, leave
@@ -435,19 +421,14 @@ void conv_task(const void* vctx, size_t task) {
       if (mr == kMR && kc == 9 && kh == 3 && !x.residual && x.goc % kNR == 0) {
         // A 3x3 RGB stem's full tiles: the microkernel inlined, every size known (a call and two dispatches
         // per panel cost ~7 % of such a stem, whose panels are ~160 cycles of FMAs each).
+        each_panel_tile(q0, q1, x.goc, [&](size_t q, size_t, auto np) {
 #if defined(WEBXNN_F32_ZMM)
-        size_t q = q0;
-        for (; q + 1 < q1; q += 2)
-          ukernel_zmm<kMR, 9, 2>(3, 9, krows, wg + q * panel_floats, panel_floats, c + q * kNR, x.OC, vmin,
-                                 vmax, nullptr);
-        if (q < q1)
-          ukernel_zmm<kMR, 9, 1>(3, 9, krows, wg + q * panel_floats, panel_floats, c + q * kNR, x.OC, vmin,
-                                 vmax, nullptr);
+          ukernel_zmm<kMR, 9, decltype(np)::value>(3, 9, krows, wg + q * panel_floats, panel_floats,
+                                                   c + q * kNR, x.OC, vmin, vmax, nullptr);
 #else
-        for (size_t q = q0; q < q1; ++q)
-          ukernel_inl<kMR, 9>(3, 9, krows, wg + q * panel_floats, c + q * kNR, x.OC, kNR, vmin, vmax,
-                              nullptr);
+          ukernel_inl<kMR, 9>(3, 9, krows, wg + q * panel_floats, c + q * kNR, x.OC, kNR, vmin, vmax, nullptr);
 #endif
+        });
       } else {
         run_panels(mr, kh, kc, krows, wg, panel_floats, q0, q1, x.goc, c, x.OC, vmin, vmax,
                    x.residual ? x.residual + (c - x.out) : nullptr);
