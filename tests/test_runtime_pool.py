@@ -58,6 +58,21 @@ def test_every_task_runs_once(_testing: ModuleType, threads: int, spin_us: int, 
         assert pool.run_counts(tasks, regions=20, session=session) == [20] * tasks
 
 
+@pytest.mark.parametrize("threads", [2, 4])
+def test_every_task_runs_once_across_the_generation_wrap_around(_testing: ModuleType, threads: int) -> None:
+    # A region's tasks are claimed against a 40-bit generation tag. Regions of 2 tasks leave shares of a
+    # 4-thread pool empty, so their slots keep old tags; every 2^36 regions all slots are refreshed
+    # (skip_regions stands in for the regions), and the tags then wrap around from 2^40 - 1 to 0 without
+    # losing or repeating a task. Without the refresh, the empty shares' tag 0 would read as the region's.
+    pool = _testing.ThreadPool(threads, 100)
+    assert pool.run_counts(2, regions=10, session=True) == [10] * 2
+    pool.skip_regions(2**40 - 12)
+    for tasks in [2, 3, 7, 31]:
+        assert pool.run_counts(tasks, regions=10, session=True) == [10] * tasks
+    pool.skip_regions(2**36)
+    assert pool.run_counts(5, regions=10) == [10] * 5
+
+
 @pytest.mark.parametrize("spin_us", [0, 100])
 def test_many_callers_on_one_pool(_testing: ModuleType, spin_us: int) -> None:
     pool = _testing.ThreadPool(3, spin_us)

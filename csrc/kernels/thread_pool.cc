@@ -76,7 +76,7 @@ uint32_t ThreadPool::default_spin_us() {
 ThreadPool::ThreadPool(size_t threads, uint32_t spin_us)
     : spin_(spin_us),
       participants_(threads ? threads : std::max<size_t>(1, std::thread::hardware_concurrency())) {
-  ranges_ = std::make_unique<Range[]>(participants_);
+  slots_ = std::make_unique<Slot[]>(participants_);
   workers_.reserve(participants_ - 1);
   for (size_t i = 1; i < participants_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
@@ -107,6 +107,11 @@ ThreadPool::~ThreadPool() {
 }
 
 uint64_t ThreadPool::barrier_wait_ns() { return tl_barrier_wait_ns; }
+
+void ThreadPool::skip_regions(uint64_t n) {
+  std::lock_guard<std::mutex> lk(run_mutex_);
+  regions_ += n;
+}
 
 ThreadPool::Session::Session(ThreadPool& pool, bool solo)
     : pool_(pool.workers_.empty() || tl_session_pool == &pool || tl_active_pool == &pool ? nullptr : &pool) {
@@ -156,76 +161,125 @@ bool ThreadPool::Session::alone() const {
   return !pool_ || (alone_at_open_ && pool_->callers_.load(std::memory_order_relaxed) == 1);
 }
 
-void ThreadPool::drain(const std::function<void(size_t)>& fn, size_t self) {
-  const size_t P = participants_;
-  for (size_t k = 0; k < P; ++k) {
-    Range& r = ranges_[(self + k) % P];
-    for (;;) {
-      const size_t t = r.next.fetch_add(1, std::memory_order_relaxed);
-      if (t >= r.end) break;
-      if (failed_.load(std::memory_order_relaxed)) continue;  // skip the rest after an error
-      try {
-        fn(t);
-      } catch (...) {
-        std::lock_guard<std::mutex> lk(mutex_);
-        if (!error_) error_ = std::current_exception();
-        failed_.store(true, std::memory_order_relaxed);
-      }
-    }
+namespace {
+
+// A region word, a share's next task and a worker's done count: (generation tag << 24) | count. 40 bits of
+// tag: a worker descheduled for 2^39 regions (days) would misread them; tasks beyond 2^24 run inline.
+constexpr int kCountBits = 24;
+constexpr uint64_t kCountMask = (uint64_t{1} << kCountBits) - 1;
+constexpr uint64_t kTagMask = (uint64_t{1} << (64 - kCountBits)) - 1;
+uint64_t tag_of(uint64_t word) { return word >> kCountBits; }
+size_t count_of(uint64_t word) { return static_cast<size_t>(word & kCountMask); }
+uint64_t word(uint64_t tag, size_t count) {
+  return (tag & kTagMask) << kCountBits | static_cast<uint64_t>(count);
+}
+// Tag a is newer than tag b: their difference modulo 2^40 is in (0, 2^39).
+bool newer(uint64_t a, uint64_t b) {
+  const uint64_t d = (a - b) & kTagMask;
+  return d != 0 && d < (kTagMask >> 1);
+}
+// A slot's words are written only when its share has tasks or its worker runs one, so a share left empty
+// (fewer tasks than participants), or a worker that never gets a task, keeps an old tag. Every this many
+// regions all slots get fresh tags, so none is ever near half the tag space (2^39) old, where it would
+// read as newer than the region, or 2^40, where it would read as the region's own.
+constexpr uint64_t kRefreshEvery = uint64_t{1} << 36;
+
+}  // namespace
+
+size_t ThreadPool::claim(uint64_t region, size_t q) {
+  const uint64_t tag = tag_of(region);
+  const size_t tasks = count_of(region), P = participants_;
+  const size_t end = tasks * (q + 1) / P;
+  Slot& s = slots_[q];
+  uint64_t v = s.next.load(std::memory_order_relaxed);
+  for (;;) {
+    if (newer(tag_of(v), tag)) return kNone;  // a later region: ours is over (we are a late worker)
+    const size_t t = tag_of(v) == tag ? count_of(v) : tasks * q / P;  // an older tag: the share is untouched
+    if (t >= end) return kNone;
+    if (s.next.compare_exchange_weak(v, word(tag, t + 1), std::memory_order_relaxed)) return t;
   }
 }
 
-bool ThreadPool::work_left() const {
-  for (size_t p = 0; p < participants_; ++p)
-    if (ranges_[p].next.load(std::memory_order_relaxed) < ranges_[p].end) return true;
-  return false;
+size_t ThreadPool::drain(uint64_t region, const std::function<void(size_t)>* fn, size_t self) {
+  const size_t P = participants_;
+  size_t ran = 0;
+  for (size_t k = 0; k < P; ++k) {
+    for (size_t t; (t = claim(region, (self + k) % P)) != kNone;) {
+      if (!failed_.load(std::memory_order_relaxed)) {  // else skip the rest after an error
+        try {
+          (*fn)(t);
+        } catch (...) {
+          std::lock_guard<std::mutex> lk(mutex_);
+          if (!error_) error_ = std::current_exception();
+          failed_.store(true, std::memory_order_relaxed);
+        }
+      }
+      ++ran;
+      if (self) finished_a_task(region, self, ran);
+    }
+  }
+  return ran;
+}
+
+void ThreadPool::finished_a_task(uint64_t region, size_t self, size_t ran) {
+  // seq_cst, against caller_sleeps_: either the caller's check before sleeping sees this count, or we see
+  // that it sleeps and wake it (under the mutex, so the wake-up cannot fall between its check and its wait).
+  slots_[self].done.store(word(tag_of(region), ran), std::memory_order_seq_cst);
+  if (caller_sleeps_.load(std::memory_order_seq_cst)) {
+    {
+      std::lock_guard<std::mutex> lk(mutex_);
+    }
+    done_cv_.notify_one();
+  }
+}
+
+size_t ThreadPool::workers_done(uint64_t region) const {
+  size_t n = 0;
+  for (size_t p = 1; p < participants_; ++p) {
+    const uint64_t v = slots_[p].done.load(std::memory_order_seq_cst);  // see finished_a_task
+    if (tag_of(v) == tag_of(region)) n += count_of(v);
+  }
+  return n;
 }
 
 void ThreadPool::worker_loop(size_t self) {
   tl_active_pool = this;
-  uint64_t seen = 0;
+  uint64_t seen = tag_of(region_.load(std::memory_order_relaxed));
   uint64_t seen_sessions = 0;
   for (;;) {
     // Poll first, but only inside a session: in a graph the next op usually follows within microseconds,
     // while between runs nothing may come for seconds.
     if (in_session_.load(std::memory_order_relaxed)) {
       spin_until(spin_, [&] {
-        return generation_.load(std::memory_order_acquire) != seen ||
+        return tag_of(region_.load(std::memory_order_relaxed)) != seen ||
                !in_session_.load(std::memory_order_relaxed);
       });
     }
-    const std::function<void(size_t)>* fn = nullptr;
-    {
+    uint64_t region = region_.load(std::memory_order_acquire);
+    if (tag_of(region) == seen) {
       std::unique_lock<std::mutex> lk(mutex_);
-      auto ready = [&] {
-        return stop_ || generation_.load(std::memory_order_relaxed) != seen ||
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);  // against run_region's publish, see there
+      wake_cv_.wait(lk, [&] {
+        return stop_ || tag_of(region_.load(std::memory_order_seq_cst)) != seen ||
                sessions_opened_.load(std::memory_order_relaxed) != seen_sessions;
-      };
-      if (!ready()) {
-        sleepers_.fetch_add(1, std::memory_order_relaxed);
-        wake_cv_.wait(lk, ready);
-        sleepers_.fetch_sub(1, std::memory_order_relaxed);
-      }
+      });
+      sleepers_.fetch_sub(1, std::memory_order_relaxed);
       if (stop_) return;
       seen_sessions = sessions_opened_.load(std::memory_order_relaxed);
-      if (generation_.load(std::memory_order_relaxed) == seen) continue;  // a session opened: go poll
-      seen = generation_.load(std::memory_order_relaxed);
-      // Join only if work is left; the caller cannot finish the region while busy_ > 0.
-      if (!work_left()) continue;
-      busy_.fetch_add(1, std::memory_order_relaxed);
-      fn = fn_;
+      continue;  // a region to join, or a session opened: go poll
     }
-    drain(*fn, self);
-    {
-      std::lock_guard<std::mutex> lk(mutex_);
-      if (busy_.fetch_sub(1, std::memory_order_acq_rel) == 1) done_cv_.notify_one();
-    }
+    seen = tag_of(region);
+    // fn_ was stored before the region; if the region is already over it may be a later one's, or gone, but
+    // then every claim below fails and it is never called.
+    drain(region, fn_.load(std::memory_order_relaxed), self);
   }
 }
 
 void ThreadPool::run(size_t tasks, const std::function<void(size_t)>& fn) {
   if (tasks == 0) return;
-  bool inline_only = workers_.empty() || tasks == 1 || tl_active_pool == this || holder_with_company();
+  // (A region's task count has 24 bits in region_; no kernel comes near, but more would run inline.)
+  bool inline_only =
+      workers_.empty() || tasks == 1 || tasks > kCountMask || tl_active_pool == this || holder_with_company();
   if (!inline_only && solo_until_ns_.load(std::memory_order_relaxed) != 0) {
     if (backing_off())
       inline_only = true;
@@ -245,32 +299,48 @@ void ThreadPool::run(size_t tasks, const std::function<void(size_t)>& fn) {
 }
 
 void ThreadPool::run_region(size_t tasks, const std::function<void(size_t)>& fn) {
-  {
-    std::lock_guard<std::mutex> lk(mutex_);
-    fn_ = &fn;
-    error_ = nullptr;
-    failed_.store(false, std::memory_order_relaxed);
-    const size_t P = participants_;
-    for (size_t p = 0; p < P; ++p) {
-      ranges_[p].next.store(tasks * p / P, std::memory_order_relaxed);
-      ranges_[p].end = tasks * (p + 1) / P;
+  // The previous region is over (every task claimed and finished), so nobody reads fn_ or failed_ for it,
+  // nor claims or finishes a task of it: a late worker's claims fail.
+  const uint64_t g = ++regions_;
+  const uint64_t region = word(g, tasks);
+  if (g - refreshed_ >= kRefreshEvery) {
+    // Every word gets a tag older than any late worker's region (so its claims fail: its tag is older, or
+    // the share full) and than this region (so each share starts at its first task, each done count at 0).
+    for (size_t q = 0; q < participants_; ++q) {
+      slots_[q].next.store(word(g - 1, kCountMask), std::memory_order_relaxed);
+      slots_[q].done.store(word(g - 1, 0), std::memory_order_relaxed);
     }
-    generation_.fetch_add(1, std::memory_order_release);
+    refreshed_ = g;
   }
-  if (sleepers_.load(std::memory_order_relaxed) > 0) wake_cv_.notify_all();
+  fn_.store(&fn, std::memory_order_relaxed);
+  failed_.store(false, std::memory_order_relaxed);
+  // seq_cst, against a worker going to sleep (it counts itself in sleepers_, then checks region_): either it
+  // sees this region, or we see it asleep and wake it, under the mutex it holds until it waits.
+  region_.store(region, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+    {
+      std::lock_guard<std::mutex> lk(mutex_);
+    }
+    wake_cv_.notify_all();
+  }
 
   const ThreadPool* saved = tl_active_pool;
   tl_active_pool = this;
   const int64_t t_start = now_ns();
-  drain(fn, 0);
+  const size_t ran = drain(region, &fn, 0);
   tl_active_pool = saved;
 
   // The barrier: workers still running a task of this region.
-  if (busy_.load(std::memory_order_acquire) != 0) {
+  auto all_done = [&] { return ran + workers_done(region) >= tasks; };
+  if (!all_done()) {
     const int64_t t0 = now_ns();
-    if (!spin_until(spin_, [&] { return busy_.load(std::memory_order_acquire) == 0; })) {
-      std::unique_lock<std::mutex> lk(mutex_);
-      done_cv_.wait(lk, [&] { return busy_.load(std::memory_order_relaxed) == 0; });
+    if (!spin_until(spin_, all_done)) {
+      caller_sleeps_.store(true, std::memory_order_seq_cst);  // against finished_a_task
+      {
+        std::unique_lock<std::mutex> lk(mutex_);
+        done_cv_.wait(lk, all_done);
+      }
+      caller_sleeps_.store(false, std::memory_order_relaxed);
     }
     const int64_t t1 = now_ns();
     const int64_t wait = t1 - t0;
@@ -281,20 +351,15 @@ void ThreadPool::run_region(size_t tasks, const std::function<void(size_t)>& fn)
     if (wait >= kLateNs && wait > t0 - t_start)
       solo_until_ns_.store(t1 + std::min(kMaxSoloNs, kSoloFactor * wait), std::memory_order_relaxed);
   }
-  std::exception_ptr error;
-  {
-    // busy_ == 0 is confirmed under the mutex: a worker joins a region only under it, and only while a task
-    // is unclaimed. Seen without the mutex, busy_ == 0 could precede the join of a worker that had checked
-    // work_left() just before the caller claimed the last task: that worker would still be inside drain()
-    // with this region's `fn` when the next region resets the ranges, and could run a new task with the old,
-    // destroyed function. Now all tasks are claimed, so no worker joins after this point.
-    std::unique_lock<std::mutex> lk(mutex_);
-    done_cv_.wait(lk, [&] { return busy_.load(std::memory_order_relaxed) == 0; });
-    fn_ = nullptr;
-    error = error_;
-    error_ = nullptr;
+  if (failed_.load(std::memory_order_acquire)) {
+    std::exception_ptr error;
+    {
+      std::lock_guard<std::mutex> lk(mutex_);
+      error = error_;
+      error_ = nullptr;
+    }
+    if (error) std::rethrow_exception(error);
   }
-  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace webxnn

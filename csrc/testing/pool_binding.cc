@@ -85,6 +85,13 @@ void bind_pool(py::module_& m) {
       .def("company", &company, py::arg("callers"),
            "`callers` threads in a Session each at once: per caller [pool.threads() seen, all tasks inline, "
            "alone()].")
+      .def(
+          "skip_regions",
+          [](ThreadPool& pool, uint64_t n) {
+            py::gil_scoped_release nogil;
+            pool.skip_regions(n);
+          },
+          py::arg("n"), "Counts n regions as run without tasks (the tags' wrap-around, stale shares).")
       .def("run_counts", &run_counts, py::arg("tasks"), py::arg("regions") = 1, py::arg("session") = false,
            py::arg("nested") = 0, py::arg("slow_task") = 0, py::arg("slow_us") = 0,
            "How often each task ran in `regions` regions (each should be `regions`).")
