@@ -131,14 +131,16 @@ ThreadPool::Session::Session(ThreadPool& pool, bool solo)
   }
   if (!holds) pool_->session_mutex_.lock();
   saved_ = tl_session_pool;
-  {
-    std::lock_guard<std::mutex> lk(pool_->mutex_);
-    pool_->in_session_.store(true, std::memory_order_relaxed);
-    pool_->sessions_opened_.fetch_add(1, std::memory_order_relaxed);
-  }
-  // Sleeping workers start polling now, while the caller prepares its run.
-  if (pool_->spin_.count() > 0 && pool_->sleepers_.load(std::memory_order_relaxed) > 0)
+  pool_->in_session_.store(true, std::memory_order_relaxed);
+  // Sleeping workers start polling now, while the caller prepares its run. seq_cst, as for a region (see
+  // run_region): a worker going to sleep sees this session, or we see it asleep.
+  pool_->sessions_opened_.fetch_add(1, std::memory_order_seq_cst);
+  if (pool_->spin_.count() > 0 && pool_->sleepers_.load(std::memory_order_seq_cst) > 0) {
+    {
+      std::lock_guard<std::mutex> lk(pool_->mutex_);
+    }
     pool_->wake_cv_.notify_all();
+  }
   tl_session_pool = pool_;
 }
 
@@ -148,10 +150,7 @@ ThreadPool::Session::~Session() {
     tl_active_pool = saved_;
   } else {
     tl_session_pool = saved_;
-    {
-      std::lock_guard<std::mutex> lk(pool_->mutex_);
-      pool_->in_session_.store(false, std::memory_order_relaxed);
-    }
+    pool_->in_session_.store(false, std::memory_order_relaxed);  // polling workers go to sleep
     pool_->session_mutex_.unlock();
   }
   pool_->callers_.fetch_sub(1, std::memory_order_acq_rel);
@@ -261,7 +260,7 @@ void ThreadPool::worker_loop(size_t self) {
       sleepers_.fetch_add(1, std::memory_order_seq_cst);  // against run_region's publish, see there
       wake_cv_.wait(lk, [&] {
         return stop_ || tag_of(region_.load(std::memory_order_seq_cst)) != seen ||
-               sessions_opened_.load(std::memory_order_relaxed) != seen_sessions;
+               sessions_opened_.load(std::memory_order_seq_cst) != seen_sessions;
       });
       sleepers_.fetch_sub(1, std::memory_order_relaxed);
       if (stop_) return;
