@@ -56,8 +56,8 @@ def positive_int(text: str) -> int:
 
 
 def fma_peaks(threads_list: Iterable[int], isa: str = "avx2") -> dict[int, float]:
-    """The FMA peak (GFLOP/s) of table `isa`'s fp32 vectors (ymm; zmm on avx512vnni) on each thread count,
-    measured now."""
+    """The FMA peak (GFLOP/s) of table `isa`'s fp32 vectors (ymm; zmm on avx512vnni; "best": the table this
+    CPU runs) on each thread count, measured now."""
     K = testing_kernels()
     return {t: K.peak_fma(threads=t, isa=isa) for t in threads_list}
 
