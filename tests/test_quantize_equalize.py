@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import webxnn
@@ -88,8 +88,12 @@ def run(g: Graph, xs: list[np.ndarray]) -> np.ndarray:
 
 
 def assert_same_function(g: Graph, g2: Graph, xs: list[np.ndarray]) -> None:
+    # The absolute tolerance has a floor at the inputs' scale: a chain whose activations zero out almost
+    # everything leaves outputs near 1e-7 of the inputs, where float32 rounding of the rescaled channels
+    # alone differs by 1e-10 (the example below).
     want, got = run(g, xs), run(g2, xs)
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * float(np.abs(want).max()))
+    scale = max(float(np.abs(want).max()), 1e-3 * max(float(np.abs(x).max()) for x in xs))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * scale)
 
 
 def assert_equalized(g2: Graph, report: dict) -> None:
@@ -124,6 +128,17 @@ LAYOUTS = ["oihw", "hwio", "ohwi", "ihwo"]
     ),
     nchw=st.booleans(),
     seed=st.integers(0, 2**16),
+)
+@example(
+    c0=7,
+    layers=[
+        (17, False, 1, "oihw", "relu6"),
+        (1, True, 1, "oihw", "prelu"),
+        (1, False, 1, "oihw", "relu"),
+        (1, False, 1, "oihw", "none"),
+    ],
+    nchw=False,
+    seed=11897,
 )
 def test_random_conv_chains_keep_their_function(c0: int, layers: list, nchw: bool, seed: int) -> None:
     rng = np.random.default_rng(seed)
