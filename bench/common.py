@@ -55,7 +55,7 @@ def positive_int(text: str) -> int:
     return n
 
 
-def fma_peaks(threads_list: Iterable[int], isa: str = "avx2") -> dict[int, float]:
+def fma_peaks(threads_list: Iterable[int], isa: str = "best") -> dict[int, float]:
     """The FMA peak (GFLOP/s) of table `isa`'s fp32 vectors (ymm; zmm on avx512vnni; "best": the table this
     CPU runs) on each thread count, measured now."""
     K = testing_kernels()

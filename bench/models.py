@@ -350,7 +350,7 @@ def run(
     # At the start and after each model's thread count: another tenant shows in the peaks or the copies. The
     # peaks are sampled on the vectors the Programs' kernels use (zmm on avx512vnni): on the Xeon VM a
     # neighbour on the second vCPU's core has halved its zmm throughput while its ymm peak read 2x.
-    peaks, copies = [fma_peaks(threads_list, "best")], [copy_bandwidth()]
+    peaks, copies = [fma_peaks(threads_list)], [copy_bandwidth()]
     for name in progress(names, "models", show_progress):
         model, feeds = MODELS[name]()
         entry: dict[str, Any] = {"model": name, "onnx_bytes": len(model), "runs": []}
@@ -396,7 +396,7 @@ def run(
             if run_.get("webxnn_ms") and run_.get("ort_ms"):
                 run_["ratio"] = run_["webxnn_ms"] / run_["ort_ms"]
             entry["runs"].append(run_)
-            peaks.append(fma_peaks(threads_list, "best"))
+            peaks.append(fma_peaks(threads_list))
             copies.append(copy_bandwidth())
         by_t = {r["threads"]: r for r in entry["runs"]}
         if 1 in by_t and 2 in by_t:

@@ -135,12 +135,8 @@ ThreadPool::Session::Session(ThreadPool& pool, bool solo)
   // Sleeping workers start polling now, while the caller prepares its run. seq_cst, as for a region (see
   // run_region): a worker going to sleep sees this session, or we see it asleep.
   pool_->sessions_opened_.fetch_add(1, std::memory_order_seq_cst);
-  if (pool_->spin_.count() > 0 && pool_->sleepers_.load(std::memory_order_seq_cst) > 0) {
-    {
-      std::lock_guard<std::mutex> lk(pool_->mutex_);
-    }
-    pool_->wake_cv_.notify_all();
-  }
+  if (pool_->spin_.count() > 0 && pool_->sleepers_.load(std::memory_order_seq_cst) > 0)
+    pool_->wake(pool_->wake_cv_);
   tl_session_pool = pool_;
 }
 
@@ -220,16 +216,20 @@ size_t ThreadPool::drain(uint64_t region, const std::function<void(size_t)>* fn,
   return ran;
 }
 
+void ThreadPool::wake(std::condition_variable& cv) {
+  // Through the mutex first: a sleeper holds it from its last check of the condition until it waits, so the
+  // notification cannot fall in between.
+  {
+    std::lock_guard<std::mutex> lk(mutex_);
+  }
+  cv.notify_all();
+}
+
 void ThreadPool::finished_a_task(uint64_t region, size_t self, size_t ran) {
   // seq_cst, against caller_sleeps_: either the caller's check before sleeping sees this count, or we see
-  // that it sleeps and wake it (under the mutex, so the wake-up cannot fall between its check and its wait).
+  // that it sleeps and wake it.
   slots_[self].done.store(word(tag_of(region), ran), std::memory_order_seq_cst);
-  if (caller_sleeps_.load(std::memory_order_seq_cst)) {
-    {
-      std::lock_guard<std::mutex> lk(mutex_);
-    }
-    done_cv_.notify_one();
-  }
+  if (caller_sleeps_.load(std::memory_order_seq_cst)) wake(done_cv_);
 }
 
 size_t ThreadPool::workers_done(uint64_t region) const {
@@ -314,14 +314,9 @@ void ThreadPool::run_region(size_t tasks, const std::function<void(size_t)>& fn)
   fn_.store(&fn, std::memory_order_relaxed);
   failed_.store(false, std::memory_order_relaxed);
   // seq_cst, against a worker going to sleep (it counts itself in sleepers_, then checks region_): either it
-  // sees this region, or we see it asleep and wake it, under the mutex it holds until it waits.
+  // sees this region, or we see it asleep and wake it.
   region_.store(region, std::memory_order_seq_cst);
-  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
-    {
-      std::lock_guard<std::mutex> lk(mutex_);
-    }
-    wake_cv_.notify_all();
-  }
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) wake(wake_cv_);
 
   const ThreadPool* saved = tl_active_pool;
   tl_active_pool = this;

@@ -136,6 +136,8 @@ class ThreadPool final : public Parallel {
   size_t workers_done(uint64_t region) const;
   void run_region(size_t tasks, const std::function<void(size_t)>& fn);
   void finished_a_task(uint64_t region, size_t self, size_t ran);
+  // Wakes the threads sleeping on cv (wake_cv_ or done_cv_), after a seq_cst check found one asleep.
+  void wake(std::condition_variable& cv);
 
   static constexpr size_t kNone = ~size_t{0};
 

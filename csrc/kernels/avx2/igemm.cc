@@ -676,19 +676,19 @@ void conv2d_impl(const ConvParams& p, size_t N, size_t H, size_t W, const float*
   x.ptiles = by_rows ? OH * PlanarTiles(OW, planar_mr(p)).count : RowTiles(OH * OW).count;
   x.panels = div_up(x.goc, kNR);
   const size_t threads = internal::parallel_threads(par);
-  x.group = panels_per_group(kNR + x.taps * x.gic * kNR, x.panels, x.ptiles * N * p.groups, threads);
+  const size_t panel_floats = kNR + x.taps * x.gic * kNR;
+  x.group = panels_per_group(panel_floats, x.panels, x.ptiles * N * p.groups, threads);
   x.n_pgroups = div_up(x.panels, x.group);
   // Panel groups inside pixel chunks, one chunk per thread, where the input outweighs the weights: the threads'
   // shares then split the pixels, not the panels, and each thread reads its part of the input (the rows the
   // op before wrote on its core) instead of all of it. ResNet-50's 3x3 s2 56x56x128 conv at 2 threads: 844 ->
   // 676 us in the model (its input 1.6 MB, written half on each core; its weights 0.6 MB).
   const double in_bytes = double(N) * H * W * x.IC * sizeof(float);
-  const double w_bytes = double(p.groups) * x.panels * (kNR + x.taps * x.gic * kNR) * sizeof(float);
+  const double w_bytes = double(p.groups) * x.panels * panel_floats * sizeof(float);
   if (!by_rows && threads > 1 && x.n_pgroups > 1 && x.ptiles >= threads * 4 && in_bytes > w_bytes)
     x.mchunks = threads;
   x.ctiles = div_up(x.ptiles, x.mchunks);
-  x.units =
-      by_rows ? N * p.groups * x.n_pgroups * x.ptiles : N * p.groups * x.mchunks * x.n_pgroups * x.ctiles;
+  x.units = N * p.groups * x.mchunks * x.n_pgroups * x.ctiles;  // planar_task: mchunks 1, ctiles = ptiles
   // Up to 16 tasks per thread: ResNet-50's big convs ran 16 tasks of ~0.13 ms on 2 threads, and the threads'
   // unequal speeds left one waiting up to a task at the end.
   x.tasks = internal::task_count(x.units, static_cast<double>(kMR) * kNR * x.group * (x.taps * x.gic + 1),
