@@ -42,6 +42,14 @@ struct Prefetch {
   size_t bytes = 0;
 };
 
+// Where batch_matmul finds one operand's matrices, in elements: matrix b starts b * batch after the base
+// pointer and its rows are `row` apart, columns adjacent. A dense [batch, rows, cols] tensor is
+// {rows * cols, cols}; batch 0 shares one matrix among all products; a [rows, batch, cols] tensor read per
+// batch (attention heads inside a token's row) is {cols, batch * cols}, so no transpose has to run first.
+struct MatStrides {
+  size_t batch = 0, row = 0;
+};
+
 // Convolution geometry (XNNPACK's _XNNNodeConv). Filter as stored in the blob:
 //   conv:       [groups*goc, kh, kw, gic]   (OHWI)
 //   depthwise:  [1, kh, kw, channels*depth_multiplier]   (1HWO; groups = channels, gic = 1)

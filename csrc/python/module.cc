@@ -142,7 +142,8 @@ class PyProgram {
   // step else [ns per run] (empty without timings), runs serially, the node whose weights the step prefetches
   // or None, then the barrier waits like the times). The fused nodes: the image transpose a
   // conv reads through, the pointwise producer of a depthwise step and its activation, the depthwise
-  // producer of a pointwise step, then the consumer whose output the step writes.
+  // producer of a pointwise step, the transposes a batch matmul reads through, then the consumer whose output
+  // the step writes.
   py::list describe_plan(const Plan& plan, const std::vector<std::vector<uint64_t>>* times,
                          const std::vector<std::vector<uint64_t>>* waits = nullptr) const {
     const Model& m = p_->model();
@@ -150,7 +151,8 @@ class PyProgram {
       const Node& nd = m.nodes[node];
       const uint32_t out = st.into != kNoValue ? m.nodes[st.into].outputs[0] : nd.outputs[0];
       py::list fused;
-      for (uint32_t f : {st.transpose, st.pre, st.pre_act, st.dw, st.dw_act, st.into}) {
+      for (uint32_t f : {st.transpose, st.pre, st.pre_act, st.dw, st.dw_act, st.operand_transpose[0],
+                         st.operand_transpose[1], st.into}) {
         if (f != kNoValue) fused.append(f);
       }
       const char* kind = node_type_name(static_cast<uint8_t>(nd.type));

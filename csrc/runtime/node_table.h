@@ -30,11 +30,15 @@ enum NodeTrait : uint32_t {
   kBlockConv = 1u << 5,  // when pointwise: a fused block's expand or project, the reader of an image
   // transpose's planes, a prefetcher of later weights
   kBlockDepthwise = 1u << 6,  // the depthwise middle of a fused block (dwconv2d_fused)
-  kImageTranspose = 1u << 7,  // NCHW -> NHWC a kBlockConv node may read through
+  kTranspose = 1u << 7,  // a StaticTranspose: NCHW -> NHWC a kBlockConv node may read through; any that a
+  // kStridedMatmul node reads or writes through
   kPrefetched = 1u << 8,  // its packed weights may be fetched ahead by the kBlockConv steps before it
   // (additive) packs a table of its own at load (pack_size / pack with no filter or bias; size 0: none for this
   // node): the qint8 nodes' 256-entry lookup tables. Unlike kPacksWeights, it may still fold.
   kPacksTable = 1u << 9,
+  // reads its operands and writes its output at any strides (batch_matmul's MatStrides): the transposes
+  // around it run inside its step (strided_matrices.h)
+  kStridedMatmul = 1u << 10,
 };
 
 // What one step's executor sees. Built per step on the stack: no allocation.

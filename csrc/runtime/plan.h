@@ -59,6 +59,9 @@ struct Step {
   // A fused layout change: the StaticTranspose (NCHW -> NHWC) making this Conv2d step's input; the conv reads
   // the transpose's input planes in place (ConvParams::input_nchw) and the transpose never runs.
   uint32_t transpose = kNoValue;
+  // Fused layout changes of a BatchMatrixMultiply step: the StaticTransposes making its operands A and B, read
+  // in place at strides (strided_matrices.h), and never run. (A transpose of its output is `into`.)
+  uint32_t operand_transpose[2] = {kNoValue, kNoValue};
   // A later FullyConnected step whose packed weights (ahead_bytes of them from ahead_offset) this pointwise
   // Conv2d step pulls toward the cache while it computes (ConvParams::ahead; see plan_ahead).
   uint32_t ahead = kNoValue;

@@ -124,10 +124,35 @@ py::array batch_matmul(const FArr& A, const FArr& B, bool b_is_nk, const std::st
   auto C = make_out<float>(out_shape);
   {
     py::gil_scoped_release nogil;
-    t.batch_matmul(batch, M, N, K, A.data(), ab == 1 ? 0 : M * K, B.data(), bb == 1 ? 0 : K * N, b_is_nk,
-                   C.mutable_data(), par);
+    t.batch_matmul(batch, M, N, K, A.data(), {ab == 1 ? 0 : M * K, K}, B.data(),
+                   {bb == 1 ? 0 : K * N, b_is_nk ? K : N}, b_is_nk, C.mutable_data(), {M * N, N}, par);
   }
   return std::move(C);
+}
+
+// batch_matmul on numpy views as they lie in memory (e.g. np.swapaxes of a [tokens, heads, dim] array):
+// A [batch, M, K], B [batch, K, N] (or [batch, N, K] when b_is_nk) and the output C [batch, M, N], written in
+// place; each with its columns adjacent, rows and batches at any stride.
+void batch_matmul_strided(const py::array_t<float>& A, const py::array_t<float>& B, py::array_t<float>& C,
+                          bool b_is_nk, const std::string& isa, size_t threads) {
+  const char* w = "batch_matmul_strided";
+  if (A.ndim() != 3 || B.ndim() != 3 || C.ndim() != 3) bad(w, "A, B and C must be 3-D");
+  const auto strides = [&](const py::array& x, const char* name) {
+    const auto el = [&](int d) { return static_cast<size_t>(x.strides(d)) / sizeof(float); };
+    if (x.strides(2) != static_cast<py::ssize_t>(sizeof(float)) || x.strides(0) < 0 || x.strides(1) < 0)
+      bad(w, std::string(name) + ": columns must be adjacent and strides non-negative");
+    return MatStrides{el(0), el(1)};
+  };
+  const size_t batch = C.shape(0), M = C.shape(1), N = C.shape(2), K = A.shape(2);
+  const size_t bk = b_is_nk ? B.shape(2) : B.shape(1), bn = b_is_nk ? B.shape(1) : B.shape(2);
+  if (A.shape(0) != C.shape(0) || B.shape(0) != C.shape(0) || A.shape(1) != C.shape(1) || bk != K || bn != N)
+    bad(w, "shapes disagree");
+  const KernelTable& t = table_for(w, isa);
+  Parallel& par = pool_for(w, threads);
+  const MatStrides as = strides(A, "A"), bs = strides(B, "B"), cs = strides(C, "C");
+  float* c = C.mutable_data();
+  py::gil_scoped_release nogil;
+  t.batch_matmul(batch, M, N, K, A.data(), as, B.data(), bs, b_is_nk, c, cs, par);
 }
 
 // ---------------------------------------------------------------------------------------- convolution
@@ -738,6 +763,9 @@ void bind_kernels(py::module_& m) {
       "C[M,N] = post(clamp(A[M,K] @ B + bias (+ residual))); B is [K,N], or [N,K] when b_is_nk; post: none, "
       "hardswish, sigmoid or gelu");
   m.def("batch_matmul", &batch_matmul, py::arg("A"), py::arg("B"), py::arg("b_is_nk") = false, isa, thr);
+  m.def("batch_matmul_strided", &batch_matmul_strided, py::arg("A"), py::arg("B"), py::arg("C"),
+        py::arg("b_is_nk") = false, isa, thr,
+        "C = A @ B per batch on the arrays' own strides (columns adjacent); C is written in place");
   m.def("conv2d", &conv2d, py::arg("x"), py::arg("filter"), py::arg("bias") = py::none(),
         py::arg("pads") = no_pads, py::arg("strides") = ones, py::arg("dilations") = ones,
         py::arg("groups") = uint32_t{1}, mn, mx, isa, thr, py::arg("residual") = py::none(),

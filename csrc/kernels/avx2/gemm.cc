@@ -656,13 +656,22 @@ void gemv_task(const void* vctx, size_t task) {
 
 size_t gemm_packed_size(size_t K, size_t N) { return div_up(N, kNR) * (kNR + K * kNR) * sizeof(float); }
 
-void gemm_pack(size_t K, size_t N, const float* B, bool b_is_nk, const float* bias, void* packed) {
+namespace {
+
+// gemm_pack of a B whose rows (k, or n when b_is_nk) are ldb floats apart.
+void pack_b(size_t K, size_t N, const float* B, size_t ldb, bool b_is_nk, const float* bias, void* packed) {
   float* out = static_cast<float*>(packed);
   if (b_is_nk) {
-    pack_panels(K, N, bias, [&](size_t k, size_t n) { return B[n * K + k]; }, out);
+    pack_panels(K, N, bias, [&](size_t k, size_t n) { return B[n * ldb + k]; }, out);
   } else {
-    pack_panels(K, N, bias, [&](size_t k, size_t n) { return B[k * N + n]; }, out);
+    pack_panels(K, N, bias, [&](size_t k, size_t n) { return B[k * ldb + n]; }, out);
   }
+}
+
+}  // namespace
+
+void gemm_pack(size_t K, size_t N, const float* B, bool b_is_nk, const float* bias, void* packed) {
+  pack_b(K, N, B, b_is_nk ? K : N, b_is_nk, bias, packed);
 }
 
 namespace {
@@ -771,7 +780,8 @@ void gemm_serial(size_t M, size_t N, size_t K, const float* A, size_t lda, const
 namespace {
 
 struct BmmCtx {
-  size_t batch, M, N, K, a_bs, b_bs, tasks, packed_bytes;
+  size_t batch, M, N, K, tasks, packed_bytes;
+  MatStrides a, b, c;
   const float* A;
   const float* B;
   float* C;
@@ -785,8 +795,9 @@ void bmm_task(const void* vctx, size_t task) {
   void* packed = internal::scratch(internal::Scratch::kBmmB, x.packed_bytes);
   const Activation none;
   for (size_t b = b0; b < b1; ++b) {
-    if (b == b0 || x.b_bs != 0) gemm_pack(x.K, x.N, x.B + b * x.b_bs, x.nk, nullptr, packed);
-    gemm_run(x.M, x.N, x.K, x.A + b * x.a_bs, x.K, packed, x.C + b * x.M * x.N, x.N, none, 1, nullptr);
+    if (b == b0 || x.b.batch != 0) pack_b(x.K, x.N, x.B + b * x.b.batch, x.b.row, x.nk, nullptr, packed);
+    gemm_run(x.M, x.N, x.K, x.A + b * x.a.batch, x.a.row, packed, x.C + b * x.c.batch, x.c.row, none, 1,
+             nullptr);
   }
 }
 
@@ -808,16 +819,17 @@ void gemm_ahead(size_t M, size_t N, size_t K, const float* A, size_t lda, const 
            ahead);
 }
 
-void batch_matmul(size_t batch, size_t M, size_t N, size_t K, const float* A, size_t a_batch_stride,
-                  const float* B, size_t b_batch_stride, bool b_is_nk, float* C, Parallel& par) {
+void batch_matmul(size_t batch, size_t M, size_t N, size_t K, const float* A, MatStrides as, const float* B,
+                  MatStrides bs, bool b_is_nk, float* C, MatStrides cs, Parallel& par) {
   if (batch == 0 || M == 0 || N == 0) return;
   BmmCtx x;
   x.batch = batch;
   x.M = M;
   x.N = N;
   x.K = K;
-  x.a_bs = a_batch_stride;
-  x.b_bs = b_batch_stride;
+  x.a = as;
+  x.b = bs;
+  x.c = cs;
   x.A = A;
   x.B = B;
   x.C = C;
@@ -835,8 +847,8 @@ void batch_matmul(size_t batch, size_t M, size_t N, size_t K, const float* A, si
   void* packed = internal::scratch(internal::Scratch::kBmmB, x.packed_bytes);
   const Activation none;
   for (size_t b = 0; b < batch; ++b) {
-    if (b == 0 || b_batch_stride != 0) gemm_pack(K, N, B + b * b_batch_stride, b_is_nk, nullptr, packed);
-    gemm_run(M, N, K, A + b * a_batch_stride, K, packed, C + b * M * N, N, none, threads, &par);
+    if (b == 0 || bs.batch != 0) pack_b(K, N, B + b * bs.batch, bs.row, b_is_nk, nullptr, packed);
+    gemm_run(M, N, K, A + b * as.batch, as.row, packed, C + b * cs.batch, cs.row, none, threads, &par);
   }
 }
 

@@ -120,16 +120,16 @@ void gemm_residual(size_t M, size_t N, size_t K, const float* A, size_t lda, con
     for (size_t n = 0; n < N; ++n) C[m * ldc + n] = clamp(C[m * ldc + n] + R[m * ldr + n]);
 }
 
-void batch_matmul(size_t batch, size_t M, size_t N, size_t K, const float* A, size_t a_batch_stride,
-                  const float* B, size_t b_batch_stride, bool b_is_nk, float* C, Parallel& par) {
+void batch_matmul(size_t batch, size_t M, size_t N, size_t K, const float* A, MatStrides as, const float* B,
+                  MatStrides bs, bool b_is_nk, float* C, MatStrides cs, Parallel& par) {
   if (batch == 0 || M == 0 || N == 0) return;
   if (!b_is_nk) {
     const Activation none;
     if (batch == 1 || par.threads() == 1 || M * N * K >= 65536 * 4) {
       // Parallelise inside each product.
       for (size_t b = 0; b < batch; ++b)
-        gemm_kn(M, N, K, A + b * a_batch_stride, K, B + b * b_batch_stride, N, nullptr, C + b * M * N, N,
-                none, par);
+        gemm_kn(M, N, K, A + b * as.batch, as.row, B + b * bs.batch, bs.row, nullptr, C + b * cs.batch,
+                cs.row, none, par);
       return;
     }
     // Many small products: one task per range of batches, each product serial.
@@ -139,12 +139,12 @@ void batch_matmul(size_t batch, size_t M, size_t N, size_t K, const float* A, si
       size_t b0, b1;
       chunk_range(batch, tasks, task, &b0, &b1);
       for (size_t b = b0; b < b1; ++b)
-        gemm_kn(M, N, K, A + b * a_batch_stride, K, B + b * b_batch_stride, N, nullptr, C + b * M * N, N,
-                none, serial);
+        gemm_kn(M, N, K, A + b * as.batch, as.row, B + b * bs.batch, bs.row, nullptr, C + b * cs.batch,
+                cs.row, none, serial);
     });
     return;
   }
-  // B is [N, K]: each output is a dot product of two contiguous rows, summed in k order.
+  // B is [N, K]: each output is a dot product of two rows, summed in k order.
   const size_t rows = batch * M;
   const size_t tasks = pick_tasks(par, rows, static_cast<double>(N) * K);
   par.run(tasks, [&](size_t task) {
@@ -152,11 +152,11 @@ void batch_matmul(size_t batch, size_t M, size_t N, size_t K, const float* A, si
     chunk_range(rows, tasks, task, &r0, &r1);
     for (size_t r = r0; r < r1; ++r) {
       const size_t b = r / M, m = r % M;
-      const float* a = A + b * a_batch_stride + m * K;
-      const float* bb = B + b * b_batch_stride;
-      float* c = C + r * N;
+      const float* a = A + b * as.batch + m * as.row;
+      const float* bb = B + b * bs.batch;
+      float* c = C + b * cs.batch + m * cs.row;
       for (size_t n = 0; n < N; ++n) {
-        const float* brow = bb + n * K;
+        const float* brow = bb + n * bs.row;
         float s = 0.f;
         for (size_t k = 0; k < K; ++k) s += a[k] * brow[k];
         c[n] = s;

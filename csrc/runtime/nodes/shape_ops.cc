@@ -288,7 +288,7 @@ void concat_exec(const ExecArgs& a, size_t i, const Step*) {
 
 void register_shape_ops(NodeTable& table) {
   define_node(table, T::XNNStaticTranspose, decode_transpose, transpose_shapes, check_bytes, transpose_exec)
-      .traits = kImageTranspose;
+      .traits = kTranspose;
   define_node(table, T::XNNStaticReshape, decode_reshape, reshape_shapes, check_bytes, view_exec).traits =
       kView;
   define_node(table, T::XNNStaticSlice, decode_slice, slice_shapes, check_bytes, slice_exec);
