@@ -23,17 +23,18 @@
 //   q8elem.cc   qadd qmul qmax_pool2d qglobal_avg_pool qlut quantize_qs8 dequantize_qs8 (qavg_pool2d is
 //               the scalar one)
 //   qdwconv.cc  qdwconv2d (reads the scalar packer's layout, kernels/qdw_layout.h)
-// WEBXNN_F32_GEMM_KERNELS (gemm.cc, igemm.cc with winograd.cc, dwconv.cc, deconv.cc) are also compiled on
-// 512-bit GEMM tiles, in namespace avx512f (isa_ns.h), for the AVX512-VNNI table (kernels/avx512f/).
+// WEBXNN_F32_GEMM_KERNELS (gemm.cc, igemm.cc with winograd.cc, dwconv.cc, deconv.cc; math.cc's row kernels)
+// are also compiled on 512-bit GEMM tiles, in namespace avx512f (isa_ns.h), for the AVX512-VNNI table
+// (kernels/avx512f/); math.cc's softmax rows run on zmm there.
 // clang-format off
 #define WEBXNN_F32_GEMM_KERNELS(X) \
   X(gemm_packed_size) X(gemm_pack) X(gemm) X(gemm_residual) X(batch_matmul) \
   X(conv2d_packed_size) X(conv2d_pack) X(conv2d) X(conv2d_reads_nchw) X(conv2d_residual) \
   X(dwconv2d) X(dwconv2d_fused) X(max_pool2d) X(avg_pool2d) X(global_avg_pool) \
-  X(deconv2d_packed_size) X(deconv2d_pack) X(deconv2d)
+  X(deconv2d_packed_size) X(deconv2d_pack) X(deconv2d) X(softmax) X(normalize)
 #define WEBXNN_AVX2_KERNELS(X) \
   WEBXNN_F32_GEMM_KERNELS(X) \
-  X(binary) X(unary) X(softmax) X(normalize) X(image_layout_f32) \
+  X(binary) X(unary) X(image_layout_f32) \
   X(qgemm) X(qconv2d) X(qconv2d_reads_nchw) X(qdwconv2d) X(quantize_qd8) X(qd8_gemm) \
   X(qgemm_residual) X(qconv2d_residual) \
   X(qadd) X(qmul) X(qmax_pool2d) X(qglobal_avg_pool) X(qlut) X(quantize_qs8) X(dequantize_qs8)
