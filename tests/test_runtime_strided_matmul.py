@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from conftest import load_testing_module
 from test_runtime_util import GraphBuilder
 from webxnn import runtime
+from webxnn.errors import InputError
 from webxnn.xnn.ir import FLAG_TRANSPOSE_B
 
 K = load_testing_module().kernels
@@ -85,7 +86,7 @@ def test_strided_and_dense_give_the_same_bytes() -> None:
 
 def test_strided_kernel_refuses_columns_apart() -> None:
     a = np.swapaxes(rand(3, 5, 4), 1, 2)  # columns 4 floats apart
-    with pytest.raises(Exception, match="columns must be adjacent"):
+    with pytest.raises(InputError, match="columns must be adjacent"):
         K.batch_matmul_strided(a, rand(3, 5, 2), np.empty((3, 4, 2), np.float32))
 
 
@@ -146,7 +147,7 @@ def test_attention_transposes_run_inside_the_products(
     close(p.run(feeds)["y"], want, shape[0] * shape[2])
     kinds, fused = _fused(p, feeds)
     assert kinds == ["XNNBatchMatrixMultiply"] * 2  # no transpose step left
-    assert fused == 4 if merge else 3
+    assert fused == (4 if merge else 3)
 
 
 def test_transpose_with_a_second_reader_runs() -> None:
