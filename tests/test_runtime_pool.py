@@ -58,6 +58,20 @@ def test_every_task_runs_once(_testing: ModuleType, threads: int, spin_us: int, 
         assert pool.run_counts(tasks, regions=20, session=session) == [20] * tasks
 
 
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("spin_us", [0, 50])
+@pytest.mark.parametrize("before_us", [0, 300])
+def test_sleeping_workers_wake_for_every_session(
+    _testing: ModuleType, threads: int, spin_us: int, before_us: int
+) -> None:
+    # After an idle pause the workers sleep. The session's opening wakes them (when they poll, spin_us > 0)
+    # and a region wakes any it did not reach: one that went back to sleep in between (before_us > spin_us),
+    # or all of them (spin_us = 0). Each region needs every participant at once, so a worker left asleep
+    # shows as a miss instead of as lost speed.
+    pool = _testing.ThreadPool(threads, spin_us)
+    assert pool.absent_workers(regions=30, idle_us=2000, before_us=before_us) == 0
+
+
 @pytest.mark.parametrize("threads", [2, 4])
 def test_every_task_runs_once_across_the_generation_wrap_around(_testing: ModuleType, threads: int) -> None:
     # A region's tasks are claimed against a 40-bit generation tag. Regions of 2 tasks leave shares of a

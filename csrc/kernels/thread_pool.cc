@@ -135,8 +135,7 @@ ThreadPool::Session::Session(ThreadPool& pool, bool solo)
   // Sleeping workers start polling now, while the caller prepares its run. seq_cst, as for a region (see
   // run_region): a worker going to sleep sees this session, or we see it asleep.
   pool_->sessions_opened_.fetch_add(1, std::memory_order_seq_cst);
-  if (pool_->spin_.count() > 0 && pool_->sleepers_.load(std::memory_order_seq_cst) > 0)
-    pool_->wake(pool_->wake_cv_);
+  if (pool_->spin_.count() > 0) pool_->wake_sleepers();
   tl_session_pool = pool_;
 }
 
@@ -216,6 +215,14 @@ size_t ThreadPool::drain(uint64_t region, const std::function<void(size_t)>* fn,
   return ran;
 }
 
+void ThreadPool::wake_sleepers() {
+  // A worker counts itself in sleepers_ before it checks, under mutex_, what it would wake up for; the caller
+  // changes that (seq_cst) before this load. So either the worker sees the change, or we see it counted.
+  // Taking the count to 0 claims the wake-up of every worker counted: they see this change once notified.
+  if (sleepers_.load(std::memory_order_seq_cst) > 0 && sleepers_.exchange(0, std::memory_order_seq_cst) > 0)
+    wake(wake_cv_);
+}
+
 void ThreadPool::wake(std::condition_variable& cv) {
   // Through the mutex first: a sleeper holds it from its last check of the condition until it waits, so the
   // notification cannot fall in between.
@@ -257,12 +264,11 @@ void ThreadPool::worker_loop(size_t self) {
     uint64_t region = region_.load(std::memory_order_acquire);
     if (tag_of(region) == seen) {
       std::unique_lock<std::mutex> lk(mutex_);
-      sleepers_.fetch_add(1, std::memory_order_seq_cst);  // against run_region's publish, see there
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);  // against wake_sleepers, see there
       wake_cv_.wait(lk, [&] {
         return stop_ || tag_of(region_.load(std::memory_order_seq_cst)) != seen ||
                sessions_opened_.load(std::memory_order_seq_cst) != seen_sessions;
       });
-      sleepers_.fetch_sub(1, std::memory_order_relaxed);
       if (stop_) return;
       seen_sessions = sessions_opened_.load(std::memory_order_relaxed);
       continue;  // a region to join, or a session opened: go poll
@@ -313,10 +319,11 @@ void ThreadPool::run_region(size_t tasks, const std::function<void(size_t)>& fn)
   }
   fn_.store(&fn, std::memory_order_relaxed);
   failed_.store(false, std::memory_order_relaxed);
-  // seq_cst, against a worker going to sleep (it counts itself in sleepers_, then checks region_): either it
-  // sees this region, or we see it asleep and wake it.
+  // seq_cst, against a worker going to sleep (see wake_sleepers): either it sees this region, or we wake it.
+  // A worker the Session's opening already notified is not notified again: it polls once it is up. (Here the
+  // first region came while the worker was still on its way, and the second wake-up cost the caller 2-3 us.)
   region_.store(region, std::memory_order_seq_cst);
-  if (sleepers_.load(std::memory_order_seq_cst) > 0) wake(wake_cv_);
+  wake_sleepers();
 
   const ThreadPool* saved = tl_active_pool;
   tl_active_pool = this;

@@ -138,6 +138,8 @@ class ThreadPool final : public Parallel {
   void finished_a_task(uint64_t region, size_t self, size_t ran);
   // Wakes the threads sleeping on cv (wake_cv_ or done_cv_), after a seq_cst check found one asleep.
   void wake(std::condition_variable& cv);
+  // Wakes the workers that went to sleep on wake_cv_ since the last such wake-up, if any.
+  void wake_sleepers();
 
   static constexpr size_t kNone = ~size_t{0};
 
@@ -175,7 +177,9 @@ class ThreadPool final : public Parallel {
   uint64_t refreshed_ = 0;
   alignas(64) std::atomic<uint64_t> sessions_opened_{0};  // bumped by each Session (wakes sleepers to poll)
   std::atomic<bool> in_session_{false};  // workers poll only while a Session is open
-  std::atomic<size_t> sleepers_{0};  // workers asleep on wake_cv_ (a region or Session wakes them if any)
+  // Workers gone to sleep on wake_cv_ since the last wake_sleepers (which takes it back to 0): the ones no
+  // notification has reached yet. A region or Session wakes them if any.
+  std::atomic<size_t> sleepers_{0};
   std::atomic<bool> caller_sleeps_{false};  // the caller sleeps on done_cv_ at a region's end
   std::atomic<int64_t> solo_until_ns_{0};  // steady-clock time until which run() runs inline (0 = no)
   std::atomic<bool> failed_{false};

@@ -59,6 +59,38 @@ std::vector<std::vector<size_t>> company(ThreadPool& pool, size_t callers) {
   return out;
 }
 
+// Regions in which not every worker took part, out of `regions` sessions of one region each: before each
+// session the caller pauses `idle_us` (the workers go to sleep), and inside it `before_us` more before its
+// region (longer than the pool's spin: a worker the session woke has gone back to sleep). Each region has one
+// task per participant, and each task waits (up to 1 s) until every task has started: with a worker that
+// never woke up, the caller's task times out. A lost wake-up costs speed only (the caller runs every task
+// it can claim), so this is what shows one.
+size_t absent_workers(ThreadPool& pool, size_t regions, uint32_t idle_us, uint32_t before_us) {
+  py::gil_scoped_release nogil;
+  const size_t n = pool.size();
+  size_t misses = 0;
+  for (size_t r = 0; r < regions; ++r) {
+    std::this_thread::sleep_for(std::chrono::microseconds(idle_us));
+    ThreadPool::Session s(pool);
+    std::this_thread::sleep_for(std::chrono::microseconds(before_us));
+    std::atomic<size_t> started{0};
+    std::atomic<bool> timed_out{false};
+    pool.run(n, [&](size_t) {
+      started.fetch_add(1);
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+      while (started.load() < n) {
+        if (std::chrono::steady_clock::now() > deadline) {
+          timed_out.store(true);
+          return;
+        }
+        std::this_thread::yield();
+      }
+    });
+    if (timed_out.load()) ++misses;
+  }
+  return misses;
+}
+
 }  // namespace
 
 void bind_pool(py::module_& m) {
@@ -85,6 +117,9 @@ void bind_pool(py::module_& m) {
       .def("company", &company, py::arg("callers"),
            "`callers` threads in a Session each at once: per caller [pool.threads() seen, all tasks inline, "
            "alone()].")
+      .def(
+          "absent_workers", &absent_workers, py::arg("regions"), py::arg("idle_us"), py::arg("before_us"),
+          "Sessions (of one region) in which a worker did not take part: a lost wake-up (see pool_binding.cc).")
       .def(
           "skip_regions",
           [](ThreadPool& pool, uint64_t n) {
