@@ -9,6 +9,9 @@ namespace webxnn {
 // webxnn._testing.kernels: each kernel table entry on numpy arrays, the timed entries bench/ uses, the FMA
 // peak probe (kernels_binding.cc). `kernels` is the submodule module.cc created.
 void bind_kernels(pybind11::module_& kernels);
+// Its fp32 convolution entries (conv2d, dwconv2d and its fused blocks, deconv2d) and their timed ones
+// (conv_binding.cc).
+void bind_conv(pybind11::module_& kernels);
 // Its int8 GEMM and IGEMM convolution entries, their timed entries, the int8 peak probe (qs8_binding.cc).
 void bind_qs8(pybind11::module_& kernels);
 // (q8elem) Its qint8 element-wise, pooling and lookup entries and their timed ones (q8elem_binding.cc).

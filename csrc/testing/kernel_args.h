@@ -1,7 +1,7 @@
 // What every kernel binding of webxnn._testing.kernels shares (kernels_binding.cc, qs8_binding.cc,
 // q8elem_binding.cc, ...): numpy argument types, the InputError naming the entry, the table for an isa name, a
 // cached ThreadPool per thread count, 64-byte aligned packed weights, qint8 element-wise quantization, and the
-// timing loops of the benchmark entries and peak probes.
+// timing loops of the benchmark entries and peak probes; the shape, clamp and post-op helpers of the fp32 entries.
 // Inline, so the pools are one set for the whole module.
 #pragma once
 
@@ -10,11 +10,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -49,6 +51,61 @@ inline QElemParams qelem_params(float a_scale, int32_t a_zp, float b_scale, int3
   pybind11::object cls = pybind11::module_::import("webxnn.errors").attr("InputError");
   PyErr_SetObject(cls.ptr(), pybind11::str("kernels." + where + ": " + what).ptr());
   throw pybind11::error_already_set();
+}
+
+// A window's (height, width) pair, and pads (top, right, bottom, left), as the conv and pool entries take them.
+using Pair = std::pair<uint32_t, uint32_t>;
+using Pads = std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>;
+
+// Output length of a window of k taps (dilation d, stride s) over `in` padded by pa and pb.
+inline size_t conv_out(const char* w, size_t in, size_t pa, size_t pb, size_t k, size_t s, size_t d) {
+  const size_t eff = d * (k - 1) + 1;
+  if (in + pa + pb < eff) bad(w, "window larger than the padded input");
+  return (in + pa + pb - eff) / s + 1;
+}
+
+inline constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// An array's shape, and as text "(2, 3)" for messages.
+inline std::vector<size_t> shape_of(const pybind11::array& a) {
+  std::vector<size_t> s(static_cast<size_t>(a.ndim()));
+  for (size_t i = 0; i < s.size(); ++i)
+    s[i] = static_cast<size_t>(a.shape(static_cast<pybind11::ssize_t>(i)));
+  return s;
+}
+
+inline std::string shape_str(const std::vector<size_t>& s) {
+  std::string r = "(";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + (s.size() == 1 ? ",)" : ")");
+}
+
+inline void need_ndim(const char* where, const char* name, const pybind11::array& a, pybind11::ssize_t nd) {
+  if (a.ndim() != nd)
+    bad(where,
+        std::string(name) + " must be " + std::to_string(nd) + "-D, got shape " + shape_str(shape_of(a)));
+}
+
+template <typename T>
+pybind11::array_t<T> make_out(const std::vector<size_t>& shape) {
+  std::vector<pybind11::ssize_t> s(shape.begin(), shape.end());
+  return pybind11::array_t<T>(s);
+}
+
+// The clamp [mn, mx], then the post-op named `post` (gemm, conv2d and dwconv2d only).
+inline Activation act_of(const char* w, float mn, float mx, const std::string& post = "none") {
+  Activation a;
+  a.min = mn;
+  a.max = mx;
+  if (post == "hardswish")
+    a.post = PostOp::kHardswish;
+  else if (post == "sigmoid")
+    a.post = PostOp::kSigmoid;
+  else if (post == "gelu")
+    a.post = PostOp::kGelu;
+  else if (post != "none")
+    bad(w, "post must be none, hardswish, sigmoid or gelu, not '" + post + "'");
+  return a;
 }
 
 inline const KernelTable& table_for(const char* where, const std::string& isa) {

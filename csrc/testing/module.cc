@@ -13,6 +13,7 @@ PYBIND11_MODULE(_testing, m) {
   webxnn::register_error_translator();  // for this module's own copy of the core's Error type
   py::module_ kernels = m.def_submodule("kernels", "Direct access to the kernel tables (tests, benchmarks)");
   webxnn::bind_kernels(kernels);
+  webxnn::bind_conv(kernels);
   webxnn::bind_qs8(kernels);
   webxnn::bind_q8elem(kernels);
   webxnn::bind_qd8(kernels);
