@@ -250,7 +250,11 @@ size_t ThreadPool::workers_done(uint64_t region) const {
 
 void ThreadPool::worker_loop(size_t self) {
   tl_active_pool = this;
-  uint64_t seen = tag_of(region_.load(std::memory_order_relaxed));
+  // Every region has a tag >= 1, so a worker that starts after the first regions were published still joins
+  // the latest (its claims fail if it is over). Starting from region_'s tag instead left the pool's first
+  // region without this worker whenever the thread started late (tests/test_runtime_pool.py's absent_workers
+  // saw it on a loaded host).
+  uint64_t seen = 0;
   uint64_t seen_sessions = 0;
   for (;;) {
     // Poll first, but only inside a session: in a graph the next op usually follows within microseconds,
