@@ -72,6 +72,15 @@ def test_sleeping_workers_wake_for_every_session(
     assert pool.absent_workers(regions=30, idle_us=2000, before_us=before_us) == 0
 
 
+@pytest.mark.parametrize("threads", [2, 3])
+def test_workers_join_a_new_pools_first_region(_testing: ModuleType, threads: int) -> None:
+    # The first region comes right after the pool is made, usually before its worker threads have started:
+    # they must still join it (a worker that took the region in flight for one it had seen slept through it).
+    for _ in range(20):
+        pool = _testing.ThreadPool(threads, 100)
+        assert pool.absent_workers(regions=1, idle_us=0, before_us=0) == 0
+
+
 @pytest.mark.parametrize("threads", [2, 4])
 def test_every_task_runs_once_across_the_generation_wrap_around(_testing: ModuleType, threads: int) -> None:
     # A region's tasks are claimed against a 40-bit generation tag. Regions of 2 tasks leave shares of a
