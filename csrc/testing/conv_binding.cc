@@ -276,38 +276,33 @@ py::array deconv2d(const FArr& x, const FArr& f, const std::optional<FArr>& bias
 }  // namespace
 
 void bind_conv(py::module_& m) {
-  const auto isa = py::arg("isa") = "scalar";
-  const auto thr = py::arg("threads") = size_t{1};
-  const auto mn = py::arg("min") = -kInf;
-  const auto mx = py::arg("max") = kInf;
-  const Pads no_pads{0, 0, 0, 0};
-  const Pair ones{1, 1};
+  const auto [isa, thr, mn, mx] = F32EntryArgs{};
   m.def("conv2d", &conv2d, py::arg("x"), py::arg("filter"), py::arg("bias") = py::none(),
-        py::arg("pads") = no_pads, py::arg("strides") = ones, py::arg("dilations") = ones,
+        py::arg("pads") = kNoPads, py::arg("strides") = kOnes, py::arg("dilations") = kOnes,
         py::arg("groups") = uint32_t{1}, mn, mx, isa, thr, py::arg("residual") = py::none(),
         py::arg("post") = "none", py::arg("layout") = "nhwc", py::arg("ahead") = py::none(),
         "NHWC conv (+ residual before the clamp, then post); filter OHWI; pads (top, right, bottom, left); "
         "layout 'nchw': x is [N, C, H, W] (the output stays NHWC); ahead: an array the kernel may prefetch "
         "while it computes (a later step's weights; never changes the result)");
   m.def("dwconv2d", &dwconv2d, py::arg("x"), py::arg("filter"), py::arg("bias") = py::none(),
-        py::arg("pads") = no_pads, py::arg("strides") = ones, py::arg("dilations") = ones, mn, mx, isa, thr,
+        py::arg("pads") = kNoPads, py::arg("strides") = kOnes, py::arg("dilations") = kOnes, mn, mx, isa, thr,
         py::arg("post") = "none",
         "NHWC depthwise conv (clamp, then post); filter [1, kh, kw, C*depth_multiplier]");
   m.def("conv1x1_dwconv2d", &conv1x1_dwconv2d, py::arg("x"), py::arg("pw_filter"),
         py::arg("pw_bias") = py::none(), py::arg("filter"), py::arg("bias") = py::none(),
-        py::arg("pads") = no_pads, py::arg("strides") = ones, py::arg("dilations") = ones,
+        py::arg("pads") = kNoPads, py::arg("strides") = kOnes, py::arg("dilations") = kOnes,
         py::arg("pw_min") = -kInf, py::arg("pw_max") = kInf, mn, mx, py::arg("post") = "none", isa, thr,
         "dwconv2d(conv1x1(x)): the pointwise conv [C, cin] feeding the depthwise [1, kh, kw, C], fused");
   m.def(
       "dwconv2d_conv1x1", &dwconv2d_conv1x1, py::arg("x"), py::arg("pw_filter") = py::none(),
       py::arg("pw_bias") = py::none(), py::arg("filter"), py::arg("bias") = py::none(),
       py::arg("project_filter"), py::arg("project_bias") = py::none(), py::arg("residual") = py::none(),
-      py::arg("pads") = no_pads, py::arg("strides") = ones, py::arg("dilations") = ones,
+      py::arg("pads") = kNoPads, py::arg("strides") = kOnes, py::arg("dilations") = kOnes,
       py::arg("pw_min") = -kInf, py::arg("pw_max") = kInf, mn, mx, py::arg("post") = "none",
       py::arg("project_min") = -kInf, py::arg("project_max") = kInf, isa, thr,
       "conv1x1(dwconv2d([conv1x1(x)])) [+ residual]: MobileNet's block fused; the project filter is [co, C]");
   m.def("deconv2d", &deconv2d, py::arg("x"), py::arg("filter"), py::arg("bias") = py::none(),
-        py::arg("pads") = no_pads, py::arg("strides") = ones, py::arg("dilations") = ones,
+        py::arg("pads") = kNoPads, py::arg("strides") = kOnes, py::arg("dilations") = kOnes,
         py::arg("groups") = uint32_t{1}, py::arg("adjustment") = Pair{0, 0}, mn, mx, isa, thr,
         "NHWC transposed conv; filter OHWI [groups*goc, kh, kw, gic]");
   // ---- benchmark entries: the same arguments plus `repeat`; per-call seconds (weights packed once, outside
@@ -322,7 +317,7 @@ void bind_conv(py::module_& m) {
                  std::nullopt, nchw_layout("time_conv2d", layout));
         return times;
       },
-      py::arg("x"), py::arg("filter"), py::arg("pads") = no_pads, py::arg("strides") = ones,
+      py::arg("x"), py::arg("filter"), py::arg("pads") = kNoPads, py::arg("strides") = kOnes,
       py::arg("groups") = uint32_t{1}, isa, thr, rep, py::arg("layout") = "nhwc");
   m.def(
       "time_dwconv2d",
@@ -332,7 +327,7 @@ void bind_conv(py::module_& m) {
         dwconv2d_t(x, f, std::nullopt, pads, s, Pair{1, 1}, Activation{}, i, t, Timing{r, &times});
         return times;
       },
-      py::arg("x"), py::arg("filter"), py::arg("pads") = no_pads, py::arg("strides") = ones, isa, thr, rep);
+      py::arg("x"), py::arg("filter"), py::arg("pads") = kNoPads, py::arg("strides") = kOnes, isa, thr, rep);
   m.def(
       "time_deconv2d",
       [](const FArr& x, const FArr& f, const Pads& pads, const Pair& s, const std::string& i, size_t t,
@@ -342,7 +337,7 @@ void bind_conv(py::module_& m) {
                    Timing{r, &times});
         return times;
       },
-      py::arg("x"), py::arg("filter"), py::arg("pads") = no_pads, py::arg("strides") = ones, isa, thr, rep);
+      py::arg("x"), py::arg("filter"), py::arg("pads") = kNoPads, py::arg("strides") = kOnes, isa, thr, rep);
 }
 
 }  // namespace webxnn

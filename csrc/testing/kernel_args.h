@@ -66,6 +66,17 @@ inline size_t conv_out(const char* w, size_t in, size_t pa, size_t pb, size_t k,
 
 inline constexpr float kInf = std::numeric_limits<float>::infinity();
 
+// The keyword arguments most fp32 entries take, with their defaults (`const auto [isa, thr, mn, mx] =
+// F32EntryArgs{};` in a bind function), and the geometry defaults of the conv and pool entries.
+struct F32EntryArgs {
+  pybind11::arg_v isa = pybind11::arg("isa") = "scalar";
+  pybind11::arg_v threads = pybind11::arg("threads") = size_t{1};
+  pybind11::arg_v min = pybind11::arg("min") = -kInf;
+  pybind11::arg_v max = pybind11::arg("max") = kInf;
+};
+inline const Pads kNoPads{0, 0, 0, 0};
+inline const Pair kOnes{1, 1};
+
 // An array's shape, and as text "(2, 3)" for messages.
 inline std::vector<size_t> shape_of(const pybind11::array& a) {
   std::vector<size_t> s(static_cast<size_t>(a.ndim()));

@@ -428,12 +428,7 @@ double peak_fma(size_t threads, size_t iters, size_t repeat, const std::string& 
 }  // namespace
 
 void bind_kernels(py::module_& m) {
-  const auto isa = py::arg("isa") = "scalar";
-  const auto thr = py::arg("threads") = size_t{1};
-  const auto mn = py::arg("min") = -kInf;
-  const auto mx = py::arg("max") = kInf;
-  const Pads no_pads{0, 0, 0, 0};
-  const Pair ones{1, 1};
+  const auto [isa, thr, mn, mx] = F32EntryArgs{};
   m.def(
       "tables",
       [] {
@@ -468,14 +463,14 @@ void bind_kernels(py::module_& m) {
       "max_pool2d",
       [](const FArr& x, const Pair& pool, const Pads& pads, const Pair& s, const Pair& d, float a, float b,
          const std::string& i, size_t t) { return pool2d(true, x, pool, pads, s, d, a, b, i, t); },
-      py::arg("x"), py::arg("pool"), py::arg("pads") = no_pads, py::arg("strides") = ones,
-      py::arg("dilations") = ones, mn, mx, isa, thr);
+      py::arg("x"), py::arg("pool"), py::arg("pads") = kNoPads, py::arg("strides") = kOnes,
+      py::arg("dilations") = kOnes, mn, mx, isa, thr);
   m.def(
       "avg_pool2d",
       [](const FArr& x, const Pair& pool, const Pads& pads, const Pair& s, const Pair& d, float a, float b,
          const std::string& i, size_t t) { return pool2d(false, x, pool, pads, s, d, a, b, i, t); },
-      py::arg("x"), py::arg("pool"), py::arg("pads") = no_pads, py::arg("strides") = ones,
-      py::arg("dilations") = ones, mn, mx, isa, thr);
+      py::arg("x"), py::arg("pool"), py::arg("pads") = kNoPads, py::arg("strides") = kOnes,
+      py::arg("dilations") = kOnes, mn, mx, isa, thr);
   m.def("global_avg_pool", &global_avg_pool, py::arg("x"), mn, mx, isa, thr, "[N,H,W,C] -> [N,1,1,C]");
   m.def("binary", &binary, py::arg("op"), py::arg("a"), py::arg("b"), mn, mx, isa, thr,
         "numpy-broadcasting binary op: add sub mul div min max pow prelu squared_diff");
@@ -516,7 +511,7 @@ void bind_kernels(py::module_& m) {
         pool2d_t(true, x, pool, pads, s, Pair{1, 1}, -kInf, kInf, i, t, Timing{r, &times});
         return times;
       },
-      py::arg("x"), py::arg("pool"), py::arg("pads") = no_pads, py::arg("strides") = ones, isa, thr, rep);
+      py::arg("x"), py::arg("pool"), py::arg("pads") = kNoPads, py::arg("strides") = kOnes, isa, thr, rep);
   m.def(
       "time_unary",
       [](const std::string& op, const FArr& x, const std::string& i, size_t t, size_t r) {

@@ -16,16 +16,17 @@
 //   igemm.cc    conv2d_packed_size conv2d_pack conv2d conv2d_reads_nchw conv2d_residual (Winograd: winograd.cc)
 //   dwconv.cc   dwconv2d dwconv2d_fused max_pool2d avg_pool2d global_avg_pool
 //   deconv.cc   deconv2d_packed_size deconv2d_pack deconv2d
-//   elementwise.cc binary unary; math.cc softmax normalize; layout.cc image_layout_f32 (3-channel images)
+//   elementwise.cc binary unary (math.cc: its transcendentals); rows.cc softmax normalize; layout.cc
+//               image_layout_f32 (3-channel images)
 //   qgemm.cc    qgemm qconv2d qd8_gemm qgemm_residual qconv2d_residual; qd8.cc quantize_qd8 (the int8
 //               packers are the scalar ones)
 //   qconv_fp32acc.cc qconv2d_reads_nchw (qconv2d's few-channel path, which reads planes)
 //   q8elem.cc   qadd qmul qmax_pool2d qglobal_avg_pool qlut quantize_qs8 dequantize_qs8 (qavg_pool2d is
 //               the scalar one)
 //   qdwconv.cc  qdwconv2d (reads the scalar packer's layout, kernels/qdw_layout.h)
-// WEBXNN_F32_GEMM_KERNELS (gemm.cc, igemm.cc with winograd.cc, dwconv.cc, deconv.cc; math.cc's row kernels)
-// are also compiled on 512-bit GEMM tiles, in namespace avx512f (isa_ns.h), for the AVX512-VNNI table
-// (kernels/avx512f/); math.cc's softmax rows run on zmm there.
+// WEBXNN_F32_GEMM_KERNELS (gemm.cc, igemm.cc with winograd.cc, dwconv.cc, deconv.cc, rows.cc) are also
+// compiled on 512-bit GEMM tiles, in namespace avx512f (isa_ns.h), for the AVX512-VNNI table
+// (kernels/avx512f/); rows.cc's softmax rows run on zmm there.
 // clang-format off
 #define WEBXNN_F32_GEMM_KERNELS(X) \
   X(gemm_packed_size) X(gemm_pack) X(gemm) X(gemm_residual) X(batch_matmul) \
@@ -80,7 +81,8 @@ void qconv2d_fp32acc_residual(const ConvParams& p, size_t N, size_t H, size_t W,
                               size_t OW, const void* packed, const int8_t* residual, void* out,
                               int32_t out_min, int32_t out_max, const QElemParams& add, Parallel& par);
 
-// math.cc: exp, sigmoid, tanh, erf, gelu (returns false for other ops; elementwise.cc's unary routes there).
+// math.cc (AVX2 table only): exp, sigmoid, tanh, erf, gelu (returns false for other ops; elementwise.cc's
+// unary routes there).
 bool unary_transcendental(UnaryOp op, size_t n, const float* in, float* out, const UnaryParams& p,
                           Parallel& par);
 
