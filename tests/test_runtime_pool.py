@@ -72,6 +72,18 @@ def test_sleeping_workers_wake_for_every_session(
     assert pool.absent_workers(regions=30, idle_us=2000, before_us=before_us) == 0
 
 
+def test_workers_linger_after_a_run_then_sleep(_testing: ModuleType) -> None:
+    # A run that follows the previous one at once finds the workers still polling (the linger: 1/32 of the
+    # last run's time, here 100 us of 3.2 ms, at most spin_us) and wakes nobody; after a pause longer than
+    # the linger they sleep, and every run wakes them. (A host that takes the caller's core for longer than
+    # spin_us in between can make a worker sleep anyway: hence the best of three loops, and at most a
+    # quarter of the sessions.)
+    pool = _testing.ThreadPool(2, 1000)
+    back_to_back = min(pool.wakeups_in_loop(sessions=20, work_us=3200, gap_us=0) for _ in range(3))
+    paused = pool.wakeups_in_loop(sessions=20, work_us=3200, gap_us=5000)
+    assert back_to_back <= 5 and paused >= 15, (back_to_back, paused)
+
+
 @pytest.mark.parametrize("threads", [2, 3])
 def test_workers_join_a_new_pools_first_region(_testing: ModuleType, threads: int) -> None:
     # The first region comes right after the pool is made, usually before its worker threads have started:

@@ -62,7 +62,7 @@ constexpr int64_t kMaxSoloNs = 200000000;
 // ~50 us in this VM. Longer polling (it was 500 us, and outside runs too) pays off only on an idle machine:
 // with a core shared with another process, a polling worker takes time slices from the threads doing the
 // work (the caller's serial steps), and a polling caller keeps the kernel from moving a descheduled worker
-// onto its core.
+// onto its core. Hence also a linger after a run (thread_pool.h) of a small fraction of that run only.
 uint32_t ThreadPool::default_spin_us() {
   const char* env = std::getenv("WEBXNN_SPIN_US");
   if (env && *env) {
@@ -130,6 +130,7 @@ ThreadPool::Session::Session(ThreadPool& pool, bool solo)
     return;
   }
   if (!holds) pool_->session_mutex_.lock();
+  opened_ns_ = now_ns();
   saved_ = tl_session_pool;
   pool_->in_session_.store(true, std::memory_order_relaxed);
   // Sleeping workers start polling now, while the caller prepares its run. seq_cst, as for a region (see
@@ -145,7 +146,12 @@ ThreadPool::Session::~Session() {
     tl_active_pool = saved_;
   } else {
     tl_session_pool = saved_;
-    pool_->in_session_.store(false, std::memory_order_relaxed);  // polling workers go to sleep
+    // Polling workers go on for the linger (see thread_pool.h), then sleep.
+    const int64_t now = now_ns();
+    const int64_t linger =
+        std::min<int64_t>((now - opened_ns_) / kLingerDivisor, pool_->spin_.count() * 1000);
+    pool_->linger_until_ns_.store(now + linger, std::memory_order_relaxed);
+    pool_->in_session_.store(false, std::memory_order_relaxed);
     pool_->session_mutex_.unlock();
   }
   pool_->callers_.fetch_sub(1, std::memory_order_acq_rel);
@@ -219,8 +225,10 @@ void ThreadPool::wake_sleepers() {
   // A worker counts itself in sleepers_ before it checks, under mutex_, what it would wake up for; the caller
   // changes that (seq_cst) before this load. So either the worker sees the change, or we see it counted.
   // Taking the count to 0 claims the wake-up of every worker counted: they see this change once notified.
-  if (sleepers_.load(std::memory_order_seq_cst) > 0 && sleepers_.exchange(0, std::memory_order_seq_cst) > 0)
+  if (sleepers_.load(std::memory_order_seq_cst) > 0 && sleepers_.exchange(0, std::memory_order_seq_cst) > 0) {
+    wakeups_.fetch_add(1, std::memory_order_relaxed);
     wake(wake_cv_);
+  }
 }
 
 void ThreadPool::wake(std::condition_variable& cv) {
@@ -256,14 +264,24 @@ void ThreadPool::worker_loop(size_t self) {
   // saw it on a loaded host).
   uint64_t seen = 0;
   uint64_t seen_sessions = 0;
+  // Inside a session, or in the linger after one: in a graph the next op usually follows within
+  // microseconds, and in a loop of runs the next run within tens; otherwise nothing may come for seconds.
+  const auto may_poll = [&] {
+    return in_session_.load(std::memory_order_relaxed) ||
+           now_ns() < linger_until_ns_.load(std::memory_order_relaxed);
+  };
   for (;;) {
-    // Poll first, but only inside a session: in a graph the next op usually follows within microseconds,
-    // while between runs nothing may come for seconds.
-    if (in_session_.load(std::memory_order_relaxed)) {
-      spin_until(spin_, [&] {
-        return tag_of(region_.load(std::memory_order_relaxed)) != seen ||
-               !in_session_.load(std::memory_order_relaxed);
-      });
+    if (may_poll()) {
+      const uint64_t sessions = sessions_opened_.load(std::memory_order_relaxed);
+      spin_until(spin_,
+                 [&] { return tag_of(region_.load(std::memory_order_relaxed)) != seen || !may_poll(); });
+      // A session that opened while we polled (the next run of a loop, its first op not yet out): poll for
+      // it afresh, as a worker its opening woke would.
+      if (tag_of(region_.load(std::memory_order_relaxed)) == seen &&
+          sessions_opened_.load(std::memory_order_relaxed) != sessions && may_poll()) {
+        seen_sessions = sessions_opened_.load(std::memory_order_relaxed);
+        continue;
+      }
     }
     uint64_t region = region_.load(std::memory_order_acquire);
     if (tag_of(region) == seen) {

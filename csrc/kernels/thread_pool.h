@@ -14,10 +14,14 @@
 //    after its region ended claims nothing. An empty region on 2 threads costs ~0.7 us here (1.2 us with
 //    the mutex-guarded join it replaced, whose worker and caller took turns on one lock at every end).
 //  * Waiting (the policy the README states): a worker that finished a region polls for the next one for at
-//    most `spin` (steady clock), and only while a Session is open (a caller inside Program::run); then it
-//    sleeps on a condition variable. When the last Session closes, polling workers go to sleep at once. The
-//    caller of run() polls for at most `spin` for workers still finishing their last task, then sleeps too.
-//    spin = 0: nobody polls. The default is WEBXNN_SPIN_US from the environment, else kDefaultSpinUs.
+//    most `spin` (steady clock) while a Session is open (a caller inside Program::run), and for a short
+//    linger after it closes: 1/kLingerDivisor of the session's length, at most `spin`. Then it sleeps on a
+//    condition variable. The linger is what a loop of runs needs: the next run opens its session while the
+//    workers still poll, and wakes nobody (waking a worker whose vCPU halted cost the caller 8-18 us and the
+//    run ~50 us on the 2-vCPU VM). It costs a run that is not followed within it at most ~3 % of that run's
+//    time of one core's polling. The caller of run() polls for at most `spin` for workers still finishing
+//    their last task, then sleeps too. spin = 0: nobody polls. The default is WEBXNN_SPIN_US from the
+//    environment, else kDefaultSpinUs.
 //  * Sessions: `Session s(pool)` brackets a series of run() calls (one Program::run). One session at a time
 //    holds the workers. Opening a session wakes sleeping workers early, so they are polling by the time the
 //    first region starts. A pool with no workers makes Session a no-op, so single-threaded runs from several
@@ -69,6 +73,8 @@ class ThreadPool final : public Parallel {
   static constexpr uint32_t kDefaultSpinUs = 100;
   // The longest polling any option (WEBXNN_SPIN_US, load options, the C API) may ask for: 1 s.
   static constexpr uint32_t kMaxSpinUs = 1000000;
+  // After a Session closes, the workers poll for 1/kLingerDivisor of its length (at most spin_us).
+  static constexpr int64_t kLingerDivisor = 32;
   // WEBXNN_SPIN_US when set to a number in [0, kMaxSpinUs], else kDefaultSpinUs.
   static uint32_t default_spin_us();
   // An option's spin_us: negative means the default (default_spin_us()); callers check kMaxSpinUs first.
@@ -88,6 +94,8 @@ class ThreadPool final : public Parallel {
   // The caller plus the workers: what the pool was sized to.
   size_t size() const { return participants_; }
   uint32_t spin_us() const { return static_cast<uint32_t>(spin_.count()); }
+  // How many times a Session or region has woken sleeping workers so far (tests: the linger).
+  uint64_t wakeups() const { return wakeups_.load(std::memory_order_relaxed); }
   void run(size_t tasks, const std::function<void(size_t task)>& fn) override;
 
   // RAII: one caller's series of regions (see the header comment). A nested Session of the same pool on the
@@ -112,6 +120,7 @@ class ThreadPool final : public Parallel {
     const ThreadPool* saved_ = nullptr;
     bool inline_ = false;  // solo or guest: run() inline, no hold on the workers
     bool alone_at_open_ = true;
+    int64_t opened_ns_ = 0;  // steady clock at the opening of a session holding the workers
   };
 
   // Nanoseconds the calling thread has waited, in total, at the end of its regions (any pool).
@@ -176,10 +185,13 @@ class ThreadPool final : public Parallel {
   uint64_t regions_ = 0;
   uint64_t refreshed_ = 0;
   alignas(64) std::atomic<uint64_t> sessions_opened_{0};  // bumped by each Session (wakes sleepers to poll)
-  std::atomic<bool> in_session_{false};  // workers poll only while a Session is open
+  std::atomic<bool> in_session_{false};  // workers poll while a Session is open...
+  // ...and until this steady-clock time after the last one closed (the linger; see ~Session)
+  std::atomic<int64_t> linger_until_ns_{0};
   // Workers gone to sleep on wake_cv_ since the last wake_sleepers (which takes it back to 0): the ones no
   // notification has reached yet. A region or Session wakes them if any.
   std::atomic<size_t> sleepers_{0};
+  std::atomic<uint64_t> wakeups_{0};  // wake_sleepers calls that notified
   std::atomic<bool> caller_sleeps_{false};  // the caller sleeps on done_cv_ at a region's end
   std::atomic<int64_t> solo_until_ns_{0};  // steady-clock time until which run() runs inline (0 = no)
   std::atomic<bool> failed_{false};

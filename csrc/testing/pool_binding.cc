@@ -99,6 +99,27 @@ size_t absent_workers(ThreadPool& pool, size_t regions, uint32_t idle_us, uint32
   return misses;
 }
 
+// Wake-ups issued over `sessions` sessions run one after another, each of one region in which every
+// participant busy-waits `work_us`, with `gap_us` between a session's close and the next one's opening (the
+// first session, which finds the workers asleep, is not counted).
+uint64_t wakeups_in_loop(ThreadPool& pool, size_t sessions, uint32_t work_us, uint32_t gap_us) {
+  py::gil_scoped_release nogil;
+  uint64_t before = 0;
+  for (size_t k = 0; k < sessions + 1; ++k) {
+    if (k == 1) before = pool.wakeups();
+    {
+      ThreadPool::Session s(pool);
+      pool.run(pool.size(), [&](size_t) {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(work_us);
+        while (std::chrono::steady_clock::now() < end) {
+        }
+      });
+    }
+    if (gap_us) std::this_thread::sleep_for(std::chrono::microseconds(gap_us));
+  }
+  return pool.wakeups() - before;
+}
+
 }  // namespace
 
 void bind_pool(py::module_& m) {
@@ -128,6 +149,8 @@ void bind_pool(py::module_& m) {
       .def(
           "absent_workers", &absent_workers, py::arg("regions"), py::arg("idle_us"), py::arg("before_us"),
           "Sessions (of one region) in which a worker did not take part: a lost wake-up (see pool_binding.cc).")
+      .def("wakeups_in_loop", &wakeups_in_loop, py::arg("sessions"), py::arg("work_us"), py::arg("gap_us"),
+           "Wake-ups of sleeping workers over a loop of sessions (see pool_binding.cc): the linger.")
       .def(
           "skip_regions",
           [](ThreadPool& pool, uint64_t n) {
