@@ -795,16 +795,16 @@ def test_bytes_blob_is_borrowed_safely() -> None:
     b.node("XNNFullyConnected", input1_id=x, filter_id=b.const(w), bias_id=INVALID_ID, output_id=y, flags=0)
     blob = b.build()
     xv = rand(2, 3)
-    want = xv.astype(np.float64) @ w.T
+    want = xv.astype(np.float64) @ w.T  # (atol: an fp32 sum of three products can cancel to ~0)
     p1 = runtime.load(bytes(blob))
     gc.collect()
-    np.testing.assert_allclose(p1.run({"x": xv})["y"], want, rtol=1e-5)
+    np.testing.assert_allclose(p1.run({"x": xv})["y"], want, rtol=1e-5, atol=1e-6)
     mutable = bytearray(blob)
     p2 = runtime.load(mutable)
     mutable[:] = bytes(len(mutable))
-    np.testing.assert_allclose(p2.run({"x": xv})["y"], want, rtol=1e-5)
+    np.testing.assert_allclose(p2.run({"x": xv})["y"], want, rtol=1e-5, atol=1e-6)
     p3 = runtime.load(memoryview(bytes(blob)))
-    np.testing.assert_allclose(p3.run({"x": xv})["y"], want, rtol=1e-5)
+    np.testing.assert_allclose(p3.run({"x": xv})["y"], want, rtol=1e-5, atol=1e-6)
 
 
 # ---------------------------------------------------------------- thread-count invariance on tiny models
