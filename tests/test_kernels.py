@@ -86,6 +86,20 @@ def test_gemm_row_tile_splits(m):
         same_bytes(got, K.gemm(a, b, bias, b_is_nk=True, residual=r, isa="best", threads=2))
 
 
+def test_gemm_copied_a_is_kept_per_call_and_chunk():
+    """With a row stride of 4 KB, A's M chunks are copied once per thread and the copy is kept across the
+    thread's tasks of one call: calls of the same shape on new data, three M chunks of up to 144 rows, and
+    tasks taken from another thread's share must each still read their own rows."""
+    for seed in (1, 2):  # same shapes and threads, new data: no copy from the last call may be reused
+        a = rand(300, 1024, seed=seed)
+        b = rand(96, 1024, seed=seed + 10, lo=-0.1, hi=0.1)
+        want = a.astype(np.float64) @ b.T.astype(np.float64)
+        one = K.gemm(a, b, None, b_is_nk=True, isa="best", threads=1)
+        close(one, want, 1024)
+        for threads in (2, 3):
+            same_bytes(one, K.gemm(a, b, None, b_is_nk=True, isa="best", threads=threads))
+
+
 def test_gemm_threads_identical_and_best():
     a, b, bias = rand(67, 129), rand(129, 300), rand(300)
     one = K.gemm(a, b, bias, threads=1)

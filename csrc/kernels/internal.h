@@ -51,7 +51,8 @@ void aligned_free(void* p);
 // Measured on ResNet-50 at 2 threads: the pool worker's Winograd tasks ran ~40 % slower than the caller's.
 // Each call site owns a slot; a kernel called from inside another kernel's task uses a different one.
 enum class Scratch : unsigned {
-  kGemmA,  // gemm: copied A rows (per task)
+  kGemmA,  // gemm: copied A rows (one M chunk, kept across a thread's tasks of one call)
+  kGemmAKey,  // gemm: the call and M chunk kGemmA holds
   kBmmB,  // batch_matmul: one product's packed B (per task)
   kIgemmGather,  // igemm: gathered input rows of narrow-channel convs (per task)
   kWinogradV,  // winograd: transformed input and products (per task; the input kept for the next task)
