@@ -71,6 +71,10 @@ void* scratch(Scratch slot, size_t bytes);
 // A number no earlier call in this process got (never 0): tells a kernel's call apart from earlier ones when
 // per-thread scratch carries state from one task to the next.
 uint64_t unique_call_id();
+// Whether the calling thread's block of a kept scratch slot already holds `part` of call `call`, as recorded
+// in its `key_slot` (then true). Else records that it does from now on and returns false: the caller fills
+// the block before its next use. (Winograd's transformed input per tile block, gemm's copied A per M chunk.)
+bool scratch_holds(Scratch key_slot, uint64_t call, uint64_t part);
 
 // avx2/peak.cc (x86 builds only): `iters` steps of 12 independent 8-wide FMAs (192 flops per step). Only call
 // after checking cpu_features().fma; the benchmark's FMA-peak yardstick.

@@ -96,5 +96,13 @@ uint64_t unique_call_id() {
   return next.fetch_add(1, std::memory_order_relaxed);
 }
 
+bool scratch_holds(Scratch key_slot, uint64_t call, uint64_t part) {
+  uint64_t* key = static_cast<uint64_t*>(scratch(key_slot, 2 * sizeof(uint64_t)));
+  if (key[0] == call && key[1] == part) return true;
+  key[0] = call;
+  key[1] = part;
+  return false;
+}
+
 }  // namespace internal
 }  // namespace webxnn

@@ -132,7 +132,7 @@ ThreadPool::Session::Session(ThreadPool& pool, bool solo)
   if (!holds) pool_->session_mutex_.lock();
   opened_ns_ = now_ns();
   saved_ = tl_session_pool;
-  pool_->in_session_.store(true, std::memory_order_relaxed);
+  pool_->poll_until_ns_.store(kPollForever, std::memory_order_relaxed);
   // Sleeping workers start polling now, while the caller prepares its run. seq_cst, as for a region (see
   // run_region): a worker going to sleep sees this session, or we see it asleep.
   pool_->sessions_opened_.fetch_add(1, std::memory_order_seq_cst);
@@ -148,10 +148,9 @@ ThreadPool::Session::~Session() {
     tl_session_pool = saved_;
     // Polling workers go on for the linger (see thread_pool.h), then sleep.
     const int64_t now = now_ns();
-    const int64_t linger =
-        std::min<int64_t>((now - opened_ns_) / kLingerDivisor, pool_->spin_.count() * 1000);
-    pool_->linger_until_ns_.store(now + linger, std::memory_order_relaxed);
-    pool_->in_session_.store(false, std::memory_order_relaxed);
+    const int64_t spin_ns = std::chrono::nanoseconds(pool_->spin_).count();
+    pool_->poll_until_ns_.store(now + std::min<int64_t>((now - opened_ns_) / kLingerDivisor, spin_ns),
+                                std::memory_order_relaxed);
     pool_->session_mutex_.unlock();
   }
   pool_->callers_.fetch_sub(1, std::memory_order_acq_rel);
@@ -267,8 +266,8 @@ void ThreadPool::worker_loop(size_t self) {
   // Inside a session, or in the linger after one: in a graph the next op usually follows within
   // microseconds, and in a loop of runs the next run within tens; otherwise nothing may come for seconds.
   const auto may_poll = [&] {
-    return in_session_.load(std::memory_order_relaxed) ||
-           now_ns() < linger_until_ns_.load(std::memory_order_relaxed);
+    const int64_t until = poll_until_ns_.load(std::memory_order_relaxed);
+    return until == kPollForever || now_ns() < until;  // (no clock read inside a session)
   };
   for (;;) {
     if (may_poll()) {

@@ -185,9 +185,10 @@ class ThreadPool final : public Parallel {
   uint64_t regions_ = 0;
   uint64_t refreshed_ = 0;
   alignas(64) std::atomic<uint64_t> sessions_opened_{0};  // bumped by each Session (wakes sleepers to poll)
-  std::atomic<bool> in_session_{false};  // workers poll while a Session is open...
-  // ...and until this steady-clock time after the last one closed (the linger; see ~Session)
-  std::atomic<int64_t> linger_until_ns_{0};
+  // Workers may poll until this steady-clock time: kPollForever while a Session is open, then the end of
+  // its linger (see ~Session).
+  static constexpr int64_t kPollForever = INT64_MAX;
+  std::atomic<int64_t> poll_until_ns_{0};
   // Workers gone to sleep on wake_cv_ since the last wake_sleepers (which takes it back to 0): the ones no
   // notification has reached yet. A region or Session wakes them if any.
   std::atomic<size_t> sleepers_{0};

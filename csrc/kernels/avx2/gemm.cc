@@ -456,13 +456,9 @@ void gemm_task(const void* vctx, size_t task) {
   // K = 256.
   const size_t ldp = x.kc + 16;  // copied A's row stride: rows one line apart in L1's sets
   const size_t a_block = x.m_chunk * ldp;  // floats per copied K block
-  float* abuf = nullptr;
-  uint64_t* copied = nullptr;  // [call, chunk] of the copy in abuf
-  if (x.copy_a) {
-    abuf = static_cast<float*>(
-        internal::scratch(internal::Scratch::kGemmA, a_block * x.kc_blocks * sizeof(float)));
-    copied = static_cast<uint64_t*>(internal::scratch(internal::Scratch::kGemmAKey, 2 * sizeof(uint64_t)));
-  }
+  float* abuf = x.copy_a ? static_cast<float*>(internal::scratch(internal::Scratch::kGemmA,
+                                                                 a_block * x.kc_blocks * sizeof(float)))
+                         : nullptr;
   for (size_t u = u0; u < u1; ++u) {
     // Units: m chunks outer, n groups inner, so a task's units (a contiguous range: see thread_pool.h) cover
     // whole rows when there are at least as many chunks as threads: the rows the previous op wrote on this
@@ -474,15 +470,13 @@ void gemm_task(const void* vctx, size_t task) {
     const size_t pu = div_up(x.panels, kPanelUnit);
     const size_t p0 = min_sz(x.panels, kPanelUnit * (pu * ng / x.n_groups));
     const size_t p1 = min_sz(x.panels, kPanelUnit * (pu * (ng + 1) / x.n_groups));
-    if (x.copy_a && (copied[0] != x.call || copied[1] != mch)) {
+    if (x.copy_a && !internal::scratch_holds(internal::Scratch::kGemmAKey, x.call, mch)) {
       for (size_t kb = 0; kb < x.kc_blocks; ++kb) {
         const size_t k0 = kb * x.kc;
         const size_t kc = min_sz(x.kc, x.K - k0);
         for (size_t m = 0; m < mc; ++m)
           std::memcpy(abuf + kb * a_block + m * ldp, x.A + (m0 + m) * x.lda + k0, kc * sizeof(float));
       }
-      copied[0] = x.call;
-      copied[1] = mch;
     }
     for (size_t kb = 0; kb < x.kc_blocks; ++kb) {
       const size_t k0 = kb * x.kc, kc = min_sz(x.kc, x.K - k0);

@@ -201,13 +201,8 @@ void wino_task(const void* vctx, size_t task) {
   // A thread's consecutive tasks of one block (several channel groups of one block: 14x14x256 runs 4 groups
   // of its 16 tiles on 2 threads) transform the block once. Sharing one V between the threads instead was
   // slower: half of it then crosses from the other core's cache (14x14x256 at 2 threads 413 -> 499 us).
-  uint64_t* key =
-      static_cast<uint64_t*>(internal::scratch(internal::Scratch::kWinogradKey, 2 * sizeof(uint64_t)));
-  if (key[0] != x.call || key[1] != blk) {
+  if (!internal::scratch_holds(internal::Scratch::kWinogradKey, x.call, blk))
     input_transform(x, t0, tcount, V);
-    key[0] = x.call;
-    key[1] = blk;
-  }
   const size_t p0 = x.panels * kg / x.kgroups, p1 = x.panels * (kg + 1) / x.kgroups;
   const size_t k0 = p0 * kNR, kc = min_sz(x.K, p1 * kNR) - k0;
   const size_t panel_floats = kNR + x.C * kNR;
