@@ -108,11 +108,6 @@ ThreadPool::~ThreadPool() {
 
 uint64_t ThreadPool::barrier_wait_ns() { return tl_barrier_wait_ns; }
 
-void ThreadPool::skip_regions(uint64_t n) {
-  std::lock_guard<std::mutex> lk(run_mutex_);
-  regions_ += n;
-}
-
 ThreadPool::Session::Session(ThreadPool& pool, bool solo)
     : pool_(pool.workers_.empty() || tl_session_pool == &pool || tl_active_pool == &pool ? nullptr : &pool) {
   // (A thread already holding this pool's session, running its tasks (a worker of it, or a task of its
@@ -184,6 +179,16 @@ bool newer(uint64_t a, uint64_t b) {
 constexpr uint64_t kRefreshEvery = uint64_t{1} << 36;
 
 }  // namespace
+
+void ThreadPool::skip_regions(uint64_t n) {
+  std::lock_guard<std::mutex> lk(run_mutex_);
+  // Every worker drains each region once (a sleeping one was woken for it), so this ends.
+  const uint64_t last = tag_of(region_.load(std::memory_order_acquire));
+  for (size_t p = 1; p < participants_; ++p) {
+    while (slots_[p].drained.load(std::memory_order_acquire) != last) std::this_thread::yield();
+  }
+  regions_ += n;
+}
 
 size_t ThreadPool::claim(uint64_t region, size_t q) {
   const uint64_t tag = tag_of(region);
@@ -298,6 +303,7 @@ void ThreadPool::worker_loop(size_t self) {
     // fn_ was stored before the region; if the region is already over it may be a later one's, or gone, but
     // then every claim below fails and it is never called.
     drain(region, fn_.load(std::memory_order_relaxed), self);
+    slots_[self].drained.store(seen, std::memory_order_release);  // (its own line: for skip_regions only)
   }
 }
 

@@ -127,7 +127,9 @@ class ThreadPool final : public Parallel {
   static uint64_t barrier_wait_ns();
 
   // Tests: counts n regions as run, with no task for anyone (to reach the generation tags' wrap-around and
-  // the refresh of long-unused shares without running 2^36 regions).
+  // the refresh of long-unused shares without running 2^36 regions). First waits until every worker is
+  // out of the last region: a worker still claiming in it would be 2^40 regions late after the jump, which
+  // real regions never make it (its tag would read as newer than the slots', see claim).
   void skip_regions(uint64_t n);
 
  private:
@@ -163,6 +165,7 @@ class ThreadPool final : public Parallel {
   struct alignas(64) Slot {
     std::atomic<uint64_t> next{0};  // the next unclaimed task of this share (relative to the region's tag)
     std::atomic<uint64_t> done{0};  // tasks this worker finished in the region of the tag
+    std::atomic<uint64_t> drained{0};  // the tag of the last region this worker is out of (skip_regions)
   };
 
   const std::chrono::microseconds spin_;
