@@ -49,23 +49,46 @@ def test_probes_of_the_caller_alone_that_lose_clearly_come_ever_further_apart() 
     assert gaps(others) == doubling(len(others) - 1) and gaps(others)[-1] == RunMode.probe_max
 
 
-def test_probes_of_the_workers_stay_probe_every_apart_however_they_lose() -> None:
-    """The caller alone wins (a core taken) and the workers take 2x: their probes do not back off, so a core
-    that comes free is seen within probe_every runs."""
-    n = 1 + RunMode.explore + 20 * RunMode.probe_every
-    others = probes(simulate(lambda k, solo: 50 if solo else 100, n), True)
-    assert len(others) >= 19 and gaps(others) == [RunMode.probe_every] * (len(others) - 1)
+MS = 1_000_000  # ns: the policies below that depend on time take run times of this scale
 
 
-def test_a_freed_core_is_taken_back_within_probe_every_runs() -> None:
-    """The workers take 150 (a core busy elsewhere) until run 600, then 50; the caller alone 100 throughout.
-    The first probe of the workers after the change takes them back."""
+def stale_runs(alone_ns: int) -> int:
+    """The most runs alone between probes of the workers: max_stale_ns of them, probe_every at least."""
+    return max(RunMode.probe_every, min(RunMode.probe_max, RunMode.max_stale_ns // alone_ns))
+
+
+def test_the_workers_probe_gap_spreads_the_loss_within_the_staleness_bound() -> None:
+    """A probe of the workers costs its time minus the caller alone's: the gap to the next makes that loss
+    probe_budget of the runs' time, at least probe_every runs, at most max_stale_ns of runs alone."""
+    gap = RunMode.workers_probe_gap
+    assert gap(4 * MS, 5 * MS) == gap(5 * MS, 5 * MS) == RunMode.probe_every  # no loss: a core came free?
+    assert gap(5 * MS + 100_000, 5 * MS) == RunMode.probe_every  # 0.1 ms: 0.5 % of 4 runs
+    loss = 5 * MS * RunMode.probe_budget * 30  # the loss that 30 runs of 5 ms make probe_budget of
+    assert gap(5 * MS + int(loss), 5 * MS) in (30, 31)
+    assert gap(7 * MS, 5 * MS) == stale_runs(5 * MS) == 50  # 2 ms lost: 80 runs wanted, 0.25 s of them kept
+    assert gap(120 * MS, 60 * MS) == RunMode.probe_every  # ResNet-50-sized runs: 0.25 s is 4 runs
+    assert gap(10**9, 1000) == RunMode.probe_max
+
+
+def test_probes_of_the_workers_that_lose_come_by_their_cost() -> None:
+    """The caller alone wins (a core taken): 5 ms alone, 7 ms with the workers. Each probe of the workers
+    loses 2 ms: the next comes after stale_runs(5 ms) = 50 runs, not probe_every (0.8 % of the time, not
+    2.5 %)."""
+    n = 1 + RunMode.explore + 12 * 50
+    others = probes(simulate(lambda k, solo: 5 * MS if solo else 7 * MS, n), True)
+    assert others[0] == RunMode.probe_every and len(others) >= 11
+    assert gaps(others) == [50] * (len(others) - 1)
+
+
+def test_a_freed_core_is_taken_back_within_the_workers_probe_gap() -> None:
+    """The workers take 7.5 ms (a core busy elsewhere) until run 600, then 2.5 ms; the caller alone 5 ms
+    throughout. The first probe of the workers after the change takes them back: within 50 runs (0.25 s)."""
     change, n = 600, 800
-    modes = simulate(lambda k, solo: 100 if solo else (150 if k < change else 50), n)
+    modes = simulate(lambda k, solo: 5 * MS if solo else (int(7.5 * MS) if k < change else int(2.5 * MS)), n)
     before = modes[change - 100 : change]  # alone before the change, but for probes of the workers
-    assert before.count(False) <= 100 // RunMode.probe_every + 1
+    assert before.count(False) <= 100 // stale_runs(5 * MS) + 1
     back = next(k for k in range(change, n) if not modes[k])
-    assert back < change + RunMode.probe_every
+    assert back < change + stale_runs(5 * MS)
     alone_after = [k for k in range(back, n) if modes[k]]  # only probes of the caller alone now, backing off
     assert gaps(alone_after) == doubling(len(alone_after) - 1)
 
@@ -90,17 +113,18 @@ def test_a_narrow_loss_sets_a_grown_gap_back() -> None:
 
 
 def test_a_fast_probe_takes_over_within_keep_runs() -> None:
-    """The workers take 60 throughout; the caller alone takes 70 (a narrow loss: probes stay probe_every
-    apart) until run 40, then 40. Only probes see the change. The first probe after it is confirmed by the
+    """The workers take 6 ms throughout; the caller alone takes 7 ms (a narrow loss: probes stay probe_every
+    apart) until run 40, then 4 ms. Only probes see the change. The first probe after it is confirmed by the
     next runs, so the choice flips within keep runs of it (it took 3 probes, 48 runs, while the slow mode's
     median was refreshed one probe at a time)."""
     change, n = 40, 300
-    modes = simulate(lambda k, solo: (70 if k < change else 40) if solo else 60, n)
+    modes = simulate(lambda k, solo: (7 * MS if k < change else 4 * MS) if solo else 6 * MS, n)
     probe = next(k for k in range(change, n) if modes[k])
     assert probe % RunMode.probe_every == 0 and probe < change + RunMode.probe_every
     assert all(modes[probe : probe + RunMode.keep]), "the probe and its confirmations"
     tail = [k for k in range(probe + RunMode.keep, n) if not modes[k]]  # probes of the workers (1.5x slower)
-    assert tail[0] == probe + RunMode.probe_every and gaps(tail) == [RunMode.probe_every] * (len(tail) - 1)
+    spaced = RunMode.workers_probe_gap(6 * MS, 4 * MS)
+    assert tail[0] == probe + RunMode.probe_every and gaps(tail) == [spaced] * (len(tail) - 1)
 
 
 def test_a_lucky_probe_is_dropped_at_the_first_slow_confirmation() -> None:
@@ -120,13 +144,14 @@ def test_a_lucky_probe_is_dropped_at_the_first_slow_confirmation() -> None:
     assert modes[k] and modes[k + 1] and not modes[k + 2]  # probe, one confirmation, back to the workers
 
 
-def test_after_a_burst_of_load_the_workers_are_probed_within_probe_every_runs() -> None:
-    """The workers win (50 against 100) long enough for the probes of the caller alone to back off to
+def test_after_a_burst_of_load_the_workers_are_probed_within_the_staleness_bound() -> None:
+    """The workers win (5 ms against 10) long enough for the probes of the caller alone to back off to
     probe_max (they fall on runs 496 and 624); a burst of load just after the second (runs 630-649: the
-    workers take 150) flips the choice to the caller alone; the workers are probed again, and taken back,
-    within probe_every runs of the burst's end, not at the next backed-off probe (run 752)."""
+    workers take 15 ms) flips the choice to the caller alone; the workers are probed again, and taken back,
+    within stale_runs(10 ms) = 25 runs (0.25 s) of the burst's end, not at the next backed-off probe of the
+    caller alone (run 752)."""
     burst, end, n = 630, 650, 900
-    modes = simulate(lambda k, solo: 100 if solo else (150 if burst <= k < end else 50), n)
+    modes = simulate(lambda k, solo: 10 * MS if solo else (15 * MS if burst <= k < end else 5 * MS), n)
     flip = next(k for k in range(burst, n) if modes[k] and modes[k + 1])  # alone as the choice, not a probe
     back = next(k for k in range(end, n) if not modes[k] and not modes[k + 1])
-    assert back <= max(flip, end) + RunMode.probe_every + RunMode.keep, (flip, back)
+    assert back <= max(flip, end) + stale_runs(10 * MS) + RunMode.keep, (flip, back)

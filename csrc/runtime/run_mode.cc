@@ -41,12 +41,21 @@ bool RunMode::choose() {
     return confirm_solo_;
   }
   const bool best = solo_best();
-  // While the caller alone wins, the workers are probed kProbeEvery runs apart, whatever the gap grew to
-  // while they won (the backed-off probes of the caller alone): else a 2-thread MobileNetV2 that flipped to
-  // the caller alone during a burst of load ran ~55 more runs alone after the core came free.
-  probing_ = run >= last_probe_ + (best ? kProbeEvery : gap_);
+  // Each mode's probes have their own gap: a 2-thread MobileNetV2 that flipped to the caller alone during a
+  // burst of load, with the gap the caller alone's probes had grown to while the workers won, ran ~55 more
+  // runs alone after the core came free.
+  probing_ = run >= last_probe_ + (best ? workers_gap_ : gap_);
   if (probing_) last_probe_ = run;
   return probing_ ? !best : best;
+}
+
+uint64_t RunMode::workers_probe_gap(uint64_t probe_ns, uint64_t alone_ns) {
+  if (probe_ns <= alone_ns || alone_ns == 0) return kProbeEvery;
+  // Runs alone whose time the probe's loss is kProbeBudget of, within [kProbeEvery, the staleness bound].
+  const double want =
+      static_cast<double>(probe_ns - alone_ns) / (kProbeBudget * static_cast<double>(alone_ns));
+  const uint64_t most = std::max(kProbeEvery, std::min(kProbeMax, kMaxStaleNs / alone_ns));
+  return std::clamp(static_cast<uint64_t>(want + 1.0), kProbeEvery, most);
 }
 
 RunMode::Stats RunMode::stats() const {
@@ -70,11 +79,12 @@ void RunMode::record(bool solo, uint64_t ns) {
   const uint64_t chosen = other ? (solo ? par_ : solo_).median() : 0;
   const bool faster = other && ns < chosen;
   if (other && probing_) {  // a probe's result sets the gap to the next one
-    // Only probes of the caller alone back off. A probe of the workers while the caller alone wins costs
-    // at most one slow run (a late thread holds one piece), but a core that came free is ~1.9x on every run
-    // from then on: that change must be seen within kProbeEvery runs, not kProbeMax (ResNet-50: 8 s).
-    const bool clear_loss = static_cast<double>(ns) >= kClearLoss * static_cast<double>(chosen);
-    gap_ = solo && clear_loss ? std::min(2 * gap_, kProbeMax) : kProbeEvery;
+    if (solo) {
+      const bool clear_loss = static_cast<double>(ns) >= kClearLoss * static_cast<double>(chosen);
+      gap_ = clear_loss ? std::min(2 * gap_, kProbeMax) : kProbeEvery;
+    } else {
+      workers_gap_ = workers_probe_gap(ns, chosen);
+    }
   }
   probing_ = false;
   Times& t = solo ? solo_ : par_;

@@ -15,9 +15,15 @@
 //    worse) doubles the gap to the next, up to kProbeMax, and any other probe sets it back to kProbeEvery.
 //    On a quiet machine the caller alone is ~1.9× slower than the workers, so probing every 16th run cost
 //    5-6 % of the mean run time (hidden from medians, paid by throughput); at a gap of 128 it costs 0.7 %.
-//    Probes of the workers (while the caller alone wins: a core taken) stay kProbeEvery apart: when the core
-//    comes free, staying alone costs ~1.9× per run until the next probe, far more than the probes cost (until
-//    session 19 they backed off too, and a 2-thread ResNet-50 could run alone ~8 s after a burst of load).
+//    Probes of the workers (while the caller alone wins: a core taken) are spaced by what they cost and by
+//    time, not by how often they lost: the gap is the number of runs over which the last probe's loss (its
+//    time minus the caller alone's median) comes to kProbeBudget of their time, at least kProbeEvery runs,
+//    at most kMaxStaleNs of runs alone (and kProbeMax runs). A core that comes free is seen within
+//    max(kProbeEvery runs, kMaxStaleNs), where staying alone costs ~1.9x per run (until session 19 these
+//    probes doubled their gap like the others, and a 2-thread ResNet-50 could run alone ~8 s after a burst
+//    of load). With a core busy, a 2-thread MobileNetV2 probed every 16th run lost ~1.5 ms per probe against
+//    its 4.9 ms alone: 2-3 % of the mean run time, and 2 threads read 1.02-1.03x of 1 thread; at the
+//    kMaxStaleNs bound of 51 runs that is ~0.6 %. Runs of ~16 ms or more keep kProbeEvery.
 //    A load that makes the chosen mode slower needs no probe: its own times rise past the other mode's
 //    median and the choice flips;
 //  * a probe faster than the chosen mode's median is confirmed: the next runs stay in the probed mode (up to
@@ -44,6 +50,8 @@ class RunMode {
   static constexpr uint64_t kProbeEvery = 16;
   static constexpr uint64_t kProbeMax = 128;
   static constexpr double kClearLoss = 1.25;
+  static constexpr double kProbeBudget = 0.005;  // a probe of the workers' loss, over the runs to the next
+  static constexpr uint64_t kMaxStaleNs = 250'000'000;  // runs alone between probes of the workers: at most
   static constexpr size_t kKeep = 5;
 
   // True: run this one on the calling thread alone.
@@ -52,6 +60,8 @@ class RunMode {
   void record(bool solo, uint64_t ns);
   // Whether adaptive mode choice is on (WEBXNN_ADAPTIVE, read once).
   static bool enabled();
+  // Runs from a probe of the workers that took probe_ns to the next one, the caller alone's median alone_ns.
+  static uint64_t workers_probe_gap(uint64_t probe_ns, uint64_t alone_ns);
 
   // What the choice did so far, for users to see (Program.run_modes): runs picked in each mode, and each
   // mode's median over its last kKeep recorded times (0 before any).
@@ -76,7 +86,8 @@ class RunMode {
   uint64_t runs_ = 0;
   bool first_done_ = false;
   uint64_t last_probe_ = 0;  // the run that probed last (0: none yet, so the first probe is run kProbeEvery)
-  uint64_t gap_ = kProbeEvery;  // runs from that probe to the next
+  uint64_t gap_ = kProbeEvery;  // runs from that probe to the next, while the workers win
+  uint64_t workers_gap_ = kProbeEvery;  // the same while the caller alone wins
   bool probing_ = false;  // the last run picked was a probe
   size_t confirm_ = 0;  // runs left to confirm a fast probe in mode confirm_solo_
   bool confirm_solo_ = false;

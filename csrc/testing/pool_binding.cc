@@ -180,6 +180,11 @@ void bind_pool(py::module_& m) {
       .def_readonly_static("probe_every", &RunMode::kProbeEvery)
       .def_readonly_static("probe_max", &RunMode::kProbeMax)
       .def_readonly_static("clear_loss", &RunMode::kClearLoss)
+      .def_readonly_static("probe_budget", &RunMode::kProbeBudget)
+      .def_readonly_static("max_stale_ns", &RunMode::kMaxStaleNs)
+      .def_static(
+          "workers_probe_gap", &RunMode::workers_probe_gap, py::arg("probe_ns"), py::arg("alone_ns"),
+          "Runs from a probe of the workers that took probe_ns to the next (the caller alone: alone_ns).")
       .def_readonly_static("keep", &RunMode::kKeep);
 }
 
