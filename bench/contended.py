@@ -12,11 +12,13 @@ another process spinning on one core, after idle pauses, and two Programs runnin
   of a shared host lands on both sides of a ratio, where two columns' medians can come from different phases
   (on this VM a 1-thread block of the same model has moved 3x from one round to the next). Also the share of
   the 2-thread Program's runs that its run-mode choice made on the caller alone (`Program.run_modes`). The
-  JSON also has every block's figure, by round ("blocks").
-* idle: the same busy core; a 20 ms sleep before each timed call (the request that finds the pool asleep), and
-  for webxnn also right after an untimed onnxruntime call of the same model (another runtime's threads still
-  spinning). A 384^3 MatMul and MobileNetV2; the 2-thread/1-thread ratios from pairs of runs as above, each
-  run after its own pause (or onnxruntime call).
+  JSON also has every block's figure, by round ("blocks"). Each runtime first runs WARM_RUNS times under the
+  load: a Program's first runs try both run modes (runtime/run_mode.h: one uncounted, six alternating), so
+  its 2-thread blocks then show the runs after that choice, as a program that keeps running sees them.
+* idle: the same busy core, the same warm-up; a 20 ms sleep before each timed call (the request that finds the
+  pool asleep), and for webxnn also right after an untimed onnxruntime call of the same model (another
+  runtime's threads still spinning). A 384^3 MatMul and MobileNetV2; the 2-thread/1-thread ratios from pairs
+  of runs as above, each run after its own pause (or onnxruntime call).
 * concurrent: no busy core; two Programs on the shared pool (`webxnn.set_threads(2)`, `pool="shared"`), run
   from two Python threads at once, against the same runs one after another on one thread; and two Python
   threads on one Program. Reported: runs per second of each and their ratio paired by round (>= 0.95 is the
@@ -53,6 +55,7 @@ from bench.common import (
 from bench.models import MODELS, Builder, webxnn_compile
 
 IDLE_S = 0.02
+WARM_RUNS = 12  # past the run-mode choice's first seven runs (see the docstring)
 
 
 def _spin_forever(core: int) -> None:
@@ -124,7 +127,7 @@ def case_loaded(names: list[str], repeat: int, rounds: int) -> list[dict[str, An
         calls, programs = _runners(name, ort)
         with busy_core():
             for fn in calls.values():  # warm up under the load
-                block_ms(fn, 2)
+                block_ms(fn, WARM_RUNS - 1)
             per = alternating_blocks({k: (lambda f=f: block_ms(f, repeat)) for k, f in calls.items()}, rounds)
             time.sleep(RUNTIME_PAUSE_S)  # the last block may have been onnxruntime's
             ratio = interleaved_ratio(calls["webxnn 2"], calls["webxnn 1"], repeat * rounds)
@@ -156,6 +159,8 @@ def case_idle(names: list[str], repeat: int, rounds: int) -> list[dict[str, Any]
                 f = calls[f"webxnn {t}"]
                 blocks[f"webxnn {t} after ort"] = lambda f=f, b=befores["after ort"]: block_ms(f, repeat, b)
         with busy_core():
+            for fn in calls.values():  # warm up under the load, each run after its pause
+                block_ms(fn, WARM_RUNS - 1, befores["idle"])
             per = alternating_blocks(blocks, rounds)
             entry: dict[str, Any] = {"model": name, **_medians(per), "blocks": per}
             for when, before in befores.items():
