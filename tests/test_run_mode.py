@@ -68,6 +68,7 @@ def test_the_workers_probe_gap_spreads_the_loss_within_the_staleness_bound() -> 
     assert gap(7 * MS, 5 * MS) == stale_runs(5 * MS) == 50  # 2 ms lost: 80 runs wanted, 0.25 s of them kept
     assert gap(120 * MS, 60 * MS) == RunMode.probe_every  # ResNet-50-sized runs: 0.25 s is 4 runs
     assert gap(10**9, 1000) == RunMode.probe_max
+    assert gap(2**63, 1) == RunMode.probe_max  # no overflow
 
 
 def test_probes_of_the_workers_that_lose_come_by_their_cost() -> None:

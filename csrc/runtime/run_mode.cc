@@ -55,7 +55,8 @@ uint64_t RunMode::workers_probe_gap(uint64_t probe_ns, uint64_t alone_ns) {
   const double want =
       static_cast<double>(probe_ns - alone_ns) / (kProbeBudget * static_cast<double>(alone_ns));
   const uint64_t most = std::max(kProbeEvery, std::min(kProbeMax, kMaxStaleNs / alone_ns));
-  return std::clamp(static_cast<uint64_t>(want + 1.0), kProbeEvery, most);
+  // (Clamped as a double: a huge loss over a tiny time must not overflow the conversion.)
+  return std::max(kProbeEvery, static_cast<uint64_t>(std::min(want + 1.0, static_cast<double>(most))));
 }
 
 RunMode::Stats RunMode::stats() const {
