@@ -127,7 +127,8 @@ def case_loaded(names: list[str], repeat: int, rounds: int) -> list[dict[str, An
         calls, programs = _runners(name, ort)
         with busy_core():
             for fn in calls.values():  # warm up under the load
-                block_ms(fn, WARM_RUNS - 1)
+                for _ in range(WARM_RUNS):
+                    fn()
             per = alternating_blocks({k: (lambda f=f: block_ms(f, repeat)) for k, f in calls.items()}, rounds)
             time.sleep(RUNTIME_PAUSE_S)  # the last block may have been onnxruntime's
             ratio = interleaved_ratio(calls["webxnn 2"], calls["webxnn 1"], repeat * rounds)
@@ -160,7 +161,9 @@ def case_idle(names: list[str], repeat: int, rounds: int) -> list[dict[str, Any]
                 blocks[f"webxnn {t} after ort"] = lambda f=f, b=befores["after ort"]: block_ms(f, repeat, b)
         with busy_core():
             for fn in calls.values():  # warm up under the load, each run after its pause
-                block_ms(fn, WARM_RUNS - 1, befores["idle"])
+                for _ in range(WARM_RUNS):
+                    befores["idle"]()
+                    fn()
             per = alternating_blocks(blocks, rounds)
             entry: dict[str, Any] = {"model": name, **_medians(per), "blocks": per}
             for when, before in befores.items():

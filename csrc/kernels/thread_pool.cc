@@ -303,7 +303,7 @@ void ThreadPool::worker_loop(size_t self) {
     // fn_ was stored before the region; if the region is already over it may be a later one's, or gone, but
     // then every claim below fails and it is never called.
     drain(region, fn_.load(std::memory_order_relaxed), self);
-    slots_[self].drained.store(seen, std::memory_order_release);  // (its own line: for skip_regions only)
+    slots_[self].drained.store(seen, std::memory_order_release);  // (for skip_regions)
   }
 }
 

@@ -162,13 +162,16 @@ class ThreadPool final : public Parallel {
   // older than the region's is untouched (its next task is its first), one whose tag is newer tells a late
   // worker that its region is over. A participant's next is written by itself, except when another
   // participant takes tasks from its share at the end of a region. done has a line of its own: the caller
-  // reads it at every region's end, and on a shared line the worker's first claim of the next region waited
-  // for the line to come back (publish to first task, summed over MobileNetV2's 48 regions at 2 threads:
-  // 18.1 -> 15.5 us for the caller, 17.2 -> 15.8 for the worker).
+  // reads it at every region's end, and on a shared line the worker's first claim of the next region waits
+  // for the line to come back. (Publish to first task, summed over MobileNetV2's 48 regions at 2 threads,
+  // read 18.1 -> 15.5 us for the caller and 17.2 -> 15.8 for the worker in two profiles each: about the
+  // spread between profiles, so a small gain at most.)
   struct alignas(64) Slot {
     std::atomic<uint64_t> next{0};  // the next unclaimed task of this share (relative to the region's tag)
+    // The tag of the last region this worker is out of (for skip_regions only): on next's line, which the
+    // worker owns between regions, not on done's, which the caller has just read.
+    std::atomic<uint64_t> drained{0};
     alignas(64) std::atomic<uint64_t> done{0};  // tasks this worker finished in the region of the tag
-    std::atomic<uint64_t> drained{0};  // the tag of the last region this worker is out of (skip_regions)
   };
 
   const std::chrono::microseconds spin_;

@@ -44,7 +44,7 @@ bool RunMode::choose() {
   // Each mode's probes have their own gap: a 2-thread MobileNetV2 that flipped to the caller alone during a
   // burst of load, with the gap the caller alone's probes had grown to while the workers won, ran ~55 more
   // runs alone after the core came free.
-  probing_ = run >= last_probe_ + (best ? workers_gap_ : gap_);
+  probing_ = run >= last_probe_ + (best ? workers_gap_ : alone_gap_);
   if (probing_) last_probe_ = run;
   return probing_ ? !best : best;
 }
@@ -82,7 +82,7 @@ void RunMode::record(bool solo, uint64_t ns) {
   if (other && probing_) {  // a probe's result sets the gap to the next one
     if (solo) {
       const bool clear_loss = static_cast<double>(ns) >= kClearLoss * static_cast<double>(chosen);
-      gap_ = clear_loss ? std::min(2 * gap_, kProbeMax) : kProbeEvery;
+      alone_gap_ = clear_loss ? std::min(2 * alone_gap_, kProbeMax) : kProbeEvery;
     } else {
       workers_gap_ = workers_probe_gap(ns, chosen);
     }

@@ -86,8 +86,10 @@ class RunMode {
   uint64_t runs_ = 0;
   bool first_done_ = false;
   uint64_t last_probe_ = 0;  // the run that probed last (0: none yet, so the first probe is run kProbeEvery)
-  uint64_t gap_ = kProbeEvery;  // runs from that probe to the next, while the workers win
-  uint64_t workers_gap_ = kProbeEvery;  // the same while the caller alone wins
+  // Runs from that probe to the next: probes of the caller alone (while the workers win), of the workers
+  // (while the caller alone wins).
+  uint64_t alone_gap_ = kProbeEvery;
+  uint64_t workers_gap_ = kProbeEvery;
   bool probing_ = false;  // the last run picked was a probe
   size_t confirm_ = 0;  // runs left to confirm a fast probe in mode confirm_solo_
   bool confirm_solo_ = false;
