@@ -242,6 +242,25 @@ def test_dwconv2d_3x3_row_pairs(s, w, c):
             )
 
 
+@pytest.mark.parametrize("k,s,w,c", [((3, 3), 1, 64, 340), ((5, 5), 1, 64, 340), ((3, 3), 2, 56, 144)])
+def test_dwconv2d_conv1x1_project_batches(k, s, w, c):
+    """A fused project takes a task's depthwise rows in batches of up to 256 KB (here 2-4 rows, single rows
+    with a 5x5 kernel, pairs with 3x3): batches that end mid-task, at a task's end and at an odd row keep the
+    separate kernels' bits on 1 and 2 threads."""
+    for h in (5, 11):
+        x, f, b, pj = rand(1, h, w, c), rand(1, *k, c), rand(c), rand(24, c)
+        pads = (k[0] // 2,) * 4
+        geo = dict(pads=pads, strides=(s, s), min=-0.5, max=1.5, isa="best")
+        mid = K.dwconv2d(x, f, b, **geo)
+        r = rand(*mid.shape[:3], 24)
+        want = K.gemm(mid.reshape(-1, c), pj, None, b_is_nk=True, isa="best", residual=r.reshape(-1, 24))
+        for threads in (1, 2):
+            got = K.dwconv2d_conv1x1(
+                x, filter=f, bias=b, project_filter=pj, residual=r, threads=threads, **geo
+            )
+            same_bytes(got, want.reshape(*mid.shape[:3], 24))
+
+
 @SETTINGS
 @given(
     groups=st.integers(1, 2),

@@ -742,13 +742,23 @@ def test_block_fuses_into_one_step(act: str | None, expand_act: str | None, thre
     ]
 
 
-def test_expand_stays_apart_on_small_maps() -> None:
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("hw", [7, 14])
+def test_expand_stays_apart_on_small_maps(hw: int, threads: int) -> None:
     """On a 14x14 map the expanded tensor (113 KB) stays in cache between two separate steps, which are faster
-    there than the row-by-row fused step."""
-    blob, xv, want = _inverted_residual(14, expose=False, act=None)
-    p = runtime.load(blob)
-    np.testing.assert_allclose(p.run({"x": xv})["y"], want, rtol=1e-4, atol=1e-4)
-    assert [r["kind"] for r in steps(p, {"x": xv})] == ["XNNConv2d", "XNNDepthwiseConv2d", "XNNConv2d"]
+    there than the row-by-row fused step; the depthwise still runs inside the project (on batches of rows),
+    from 14 rows on: on 7 a 2-thread split of its rows is 4 : 3, and it stays apart. Same bits either way."""
+    blob, xv, want = _inverted_residual(hw, expose=False, act=None)
+    apart_blob, _, _ = _inverted_residual(hw, expose=True, act=None)
+    p = runtime.load(blob, threads=threads)
+    got = p.run({"x": xv})["y"]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(got, runtime.load(apart_blob, threads=threads).run({"x": xv})["y"])
+    kinds = [(r["kind"], len(r["fused"])) for r in steps(p, {"x": xv})]
+    if hw == 14:
+        assert kinds == [("XNNConv2d", 0), ("XNNConv2d", 2)]  # the project with its depthwise and add
+    else:
+        assert kinds == [("XNNConv2d", 0), ("XNNDepthwiseConv2d", 0), ("XNNConv2d", 1)]
 
 
 # ---------------------------------------------------------------- profile

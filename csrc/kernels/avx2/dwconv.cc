@@ -11,11 +11,11 @@
 // Channel tails use masked loads and store_lanes. A depth multiplier > 1 reads expanded copies of the input
 // rows (each channel repeated; a small per-task ring), then runs the same code.
 // A MobileNet block in one call (dwconv2d_fused): a fused expand computes the input rows into that ring with
-// the GEMM (each row once per task, carried between a thread's tasks); a fused project takes each output
-// row (or row pair) from a per-task row buffer, still in L1, through the GEMM (+ the residual) into the
-// output. In both the GEMM's sums are the unfused ones, so fusing never changes results. Measured on this
-// machine: the row-by-row GEMM loses to separate steps unless the tensor between them would not stay in L2
-// (the runtime fuses only from 1 MB).
+// the GEMM (each row once per task, carried between a thread's tasks); a fused project takes a task's output
+// rows in batches (project_rows_for) from a per-thread buffer, still in L2, through the GEMM (+ the residual)
+// into the output. In both the GEMM's sums are the unfused ones, so fusing never changes results. Measured on
+// this machine: the row-by-row expand loses to separate steps unless the tensor between them would not stay
+// in L2 (the runtime fuses an expand only from 1 MB, a project from 14 rows: plan_fusion.cc).
 // Taps are always accumulated in (ky, kx) order starting from the bias, padding taps skipped (adding 0), as
 // in the scalar kernel. Packed layout = the scalar one: [C bias][kh*kw][C].
 //
@@ -77,10 +77,11 @@ struct DwCtx {
   const void* pw_packed;
   Activation pw_act;
   size_t ring_rows;
-  // A fused project (null: none): each output row is computed into a per-task row buffer, then its pointwise
-  // conv (+ the residual row) is written to `out` ([N, OH, OW, project->channels]).
+  // A fused project (null: none): output rows are computed into a per-thread buffer, proj_rows at most, then
+  // their pointwise conv (+ the residual rows) is written to `out` ([N, OH, OW, project->channels]).
   const PointwiseConv* project;
   const float* residual;
+  size_t proj_rows;  // output rows the project's buffer holds (>= 2 with pair_rows)
   uint64_t call;  // internal::unique_call_id() of this call: a thread's ring from an earlier call is stale
 };
 
@@ -364,11 +365,11 @@ void dw_task(const void* vctx, size_t task) {
       for (size_t i = 0; i < x.ring_rows; ++i) ring_key[i] = ~uint64_t{0};
     }
   }
-  // A fused project's input: one output row, or two (pair_rows).
-  const size_t buf_rows = x.pair_rows ? 2 : 1;
+  // A fused project's input: up to proj_rows output rows (this thread's buffer).
   float* row_buf = x.project ? static_cast<float*>(internal::scratch(internal::Scratch::kDwRow,
-                                                                     buf_rows * x.OW * C * sizeof(float)))
+                                                                     x.proj_rows * x.OW * C * sizeof(float)))
                              : nullptr;
+  size_t b0 = r0;  // the first output row in row_buf
   // Input row iy of image n as the kernel reads it: in place, or its slot of the ring (expanded first if the
   // slot holds another row).
   const auto input_row = [&](size_t n, size_t iy) -> const float* {
@@ -392,6 +393,12 @@ void dw_task(const void* vctx, size_t task) {
     gemm_serial(count * x.OW, co, C, row_buf, C, x.project->packed, x.out + r * x.OW * co, co, x.project->act,
                 x.residual ? x.residual + r * x.OW * co : nullptr, co);
   };
+  // Rows [b0, r_end) are in row_buf: through the project when the buffer cannot take a pair more, or at the end.
+  const auto filled = [&](size_t r_end) {
+    if (!row_buf || (r_end - b0 + 2 <= x.proj_rows && r_end < r1)) return;
+    project_rows(b0, r_end - b0);
+    b0 = r_end;
+  };
   for (size_t r = r0; r < r1; ++r) {
     const size_t n = r / x.OH, oy = r % x.OH;
     // Rows oy and oy + 1 together when the 3 + stride input rows they read (from padded row oy * stride) are
@@ -401,14 +408,14 @@ void dw_task(const void* vctx, size_t task) {
     if (x.pair_rows && r + 1 < r1 && oy + 1 < x.OH && pair_inside) {
       const float* in[5];
       for (size_t k = 0; k < pr; ++k) in[k] = input_row(n, oy * ps - p.pad_top + k);
-      float* o0 = row_buf ? row_buf : x.out + r * x.OW * C;
+      float* o0 = row_buf ? row_buf + (r - b0) * x.OW * C : x.out + r * x.OW * C;
       if (ps == 1) {
         pair_strips<1>(x, in, o0, o0 + x.OW * C, vmin, vmax, cmask);
       } else {
         pair_strips<2>(x, in, o0, o0 + x.OW * C, vmin, vmax, cmask);
       }
       apply_post(p.act.post, o0, 1, 2 * x.OW * C, 0);
-      if (row_buf) project_rows(r, 2);
+      filled(r + 2);
       ++r;
       continue;
     }
@@ -420,7 +427,7 @@ void dw_task(const void* vctx, size_t task) {
       rows.w[rows.n] = x.w + ky * KW * C;
       ++rows.n;
     }
-    float* orow = row_buf ? row_buf : x.out + r * x.OW * C;
+    float* orow = row_buf ? row_buf + (r - b0) * x.OW * C : x.out + r * x.OW * C;
     // Interior: ceil(span / 8) strips of 4 to 8 pixels as equal as possible (8 accumulator chains cover
     // the FMA latency; fewer are slower, but better than the per-pixel path when the span is short). With
     // edge_strips the whole row: the first and last strips skip their padding column.
@@ -502,7 +509,7 @@ void dw_task(const void* vctx, size_t task) {
       }
     }
     apply_post(p.act.post, orow, 1, x.OW * C, 0);  // the fused post-op over the row just written (in L1/L2)
-    if (row_buf) project_rows(r, 1);
+    filled(r + 1);
   }
   internal::aligned_free(tin);
   internal::aligned_free(twt);
@@ -735,6 +742,19 @@ size_t ring_rows_for(const ConvParams& p) {
 
 // ring_rows input rows of W pixels plus out_row_pixels output pixels (a fused project's row buffer), OC
 // channels each, fit the bound.
+// The output rows a fused project's buffer holds (a whole number of pairs with pairable(p)): its GEMM runs
+// on that many rows at once, each of a task's batches up to kProjectBatchBytes. One row at a time (M = one
+// row of pixels) re-read the project's weights for every row: fused, the 14x14 and 28x28 blocks of
+// MobileNetV2 ran slower than apart. Batched they run faster (2 threads, dw + project: 14x14x576 -> 96 88.4
+// -> 82.2 us) and the steps between them go.
+size_t project_rows_for(const ConvParams& p, size_t OW, size_t C) {
+  constexpr double kProjectBatchBytes = 256.0 * 1024;
+  const size_t least = pairable(p) ? 2 : 1;
+  const double fit = kProjectBatchBytes / (static_cast<double>(OW) * static_cast<double>(C) * 4.0);
+  const size_t rows = fit >= 1024.0 ? 1024 : static_cast<size_t>(fit);
+  return rows < least ? least : rows / least * least;
+}
+
 bool dw_fits(const ConvParams& p, size_t W, size_t OC, size_t ring_rows, size_t out_row_pixels = 0) {
   const double floats =
       (static_cast<double>(ring_rows) * static_cast<double>(W) + static_cast<double>(out_row_pixels)) *
@@ -784,6 +804,7 @@ void run_dw(const ConvParams& p, size_t N, size_t H, size_t W, const float* in, 
   x.ring_rows = ring_rows;
   x.project = project;
   x.residual = residual;
+  x.proj_rows = project_rows_for(p, OW, OC);
   x.rows = N * OH;
   interior(OW, W, p.kernel_w, p.stride_w, p.dilation_w, p.pad_left, &x.ox_lo, &x.ox_hi);
   // One padding column at most on each side: pixel 0's left tap at column -1, the last pixel's right tap at
@@ -836,7 +857,7 @@ void dwconv2d_fused(const PointwiseConv* expand, const ConvParams& p, size_t N, 
   const size_t C = p.groups;
   if (N == 0 || OH == 0 || OW == 0 || C == 0) return;
   const size_t ring_rows = expand ? ring_rows_for(p) : 0;
-  const size_t buf_pixels = project ? (pairable(p) ? 2 : 1) * OW : 0;  // the project's row buffer
+  const size_t buf_pixels = project ? project_rows_for(p, OW, C) * OW : 0;  // the project's row buffer
   if (p.group_output_channels != 1 || (expand && expand->channels == 0) ||
       !dw_fits(p, W, C, ring_rows, buf_pixels)) {
     // The intermediate tensors in full (depth multiplier > 1, empty input channels, absurd geometry).
