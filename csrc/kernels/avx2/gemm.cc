@@ -39,6 +39,7 @@ constexpr size_t kMC = 144;  // rows of A per M chunk
 // 196x256x1024 100-106 -> 108, 1024^3 108 -> 110-111; a 6-layer FC chain with cold weights -2 %.
 constexpr size_t kKCMax = 1536;
 constexpr size_t kCBlockBytes = 128 * 1024;  // C block of one (M chunk, N group) unit, kept in L2
+constexpr size_t kSharedBBytes = 768 * 1024;  // weights a B-heavy product may stream whole on every thread
 // The K of MobileNets' first expand (12544 x 96 x 16 in MobileNetV2): sweep's 6 x 16 tiles run it with the
 // k loop unrolled whole. Measured: that GEMM 425 -> 390 us in isolation, MobileNetV2's first stride-2 block
 // 643 -> 620 us. Unrolled for K = 24 and 32 as well, the blocks using them did not get faster; a 4x unroll
@@ -751,13 +752,19 @@ void gemm_run(size_t M, size_t N, size_t K, const float* A, size_t lda, const vo
     // (which takes rows) reads half of it from the other core's cache. Measured on MobileNetV2 at 2 threads:
     // keeping rows together cut the 14x14 depthwise steps from 27 to 20 us.
     // So B-heavy products (weights bigger than the input rows plus half the output: transformer FCs) split
-    // whichever side moves fewer bytes; the rest split M first, keeping rows on one core from op to op.
-    const bool b_heavy = K * N > M * K + M * N / 2;
+    // whichever side moves fewer bytes; the rest split M first, keeping rows on one core from op to op. B-heavy
+    // ones whose weights every thread can stream whole (kSharedBBytes) split M into one chunk per thread
+    // first, then N: MobileNetV2's 7x7 expands (49 x 160 -> 960, 614 KB) split N before, and the depthwise
+    // after each read half its rows from the other core (2 threads: depthwise 12.7 -> 10.7 us, expand 47.5 ->
+    // 48.3; the 7x7 steps' sum 568 -> 562 us). With 1.2 MB of weights (49 x 960 -> 320) that lost 7 us.
+    const bool b_bytes = K * N > M * K + M * N / 2;
+    const bool b_heavy = b_bytes && K * N * sizeof(float) > kSharedBBytes;
+    const size_t m_first = b_bytes ? threads : want_tasks;  // M chunks wanted before N groups
     while (x.m_chunks * n_groups < want_tasks) {
       const bool can_n = n_groups < n_units;
       const bool can_m = M / kMR > x.m_chunks;
       if (!can_n && !can_m) break;
-      if (can_n && (!can_m || (b_heavy ? M * n_groups <= N * x.m_chunks : x.m_chunks >= want_tasks))) {
+      if (can_n && (!can_m || (b_heavy ? M * n_groups <= N * x.m_chunks : x.m_chunks >= m_first))) {
         n_groups = min_sz(n_units, n_groups * 2);
         continue;
       }
