@@ -55,12 +55,14 @@ enum class Scratch : unsigned {
   kGemmAKey,  // gemm: the call and M chunk kGemmA holds
   kBmmB,  // batch_matmul: one product's packed B (per task)
   kIgemmGather,  // igemm: gathered input rows of narrow-channel convs (per task)
+  kIgemmRows,  // igemm: a tile's input row pointers per tap, and per kernel row (per task)
   kWinogradV,  // winograd: transformed input and products (per task; the input kept for the next task)
   kWinogradKey,  // winograd: the call and tile block whose transformed input kWinogradV holds
   kDwRing,  // depthwise: ring of expanded input rows, int8: of pair rows (kept across a thread's tasks of
   // one call; fp32 and int8 share it, they never run inside each other)
   kDwRingKeys,  // depthwise: the call the ring belongs to, then which input row each ring slot holds
-  kDwRow,  // depthwise with a fused project: one output row, the project's input (per task)
+  kDwRow,  // depthwise with a fused project: a batch of output rows, the project's input (per task)
+  kDwTaps,  // depthwise: a pixel's valid taps, input and weight pointers (per task)
   kDeconvCols,  // deconv: the GEMM's column band (per call)
   kQConvF32W,  // qconv2d's fp32-accumulation path: the weights as fp32 panels (per call, read by every task)
   kQRows,  // qgemm / qconv2d on 512-bit tiles: the activation rows a unit reads (flipped, padded; per unit)

@@ -325,15 +325,15 @@ void conv_task(const void* vctx, size_t task) {
   const size_t panel_floats = kNR + x.taps * x.gic * kNR;
   const size_t group_floats = x.panels * panel_floats;
   const __m256 vmin = _mm256_set1_ps(x.vmin), vmax = _mm256_set1_ps(x.vmax);
-  const float** ind = static_cast<const float**>(internal::aligned_alloc64(x.taps * kMR * sizeof(float*)));
   float* gbuf = (x.gic < 8 && x.taps > 1) || p.input_nchw
                     ? static_cast<float*>(internal::scratch(internal::Scratch::kIgemmGather,
                                                             kMR * x.taps * x.gic * sizeof(float)))
                     : nullptr;
-  const float** krows =
-      gbuf && x.rows_contig
-          ? static_cast<const float**>(internal::aligned_alloc64(size_t{p.kernel_h} * kMR * sizeof(float*)))
-          : nullptr;
+  // The thread's scratch, not one or two allocations per task (up to 16 tasks per thread and call).
+  const size_t n_ind = x.taps * kMR, n_krows = gbuf && x.rows_contig ? size_t{p.kernel_h} * kMR : 0;
+  const float** ind = static_cast<const float**>(
+      internal::scratch(internal::Scratch::kIgemmRows, max_sz(n_ind + n_krows, 1) * sizeof(const float*)));
+  const float** krows = n_krows ? ind + n_ind : nullptr;
   bool inner[kMR];
   const size_t krow_step = size_t{p.dilation_h} * x.W * x.IC;  // between kernel rows, in elements
   const size_t P = x.OH * x.OW;
@@ -477,8 +477,6 @@ void conv_task(const void* vctx, size_t task) {
     // The fused post-op over the tile just written (mr pixels x this unit's panels, in L1).
     apply_post(p.act.post, c + q0 * kNR, mr, min_sz(x.goc, q1 * kNR) - q0 * kNR, x.OC);
   }
-  internal::aligned_free(ind);
-  if (krows) internal::aligned_free(krows);
 }
 
 // An RGB conv reading planes (planar_tiles(p)): tiles of pixels within one output row (PlanarTiles), so
