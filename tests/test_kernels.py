@@ -246,14 +246,14 @@ def test_dwconv2d_3x3_row_pairs(s, w, c):
 def test_dwconv2d_conv1x1_project_batches(k, s, w, c):
     """A fused project takes a task's depthwise rows in batches of up to 256 KB (here 2-4 rows, single rows
     with a 5x5 kernel, pairs with 3x3): batches that end mid-task, at a task's end and at an odd row keep the
-    separate kernels' bits on 1 and 2 threads."""
-    for h in (5, 11):
+    separate kernels' bits on 1 and 2 threads, on the AVX2 table and the best one (512-bit tiles here)."""
+    for h, isa in ((5, "avx2"), (11, "avx2"), (5, "best"), (11, "best")):
         x, f, b, pj = rand(1, h, w, c), rand(1, *k, c), rand(c), rand(24, c)
         pads = (k[0] // 2,) * 4
-        geo = dict(pads=pads, strides=(s, s), min=-0.5, max=1.5, isa="best")
+        geo = dict(pads=pads, strides=(s, s), min=-0.5, max=1.5, isa=isa)
         mid = K.dwconv2d(x, f, b, **geo)
         r = rand(*mid.shape[:3], 24)
-        want = K.gemm(mid.reshape(-1, c), pj, None, b_is_nk=True, isa="best", residual=r.reshape(-1, 24))
+        want = K.gemm(mid.reshape(-1, c), pj, None, b_is_nk=True, isa=isa, residual=r.reshape(-1, 24))
         for threads in (1, 2):
             got = K.dwconv2d_conv1x1(
                 x, filter=f, bias=b, project_filter=pj, residual=r, threads=threads, **geo
