@@ -14,7 +14,7 @@
 // (qgemm / qconv2d read the scalar packed layout, kernels/qgemm_layout.h). Where they are defined:
 //   gemm.cc     gemm_packed_size gemm_pack gemm gemm_residual batch_matmul
 //   igemm.cc    conv2d_packed_size conv2d_pack conv2d conv2d_reads_nchw conv2d_residual (Winograd: winograd.cc)
-//   dwconv.cc   dwconv2d dwconv2d_fused max_pool2d avg_pool2d global_avg_pool
+//   dwconv.cc   dwconv2d dwconv2d_fused; pool.cc max_pool2d avg_pool2d global_avg_pool
 //   deconv.cc   deconv2d_packed_size deconv2d_pack deconv2d
 //   elementwise.cc binary unary (math.cc: its transcendentals); rows.cc softmax normalize; layout.cc
 //               image_layout_f32 (3-channel images)
@@ -26,15 +26,17 @@
 //   qdwconv.cc  qdwconv2d (reads the scalar packer's layout, kernels/qdw_layout.h)
 // WEBXNN_F32_GEMM_KERNELS (gemm.cc, igemm.cc with winograd.cc, dwconv.cc, deconv.cc, rows.cc) are also
 // compiled on 512-bit GEMM tiles, in namespace avx512f (isa_ns.h), for the AVX512-VNNI table
-// (kernels/avx512f/); rows.cc's softmax rows run on zmm there.
+// (kernels/avx512f/); rows.cc's softmax rows run on zmm there. Pooling (pool.cc) is not: it has no GEMM,
+// and the AVX512-VNNI table takes AVX2's.
 // clang-format off
 #define WEBXNN_F32_GEMM_KERNELS(X) \
   X(gemm_packed_size) X(gemm_pack) X(gemm) X(gemm_residual) X(batch_matmul) \
   X(conv2d_packed_size) X(conv2d_pack) X(conv2d) X(conv2d_reads_nchw) X(conv2d_residual) \
-  X(dwconv2d) X(dwconv2d_fused) X(max_pool2d) X(avg_pool2d) X(global_avg_pool) \
+  X(dwconv2d) X(dwconv2d_fused) \
   X(deconv2d_packed_size) X(deconv2d_pack) X(deconv2d) X(softmax) X(normalize)
 #define WEBXNN_AVX2_KERNELS(X) \
   WEBXNN_F32_GEMM_KERNELS(X) \
+  X(max_pool2d) X(avg_pool2d) X(global_avg_pool) \
   X(binary) X(unary) X(image_layout_f32) \
   X(qgemm) X(qconv2d) X(qconv2d_reads_nchw) X(qdwconv2d) X(quantize_qd8) X(qd8_gemm) \
   X(qgemm_residual) X(qconv2d_residual) \

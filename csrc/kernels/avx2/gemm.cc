@@ -757,9 +757,9 @@ void gemm_run(size_t M, size_t N, size_t K, const float* A, size_t lda, const vo
     // first, then N: MobileNetV2's 7x7 expands (49 x 160 -> 960, 614 KB) split N before, and the depthwise
     // after each read half its rows from the other core (2 threads: depthwise 12.7 -> 10.7 us, expand 47.5 ->
     // 48.3; the 7x7 steps' sum 568 -> 562 us). With 1.2 MB of weights (49 x 960 -> 320) that lost 7 us.
-    const bool b_bytes = K * N > M * K + M * N / 2;
-    const bool b_heavy = b_bytes && K * N * sizeof(float) > kSharedBBytes;
-    const size_t m_first = b_bytes ? threads : want_tasks;  // M chunks wanted before N groups
+    const bool b_outweighs = K * N > M * K + M * N / 2;
+    const bool b_heavy = b_outweighs && K * N * sizeof(float) > kSharedBBytes;
+    const size_t m_first = b_outweighs ? threads : want_tasks;  // M chunks wanted before N groups
     while (x.m_chunks * n_groups < want_tasks) {
       const bool can_n = n_groups < n_units;
       const bool can_m = M / kMR > x.m_chunks;
